@@ -1,0 +1,60 @@
+#include "job_spec.h"
+
+namespace ppu::op {
+
+namespace {
+template <typename T>
+T value_or(const json& obj, const char* key, T fallback) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return fallback;
+  return it->get<T>();
+}
+}  // namespace
+
+JobSpec parse_job(const json& job) {
+  JobSpec j;
+  const json& md = job.at("metadata");
+  j.ns = value_or<std::string>(md, "namespace", "default");
+  j.name = md.at("name").get<std::string>();
+  j.uid = value_or<std::string>(md, "uid", "");
+  j.generation = value_or<int64_t>(md, "generation", 0);
+  j.spec = job.value("spec", json::object());
+  j.replicas = value_or<int>(j.spec, "replicas", 1);
+  j.image = value_or<std::string>(j.spec, "image", "");
+  j.master_port = value_or<int>(j.spec, "masterPort", 29500);
+  j.metrics_port = value_or<int>(j.spec, "metricsPort", 9100);
+  const json rp = j.spec.value("runPolicy", json::object());
+  j.run_policy.backoff_limit = value_or<int>(rp, "backoffLimit", 3);
+  if (rp.contains("activeDeadlineSeconds") && !rp["activeDeadlineSeconds"].is_null())
+    j.run_policy.active_deadline_seconds = rp["activeDeadlineSeconds"].get<int64_t>();
+  if (rp.contains("ttlSecondsAfterFinished") && !rp["ttlSecondsAfterFinished"].is_null())
+    j.run_policy.ttl_seconds_after_finished = rp["ttlSecondsAfterFinished"].get<int64_t>();
+  j.run_policy.clean_pod_policy = value_or<std::string>(rp, "cleanPodPolicy", "Running");
+  j.run_policy.suspend = value_or<bool>(rp, "suspend", false);
+  return j;
+}
+
+std::string service_name(const JobSpec& j) { return j.name; }
+std::string config_map_name(const JobSpec& j) { return j.name + "-config"; }
+std::string pod_name(const JobSpec& j, int rank) { return j.name + "-rank-" + std::to_string(rank); }
+std::string run_id(const JobSpec& j) { return j.ns + "-" + j.name + "-" + j.uid.substr(0, 8); }
+std::string master_addr(const JobSpec& j) {
+  return pod_name(j, 0) + "." + service_name(j) + "." + j.ns + ".svc";
+}
+
+std::optional<int> pod_rank(const json& pod) {
+  const json* labels = nullptr;
+  if (pod.contains("metadata") && pod["metadata"].contains("labels")) labels = &pod["metadata"]["labels"];
+  if (!labels || !labels->contains(kRankLabel)) return std::nullopt;
+  const std::string s = (*labels)[kRankLabel].get<std::string>();
+  if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoi(s);
+}
+
+std::string object_key(const json& obj) {
+  const json& md = obj.at("metadata");
+  return md.value("namespace", std::string()) + "/" + md.at("name").get<std::string>();
+}
+
+}  // namespace ppu::op

@@ -1,0 +1,58 @@
+// JobSpec: a PPUJob's spec read into plain values, with the CRD's defaults applied again (the
+// operator must behave the same on objects created before a default existed). Also the names
+// every object of a job gets: <job> (Service), <job>-config (ConfigMap), <job>-rank-<k> (pods).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ppu::op {
+
+using json = nlohmann::json;
+
+inline constexpr const char* kGroup = "ppu.dev";
+inline constexpr const char* kVersion = "v1alpha1";
+inline constexpr const char* kApiVersion = "ppu.dev/v1alpha1";
+inline constexpr const char* kKind = "PPUJob";
+inline constexpr const char* kJobLabel = "ppu.dev/job";
+inline constexpr const char* kRankLabel = "ppu.dev/rank";
+inline constexpr const char* kConfigKey = "config.yaml";
+inline constexpr const char* kConfigPath = "/etc/ppu/config.yaml";
+inline constexpr const char* kCheckpointPath = "/checkpoints";
+
+struct RunPolicy {
+  int backoff_limit = 3;
+  std::optional<int64_t> active_deadline_seconds;
+  std::optional<int64_t> ttl_seconds_after_finished;
+  std::string clean_pod_policy = "Running";  // All | Running | None
+  bool suspend = false;
+};
+
+struct JobSpec {
+  std::string ns, name, uid;
+  int64_t generation = 0;
+  int replicas = 1;
+  std::string image;
+  int master_port = 29500;
+  int metrics_port = 9100;
+  RunPolicy run_policy;
+  json spec;  // the raw spec, for passthrough fields (resources, volumes, scheduling, training)
+};
+
+JobSpec parse_job(const json& job);
+
+std::string service_name(const JobSpec& j);
+std::string config_map_name(const JobSpec& j);
+std::string pod_name(const JobSpec& j, int rank);
+// <namespace>-<job>-<first 8 characters of the uid>: unique per job object, stable across restarts.
+std::string run_id(const JobSpec& j);
+std::string master_addr(const JobSpec& j);
+// Rank encoded in a pod's ppu.dev/rank label; nullopt when absent or malformed.
+std::optional<int> pod_rank(const json& pod);
+// ns/name key used by caches and the work queue.
+std::string object_key(const json& obj);
+
+}  // namespace ppu::op

@@ -1,0 +1,76 @@
+#include "job_status.h"
+
+#include "rfc3339.h"
+
+namespace ppu::op {
+
+std::string pod_phase(const json& pod) {
+  if (!pod.contains("status")) return "Pending";
+  return pod["status"].value("phase", std::string("Pending"));
+}
+
+bool pod_terminating(const json& pod) {
+  return pod.contains("metadata") && pod["metadata"].contains("deletionTimestamp") &&
+         !pod["metadata"]["deletionTimestamp"].is_null();
+}
+
+bool pod_ready(const json& pod) {
+  if (pod_phase(pod) != "Running") return false;
+  const json& st = pod["status"];
+  if (!st.contains("conditions")) return false;
+  for (const auto& c : st["conditions"])
+    if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  return false;
+}
+
+std::optional<FatalExit> fatal_exit(const json& pod) {
+  if (!pod.contains("status") || !pod["status"].contains("containerStatuses")) return std::nullopt;
+  for (const auto& cs : pod["status"]["containerStatuses"]) {
+    for (const char* which : {"state", "lastState"}) {
+      if (!cs.contains(which) || !cs[which].contains("terminated")) continue;
+      const json& t = cs[which]["terminated"];
+      int code = t.value("exitCode", 0);
+      if (code == 2 || code == 4) return FatalExit{code, t.value("message", std::string())};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string failure_reason(const json& pod) {
+  const json st = pod.value("status", json::object());
+  std::string reason = st.value("reason", std::string());
+  if (!reason.empty()) return reason;  // Evicted, NodeLost, DeadlineExceeded, ...
+  if (pod_phase(pod) == "Unknown") return "Unknown";
+  for (const auto& cs : st.value("containerStatuses", json::array()))
+    if (cs.contains("state") && cs["state"].contains("terminated"))
+      return "exit code " + std::to_string(cs["state"]["terminated"].value("exitCode", 0));
+  return "Failed";
+}
+
+const json* find_condition(const json& status, const std::string& type) {
+  if (!status.contains("conditions")) return nullptr;
+  for (const auto& c : status["conditions"])
+    if (c.value("type", "") == type) return &c;
+  return nullptr;
+}
+
+void set_condition(json& status, const std::string& type, const std::string& cond_status,
+                   const std::string& reason, const std::string& message, int64_t now, int64_t generation) {
+  if (!status.contains("conditions") || !status["conditions"].is_array()) status["conditions"] = json::array();
+  json cond = {{"type", type},
+               {"status", cond_status},
+               {"reason", reason},
+               {"message", message},
+               {"observedGeneration", generation},
+               {"lastTransitionTime", format_rfc3339(now)}};
+  for (auto& c : status["conditions"]) {
+    if (c.value("type", "") != type) continue;
+    if (c.value("status", "") == cond_status && c.contains("lastTransitionTime"))
+      cond["lastTransitionTime"] = c["lastTransitionTime"];
+    c = cond;
+    return;
+  }
+  status["conditions"].push_back(cond);
+}
+
+}  // namespace ppu::op

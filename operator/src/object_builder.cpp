@@ -1,0 +1,142 @@
+#include "object_builder.h"
+
+#include <yaml-cpp/yaml.h>
+
+namespace ppu::op {
+
+namespace {
+
+// JSON → YAML node, keeping integers integers (ppu-train rejects "4.0" for an int key).
+YAML::Node to_yaml(const json& v) {
+  YAML::Node n;
+  switch (v.type()) {
+    case json::value_t::object:
+      n = YAML::Node(YAML::NodeType::Map);
+      for (auto it = v.begin(); it != v.end(); ++it) n[it.key()] = to_yaml(it.value());
+      break;
+    case json::value_t::array:
+      n = YAML::Node(YAML::NodeType::Sequence);
+      for (const auto& e : v) n.push_back(to_yaml(e));
+      break;
+    case json::value_t::string: n = v.get<std::string>(); break;
+    case json::value_t::boolean: n = v.get<bool>(); break;
+    case json::value_t::number_integer: n = v.get<int64_t>(); break;
+    case json::value_t::number_unsigned: n = v.get<uint64_t>(); break;
+    case json::value_t::number_float: n = v.get<double>(); break;
+    default: break;  // null stays an empty node
+  }
+  return n;
+}
+
+json labels_for(const JobSpec& j) { return json{{kJobLabel, j.name}}; }
+
+json metadata_for(const JobSpec& j, const std::string& name) {
+  return json{{"name", name},
+              {"namespace", j.ns},
+              {"labels", labels_for(j)},
+              {"ownerReferences", json::array({owner_reference(j)})}};
+}
+
+json env(const std::string& name, const std::string& value) { return json{{"name", name}, {"value", value}}; }
+
+// A claimName becomes a PVC source; otherwise the given volume source, else an emptyDir.
+json volume_from(const std::string& name, const json& ref) {
+  json vol = {{"name", name}};
+  if (ref.is_object() && ref.contains("claimName")) {
+    vol["persistentVolumeClaim"] = {{"claimName", ref["claimName"]}};
+  } else if (ref.is_object() && ref.contains("volumeSource") && ref["volumeSource"].is_object() &&
+             !ref["volumeSource"].empty()) {
+    for (auto it = ref["volumeSource"].begin(); it != ref["volumeSource"].end(); ++it) vol[it.key()] = it.value();
+  } else {
+    vol["emptyDir"] = json::object();
+  }
+  return vol;
+}
+
+}  // namespace
+
+json owner_reference(const JobSpec& j) {
+  return json{{"apiVersion", kApiVersion}, {"kind", kKind},      {"name", j.name},
+              {"uid", j.uid},              {"controller", true}, {"blockOwnerDeletion", true}};
+}
+
+std::string render_training_config(const JobSpec& j) {
+  json training = j.spec.value("training", json::object());
+  training["ranks"] = j.replicas;
+  YAML::Emitter out;
+  out << to_yaml(training);
+  return std::string(out.c_str()) + "\n";
+}
+
+json build_config_map(const JobSpec& j) {
+  return json{{"apiVersion", "v1"},
+              {"kind", "ConfigMap"},
+              {"metadata", metadata_for(j, config_map_name(j))},
+              {"data", {{kConfigKey, render_training_config(j)}}}};
+}
+
+json build_service(const JobSpec& j) {
+  // Headless and publishing not-ready addresses: ranks must resolve rank 0 before any is ready.
+  return json{{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata", metadata_for(j, service_name(j))},
+              {"spec",
+               {{"clusterIP", "None"},
+                {"publishNotReadyAddresses", true},
+                {"selector", labels_for(j)},
+                {"ports", json::array({{{"name", "rendezvous"}, {"port", j.master_port}},
+                                       {{"name", "metrics"}, {"port", j.metrics_port}}})}}}};
+}
+
+json build_pod(const JobSpec& j, int rank, int restart) {
+  const json& s = j.spec;
+  json md = metadata_for(j, pod_name(j, rank));
+  md["labels"][kRankLabel] = std::to_string(rank);
+  md["annotations"] = {{"ppu.dev/restart", std::to_string(restart)}};
+
+  json envs = json::array({env("RANK", std::to_string(rank)), env("WORLD_SIZE", std::to_string(j.replicas)),
+                           env("MASTER_ADDR", master_addr(j)), env("MASTER_PORT", std::to_string(j.master_port)),
+                           env("PPU_CONFIG", kConfigPath), env("PPU_CHECKPOINT_DIR", kCheckpointPath),
+                           env("PPU_RUN_ID", run_id(j)),
+                           env("PPU_METRICS_PORT", std::to_string(j.metrics_port))});
+  if (s.contains("env") && s["env"].is_array())
+    for (const auto& e : s["env"]) envs.push_back(e);
+
+  json mounts = json::array({{{"name", "ppu-config"}, {"mountPath", "/etc/ppu"}, {"readOnly", true}},
+                             {{"name", "checkpoints"}, {"mountPath", kCheckpointPath}}});
+  json volumes = json::array({{{"name", "ppu-config"}, {"configMap", {{"name", config_map_name(j)}}}},
+                              volume_from("checkpoints", s.value("checkpoint", json())) });
+  if (s.contains("data") && s["data"].is_object()) {
+    mounts.push_back({{"name", "data"},
+                      {"mountPath", s["data"].value("mountPath", std::string("/data"))},
+                      {"readOnly", true}});
+    volumes.push_back(volume_from("data", s["data"]));
+  }
+
+  json container = {{"name", "ppu-train"},
+                    {"image", j.image},
+                    {"command", s.value("command", json::array({"ppu-train"}))},
+                    {"env", envs},
+                    {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", j.master_port}},
+                                           {{"name", "metrics"}, {"containerPort", j.metrics_port}}})},
+                    {"volumeMounts", mounts},
+                    {"terminationMessagePath", "/dev/termination-log"},
+                    {"terminationMessagePolicy", "FallbackToLogsOnError"}};
+  if (s.contains("args")) container["args"] = s["args"];
+  if (s.contains("resources")) container["resources"] = s["resources"];
+  if (s.contains("imagePullPolicy")) container["imagePullPolicy"] = s["imagePullPolicy"];
+
+  json spec = {{"restartPolicy", "Never"},
+               {"hostname", pod_name(j, rank)},
+               {"subdomain", service_name(j)},
+               {"containers", json::array({container})},
+               {"volumes", volumes}};
+  const json sched = s.value("scheduling", json::object());
+  for (const char* k : {"schedulerName", "priorityClassName", "serviceAccountName", "nodeSelector", "tolerations",
+                        "affinity"})
+    if (sched.contains(k)) spec[k] = sched[k];
+
+  return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};
+}
+
+}  // namespace ppu::op

@@ -1,0 +1,19 @@
+// Kubernetes timestamps (metav1.Time): RFC 3339 UTC with second precision, "2026-01-02T03:04:05Z".
+// Times inside the operator are whole seconds since the Unix epoch so that reconcile stays pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ppu::op {
+
+std::string format_rfc3339(int64_t unix_seconds);
+// Microsecond form used by coordination.k8s.io Lease times (metav1.MicroTime).
+std::string format_rfc3339_micro(double unix_seconds);
+// Accepts "...Z" with optional fractional seconds; nullopt when the text is not a timestamp.
+std::optional<int64_t> parse_rfc3339(const std::string& text);
+int64_t now_seconds();
+double now_seconds_precise();
+
+}  // namespace ppu::op

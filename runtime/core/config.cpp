@@ -1,0 +1,365 @@
+#include "core/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace ppu {
+
+namespace {
+
+const std::map<std::string, Method> kMethods = {{"ppu", Method::Ppu},
+                                                {"diloco", Method::DiLoCo},
+                                                {"streaming-diloco", Method::StreamingDiLoCo},
+                                                {"ddp", Method::Ddp}};
+const std::map<std::string, SliceMode> kSliceModes = {
+    {"none", SliceMode::None}, {"mlp", SliceMode::Mlp}, {"mlp+heads", SliceMode::MlpHeads}};
+
+template <class E>
+std::string enum_name(const std::map<std::string, E>& table, E value) {
+  for (const auto& [name, v] : table)
+    if (v == value) return name;
+  return "?";
+}
+
+template <class E>
+std::string choices(const std::map<std::string, E>& table) {
+  std::string s;
+  for (const auto& [name, v] : table) s += (s.empty() ? "" : " | ") + name;
+  return s;
+}
+
+// Every key of the schema, in one place, for both reading and writing. The model keys other
+// than `preset` are visited after the preset has been applied (see Reader).
+template <class V>
+void visit_fields(Config& c, V& v) {
+  v("model.layers", c.model.layers);
+  v("model.d_model", c.model.d_model);
+  v("model.heads", c.model.heads);
+  v("model.vocab", c.model.vocab);
+  v("model.seq_len", c.model.seq_len);
+  v("model.activation", c.model.activation);
+  v("method", c.method);
+  v("ranks", c.ranks);
+  v("slicing.mode", c.slicing.mode);
+  v("slicing.slices", c.slicing.slices);
+  v("inner.optimizer", c.inner.optimizer);
+  v("inner.lr", c.inner.lr);
+  v("inner.beta1", c.inner.beta1);
+  v("inner.beta2", c.inner.beta2);
+  v("inner.eps", c.inner.eps);
+  v("inner.weight_decay", c.inner.weight_decay);
+  v("inner.warmup_steps", c.inner.warmup_steps);
+  v("inner.schedule", c.inner.schedule);
+  v("inner.min_lr_ratio", c.inner.min_lr_ratio);
+  v("inner.batch_size", c.inner.batch_size);
+  v("inner.grad_clip", c.inner.grad_clip);
+  v("outer.optimizer", c.outer.optimizer);
+  v("outer.lr", c.outer.lr);
+  v("outer.momentum", c.outer.momentum);
+  v("outer.sync_every", c.outer.sync_every);
+  v("outer.layers_per_fragment", c.outer.layers_per_fragment);
+  v("outer.grouping", c.outer.grouping);
+  v("outer.overlap_steps", c.outer.overlap_steps);
+  v("outer.delta_dtype", c.outer.delta_dtype);
+  v("data.source", c.data.source);
+  v("data.path", c.data.path);
+  v("data.tokenizer", c.data.tokenizer);
+  v("data.synthetic_train_tokens", c.data.synthetic_train_tokens);
+  v("data.synthetic_val_tokens", c.data.synthetic_val_tokens);
+  v("data.synthetic_order", c.data.synthetic_order);
+  v("data.synthetic_support", c.data.synthetic_support);
+  v("train.steps", c.train.steps);
+  v("train.seed", c.train.seed);
+  v("train.eval_every", c.train.eval_every);
+  v("train.eval_batches", c.train.eval_batches);
+  v("train.log_every", c.train.log_every);
+  v("train.threads", c.train.threads);
+  v("train.device", c.train.device);
+  v("train.dtype", c.train.dtype);
+  v("train.recompute", c.train.recompute);
+  v("checkpoint.dir", c.checkpoint.dir);
+  v("checkpoint.every_rounds", c.checkpoint.every_rounds);
+  v("checkpoint.keep", c.checkpoint.keep);
+  v("metrics.port", c.metrics.port);
+  v("network.bandwidth_gb_per_s", c.network.bandwidth_gb_per_s);
+  v("network.timeout_s", c.network.timeout_s);
+  v("network.message_bytes", c.network.message_bytes);
+}
+
+std::vector<std::string> split_dots(const std::string& key) {
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  std::string part;
+  while (std::getline(ss, part, '.')) parts.push_back(part);
+  return parts;
+}
+
+YAML::Node find(const YAML::Node& root, const std::string& key) {
+  YAML::Node node = YAML::Clone(root);
+  for (const auto& part : split_dots(key)) {
+    if (!node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    YAML::Node child = node[part];
+    if (!child.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
+    node = child;
+  }
+  return node;
+}
+
+// Reads typed values out of the YAML tree, naming the key in every error.
+struct Reader {
+  const YAML::Node& root;
+  const std::string& origin;
+  std::set<std::string> known;
+
+  template <class T>
+  void read_scalar(const std::string& key, T& out, const char* expected) {
+    known.insert(key);
+    YAML::Node node = find(root, key);
+    if (!node.IsDefined() || node.IsNull()) return;
+    if (!node.IsScalar())
+      throw ConfigError(origin + ": config key '" + key + "' must be " + expected);
+    try {
+      out = node.as<T>();
+    } catch (const YAML::Exception&) {
+      throw ConfigError(origin + ": config key '" + key + "' must be " + expected + ", got '" +
+                        node.Scalar() + "'");
+    }
+  }
+  void operator()(const std::string& k, int& v) { read_scalar(k, v, "an integer"); }
+  void operator()(const std::string& k, int64_t& v) { read_scalar(k, v, "an integer"); }
+  void operator()(const std::string& k, uint64_t& v) { read_scalar(k, v, "a non-negative integer"); }
+  void operator()(const std::string& k, double& v) { read_scalar(k, v, "a number"); }
+  void operator()(const std::string& k, bool& v) { read_scalar(k, v, "true or false"); }
+  void operator()(const std::string& k, std::string& v) { read_scalar(k, v, "a string"); }
+  template <class E>
+  void read_enum(const std::string& key, E& out, const std::map<std::string, E>& table) {
+    std::string name = enum_name(table, out);
+    read_scalar(key, name, "a string");
+    auto it = table.find(name);
+    if (it == table.end())
+      throw ConfigError(origin + ": config key '" + key + "' is '" + name + "'; expected one of " +
+                        choices(table));
+    out = it->second;
+  }
+  void operator()(const std::string& k, Method& v) { read_enum(k, v, kMethods); }
+  void operator()(const std::string& k, SliceMode& v) { read_enum(k, v, kSliceModes); }
+};
+
+// Writes every field back into a YAML tree.
+struct Writer {
+  YAML::Node root;
+  YAML::Node slot(const std::string& key) {
+    auto parts = split_dots(key);
+    YAML::Node node = root;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) node.reset(node[parts[i]]);
+    return node[parts.back()];
+  }
+  template <class T>
+  void operator()(const std::string& k, T& v) { slot(k) = v; }
+  void operator()(const std::string& k, Method& v) { slot(k) = enum_name(kMethods, v); }
+  void operator()(const std::string& k, SliceMode& v) { slot(k) = enum_name(kSliceModes, v); }
+};
+
+void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      collect_leaves(kv.second, prefix.empty() ? key : prefix + "." + key, out);
+    }
+  } else {
+    out.push_back(prefix);
+  }
+}
+
+void apply_override(YAML::Node& root, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("--set '" + assignment + "': expected dotted.key=value");
+  const std::string key = assignment.substr(0, eq);
+  const std::string value = assignment.substr(eq + 1);
+  auto parts = split_dots(key);
+  YAML::Node node = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node child = node[parts[i]];
+    if (child.IsDefined() && !child.IsMap() && !child.IsNull())
+      throw ConfigError("--set '" + assignment + "': '" + parts[i] + "' is not a section");
+    node.reset(child);
+  }
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("--set '" + assignment + "': value is not valid YAML");
+  }
+  node[parts.back()] = parsed.IsNull() && !value.empty() ? YAML::Node(value) : parsed;
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw ConfigError(message);
+}
+
+template <class T>
+std::string str(const T& v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+std::string method_name(Method m) { return enum_name(kMethods, m); }
+std::string slice_mode_name(SliceMode m) { return enum_name(kSliceModes, m); }
+
+int Config::effective_slices() const {
+  if (method != Method::Ppu || slicing.mode == SliceMode::None) return 1;
+  return slicing.slices;
+}
+
+bool Config::streaming() const {
+  if (method == Method::StreamingDiLoCo) return true;
+  return method == Method::Ppu && (outer.layers_per_fragment > 0 || outer.grouping == "slices");
+}
+
+Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                    const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = yaml_text.empty() ? YAML::Node(YAML::NodeType::Map) : YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(origin + ": not valid YAML: " + e.msg + " (line " + std::to_string(e.mark.line + 1) + ")");
+  }
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw ConfigError(origin + ": the top level must be a mapping of sections");
+  for (const auto& o : overrides) apply_override(root, o);
+
+  Config config;
+  Reader reader{root, origin, {}};
+  std::string preset = "small";
+  reader("model.preset", preset);
+  auto spec = model_preset(preset);
+  if (!spec) {
+    std::string names;
+    for (const auto& n : model_preset_names()) names += (names.empty() ? "" : " | ") + n;
+    throw ConfigError(origin + ": config key 'model.preset' is '" + preset + "'; expected one of " + names);
+  }
+  config.model = *spec;
+  visit_fields(config, reader);
+
+  std::vector<std::string> leaves;
+  collect_leaves(root, "", leaves);
+  for (const auto& leaf : leaves)
+    if (!reader.known.count(leaf)) throw ConfigError(origin + ": unknown config key '" + leaf + "'");
+  validate_config(config, config.ranks);
+  return config;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::string text;
+  if (!path.empty()) {
+    std::ifstream in(path);
+    if (!in) throw ConfigError("cannot read config file '" + path + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  return parse_config(text, overrides, path.empty() ? "<defaults>" : path);
+}
+
+void validate_config(const Config& c, int world_size) {
+  const auto& m = c.model;
+  require(m.layers > 0, "config key 'model.layers' must be > 0, got " + str(m.layers));
+  require(m.d_model > 0, "config key 'model.d_model' must be > 0, got " + str(m.d_model));
+  require(m.heads > 0 && m.d_model % m.heads == 0,
+          "config key 'model.heads' (" + str(m.heads) + ") must divide model.d_model (" + str(m.d_model) + ")");
+  require(m.head_dim() % 2 == 0, "model.d_model / model.heads must be even for rotary embeddings, got " +
+                                     str(m.head_dim()));
+  require(m.vocab > 1, "config key 'model.vocab' must be > 1, got " + str(m.vocab));
+  require(m.seq_len > 1, "config key 'model.seq_len' must be > 1, got " + str(m.seq_len));
+  require(m.activation == "relu" || m.activation == "gelu",
+          "config key 'model.activation' is '" + m.activation + "'; expected relu | gelu");
+  require(c.ranks >= 1, "config key 'ranks' must be >= 1, got " + str(c.ranks));
+  require(world_size >= 1, "WORLD_SIZE must be >= 1, got " + str(world_size));
+
+  if (c.method == Method::Ppu && c.slicing.mode != SliceMode::None) {
+    const int n = c.slicing.slices;
+    require(n >= 1, "config key 'slicing.slices' must be >= 1, got " + str(n));
+    require(world_size % n == 0, "ranks K=" + str(world_size) + " must be a multiple of slicing.slices N=" +
+                                     str(n) + " (every slice needs the same number of owners)");
+    require(m.mlp_hidden() % n == 0, "slicing.slices N=" + str(n) + " must divide the MLP hidden size 4*model.d_model=" +
+                                         str(m.mlp_hidden()));
+    if (c.slicing.mode == SliceMode::MlpHeads)
+      require(m.heads % n == 0, "slicing.slices N=" + str(n) + " must divide model.heads=" + str(m.heads) +
+                                    " in slicing.mode=mlp+heads");
+  }
+
+  const auto& in = c.inner;
+  require(in.optimizer == "adamw" || in.optimizer == "sgd",
+          "config key 'inner.optimizer' is '" + in.optimizer + "'; expected adamw | sgd");
+  require(in.lr > 0, "config key 'inner.lr' must be > 0, got " + str(in.lr));
+  require(in.beta1 >= 0 && in.beta1 < 1, "config key 'inner.beta1' must be in [0, 1), got " + str(in.beta1));
+  require(in.beta2 >= 0 && in.beta2 < 1, "config key 'inner.beta2' must be in [0, 1), got " + str(in.beta2));
+  require(in.eps > 0, "config key 'inner.eps' must be > 0, got " + str(in.eps));
+  require(in.weight_decay >= 0, "config key 'inner.weight_decay' must be >= 0, got " + str(in.weight_decay));
+  require(in.warmup_steps >= 0, "config key 'inner.warmup_steps' must be >= 0, got " + str(in.warmup_steps));
+  require(in.schedule == "cosine" || in.schedule == "constant",
+          "config key 'inner.schedule' is '" + in.schedule + "'; expected cosine | constant");
+  require(in.min_lr_ratio >= 0 && in.min_lr_ratio <= 1,
+          "config key 'inner.min_lr_ratio' must be in [0, 1], got " + str(in.min_lr_ratio));
+  require(in.batch_size > 0, "config key 'inner.batch_size' must be > 0, got " + str(in.batch_size));
+  require(in.grad_clip >= 0, "config key 'inner.grad_clip' must be >= 0, got " + str(in.grad_clip));
+
+  const auto& out = c.outer;
+  require(out.optimizer == "nesterov" || out.optimizer == "average",
+          "config key 'outer.optimizer' is '" + out.optimizer + "'; expected nesterov | average");
+  require(out.lr > 0, "config key 'outer.lr' must be > 0, got " + str(out.lr));
+  require(out.momentum >= 0 && out.momentum < 1, "config key 'outer.momentum' must be in [0, 1), got " + str(out.momentum));
+  require(out.sync_every >= 1, "config key 'outer.sync_every' must be >= 1, got " + str(out.sync_every));
+  require(out.layers_per_fragment >= 0,
+          "config key 'outer.layers_per_fragment' must be >= 0, got " + str(out.layers_per_fragment));
+  require(out.grouping == "layers" || out.grouping == "slices",
+          "config key 'outer.grouping' is '" + out.grouping + "'; expected layers | slices");
+  require(out.overlap_steps >= 0 && out.overlap_steps < out.sync_every,
+          "config key 'outer.overlap_steps' must be in [0, outer.sync_every), got " + str(out.overlap_steps));
+  require(out.delta_dtype == "fp32" || out.delta_dtype == "bf16" || out.delta_dtype == "int8",
+          "config key 'outer.delta_dtype' is '" + out.delta_dtype + "'; expected fp32 | bf16 | int8");
+
+  require(c.data.source == "synthetic" || c.data.source == "shards",
+          "config key 'data.source' is '" + c.data.source + "'; expected synthetic | shards");
+  require(c.data.source != "shards" || !c.data.path.empty(), "config key 'data.path' is required when data.source=shards");
+  require(c.data.synthetic_order >= 1, "config key 'data.synthetic_order' must be >= 1");
+  require(c.data.synthetic_support >= 2 && c.data.synthetic_support <= m.vocab,
+          "config key 'data.synthetic_support' must be in [2, model.vocab], got " + str(c.data.synthetic_support));
+
+  const auto& t = c.train;
+  require(t.steps > 0, "config key 'train.steps' must be > 0, got " + str(t.steps));
+  require(t.eval_every >= 0, "config key 'train.eval_every' must be >= 0, got " + str(t.eval_every));
+  require(t.eval_batches >= 1, "config key 'train.eval_batches' must be >= 1, got " + str(t.eval_batches));
+  require(t.log_every >= 1, "config key 'train.log_every' must be >= 1, got " + str(t.log_every));
+  require(t.threads >= 0, "config key 'train.threads' must be >= 0, got " + str(t.threads));
+  require(t.device == "cpu" || t.device == "cuda", "config key 'train.device' is '" + t.device + "'; expected cpu | cuda");
+  require(t.dtype == "fp32" || t.dtype == "bf16", "config key 'train.dtype' is '" + t.dtype + "'; expected fp32 | bf16");
+
+  require(c.checkpoint.every_rounds >= 1, "config key 'checkpoint.every_rounds' must be >= 1");
+  require(c.checkpoint.keep >= 1, "config key 'checkpoint.keep' must be >= 1");
+  require(c.metrics.port >= 0 && c.metrics.port <= 65535,
+          "config key 'metrics.port' must be in [0, 65535], got " + str(c.metrics.port));
+  require(c.network.bandwidth_gb_per_s >= 0, "config key 'network.bandwidth_gb_per_s' must be >= 0");
+  require(c.network.timeout_s > 0, "config key 'network.timeout_s' must be > 0");
+  require(c.network.message_bytes >= 0, "config key 'network.message_bytes' must be >= 0");
+}
+
+std::string to_yaml(const Config& config) {
+  Config copy = config;
+  Writer writer{YAML::Node(YAML::NodeType::Map)};
+  if (!copy.model.preset.empty()) writer.slot("model.preset") = copy.model.preset;
+  visit_fields(copy, writer);
+  YAML::Emitter out;
+  out << writer.root;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace ppu

@@ -1,0 +1,75 @@
+#include "core/cost_model.h"
+
+#include <algorithm>
+
+namespace ppu {
+
+StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, double rho_attn, double rho_mlp) {
+  const double B = batch, S = seq_len, H = model.d_model, L = model.layers, F = model.mlp_hidden(),
+               V = model.vocab;
+  const double emb = B * S * H;
+  const double attn_scores = 4 * B * S * S * H;  // QK^T and AV
+  const double mha = 8 * B * S * H * H + attn_scores;
+  const double ffn = 4 * B * S * H * F;
+  const double out_proj = 2 * B * S * H * V;
+  const double out = out_proj + 3 * B * S * V;
+
+  auto mha_bwd = [&](double rho) { return 8 * B * S * S * H + (10 + 6 * rho) * B * S * H * H; };
+  auto ffn_bwd = [&](double rho) { return 4 * B * S * H * F + 4 * rho * B * S * H * F; };
+
+  StepFlops f;
+  f.forward = emb + L * (mha + ffn) + out;
+  f.forward_matmul = L * (mha + ffn) + out_proj;
+  f.backward = 2 * emb + L * (mha_bwd(rho_attn) + ffn_bwd(rho_mlp)) + 2 * out;
+  f.backward_full = 2 * emb + L * (mha_bwd(1) + ffn_bwd(1)) + 2 * out;
+  f.backward_matmul = L * (mha_bwd(rho_attn) + ffn_bwd(rho_mlp)) + 2 * out_proj;
+  return f;
+}
+
+MemoryBreakdown estimate_memory(const Config& config, const SlicePlan& plan, int64_t largest_fragment) {
+  const double total = plan.total_parameters();
+  const double trainable = plan.trainable_parameters();
+  const bool bf16 = config.train.dtype == "bf16";
+  MemoryBreakdown m;
+  m.weights = bf16 ? 2 * total + 4 * trainable : 4 * total;
+  m.gradients = (bf16 ? 2 : 4) * trainable;
+  m.inner_optimizer = config.inner.optimizer == "adamw" ? 8 * trainable : 0;
+  if (config.method != Method::Ddp) {
+    const double on_device = config.streaming() ? static_cast<double>(largest_fragment) : total;
+    m.outer_optimizer = config.outer.optimizer == "nesterov" ? 4 * on_device : 0;
+    m.offloaded = 4 * on_device;
+  }
+  return m;
+}
+
+double ring_allreduce_seconds(double message_bytes, int ranks, double bytes_per_second) {
+  if (bytes_per_second <= 0 || ranks <= 1) return 0;
+  return 2.0 * (ranks - 1) / ranks * message_bytes / bytes_per_second;
+}
+
+double delta_bytes(int64_t elements, const std::string& delta_dtype, int64_t row_length) {
+  if (delta_dtype == "bf16") return 2.0 * elements;
+  if (delta_dtype == "int8") {
+    const int64_t rows = row_length > 0 ? (elements + row_length - 1) / row_length : 1;
+    return 1.0 * elements + 4.0 * rows;  // one fp32 scale per row
+  }
+  return 4.0 * elements;
+}
+
+std::vector<WallClockPoint> simulate_wall_clock(const WallClockInputs& in, const std::vector<double>& bandwidths) {
+  std::vector<WallClockPoint> points;
+  for (double gb : bandwidths) {
+    const double bps = gb * 1e9;
+    WallClockPoint p{gb};
+    const double ddp_comm = ring_allreduce_seconds(in.ddp_message_bytes, in.ranks, bps);
+    p.ddp_step_seconds = std::max(in.step_seconds_full, ddp_comm);
+    p.ddp_hours = p.ddp_step_seconds * in.ddp_steps / 3600;
+    const double round_comm = ring_allreduce_seconds(in.lowcomm_message_bytes, in.ranks, bps);
+    p.lowcomm_step_seconds = in.step_seconds_full * in.flops_ratio + round_comm / in.sync_every;
+    p.lowcomm_hours = p.lowcomm_step_seconds * in.ddp_steps * in.token_ratio / 3600;
+    points.push_back(p);
+  }
+  return points;
+}
+
+}  // namespace ppu

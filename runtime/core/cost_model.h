@@ -1,0 +1,66 @@
+// CostModel: the paper's analytic model of one rank's cost (Appendix C FLOPs, §3.1 memory
+// components, §3.1/Appendix B communication, Figure 2 wall-clock simulation). Pure arithmetic,
+// used by `ppu-plan`, by the trainer's FLOPs accounting and by tests. No LibTorch here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/slice_plan.h"
+
+namespace ppu {
+
+struct StepFlops {
+  double forward = 0;         // Appendix C forward, incl. embedding and softmax terms
+  double backward = 0;        // backward with rho_attn and rho_mlp of this rank
+  double backward_full = 0;   // the same backward with rho = 1
+  double backward_matmul = 0; // the matmul part of `backward` only (what a MAC counter sees)
+  double forward_matmul = 0;  // the matmul part of `forward`
+  double executed() const { return forward + backward; }
+  double full() const { return forward + backward_full; }
+};
+
+// FLOPs of one inner step on `batch` sequences of `seq_len` tokens (Appendix C.2).
+StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, double rho_attn, double rho_mlp);
+
+// Memory by the paper's five components, in bytes, for one rank (§3.1 "Memory Usage").
+struct MemoryBreakdown {
+  double weights = 0;          // compute-precision weights (+ fp32 master of trainable slices in bf16)
+  double gradients = 0;        // grad buffers of trainable slices only
+  double inner_optimizer = 0;  // AdamW moments of trainable slices only (fp32)
+  double outer_optimizer = 0;  // outer momentum (fp32) on the device: the fragment being synced
+  double offloaded = 0;        // global fp32 parameters brought back for the fragment being synced
+  double total() const { return weights + gradients + inner_optimizer + outer_optimizer + offloaded; }
+};
+
+// `largest_fragment` = parameters of the largest streaming fragment (all parameters without streaming).
+MemoryBreakdown estimate_memory(const Config& config, const SlicePlan& plan, int64_t largest_fragment);
+
+// Bandwidth-optimal ring all-reduce: T = 2 (K-1)/K * M / B (seconds; B in bytes/s; B = 0 => 0).
+double ring_allreduce_seconds(double message_bytes, int ranks, double bytes_per_second);
+
+// Bytes one rank contributes to a synchronisation of `elements` values in `delta_dtype`.
+double delta_bytes(int64_t elements, const std::string& delta_dtype, int64_t row_length);
+
+// Figure 2: simulated wall-clock to a target loss under limited bandwidth.
+struct WallClockPoint {
+  double bandwidth_gb_per_s;
+  double ddp_step_seconds, ddp_hours;        // max(compute, comm), every step
+  double lowcomm_step_seconds, lowcomm_hours;  // compute + comm / H, needs token_ratio x the steps
+  double speedup() const { return ddp_hours / lowcomm_hours; }
+};
+struct WallClockInputs {
+  double step_seconds_full;      // measured or given compute time of a full-backward step
+  double flops_ratio;            // executed / full FLOPs of the low-comm method's step
+  double ddp_message_bytes;      // gradient bytes per DDP step
+  double lowcomm_message_bytes;  // delta bytes per outer round (all fragments)
+  int ranks;
+  int sync_every;
+  double ddp_steps;              // steps DDP needs to reach the target
+  double token_ratio;            // low-comm tokens / DDP tokens to the same loss (paper: 44B/26B)
+};
+std::vector<WallClockPoint> simulate_wall_clock(const WallClockInputs& in, const std::vector<double>& bandwidths_gb_per_s);
+
+}  // namespace ppu

@@ -1,0 +1,47 @@
+// ModelSpec: the shape of a decoder-only transformer (presets and explicit sizes) and the
+// canonical list of its parameters. Every other part of the runtime (slice plan, cost model,
+// LibTorch model, checkpoints) names parameters through `parameter_layout`, so the order and
+// the names below are a contract. No LibTorch here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppu {
+
+struct ModelSpec {
+  std::string preset;        // empty when fully explicit
+  int layers = 0;
+  int d_model = 0;
+  int heads = 0;
+  int vocab = 0;
+  int seq_len = 0;
+  std::string activation = "relu";  // relu | gelu
+
+  int mlp_hidden() const { return 4 * d_model; }
+  int head_dim() const { return d_model / heads; }
+};
+
+// The presets of the issue: tiny (unit tests), small (CPU demo), GPT-2 124M/350M, GPT-3 XL (1.3B).
+std::optional<ModelSpec> model_preset(const std::string& name);
+std::vector<std::string> model_preset_names();
+
+// What a parameter is, for slicing and streaming decisions.
+enum class ParamRole { Embedding, Norm, AttnQ, AttnK, AttnV, AttnOut, MlpUp, MlpDown };
+
+struct ParamInfo {
+  std::string name;             // e.g. "blocks.3.mlp.up.weight"
+  std::vector<int64_t> shape;   // PyTorch layout: Linear weights are [out_features, in_features]
+  ParamRole role;
+  int layer;                    // block index, or -1 for embeddings and the final norm
+  int64_t numel() const;
+};
+
+// All parameters in a fixed order: tok_emb, then per block ln1.{weight,bias}, attn.{wq,wk,wv,wo},
+// ln2.{weight,bias}, mlp.{up,down}, then ln_f.{weight,bias}. The output head is tied to tok_emb.
+std::vector<ParamInfo> parameter_layout(const ModelSpec& spec);
+int64_t total_parameters(const ModelSpec& spec);
+
+}  // namespace ppu

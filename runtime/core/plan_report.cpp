@@ -1,0 +1,144 @@
+#include "core/plan_report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "core/cost_model.h"
+#include "core/slice_plan.h"
+#include "core/streaming_schedule.h"
+
+namespace ppu {
+
+namespace {
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+std::string bytes(double b) { return fmt("%8.2f GB", b / 1e9) + fmt(" (%7.2f GiB)", b / (1024.0 * 1024 * 1024)); }
+}  // namespace
+
+nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
+  const int K = config.ranks;
+  validate_config(config, K);
+  const SlicePlan plan = SlicePlan::from_config(config, K, 0);
+  const StreamingSchedule schedule(config, config.model);
+  const auto& m = config.model;
+  const int64_t B = config.inner.batch_size, S = m.seq_len;
+  const StepFlops f = step_flops(m, B, S, plan.rho_attn(), plan.rho_mlp());
+  const MemoryBreakdown mem = estimate_memory(config, plan, schedule.largest_fragment_numel());
+  const double total = plan.total_parameters();
+  const double bps = config.network.bandwidth_gb_per_s * 1e9;
+  const bool bf16 = config.train.dtype == "bf16";
+
+  // Bytes per synchronisation: DDP all-reduces gradients every step; the low-communication
+  // methods all-reduce deltas of one fragment per sync and of every fragment once per round.
+  double per_sync_bytes, per_round_bytes, amortised_step_seconds;
+  if (config.method == Method::Ddp) {
+    per_sync_bytes = per_round_bytes = (bf16 ? 2 : 4) * total;
+    if (config.network.message_bytes > 0) per_sync_bytes = per_round_bytes = config.network.message_bytes;
+    amortised_step_seconds = ring_allreduce_seconds(per_sync_bytes, K, bps);
+  } else {
+    per_round_bytes = delta_bytes(plan.total_parameters(), config.outer.delta_dtype, m.d_model);
+    per_sync_bytes = delta_bytes(schedule.largest_fragment_numel(), config.outer.delta_dtype, m.d_model);
+    if (config.network.message_bytes > 0) {
+      per_sync_bytes *= config.network.message_bytes / per_round_bytes;
+      per_round_bytes = config.network.message_bytes;
+    }
+    amortised_step_seconds = ring_allreduce_seconds(per_round_bytes, K, bps) / config.outer.sync_every;
+  }
+
+  nlohmann::json fragments = nlohmann::json::array();
+  for (size_t i = 0; i < schedule.fragments().size(); ++i) {
+    const auto& fr = schedule.fragments()[i];
+    fragments.push_back({{"name", fr.name}, {"params", fr.numel}, {"sync_offset", schedule.offset(static_cast<int>(i))}});
+  }
+
+  nlohmann::json r = {
+      {"model", {{"preset", m.preset}, {"layers", m.layers}, {"d_model", m.d_model}, {"heads", m.heads},
+                 {"vocab", m.vocab}, {"seq_len", m.seq_len}}},
+      {"method", method_name(config.method)},
+      {"ranks", K},
+      {"slicing", {{"mode", slice_mode_name(plan.mode())}, {"slices", plan.slices()}}},
+      {"trainable_params", plan.trainable_parameters()},
+      {"total_params", plan.total_parameters()},
+      {"rho_attn", plan.rho_attn()},
+      {"rho_mlp", plan.rho_mlp()},
+      {"memory_bytes", {{"weights", mem.weights}, {"gradients", mem.gradients}, {"inner_optimizer", mem.inner_optimizer},
+                        {"outer_optimizer", mem.outer_optimizer}, {"offloaded", mem.offloaded}, {"total", mem.total()}}},
+      {"flops_per_step", {{"forward", f.forward}, {"backward", f.backward}, {"backward_full", f.backward_full},
+                          {"executed", f.executed()}, {"full", f.full()}, {"batch", B}, {"seq_len", S}}},
+      {"flops_per_token", f.executed() / (B * S)},
+      {"flops_ratio", f.executed() / f.full()},
+      {"bytes_per_sync", per_sync_bytes},
+      {"bytes_per_round", per_round_bytes},
+      {"bandwidth_gb_per_s", config.network.bandwidth_gb_per_s},
+      {"comm_seconds_per_sync", ring_allreduce_seconds(per_sync_bytes, K, bps)},
+      {"comm_seconds_per_round", ring_allreduce_seconds(per_round_bytes, K, bps)},
+      {"comm_seconds_per_step_amortised", amortised_step_seconds},
+      {"sync_every", config.method == Method::Ddp ? 1 : config.outer.sync_every},
+      {"fragments", fragments},
+  };
+
+  if (!options.bandwidths_gb_per_s.empty()) {
+    WallClockInputs in;
+    in.step_seconds_full = options.step_seconds;
+    in.flops_ratio = f.executed() / f.full();
+    in.ddp_message_bytes = config.network.message_bytes > 0 ? config.network.message_bytes : 2 * total;
+    in.lowcomm_message_bytes = config.network.message_bytes > 0 ? config.network.message_bytes : per_round_bytes;
+    in.ranks = K;
+    in.sync_every = config.outer.sync_every;
+    in.ddp_steps = options.ddp_steps > 0 ? options.ddp_steps : static_cast<double>(config.train.steps);
+    in.token_ratio = options.token_ratio;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& p : simulate_wall_clock(in, options.bandwidths_gb_per_s))
+      rows.push_back({{"bandwidth_gb_per_s", p.bandwidth_gb_per_s}, {"ddp_step_seconds", p.ddp_step_seconds},
+                      {"ddp_hours", p.ddp_hours}, {"lowcomm_step_seconds", p.lowcomm_step_seconds},
+                      {"lowcomm_hours", p.lowcomm_hours}, {"speedup", p.speedup()}});
+    r["wall_clock"] = {{"step_seconds_full", in.step_seconds_full}, {"ddp_steps", in.ddp_steps},
+                       {"token_ratio", in.token_ratio}, {"points", rows}};
+  }
+  return r;
+}
+
+std::string format_plan(const nlohmann::json& r) {
+  std::ostringstream os;
+  const auto& m = r["model"];
+  os << "model      " << m["preset"].get<std::string>() << ": " << m["layers"] << " layers, d=" << m["d_model"]
+     << ", " << m["heads"] << " heads, vocab " << m["vocab"] << ", seq " << m["seq_len"] << "\n";
+  os << "method     " << r["method"].get<std::string>() << ", K=" << r["ranks"] << " ranks, slicing "
+     << r["slicing"]["mode"].get<std::string>() << " N=" << r["slicing"]["slices"] << "\n";
+  const double total = r["total_params"], trainable = r["trainable_params"];
+  os << "params     total " << fmt("%.3f B", total / 1e9) << ", trainable per rank " << fmt("%.3f B", trainable / 1e9)
+     << fmt(" (%.1f%%)", 100 * trainable / total) << "\n";
+  os << "memory per rank (state, excluding activations)\n";
+  for (const char* k : {"weights", "gradients", "inner_optimizer", "outer_optimizer", "offloaded", "total"})
+    os << "  " << k << std::string(18 - std::string(k).size(), ' ') << bytes(r["memory_bytes"][k]) << "\n";
+  const auto& f = r["flops_per_step"];
+  os << "FLOPs per step (batch " << f["batch"] << " x seq " << f["seq_len"] << ")\n"
+     << "  forward           " << fmt("%.4g", f["forward"]) << "\n"
+     << "  backward          " << fmt("%.4g", f["backward"]) << "\n"
+     << "  backward (full)   " << fmt("%.4g", f["backward_full"]) << "\n"
+     << "  executed / full   " << fmt("%.4f", r["flops_ratio"]) << fmt("  (%.1f%% saved)", 100 * (1 - r["flops_ratio"].get<double>())) << "\n"
+     << "  per token         " << fmt("%.4g", r["flops_per_token"]) << "\n";
+  os << "communication (ring all-reduce, T = 2(K-1)/K * M/B, B = " << fmt("%g", r["bandwidth_gb_per_s"]) << " GB/s)\n"
+     << "  bytes per sync    " << bytes(r["bytes_per_sync"]) << "\n"
+     << "  seconds per sync  " << fmt("%.4f", r["comm_seconds_per_sync"]) << "\n"
+     << "  seconds per round " << fmt("%.4f", r["comm_seconds_per_round"]) << " (every " << r["sync_every"] << " steps)\n"
+     << "  amortised per step" << fmt(" %.5f", r["comm_seconds_per_step_amortised"]) << "\n";
+  os << "fragments  " << r["fragments"].size() << " (largest synced on device)\n";
+  if (r.contains("wall_clock")) {
+    const auto& w = r["wall_clock"];
+    os << "simulated wall-clock to target (full step " << fmt("%.3f s", w["step_seconds_full"]) << ", DDP steps "
+       << fmt("%.0f", w["ddp_steps"]) << ", low-comm tokens x" << fmt("%.2f", w["token_ratio"]) << ")\n"
+       << "  GB/s      DDP step    DDP hours   low-comm step  low-comm hours  speedup\n";
+    for (const auto& p : w["points"])
+      os << fmt("  %-8g", p["bandwidth_gb_per_s"]) << fmt("  %8.3f s", p["ddp_step_seconds"]) << fmt("  %9.2f", p["ddp_hours"])
+         << fmt("   %10.4f s", p["lowcomm_step_seconds"]) << fmt("  %12.2f", p["lowcomm_hours"]) << fmt("  %6.2fx", p["speedup"])
+         << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace ppu

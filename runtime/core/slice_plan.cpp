@@ -1,0 +1,80 @@
+#include "core/slice_plan.h"
+
+#include <stdexcept>
+
+namespace ppu {
+
+int64_t ParamSlice::trainable_numel() const {
+  if (!sliced()) return param.numel();
+  return param.numel() / param.shape[dim] * (end - begin);
+}
+
+SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int slices, int rank)
+    : mode_(mode), world_size_(world_size), slices_(mode == SliceMode::None ? 1 : slices), rank_(rank) {
+  const auto k = std::to_string(world_size), n = std::to_string(slices_);
+  if (world_size < 1) throw ConfigError("world size K=" + k + " must be >= 1");
+  if (rank < 0 || rank >= world_size)
+    throw ConfigError("RANK=" + std::to_string(rank) + " is outside [0, WORLD_SIZE=" + k + ")");
+  if (slices_ < 1) throw ConfigError("slicing.slices N=" + n + " must be >= 1");
+  if (world_size % slices_ != 0)
+    throw ConfigError("ranks K=" + k + " must be a multiple of slicing.slices N=" + n);
+  if (model.mlp_hidden() % slices_ != 0)
+    throw ConfigError("slicing.slices N=" + n + " must divide the MLP hidden size " +
+                      std::to_string(model.mlp_hidden()));
+  if (mode == SliceMode::MlpHeads && model.heads % slices_ != 0)
+    throw ConfigError("slicing.slices N=" + n + " must divide model.heads=" + std::to_string(model.heads));
+
+  const int n_idx = slice_index();
+  const int sliced_owners = world_size / slices_;
+  for (const auto& p : parameter_layout(model)) {
+    ParamSlice s{p};
+    s.owners = world_size;
+    auto slice_along = [&](int dim, int64_t extent) {
+      s.dim = dim;
+      s.begin = n_idx * extent / slices_;
+      s.end = (n_idx + 1) * extent / slices_;
+      s.owners = sliced_owners;
+    };
+    if (slices_ > 1) {
+      switch (p.role) {
+        case ParamRole::MlpUp: slice_along(0, p.shape[0]); break;
+        case ParamRole::MlpDown: slice_along(1, p.shape[1]); break;
+        case ParamRole::AttnQ:
+        case ParamRole::AttnK:
+        case ParamRole::AttnV:
+          if (mode == SliceMode::MlpHeads) slice_along(0, p.shape[0]);
+          break;
+        default: break;
+      }
+    }
+    params_.push_back(s);
+  }
+}
+
+SlicePlan SlicePlan::from_config(const Config& config, int world_size, int rank) {
+  const SliceMode mode = config.effective_slices() == 1 ? SliceMode::None : config.slicing.mode;
+  return SlicePlan(config.model, mode, world_size, config.effective_slices(), rank);
+}
+
+const ParamSlice& SlicePlan::find(const std::string& name) const {
+  for (const auto& p : params_)
+    if (p.param.name == name) return p;
+  throw std::out_of_range("no parameter named '" + name + "'");
+}
+
+int64_t SlicePlan::trainable_parameters() const {
+  int64_t n = 0;
+  for (const auto& p : params_) n += p.trainable_numel();
+  return n;
+}
+
+int64_t SlicePlan::total_parameters() const {
+  int64_t n = 0;
+  for (const auto& p : params_) n += p.param.numel();
+  return n;
+}
+
+double SlicePlan::rho_attn() const { return mode_ == SliceMode::MlpHeads ? 1.0 / slices_ : 1.0; }
+double SlicePlan::rho_mlp() const { return mode_ == SliceMode::None ? 1.0 : 1.0 / slices_; }
+
+}  // namespace ppu

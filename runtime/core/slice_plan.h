@@ -1,0 +1,58 @@
+// SlicePlan: which elements of every parameter rank `rank` of K trains, and by how many ranks
+// each element is trained (the count vector m of Algorithm 1). Slice index n = rank mod N.
+//  - mode mlp:       rows [n*F/N, (n+1)*F/N) of every MLP up-projection (F = 4d) and the same
+//                    columns of every down-projection; everything else is trained by all ranks.
+//  - mode mlp+heads: additionally the output features of head group n of W_Q, W_K, W_V
+//                    (rows [n*d/N, (n+1)*d/N) in PyTorch layout). W_O stays fully trainable.
+//  - mode none:      every element trainable on every rank (N = 1).
+// Every sliced element is trained by exactly K/N ranks, so m is constant per parameter.
+// Invalid (K, N, model) combinations throw ConfigError naming the values. No LibTorch here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/model_spec.h"
+
+namespace ppu {
+
+struct ParamSlice {
+  ParamInfo param;
+  int dim = -1;          // dimension the trainable range runs along; -1 = whole tensor trainable
+  int64_t begin = 0;     // trainable range [begin, end) along `dim`
+  int64_t end = 0;
+  int owners = 1;        // m: number of ranks that train each element of this parameter
+
+  bool sliced() const { return dim >= 0; }
+  int64_t trainable_numel() const;
+};
+
+class SlicePlan {
+ public:
+  SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int slices, int rank);
+  static SlicePlan from_config(const Config& config, int world_size, int rank);
+
+  const std::vector<ParamSlice>& params() const { return params_; }
+  const ParamSlice& find(const std::string& name) const;
+  int slice_index() const { return rank_ % slices_; }
+  int slices() const { return slices_; }
+  int world_size() const { return world_size_; }
+  int rank() const { return rank_; }
+  SliceMode mode() const { return mode_; }
+
+  int64_t trainable_parameters() const;
+  int64_t total_parameters() const;
+  // Fractions of the attention input projections and of the MLPs whose weight gradient this
+  // rank computes (rho_attn and rho_mlp of Appendix C).
+  double rho_attn() const;
+  double rho_mlp() const;
+
+ private:
+  std::vector<ParamSlice> params_;
+  SliceMode mode_;
+  int world_size_, slices_, rank_;
+};
+
+}  // namespace ppu

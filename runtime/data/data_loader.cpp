@@ -1,0 +1,127 @@
+#include "data/data_loader.h"
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include "data/counter_rng.h"
+#include "data/dataset_dir.h"
+#include "data/token_shard.h"
+
+namespace ppu::data {
+namespace {
+
+constexpr uint64_t kLoaderTag = 0x6c6f616465722121ULL;
+
+void check_shape(const char* who, int batch, int seq_len) {
+  if (batch < 1)
+    throw std::invalid_argument(std::string(who) + ": batch must be >= 1, got " +
+                                std::to_string(batch));
+  if (seq_len < 1)
+    throw std::invalid_argument(std::string(who) + ": seq_len must be >= 1, got " +
+                                std::to_string(seq_len));
+}
+
+}  // namespace
+
+TokenDataset TokenDataset::load(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const DatasetMeta meta = read_dataset_meta(dir);
+  TokenShard train = read_token_shard((fs::path(dir) / kTrainShardName).string());
+  TokenShard val = read_token_shard((fs::path(dir) / kValShardName).string());
+  auto agree = [&](const char* name, uint64_t shard_value, uint64_t meta_value,
+                   const char* what) {
+    if (shard_value != meta_value)
+      throw std::runtime_error((fs::path(dir) / name).string() + ": " + what + " " +
+                               std::to_string(shard_value) + " disagrees with meta.json (" +
+                               std::to_string(meta_value) + ")");
+  };
+  agree(kTrainShardName, train.vocab, meta.vocab, "vocab");
+  agree(kValShardName, val.vocab, meta.vocab, "vocab");
+  agree(kTrainShardName, train.tokens.size(), meta.train_tokens, "token count");
+  agree(kValShardName, val.tokens.size(), meta.val_tokens, "token count");
+
+  TokenDataset ds;
+  ds.train = std::move(train.tokens);
+  ds.val = std::move(val.tokens);
+  ds.vocab = static_cast<uint32_t>(meta.vocab);
+  ds.entropy_rate_nats = meta.entropy_rate_nats;
+  ds.source = meta.source;
+  return ds;
+}
+
+TokenDataset TokenDataset::synthetic(const SyntheticDatasetOptions& options) {
+  const SyntheticCorpus corpus(options.corpus);
+  TokenDataset ds;
+  ds.train = corpus.generate(options.train_tokens, 0);
+  ds.val = corpus.generate(options.val_tokens, 1);
+  ds.vocab = options.corpus.vocab;
+  ds.entropy_rate_nats = corpus.entropy_rate_nats();
+  ds.source = "synthetic";
+  return ds;
+}
+
+uint64_t TokenDataset::eval_windows(int seq_len) const {
+  if (seq_len < 1) return 0;
+  return val.size() / (static_cast<uint64_t>(seq_len) + 1);
+}
+
+TokenBatch TokenDataset::eval_batch(uint64_t i, int batch, int seq_len) const {
+  check_shape("eval_batch", batch, seq_len);
+  const uint64_t window = static_cast<uint64_t>(seq_len) + 1;
+  const uint64_t windows = eval_windows(seq_len);
+  if (windows == 0)
+    throw std::invalid_argument("eval_batch: val split has " + std::to_string(val.size()) +
+                                " tokens, fewer than one window of seq_len+1 = " +
+                                std::to_string(window));
+  TokenBatch out{batch, seq_len, {}};
+  out.tokens.reserve(batch * window);
+  for (int b = 0; b < batch; ++b) {
+    // Wrapping keeps every index valid; callers wanting each window once use
+    // eval_windows() / batch batches.
+    const uint64_t w = (i * static_cast<uint64_t>(batch) + b) % windows;
+    const auto start = val.begin() + static_cast<std::ptrdiff_t>(w * window);
+    out.tokens.insert(out.tokens.end(), start, start + static_cast<std::ptrdiff_t>(window));
+  }
+  return out;
+}
+
+RankLoader::RankLoader(const TokenDataset& dataset, int rank, int world_size, uint64_t seed,
+                       int batch, int seq_len)
+    : dataset_(&dataset), rank_(rank), seed_(seed), batch_(batch), seq_len_(seq_len) {
+  check_shape("RankLoader", batch, seq_len);
+  if (world_size < 1 || rank < 0 || rank >= world_size)
+    throw std::invalid_argument("RankLoader: rank " + std::to_string(rank) +
+                                " is not in [0, world_size=" + std::to_string(world_size) + ")");
+  const uint64_t n = dataset.train.size();
+  const auto k = static_cast<unsigned __int128>(rank);
+  const auto kk = static_cast<unsigned __int128>(world_size);
+  begin_ = static_cast<uint64_t>(k * n / kk);
+  end_ = static_cast<uint64_t>((k + 1) * n / kk);
+  const uint64_t window = static_cast<uint64_t>(seq_len) + 1;
+  if (end_ - begin_ < window)
+    throw std::invalid_argument(
+        "RankLoader: rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
+        " gets " + std::to_string(end_ - begin_) + " of " + std::to_string(n) +
+        " train tokens, fewer than one window of seq_len+1 = " + std::to_string(window));
+}
+
+TokenBatch RankLoader::next() { return batch_at(position_++); }
+
+TokenBatch RankLoader::batch_at(uint64_t i) const {
+  const uint64_t window = static_cast<uint64_t>(seq_len_) + 1;
+  const uint64_t starts = end_ - begin_ - window + 1;
+  // A fresh generator per (seed, rank, batch): no dependence on earlier batches.
+  CounterRng rng(hash_combine(
+      hash_combine(hash_combine(kLoaderTag, seed_), static_cast<uint64_t>(rank_)), i));
+  TokenBatch out{batch_, seq_len_, {}};
+  out.tokens.reserve(static_cast<size_t>(batch_) * window);
+  for (int b = 0; b < batch_; ++b) {
+    const uint64_t start = begin_ + uniform_below(rng.next(), starts);
+    const auto it = dataset_->train.begin() + static_cast<std::ptrdiff_t>(start);
+    out.tokens.insert(out.tokens.end(), it, it + static_cast<std::ptrdiff_t>(window));
+  }
+  return out;
+}
+
+}  // namespace ppu::data

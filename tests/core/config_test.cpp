@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+
+#include "core/config.h"
+
+using namespace ppu;
+
+namespace {
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_config(yaml, overrides, "test.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Config, DefaultsMatchThePaper) {
+  const Config c = parse_config("");
+  EXPECT_EQ(c.inner.beta1, 0.9);
+  EXPECT_EQ(c.inner.beta2, 0.99);
+  EXPECT_EQ(c.inner.weight_decay, 0.1);
+  EXPECT_EQ(c.inner.warmup_steps, 1500);
+  EXPECT_EQ(c.outer.lr, 0.4);
+  EXPECT_EQ(c.outer.momentum, 0.9);
+  EXPECT_EQ(c.outer.sync_every, 100);
+  EXPECT_EQ(c.outer.layers_per_fragment, 3);
+  EXPECT_EQ(c.model.preset, "small");
+}
+
+TEST(Config, PresetThenExplicitKeysOverride) {
+  const Config c = parse_config("model: {preset: gpt3-xl, seq_len: 256}\nslicing: {slices: 2}\nranks: 32\n");
+  EXPECT_EQ(c.model.layers, 24);
+  EXPECT_EQ(c.model.d_model, 2048);
+  EXPECT_EQ(c.model.heads, 16);
+  EXPECT_EQ(c.model.vocab, 32000);
+  EXPECT_EQ(c.model.seq_len, 256);
+}
+
+TEST(Config, SetOverridesApplyInOrderAndCreateSections) {
+  const Config c = parse_config("inner: {lr: 0.1}\n", {"inner.lr=0.5", "outer.delta_dtype=bf16", "method=diloco"});
+  EXPECT_EQ(c.inner.lr, 0.5);
+  EXPECT_EQ(c.outer.delta_dtype, "bf16");
+  EXPECT_EQ(c.method, Method::DiLoCo);
+  EXPECT_EQ(c.effective_slices(), 1);
+  EXPECT_FALSE(c.streaming());
+}
+
+TEST(Config, UnknownKeyIsNamed) {
+  EXPECT_NE(error_of("inner: {lrr: 1}\n").find("unknown config key 'inner.lrr'"), std::string::npos);
+  EXPECT_NE(error_of("", {"outer.sync_evry=3"}).find("'outer.sync_evry'"), std::string::npos);
+}
+
+TEST(Config, WrongTypeNamesKeyAndValue) {
+  const auto e = error_of("inner: {lr: fast}\n");
+  EXPECT_NE(e.find("'inner.lr'"), std::string::npos) << e;
+  EXPECT_NE(e.find("fast"), std::string::npos) << e;
+}
+
+TEST(Config, BadEnumListsChoices) {
+  const auto e = error_of("slicing: {mode: rows}\n");
+  EXPECT_NE(e.find("'slicing.mode'"), std::string::npos) << e;
+  EXPECT_NE(e.find("mlp+heads"), std::string::npos) << e;
+}
+
+TEST(Config, InvalidSlicingNamesTheValues) {
+  // K not a multiple of N
+  auto e = error_of("ranks: 6\nslicing: {mode: mlp, slices: 4}\n");
+  EXPECT_NE(e.find("K=6"), std::string::npos) << e;
+  EXPECT_NE(e.find("N=4"), std::string::npos) << e;
+  // N does not divide the head count (tiny has 4 heads) in mlp+heads mode
+  e = error_of("model: {preset: tiny}\nranks: 8\nslicing: {mode: mlp+heads, slices: 8}\n");
+  EXPECT_NE(e.find("model.heads=4"), std::string::npos) << e;
+  // ... but it is fine for MLP-only slicing (4*64 = 256 is divisible by 8)
+  EXPECT_EQ(error_of("model: {preset: tiny}\nranks: 8\nslicing: {mode: mlp, slices: 8}\n"), "");
+  // N does not divide the MLP hidden size
+  e = error_of("model: {preset: tiny}\nranks: 3\nslicing: {mode: mlp, slices: 3}\n");
+  EXPECT_NE(e.find("MLP hidden size"), std::string::npos) << e;
+}
+
+TEST(Config, RoundTripsThroughYaml) {
+  const Config a = parse_config("model: {preset: tiny}\nmethod: streaming-diloco\ninner: {lr: 0.002}\n");
+  const Config b = parse_config(to_yaml(a));
+  EXPECT_EQ(to_yaml(a), to_yaml(b));
+  EXPECT_EQ(b.method, Method::StreamingDiLoCo);
+  EXPECT_EQ(b.inner.lr, 0.002);
+  EXPECT_EQ(b.model.d_model, 64);
+}
+
+TEST(Config, ShippedConfigsLoad) {
+  for (const char* name : {"demo", "tiny", "paper/mlp-4", "paper/mlp-heads-4", "paper/ddp", "paper/streaming-diloco"}) {
+    EXPECT_NO_THROW(load_config(std::string(PPU_SOURCE_DIR) + "/configs/" + name + ".yaml")) << name;
+  }
+}
+
+TEST(Config, MissingFileIsNamed) {
+  try {
+    load_config("/nonexistent/x.yaml");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/x.yaml"), std::string::npos);
+  }
+}

@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+
+#include "core/config.h"
+#include "core/cost_model.h"
+#include "core/plan_report.h"
+
+using namespace ppu;
+
+namespace {
+Config paper(const std::string& name) { return load_config(std::string(PPU_SOURCE_DIR) + "/configs/paper/" + name + ".yaml"); }
+}  // namespace
+
+TEST(CostModel, BackwardIsTwiceForwardWithoutSlicing) {
+  const ModelSpec m = *model_preset("gpt2-124m");
+  const StepFlops f = step_flops(m, 4, 256, 1.0, 1.0);
+  // Appendix C: with rho = 1 the matmul part of the backward is exactly twice the forward's.
+  EXPECT_DOUBLE_EQ(f.backward_matmul, 2 * f.forward_matmul);
+  EXPECT_DOUBLE_EQ(f.backward, f.backward_full);
+}
+
+TEST(CostModel, PartialBackwardSavesTheParameterGradientTerms) {
+  const ModelSpec m = *model_preset("gpt3-xl");
+  const double B = 16, S = 1024, H = 2048, F = 4 * H, L = 24;
+  const StepFlops f = step_flops(m, 16, 1024, 0.25, 0.25);
+  const double saved = L * (6 * 0.75 * B * S * H * H + 4 * 0.75 * B * S * H * F);
+  EXPECT_NEAR(f.backward_full - f.backward, saved, saved * 1e-12);
+}
+
+TEST(CostModel, Table1TrainableParameters) {
+  const std::vector<std::pair<std::string, double>> rows = {{"mlp-2", 0.87}, {"mlp-4", 0.67}, {"mlp-8", 0.57},
+                                                            {"mlp-16", 0.52}, {"mlp-heads-2", 0.72}, {"mlp-heads-4", 0.44}};
+  for (const auto& [name, billions] : rows) {
+    const auto r = plan_report(paper(name));
+    EXPECT_NEAR(r["trainable_params"].get<double>() / 1e9, billions, 0.005) << name;
+  }
+  EXPECT_NEAR(plan_report(paper("streaming-diloco"))["trainable_params"].get<double>() / 1e9, 1.3, 0.05);
+}
+
+TEST(CostModel, AppendixBDdpCommunication) {
+  // M = 2.6 GB, K = 32, B = 2.875 GB/s => 1.75 s per DDP step; 0.0175 s amortised over H = 100.
+  EXPECT_NEAR(ring_allreduce_seconds(2.6e9, 32, 2.875e9), 1.752, 0.001);
+  const auto ddp = plan_report(paper("ddp"));
+  EXPECT_NEAR(ddp["comm_seconds_per_sync"].get<double>(), 1.75, 0.005);
+  const auto ppu = plan_report(paper("mlp-4"));
+  EXPECT_NEAR(ppu["comm_seconds_per_step_amortised"].get<double>(), 0.0175, 0.0001);
+}
+
+TEST(CostModel, MemoryComponentsShrinkWithSlicing) {
+  const auto full = plan_report(paper("streaming-diloco"))["memory_bytes"];
+  const auto quarter = plan_report(paper("mlp-heads-4"))["memory_bytes"];
+  EXPECT_DOUBLE_EQ(full["weights"].get<double>() - 4 * 1.3e9 > 0, true);
+  EXPECT_LT(quarter["gradients"].get<double>(), full["gradients"].get<double>() * 0.4);
+  EXPECT_LT(quarter["inner_optimizer"].get<double>(), full["inner_optimizer"].get<double>() * 0.4);
+  EXPECT_EQ(quarter["outer_optimizer"], full["outer_optimizer"]);  // same fragments, same outer state
+  // The paper's headline: 1/4 MLPs + 1/4 heads needs ~47% less memory than full training.
+  const double saving = 1 - quarter["total"].get<double>() / full["total"].get<double>();
+  EXPECT_GT(saving, 0.35);
+  EXPECT_LT(saving, 0.55);
+}
+
+TEST(CostModel, WallClockFavoursLowCommunicationOnSlowLinks) {
+  WallClockInputs in{0.44, 0.85, 2.6e9, 2.6e9, 32, 100, 10000, 44.0 / 26.0};
+  const auto points = simulate_wall_clock(in, {0.5, 2.875, 1000});
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_NEAR(points[1].ddp_step_seconds, 1.752, 0.001);  // communication-bound
+  EXPECT_GT(points[0].speedup(), points[1].speedup());    // the slower the link, the larger the win
+  EXPECT_LT(points[2].speedup(), 1.0);                    // fast links: DDP's fewer tokens win
+}

@@ -1,0 +1,190 @@
+// Rank regions partition the train split; batches are a pure function of (seed, rank, index).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <numeric>
+#include <set>
+
+#include "data/data_loader.h"
+#include "data/dataset_dir.h"
+#include "test_dirs.h"
+
+namespace ppu::data {
+namespace {
+
+using testing::ScratchDir;
+
+// Token i is i, so every row reveals where it was read from.
+TokenDataset iota_dataset(size_t train, size_t val) {
+  TokenDataset ds;
+  ds.train.resize(train);
+  std::iota(ds.train.begin(), ds.train.end(), 0);
+  ds.val.resize(val);
+  std::iota(ds.val.begin(), ds.val.end(), 0);
+  ds.vocab = static_cast<uint32_t>(std::max(train, val));
+  return ds;
+}
+
+TEST(RankLoader, RegionsAreDisjointAndCoverTheTrainSplit) {
+  const TokenDataset ds = iota_dataset(1003, 10);
+  for (int world : {1, 2, 3, 4, 7}) {
+    uint64_t expected_begin = 0;
+    for (int rank = 0; rank < world; ++rank) {
+      const RankLoader loader(ds, rank, world, 0, 4, 8);
+      EXPECT_EQ(loader.region_begin(), expected_begin) << world << "/" << rank;
+      EXPECT_GT(loader.region_end(), loader.region_begin());
+      const uint64_t size = loader.region_end() - loader.region_begin();
+      EXPECT_LE(size, 1003u / world + 1);  // equal parts up to rounding
+      EXPECT_GE(size, 1003u / world);
+      expected_begin = loader.region_end();
+    }
+    EXPECT_EQ(expected_begin, 1003u) << "world " << world;
+  }
+}
+
+TEST(RankLoader, BatchesStayInsideTheRankRegion) {
+  const TokenDataset ds = iota_dataset(10000, 10);
+  const int batch = 8, seq = 31;
+  for (int rank = 0; rank < 4; ++rank) {
+    RankLoader loader(ds, rank, 4, 123, batch, seq);
+    std::set<int32_t> starts;
+    for (int i = 0; i < 50; ++i) {
+      const TokenBatch b = loader.next();
+      ASSERT_EQ(b.batch, batch);
+      ASSERT_EQ(b.seq_len, seq);
+      ASSERT_EQ(b.tokens.size(), static_cast<size_t>(batch * (seq + 1)));
+      for (int r = 0; r < batch; ++r) {
+        const int32_t* row = &b.tokens[r * (seq + 1)];
+        ASSERT_GE(static_cast<uint64_t>(row[0]), loader.region_begin());
+        ASSERT_LE(static_cast<uint64_t>(row[seq]), loader.region_end() - 1);
+        for (int j = 1; j <= seq; ++j) ASSERT_EQ(row[j], row[0] + j);  // contiguous window
+        starts.insert(row[0]);
+      }
+    }
+    // 400 draws from ~2470 start positions: nearly all distinct if sampling is uniform-ish.
+    EXPECT_GT(starts.size(), 300u);
+  }
+}
+
+TEST(RankLoader, SeekResumesExactly) {
+  const TokenDataset ds = iota_dataset(5000, 10);
+  RankLoader uninterrupted(ds, 1, 3, 42, 4, 16);
+  std::vector<TokenBatch> reference;
+  for (int i = 0; i < 20; ++i) reference.push_back(uninterrupted.next());
+  EXPECT_EQ(uninterrupted.position(), 20u);
+
+  RankLoader resumed(ds, 1, 3, 42, 4, 16);  // as after a restart from a checkpoint at 7
+  resumed.seek(7);
+  for (int i = 7; i < 20; ++i) {
+    EXPECT_EQ(resumed.position(), static_cast<uint64_t>(i));
+    EXPECT_EQ(resumed.next().tokens, reference[i].tokens) << "batch " << i;
+  }
+  // Seeking backwards replays too.
+  resumed.seek(3);
+  EXPECT_EQ(resumed.next().tokens, reference[3].tokens);
+  EXPECT_EQ(resumed.batch_at(19).tokens, reference[19].tokens);
+}
+
+TEST(RankLoader, SeedAndRankChangeTheBatches) {
+  const TokenDataset ds = iota_dataset(5000, 10);
+  const auto a = RankLoader(ds, 0, 1, 1, 4, 16).batch_at(0).tokens;
+  EXPECT_NE(a, RankLoader(ds, 0, 1, 2, 4, 16).batch_at(0).tokens);
+  EXPECT_NE(a, RankLoader(ds, 0, 1, 1, 4, 16).batch_at(1).tokens);
+  EXPECT_EQ(a, RankLoader(ds, 0, 1, 1, 4, 16).batch_at(0).tokens);
+}
+
+TEST(RankLoader, TooSmallRegionNamesRankAndSizes) {
+  const TokenDataset ds = iota_dataset(100, 10);
+  try {
+    RankLoader(ds, 3, 4, 0, 2, 30);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("rank 3 of 4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("25 of 100"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("31"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(RankLoader(ds, 4, 4, 0, 2, 3), std::invalid_argument);
+  EXPECT_THROW(RankLoader(ds, 0, 4, 0, 0, 3), std::invalid_argument);
+  EXPECT_NO_THROW(RankLoader(ds, 3, 4, 0, 2, 24));  // exactly one window fits
+}
+
+TEST(TokenDataset, EvalBatchesAreFixedNonOverlappingWindows) {
+  const TokenDataset ds = iota_dataset(100, 1000);
+  const int seq = 9;  // windows of 10 tokens: 100 of them
+  ASSERT_EQ(ds.eval_windows(seq), 100u);
+  std::set<int32_t> starts;
+  for (uint64_t i = 0; i < 25; ++i) {
+    const TokenBatch b = ds.eval_batch(i, 4, seq);
+    EXPECT_EQ(b.tokens, ds.eval_batch(i, 4, seq).tokens);
+    for (int r = 0; r < 4; ++r) {
+      const int32_t start = b.tokens[r * 10];
+      EXPECT_EQ(start % 10, 0);
+      starts.insert(start);
+    }
+  }
+  EXPECT_EQ(starts.size(), 100u);  // 25 batches x 4 rows visit every window once
+  EXPECT_EQ(ds.eval_batch(25, 4, seq).tokens, ds.eval_batch(0, 4, seq).tokens);  // wraps
+  EXPECT_THROW(ds.eval_batch(0, 1, 1000), std::invalid_argument);
+}
+
+TEST(TokenDataset, SyntheticCarriesItsEntropyFloor) {
+  SyntheticDatasetOptions o;
+  o.corpus.vocab = 100;
+  o.corpus.support = 10;
+  o.train_tokens = 5000;
+  o.val_tokens = 700;
+  const TokenDataset ds = TokenDataset::synthetic(o);
+  EXPECT_EQ(ds.train.size(), 5000u);
+  EXPECT_EQ(ds.val.size(), 700u);
+  EXPECT_EQ(ds.vocab, 100u);
+  ASSERT_TRUE(ds.entropy_rate_nats.has_value());
+  EXPECT_DOUBLE_EQ(*ds.entropy_rate_nats, SyntheticCorpus(o.corpus).entropy_rate_nats());
+  EXPECT_NE(std::vector<int32_t>(ds.train.begin(), ds.train.begin() + 700), ds.val);
+}
+
+TEST(TokenDataset, DirectoryRoundTrip) {
+  ScratchDir dir;
+  SyntheticDatasetOptions o;
+  o.train_tokens = 3000;
+  o.val_tokens = 300;
+  const TokenDataset ds = TokenDataset::synthetic(o);
+  DatasetMeta meta;
+  meta.vocab = ds.vocab;
+  meta.source = "synthetic";
+  meta.entropy_rate_nats = ds.entropy_rate_nats;
+  meta.synthetic = o.corpus;
+  write_dataset(dir.path().string(), meta, ds.train, ds.val);
+
+  const TokenDataset back = TokenDataset::load(dir.path().string());
+  EXPECT_EQ(back.train, ds.train);
+  EXPECT_EQ(back.val, ds.val);
+  EXPECT_EQ(back.vocab, ds.vocab);
+  EXPECT_EQ(back.source, "synthetic");
+  ASSERT_TRUE(back.entropy_rate_nats.has_value());
+  EXPECT_DOUBLE_EQ(*back.entropy_rate_nats, *ds.entropy_rate_nats);
+  const DatasetMeta m = read_dataset_meta(dir.path().string());
+  ASSERT_TRUE(m.synthetic.has_value());
+  EXPECT_EQ(m.synthetic->order, o.corpus.order);
+  EXPECT_EQ(m.train_tokens, 3000u);
+}
+
+TEST(TokenDataset, LoadRejectsShardsThatDisagreeWithMeta) {
+  ScratchDir dir;
+  DatasetMeta meta;
+  meta.vocab = 50;
+  meta.source = "text";
+  write_dataset(dir.path().string(), meta, std::vector<int32_t>(100, 1), {2, 3});
+  write_token_shard(dir.file("val.bin"), {2, 3, 4}, 50);  // replaced behind meta's back
+  try {
+    TokenDataset::load(dir.path().string());
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("val.bin"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(dir.file("meta.json"));
+  EXPECT_THROW(TokenDataset::load(dir.path().string()), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace ppu::data
