@@ -1,0 +1,72 @@
+#include "engine/partial_linear.h"
+
+namespace ppu {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFunction> {
+  // `trainable` is an input only so that autograd routes its gradient here; the forward
+  // reads the same storage through `full`.
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor trainable, torch::Tensor full,
+                               int64_t dim, int64_t begin, int64_t end) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["full"] = full;
+    ctx->saved_data["dim"] = dim;
+    ctx->saved_data["begin"] = begin;
+    ctx->saved_data["end"] = end;
+    return torch::matmul(x, full.t());
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto x = ctx->get_saved_variables()[0];
+    const auto full = ctx->saved_data["full"].toTensor();
+    const int64_t dim = ctx->saved_data["dim"].toInt();
+    const int64_t begin = ctx->saved_data["begin"].toInt();
+    const int64_t end = ctx->saved_data["end"].toInt();
+    const auto gy = grad_outputs[0];
+
+    torch::Tensor gx;
+    if (ctx->needs_input_grad(0)) gx = torch::matmul(gy, full);
+
+    torch::Tensor gw;
+    if (ctx->needs_input_grad(1)) {
+      const auto x2 = x.reshape({-1, x.size(-1)});
+      const auto g2 = gy.reshape({-1, gy.size(-1)});
+      if (dim == 0) {
+        gw = g2.narrow(1, begin, end - begin).t().mm(x2);  // rows of W: [n, in]
+      } else {
+        gw = g2.t().mm(x2.narrow(1, begin, end - begin));  // columns of W: [out, n]
+      }
+    }
+    return {gx, gw, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+WeightSlice make_weight_slice(torch::Tensor full, int dim, int64_t begin, int64_t end) {
+  WeightSlice w;
+  w.dim = dim;
+  w.begin = begin;
+  w.end = end;
+  if (dim < 0) {
+    w.full = full.requires_grad_(true);
+    w.trainable = w.full;
+  } else {
+    w.full = full.requires_grad_(false);
+    // detach() shares storage with `full`: in-place optimiser updates land in the weight.
+    w.trainable = full.narrow(dim, begin, end - begin).detach().requires_grad_(true);
+  }
+  return w;
+}
+
+torch::Tensor partial_linear(const torch::Tensor& x, const WeightSlice& w) {
+  // A fully trainable weight needs nothing special: PyTorch's own autograd is the reference.
+  if (w.dim < 0) return torch::matmul(x, w.full.t());
+  return PartialLinearFunction::apply(x, w.trainable, w.full, w.dim, w.begin, w.end);
+}
+
+}  // namespace ppu

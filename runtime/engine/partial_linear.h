@@ -1,0 +1,28 @@
+// PartialLinear: y = x W^T where only a contiguous range of W's rows (dim 0: output features)
+// or columns (dim 1: input features) is trainable on this rank.
+//  - forward uses the full weight W (no concatenation);
+//  - backward always computes the full input gradient dL/dx = dL/dy W (Appendix C.1);
+//  - the weight gradient is computed for the trainable range only — the frozen part's
+//    dL/dW is never computed, not computed-then-masked;
+//  - the trainable range is a leaf tensor that is a view into W's storage, so the optimiser
+//    updates W in place and frozen elements never get a grad buffer or optimiser state.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace ppu {
+
+struct WeightSlice {
+  torch::Tensor full;       // [out, in]; requires_grad only when the whole tensor is trainable
+  torch::Tensor trainable;  // leaf with requires_grad; a view of `full` (or `full` itself)
+  int dim = -1;             // -1 = whole tensor trainable
+  int64_t begin = 0, end = 0;
+};
+
+// Makes the trainable view of `full` for the range [begin, end) along `dim` (dim -1: all).
+WeightSlice make_weight_slice(torch::Tensor full, int dim, int64_t begin, int64_t end);
+
+// y = x W^T with the partial backward described above. x: [..., in].
+torch::Tensor partial_linear(const torch::Tensor& x, const WeightSlice& w);
+
+}  // namespace ppu

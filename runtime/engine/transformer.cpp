@@ -1,0 +1,87 @@
+#include "engine/transformer.h"
+
+#include <cmath>
+
+namespace ppu {
+
+namespace F = torch::nn::functional;
+
+Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t seed, torch::Device device)
+    : spec_(spec), plan_(plan), layout_(parameter_layout(spec)) {
+  // One generator, consumed in layout order, so every rank initialises identically.
+  auto gen = at::detail::createCPUGenerator(seed);
+  const double residual_std = 0.02 / std::sqrt(2.0 * spec.layers);
+  for (size_t i = 0; i < layout_.size(); ++i) {
+    const auto& p = layout_[i];
+    torch::Tensor t;
+    if (p.role == ParamRole::Norm) {
+      const bool is_bias = p.name.size() > 5 && p.name.compare(p.name.size() - 5, 5, ".bias") == 0;
+      t = is_bias ? torch::zeros(p.shape) : torch::ones(p.shape);
+    } else {
+      const double std = (p.role == ParamRole::AttnOut || p.role == ParamRole::MlpDown) ? residual_std : 0.02;
+      t = at::normal(0.0, std, p.shape, gen);
+    }
+    t = t.to(device);
+    const auto& sl = plan_.params()[i];
+    slices_.push_back(make_weight_slice(t, sl.dim, sl.begin, sl.end));
+    weights_.push_back(slices_.back().full);
+    trainable_.push_back(slices_.back().trainable);
+  }
+
+  // Rotary embeddings: pairs (i, i + hd/2) rotate by pos * 10000^(-2i/hd).
+  const int64_t hd = spec.head_dim(), half = hd / 2;
+  auto inv_freq = torch::pow(10000.0, -torch::arange(0, half, torch::kFloat64) * 2.0 / hd);
+  auto pos = torch::arange(0, spec.seq_len, torch::kFloat64);
+  auto angles = torch::outer(pos, inv_freq);                   // [S, hd/2]
+  auto full_angles = torch::cat({angles, angles}, 1);          // [S, hd]
+  rope_cos_ = full_angles.cos().to(torch::kFloat32).to(device);
+  rope_sin_ = full_angles.sin().to(torch::kFloat32).to(device);
+}
+
+torch::Tensor Transformer::rotate(const torch::Tensor& x) const {
+  // x: [B, h, S, hd]
+  const int64_t S = x.size(2), half = x.size(3) / 2;
+  auto x1 = x.narrow(3, 0, half), x2 = x.narrow(3, half, half);
+  auto rotated = torch::cat({-x2, x1}, 3);
+  return x * rope_cos_.narrow(0, 0, S) + rotated * rope_sin_.narrow(0, 0, S);
+}
+
+torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
+  const int64_t B = x.size(0), S = x.size(1), h = spec_.heads, hd = spec_.head_dim();
+  auto split = [&](const torch::Tensor& t) { return t.view({B, S, h, hd}).transpose(1, 2); };
+  auto q = rotate(split(partial_linear(x, s(l, kWq))));
+  auto k = rotate(split(partial_linear(x, s(l, kWk))));
+  auto v = split(partial_linear(x, s(l, kWv)));
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+  auto causal = torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
+  auto probs = torch::softmax(scores.masked_fill(causal, -std::numeric_limits<float>::infinity()), -1);
+  auto out = torch::matmul(probs, v).transpose(1, 2).reshape({B, S, h * hd});
+  return torch::matmul(out, w(l, kWo).t());
+}
+
+torch::Tensor Transformer::mlp(const torch::Tensor& x, int l) const {
+  auto hidden = partial_linear(x, s(l, kUp));
+  hidden = spec_.activation == "gelu" ? torch::gelu(hidden) : torch::relu(hidden);
+  return partial_linear(hidden, s(l, kDown));
+}
+
+torch::Tensor Transformer::block(const torch::Tensor& x, int l) const {
+  const std::vector<int64_t> d{spec_.d_model};
+  auto h = x + attention(torch::layer_norm(x, d, w(l, kLn1W), w(l, kLn1B)), l);
+  return h + mlp(torch::layer_norm(h, d, w(l, kLn2W), w(l, kLn2B)), l);
+}
+
+torch::Tensor Transformer::loss(const torch::Tensor& tokens) const {
+  const int64_t S = tokens.size(1) - 1;
+  auto inputs = tokens.narrow(1, 0, S);
+  auto targets = tokens.narrow(1, 1, S);
+  const auto& emb = weights_.front();
+  auto x = F::embedding(inputs, emb);
+  for (int l = 0; l < spec_.layers; ++l) x = block(x, l);
+  const size_t n = weights_.size();
+  x = torch::layer_norm(x, {spec_.d_model}, weights_[n - 2], weights_[n - 1]);
+  auto logits = torch::matmul(x, emb.t());  // tied output head
+  return F::cross_entropy(logits.reshape({-1, spec_.vocab}), targets.reshape({-1}));
+}
+
+}  // namespace ppu

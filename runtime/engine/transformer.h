@@ -1,0 +1,57 @@
+// Transformer: the decoder-only language model trained by every rank — token embedding tied
+// with the output head, rotary position embeddings, pre-norm blocks with multi-head causal
+// attention and a 4d MLP (ReLU or GELU), causal LM loss. No biases in linear layers.
+// Parameters follow `parameter_layout` (core/model_spec.h). The Q/K/V and MLP projections go
+// through PartialLinear, so slices frozen by the SlicePlan get no weight gradient, no grad
+// buffer and no optimiser state; every other parameter is trainable on every rank.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "core/slice_plan.h"
+#include "engine/partial_linear.h"
+
+namespace ppu {
+
+class Transformer {
+ public:
+  // Deterministic initialisation from `seed` (identical on every rank).
+  Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t seed, torch::Device device = torch::kCPU);
+
+  // tokens: int64 [B, S+1]; returns the mean next-token cross-entropy (nats) over B*S targets.
+  torch::Tensor loss(const torch::Tensor& tokens) const;
+
+  // Full parameter tensors in layout order (frozen parts included): sync, checkpoints, checksums.
+  const std::vector<torch::Tensor>& weights() const { return weights_; }
+  // Leaves the inner optimiser updates (slices are views into weights()), in layout order.
+  const std::vector<torch::Tensor>& trainable() const { return trainable_; }
+  const std::vector<ParamInfo>& layout() const { return layout_; }
+  const SlicePlan& plan() const { return plan_; }
+  const ModelSpec& spec() const { return spec_; }
+
+ private:
+  torch::Tensor block(const torch::Tensor& x, int layer) const;
+  torch::Tensor attention(const torch::Tensor& x, int layer) const;
+  torch::Tensor mlp(const torch::Tensor& x, int layer) const;
+  torch::Tensor rotate(const torch::Tensor& x) const;
+  const torch::Tensor& w(int layer, int offset) const { return weights_[1 + layer * kPerBlock + offset]; }
+  const WeightSlice& s(int layer, int offset) const { return slices_[1 + layer * kPerBlock + offset]; }
+
+  // Offsets of a block's tensors within the layout (see parameter_layout).
+  static constexpr int kPerBlock = 10;
+  enum { kLn1W, kLn1B, kWq, kWk, kWv, kWo, kLn2W, kLn2B, kUp, kDown };
+
+  ModelSpec spec_;
+  SlicePlan plan_;
+  std::vector<ParamInfo> layout_;
+  std::vector<torch::Tensor> weights_;
+  std::vector<WeightSlice> slices_;
+  std::vector<torch::Tensor> trainable_;
+  torch::Tensor rope_cos_, rope_sin_;  // [S, head_dim]
+};
+
+}  // namespace ppu
