@@ -69,12 +69,12 @@ TEST(PpuDataCli, TextTrainsATokenizerThenReusesIt) {
   }
   std::string log;
   ASSERT_EQ(ppu_data("text --input " + dir.file("excerpt.txt") + " --out " + dir.file("a") +
-                         " --vocab 300 --val-fraction 0.1",
+                         " --vocab 512 --val-fraction 0.1",
                      &log),
             0)
       << log;
   const TokenDataset a = TokenDataset::load(dir.file("a"));
-  EXPECT_EQ(a.vocab, 300u);
+  EXPECT_EQ(a.vocab, 512u);
   EXPECT_EQ(a.source, "text");
   EXPECT_FALSE(a.entropy_rate_nats.has_value());
   const double frac = static_cast<double>(a.val.size()) / (a.train.size() + a.val.size());

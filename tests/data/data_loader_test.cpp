@@ -7,6 +7,7 @@
 
 #include "data/data_loader.h"
 #include "data/dataset_dir.h"
+#include "data/token_shard.h"
 #include "test_dirs.h"
 
 namespace ppu::data {

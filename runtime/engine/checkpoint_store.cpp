@@ -1,0 +1,155 @@
+#include "engine/checkpoint_store.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "data/atomic_file.h"
+#include "data/token_shard.h"
+
+namespace fs = std::filesystem;
+
+namespace ppu {
+
+namespace {
+
+constexpr const char* kManifest = "manifest.json";
+constexpr const char* kGlobal = "global.pt";
+
+std::string serialize(const CheckpointStore::Writer& writer) {
+  torch::serialize::OutputArchive archive;
+  writer(archive);
+  std::ostringstream os;
+  archive.save_to(os);
+  return os.str();
+}
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string checksum(const std::string& bytes) { return hex(data::fnv1a64(bytes.data(), bytes.size())); }
+
+std::vector<int64_t> rounds_in(const std::string& dir) {
+  std::vector<int64_t> rounds;
+  if (!fs::is_directory(dir)) return rounds;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind("round-", 0) == 0 && name.find(".tmp") == std::string::npos) {
+      try {
+        rounds.push_back(std::stoll(name.substr(6)));
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  std::sort(rounds.rbegin(), rounds.rend());
+  return rounds;
+}
+
+// Reads `name` from checkpoint `dir` and checks it against the manifest; "" when fine.
+std::string verify(const std::string& dir, const nlohmann::json& manifest, const std::string& name, std::string& bytes) {
+  if (!manifest["files"].contains(name)) return "manifest does not list " + name;
+  try {
+    bytes = data::read_file_bytes(dir + "/" + name);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  const auto& entry = manifest["files"][name];
+  if (bytes.size() != entry["bytes"].get<size_t>())
+    return name + " has " + std::to_string(bytes.size()) + " bytes, manifest says " + std::to_string(entry["bytes"].get<size_t>());
+  if (checksum(bytes) != entry["fnv1a64"].get<std::string>()) return name + " fails its checksum";
+  return "";
+}
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(std::string dir, int keep, Collectives& collectives)
+    : dir_(std::move(dir)), keep_(keep), collectives_(collectives) {}
+
+std::string CheckpointStore::round_dir(int64_t round) const {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "round-%06lld", static_cast<long long>(round));
+  return dir_ + "/" + buf;
+}
+
+std::string CheckpointStore::rank_file() const {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "rank-%05d.pt", collectives_.rank());
+  return buf;
+}
+
+void CheckpointStore::save(int64_t round, const Writer& rank_part, const Writer& global_part, const std::string& config_yaml) {
+  const std::string dir = round_dir(round);
+  fs::create_directories(dir);
+  const std::string mine = serialize(rank_part);
+  data::atomic_write_file(dir + "/" + rank_file(), mine);
+
+  // Every rank reports its file's checksum to rank 0 through an all-gather of fixed width.
+  auto info = torch::tensor({static_cast<int64_t>(mine.size()), static_cast<int64_t>(data::fnv1a64(mine.data(), mine.size()))},
+                            torch::kInt64);
+  const auto all = collectives_.allgather(info);
+  if (collectives_.rank() == 0) {
+    const std::string global = serialize(global_part);
+    data::atomic_write_file(dir + "/" + kGlobal, global);
+    nlohmann::json manifest = {{"round", round}, {"world_size", collectives_.world_size()}, {"config", config_yaml}};
+    manifest["files"][kGlobal] = {{"bytes", global.size()}, {"fnv1a64", checksum(global)}};
+    for (int r = 0; r < collectives_.world_size(); ++r) {
+      char name[32];
+      std::snprintf(name, sizeof name, "rank-%05d.pt", r);
+      const auto v = all[r].accessor<int64_t, 1>();
+      manifest["files"][name] = {{"bytes", v[0]}, {"fnv1a64", hex(static_cast<uint64_t>(v[1]))}};
+    }
+    data::atomic_write_file(dir + "/" + kManifest, manifest.dump(2));
+    const auto rounds = rounds_in(dir_);
+    for (size_t i = keep_; i < rounds.size(); ++i) fs::remove_all(round_dir(rounds[i]));
+  }
+  collectives_.barrier();
+}
+
+std::optional<LoadedCheckpoint> CheckpointStore::load_latest() {
+  // Rank 0's listing decides the candidates, so every rank walks the same sequence.
+  auto rounds = rounds_in(dir_);
+  auto count = torch::tensor({static_cast<int64_t>(collectives_.rank() == 0 ? rounds.size() : 0)}, torch::kInt64);
+  collectives_.allreduce_sum(count);
+  auto list = torch::zeros({std::max<int64_t>(1, count.item<int64_t>())}, torch::kInt64);
+  if (collectives_.rank() == 0)
+    for (size_t i = 0; i < rounds.size(); ++i) list[i] = rounds[i];
+  collectives_.allreduce_sum(list);
+
+  for (int64_t i = 0; i < count.item<int64_t>(); ++i) {
+    const int64_t round = list[i].item<int64_t>();
+    const std::string dir = round_dir(round);
+    std::string problem, mine, global;
+    nlohmann::json manifest;
+    try {
+      manifest = nlohmann::json::parse(data::read_file_bytes(dir + "/" + kManifest));
+      if (manifest.at("world_size").get<int>() != collectives_.world_size())
+        problem = "it was written by " + std::to_string(manifest["world_size"].get<int>()) + " ranks, this run has " +
+                  std::to_string(collectives_.world_size());
+    } catch (const std::exception& e) {
+      problem = std::string("no readable manifest (") + e.what() + ")";
+    }
+    if (problem.empty()) problem = verify(dir, manifest, rank_file(), mine);
+    if (problem.empty()) problem = verify(dir, manifest, kGlobal, global);
+    auto ok = torch::tensor({static_cast<int64_t>(problem.empty() ? 1 : 0)}, torch::kInt64);
+    collectives_.allreduce_sum(ok);
+    if (ok.item<int64_t>() != collectives_.world_size()) {
+      spdlog::warn("skipping checkpoint {}: {}", dir, problem.empty() ? "another rank rejected it" : problem);
+      continue;
+    }
+    LoadedCheckpoint loaded{round, dir};
+    std::istringstream rank_in(mine), global_in(global);
+    loaded.rank_part.load_from(rank_in);
+    loaded.global_part.load_from(global_in);
+    return loaded;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ppu

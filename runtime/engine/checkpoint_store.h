@@ -1,0 +1,51 @@
+// CheckpointStore: crash-safe checkpoints at outer-round boundaries in a directory shared by
+// all ranks:  DIR/round-000012/{rank-00000.pt, ..., global.pt, manifest.json}.
+//  - every file is written atomically (temp file, fsync, rename, directory fsync);
+//  - rank 0 writes global.pt and, after a barrier proves every rank's file is on disk,
+//    manifest.json with each file's size and FNV-1a 64 checksum: no manifest, no checkpoint;
+//  - the newest `keep` checkpoints are kept;
+//  - loading walks checkpoints newest first; a rank accepts one only if the manifest parses,
+//    the world size matches and its own file and global.pt match their checksums; ranks agree
+//    through an all-reduce, so all of them resume from the same one. Each rejected checkpoint
+//    is skipped with a warning that names it and says why.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "engine/collectives.h"
+
+namespace ppu {
+
+struct LoadedCheckpoint {
+  int64_t round = 0;
+  std::string path;
+  torch::serialize::InputArchive rank_part;
+  torch::serialize::InputArchive global_part;
+};
+
+class CheckpointStore {
+ public:
+  CheckpointStore(std::string dir, int keep, Collectives& collectives);
+
+  using Writer = std::function<void(torch::serialize::OutputArchive&)>;
+  // Collective: every rank calls it at the same round.
+  void save(int64_t round, const Writer& rank_part, const Writer& global_part, const std::string& config_yaml);
+  // Collective: the newest checkpoint valid on every rank, or nullopt.
+  std::optional<LoadedCheckpoint> load_latest();
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string round_dir(int64_t round) const;
+  std::string rank_file() const;
+
+  std::string dir_;
+  int keep_;
+  Collectives& collectives_;
+};
+
+}  // namespace ppu

@@ -1,0 +1,114 @@
+#include "engine/collectives.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cstdlib>
+
+namespace ppu {
+
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long parsed = std::strtol(v, &end, 10);
+  if (*end != '\0') throw std::invalid_argument(std::string("environment variable ") + name + "='" + v + "' is not an integer");
+  return static_cast<int>(parsed);
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
+
+}  // namespace
+
+RendezvousInfo rendezvous_from_env() {
+  RendezvousInfo info;
+  info.rank = env_int("RANK", 0);
+  info.world_size = env_int("WORLD_SIZE", 1);
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) info.master_addr = addr;
+  info.master_port = env_int("MASTER_PORT", 29500);
+  if (info.world_size < 1) throw std::invalid_argument("WORLD_SIZE must be >= 1, got " + std::to_string(info.world_size));
+  if (info.rank < 0 || info.rank >= info.world_size)
+    throw std::invalid_argument("RANK=" + std::to_string(info.rank) + " is outside [0, WORLD_SIZE=" +
+                                std::to_string(info.world_size) + ")");
+  if (info.master_port <= 0 || info.master_port > 65535)
+    throw std::invalid_argument("MASTER_PORT=" + std::to_string(info.master_port) + " is not a TCP port");
+  return info;
+}
+
+Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds timeout) : info_(info), timeout_(timeout) {
+  if (info.world_size == 1) return;
+  try {
+    c10d::TCPStoreOptions opts;
+    opts.port = static_cast<std::uint16_t>(info.master_port);
+    opts.isServer = info.rank == 0;
+    opts.numWorkers = info.world_size;
+    opts.waitWorkers = true;
+    opts.timeout = timeout;
+    auto store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts);
+    auto gloo = c10d::ProcessGroupGloo::Options::create(timeout);
+    // Bind Gloo to loopback for local runs; otherwise to the interface of this host's name
+    // (a pod's IP), unless GLOO_SOCKET_IFNAME names one.
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else if (is_loopback(info.master_addr))
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, info.rank, info.world_size, gloo);
+  } catch (const std::exception& e) {
+    throw PeerError("rendezvous at " + info.master_addr + ":" + std::to_string(info.master_port) + " as rank " +
+                    std::to_string(info.rank) + " of " + std::to_string(info.world_size) + " failed: " + e.what());
+  }
+}
+
+Collectives::~Collectives() = default;
+
+void Collectives::wait(const char* what, const std::function<void()>& op) {
+  try {
+    op();
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    throw PeerError(std::string(what) + " failed (a peer died or timed out after " +
+                    std::to_string(timeout_.count() / 1000) + " s): " + msg);
+  }
+}
+
+void Collectives::allreduce_sum(torch::Tensor& tensor) {
+  if (!group_) return;
+  std::vector<torch::Tensor> tensors{tensor};
+  wait("all-reduce", [&] {
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = c10d::ReduceOp::SUM;
+    opts.timeout = timeout_;
+    group_->allreduce(tensors, opts)->wait(timeout_);
+  });
+}
+
+std::vector<torch::Tensor> Collectives::allgather(const torch::Tensor& tensor) {
+  if (!group_) return {tensor};
+  std::vector<std::vector<torch::Tensor>> outputs(1);
+  for (int r = 0; r < info_.world_size; ++r) outputs[0].push_back(torch::empty_like(tensor));
+  std::vector<torch::Tensor> inputs{tensor};
+  wait("all-gather", [&] {
+    c10d::AllgatherOptions opts;
+    opts.timeout = timeout_;
+    group_->allgather(outputs, inputs, opts)->wait(timeout_);
+  });
+  return outputs[0];
+}
+
+void Collectives::barrier() {
+  if (!group_) return;
+  wait("barrier", [&] {
+    c10d::BarrierOptions opts;
+    opts.timeout = timeout_;
+    group_->barrier(opts)->wait(timeout_);
+  });
+}
+
+}  // namespace ppu

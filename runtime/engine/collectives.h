@@ -1,0 +1,58 @@
+// Collectives: this rank's membership in the job — rendezvous through c10d's TCPStore at
+// MASTER_ADDR:MASTER_PORT and a Gloo process group (CPU tensors). With WORLD_SIZE = 1 there
+// is no process group and every collective is the identity. Every collective waits at most
+// `timeout`; a dead or hung peer surfaces as PeerError (exit code 3), never as a hang.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace c10d {
+class ProcessGroup;
+}
+
+namespace ppu {
+
+class PeerError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct RendezvousInfo {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+};
+
+// Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun-compatible; defaults 0 of 1).
+RendezvousInfo rendezvous_from_env();
+
+class Collectives {
+ public:
+  Collectives(const RendezvousInfo& info, std::chrono::milliseconds timeout);
+  ~Collectives();
+
+  int rank() const { return info_.rank; }
+  int world_size() const { return info_.world_size; }
+
+  // In-place SUM over ranks of a contiguous CPU tensor.
+  void allreduce_sum(torch::Tensor& tensor);
+  // Every rank's `tensor` (same shape and dtype everywhere), in rank order.
+  std::vector<torch::Tensor> allgather(const torch::Tensor& tensor);
+  void barrier();
+
+ private:
+  void wait(const char* what, const std::function<void()>& op);
+
+  RendezvousInfo info_;
+  std::chrono::milliseconds timeout_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+};
+
+}  // namespace ppu

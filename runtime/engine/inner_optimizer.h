@@ -1,0 +1,38 @@
+// InnerOptimizer: the local optimiser of Algorithm 1 (lines 8–10) over this rank's trainable
+// tensors only — AdamW (paper defaults) or plain SGD — with the warm-up + cosine schedule and
+// gradient-norm clipping. Matrices get weight decay; norm parameters do not. Optimiser state
+// exists only for the trainable slices because only they are handed to LibTorch's optimiser.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/config.h"
+
+namespace ppu {
+
+class InnerOptimizer {
+ public:
+  InnerOptimizer(const InnerConfig& config, int64_t total_steps, const std::vector<torch::Tensor>& trainable);
+
+  // Clips, sets the scheduled learning rate for `step` (0-based), steps, and clears grads.
+  // Returns the learning rate used.
+  double step(int64_t step);
+  void zero_grad();
+
+  // Bytes of optimiser state tensors that exist right now.
+  int64_t state_bytes() const;
+
+  void save(torch::serialize::OutputArchive& archive) const;
+  void load(torch::serialize::InputArchive& archive);
+
+ private:
+  InnerConfig config_;
+  int64_t total_steps_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+};
+
+}  // namespace ppu

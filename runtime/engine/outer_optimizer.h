@@ -1,0 +1,51 @@
+// OuterOptimizer: the global parameters θ and the outer step of Algorithm 1 (lines 11–14),
+// one streaming fragment at a time. For fragment f:
+//   Δ_k = θ_k − θ on this rank's trainable elements, 0 elsewhere        (line 11)
+//   Δ   = (Σ_k Δ_k) ⊙ 1/m, m = number of ranks training each element    (line 13)
+//   θ   ← OuterOpt(θ, Δ): Nesterov SGD on the pseudo-gradient −Δ, or θ + Δ ("average")
+//   θ_k ← θ for the whole fragment (frozen slices pick up the other ranks' progress)
+// θ and the Nesterov momentum are fp32 tensors in host memory; only the fragment being
+// synchronised is copied to and from the model's device.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/streaming_schedule.h"
+#include "engine/collectives.h"
+#include "engine/transformer.h"
+
+namespace ppu {
+
+struct SyncResult {
+  int64_t bytes = 0;     // bytes this rank put on the wire
+  double seconds = 0;    // wall time of the whole sync, exchange included
+};
+
+class OuterOptimizer {
+ public:
+  OuterOptimizer(const OuterConfig& config, Transformer& model, const StreamingSchedule& schedule,
+                 Collectives& collectives);
+
+  SyncResult sync(int fragment);
+
+  const std::vector<torch::Tensor>& global() const { return global_; }
+  int64_t momentum_bytes() const;
+  int64_t global_bytes() const;
+
+  void save(torch::serialize::OutputArchive& archive) const;
+  void load(torch::serialize::InputArchive& archive);
+
+ private:
+  OuterConfig config_;
+  Transformer& model_;
+  const StreamingSchedule& schedule_;
+  Collectives& collectives_;
+  std::vector<torch::Tensor> global_;    // fp32, host
+  std::vector<torch::Tensor> momentum_;  // fp32, host; allocated on a fragment's first sync
+};
+
+}  // namespace ppu

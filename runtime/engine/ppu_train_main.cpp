@@ -1,0 +1,93 @@
+// ppu-train: one rank of a PPU job. Reads the config (--config or PPU_CONFIG) with --set
+// overrides, takes RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT / PPU_RUN_ID /
+// PPU_CHECKPOINT_DIR / PPU_METRICS_PORT from the environment, trains, and writes --summary.
+// Exit codes (docs/METRICS.md): 0 done, 1 runtime failure, 2 config/usage error,
+// 3 peer failure or timeout, 4 missing or unusable data.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "core/config.h"
+#include "data/token_shard.h"
+#include "engine/collectives.h"
+#include "engine/trainer.h"
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+// Kubernetes copies this file into the pod's status, so the operator can explain a failure.
+void write_termination_message(const std::string& message) {
+  std::ofstream out("/dev/termination-log");
+  if (out) out << message << "\n";
+}
+
+int fail(int code, const std::string& message) {
+  spdlog::error("{}", message);
+  write_termination_message(message);
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ppu-train: one rank of a partial-parameter-update training job"};
+  std::string config_path = env_or("PPU_CONFIG", "");
+  std::vector<std::string> overrides;
+  std::string summary_path;
+  app.add_option("--config", config_path, "YAML training config (default: $PPU_CONFIG)");
+  app.add_option("--set", overrides, "override a config key: dotted.key=value (repeatable)");
+  app.add_option("--summary", summary_path, "write a JSON summary of the run to this file at exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  // ppu-launch prefixes each line with the rank itself.
+  const std::string rank_tag = std::getenv("PPU_LOG_PREFIXED") ? "" : "[rank " + env_or("RANK", "0") + "] ";
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e " + rank_tag + "%^%l%$ %v");
+  try {
+    const ppu::Config config = ppu::load_config(config_path, overrides);
+    const auto rdv = ppu::rendezvous_from_env();
+    ppu::RunEnv env;
+    env.rank = rdv.rank;
+    env.world_size = rdv.world_size;
+    env.master_addr = rdv.master_addr;
+    env.master_port = rdv.master_port;
+    env.run_id = env_or("PPU_RUN_ID", "local");
+    env.checkpoint_dir = env_or("PPU_CHECKPOINT_DIR", config.checkpoint.dir);
+    env.metrics_port = std::atoi(env_or("PPU_METRICS_PORT", std::to_string(config.metrics.port)).c_str());
+    if (config.train.threads > 0) torch::set_num_threads(config.train.threads);
+    if (!summary_path.empty()) {  // fail now, not after hours of training
+      std::ofstream probe(summary_path, std::ios::app);
+      if (!probe) throw ppu::ConfigError("--summary: cannot write '" + summary_path + "'");
+    }
+    spdlog::info("rank {} of {}: method {}, slicing {} N={}, model {} layers d={} heads={}", env.rank, env.world_size,
+                 ppu::method_name(config.method), ppu::slice_mode_name(config.slicing.mode), config.effective_slices(),
+                 config.model.layers, config.model.d_model, config.model.heads);
+    const auto summary = ppu::train(config, env);
+    spdlog::info("done: eval loss {:.4f} ppl {:.3f}, FLOPs saved {:.1f}%, state {:.1f} MB (full training {:.1f} MB), checksum {}",
+                 summary["eval_loss"].get<double>(), summary["eval_perplexity"].get<double>(),
+                 100 * summary["flops_saved_fraction"].get<double>(), summary["state_bytes"]["total"].get<double>() / 1e6,
+                 summary["state_bytes_full_training"]["total"].get<double>() / 1e6, summary["param_checksum"].get<std::string>());
+    if (!summary_path.empty()) std::ofstream(summary_path) << summary.dump(2) << "\n";
+    return 0;
+  } catch (const ppu::ConfigError& e) {
+    return fail(2, std::string("configuration error: ") + e.what());
+  } catch (const std::invalid_argument& e) {
+    return fail(2, std::string("invalid argument: ") + e.what());
+  } catch (const ppu::PeerError& e) {
+    return fail(3, std::string("peer failure: ") + e.what());
+  } catch (const ppu::data::ShardError& e) {
+    return fail(4, std::string("data error: ") + e.what());
+  } catch (const std::exception& e) {
+    return fail(1, std::string("error: ") + e.what());
+  }
+}

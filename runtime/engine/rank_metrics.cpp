@@ -1,0 +1,148 @@
+#include "engine/rank_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+
+namespace ppu {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+
+struct RankMetrics::Families {
+  prometheus::Family<prometheus::Gauge>& state;
+  prometheus::Family<prometheus::Gauge>& state_full;
+  prometheus::Gauge& rss;
+  prometheus::Gauge& cuda_allocated;
+  prometheus::Gauge& cuda_reserved;
+  prometheus::Gauge& cuda_peak;
+  prometheus::Counter& flops;
+  prometheus::Counter& flops_full;
+  prometheus::Gauge& step_flops;
+  prometheus::Gauge& step_flops_full;
+  prometheus::Gauge& loss;
+  prometheus::Gauge& train_ppl;
+  prometheus::Gauge& eval_loss;
+  prometheus::Gauge& eval_ppl;
+  prometheus::Family<prometheus::Gauge>& floor;
+  prometheus::Counter& tokens;
+  prometheus::Gauge& tokens_per_second;
+  prometheus::Gauge& step;
+  prometheus::Gauge& steps_target;
+  prometheus::Gauge& outer_round;
+  prometheus::Family<prometheus::Counter>& sync_bytes;
+  prometheus::Family<prometheus::Counter>& sync_seconds;
+  prometheus::Family<prometheus::Counter>& syncs;
+};
+
+namespace {
+template <class B>
+auto& one(B&& builder, prometheus::Registry& r) {
+  return builder.Register(r).Add({});
+}
+}  // namespace
+
+RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& labels) {
+  if (port <= 0) return;
+  registry_ = std::make_shared<prometheus::Registry>();
+  auto& r = *registry_;
+  auto gauge = [&](const char* name, const char* help) -> auto& { return BuildGauge().Name(name).Help(help).Labels(labels); };
+  auto counter = [&](const char* name, const char* help) -> auto& { return BuildCounter().Name(name).Help(help).Labels(labels); };
+  f_.reset(new Families{
+      gauge("ppu_state_bytes", "Training-state memory by the paper's components, measured from live tensors").Register(r),
+      gauge("ppu_state_full_training_bytes", "The same component under full (unsliced) training").Register(r),
+      one(gauge("ppu_process_resident_memory_bytes", "Resident set size of the rank process"), r),
+      one(gauge("ppu_cuda_memory_allocated_bytes", "CUDA memory allocated by tensors"), r),
+      one(gauge("ppu_cuda_memory_reserved_bytes", "CUDA memory reserved by the caching allocator"), r),
+      one(gauge("ppu_cuda_memory_peak_bytes", "Peak CUDA memory allocated"), r),
+      one(counter("ppu_flops_executed_total", "FLOPs executed by training steps (Appendix C, partial backward)"), r),
+      one(counter("ppu_flops_full_backward_total", "FLOPs the same steps would cost with a full backward"), r),
+      one(gauge("ppu_step_flops_executed", "FLOPs of one inner step"), r),
+      one(gauge("ppu_step_flops_full_backward", "FLOPs of one inner step with a full backward"), r),
+      one(gauge("ppu_loss", "Last training loss in nats per token"), r),
+      one(gauge("ppu_train_perplexity", "exp(training loss)"), r),
+      one(gauge("ppu_eval_loss", "Last held-out loss in nats per token"), r),
+      one(gauge("ppu_eval_perplexity", "Last held-out perplexity"), r),
+      gauge("ppu_eval_perplexity_floor", "Best achievable perplexity of the synthetic corpus").Register(r),
+      one(counter("ppu_tokens_total", "Training tokens consumed by this rank"), r),
+      one(gauge("ppu_tokens_per_second", "Recent training throughput of this rank"), r),
+      one(gauge("ppu_step", "Inner steps completed"), r),
+      one(gauge("ppu_steps_target", "Inner steps configured"), r),
+      one(gauge("ppu_outer_round", "Outer rounds completed"), r),
+      counter("ppu_outer_sync_bytes_total", "Bytes this rank put on the wire for outer syncs").Register(r),
+      counter("ppu_outer_sync_seconds_total", "Seconds spent in outer syncs").Register(r),
+      counter("ppu_outer_syncs_total", "Outer syncs performed").Register(r),
+  });
+  exposer_ = std::make_unique<prometheus::Exposer>("0.0.0.0:" + std::to_string(port));
+  exposer_->RegisterCollectable(registry_);
+}
+
+RankMetrics::~RankMetrics() = default;
+
+void RankMetrics::set_state(const StateBytes& m, const StateBytes& full) {
+  if (!f_) return;
+  auto put = [](prometheus::Family<prometheus::Gauge>& fam, const StateBytes& s) {
+    fam.Add({{"component", "weights"}}).Set(s.weights);
+    fam.Add({{"component", "gradients"}}).Set(s.gradients);
+    fam.Add({{"component", "inner_optimizer"}}).Set(s.inner_optimizer);
+    fam.Add({{"component", "outer_optimizer"}}).Set(s.outer_optimizer);
+    fam.Add({{"component", "offloaded"}}).Set(s.offloaded);
+  };
+  put(f_->state, m);
+  put(f_->state_full, full);
+}
+
+void RankMetrics::set_memory(double rss, double alloc, double reserved, double peak) {
+  if (!f_) return;
+  f_->rss.Set(rss);
+  f_->cuda_allocated.Set(alloc);
+  f_->cuda_reserved.Set(reserved);
+  f_->cuda_peak.Set(peak);
+}
+
+void RankMetrics::add_step(double flops, double flops_full, double tokens) {
+  if (!f_) return;
+  f_->flops.Increment(flops);
+  f_->flops_full.Increment(flops_full);
+  f_->step_flops.Set(flops);
+  f_->step_flops_full.Set(flops_full);
+  f_->tokens.Increment(tokens);
+}
+
+void RankMetrics::set_progress(double step, double target, double loss, double tps, double round) {
+  if (!f_) return;
+  f_->step.Set(step);
+  f_->steps_target.Set(target);
+  f_->loss.Set(loss);
+  f_->train_ppl.Set(std::exp(loss));
+  f_->tokens_per_second.Set(tps);
+  f_->outer_round.Set(round);
+}
+
+void RankMetrics::set_eval(double loss, double floor_ppl) {
+  if (!f_) return;
+  f_->eval_loss.Set(loss);
+  f_->eval_ppl.Set(std::exp(loss));
+  if (floor_ppl > 0) f_->floor.Add({}).Set(floor_ppl);
+}
+
+void RankMetrics::add_sync(const std::string& fragment, double bytes, double seconds) {
+  if (!f_) return;
+  f_->sync_bytes.Add({{"fragment", fragment}}).Increment(bytes);
+  f_->sync_seconds.Add({{"fragment", fragment}}).Increment(seconds);
+  f_->syncs.Add({{"fragment", fragment}}).Increment();
+}
+
+double process_rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  in >> pages_total >> pages_resident;
+  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace ppu

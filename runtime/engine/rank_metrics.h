@@ -1,0 +1,46 @@
+// RankMetrics: this rank's Prometheus endpoint (/metrics on `port`, prometheus-cpp) with the
+// series listed in docs/METRICS.md. Port 0 disables the endpoint; updates are then no-ops.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace prometheus {
+class Exposer;
+class Registry;
+class Gauge;
+class Counter;
+}  // namespace prometheus
+
+namespace ppu {
+
+struct StateBytes {
+  double weights = 0, gradients = 0, inner_optimizer = 0, outer_optimizer = 0, offloaded = 0;
+  double total() const { return weights + gradients + inner_optimizer + outer_optimizer + offloaded; }
+};
+
+class RankMetrics {
+ public:
+  RankMetrics(int port, const std::map<std::string, std::string>& labels);
+  ~RankMetrics();
+  bool enabled() const { return exposer_ != nullptr; }
+
+  void set_state(const StateBytes& measured, const StateBytes& full_training);
+  void set_memory(double rss_bytes, double cuda_allocated, double cuda_reserved, double cuda_peak);
+  void add_step(double flops_executed, double flops_full, double tokens);
+  void set_progress(double step, double steps_target, double loss, double tokens_per_second, double outer_round);
+  void set_eval(double loss, double floor_perplexity);
+  void add_sync(const std::string& fragment, double bytes, double seconds);
+
+ private:
+  struct Families;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Families> f_;
+};
+
+// Resident set size of this process, from /proc/self/statm.
+double process_rss_bytes();
+
+}  // namespace ppu

@@ -1,0 +1,326 @@
+#include "engine/trainer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "core/cost_model.h"
+#include "core/slice_plan.h"
+#include "core/streaming_schedule.h"
+#include "data/data_loader.h"
+#include "data/token_shard.h"
+#include "engine/checkpoint_store.h"
+#include "engine/collectives.h"
+#include "engine/inner_optimizer.h"
+#include "engine/outer_optimizer.h"
+#include "engine/rank_metrics.h"
+#include "engine/transformer.h"
+
+namespace ppu {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+data::TokenDataset load_dataset(const Config& c) {
+  if (c.data.source == "shards" || !c.data.path.empty()) {
+    auto ds = data::TokenDataset::load(c.data.path);
+    if (ds.vocab > static_cast<uint32_t>(c.model.vocab))
+      throw ConfigError("data.path '" + c.data.path + "' has vocabulary " + std::to_string(ds.vocab) +
+                        " but model.vocab is " + std::to_string(c.model.vocab));
+    return ds;
+  }
+  data::SyntheticDatasetOptions o;
+  o.corpus.vocab = c.model.vocab;
+  o.corpus.order = c.data.synthetic_order;
+  o.corpus.support = c.data.synthetic_support;
+  o.corpus.seed = c.train.seed;
+  o.train_tokens = c.data.synthetic_train_tokens;
+  o.val_tokens = c.data.synthetic_val_tokens;
+  return data::TokenDataset::synthetic(o);
+}
+
+torch::Tensor to_tensor(const data::TokenBatch& b) {
+  return torch::tensor(at::ArrayRef<int32_t>(b.tokens), torch::kInt32).to(torch::kLong).view({b.batch, b.seq_len + 1});
+}
+
+std::string checksum_hex(const std::vector<torch::Tensor>& tensors) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const auto& t : tensors) {
+    const auto c = t.contiguous();
+    h = data::fnv1a64(c.data_ptr(), c.nbytes(), h);
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string duration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%ldh%02ldm%02lds", s / 3600, (s / 60) % 60, s % 60);
+  return buf;
+}
+
+// All mutable state of one rank's run: what a checkpoint must capture.
+struct Progress {
+  int64_t step = 0;  // inner steps completed
+  int64_t rounds = 0;
+  double tokens = 0, flops = 0, flops_full = 0, bytes_allreduced = 0, sync_seconds = 0;
+};
+
+class Run {
+ public:
+  Run(const Config& c, const RunEnv& env)
+      : c_(c),
+        env_(env),
+        ddp_(c.method == Method::Ddp),
+        collectives_({env.rank, env.world_size, env.master_addr, env.master_port},
+                     std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000))),
+        plan_(SlicePlan::from_config(c, env.world_size, env.rank)),
+        schedule_(c, c.model),
+        dataset_(load_dataset(c)),
+        loader_(dataset_, env.rank, env.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len),
+        model_(c.model, plan_, c.train.seed),
+        inner_(c.inner, c.train.steps, model_.trainable()),
+        outer_(c.outer, model_, schedule_, collectives_),
+        metrics_(env.metrics_port, {{"rank", std::to_string(env.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
+        flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_.rho_attn(), plan_.rho_mlp())) {
+    if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
+  }
+
+  nlohmann::json run() {
+    resume();
+    const auto start = Clock::now();
+    const int64_t first = p_.step;
+    double loss = 0;
+    for (int64_t t = p_.step; t < c_.train.steps; ++t) {
+      const auto step_start = Clock::now();
+      loss = inner_step(t);                                 // lines 7–10
+      p_.step = t + 1;
+      if (!ddp_)
+        for (int f : schedule_.due(p_.step, c_.train.steps)) outer_sync(f);  // lines 11–14
+      if (p_.step % c_.outer.sync_every == 0 || p_.step == c_.train.steps) end_of_round();
+      step_seconds_ = std::chrono::duration<double>(Clock::now() - step_start).count();
+      report(t, loss, start, first);
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    const double eval = evaluate();
+    return summary(loss, eval, seconds, p_.step > first ? seconds / (p_.step - first) : 0);
+  }
+
+ private:
+  // X ~ D_k; g on I_train only (partial backward); InnerOpt on the trainable slices.
+  double inner_step(int64_t t) {
+    const auto tokens = to_tensor(loader_.next());
+    auto loss = model_.loss(tokens);
+    loss.backward();
+    grad_bytes_ = 0;
+    for (const auto& p : model_.trainable())
+      if (p.grad().defined()) grad_bytes_ += p.grad().nbytes();
+    if (ddp_) allreduce_gradients();
+    lr_ = inner_.step(t);
+    p_.tokens += static_cast<double>(tokens.size(0)) * (tokens.size(1) - 1);
+    p_.flops += flops_.executed();
+    p_.flops_full += flops_.full();
+    metrics_.add_step(flops_.executed(), flops_.full(), static_cast<double>(tokens.size(0)) * (tokens.size(1) - 1));
+    return loss.item<double>();
+  }
+
+  // DDP: average the full gradient over ranks every step, as one flat buffer.
+  void allreduce_gradients() {
+    const auto start = Clock::now();
+    std::vector<torch::Tensor> flat;
+    for (const auto& p : model_.trainable()) flat.push_back(p.grad().reshape({-1}));
+    auto buffer = torch::cat(flat);
+    collectives_.allreduce_sum(buffer);
+    buffer.div_(env_.world_size);
+    int64_t offset = 0;
+    for (const auto& p : model_.trainable()) {
+      p.mutable_grad().copy_(buffer.narrow(0, offset, p.numel()).view(p.sizes()));
+      offset += p.numel();
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    p_.bytes_allreduced += buffer.nbytes();
+    p_.sync_seconds += seconds;
+    metrics_.add_sync("gradients", buffer.nbytes(), seconds);
+  }
+
+  void outer_sync(int fragment) {
+    const SyncResult r = outer_.sync(fragment);
+    p_.bytes_allreduced += r.bytes;
+    p_.sync_seconds += r.seconds;
+    metrics_.add_sync(schedule_.fragments()[fragment].name, r.bytes, r.seconds);
+  }
+
+  void end_of_round() {
+    ++p_.rounds;
+    if (store_ && p_.rounds % c_.checkpoint.every_rounds == 0) save_checkpoint();
+  }
+
+  void save_checkpoint() {
+    store_->save(
+        p_.rounds,
+        [&](torch::serialize::OutputArchive& a) {
+          for (size_t i = 0; i < model_.weights().size(); ++i) a.write("weight." + std::to_string(i), model_.weights()[i].detach());
+          torch::serialize::OutputArchive inner;
+          inner_.save(inner);
+          a.write("inner", inner);
+          a.write("progress", torch::tensor({p_.step, p_.rounds, static_cast<int64_t>(loader_.position())}, torch::kInt64));
+          a.write("totals", torch::tensor({p_.tokens, p_.flops, p_.flops_full, p_.bytes_allreduced, p_.sync_seconds}, torch::kFloat64));
+        },
+        [&](torch::serialize::OutputArchive& a) { outer_.save(a); }, to_yaml(c_));
+    spdlog::info("checkpoint round {} written to {}", p_.rounds, store_->dir());
+  }
+
+  void resume() {
+    if (!store_) return;
+    auto ckpt = store_->load_latest();
+    if (!ckpt) return;
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < model_.weights().size(); ++i) {
+      torch::Tensor w;
+      ckpt->rank_part.read("weight." + std::to_string(i), w);
+      if (w.sizes() != model_.weights()[i].sizes())
+        throw ConfigError("checkpoint " + ckpt->path + " does not match the model: parameter " + model_.layout()[i].name +
+                          " has shape " + c10::str(w.sizes()));
+      model_.weights()[i].copy_(w);
+    }
+    torch::serialize::InputArchive inner;
+    ckpt->rank_part.read("inner", inner);
+    inner_.load(inner);
+    torch::Tensor progress, totals;
+    ckpt->rank_part.read("progress", progress);
+    ckpt->rank_part.read("totals", totals);
+    p_.step = progress[0].item<int64_t>();
+    p_.rounds = progress[1].item<int64_t>();
+    loader_.seek(progress[2].item<int64_t>());
+    const auto t = totals.accessor<double, 1>();
+    p_.tokens = t[0], p_.flops = t[1], p_.flops_full = t[2], p_.bytes_allreduced = t[3], p_.sync_seconds = t[4];
+    outer_.load(ckpt->global_part);
+    spdlog::info("resumed from {} at step {} (round {})", ckpt->path, p_.step, p_.rounds);
+  }
+
+  double evaluate() {
+    torch::NoGradGuard no_grad;
+    double total = 0;
+    for (int i = 0; i < c_.train.eval_batches; ++i)
+      total += model_.loss(to_tensor(dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len))).item<double>();
+    const double loss = total / c_.train.eval_batches;
+    metrics_.set_eval(loss, floor_perplexity());
+    return loss;
+  }
+
+  double floor_perplexity() const { return dataset_.entropy_rate_nats ? std::exp(*dataset_.entropy_rate_nats) : 0; }
+
+  StateBytes measured_state() const {
+    StateBytes s;
+    for (const auto& w : model_.weights()) s.weights += w.nbytes();
+    s.gradients = grad_bytes_;
+    s.inner_optimizer = inner_.state_bytes();
+    if (!ddp_) {
+      s.outer_optimizer = outer_.momentum_bytes();
+      s.offloaded = outer_.global_bytes();
+    }
+    return s;
+  }
+
+  StateBytes full_training_state() const {
+    StateBytes s = measured_state();
+    const double total = plan_.total_parameters() * 4.0, trainable = plan_.trainable_parameters() * 4.0;
+    s.gradients = grad_bytes_ > 0 ? total : 0;
+    s.inner_optimizer = trainable > 0 ? s.inner_optimizer * total / trainable : 0;
+    return s;
+  }
+
+  void report(int64_t t, double loss, Clock::time_point start, int64_t first) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    const double done = static_cast<double>(p_.step - first);
+    const double tps = elapsed > 0 ? done * c_.inner.batch_size * c_.model.seq_len / elapsed : 0;
+    metrics_.set_progress(p_.step, c_.train.steps, loss, tps, p_.rounds);
+    metrics_.set_state(measured_state(), full_training_state());
+    metrics_.set_memory(process_rss_bytes(), 0, 0, 0);
+    if (p_.step % c_.train.log_every == 0 || p_.step == c_.train.steps) {
+      const double eta = done > 0 ? elapsed / done * (c_.train.steps - p_.step) : 0;
+      spdlog::info("step {}/{} loss {:.4f} ppl {:.2f} lr {:.2e} tok/s {:.0f} round {} eta {}", p_.step, c_.train.steps, loss,
+                   std::exp(loss), lr_, tps, p_.rounds, duration(eta));
+    }
+    if (c_.train.eval_every > 0 && p_.step % c_.train.eval_every == 0 && p_.step < c_.train.steps) {
+      const double eval = evaluate();
+      spdlog::info("eval step {} loss {:.4f} ppl {:.3f}{}", p_.step, eval, std::exp(eval),
+                   floor_perplexity() > 0 ? fmt::format(" (floor {:.3f})", floor_perplexity()) : "");
+    }
+    (void)t;
+  }
+
+  nlohmann::json summary(double loss, double eval, double seconds, double step_seconds) {
+    const StateBytes s = measured_state(), full = full_training_state();
+    auto bytes = [](const StateBytes& b) {
+      return nlohmann::json{{"weights", b.weights}, {"gradients", b.gradients}, {"inner_optimizer", b.inner_optimizer},
+                            {"outer_optimizer", b.outer_optimizer}, {"offloaded", b.offloaded}, {"total", b.total()}};
+    };
+    // DDP has no outer state: its local parameters are the global ones.
+    const auto& global = ddp_ ? model_.weights() : outer_.global();
+    nlohmann::json j = {{"rank", env_.rank},
+                        {"world_size", env_.world_size},
+                        {"method", method_name(c_.method)},
+                        {"slicing", {{"mode", slice_mode_name(plan_.mode())}, {"slices", plan_.slices()}}},
+                        {"steps", p_.step},
+                        {"final_loss", loss},
+                        {"eval_loss", eval},
+                        {"eval_perplexity", std::exp(eval)},
+                        {"tokens", p_.tokens},
+                        {"flops_executed", p_.flops},
+                        {"flops_full_backward", p_.flops_full},
+                        {"flops_saved_fraction", p_.flops_full > 0 ? 1 - p_.flops / p_.flops_full : 0},
+                        {"state_bytes", bytes(s)},
+                        {"state_bytes_full_training", bytes(full)},
+                        {"trainable_params", plan_.trainable_parameters()},
+                        {"total_params", plan_.total_parameters()},
+                        {"outer_rounds", p_.rounds},
+                        {"bytes_allreduced", p_.bytes_allreduced},
+                        {"sync_seconds", p_.sync_seconds},
+                        {"param_checksum", checksum_hex(global)},
+                        {"seconds", seconds},
+                        {"step_seconds", step_seconds}};
+    if (floor_perplexity() > 0) j["eval_perplexity_floor"] = floor_perplexity();
+    return j;
+  }
+
+  const Config& c_;
+  RunEnv env_;
+  bool ddp_;
+  Collectives collectives_;
+  SlicePlan plan_;
+  StreamingSchedule schedule_;
+  data::TokenDataset dataset_;
+  data::RankLoader loader_;
+  Transformer model_;
+  InnerOptimizer inner_;
+  OuterOptimizer outer_;
+  RankMetrics metrics_;
+  StepFlops flops_;
+  std::optional<CheckpointStore> store_;
+  Progress p_;
+  double lr_ = 0, step_seconds_ = 0;
+  int64_t grad_bytes_ = 0;
+};
+
+}  // namespace
+
+nlohmann::json train(const Config& config, const RunEnv& env) {
+  validate_config(config, env.world_size);
+  if (config.train.device != "cpu")
+    throw ConfigError("config key 'train.device' is '" + config.train.device + "': this build runs on cpu only");
+  if (config.train.dtype != "fp32")
+    throw ConfigError("config key 'train.dtype' is '" + config.train.dtype + "': this build trains in fp32 only");
+  if (config.train.recompute) throw ConfigError("config key 'train.recompute' is not supported by this build");
+  if (config.outer.overlap_steps > 0) throw ConfigError("config key 'outer.overlap_steps' > 0 is not supported by this build");
+  Run run(config, env);
+  return run.run();
+}
+
+}  // namespace ppu

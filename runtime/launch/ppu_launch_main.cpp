@@ -1,0 +1,235 @@
+// ppu-launch: runs K ranks of ppu-train on this machine, the way `torchrun --standalone` does.
+// Each rank gets RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT (a free port unless
+// given) and PPU_METRICS_PORT = metrics.port + rank when metrics are on. Their output lines
+// are prefixed with "[rank r]". When one rank fails, the others are stopped (SIGTERM, then
+// SIGKILL after a grace period) and ppu-launch exits with the failing rank's code.
+#include <CLI/CLI.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+struct Child {
+  int rank;
+  pid_t pid;
+  int out_fd;
+  std::string pending;
+  bool running = true;
+  int code = 0;
+};
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error(std::string("cannot find a free port: ") + std::strerror(errno));
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string default_trainer() {
+  const auto self = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  for (const auto& candidate : {self / "ppu-train", self / "../engine/ppu-train"})
+    if (std::filesystem::exists(candidate)) return std::filesystem::canonical(candidate).string();
+  return "ppu-train";  // from PATH
+}
+
+Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer, const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    setenv("RANK", std::to_string(rank).c_str(), 1);
+    setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+    setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    setenv("PPU_LOG_PREFIXED", "1", 1);
+    if (metrics_port > 0) setenv("PPU_METRICS_PORT", std::to_string(metrics_port + rank).c_str(), 1);
+    std::vector<char*> argv{const_cast<char*>(trainer.c_str())};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::cerr << "ppu-launch: cannot run " << trainer << ": " << std::strerror(errno) << "\n";
+    _exit(127);
+  }
+  close(fds[1]);
+  return Child{rank, pid, fds[0]};
+}
+
+void forward_output(Child& c, bool flush) {
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(c.out_fd, buf, sizeof buf)) > 0) {
+    c.pending.append(buf, static_cast<size_t>(n));
+    if (!flush) break;
+  }
+  size_t nl;
+  while ((nl = c.pending.find('\n')) != std::string::npos) {
+    std::cout << "[rank " << c.rank << "] " << c.pending.substr(0, nl + 1);
+    c.pending.erase(0, nl + 1);
+  }
+  if (flush && !c.pending.empty()) {
+    std::cout << "[rank " << c.rank << "] " << c.pending << "\n";
+    c.pending.clear();
+  }
+  std::cout.flush();
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+void stop_all(std::vector<Child>& children, double grace_seconds) {
+  for (auto& c : children)
+    if (c.running) kill(-c.pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool any = false;
+    for (auto& c : children) {
+      if (!c.running) continue;
+      int status;
+      if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
+        c.running = false;
+        c.code = exit_code(status);
+      } else {
+        any = true;
+      }
+    }
+    if (!any) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (auto& c : children)
+    if (c.running) {
+      kill(-c.pid, SIGKILL);
+      int status;
+      waitpid(c.pid, &status, 0);
+      c.running = false;
+      c.code = exit_code(status);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ppu-launch: run K ppu-train ranks on this machine"};
+  int nproc = 0;
+  int master_port = 0;
+  std::string config_path, summary, summary_dir, trainer = default_trainer();
+  std::vector<std::string> overrides;
+  double grace = 10;
+  app.add_option("--nproc", nproc, "number of ranks K (default: the config's `ranks`)")->check(CLI::PositiveNumber);
+  app.add_option("--config", config_path, "YAML training config")->check(CLI::ExistingFile);
+  app.add_option("--set", overrides, "override a config key: dotted.key=value (repeatable)");
+  app.add_option("--master-port", master_port, "rendezvous port (default: a free port)")->check(CLI::Range(1, 65535));
+  app.add_option("--summary", summary, "rank 0's JSON summary file");
+  app.add_option("--summary-dir", summary_dir, "write every rank's summary to DIR/rank-<r>.json");
+  app.add_option("--ppu-train", trainer, "path of the ppu-train binary");
+  app.add_option("--grace-seconds", grace, "how long stopped ranks get before SIGKILL");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  std::vector<Child> children;
+  try {
+    // Validate before starting anything: a bad config is reported once, not K times.
+    const ppu::Config config = ppu::load_config(config_path, overrides);
+    if (nproc == 0) nproc = config.ranks;
+    ppu::validate_config(config, nproc);
+    if (master_port == 0) master_port = free_port();
+    if (!summary_dir.empty()) std::filesystem::create_directories(summary_dir);
+
+    struct sigaction sa{};
+    sa.sa_handler = [](int sig) { g_stop_signal = sig; };
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+
+    for (int r = 0; r < nproc; ++r) {
+      std::vector<std::string> args;
+      if (!config_path.empty()) args.insert(args.end(), {"--config", config_path});
+      for (const auto& o : overrides) args.insert(args.end(), {"--set", o});
+      if (!summary_dir.empty()) args.insert(args.end(), {"--summary", summary_dir + "/rank-" + std::to_string(r) + ".json"});
+      else if (r == 0 && !summary.empty()) args.insert(args.end(), {"--summary", summary});
+      children.push_back(spawn(r, nproc, master_port, config.metrics.port, trainer, args));
+    }
+    std::cout << "[launch] started " << nproc << " ranks, rendezvous 127.0.0.1:" << master_port << std::endl;
+  } catch (const ppu::ConfigError& e) {
+    std::cerr << "ppu-launch: configuration error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "ppu-launch: " << e.what() << "\n";
+    stop_all(children, grace);
+    return 1;
+  }
+
+  int result = 0;
+  size_t running = children.size();
+  while (running > 0) {
+    std::vector<pollfd> fds;
+    for (auto& c : children) fds.push_back({c.out_fd, POLLIN, 0});
+    poll(fds.data(), fds.size(), 200);
+    for (size_t i = 0; i < children.size(); ++i)
+      if (fds[i].revents & (POLLIN | POLLHUP)) forward_output(children[i], false);
+    if (g_stop_signal) {
+      std::cerr << "[launch] signal " << g_stop_signal << ": stopping all ranks\n";
+      stop_all(children, grace);
+      result = 128 + g_stop_signal;
+      break;
+    }
+    for (auto& c : children) {
+      if (!c.running) continue;
+      int status;
+      if (waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
+      c.running = false;
+      c.code = exit_code(status);
+      --running;
+      forward_output(c, true);
+      if (c.code != 0 && result == 0) {
+        result = c.code;
+        std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code << ": stopping the other ranks\n";
+        stop_all(children, grace);
+        running = 0;
+      }
+    }
+  }
+  for (auto& c : children) {
+    forward_output(c, true);
+    close(c.out_fd);
+  }
+  if (result == 0) std::cout << "[launch] all " << children.size() << " ranks finished" << std::endl;
+  return result;
+}
