@@ -32,6 +32,9 @@ struct ParamSlice {
 class SlicePlan {
  public:
   SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int slices, int rank);
+  // The plan of rank `rank` of `world_size`. A single process (world_size 1) with a config
+  // planned for K = config.ranks > 1 ranks runs "solo": it trains slice 0 of that K-rank plan,
+  // and, being the only owner of what it trains, normalises its deltas by m = 1.
   static SlicePlan from_config(const Config& config, int world_size, int rank);
 
   const std::vector<ParamSlice>& params() const { return params_; }

@@ -20,8 +20,8 @@ int64_t exchange_delta_sum(Collectives& collectives, torch::Tensor& flat, const 
     return flat.nbytes();
   }
   if (delta_dtype == "bf16") {
-    // Gloo has no bf16 sum; ship the 16-bit patterns and add in fp32.
-    auto wire = flat.to(torch::kBFloat16).view(torch::kInt16);
+    // Gloo has neither bf16 sums nor 16-bit integers: ship the raw bytes and add in fp32.
+    auto wire = flat.to(torch::kBFloat16).view(torch::kUInt8);
     std::vector<torch::Tensor> decoded;
     for (auto& t : collectives.allgather(wire)) decoded.push_back(t.view(torch::kBFloat16).to(torch::kFloat32));
     sum_decoded(decoded, flat);

@@ -287,6 +287,13 @@ class Run {
                         {"seconds", seconds},
                         {"step_seconds", step_seconds}};
     if (floor_perplexity() > 0) j["eval_perplexity_floor"] = floor_perplexity();
+    if (env_.final_params) {
+      env_.final_params->clear();
+      for (const auto& g : global) {
+        const auto flat = g.detach().to(torch::kCPU, torch::kFloat32).contiguous().view({-1});
+        env_.final_params->insert(env_.final_params->end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+      }
+    }
     return j;
   }
 
@@ -312,7 +319,8 @@ class Run {
 }  // namespace
 
 nlohmann::json train(const Config& config, const RunEnv& env) {
-  validate_config(config, env.world_size);
+  // A single process runs solo as one rank of the config's K (see SlicePlan::from_config).
+  validate_config(config, env.world_size == 1 ? config.ranks : env.world_size);
   if (config.train.device != "cpu")
     throw ConfigError("config key 'train.device' is '" + config.train.device + "': this build runs on cpu only");
   if (config.train.dtype != "fp32")

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/config.h"
 
@@ -19,6 +20,8 @@ struct RunEnv {
   std::string run_id = "local";
   std::string checkpoint_dir;  // PPU_CHECKPOINT_DIR, else checkpoint.dir
   int metrics_port = 0;        // PPU_METRICS_PORT, else metrics.port
+  // When set, receives the final global parameters, flattened in layout order (tests).
+  std::vector<float>* final_params = nullptr;
 };
 
 // Trains to config.train.steps and returns the summary (DESIGN.md keys). Throws ConfigError
