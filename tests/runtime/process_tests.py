@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Multi-process checks of ppu-train / ppu-launch from the outside, through --summary files.
+
+usage: process_tests.py BIN_DIR SOURCE_DIR CASE
+cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, restart: the
+                   run resumes from the previous checkpoint and ends with the checksum of an
+                   uninterrupted run
+       dead-peer   kill one of two ranks started by hand: the survivor exits 3, never hangs
+       bad-config  invalid configs stop before any work with exit 2 and name the key
+       launch-fail ppu-launch stops every rank when one fails and returns its exit code
+       equivalence ppu-launch runs of PPU (N=1) and Streaming DiLoCo agree bit for bit
+"""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+TRAIN = os.path.join(BIN, "runtime", "engine", "ppu-train")
+LAUNCH = os.path.join(BIN, "runtime", "launch", "ppu-launch")
+TINY = os.path.join(SRC, "configs", "tiny.yaml")
+BASE = ["--set", "train.steps=100", "--set", "outer.sync_every=10", "--set", "train.eval_every=0",
+        "--set", "train.log_every=5", "--set", "model.seq_len=32"]
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def summary(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def launch(args, out_dir, **kw):
+    return subprocess.run([LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args, "--summary-dir", out_dir],
+                          capture_output=True, text=True, timeout=600, **kw)
+
+
+def case_resume():
+    work = tempfile.mkdtemp(prefix="ppu-resume-")
+    ref = launch([], os.path.join(work, "ref"))
+    if ref.returncode != 0:
+        fail("uninterrupted run failed:\n" + ref.stdout[-3000:] + ref.stderr[-3000:])
+    want = summary(os.path.join(work, "ref", "rank-0.json"))["param_checksum"]
+
+    ckpt = os.path.join(work, "ckpt")
+    args = ["--set", "checkpoint.dir=" + ckpt, "--set", "checkpoint.keep=5"]
+    proc = subprocess.Popen([LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args, "--summary-dir",
+                             os.path.join(work, "run1")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    rounds_seen = set()
+    target_round = random.randint(2, 5)
+    for line in proc.stdout:
+        if "checkpoint round" in line:
+            rounds_seen.add(line.split("checkpoint round")[1].split()[0])
+        if len(rounds_seen) >= target_round:
+            break
+    time.sleep(random.uniform(0.0, 0.3))
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    if len(children) != 4:
+        fail(f"expected 4 rank processes under ppu-launch, found {children}")
+    victim = random.choice(children)
+    os.kill(int(victim), signal.SIGKILL)
+    rest = proc.communicate(timeout=300)[0]
+    if proc.returncode == 0:
+        fail("ppu-launch returned 0 after a rank was killed")
+    print(f"killed rank pid {victim} after checkpoint round {target_round}; ppu-launch exited {proc.returncode}")
+
+    # Corrupt the newest complete checkpoint: the restart must skip it, naming it.
+    rounds = sorted(d for d in os.listdir(ckpt) if d.startswith("round-") and
+                    os.path.exists(os.path.join(ckpt, d, "manifest.json")))
+    newest = os.path.join(ckpt, rounds[-1], "rank-00001.pt")
+    with open(newest, "r+b") as f:
+        f.seek(os.path.getsize(newest) // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    again = launch(args, os.path.join(work, "run2"))
+    out = again.stdout + again.stderr
+    if again.returncode != 0:
+        fail("restarted run failed:\n" + out[-4000:])
+    if f"skipping checkpoint {os.path.join(ckpt, rounds[-1])}" not in out:
+        fail("the corrupted checkpoint was not reported by name:\n" + out[-4000:])
+    if "resumed from" not in out:
+        fail("the restarted run did not resume:\n" + out[-4000:])
+    got = summary(os.path.join(work, "run2", "rank-0.json"))["param_checksum"]
+    print(f"uninterrupted {want}, resumed {got}")
+    if got != want:
+        fail("the resumed run's checksum differs from the uninterrupted run's")
+
+
+def case_dead_peer():
+    work = tempfile.mkdtemp(prefix="ppu-peer-")
+    port = str(random.randint(20000, 40000))
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        procs.append(subprocess.Popen([TRAIN, "--config", TINY, *BASE, "--set", "train.steps=100000",
+                                       "--set", "network.timeout_s=30", "--set", "slicing.slices=2"],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for line in procs[0].stdout:
+        if "step 10/" in line:
+            break
+    procs[1].kill()
+    procs[1].wait()
+    try:
+        out = procs[0].communicate(timeout=120)[0]
+    except subprocess.TimeoutExpired:
+        procs[0].kill()
+        fail("the surviving rank hung after its peer died")
+    print(out[-600:])
+    if procs[0].returncode != 3:
+        fail(f"the surviving rank exited {procs[0].returncode}, expected 3 (peer failure)")
+    if "peer failure" not in out:
+        fail("no clear peer-failure message")
+
+
+def case_bad_config():
+    checks = [
+        (["--set", "inner.lrr=1"], {}, "unknown config key 'inner.lrr'"),
+        (["--set", "slicing.mode=rows"], {}, "'slicing.mode'"),
+        (["--set", "slicing.slices=4"], {"RANK": "0", "WORLD_SIZE": "6"}, "K=6"),
+        (["--set", "model.heads=5"], {}, "model.heads"),
+        (["--set", "data.source=shards"], {}, "data.path"),
+        (["--set", "train.steps=abc"], {}, "'train.steps'"),
+    ]
+    for args, env, needle in checks:
+        start = time.time()
+        r = subprocess.run([TRAIN, "--config", TINY, *args], env=dict(os.environ, **env), capture_output=True,
+                           text=True, timeout=60)
+        out = r.stdout + r.stderr
+        if r.returncode != 2 or needle not in out:
+            fail(f"{args} {env}: exit {r.returncode}, output:\n{out}")
+        if "step " in out:
+            fail(f"{args}: training started before the config error was reported")
+        print(f"ok {args} {env} -> exit 2 in {time.time() - start:.2f}s: {out.strip().splitlines()[-1]}")
+    r = subprocess.run([LAUNCH, "--nproc", "3", "--config", TINY], capture_output=True, text=True, timeout=60)
+    if r.returncode != 2 or "K=3" not in r.stderr:
+        fail(f"ppu-launch with K=3, N=2: exit {r.returncode}: {r.stderr}")
+
+
+def case_launch_fail():
+    # fail_rank.sh makes rank 1 exit 7 while rank 0 trains (and would wait for it forever).
+    r = subprocess.run([LAUNCH, "--nproc", "2", "--config", TINY, *BASE, "--set", "train.steps=100000",
+                        "--ppu-train", os.path.join(SRC, "tests", "runtime", "fail_rank.sh")],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, PPU_TRAIN=TRAIN, FAIL_RANK="1"))
+    print(r.stdout[-800:], r.stderr[-800:])
+    if r.returncode != 7:
+        fail(f"ppu-launch exited {r.returncode}, expected the failing rank's code 7")
+    if "[rank 1]" not in r.stdout or "stopping the other ranks" not in r.stderr:
+        fail("missing rank prefixes or stop message")
+
+
+def case_equivalence():
+    work = tempfile.mkdtemp(prefix="ppu-equiv-")
+    a = launch(["--set", "method=ppu", "--set", "slicing.slices=1"], os.path.join(work, "ppu"))
+    b = launch(["--set", "method=streaming-diloco"], os.path.join(work, "sd"))
+    if a.returncode or b.returncode:
+        fail("runs failed:\n" + a.stderr + b.stderr)
+    sums = [summary(os.path.join(work, d, f"rank-{r}.json"))["param_checksum"] for d in ("ppu", "sd") for r in range(4)]
+    print(sums)
+    if len(set(sums)) != 1:
+        fail("PPU with N=1 and Streaming DiLoCo disagree")
+
+
+{"resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
+ "launch-fail": case_launch_fail, "equivalence": case_equivalence}[CASE]()
+print("PASS", CASE)
