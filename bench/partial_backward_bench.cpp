@@ -1,0 +1,88 @@
+// partial_backward_bench: measures, side by side in one process, the backward time of PPU
+// slicings against a full backward on the same model and batch, and prints each ratio next to
+// the one Appendix C predicts (backward FLOPs with rho_attn, rho_mlp over a full backward).
+// Repetitions of all configurations are interleaved so that machine noise hits them alike;
+// the median of each is reported.
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "core/cost_model.h"
+#include "core/model_spec.h"
+#include "core/slice_plan.h"
+#include "engine/transformer.h"
+
+using namespace ppu;
+
+int main(int argc, char** argv) {
+  CLI::App app{"partial_backward_bench: PPU backward time vs full backward, next to Appendix C"};
+  ModelSpec m = *model_preset("small");
+  int batch = 8, reps = 7, threads = 0;
+  m.vocab = 4096;
+  app.add_option("--layers", m.layers);
+  app.add_option("--d-model", m.d_model);
+  app.add_option("--heads", m.heads);
+  app.add_option("--vocab", m.vocab);
+  app.add_option("--seq-len", m.seq_len);
+  app.add_option("--batch", batch);
+  app.add_option("--reps", reps);
+  app.add_option("--threads", threads, "intra-op threads (0: LibTorch default)");
+  CLI11_PARSE(app, argc, argv);
+  if (threads > 0) torch::set_num_threads(threads);
+
+  struct Variant {
+    const char* name;
+    SliceMode mode;
+    int slices;
+    std::vector<double> backward, step;
+  };
+  std::vector<Variant> variants = {{"full backward", SliceMode::None, 1},
+                                   {"1/2 MLPs", SliceMode::Mlp, 2},
+                                   {"1/4 MLPs", SliceMode::Mlp, 4},
+                                   {"1/8 MLPs", SliceMode::Mlp, 8},
+                                   {"1/2 MLPs + 1/2 heads", SliceMode::MlpHeads, 2},
+                                   {"1/4 MLPs + 1/4 heads", SliceMode::MlpHeads, 4}};
+  variants.erase(std::remove_if(variants.begin(), variants.end(),
+                                [&](const Variant& v) { return m.heads % v.slices != 0 && v.mode == SliceMode::MlpHeads; }),
+                 variants.end());
+
+  auto gen = at::detail::createCPUGenerator(0);
+  const auto tokens = at::randint(0, m.vocab, {batch, m.seq_len + 1}, gen, torch::kLong);
+  std::vector<Transformer> models;
+  for (const auto& v : variants) models.emplace_back(m, SlicePlan(m, v.mode, v.slices, v.slices, 0), 0);
+
+  using Clock = std::chrono::steady_clock;
+  for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const auto t0 = Clock::now();
+      auto loss = models[i].loss(tokens);
+      const auto t1 = Clock::now();
+      loss.backward();
+      const auto t2 = Clock::now();
+      for (const auto& p : models[i].trainable()) p.mutable_grad() = torch::Tensor();
+      if (rep < 0) continue;
+      variants[i].backward.push_back(std::chrono::duration<double>(t2 - t1).count());
+      variants[i].step.push_back(std::chrono::duration<double>(t2 - t0).count());
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf("model: %d layers, d=%d, %d heads, vocab %d, seq %d, batch %d; %d interleaved reps, %d threads\n", m.layers,
+              m.d_model, m.heads, m.vocab, m.seq_len, batch, reps, torch::get_num_threads());
+  std::printf("%-24s %12s %14s %16s %14s %16s\n", "configuration", "backward s", "bwd / full", "Appendix C bwd", "step / full",
+              "Appendix C step");
+  const double full_bwd = median(variants[0].backward), full_step = median(variants[0].step);
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const auto& plan = models[i].plan();
+    const StepFlops f = step_flops(m, batch, m.seq_len, plan.rho_attn(), plan.rho_mlp());
+    std::printf("%-24s %12.4f %14.3f %16.3f %14.3f %16.3f\n", variants[i].name, median(variants[i].backward),
+                median(variants[i].backward) / full_bwd, f.backward / f.backward_full, median(variants[i].step) / full_step,
+                f.executed() / f.full());
+  }
+  return 0;
+}
