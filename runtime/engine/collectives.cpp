@@ -78,28 +78,43 @@ void Collectives::wait(const char* what, const std::function<void()>& op) {
   }
 }
 
-void Collectives::allreduce_sum(torch::Tensor& tensor) {
-  if (!group_) return;
+Collectives::Pending Collectives::allreduce_sum_async(torch::Tensor& tensor) {
+  if (!group_) return [] {};
   std::vector<torch::Tensor> tensors{tensor};
+  c10::intrusive_ptr<c10d::Work> work;
   wait("all-reduce", [&] {
     c10d::AllreduceOptions opts;
     opts.reduceOp = c10d::ReduceOp::SUM;
     opts.timeout = timeout_;
-    group_->allreduce(tensors, opts)->wait(timeout_);
+    work = group_->allreduce(tensors, opts);
   });
+  return [this, work] { wait("all-reduce", [&] { work->wait(timeout_); }); };
 }
 
 std::vector<torch::Tensor> Collectives::allgather(const torch::Tensor& tensor) {
-  if (!group_) return {tensor};
-  std::vector<std::vector<torch::Tensor>> outputs(1);
-  for (int r = 0; r < info_.world_size; ++r) outputs[0].push_back(torch::empty_like(tensor));
+  std::vector<torch::Tensor> out;
+  allgather_async(tensor, out)();
+  return out;
+}
+
+Collectives::Pending Collectives::allgather_async(const torch::Tensor& tensor, std::vector<torch::Tensor>& out) {
+  if (!group_) {
+    out = {tensor};
+    return [] {};
+  }
+  auto outputs = std::make_shared<std::vector<std::vector<torch::Tensor>>>(1);
+  for (int r = 0; r < info_.world_size; ++r) (*outputs)[0].push_back(torch::empty_like(tensor));
   std::vector<torch::Tensor> inputs{tensor};
+  c10::intrusive_ptr<c10d::Work> work;
   wait("all-gather", [&] {
     c10d::AllgatherOptions opts;
     opts.timeout = timeout_;
-    group_->allgather(outputs, inputs, opts)->wait(timeout_);
+    work = group_->allgather(*outputs, inputs, opts);
   });
-  return outputs[0];
+  return [this, work, outputs, &out] {
+    wait("all-gather", [&] { work->wait(timeout_); });
+    out = (*outputs)[0];
+  };
 }
 
 void Collectives::barrier() {

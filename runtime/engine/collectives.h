@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -41,10 +42,16 @@ class Collectives {
   int rank() const { return info_.rank; }
   int world_size() const { return info_.world_size; }
 
+  // Waits for a collective started by an *_async call; throws PeerError.
+  using Pending = std::function<void()>;
+
   // In-place SUM over ranks of a contiguous CPU tensor.
-  void allreduce_sum(torch::Tensor& tensor);
+  void allreduce_sum(torch::Tensor& tensor) { allreduce_sum_async(tensor)(); }
+  Pending allreduce_sum_async(torch::Tensor& tensor);
   // Every rank's `tensor` (same shape and dtype everywhere), in rank order.
   std::vector<torch::Tensor> allgather(const torch::Tensor& tensor);
+  // Fills `out` (resized to world_size) once the returned Pending has been called.
+  Pending allgather_async(const torch::Tensor& tensor, std::vector<torch::Tensor>& out);
   void barrier();
 
  private:

@@ -5,18 +5,33 @@
 //          locally in fp32 in rank order (deterministic, and half the bytes on the wire);
 //  - int8: symmetric per-row quantisation (one fp32 scale per row of `row_length` values),
 //          all-gathered and summed the same way.
-// Returns the bytes this rank put on the wire.
+// start_delta_sum launches the exchange (Gloo runs it in the background); `finish()` waits and
+// leaves the sum in `flat_delta`. Returns the bytes this rank puts on the wire.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <string>
 
 #include "engine/collectives.h"
 
 namespace ppu {
 
-int64_t exchange_delta_sum(Collectives& collectives, torch::Tensor& flat_delta, const std::string& delta_dtype,
-                           int64_t row_length);
+struct DeltaExchange {
+  std::function<void()> finish;
+  int64_t bytes = 0;
+};
+
+// `flat_delta` must stay alive until finish() returns.
+DeltaExchange start_delta_sum(Collectives& collectives, torch::Tensor& flat_delta, const std::string& delta_dtype,
+                              int64_t row_length);
+
+inline int64_t exchange_delta_sum(Collectives& collectives, torch::Tensor& flat_delta, const std::string& delta_dtype,
+                                  int64_t row_length) {
+  auto exchange = start_delta_sum(collectives, flat_delta, delta_dtype, row_length);
+  exchange.finish();
+  return exchange.bytes;
+}
 
 }  // namespace ppu

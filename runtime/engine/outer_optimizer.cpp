@@ -41,10 +41,17 @@ OuterOptimizer::OuterOptimizer(const OuterConfig& config, Transformer& model, co
 }
 
 SyncResult OuterOptimizer::sync(int fragment) {
+  auto pending = begin(fragment, false);
+  return finish(pending);
+}
+
+OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool keep_local_progress) {
   torch::NoGradGuard no_grad;
   const auto start = std::chrono::steady_clock::now();
   const auto& pieces = schedule_.fragments().at(fragment).pieces;
   const auto& slices = model_.plan().params();
+  InFlight sync;
+  sync.fragment = fragment;
 
   // Line 11: this rank's delta, zero on frozen elements.
   std::vector<torch::Tensor> deltas;
@@ -59,17 +66,31 @@ SyncResult OuterOptimizer::sync(int fragment) {
       else delta.narrow(dim, begin, len).copy_(local.narrow(dim, begin, len) - global.narrow(dim, begin, len));
     }
     deltas.push_back(delta.reshape({-1}));
+    if (keep_local_progress) sync.sent.push_back(local.clone());
   }
-  auto flat = torch::cat(deltas);
+  sync.flat = torch::cat(deltas);
 
-  // Line 13: SUM over ranks, then element-wise 1/m (m is constant within a parameter).
-  SyncResult result;
-  result.bytes = exchange_delta_sum(collectives_, flat, config_.delta_dtype, model_.spec().d_model);
+  // Line 13, first half: SUM over ranks, in the background.
+  auto exchange = start_delta_sum(collectives_, sync.flat, config_.delta_dtype, model_.spec().d_model);
+  sync.wait = exchange.finish;
+  sync.result.bytes = exchange.bytes;
+  sync.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return sync;
+}
+
+SyncResult OuterOptimizer::finish(InFlight& sync) {
+  torch::NoGradGuard no_grad;
+  const auto start = std::chrono::steady_clock::now();
+  sync.wait();
+  const auto& pieces = schedule_.fragments().at(sync.fragment).pieces;
+  const auto& slices = model_.plan().params();
   int64_t offset = 0;
-  for (const auto& piece : pieces) {
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const auto& piece = pieces[k];
     auto global = region(global_[piece.param_index], piece);
     const int64_t n = global.numel();
-    auto delta = flat.narrow(0, offset, n).view(global.sizes()).div_(slices[piece.param_index].owners);
+    // Line 13, second half: element-wise 1/m (m is constant within a parameter).
+    auto delta = sync.flat.narrow(0, offset, n).view(global.sizes()).div_(slices[piece.param_index].owners);
     offset += n;
 
     // Line 14: the outer step on the pseudo-gradient g = −Δ.
@@ -83,11 +104,16 @@ SyncResult OuterOptimizer::sync(int fragment) {
     } else {
       global.add_(delta);
     }
-    // θ_k ← θ for the fragment.
-    region(model_.weights()[piece.param_index], piece).copy_(global);
+    // θ_k ← θ for the fragment (plus what θ_k learned while the exchange was in flight).
+    auto local = region(model_.weights()[piece.param_index], piece);
+    if (sync.sent.empty()) {
+      local.copy_(global);
+    } else {
+      local.copy_(global + (local.to(torch::kCPU, torch::kFloat32) - sync.sent[k]));
+    }
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return result;
+  sync.result.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return sync.result;
 }
 
 int64_t OuterOptimizer::momentum_bytes() const {

@@ -6,10 +6,14 @@
 //   θ_k ← θ for the whole fragment (frozen slices pick up the other ranks' progress)
 // θ and the Nesterov momentum are fp32 tensors in host memory; only the fragment being
 // synchronised is copied to and from the model's device.
+// Overlap (outer.overlap_steps = τ > 0, Streaming DiLoCo's τ): begin() sends the delta and
+// training goes on; finish() τ steps later applies the outer step and sets
+// θ_k ← θ + (θ_k − θ_k at send time), keeping the local progress made while the exchange ran.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,7 +34,18 @@ class OuterOptimizer {
   OuterOptimizer(const OuterConfig& config, Transformer& model, const StreamingSchedule& schedule,
                  Collectives& collectives);
 
-  SyncResult sync(int fragment);
+  // A synchronisation whose exchange is in flight.
+  struct InFlight {
+    int fragment = -1;
+    torch::Tensor flat;                  // the deltas, then their sum
+    std::vector<torch::Tensor> sent;     // the fragment's local values when the delta was taken
+    std::function<void()> wait;
+    SyncResult result;
+  };
+
+  SyncResult sync(int fragment);                    // begin + finish, no overlap
+  InFlight begin(int fragment, bool keep_local_progress);
+  SyncResult finish(InFlight& sync);
 
   const std::vector<torch::Tensor>& global() const { return global_; }
   int64_t momentum_bytes() const;

@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <dlfcn.h>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -23,9 +25,20 @@ std::string env_or(const char* name, const std::string& fallback) {
 }
 
 // Kubernetes copies this file into the pod's status, so the operator can explain a failure.
+// The kubelet creates the file; outside a pod it does not exist and nothing is written.
 void write_termination_message(const std::string& message) {
-  std::ofstream out("/dev/termination-log");
+  const char* path = "/dev/termination-log";
+  if (!std::filesystem::exists(path)) return;
+  std::ofstream out(path);
   if (out) out << message << "\n";
+}
+
+// LibTorch's intra-op pool and OpenBLAS's own OpenMP pool are sized separately; results are
+// bit-reproducible only when both have the configured size, whatever OMP_NUM_THREADS says.
+void set_compute_threads(int threads) {
+  torch::set_num_threads(threads);
+  using SetThreads = void (*)(int);
+  if (auto set_blas = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set_blas(threads);
 }
 
 int fail(int code, const std::string& message) {
@@ -64,7 +77,7 @@ int main(int argc, char** argv) {
     env.run_id = env_or("PPU_RUN_ID", "local");
     env.checkpoint_dir = env_or("PPU_CHECKPOINT_DIR", config.checkpoint.dir);
     env.metrics_port = std::atoi(env_or("PPU_METRICS_PORT", std::to_string(config.metrics.port)).c_str());
-    if (config.train.threads > 0) torch::set_num_threads(config.train.threads);
+    if (config.train.threads > 0) set_compute_threads(config.train.threads);
     if (!summary_path.empty()) {  // fail now, not after hours of training
       std::ofstream probe(summary_path, std::ios::app);
       if (!probe) throw ppu::ConfigError("--summary: cannot write '" + summary_path + "'");

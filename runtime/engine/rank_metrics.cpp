@@ -1,9 +1,10 @@
 #include "engine/rank_metrics.h"
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
+#include <httplib.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -51,8 +52,9 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
   if (port <= 0) return;
   registry_ = std::make_shared<prometheus::Registry>();
   auto& r = *registry_;
-  auto gauge = [&](const char* name, const char* help) -> auto& { return BuildGauge().Name(name).Help(help).Labels(labels); };
-  auto counter = [&](const char* name, const char* help) -> auto& { return BuildCounter().Name(name).Help(help).Labels(labels); };
+  // Builders are values: they must live until Register() has been called on them.
+  auto gauge = [&](const char* name, const char* help) { return BuildGauge().Name(name).Help(help).Labels(labels); };
+  auto counter = [&](const char* name, const char* help) { return BuildCounter().Name(name).Help(help).Labels(labels); };
   f_.reset(new Families{
       gauge("ppu_state_bytes", "Training-state memory by the paper's components, measured from live tensors").Register(r),
       gauge("ppu_state_full_training_bytes", "The same component under full (unsliced) training").Register(r),
@@ -78,11 +80,21 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       counter("ppu_outer_sync_seconds_total", "Seconds spent in outer syncs").Register(r),
       counter("ppu_outer_syncs_total", "Outer syncs performed").Register(r),
   });
-  exposer_ = std::make_unique<prometheus::Exposer>("0.0.0.0:" + std::to_string(port));
-  exposer_->RegisterCollectable(registry_);
+  server_ = std::make_unique<httplib::Server>();
+  server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus::TextSerializer().Serialize(registry->Collect()), "text/plain; version=0.0.4");
+  });
+  if (!server_->bind_to_port("0.0.0.0", port))
+    throw std::runtime_error("metrics.port " + std::to_string(port) + ": cannot listen (port in use?)");
+  serving_ = std::make_unique<std::thread>([this] { server_->listen_after_bind(); });
 }
 
-RankMetrics::~RankMetrics() = default;
+RankMetrics::~RankMetrics() {
+  if (server_) {
+    server_->stop();
+    serving_->join();
+  }
+}
 
 void RankMetrics::set_state(const StateBytes& m, const StateBytes& full) {
   if (!f_) return;

@@ -1,13 +1,19 @@
-// RankMetrics: this rank's Prometheus endpoint (/metrics on `port`, prometheus-cpp) with the
-// series listed in docs/METRICS.md. Port 0 disables the endpoint; updates are then no-ops.
+// RankMetrics: this rank's Prometheus endpoint (/metrics on `port`) with the series listed in
+// docs/METRICS.md, kept in a prometheus-cpp registry. Port 0 disables the endpoint; updates are
+// then no-ops. The endpoint is served by cpp-httplib, not prometheus-cpp's civetweb Exposer:
+// Debian's civetweb fails to start ("null context when constructing CivetServer") in any
+// process that links LibTorch, while cpp-httplib works there (both measured on bookworm).
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
+namespace httplib {
+class Server;
+}
 namespace prometheus {
-class Exposer;
 class Registry;
 class Gauge;
 class Counter;
@@ -24,7 +30,7 @@ class RankMetrics {
  public:
   RankMetrics(int port, const std::map<std::string, std::string>& labels);
   ~RankMetrics();
-  bool enabled() const { return exposer_ != nullptr; }
+  bool enabled() const { return server_ != nullptr; }
 
   void set_state(const StateBytes& measured, const StateBytes& full_training);
   void set_memory(double rss_bytes, double cuda_allocated, double cuda_reserved, double cuda_peak);
@@ -35,7 +41,8 @@ class RankMetrics {
 
  private:
   struct Families;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<std::thread> serving_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> f_;
 };

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <deque>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -101,8 +102,10 @@ class Run {
       const auto step_start = Clock::now();
       loss = inner_step(t);                                 // lines 7–10
       p_.step = t + 1;
-      if (!ddp_)
+      if (!ddp_) {
+        finish_due_syncs();
         for (int f : schedule_.due(p_.step, c_.train.steps)) outer_sync(f);  // lines 11–14
+      }
       if (p_.step % c_.outer.sync_every == 0 || p_.step == c_.train.steps) end_of_round();
       step_seconds_ = std::chrono::duration<double>(Clock::now() - step_start).count();
       report(t, loss, start, first);
@@ -149,8 +152,34 @@ class Run {
     metrics_.add_sync("gradients", buffer.nbytes(), seconds);
   }
 
+  // With overlap τ > 0 a fragment's exchange runs in the background for τ inner steps; the
+  // last step and checkpoints complete every exchange first.
   void outer_sync(int fragment) {
-    const SyncResult r = outer_.sync(fragment);
+    const bool last = p_.step == c_.train.steps;
+    if (c_.outer.overlap_steps == 0 || last) {
+      if (last) drain_syncs();
+      record(fragment, outer_.sync(fragment));
+      return;
+    }
+    in_flight_.push_back({p_.step + c_.outer.overlap_steps, outer_.begin(fragment, true)});
+  }
+
+  void finish_due_syncs() {
+    while (!in_flight_.empty() && in_flight_.front().apply_at <= p_.step) {
+      auto& s = in_flight_.front();
+      record(s.sync.fragment, outer_.finish(s.sync));
+      in_flight_.pop_front();
+    }
+  }
+
+  void drain_syncs() {
+    while (!in_flight_.empty()) {
+      record(in_flight_.front().sync.fragment, outer_.finish(in_flight_.front().sync));
+      in_flight_.pop_front();
+    }
+  }
+
+  void record(int fragment, const SyncResult& r) {
     p_.bytes_allreduced += r.bytes;
     p_.sync_seconds += r.seconds;
     metrics_.add_sync(schedule_.fragments()[fragment].name, r.bytes, r.seconds);
@@ -158,7 +187,10 @@ class Run {
 
   void end_of_round() {
     ++p_.rounds;
-    if (store_ && p_.rounds % c_.checkpoint.every_rounds == 0) save_checkpoint();
+    if (store_ && p_.rounds % c_.checkpoint.every_rounds == 0) {
+      drain_syncs();
+      save_checkpoint();
+    }
   }
 
   void save_checkpoint() {
@@ -311,6 +343,11 @@ class Run {
   RankMetrics metrics_;
   StepFlops flops_;
   std::optional<CheckpointStore> store_;
+  struct Pending {
+    int64_t apply_at;
+    OuterOptimizer::InFlight sync;
+  };
+  std::deque<Pending> in_flight_;
   Progress p_;
   double lr_ = 0, step_seconds_ = 0;
   int64_t grad_bytes_ = 0;
@@ -326,7 +363,6 @@ nlohmann::json train(const Config& config, const RunEnv& env) {
   if (config.train.dtype != "fp32")
     throw ConfigError("config key 'train.dtype' is '" + config.train.dtype + "': this build trains in fp32 only");
   if (config.train.recompute) throw ConfigError("config key 'train.recompute' is not supported by this build");
-  if (config.outer.overlap_steps > 0) throw ConfigError("config key 'outer.overlap_steps' > 0 is not supported by this build");
   Run run(config, env);
   return run.run();
 }

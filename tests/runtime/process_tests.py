@@ -9,6 +9,7 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
        bad-config  invalid configs stop before any work with exit 2 and name the key
        launch-fail ppu-launch stops every rank when one fails and returns its exit code
        equivalence ppu-launch runs of PPU (N=1) and Streaming DiLoCo agree bit for bit
+       metrics     a live /metrics scrape passes promtool check metrics
 """
 import json
 import os
@@ -168,6 +169,32 @@ def case_equivalence():
         fail("PPU with N=1 and Streaming DiLoCo disagree")
 
 
-{"resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
+def case_metrics():
+    # A live scrape of a training rank passes `promtool check metrics` and carries the
+    # series docs/METRICS.md promises.
+    import urllib.request
+    port = random.randint(40000, 50000)
+    proc = subprocess.Popen([TRAIN, "--config", TINY, *BASE, "--set", "train.steps=100000", "--set",
+                             f"metrics.port={port}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in proc.stdout:
+            if "step 20/" in line:
+                break
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    finally:
+        proc.kill()
+        proc.wait()
+    check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    if check.returncode != 0:
+        fail("promtool check metrics: " + check.stdout + check.stderr)
+    for name in ["ppu_state_bytes{", "ppu_flops_executed_total", "ppu_flops_full_backward_total", "ppu_loss",
+                 "ppu_tokens_per_second", "ppu_outer_round", "ppu_outer_sync_bytes_total{", "ppu_step ",
+                 "ppu_process_resident_memory_bytes", 'component="inner_optimizer"', 'rank="0"']:
+        if name not in text:
+            fail(f"{name} missing from the scrape")
+    print(f"scraped {len(text.splitlines())} lines; promtool check metrics passed")
+
+
+{"metrics": case_metrics, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
  "launch-fail": case_launch_fail, "equivalence": case_equivalence}[CASE]()
 print("PASS", CASE)
