@@ -126,3 +126,13 @@ TEST(Distributed, EverySlicingModeLowersTheLoss) {
     EXPECT_LT(s["eval_loss"].get<double>(), std::log(256.0) - 0.3) << mode;
   }
 }
+
+TEST(Distributed, OverlappedSyncsKeepRanksConsistentAndStillTrain) {
+  const auto plain = train_job(tiny_job({"slicing.slices=2", "train.steps=24"}), 4);
+  const auto overlapped = train_job(tiny_job({"slicing.slices=2", "train.steps=24", "outer.overlap_steps=2"}), 4);
+  for (int r = 1; r < 4; ++r)
+    EXPECT_EQ(overlapped.summaries[r]["param_checksum"], overlapped.summaries[0]["param_checksum"]) << r;
+  EXPECT_NE(overlapped.summaries[0]["param_checksum"], plain.summaries[0]["param_checksum"]);
+  EXPECT_EQ(overlapped.summaries[0]["bytes_allreduced"], plain.summaries[0]["bytes_allreduced"]);
+  EXPECT_LT(overlapped.summaries[0]["eval_loss"].get<double>(), std::log(256.0) - 0.1);
+}
