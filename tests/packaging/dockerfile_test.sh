@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The Dockerfile cannot be built here (no Docker engine), so check it is correct by construction:
+# - every scripts/* it runs exists and is executable, and it runs CI's install-deps.sh + build.sh;
+# - the binaries it ships (PPU_BINARIES and the runtime COPY) are exactly those CMake installs:
+#   the install(TARGETS ...) rules in the sources and, given a build dir, its cmake_install files;
+# - the build stage is Debian bookworm like CI, the image ends as a non-root numeric USER;
+# - .dockerignore keeps host build trees out of the context.
+# Usage: dockerfile_test.sh [BUILD_DIR]
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+DF="$ROOT/Dockerfile"
+BUILD="${1:-}"
+
+for s in $(grep -oE 'scripts/[A-Za-z0-9_./-]+\.sh' "$DF" | sort -u); do
+  [[ -x "$ROOT/$s" ]] || fail "Dockerfile runs $s, which does not exist or is not executable"
+  pass "Dockerfile's $s exists"
+done
+expect_grep '^RUN scripts/install-deps.sh' "$DF" "build deps come from CI's scripts/install-deps.sh"
+expect_grep 'scripts/build.sh /build' "$DF" "the build is CI's scripts/build.sh"
+expect_grep '^ARG DEBIAN=debian:bookworm$' "$DF" "build and runtime on Debian bookworm, as CI"
+expect_grep '^ARG VARIANT=cpu$' "$DF" "CPU variant by default"
+expect_grep '^FROM deps-\$\{VARIANT\} AS build$' "$DF" "VARIANT selects the dependency stage"
+expect_grep "torch.utils.cmake_prefix_path" "$DF" "CUDA variant uses PyTorch's LibTorch prefix"
+last_user="$(grep -E '^USER ' "$DF" | tail -1 | awk '{print $2}')"
+[[ "$last_user" =~ ^[1-9][0-9]*(:[1-9][0-9]*)?$ ]] || fail "final USER '$last_user' is not a numeric non-root uid"
+pass "image runs as USER $last_user"
+
+declared="$(sed -n 's/^ENV PPU_BINARIES="\(.*\)"$/\1/p' "$DF" | tr ' ' '\n' | sort)"
+[[ -n "$declared" ]] || fail "no PPU_BINARIES in the Dockerfile"
+copied="$(grep -A3 '^COPY --from=build /opt/ppu/bin/' "$DF" | grep -oE '/opt/ppu/bin/[a-z-]+' | sed 's|.*/||' | sort)"
+[[ "$declared" == "$copied" ]] || fail "PPU_BINARIES ($(echo $declared)) differs from the runtime COPY ($(echo $copied))"
+pass "runtime stage copies PPU_BINARIES: $(echo $declared)"
+installed="$(grep -rhoE --include=CMakeLists.txt 'install\(TARGETS [A-Za-z0-9_-]+ RUNTIME' \
+               "$ROOT/runtime" "$ROOT/operator" | awk '{print $2}' | sort -u)"
+[[ "$declared" == "$installed" ]] || fail "Dockerfile ships ($(echo $declared)) but CMake installs ($(echo $installed))"
+pass "CMake install(TARGETS) rules match the Dockerfile"
+if [[ -n "$BUILD" ]]; then
+  # The generated install scripts list what `cmake --install` really puts into bin/.
+  generated="$(grep -rhoE --include=cmake_install.cmake '/bin" TYPE EXECUTABLE FILES "[^"]+"' "$BUILD" \
+                 | sed 's|.*/||; s|"$||' | sort -u)"
+  [[ -n "$generated" ]] || fail "no executables in $BUILD's cmake_install.cmake files"
+  for b in $generated; do grep -qx "$b" <<<"$declared" || fail "$BUILD installs $b, which the Dockerfile does not ship"; done
+  pass "build tree $BUILD installs only shipped binaries ($(echo $generated))"
+fi
+expect_grep '^build$' "$ROOT/.dockerignore" ".dockerignore excludes build/"
+expect_grep '^build-\*$' "$ROOT/.dockerignore" ".dockerignore excludes build-*/"
+echo "dockerfile_test: all checks passed"
