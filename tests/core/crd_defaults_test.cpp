@@ -1,0 +1,50 @@
+// Defaults live in one place (runtime/core/config.h). The PPUJob CRD documents them in its
+// OpenAPI schema, and the API server applies them: every default there must equal the
+// runtime's, or a PPUJob would train differently from the same YAML given to ppu-launch.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "core/config.h"
+
+namespace {
+
+void collect_defaults(const YAML::Node& properties, const std::string& prefix, std::map<std::string, YAML::Node>& out) {
+  for (const auto& kv : properties) {
+    const std::string key = prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>();
+    const YAML::Node& schema = kv.second;
+    if (schema["default"] && !schema["default"].IsMap()) out[key] = schema["default"];
+    if (schema["properties"]) collect_defaults(schema["properties"], key, out);
+  }
+}
+
+YAML::Node lookup(const YAML::Node& root, const std::string& dotted) {
+  YAML::Node node = YAML::Clone(root);
+  std::stringstream ss(dotted);
+  std::string part;
+  while (std::getline(ss, part, '.')) {
+    if (!node.IsMap() || !node[part]) return YAML::Node();
+    node = node[part];
+  }
+  return node;
+}
+
+}  // namespace
+
+TEST(CrdDefaults, EqualTheRuntimeDefaults) {
+  const auto crd = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/manifests/crd/ppu.dev_ppujobs.yaml");
+  const auto training = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["training"];
+  ASSERT_TRUE(training["properties"]) << "spec.training has no properties in the CRD";
+  std::map<std::string, YAML::Node> defaults;
+  collect_defaults(training["properties"], "", defaults);
+  ASSERT_GT(defaults.size(), 20u);
+  const auto runtime = YAML::Load(ppu::to_yaml(ppu::parse_config("")));
+  for (const auto& [key, value] : defaults) {
+    const auto mine = lookup(runtime, key);
+    if (key.rfind("model.", 0) == 0 && key != "model.preset" && key != "model.activation") continue;  // preset-derived
+    ASSERT_TRUE(mine.IsDefined() && !mine.IsNull()) << "CRD default for unknown key " << key;
+    if (mine.Scalar() == value.Scalar()) continue;
+    double a = 0, b = 0;
+    const bool numeric = YAML::convert<double>::decode(mine, a) && YAML::convert<double>::decode(value, b);
+    EXPECT_TRUE(numeric && a == b) << key << ": CRD default '" << value.Scalar() << "', runtime default '" << mine.Scalar() << "'";
+  }
+}
