@@ -20,7 +20,7 @@ for a in "$@"; do
   case "$a" in
     --print-dir) PRINT_ONLY=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "build-kube-tools: unknown flag '$a' (try --help)" >&2; exit 2 ;;
   esac
 done

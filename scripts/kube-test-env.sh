@@ -24,8 +24,12 @@ tools() {
   echo "$d"
 }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+free_port() {  # a random port nothing listens on (pure bash: connecting must fail)
+  local p
+  while true; do
+    p=$(( 20000 + RANDOM % 40000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+  done
 }
 
 wait_ready() {  # url, what, pidfile
@@ -62,12 +66,16 @@ start_apiserver() {
   wait_ready "https://127.0.0.1:$APISERVER_PORT/readyz" kube-apiserver "$DIR/kube-apiserver.pid"
 }
 
+alive() {  # a killed child of an exited shell can linger as a zombie: that counts as gone
+  [[ -r "/proc/$1/stat" ]] && [[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]]
+}
+
 kill_pidfile() {
   local f="$DIR/$1.pid"
   [[ -f "$f" ]] || return 0
   local pid; pid="$(cat "$f")"
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill ${KILL_SIGNAL:-} "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null || true
   rm -f "$f"
 }
@@ -120,7 +128,7 @@ kill-apiserver)
 start-apiserver)
   start_apiserver ;;
 stop)
-  kill_pidfile kube-apiserver; kill_pidfile etcd
+  KILL_SIGNAL=-9 kill_pidfile kube-apiserver; KILL_SIGNAL=-9 kill_pidfile etcd
   [[ -f "$DIR/env" ]] && rm -rf "$DIR"
   ;;
 *) echo "kube-test-env: unknown command '$cmd'" >&2; exit 2 ;;

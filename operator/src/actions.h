@@ -14,7 +14,8 @@ enum class ActionKind {
   UpdateStatus,  // PUT the job's status subresource (body = the whole job with the new status)
   Create,        // POST body to `resource` (AlreadyExists is success: creation is idempotent by name)
   Patch,         // JSON merge patch `body` onto resource/name
-  Delete,        // DELETE resource/name (NotFound is success)
+  Delete,        // DELETE resource/name, only the incarnation with uid body["uid"] if given
+                 // (NotFound and a uid mismatch are success: the object we saw is gone)
   DeleteJob,     // DELETE the PPUJob itself (TTL after finish)
   Event,         // record a core/v1 Event on the job
 };

@@ -108,12 +108,12 @@ SA=system:serviceaccount:ppu-system:ppu-ppu-operator
 can() { K auth can-i --as="$SA" "$@" 2>/dev/null; }
 for v in "list ppujobs.ppu.dev -A" "watch ppujobs.ppu.dev -A" "update ppujobs.ppu.dev/status -n x" \
          "create pods -n x" "delete pods -n x" "create services -n x" "patch configmaps -n x" \
-         "create events -n x" "update leases.coordination.k8s.io -n ppu-system"; do
+         "create events -n x" "update leases.coordination.k8s.io -n ppu-system" "delete ppujobs.ppu.dev -n x"; do
   # shellcheck disable=SC2086
   [[ "$(can $v)" == yes ]] || fail "operator ServiceAccount cannot $v"
 done
 pass "operator ServiceAccount has the verbs it needs"
-for v in "get secrets -n x" "create deployments.apps -n x" "update pods -n x" "delete ppujobs.ppu.dev -n x" \
+for v in "get secrets -n x" "create deployments.apps -n x" "update pods -n x" "create ppujobs.ppu.dev -n x" \
          "create leases.coordination.k8s.io -n x" "list nodes" "create clusterroles.rbac.authorization.k8s.io"; do
   # shellcheck disable=SC2086
   [[ "$(can $v)" == no ]] || fail "operator ServiceAccount may $v (not least privilege)"

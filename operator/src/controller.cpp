@@ -1,0 +1,159 @@
+#include "controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "job_spec.h"
+#include "rfc3339.h"
+
+namespace ppu::op {
+
+namespace {
+bool owned_by(const json& obj, const std::string& uid) {
+  const json& md = obj["metadata"];
+  if (!md.contains("ownerReferences")) return false;
+  for (const auto& o : md["ownerReferences"])
+    if (o.value("uid", "") == uid && o.value("controller", false)) return true;
+  return false;
+}
+}  // namespace
+
+Controller::Controller(KubeClient& client, ControllerOptions opts, OperatorMetrics* metrics)
+    : client_(client), opts_(std::move(opts)), metrics_(metrics), executor_(client) {
+  jobs_ = std::make_unique<Informer>(client_, resources::ppujobs, opts_.ns, "",
+                                     [this](const json& o, Informer::Change c) { on_job(o, c); });
+  auto owned = [this](const json& o, Informer::Change) { on_owned(o); };
+  pods_ = std::make_unique<Informer>(client_, resources::pods, opts_.ns, kJobLabel, owned);
+  services_ = std::make_unique<Informer>(client_, resources::services, opts_.ns, kJobLabel, owned);
+  configmaps_ = std::make_unique<Informer>(client_, resources::configmaps, opts_.ns, kJobLabel, owned);
+}
+
+Controller::~Controller() { stop(); }
+
+void Controller::start_informers() {
+  for (Informer* i : {pods_.get(), services_.get(), configmaps_.get(), jobs_.get()}) i->start();
+}
+
+void Controller::start_workers(const std::atomic<bool>* cancel) {
+  // Reconciling against half-filled caches would re-create what exists: wait for the lists.
+  while (!synced()) {
+    if (stopped_ || (cancel && cancel->load())) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (const auto& j : jobs_->list()) queue_.add(object_key(j));
+  for (int i = 0; i < opts_.workers; ++i) workers_.emplace_back([this] { worker(); });
+}
+
+void Controller::stop() {
+  if (stopped_.exchange(true)) return;
+  queue_.shutdown();
+  for (auto& t : workers_)
+    if (t.joinable()) t.join();
+  for (Informer* i : {jobs_.get(), pods_.get(), services_.get(), configmaps_.get()}) i->stop();
+}
+
+bool Controller::synced() const {
+  return jobs_->synced() && pods_->synced() && services_->synced() && configmaps_->synced();
+}
+
+void Controller::set_progress(const std::string& key, const ScrapedProgress& p) {
+  bool changed;
+  {
+    std::lock_guard<std::mutex> l(progress_mu_);
+    auto& cur = progress_[key];
+    changed = cur.outer_round != p.outer_round || cur.eval_perplexity != p.eval_perplexity ||
+              cur.checkpoint_round != p.checkpoint_round;
+    cur = p;
+  }
+  if (changed) queue_.add(key);
+}
+
+void Controller::on_job(const json& obj, Informer::Change c) {
+  const std::string key = object_key(obj);
+  if (c == Informer::Change::Deleted) {
+    std::lock_guard<std::mutex> l(progress_mu_);
+    progress_.erase(key);
+    if (metrics_) metrics_->remove_job(obj["metadata"].value("namespace", ""), obj["metadata"]["name"]);
+  }
+  queue_.add(key);
+  update_phase_gauge();
+}
+
+void Controller::on_owned(const json& obj) {
+  const json& md = obj["metadata"];
+  if (!md.contains("labels") || !md["labels"].contains(kJobLabel)) return;
+  queue_.add(md.value("namespace", std::string()) + "/" + md["labels"][kJobLabel].get<std::string>());
+}
+
+void Controller::update_phase_gauge() {
+  if (!metrics_) return;
+  std::map<std::string, int> counts;
+  for (const auto& j : jobs_->list())
+    if (j.contains("status") && j["status"].contains("phase")) counts[j["status"]["phase"].get<std::string>()]++;
+  metrics_->set_jobs_by_phase(counts);
+}
+
+void Controller::worker() {
+  while (auto key = queue_.get()) {
+    process(*key);
+    queue_.done(*key);
+    if (metrics_) metrics_->set_queue_depth(queue_.depth());
+  }
+}
+
+void Controller::process(const std::string& key) {
+  auto t0 = std::chrono::steady_clock::now();
+  const auto slash = key.find('/');
+  const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
+  auto job = jobs_->get(ns, name);
+  if (!job) {
+    queue_.forget(key);
+    return;
+  }
+  Observed in;
+  in.job = *job;
+  in.now = now_seconds();
+  in.options = opts_.reconcile;
+  const std::string uid = (*job)["metadata"].value("uid", std::string());
+  // Only objects this job controls: a same-named job re-created with a new uid must not adopt
+  // the previous incarnation's pods (they are garbage-collected).
+  for (auto& p : pods_->by_job(ns, name))
+    if (owned_by(p, uid)) in.pods.push_back(std::move(p));
+  JobSpec spec = parse_job(*job);
+  if (auto s = services_->get(ns, service_name(spec)); s && owned_by(*s, uid)) in.service = s;
+  if (auto c = configmaps_->get(ns, config_map_name(spec)); c && owned_by(*c, uid)) in.config_map = c;
+  {
+    std::lock_guard<std::mutex> l(progress_mu_);
+    auto it = progress_.find(key);
+    if (it != progress_.end()) in.progress = it->second;
+  }
+
+  Decision d = reconcile(in);
+  ExecResult r = executor_.execute(in.job, d);
+  reconciles_++;
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  bool restarted = false;
+  for (const auto& a : d.actions)
+    if (a.kind == ActionKind::Event && a.reason == "GangRestart") restarted = true;
+  if (r.ok && restarted && metrics_) metrics_->gang_restart();
+
+  if (metrics_) {
+    const json st = in.job.value("status", json::object());
+    metrics_->set_job_status(ns, name, st.value("readyRanks", 0), spec.replicas, st.value("restartCount", 0));
+    metrics_->reconcile_done(r.ok ? "success" : (r.conflict ? "conflict" : "error"), secs);
+  }
+  if (!r.ok) {
+    if (!r.conflict) spdlog::warn("reconcile {}: {} (retry in {:.3f}s)", key, r.error, queue_.next_delay(key));
+    queue_.add_rate_limited(key);
+    return;
+  }
+  queue_.forget(key);
+  if (d.requeue_after_s >= 0) queue_.add_after(key, std::max(d.requeue_after_s, 0.05));
+  for (const auto& a : d.actions)
+    if (a.kind == ActionKind::Event)
+      spdlog::info("{}: {} {}", key, a.reason, a.message);
+}
+
+}  // namespace ppu::op

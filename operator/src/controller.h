@@ -1,0 +1,73 @@
+// Controller: informers for PPUJobs and the Pods/Services/ConfigMaps they own (selected by the
+// ppu.dev/job label), a work queue of job keys, and worker threads that run reconcile() on the
+// cached state and execute the resulting actions. Any change to a job or an owned object
+// enqueues the job; failures are retried with per-job exponential back-off.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "executor.h"
+#include "informer.h"
+#include "kube_client.h"
+#include "operator_metrics.h"
+#include "reconciler.h"
+#include "work_queue.h"
+
+namespace ppu::op {
+
+struct ControllerOptions {
+  std::string ns;  // empty = all namespaces
+  int workers = 4;
+  ReconcileOptions reconcile;
+};
+
+class Controller {
+ public:
+  Controller(KubeClient& client, ControllerOptions opts, OperatorMetrics* metrics = nullptr);
+  ~Controller();
+
+  void start_informers();  // caches fill; nothing is written
+  // Waits for the caches, then begins reconciling (after leader election, if any). Returns
+  // early, starting nothing, if `cancel` becomes true while waiting.
+  void start_workers(const std::atomic<bool>* cancel = nullptr);
+  void stop();
+  bool synced() const;
+
+  void enqueue(const std::string& key) { queue_.add(key); }
+  // Latest scraped progress of a job (set by the scraper; read by reconcile).
+  void set_progress(const std::string& key, const ScrapedProgress& p);
+  std::vector<json> jobs() const { return jobs_->list(); }
+  std::vector<json> pods_of(const std::string& ns, const std::string& job) const { return pods_->by_job(ns, job); }
+
+  // Test hooks.
+  Informer& job_informer() { return *jobs_; }
+  Informer& pod_informer() { return *pods_; }
+  uint64_t reconciles() const { return reconciles_.load(); }
+
+ private:
+  void on_job(const json& obj, Informer::Change c);
+  void on_owned(const json& obj);
+  void worker();
+  void process(const std::string& key);
+  void update_phase_gauge();
+
+  KubeClient& client_;
+  ControllerOptions opts_;
+  OperatorMetrics* metrics_;
+  Executor executor_;
+  WorkQueue queue_;
+  std::unique_ptr<Informer> jobs_, pods_, services_, configmaps_;
+  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> reconciles_{0};
+  std::atomic<bool> stopped_{false};
+  mutable std::mutex progress_mu_;
+  std::map<std::string, ScrapedProgress> progress_;
+};
+
+}  // namespace ppu::op

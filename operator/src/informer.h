@@ -1,0 +1,61 @@
+// Informer: a local cache of one resource type (optionally one namespace and label selector),
+// kept true by list + watch from the last resourceVersion with bookmarks. Reconnects after
+// errors and server time-outs; relists on 410 Gone (and reports the objects that vanished
+// meanwhile as deletions). Calls `on_change` for every add/update/delete, from its own thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube_client.h"
+
+namespace ppu::op {
+
+class Informer {
+ public:
+  enum class Change { Added, Modified, Deleted };
+  using Handler = std::function<void(const json& obj, Change)>;
+
+  Informer(KubeClient& client, Resource resource, std::string ns, std::string label_selector, Handler on_change);
+  ~Informer();
+
+  void start();
+  void stop();
+  bool synced() const { return synced_.load(); }
+
+  std::optional<json> get(const std::string& ns, const std::string& name) const;
+  std::vector<json> list() const;
+  // Objects whose ppu.dev/job label is `job` in namespace `ns`.
+  std::vector<json> by_job(const std::string& ns, const std::string& job) const;
+
+  // Test hook: abort the current watch connection as if the network dropped it.
+  void drop_watch() { drop_.store(true); }
+  uint64_t relists() const { return relists_.load(); }
+  uint64_t watch_restarts() const { return watch_restarts_.load(); }
+
+ private:
+  void run();
+  bool relist();
+  void apply(const json& obj, Change c);
+
+  KubeClient& client_;
+  Resource resource_;
+  std::string ns_, selector_;
+  Handler on_change_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false}, drop_{false}, synced_{false};
+  std::atomic<uint64_t> relists_{0}, watch_restarts_{0};
+  std::string rv_;
+  mutable std::mutex mu_;
+  std::map<std::string, json> items_;                       // ns/name → object
+  std::map<std::string, std::set<std::string>> job_index_;  // ns/job → keys
+};
+
+}  // namespace ppu::op

@@ -1,0 +1,30 @@
+// JobMetrics: one job's training metrics aggregated over its ranks, as docs/METRICS.md defines
+// for the operator: sums for memory, FLOPs and tokens/s; means for loss and perplexity; the
+// smallest outer round (a round is done when every rank has done it). Pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "prom_text.h"
+
+namespace ppu::op {
+
+struct JobMetrics {
+  int ranks_scraped = 0;
+  std::map<std::string, double> state_bytes;  // component → bytes summed over ranks
+  double flops_executed = 0, flops_full_backward = 0;
+  std::optional<double> eval_perplexity, loss, tokens_per_second;
+  std::optional<int64_t> outer_round, checkpoint_round;
+  double flops_saved_ratio() const {
+    return flops_full_backward > 0 ? 1.0 - flops_executed / flops_full_backward : 0.0;
+  }
+};
+
+// One vector of samples per rank that answered.
+JobMetrics aggregate_job_metrics(const std::vector<std::vector<Sample>>& per_rank);
+
+}  // namespace ppu::op

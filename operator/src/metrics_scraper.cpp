@@ -1,0 +1,60 @@
+#include "metrics_scraper.h"
+
+#include <chrono>
+
+#include "job_spec.h"
+#include "job_status.h"
+#include "prom_text.h"
+
+namespace ppu::op {
+
+void MetricsScraper::start() {
+  stop_ = false;
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stop_) {
+      l.unlock();
+      scrape_once();
+      l.lock();
+      cv_.wait_for(l, std::chrono::duration<double>(interval_), [this] { return stop_; });
+    }
+  });
+}
+
+void MetricsScraper::stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void MetricsScraper::scrape_once() {
+  for (const auto& job : controller_.jobs()) {
+    const json st = job.value("status", json::object());
+    if (st.value("phase", "") != "Running") continue;
+    JobSpec spec = parse_job(job);
+    std::vector<std::vector<Sample>> per_rank;
+    for (const auto& pod : controller_.pods_of(spec.ns, spec.name)) {
+      if (pod_phase(pod) != "Running") continue;
+      std::string ip = pod["status"].value("podIP", std::string());
+      if (ip.empty()) continue;
+      if (ip.find(':') != std::string::npos) ip = "[" + ip + "]";
+      std::string text;
+      Response r = KubeClient::http_get_text(
+          "http://" + ip + ":" + std::to_string(spec.metrics_port) + "/metrics", timeout_, text);
+      if (r.status == 200) per_rank.push_back(parse_prometheus_text(text));
+    }
+    if (per_rank.empty()) continue;
+    JobMetrics m = aggregate_job_metrics(per_rank);
+    metrics_.set_job(spec.ns, spec.name, m, st.value("readyRanks", 0), spec.replicas, st.value("restartCount", 0));
+    ScrapedProgress p;
+    p.outer_round = m.outer_round;
+    p.eval_perplexity = m.eval_perplexity;
+    p.checkpoint_round = m.checkpoint_round;
+    controller_.set_progress(spec.ns + "/" + spec.name, p);
+  }
+}
+
+}  // namespace ppu::op

@@ -1,0 +1,112 @@
+#include "operator_metrics.h"
+
+namespace ppu::op {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+namespace {
+prometheus::Family<prometheus::Gauge>& gauge_family(prometheus::Registry& r, const char* name, const char* help) {
+  return BuildGauge().Name(name).Help(help).Register(r);
+}
+}  // namespace
+
+OperatorMetrics::OperatorMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      reconciles_(BuildCounter()
+                      .Name("ppu_operator_reconciles_total")
+                      .Help("Reconcile passes by result (success, error, conflict)")
+                      .Register(*registry_)),
+      errors_(BuildCounter()
+                  .Name("ppu_operator_reconcile_errors_total")
+                  .Help("Reconcile passes that failed and were retried")
+                  .Register(*registry_)
+                  .Add({})),
+      depth_(BuildGauge().Name("ppu_operator_workqueue_depth").Help("Jobs waiting to be reconciled").Register(*registry_).Add({})),
+      duration_(BuildHistogram()
+                    .Name("ppu_operator_reconcile_duration_seconds")
+                    .Help("Time of one reconcile pass, API calls included")
+                    .Register(*registry_)
+                    .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                                     0.25, 0.5, 1, 2.5, 5, 10})),
+      jobs_(gauge_family(*registry_, "ppu_operator_jobs", "PPUJobs by phase")),
+      restarts_(BuildCounter()
+                    .Name("ppu_operator_gang_restarts_total")
+                    .Help("Gang restarts performed by this operator")
+                    .Register(*registry_)
+                    .Add({})),
+      state_bytes_(gauge_family(*registry_, "ppu_job_state_bytes", "Training-state bytes by component, summed over ranks")),
+      flops_exec_(gauge_family(*registry_, "ppu_job_flops_executed_total", "FLOPs executed, summed over ranks")),
+      flops_full_(gauge_family(*registry_, "ppu_job_flops_full_backward_total",
+                               "FLOPs a full backward would have cost, summed over ranks")),
+      flops_saved_(gauge_family(*registry_, "ppu_job_flops_saved_ratio", "1 - executed / full-backward FLOPs")),
+      ppl_(gauge_family(*registry_, "ppu_job_eval_perplexity", "Mean eval perplexity over ranks")),
+      loss_(gauge_family(*registry_, "ppu_job_loss", "Mean training loss over ranks")),
+      round_(gauge_family(*registry_, "ppu_job_outer_round", "Outer rounds completed by every rank")),
+      tps_(gauge_family(*registry_, "ppu_job_tokens_per_second", "Training tokens/s summed over ranks")),
+      ready_(gauge_family(*registry_, "ppu_job_ranks_ready", "Ready rank pods")),
+      total_(gauge_family(*registry_, "ppu_job_ranks_total", "Ranks (spec.replicas)")),
+      job_restarts_(gauge_family(*registry_, "ppu_job_restarts", "Gang restarts of the job (status.restartCount)")) {}
+
+void OperatorMetrics::reconcile_done(const std::string& result, double seconds) {
+  reconciles_.Add({{"result", result}}).Increment();
+  if (result == "error") errors_.Increment();
+  duration_.Observe(seconds);
+}
+
+void OperatorMetrics::set_queue_depth(size_t d) { depth_.Set(static_cast<double>(d)); }
+void OperatorMetrics::gang_restart() { restarts_.Increment(); }
+
+void OperatorMetrics::set_jobs_by_phase(const std::map<std::string, int>& counts) {
+  for (const char* p : {"Pending", "Running", "Restarting", "Succeeded", "Failed", "Suspended"}) {
+    auto it = counts.find(p);
+    jobs_.Add({{"phase", p}}).Set(it == counts.end() ? 0 : it->second);
+  }
+}
+
+prometheus::Gauge& OperatorMetrics::job_gauge(prometheus::Family<prometheus::Gauge>& f, const std::string& ns,
+                                              const std::string& job,
+                                              const std::map<std::string, std::string>& extra) {
+  std::map<std::string, std::string> labels = {{"namespace", ns}, {"job", job}};
+  labels.insert(extra.begin(), extra.end());
+  auto& g = f.Add(labels);
+  auto& list = per_job_[ns + "/" + job];
+  bool known = false;
+  for (auto& [fam, gauge] : list) known |= gauge == &g;
+  if (!known) list.emplace_back(&f, &g);
+  return g;
+}
+
+void OperatorMetrics::set_job_status(const std::string& ns, const std::string& job, int ready, int total,
+                                     int restarts) {
+  std::lock_guard<std::mutex> l(mu_);
+  job_gauge(ready_, ns, job).Set(ready);
+  job_gauge(total_, ns, job).Set(total);
+  job_gauge(job_restarts_, ns, job).Set(restarts);
+}
+
+void OperatorMetrics::set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ready,
+                              int total, int restarts) {
+  set_job_status(ns, job, ready, total, restarts);
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [component, bytes] : m.state_bytes)
+    job_gauge(state_bytes_, ns, job, {{"component", component}}).Set(bytes);
+  job_gauge(flops_exec_, ns, job).Set(m.flops_executed);
+  job_gauge(flops_full_, ns, job).Set(m.flops_full_backward);
+  job_gauge(flops_saved_, ns, job).Set(m.flops_saved_ratio());
+  if (m.eval_perplexity) job_gauge(ppl_, ns, job).Set(*m.eval_perplexity);
+  if (m.loss) job_gauge(loss_, ns, job).Set(*m.loss);
+  if (m.outer_round) job_gauge(round_, ns, job).Set(static_cast<double>(*m.outer_round));
+  if (m.tokens_per_second) job_gauge(tps_, ns, job).Set(*m.tokens_per_second);
+}
+
+void OperatorMetrics::remove_job(const std::string& ns, const std::string& job) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = per_job_.find(ns + "/" + job);
+  if (it == per_job_.end()) return;
+  for (auto& [fam, gauge] : it->second) fam->Remove(gauge);
+  per_job_.erase(it);
+}
+
+}  // namespace ppu::op

@@ -1,0 +1,65 @@
+// OperatorMetrics: every series ppu-operator exports (docs/METRICS.md, "Operator"), in one
+// prometheus-cpp registry: its own health (reconciles, errors, queue depth, latency, jobs by
+// phase, gang restarts) and the per-job gauges built from scraped rank metrics. Thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "job_metrics.h"
+
+namespace ppu::op {
+
+class OperatorMetrics {
+ public:
+  OperatorMetrics();
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  void reconcile_done(const std::string& result, double seconds);  // result: success | error | conflict
+  void set_queue_depth(size_t depth);
+  void gang_restart();
+  void set_jobs_by_phase(const std::map<std::string, int>& counts);
+
+  // Per-job series (labels namespace, job); remove_job drops them when the job goes away.
+  void set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ranks_ready,
+               int ranks_total, int restarts);
+  void set_job_status(const std::string& ns, const std::string& job, int ranks_ready, int ranks_total,
+                      int restarts);
+  void remove_job(const std::string& ns, const std::string& job);
+
+ private:
+  prometheus::Gauge& job_gauge(prometheus::Family<prometheus::Gauge>& f, const std::string& ns,
+                               const std::string& job, const std::map<std::string, std::string>& extra = {});
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& reconciles_;
+  prometheus::Counter& errors_;
+  prometheus::Gauge& depth_;
+  prometheus::Histogram& duration_;
+  prometheus::Family<prometheus::Gauge>& jobs_;
+  prometheus::Counter& restarts_;
+  prometheus::Family<prometheus::Gauge>& state_bytes_;
+  prometheus::Family<prometheus::Gauge>& flops_exec_;
+  prometheus::Family<prometheus::Gauge>& flops_full_;
+  prometheus::Family<prometheus::Gauge>& flops_saved_;
+  prometheus::Family<prometheus::Gauge>& ppl_;
+  prometheus::Family<prometheus::Gauge>& loss_;
+  prometheus::Family<prometheus::Gauge>& round_;
+  prometheus::Family<prometheus::Gauge>& tps_;
+  prometheus::Family<prometheus::Gauge>& ready_;
+  prometheus::Family<prometheus::Gauge>& total_;
+  prometheus::Family<prometheus::Gauge>& job_restarts_;
+  std::mutex mu_;
+  // ns/job → every gauge created for it, so remove_job can drop them all.
+  std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>> per_job_;
+};
+
+}  // namespace ppu::op

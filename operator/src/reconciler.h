@@ -1,0 +1,43 @@
+// reconcile(): the controller's decisions as a PURE function of what it observed — the PPUJob,
+// the objects it owns, the latest scraped job metrics and the time — to a list of actions.
+// Level-triggered: running it again on the same state asks for the same (idempotent) actions,
+// so a crashed or restarted operator simply continues. See docs/OPERATOR.md for the phases.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "actions.h"
+#include "job_spec.h"
+
+namespace ppu::op {
+
+struct ReconcileOptions {
+  double restart_backoff_s = 10;       // first gang restart waits this long; doubles each time
+  double restart_backoff_max_s = 300;  // cap of the exponential back-off
+};
+
+// What the scraper saw on the job's ranks (absent fields were not exported).
+struct ScrapedProgress {
+  std::optional<int64_t> outer_round;
+  std::optional<double> eval_perplexity;
+  std::optional<int64_t> checkpoint_round;
+};
+
+struct Observed {
+  json job;                          // the PPUJob (with metadata.resourceVersion)
+  std::vector<json> pods;            // pods labelled ppu.dev/job=<name> and owned by the job
+  std::optional<json> service;       // <job>
+  std::optional<json> config_map;    // <job>-config
+  std::optional<ScrapedProgress> progress;
+  int64_t now = 0;                   // Unix seconds
+  ReconcileOptions options;
+};
+
+Decision reconcile(const Observed& in);
+
+// Back-off before gang restart number `restart_count` (1-based): base * 2^(n-1), capped.
+double restart_backoff(int restart_count, const ReconcileOptions& o);
+
+}  // namespace ppu::op

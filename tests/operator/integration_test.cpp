@@ -1,0 +1,615 @@
+// Integration tests: the operator against a real kube-apiserver + etcd (no kubelet: the tests
+// play the kubelet by writing pod phases through the status subresource). Each test process
+// starts its own control plane, so tests are independent.
+#include <CivetServer.h>
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "controller.h"
+#include "kube_client.h"
+#include "kube_test_env.h"
+#include "leader_election.h"
+#include "metrics_scraper.h"
+#include "operator_metrics.h"
+#include "rfc3339.h"
+
+namespace ppu::op {
+namespace {
+
+using testing::eventually;
+using testing::KubeTestEnv;
+
+class OperatorIT : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_ = std::make_unique<KubeTestEnv>();
+    client_ = std::make_unique<KubeClient>(load_kubeconfig(env_->kubeconfig()));
+  }
+  void TearDown() override {
+    if (scraper_) scraper_->stop();
+    if (controller_) controller_->stop();
+    controller_.reset();
+    client_.reset();
+    env_.reset();
+  }
+
+  void start_controller(double backoff_s = 1) {
+    ControllerOptions o;
+    o.ns = "default";
+    o.workers = 2;
+    o.reconcile.restart_backoff_s = backoff_s;
+    o.reconcile.restart_backoff_max_s = 4;
+    controller_ = std::make_unique<Controller>(*client_, o, &metrics_);
+    controller_->start_informers();
+    controller_->start_workers();
+  }
+
+  json job_manifest(const std::string& name, int replicas, int slices = 2) {
+    return json{{"apiVersion", "ppu.dev/v1alpha1"},
+                {"kind", "PPUJob"},
+                {"metadata", {{"name", name}, {"namespace", "default"}}},
+                {"spec",
+                 {{"replicas", replicas},
+                  {"image", "ppu:test"},
+                  {"training", {{"model", {{"preset", "tiny"}}}, {"slicing", {{"mode", "mlp"}, {"slices", slices}}}}},
+                  {"runPolicy", {{"backoffLimit", 3}}}}}};
+  }
+
+  json create_job(const json& manifest) {
+    Response r = client_->create(resources::ppujobs, "default", manifest);
+    EXPECT_TRUE(r.ok()) << r.describe();
+    return r.body;
+  }
+
+  json job(const std::string& name) { return client_->get(resources::ppujobs, "default", name).body; }
+  std::string phase(const std::string& name) {
+    json j = job(name);
+    return j.contains("status") ? j["status"].value("phase", std::string()) : std::string();
+  }
+  int restarts(const std::string& name) {
+    json j = job(name);
+    return j.contains("status") ? j["status"].value("restartCount", -1) : -1;
+  }
+
+  std::vector<json> pods(const std::string& job_name) {
+    ListOptions o;
+    o.label_selector = std::string(kJobLabel) + "=" + job_name;
+    Response r = client_->list(resources::pods, "default", o);
+    std::vector<json> out;
+    for (auto& p : r.body["items"])
+      if (!p["metadata"].contains("deletionTimestamp")) out.push_back(p);
+    return out;
+  }
+  std::vector<json> all_pods() { return client_->list(resources::pods, "default").body["items"].get<std::vector<json>>(); }
+
+  bool wait_pods(const std::string& job_name, size_t n) {
+    return eventually([&] { return pods(job_name).size() == n; });
+  }
+
+  // Plays the kubelet: writes a pod's phase (and optionally an exit code) via pods/status.
+  void set_pod_status(const std::string& pod, const std::string& phase, int exit_code = -1,
+                      const std::string& message = "", const std::string& ip = "") {
+    json status = {{"phase", phase}};
+    if (phase == "Running")
+      status["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"},
+                                           {"lastTransitionTime", format_rfc3339(now_seconds())}}});
+    if (!ip.empty()) status["podIP"] = ip;
+    if (exit_code >= 0)
+      status["containerStatuses"] = json::array(
+          {{{"name", "ppu-train"}, {"ready", false}, {"restartCount", 0}, {"image", "ppu:test"}, {"imageID", ""},
+            {"state", {{"terminated", {{"exitCode", exit_code}, {"message", message}, {"reason", "Error"}}}}}}});
+    Response r = client_->merge_patch(resources::pods, "default", pod, {{"status", status}}, "status");
+    ASSERT_TRUE(r.ok()) << pod << ": " << r.describe();
+  }
+  void set_all(const std::string& job_name, const std::string& phase, int exit_code = -1) {
+    for (const auto& p : pods(job_name)) set_pod_status(p["metadata"]["name"], phase, exit_code);
+  }
+
+  std::set<std::string> pod_uids(const std::string& job_name) {
+    std::set<std::string> s;
+    for (const auto& p : pods(job_name)) s.insert(p["metadata"]["uid"].get<std::string>());
+    return s;
+  }
+
+  bool has_event(const std::string& reason) {
+    Response r = client_->list(resources::events, "default");
+    for (const auto& e : r.body["items"])
+      if (e.value("reason", "") == reason) return true;
+    return false;
+  }
+
+  std::unique_ptr<KubeTestEnv> env_;
+  std::unique_ptr<KubeClient> client_;
+  OperatorMetrics metrics_;
+  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<MetricsScraper> scraper_;
+};
+
+std::string env_value(const json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0]["env"])
+    if (e["name"] == name) return e.value("value", std::string());
+  return "<unset>";
+}
+
+TEST_F(OperatorIT, CreateMakesServiceConfigMapAndRankPodsWithRendezvousEnv) {
+  start_controller();
+  json created = create_job(job_manifest("demo", 4));
+  ASSERT_TRUE(wait_pods("demo", 4));
+  const std::string uid = created["metadata"]["uid"];
+  std::set<std::string> ranks;
+  for (const auto& p : pods("demo")) {
+    const std::string name = p["metadata"]["name"];
+    const std::string rank = env_value(p, "RANK");
+    EXPECT_EQ(name, "demo-rank-" + rank);
+    ranks.insert(rank);
+    EXPECT_EQ(env_value(p, "WORLD_SIZE"), "4");
+    EXPECT_EQ(env_value(p, "MASTER_ADDR"), "demo-rank-0.demo.default.svc");
+    EXPECT_EQ(env_value(p, "MASTER_PORT"), "29500");
+    EXPECT_EQ(env_value(p, "PPU_CONFIG"), "/etc/ppu/config.yaml");
+    EXPECT_EQ(env_value(p, "PPU_CHECKPOINT_DIR"), "/checkpoints");
+    EXPECT_EQ(env_value(p, "PPU_RUN_ID"), "default-demo-" + uid.substr(0, 8));
+    EXPECT_EQ(p["spec"]["subdomain"], "demo");
+    EXPECT_EQ(p["spec"]["hostname"], name);
+    EXPECT_EQ(p["spec"]["restartPolicy"], "Never");
+    EXPECT_EQ(p["metadata"]["ownerReferences"][0]["uid"], uid);
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2", "3"}));
+
+  Response svc = client_->get(resources::services, "default", "demo");
+  ASSERT_TRUE(svc.ok()) << svc.describe();
+  EXPECT_EQ(svc.body["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc.body["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(svc.body["metadata"]["ownerReferences"][0]["uid"], uid);
+  Response cm = client_->get(resources::configmaps, "default", "demo-config");
+  ASSERT_TRUE(cm.ok()) << cm.describe();
+  const std::string cfg = cm.body["data"]["config.yaml"];
+  EXPECT_NE(cfg.find("preset: tiny"), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("ranks: 4"), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("sync_every: 100"), std::string::npos) << "CRD defaults rendered: " << cfg;
+
+  EXPECT_TRUE(eventually([&] { return phase("demo") == "Pending"; }));
+  set_all("demo", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("demo") == "Running"; })) << job("demo").dump();
+  EXPECT_TRUE(eventually([&] { return job("demo")["status"].value("readyRanks", 0) == 4; }));
+  std::string out;
+  ASSERT_EQ(env_->kubectl("get ppj demo", out), 0) << out;
+  EXPECT_NE(out.find("Running"), std::string::npos) << out;
+  EXPECT_NE(out.find("4/4"), std::string::npos) << out;
+  EXPECT_TRUE(eventually([&] { return has_event("GangCreated") && has_event("Running"); }));
+}
+
+TEST_F(OperatorIT, CelRejectsBadJobsWithMessagesNamingTheField) {
+  auto apply = [&](const std::string& yaml, std::string& out) { return env_->kubectl("apply -f -", out, yaml); };
+  auto manifest = [](const std::string& name, const std::string& replicas, const std::string& model,
+                     const std::string& slicing) {
+    return "apiVersion: ppu.dev/v1alpha1\nkind: PPUJob\nmetadata: {name: " + name + "}\nspec:\n  replicas: " +
+           replicas + "\n  image: ppu:test\n  training: {model: " + model + ", slicing: " + slicing + "}\n";
+  };
+  std::string out;
+  EXPECT_NE(apply(manifest("r", "6", "{preset: tiny}", "{mode: mlp, slices: 4}"), out), 0);
+  EXPECT_NE(out.find("spec.replicas"), std::string::npos) << out;
+  EXPECT_NE(out.find("multiple of spec.training.slicing.slices"), std::string::npos) << out;
+
+  EXPECT_NE(apply(manifest("s", "5", "{preset: tiny}", "{mode: mlp, slices: 5}"), out), 0);
+  EXPECT_NE(out.find("spec.training.slicing.slices"), std::string::npos) << out;
+  EXPECT_NE(out.find("MLP hidden size"), std::string::npos) << out;
+
+  // Explicit d_model overrides the preset: 4*48 = 192 is divisible by 3, 4*64 is not.
+  EXPECT_NE(apply(manifest("d1", "3", "{preset: tiny}", "{mode: mlp, slices: 3}"), out), 0);
+  EXPECT_EQ(apply(manifest("d2", "3", "{preset: tiny, d_model: 48}", "{mode: mlp, slices: 3}"), out), 0) << out;
+
+  // mlp+heads: gpt2-124m has 12 heads (8 does not divide); explicit heads: 16 does.
+  EXPECT_NE(apply(manifest("h1", "8", "{preset: gpt2-124m}", "{mode: mlp+heads, slices: 8}"), out), 0);
+  EXPECT_NE(out.find("spec.training.model.heads"), std::string::npos) << out;
+  EXPECT_EQ(apply(manifest("h2", "8", "{preset: gpt2-124m, heads: 16}", "{mode: mlp+heads, slices: 8}"), out), 0) << out;
+  EXPECT_EQ(apply(manifest("h3", "8", "{preset: gpt2-124m}", "{mode: mlp, slices: 8}"), out), 0) << out;
+
+  EXPECT_NE(apply(manifest("m", "4", "{preset: tiny}", "{mode: everything, slices: 4}"), out), 0);
+  EXPECT_NE(out.find("spec.training.slicing.mode"), std::string::npos) << out;
+
+  // Immutability while not suspended, allowed while suspended.
+  ASSERT_EQ(apply(manifest("imm", "4", "{preset: tiny}", "{mode: mlp, slices: 4}"), out), 0) << out;
+  EXPECT_NE(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"replicas\":8}}'", out), 0);
+  EXPECT_NE(out.find("spec.replicas is immutable"), std::string::npos) << out;
+  EXPECT_NE(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"image\":\"other\"}}'", out), 0);
+  EXPECT_NE(out.find("spec.image is immutable"), std::string::npos) << out;
+  EXPECT_NE(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"training\":{\"train\":{\"steps\":5}}}}'", out), 0);
+  EXPECT_NE(out.find("spec.training is immutable"), std::string::npos) << out;
+  ASSERT_EQ(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"runPolicy\":{\"suspend\":true}}}'", out), 0) << out;
+  EXPECT_EQ(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"replicas\":8}}'", out), 0) << out;
+}
+
+TEST_F(OperatorIT, FailedRankRestartsTheWholeGang) {
+  start_controller(1);
+  create_job(job_manifest("g", 4));
+  ASSERT_TRUE(wait_pods("g", 4));
+  set_all("g", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("g") == "Running"; }));
+  auto before = pod_uids("g");
+  set_pod_status("g-rank-2", "Failed", 1, "segfault");
+  ASSERT_TRUE(eventually([&] { return restarts("g") == 1; })) << job("g").dump();
+  // A whole new gang: four pods, none of the old ones.
+  ASSERT_TRUE(eventually([&] {
+    auto now = pod_uids("g");
+    if (now.size() != 4) return false;
+    for (const auto& u : now)
+      if (before.count(u)) return false;
+    return true;
+  })) << "gang not recreated";
+  EXPECT_TRUE(eventually([&] { return phase("g") == "Pending"; }));
+  EXPECT_TRUE(has_event("GangRestart"));
+  for (const auto& p : pods("g")) EXPECT_EQ(p["metadata"]["annotations"]["ppu.dev/restart"], "1");
+}
+
+TEST_F(OperatorIT, PodDeletedByHandRestartsTheGang) {
+  start_controller(1);
+  create_job(job_manifest("h", 2));
+  ASSERT_TRUE(wait_pods("h", 2));
+  set_all("h", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("h") == "Running"; }));
+  ASSERT_TRUE(client_->remove(resources::pods, "default", "h-rank-1").ok());
+  EXPECT_TRUE(eventually([&] { return restarts("h") == 1; })) << job("h").dump();
+  EXPECT_TRUE(wait_pods("h", 2));
+}
+
+TEST_F(OperatorIT, BackoffLimitExhaustedFailsTheJob) {
+  start_controller(1);
+  json m = job_manifest("b", 2);
+  m["spec"]["runPolicy"]["backoffLimit"] = 1;
+  create_job(m);
+  ASSERT_TRUE(wait_pods("b", 2));
+  set_pod_status("b-rank-0", "Failed", 3, "peer timeout");
+  ASSERT_TRUE(eventually([&] { return restarts("b") == 1 && phase("b") == "Pending"; })) << job("b").dump();
+  ASSERT_TRUE(wait_pods("b", 2));
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& p : pods("b"))
+      if (p["metadata"]["annotations"]["ppu.dev/restart"] != "1") return false;
+    return true;
+  }));
+  set_pod_status("b-rank-1", "Failed", 1, "crash");
+  ASSERT_TRUE(eventually([&] { return phase("b") == "Failed"; })) << job("b").dump();
+  json st = job("b")["status"];
+  EXPECT_EQ(st["restartCount"], 1);
+  bool found = false;
+  for (const auto& c : st["conditions"])
+    if (c["type"] == "Failed") found = c["reason"] == "BackoffLimitExceeded";
+  EXPECT_TRUE(found) << st.dump();
+  EXPECT_TRUE(st.contains("completionTime"));
+}
+
+TEST_F(OperatorIT, ExitCode2FailsAtOnceWithTheReason) {
+  start_controller(1);
+  create_job(job_manifest("cfg", 2));
+  ASSERT_TRUE(wait_pods("cfg", 2));
+  set_all("cfg", "Running");
+  set_pod_status("cfg-rank-1", "Failed", 2, "config key 'inner.lr' is 'fast'; expected a number");
+  ASSERT_TRUE(eventually([&] { return phase("cfg") == "Failed"; })) << job("cfg").dump();
+  json st = job("cfg")["status"];
+  EXPECT_EQ(st["restartCount"], 0);
+  std::string message;
+  for (const auto& c : st["conditions"])
+    if (c["type"] == "Failed") {
+      EXPECT_EQ(c["reason"], "ConfigurationError");
+      message = c["message"];
+    }
+  EXPECT_NE(message.find("inner.lr"), std::string::npos) << st.dump();
+  // cleanPodPolicy Running (default): the still-running rank is deleted, the failed one kept.
+  EXPECT_TRUE(eventually([&] { return pods("cfg").size() == 1; }));
+}
+
+TEST_F(OperatorIT, SuspendDeletesPodsAndResumeRecreatesThem) {
+  start_controller(1);
+  create_job(job_manifest("s", 2));
+  ASSERT_TRUE(wait_pods("s", 2));
+  ASSERT_TRUE(client_->merge_patch(resources::ppujobs, "default", "s", {{"spec", {{"runPolicy", {{"suspend", true}}}}}}).ok());
+  ASSERT_TRUE(eventually([&] { return phase("s") == "Suspended"; })) << job("s").dump();
+  EXPECT_TRUE(wait_pods("s", 0));
+  ASSERT_TRUE(client_->merge_patch(resources::ppujobs, "default", "s", {{"spec", {{"runPolicy", {{"suspend", false}}}}}}).ok());
+  EXPECT_TRUE(wait_pods("s", 2));
+  EXPECT_TRUE(eventually([&] { return phase("s") == "Pending"; })) << job("s").dump();
+  EXPECT_EQ(restarts("s"), 0);
+  EXPECT_TRUE(has_event("Suspended") && has_event("Resumed"));
+}
+
+TEST_F(OperatorIT, AllRanksSucceededCompletesAndTtlDeletesTheJob) {
+  start_controller(1);
+  json m = job_manifest("ok", 2);
+  m["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 2;
+  create_job(m);
+  ASSERT_TRUE(wait_pods("ok", 2));
+  set_all("ok", "Running");
+  set_all("ok", "Succeeded", 0);
+  ASSERT_TRUE(eventually([&] { return phase("ok") == "Succeeded"; })) << job("ok").dump();
+  EXPECT_TRUE(job("ok")["status"].contains("completionTime"));
+  EXPECT_EQ(pods("ok").size(), 2u) << "cleanPodPolicy Running keeps finished pods";
+  EXPECT_TRUE(eventually([&] { return client_->get(resources::ppujobs, "default", "ok").status == 404; }))
+      << "ttlSecondsAfterFinished";
+}
+
+TEST_F(OperatorIT, ActiveDeadlineFailsTheJob) {
+  start_controller(1);
+  json m = job_manifest("dl", 2);
+  m["spec"]["runPolicy"]["activeDeadlineSeconds"] = 2;
+  create_job(m);
+  ASSERT_TRUE(wait_pods("dl", 2));
+  ASSERT_TRUE(eventually([&] { return phase("dl") == "Failed"; })) << job("dl").dump();
+  bool found = false;
+  const json dl = job("dl");
+  for (const auto& c : dl["status"]["conditions"])
+    if (c["type"] == "Failed") found = c["reason"] == "DeadlineExceeded";
+  EXPECT_TRUE(found) << job("dl").dump();
+  EXPECT_TRUE(wait_pods("dl", 0));
+}
+
+TEST_F(OperatorIT, OperatorKilledMidReconcileLeavesNoDuplicatePods) {
+  std::string log = env_->dir() + "/operator.log";
+  std::vector<std::string> argv = {PPU_OPERATOR_BIN, "--kubeconfig", env_->kubeconfig(), "--namespace", "default",
+                                   "--metrics-addr", "127.0.0.1:" + std::to_string(testing::free_port()),
+                                   "--health-addr", "127.0.0.1:" + std::to_string(testing::free_port()),
+                                   "--workers", "1", "--scrape-interval", "0"};
+  testing::Process op = testing::spawn(argv, log);
+  create_job(job_manifest("big", 32, 4));
+  // Kill it while it is still creating the gang.
+  ASSERT_TRUE(eventually([&] { return !pods("big").empty(); }));
+  op.kill_hard();
+  size_t at_kill = pods("big").size();
+  RecordProperty("pods_at_kill", static_cast<int>(at_kill));
+  std::cout << "operator killed with " << at_kill << " of 32 pods created\n";
+  auto survivors = pod_uids("big");
+  op = testing::spawn(argv, log);
+  ASSERT_TRUE(wait_pods("big", 32)) << "had " << at_kill << " at kill";
+  // Give the new operator time to act on anything it might (wrongly) duplicate.
+  ASSERT_TRUE(eventually([&] { return job("big")["status"].value("activeRanks", 0) == 32; }));
+  std::set<std::string> names;
+  for (const auto& p : all_pods()) names.insert(p["metadata"]["name"].get<std::string>());
+  EXPECT_EQ(all_pods().size(), 32u);
+  EXPECT_EQ(names.size(), 32u);
+  for (int r = 0; r < 32; ++r) EXPECT_TRUE(names.count("big-rank-" + std::to_string(r)));
+  auto now = pod_uids("big");
+  for (const auto& u : survivors) EXPECT_TRUE(now.count(u)) << "a pod created before the kill was replaced";
+  EXPECT_EQ(restarts("big"), 0);
+  EXPECT_EQ(op.terminate(), 0) << "graceful shutdown on SIGTERM";
+}
+
+TEST_F(OperatorIT, WatchDroppedOrApiserverRestartedRecovers) {
+  start_controller(1);
+  create_job(job_manifest("w1", 2));
+  ASSERT_TRUE(wait_pods("w1", 2));
+  // 1. The watch connection drops (client side).
+  auto restarts_before = controller_->pod_informer().watch_restarts();
+  controller_->pod_informer().drop_watch();
+  controller_->job_informer().drop_watch();
+  ASSERT_TRUE(eventually([&] { return controller_->pod_informer().watch_restarts() > restarts_before; }));
+  set_all("w1", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("w1") == "Running"; })) << "pod updates after a dropped watch";
+  // 2. The API server goes away and comes back (server side: every connection is cut). Its new
+  // watch cache starts at the current etcd revision, so after one more unrelated write our
+  // pod informer's resourceVersion is too old: the server answers 410 Gone and we must relist.
+  auto relists_before = controller_->pod_informer().relists();
+  json other = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "unrelated"}}}};
+  ASSERT_TRUE(client_->create(resources::configmaps, "default", other).ok());
+  env_->restart_apiserver();
+  create_job(job_manifest("w2", 2));
+  EXPECT_TRUE(wait_pods("w2", 2)) << "a job created after the restart is reconciled";
+  set_pod_status("w1-rank-0", "Failed", 1, "crash");
+  EXPECT_TRUE(eventually([&] { return restarts("w1") == 1; })) << "pod events still arrive";
+  EXPECT_GT(controller_->pod_informer().relists(), relists_before) << "410 Gone after the restart ⇒ relist";
+}
+
+TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
+  // One fake rank /metrics endpoint on loopback; every pod reports podIP 127.0.0.1.
+  int port = testing::free_port();
+  struct Metrics : CivetHandler {
+    bool handleGet(CivetServer*, mg_connection* c) override {
+      std::string body =
+          "ppu_outer_round{rank=\"0\"} 7\nppu_eval_perplexity{rank=\"0\"} 42.5\n"
+          "ppu_state_bytes{component=\"weights\"} 100\nppu_flops_executed_total 3\nppu_flops_full_backward_total 4\n";
+      mg_printf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s", body.size(),
+                body.c_str());
+      return true;
+    }
+  } handler;
+  CivetServer server({"listening_ports", "127.0.0.1:" + std::to_string(port)});
+  server.addHandler("/metrics", &handler);
+
+  start_controller(1);
+  json m = job_manifest("mx", 2);
+  m["spec"]["metricsPort"] = port;
+  create_job(m);
+  ASSERT_TRUE(wait_pods("mx", 2));
+  for (const auto& p : pods("mx")) set_pod_status(p["metadata"]["name"], "Running", -1, "", "127.0.0.1");
+  ASSERT_TRUE(eventually([&] { return phase("mx") == "Running"; }));
+  scraper_ = std::make_unique<MetricsScraper>(*controller_, metrics_, 0.2);
+  scraper_->start();
+  ASSERT_TRUE(eventually([&] { return job("mx")["status"].value("outerRound", 0) == 7; })) << job("mx").dump();
+  EXPECT_EQ(job("mx")["status"]["perplexity"], "42.500");
+  std::string exposition = prometheus::TextSerializer().Serialize(metrics_.registry()->Collect());
+  EXPECT_NE(exposition.find("ppu_job_outer_round{job=\"mx\",namespace=\"default\"} 7"), std::string::npos) << exposition;
+  EXPECT_NE(exposition.find("ppu_job_flops_saved_ratio{job=\"mx\",namespace=\"default\"} 0.25"), std::string::npos);
+  EXPECT_NE(exposition.find("ppu_job_state_bytes{component=\"weights\",job=\"mx\",namespace=\"default\"} 200"),
+            std::string::npos);
+  EXPECT_NE(exposition.find("ppu_operator_reconciles_total{result=\"success\"}"), std::string::npos);
+}
+
+TEST_F(OperatorIT, LeaderElectionAllowsOneHolderAndHandsOver) {
+  LeaseOptions o;
+  o.ns = "default";
+  o.lease_duration_s = 30;
+  o.identity = "a";
+  LeaderElector a(*client_, o);
+  o.identity = "b";
+  LeaderElector b(*client_, o);
+  EXPECT_TRUE(a.try_acquire_or_renew());
+  EXPECT_FALSE(b.try_acquire_or_renew()) << "lease held and not expired";
+  EXPECT_TRUE(a.try_acquire_or_renew()) << "renewal";
+  a.release();
+  EXPECT_TRUE(eventually([&] { return b.try_acquire_or_renew(); }, 10)) << "released lease taken over";
+  Response lease = client_->get(resources::leases, "default", "ppu-operator-leader");
+  EXPECT_EQ(lease.body["spec"]["holderIdentity"], "b");
+  EXPECT_GE(lease.body["spec"]["leaseTransitions"].get<int>(), 1);
+}
+
+TEST_F(OperatorIT, BinaryServesHealthAndMetricsAndRejectsBadFlags) {
+  int rc = 0;
+  std::string out = testing::run_capture(std::string(PPU_OPERATOR_BIN) + " --scrape-interval=never", rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("--scrape-interval"), std::string::npos) << out;
+
+  int hp = testing::free_port(), mp = testing::free_port();
+  testing::Process op = testing::spawn(
+      {PPU_OPERATOR_BIN, "--kubeconfig", env_->kubeconfig(), "--leader-elect", "--leader-elect-namespace", "default",
+       "--health-addr", "127.0.0.1:" + std::to_string(hp), "--metrics-addr", "127.0.0.1:" + std::to_string(mp)},
+      env_->dir() + "/operator.log");
+  std::string text;
+  ASSERT_TRUE(eventually([&] {
+    return KubeClient::http_get_text("http://127.0.0.1:" + std::to_string(hp) + "/readyz", 1, text).status == 200;
+  }));
+  EXPECT_EQ(KubeClient::http_get_text("http://127.0.0.1:" + std::to_string(hp) + "/healthz", 1, text).status, 200);
+  create_job(job_manifest("bin", 2));
+  ASSERT_TRUE(wait_pods("bin", 2));
+  ASSERT_TRUE(eventually([&] {
+    KubeClient::http_get_text("http://127.0.0.1:" + std::to_string(mp) + "/metrics", 1, text);
+    return text.find("ppu_operator_reconciles_total{result=\"success\"}") != std::string::npos;
+  })) << text;
+  EXPECT_NE(text.find("ppu_operator_reconcile_duration_seconds_bucket"), std::string::npos);
+  EXPECT_NE(text.find("ppu_operator_workqueue_depth"), std::string::npos);
+  EXPECT_TRUE(client_->get(resources::leases, "default", "ppu-operator-leader").ok());
+  EXPECT_EQ(op.terminate(), 0);
+  // On shutdown the lease is released for a standby.
+  EXPECT_EQ(client_->get(resources::leases, "default", "ppu-operator-leader").body["spec"]["holderIdentity"], "");
+}
+
+TEST_F(OperatorIT, KubeClientCrudApplyConflictsAndWatch) {
+  json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+             {"metadata", {{"name", "c1"}, {"namespace", "default"}, {"labels", {{"ppu.dev/job", "x"}}}}},
+             {"data", {{"a", "1"}}}};
+  ASSERT_TRUE(client_->create(resources::configmaps, "default", cm).ok());
+  EXPECT_EQ(client_->create(resources::configmaps, "default", cm).status, 409) << "AlreadyExists";
+  // Server-side apply owns field b for manager "test".
+  json applied = cm;
+  applied["data"] = {{"b", "2"}};
+  Response ap = client_->apply(resources::configmaps, "default", "c1", applied, "test");
+  ASSERT_TRUE(ap.ok()) << ap.describe();
+  EXPECT_EQ(ap.body["data"]["b"], "2");
+  ASSERT_TRUE(client_->merge_patch(resources::configmaps, "default", "c1", {{"data", {{"c", "3"}}}}).ok());
+  // A stale resourceVersion is refused with 409; update_with_retry re-reads and succeeds.
+  json stale = client_->get(resources::configmaps, "default", "c1").body;
+  ASSERT_TRUE(client_->merge_patch(resources::configmaps, "default", "c1", {{"data", {{"d", "4"}}}}).ok());
+  stale["data"]["e"] = "5";
+  EXPECT_EQ(client_->replace(resources::configmaps, "default", "c1", stale).status, 409);
+  Response up = client_->update_with_retry(resources::configmaps, "default", "c1", [](json& o) {
+    o["data"]["e"] = "5";
+    return true;
+  });
+  ASSERT_TRUE(up.ok()) << up.describe();
+  json now = client_->get(resources::configmaps, "default", "c1").body;
+  EXPECT_EQ(now["data"], json({{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}, {"e", "5"}}));
+
+  // An informer sees adds, updates and deletes through its watch.
+  std::atomic<int> added{0}, deleted{0};
+  Informer inf(*client_, resources::configmaps, "default", "ppu.dev/job", [&](const json&, Informer::Change c) {
+    if (c == Informer::Change::Added) added++;
+    if (c == Informer::Change::Deleted) deleted++;
+  });
+  inf.start();
+  ASSERT_TRUE(eventually([&] { return inf.synced() && inf.get("default", "c1").has_value(); }));
+  EXPECT_FALSE(inf.get("default", "c1")->at("metadata").contains("managedFields"));
+  cm["metadata"]["name"] = "c2";
+  ASSERT_TRUE(client_->create(resources::configmaps, "default", cm).ok());
+  EXPECT_TRUE(eventually([&] { return inf.by_job("default", "x").size() == 2; }));
+  // A uid precondition protects a newer object of the same name.
+  EXPECT_EQ(client_->remove(resources::configmaps, "default", "c2", "Background", "not-its-uid").status, 409);
+  EXPECT_TRUE(client_->get(resources::configmaps, "default", "c2").ok());
+  // Foreground propagation is honoured: with no garbage collector running here, the object
+  // waits with the foregroundDeletion finalizer until we remove it.
+  ASSERT_TRUE(client_->remove(resources::configmaps, "default", "c1", "Foreground").ok());
+  json doomed = client_->get(resources::configmaps, "default", "c1").body;
+  EXPECT_EQ(doomed["metadata"]["finalizers"], json::array({"foregroundDeletion"})) << doomed.dump();
+  EXPECT_TRUE(eventually([&] {
+    auto c = inf.get("default", "c1");
+    return c && c->at("metadata").contains("deletionTimestamp");
+  }));
+  ASSERT_TRUE(client_->merge_patch(resources::configmaps, "default", "c1", {{"metadata", {{"finalizers", nullptr}}}}).ok());
+  EXPECT_TRUE(eventually([&] { return deleted.load() == 1 && !inf.get("default", "c1"); }));
+  EXPECT_EQ(client_->remove(resources::configmaps, "default", "c1").status, 404);
+  inf.stop();
+  EXPECT_EQ(added.load(), 2);
+}
+
+TEST_F(OperatorIT, RbacManifestAllowsEveryVerbTheOperatorUses) {
+  // Every (verb, resource) the executor, informers, TTL and leader election use, checked with
+  // `kubectl auth can-i` as the operator's service account from manifests/rbac/.
+  std::string out;
+  ASSERT_EQ(env_->kubectl("create namespace ppu-system", out), 0) << out;
+  ASSERT_EQ(env_->kubectl(std::string("apply -f ") + PPU_SOURCE_DIR + "/manifests/rbac/", out), 0) << out;
+  const std::string as = " --as=system:serviceaccount:ppu-system:ppu-operator";
+  const std::vector<std::pair<std::string, std::string>> needed = {
+      {"get", "ppujobs.ppu.dev"},        {"list", "ppujobs.ppu.dev"},     {"watch", "ppujobs.ppu.dev"},
+      {"delete", "ppujobs.ppu.dev"},  // ttlSecondsAfterFinished
+      {"update", "ppujobs.ppu.dev/status"},
+      {"create", "pods"},   {"delete", "pods"},   {"list", "pods"},   {"watch", "pods"},
+      {"create", "services"}, {"list", "services"}, {"watch", "services"},
+      {"create", "configmaps"}, {"patch", "configmaps"}, {"list", "configmaps"}, {"watch", "configmaps"},
+      {"create", "events"}};
+  for (const auto& [verb, res] : needed) {
+    std::string sub = res.find('/') != std::string::npos ? " --subresource=" + res.substr(res.find('/') + 1) : "";
+    std::string r = res.substr(0, res.find('/'));
+    EXPECT_EQ(env_->kubectl("auth can-i " + verb + " " + r + sub + " -n default" + as, out), 0)
+        << "manifests/rbac/ does not allow '" << verb << " " << res << "': " << out;
+  }
+  for (const char* verb : {"get", "create", "update"})
+    EXPECT_EQ(env_->kubectl(std::string("auth can-i ") + verb + " leases.coordination.k8s.io -n ppu-system" + as, out), 0)
+        << "leader election needs " << verb << " on leases: " << out;
+}
+
+TEST_F(OperatorIT, RbacManifestGrantsEverythingTheOperatorUses) {
+  // Run the binary as the ppu-operator service account (token from the TokenRequest API), so a
+  // verb missing from manifests/rbac shows up as a 403 here.
+  std::string out;
+  ASSERT_EQ(env_->kubectl("create namespace ppu-system", out), 0) << out;
+  ASSERT_EQ(env_->kubectl(std::string("apply -f ") + PPU_SOURCE_DIR + "/manifests/rbac/", out), 0) << out;
+  ASSERT_EQ(env_->kubectl("-n ppu-system create token ppu-operator --duration=1h", out), 0) << out;
+  std::string token = out.substr(0, out.find_first_of("\r\n"));
+  RestConfig admin = load_kubeconfig(env_->kubeconfig());
+  std::string ca_path = env_->dir() + "/sa-ca.crt", kc_path = env_->dir() + "/sa-kubeconfig";
+  std::ofstream(ca_path) << admin.ca_pem;
+  std::ofstream(kc_path) << "apiVersion: v1\nkind: Config\ncurrent-context: sa\nclusters:\n- name: c\n  cluster: {server: \""
+                         << admin.server << "\", certificate-authority: " << ca_path
+                         << "}\nusers:\n- name: sa\n  user: {token: \"" << token
+                         << "\"}\ncontexts:\n- name: sa\n  context: {cluster: c, user: sa}\n";
+  // The service account itself may not create PPUJobs.
+  KubeClient sa(load_kubeconfig(kc_path));
+  EXPECT_EQ(sa.create(resources::ppujobs, "default", job_manifest("nope", 2)).status, 403);
+
+  std::string log = env_->dir() + "/operator-sa.log";
+  testing::Process op = testing::spawn(
+      {PPU_OPERATOR_BIN, "--kubeconfig", kc_path, "--leader-elect", "--leader-elect-namespace", "ppu-system",
+       "--health-addr", "0", "--metrics-addr", "0", "--restart-backoff", "1s"},
+      log);
+  create_job(job_manifest("rb", 2));
+  ASSERT_TRUE(wait_pods("rb", 2));
+  set_all("rb", "Running");
+  set_pod_status("rb-rank-1", "Failed", 1, "crash");
+  EXPECT_TRUE(eventually([&] { return restarts("rb") == 1; })) << job("rb").dump();
+  EXPECT_TRUE(eventually([&] { return has_event("GangRestart"); }));
+  EXPECT_TRUE(client_->get(resources::leases, "ppu-system", "ppu-operator-leader").ok());
+  EXPECT_EQ(op.terminate(), 0);
+  int rc = 0;
+  std::string logged = testing::run_capture("cat " + log, rc);
+  EXPECT_EQ(logged.find("forbidden"), std::string::npos) << logged;
+}
+
+}  // namespace
+}  // namespace ppu::op
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

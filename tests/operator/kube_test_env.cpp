@@ -1,0 +1,136 @@
+#include "kube_test_env.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+namespace ppu::op::testing {
+
+std::string run_capture(const std::string& cmd, int& rc) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) {
+    rc = -1;
+    return out;
+  }
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+KubeTestEnv::KubeTestEnv() {
+  char tmpl[] = "/tmp/ppu-kube-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  std::string out;
+  if (script("start", out) != 0) {
+    std::string keep;
+    script("stop", keep);
+    throw std::runtime_error("kube-test-env start failed:\n" + out);
+  }
+  kubeconfig_ = dir_ + "/kubeconfig";
+}
+
+KubeTestEnv::~KubeTestEnv() {
+  std::string out;
+  script("stop", out);
+}
+
+int KubeTestEnv::script(const std::string& cmd, std::string& out) const {
+  int rc = 0;
+  out = run_capture(std::string(PPU_SOURCE_DIR) + "/scripts/kube-test-env.sh " + cmd + " " + dir_, rc);
+  return rc;
+}
+
+void KubeTestEnv::restart_apiserver() {
+  std::string out;
+  if (script("restart-apiserver", out) != 0) throw std::runtime_error("restart-apiserver failed:\n" + out);
+}
+
+int KubeTestEnv::kubectl(const std::string& args, std::string& out, const std::string& stdin_text) const {
+  std::string input = dir_ + "/stdin.yaml";
+  std::ofstream(input) << stdin_text;
+  int rc = 0;
+  out = run_capture(". " + dir_ + "/env && \"$KUBECTL\" --kubeconfig=" + kubeconfig_ + " " + args + " < " + input, rc);
+  return rc;
+}
+
+void Process::kill_hard() {
+  if (pid <= 0) return;
+  ::kill(pid, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
+  pid = -1;
+}
+
+int Process::terminate(double timeout_s) {
+  if (pid <= 0) return -1;
+  ::kill(pid, SIGTERM);
+  int st = 0;
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      pid = -1;
+      return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill_hard();
+  return -1;
+}
+
+Process spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+  Process p;
+  p.pid = fork();
+  if (p.pid == 0) {
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return p;
+}
+
+bool eventually(const std::function<bool()>& pred, double timeout_s) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return pred();
+}
+
+int free_port() {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  close(s);
+  return port;
+}
+
+}  // namespace ppu::op::testing

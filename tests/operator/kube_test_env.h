@@ -1,0 +1,41 @@
+// KubeTestEnv: a real etcd + kube-apiserver on loopback for one test process, started and
+// stopped through scripts/kube-test-env.sh (random ports, temp certs, RBAC, admin client cert,
+// CRD installed). Also small process helpers for running ppu-operator and kubectl.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ppu::op::testing {
+
+class KubeTestEnv {
+ public:
+  KubeTestEnv();  // starts; throws std::runtime_error with the launcher's output on failure
+  ~KubeTestEnv();
+  const std::string& kubeconfig() const { return kubeconfig_; }
+  const std::string& dir() const { return dir_; }
+  void restart_apiserver();
+  // Runs kubectl with this env's kubeconfig; returns exit code, output (stdout+stderr) in `out`.
+  int kubectl(const std::string& args, std::string& out, const std::string& stdin_text = "") const;
+
+ private:
+  int script(const std::string& cmd, std::string& out) const;
+  std::string dir_, kubeconfig_;
+};
+
+struct Process {
+  pid_t pid = -1;
+  void kill_hard();           // SIGKILL and reap
+  int terminate(double timeout_s = 30);  // SIGTERM, wait; returns the exit status (-1 if killed)
+};
+Process spawn(const std::vector<std::string>& argv, const std::string& log_path);
+
+// Polls `pred` every 50 ms until true or `timeout_s` passes (a safety net, never a timing claim).
+bool eventually(const std::function<bool()>& pred, double timeout_s = 60);
+int free_port();
+std::string run_capture(const std::string& shell_cmd, int& rc);
+
+}  // namespace ppu::op::testing

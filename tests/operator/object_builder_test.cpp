@@ -1,0 +1,79 @@
+// Unit tests of the objects a PPUJob owns: rendezvous env, DNS names, volumes, owner refs.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "object_builder.h"
+#include "test_objects.h"
+
+namespace ppu::op {
+namespace {
+
+std::string env_of(const json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0]["env"])
+    if (e["name"] == name) return e["value"].get<std::string>();
+  return "<unset>";
+}
+
+TEST(ObjectBuilder, PodCarriesTheRendezvousContract) {
+  JobSpec j = parse_job(testing::make_job("demo", 4));
+  json pod = build_pod(j, 3, 0);
+  EXPECT_EQ(pod["metadata"]["name"], "demo-rank-3");
+  EXPECT_EQ(env_of(pod, "RANK"), "3");
+  EXPECT_EQ(env_of(pod, "WORLD_SIZE"), "4");
+  EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "demo-rank-0.demo.ns1.svc");
+  EXPECT_EQ(env_of(pod, "MASTER_PORT"), "29500");
+  EXPECT_EQ(env_of(pod, "PPU_CONFIG"), "/etc/ppu/config.yaml");
+  EXPECT_EQ(env_of(pod, "PPU_CHECKPOINT_DIR"), "/checkpoints");
+  EXPECT_EQ(env_of(pod, "PPU_RUN_ID"), "ns1-demo-01234567");
+  EXPECT_EQ(pod["spec"]["hostname"], "demo-rank-3");
+  EXPECT_EQ(pod["spec"]["subdomain"], "demo");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(pod["spec"]["containers"][0]["command"][0], "ppu-train");
+  EXPECT_EQ(pod["spec"]["containers"][0]["ports"][1]["name"], "metrics");
+  EXPECT_EQ(pod["metadata"]["labels"]["ppu.dev/job"], "demo");
+  EXPECT_EQ(pod["metadata"]["labels"]["ppu.dev/rank"], "3");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["controller"], true);
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], "0123456789abcdef");
+}
+
+TEST(ObjectBuilder, CheckpointClaimAndSchedulingPassThrough) {
+  json job = testing::make_job("demo", 2);
+  job["spec"]["checkpoint"] = {{"claimName", "ckpt"}};
+  job["spec"]["data"] = {{"volumeSource", {{"hostPath", {{"path", "/srv/data"}}}}}};
+  job["spec"]["scheduling"] = {{"schedulerName", "volcano"}, {"nodeSelector", {{"gpu", "h100"}}},
+                               {"priorityClassName", "high"}};
+  job["spec"]["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
+  json pod = build_pod(parse_job(job), 0, 0);
+  const json& vols = pod["spec"]["volumes"];
+  ASSERT_EQ(vols.size(), 3u);
+  EXPECT_EQ(vols[1]["persistentVolumeClaim"]["claimName"], "ckpt");
+  EXPECT_EQ(vols[2]["hostPath"]["path"], "/srv/data");
+  EXPECT_EQ(pod["spec"]["schedulerName"], "volcano");
+  EXPECT_EQ(pod["spec"]["nodeSelector"]["gpu"], "h100");
+  EXPECT_EQ(pod["spec"]["priorityClassName"], "high");
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], 1);
+}
+
+TEST(ObjectBuilder, ServiceIsHeadlessAndPublishesNotReady) {
+  json svc = build_service(parse_job(testing::make_job("demo", 2)));
+  EXPECT_EQ(svc["metadata"]["name"], "demo");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(svc["spec"]["selector"]["ppu.dev/job"], "demo");
+}
+
+TEST(ObjectBuilder, ConfigMapHoldsTrainingYamlWithRanksAndIntegerTypes) {
+  json job = testing::make_job("demo", 4);
+  job["spec"]["training"]["inner"] = {{"lr", 0.0003}, {"batch_size", 16}};
+  json cm = build_config_map(parse_job(job));
+  EXPECT_EQ(cm["metadata"]["name"], "demo-config");
+  YAML::Node y = YAML::Load(cm["data"]["config.yaml"].get<std::string>());
+  EXPECT_EQ(y["ranks"].as<std::string>(), "4");
+  EXPECT_EQ(y["slicing"]["slices"].as<std::string>(), "2");
+  EXPECT_EQ(y["inner"]["batch_size"].as<std::string>(), "16");
+  EXPECT_DOUBLE_EQ(y["inner"]["lr"].as<double>(), 0.0003);
+  EXPECT_EQ(y["model"]["preset"].as<std::string>(), "tiny");
+}
+
+}  // namespace
+}  // namespace ppu::op

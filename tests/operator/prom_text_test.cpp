@@ -1,0 +1,68 @@
+// Unit tests of the Prometheus text parser and the per-job aggregation of rank metrics.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "job_metrics.h"
+#include "prom_text.h"
+
+namespace ppu::op {
+namespace {
+
+const char* kRank0 = R"(# HELP ppu_state_bytes training state
+# TYPE ppu_state_bytes gauge
+ppu_state_bytes{component="weights",rank="0",run_id="r",method="ppu"} 1000
+ppu_state_bytes{component="gradients",rank="0",run_id="r",method="ppu"} 250
+ppu_flops_executed_total{rank="0"} 6e9
+ppu_flops_full_backward_total{rank="0"} 8e9
+ppu_eval_perplexity{rank="0"} 10
+ppu_loss{rank="0"} 2.5
+ppu_outer_round{rank="0"} 5
+ppu_tokens_per_second{rank="0"} 100 1712345678000
+weird_label{path="a\"b\\c\nd"} 1
+garbage line here
+)";
+
+const char* kRank1 = R"(ppu_state_bytes{component="weights",rank="1"} 1000
+ppu_flops_executed_total{rank="1"} 6e9
+ppu_flops_full_backward_total{rank="1"} 8e9
+ppu_eval_perplexity{rank="1"} 14
+ppu_loss{rank="1"} 2.7
+ppu_outer_round{rank="1"} 4
+ppu_tokens_per_second{rank="1"} 120
+ppu_eval_loss NaN
+)";
+
+TEST(PromText, ParsesNamesLabelsValuesAndEscapes) {
+  auto s = parse_prometheus_text(kRank0);
+  ASSERT_EQ(s.size(), 9u) << "comments and the malformed line are skipped";
+  EXPECT_EQ(s[0].name, "ppu_state_bytes");
+  EXPECT_EQ(s[0].labels.at("component"), "weights");
+  EXPECT_DOUBLE_EQ(s[0].value, 1000);
+  EXPECT_DOUBLE_EQ(s[2].value, 6e9);
+  EXPECT_DOUBLE_EQ(s[7].value, 100) << "timestamp ignored";
+  EXPECT_EQ(s[8].labels.at("path"), "a\"b\\c\nd");
+}
+
+TEST(PromText, SpecialValues) {
+  auto s = parse_prometheus_text("a +Inf\nb -Inf\nc NaN\n");
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_TRUE(std::isinf(s[0].value) && s[0].value > 0);
+  EXPECT_TRUE(std::isnan(s[2].value));
+}
+
+TEST(JobMetrics, SumsMeansAndMinimumRound) {
+  JobMetrics m = aggregate_job_metrics({parse_prometheus_text(kRank0), parse_prometheus_text(kRank1)});
+  EXPECT_EQ(m.ranks_scraped, 2);
+  EXPECT_DOUBLE_EQ(m.state_bytes.at("weights"), 2000);
+  EXPECT_DOUBLE_EQ(m.state_bytes.at("gradients"), 250);
+  EXPECT_DOUBLE_EQ(m.flops_executed, 12e9);
+  EXPECT_DOUBLE_EQ(m.flops_saved_ratio(), 0.25);
+  EXPECT_DOUBLE_EQ(*m.eval_perplexity, 12);
+  EXPECT_DOUBLE_EQ(*m.loss, 2.6);
+  EXPECT_DOUBLE_EQ(*m.tokens_per_second, 220);
+  EXPECT_EQ(*m.outer_round, 4) << "a round counts when every rank finished it";
+}
+
+}  // namespace
+}  // namespace ppu::op

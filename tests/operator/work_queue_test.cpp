@@ -1,0 +1,66 @@
+// Unit tests of the work queue: de-duplication, one worker per key, delays and back-off.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "work_queue.h"
+
+namespace ppu::op {
+namespace {
+
+TEST(WorkQueue, DeduplicatesQueuedKeys) {
+  WorkQueue q;
+  q.add("a");
+  q.add("a");
+  q.add("b");
+  EXPECT_EQ(q.depth(), 2u);
+  EXPECT_EQ(*q.get(), "a");
+  EXPECT_EQ(*q.get(), "b");
+}
+
+TEST(WorkQueue, KeyAddedWhileProcessingIsRequeuedOnlyAfterDone) {
+  WorkQueue q;
+  q.add("a");
+  auto k = q.get();
+  q.add("a");
+  EXPECT_EQ(q.depth(), 0u) << "must not hand a key in flight to a second worker";
+  q.done(*k);
+  EXPECT_EQ(q.depth(), 1u);
+}
+
+TEST(WorkQueue, RateLimitedDelaysGrowExponentiallyAndForgetResets) {
+  WorkQueue q(0.01, 1.0);
+  EXPECT_DOUBLE_EQ(q.next_delay("a"), 0.01);
+  q.add_rate_limited("a");
+  EXPECT_DOUBLE_EQ(q.next_delay("a"), 0.02);
+  q.add_rate_limited("a");
+  q.add_rate_limited("a");
+  EXPECT_EQ(q.retries("a"), 3);
+  EXPECT_DOUBLE_EQ(q.next_delay("a"), 0.08);
+  for (int i = 0; i < 20; ++i) q.add_rate_limited("a");
+  EXPECT_DOUBLE_EQ(q.next_delay("a"), 1.0) << "capped";
+  q.forget("a");
+  EXPECT_EQ(q.retries("a"), 0);
+}
+
+TEST(WorkQueue, DelayedKeyIsNotReadyBeforeItsTime) {
+  WorkQueue q;
+  q.add_after("late", 0.2);
+  q.add("now");
+  EXPECT_EQ(q.depth(), 1u);
+  EXPECT_EQ(*q.get(), "now");
+  EXPECT_EQ(*q.get(), "late");  // blocks until due
+}
+
+TEST(WorkQueue, ShutdownWakesBlockedWorkers) {
+  WorkQueue q;
+  std::optional<std::string> got = "x";
+  std::thread t([&] { got = q.get(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  q.shutdown();
+  t.join();
+  EXPECT_FALSE(got.has_value());
+}
+
+}  // namespace
+}  // namespace ppu::op
