@@ -39,6 +39,7 @@ struct RankMetrics::Families {
   prometheus::Family<prometheus::Counter>& sync_bytes;
   prometheus::Family<prometheus::Counter>& sync_seconds;
   prometheus::Family<prometheus::Counter>& syncs;
+  prometheus::Gauge& checkpoint_round;
 };
 
 namespace {
@@ -79,6 +80,7 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       counter("ppu_outer_sync_bytes_total", "Bytes this rank put on the wire for outer syncs").Register(r),
       counter("ppu_outer_sync_seconds_total", "Seconds spent in outer syncs").Register(r),
       counter("ppu_outer_syncs_total", "Outer syncs performed").Register(r),
+      one(gauge("ppu_checkpoint_round", "Outer round of the newest checkpoint written or resumed from"), r),
   });
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
@@ -148,6 +150,10 @@ void RankMetrics::add_sync(const std::string& fragment, double bytes, double sec
   f_->sync_bytes.Add({{"fragment", fragment}}).Increment(bytes);
   f_->sync_seconds.Add({{"fragment", fragment}}).Increment(seconds);
   f_->syncs.Add({{"fragment", fragment}}).Increment();
+}
+
+void RankMetrics::set_checkpoint_round(double round) {
+  if (f_) f_->checkpoint_round.Set(round);
 }
 
 double process_rss_bytes() {

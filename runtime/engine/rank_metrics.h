@@ -38,6 +38,7 @@ class RankMetrics {
   void set_progress(double step, double steps_target, double loss, double tokens_per_second, double outer_round);
   void set_eval(double loss, double floor_perplexity);
   void add_sync(const std::string& fragment, double bytes, double seconds);
+  void set_checkpoint_round(double round);
 
  private:
   struct Families;

@@ -205,6 +205,7 @@ class Run {
           a.write("totals", torch::tensor({p_.tokens, p_.flops, p_.flops_full, p_.bytes_allreduced, p_.sync_seconds}, torch::kFloat64));
         },
         [&](torch::serialize::OutputArchive& a) { outer_.save(a); }, to_yaml(c_));
+    metrics_.set_checkpoint_round(p_.rounds);
     spdlog::info("checkpoint round {} written to {}", p_.rounds, store_->dir());
   }
 
@@ -233,6 +234,7 @@ class Run {
     const auto t = totals.accessor<double, 1>();
     p_.tokens = t[0], p_.flops = t[1], p_.flops_full = t[2], p_.bytes_allreduced = t[3], p_.sync_seconds = t[4];
     outer_.load(ckpt->global_part);
+    metrics_.set_checkpoint_round(ckpt->round);
     spdlog::info("resumed from {} at step {} (round {})", ckpt->path, p_.step, p_.rounds);
   }
 
