@@ -16,10 +16,11 @@ namespace {
 
 // Measures the compute time of a full-backward step with a short single-rank `ppu-train` run.
 double measure_step_seconds(const std::string& config_path, const std::vector<std::string>& overrides, int steps) {
-  const auto self = std::filesystem::read_symlink("/proc/self/exe");
-  const auto train = self.parent_path() / "ppu-train";
+  const auto dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  auto train = dir / "ppu-train";                                       // installed side by side
+  if (!std::filesystem::exists(train)) train = dir / ".." / "engine" / "ppu-train";  // build tree
   if (!std::filesystem::exists(train))
-    throw std::runtime_error("--measure-steps needs ppu-train next to ppu-plan (looked for " + train.string() + ")");
+    throw std::runtime_error("--measure-steps needs ppu-train next to ppu-plan (looked in " + dir.string() + ")");
   const auto summary = std::filesystem::temp_directory_path() / ("ppu-plan-measure-" + std::to_string(getpid()) + ".json");
   std::string cmd = "env -u RANK -u WORLD_SIZE '" + train.string() + "'";
   if (!config_path.empty()) cmd += " --config '" + config_path + "'";

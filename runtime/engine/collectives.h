@@ -14,7 +14,7 @@
 #include <vector>
 
 namespace c10d {
-class ProcessGroup;
+class ProcessGroupGloo;
 }
 
 namespace ppu {
@@ -59,7 +59,9 @@ class Collectives {
 
   RendezvousInfo info_;
   std::chrono::milliseconds timeout_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  // The Gloo group itself, not its c10d::ProcessGroup base: in LibTorch 2.x Gloo is a
+  // c10d::Backend, in 1.13 a ProcessGroup; its collectives have the same signatures in both.
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
 };
 
 }  // namespace ppu
