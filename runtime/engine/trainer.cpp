@@ -91,6 +91,7 @@ class Run {
         metrics_(env.metrics_port, {{"rank", std::to_string(env.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
         flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_.rho_attn(), plan_.rho_mlp())) {
     if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
+    model_.set_recompute(c.train.recompute);
   }
 
   nlohmann::json run() {
@@ -364,7 +365,6 @@ nlohmann::json train(const Config& config, const RunEnv& env) {
     throw ConfigError("config key 'train.device' is '" + config.train.device + "': this build runs on cpu only");
   if (config.train.dtype != "fp32")
     throw ConfigError("config key 'train.dtype' is '" + config.train.dtype + "': this build trains in fp32 only");
-  if (config.train.recompute) throw ConfigError("config key 'train.recompute' is not supported by this build");
   Run run(config, env);
   return run.run();
 }

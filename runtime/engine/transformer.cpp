@@ -71,13 +71,45 @@ torch::Tensor Transformer::block(const torch::Tensor& x, int l) const {
   return h + mlp(torch::layer_norm(h, d, w(l, kLn2W), w(l, kLn2B)), l);
 }
 
+namespace {
+
+// Runs `block` without keeping its activations; the backward runs it again with autograd on
+// and back-propagates through it (re-entrant, as torch.utils.checkpoint does). The block's
+// weight gradients accumulate into the trainable leaves during that inner backward.
+struct RecomputedBlock : public torch::autograd::Function<RecomputedBlock> {
+  // `model` must outlive the backward (it owns the weights the graph refers to anyway).
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, int64_t model, int64_t layer) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["model"] = model;
+    ctx->saved_data["layer"] = layer;
+    torch::NoGradGuard no_grad;
+    return reinterpret_cast<const Transformer*>(model)->block(x, static_cast<int>(layer));
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    const auto* model = reinterpret_cast<const Transformer*>(ctx->saved_data["model"].toInt());
+    torch::Tensor y;
+    {
+      torch::AutoGradMode enable(true);
+      y = model->block(x, static_cast<int>(ctx->saved_data["layer"].toInt()));
+    }
+    torch::autograd::backward({y}, {grad_out[0]});
+    return {x.grad(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
 torch::Tensor Transformer::loss(const torch::Tensor& tokens) const {
   const int64_t S = tokens.size(1) - 1;
   auto inputs = tokens.narrow(1, 0, S);
   auto targets = tokens.narrow(1, 1, S);
   const auto& emb = weights_.front();
   auto x = F::embedding(inputs, emb);
-  for (int l = 0; l < spec_.layers; ++l) x = block(x, l);
+  const auto self = reinterpret_cast<int64_t>(this);
+  for (int l = 0; l < spec_.layers; ++l)
+    x = recompute_ && torch::GradMode::is_enabled() ? RecomputedBlock::apply(x, self, l) : block(x, l);
   const size_t n = weights_.size();
   x = torch::layer_norm(x, {spec_.d_model}, weights_[n - 2], weights_[n - 1]);
   auto logits = torch::matmul(x, emb.t());  // tied output head

@@ -25,6 +25,12 @@ class Transformer {
   // tokens: int64 [B, S+1]; returns the mean next-token cross-entropy (nats) over B*S targets.
   torch::Tensor loss(const torch::Tensor& tokens) const;
 
+  // Full activation recomputation: each block keeps only its input during the forward and
+  // runs again inside the backward (per-block checkpointing, §3.1). Same gradients, less memory.
+  void set_recompute(bool on) { recompute_ = on; }
+  // One pre-norm block: x + attn(ln1(x)), then + mlp(ln2(.)).
+  torch::Tensor block(const torch::Tensor& x, int layer) const;
+
   // Full parameter tensors in layout order (frozen parts included): sync, checkpoints, checksums.
   const std::vector<torch::Tensor>& weights() const { return weights_; }
   // Leaves the inner optimiser updates (slices are views into weights()), in layout order.
@@ -34,7 +40,6 @@ class Transformer {
   const ModelSpec& spec() const { return spec_; }
 
  private:
-  torch::Tensor block(const torch::Tensor& x, int layer) const;
   torch::Tensor attention(const torch::Tensor& x, int layer) const;
   torch::Tensor mlp(const torch::Tensor& x, int layer) const;
   torch::Tensor rotate(const torch::Tensor& x) const;
@@ -52,6 +57,7 @@ class Transformer {
   std::vector<WeightSlice> slices_;
   std::vector<torch::Tensor> trainable_;
   torch::Tensor rope_cos_, rope_sin_;  // [S, head_dim]
+  bool recompute_ = false;
 };
 
 }  // namespace ppu

@@ -167,3 +167,30 @@ TEST(PartialBackward, ExecutedBackwardMatmulsMatchAppendixC) {
   model.loss(batch(5, B, S));
   EXPECT_EQ(counter.flops(), step_flops(spec(), B, S, 1, 1).forward_matmul);
 }
+
+TEST(PartialBackward, RecomputationGivesTheSameGradientsAndRerunsTheForward) {
+  const auto tokens = batch(6);
+  for (const auto& c : cases()) {
+    Transformer plain(spec(), SlicePlan(spec(), c.mode, c.world, c.slices, c.rank), 2);
+    Transformer recomputed(spec(), SlicePlan(spec(), c.mode, c.world, c.slices, c.rank), 2);
+    recomputed.set_recompute(true);
+    const auto loss_plain = plain.loss(tokens);
+    const auto loss_recomputed = recomputed.loss(tokens);
+    EXPECT_TRUE(torch::equal(loss_plain, loss_recomputed)) << describe(c);
+    loss_plain.backward();
+    double backward_flops = 0;
+    {
+      MatmulFlopCounter counter;
+      loss_recomputed.backward();
+      backward_flops = counter.flops();
+    }
+    for (size_t i = 0; i < plain.trainable().size(); ++i)
+      EXPECT_TRUE(torch::allclose(plain.trainable()[i].grad(), recomputed.trainable()[i].grad(), 1e-5, 1e-7))
+          << describe(c) << " " << plain.layout()[i].name;
+    // The backward now also runs every block's forward once more (all but the output head).
+    const auto& plan = plain.plan();
+    const StepFlops f = step_flops(spec(), 3, spec().seq_len, plan.rho_attn(), plan.rho_mlp());
+    const double head = 2.0 * 3 * spec().seq_len * spec().d_model * spec().vocab;
+    EXPECT_EQ(backward_flops, f.backward_matmul + f.forward_matmul - head) << describe(c);
+  }
+}
