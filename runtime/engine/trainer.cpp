@@ -100,7 +100,6 @@ class Run {
     const int64_t first = p_.step;
     double loss = 0;
     for (int64_t t = p_.step; t < c_.train.steps; ++t) {
-      const auto step_start = Clock::now();
       loss = inner_step(t);                                 // lines 7–10
       p_.step = t + 1;
       if (!ddp_) {
@@ -108,8 +107,7 @@ class Run {
         for (int f : schedule_.due(p_.step, c_.train.steps)) outer_sync(f);  // lines 11–14
       }
       if (p_.step % c_.outer.sync_every == 0 || p_.step == c_.train.steps) end_of_round();
-      step_seconds_ = std::chrono::duration<double>(Clock::now() - step_start).count();
-      report(t, loss, start, first);
+      report(loss, start, first);
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const double eval = evaluate();
@@ -271,7 +269,7 @@ class Run {
     return s;
   }
 
-  void report(int64_t t, double loss, Clock::time_point start, int64_t first) {
+  void report(double loss, Clock::time_point start, int64_t first) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     const double done = static_cast<double>(p_.step - first);
     const double tps = elapsed > 0 ? done * c_.inner.batch_size * c_.model.seq_len / elapsed : 0;
@@ -288,7 +286,6 @@ class Run {
       spdlog::info("eval step {} loss {:.4f} ppl {:.3f}{}", p_.step, eval, std::exp(eval),
                    floor_perplexity() > 0 ? fmt::format(" (floor {:.3f})", floor_perplexity()) : "");
     }
-    (void)t;
   }
 
   nlohmann::json summary(double loss, double eval, double seconds, double step_seconds) {
@@ -352,7 +349,7 @@ class Run {
   };
   std::deque<Pending> in_flight_;
   Progress p_;
-  double lr_ = 0, step_seconds_ = 0;
+  double lr_ = 0;
   int64_t grad_bytes_ = 0;
 };
 
