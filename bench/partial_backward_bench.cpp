@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   CLI::App app{"partial_backward_bench: PPU backward time vs full backward, next to Appendix C"};
   ModelSpec m = *model_preset("small");
   int batch = 8, reps = 7, threads = 0;
+  std::string device_name = "cpu";
   m.vocab = 4096;
   app.add_option("--layers", m.layers);
   app.add_option("--d-model", m.d_model);
@@ -30,7 +31,9 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch);
   app.add_option("--reps", reps);
   app.add_option("--threads", threads, "intra-op threads (0: LibTorch default)");
+  app.add_option("--device", device_name, "cpu | cuda (CUDA models use fused attention on LibTorch 2.x)");
   CLI11_PARSE(app, argc, argv);
+  const torch::Device device(device_name);
   if (threads > 0) torch::set_num_threads(threads);
 
   struct Variant {
@@ -50,17 +53,23 @@ int main(int argc, char** argv) {
                  variants.end());
 
   auto gen = at::detail::createCPUGenerator(0);
-  const auto tokens = at::randint(0, m.vocab, {batch, m.seq_len + 1}, gen, torch::kLong);
+  const auto tokens = at::randint(0, m.vocab, {batch, m.seq_len + 1}, gen, torch::kLong).to(device);
   std::vector<Transformer> models;
-  for (const auto& v : variants) models.emplace_back(m, SlicePlan(m, v.mode, v.slices, v.slices, 0), 0);
+  for (const auto& v : variants) models.emplace_back(m, SlicePlan(m, v.mode, v.slices, v.slices, 0), 0, device);
+  // CUDA runs asynchronously: wait for the device before reading the clock (no-op on CPU).
+  auto sync = [&](const torch::Tensor& t) {
+    if (device.is_cuda()) (void)t.sum().item<double>();
+  };
 
   using Clock = std::chrono::steady_clock;
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up
     for (size_t i = 0; i < variants.size(); ++i) {
       const auto t0 = Clock::now();
       auto loss = models[i].loss(tokens);
+      sync(loss);
       const auto t1 = Clock::now();
       loss.backward();
+      sync(models[i].trainable().back().grad());
       const auto t2 = Clock::now();
       for (const auto& p : models[i].trainable()) p.mutable_grad() = torch::Tensor();
       if (rep < 0) continue;
@@ -72,8 +81,8 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  std::printf("model: %d layers, d=%d, %d heads, vocab %d, seq %d, batch %d; %d interleaved reps, %d threads\n", m.layers,
-              m.d_model, m.heads, m.vocab, m.seq_len, batch, reps, torch::get_num_threads());
+  std::printf("model: %d layers, d=%d, %d heads, vocab %d, seq %d, batch %d; %d interleaved reps, %d threads, device %s\n",
+              m.layers, m.d_model, m.heads, m.vocab, m.seq_len, batch, reps, torch::get_num_threads(), device.str().c_str());
   std::printf("%-24s %12s %14s %16s %14s %16s\n", "configuration", "backward s", "bwd / full", "Appendix C bwd", "step / full",
               "Appendix C step");
   const double full_bwd = median(variants[0].backward), full_step = median(variants[0].step);

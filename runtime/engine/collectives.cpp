@@ -2,6 +2,10 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef PPU_WITH_CUDA
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <cstdlib>
 
@@ -24,6 +28,15 @@ bool is_loopback(const std::string& host) {
 
 }  // namespace
 
+// Holds the NCCL group by its concrete type, like the Gloo one (a Backend in 2.x, a
+// ProcessGroup in 1.13). Empty shell without CUDA so that the header needs no #ifdef.
+class NcclGroup {
+ public:
+#ifdef PPU_WITH_CUDA
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> group;
+#endif
+};
+
 RendezvousInfo rendezvous_from_env() {
   RendezvousInfo info;
   info.rank = env_int("RANK", 0);
@@ -39,7 +52,8 @@ RendezvousInfo rendezvous_from_env() {
   return info;
 }
 
-Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds timeout) : info_(info), timeout_(timeout) {
+Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds timeout, int nccl_device)
+    : info_(info), timeout_(timeout) {
   if (info.world_size == 1) return;
   try {
     c10d::TCPStoreOptions opts;
@@ -59,6 +73,18 @@ Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds t
     else
       gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, info.rank, info.world_size, gloo);
+#ifdef PPU_WITH_CUDA
+    if (nccl_device >= 0) {
+      // Own key space in the store, so NCCL's unique-id exchange cannot meet Gloo's keys.
+      auto prefixed = c10::make_intrusive<c10d::PrefixStore>("nccl", store);
+      auto opts = c10d::ProcessGroupNCCL::Options::create();
+      opts->timeout = timeout;
+      nccl_ = std::make_unique<NcclGroup>();
+      nccl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, info.rank, info.world_size, opts);
+    }
+#else
+    (void)nccl_device;
+#endif
   } catch (const std::exception& e) {
     throw PeerError("rendezvous at " + info.master_addr + ":" + std::to_string(info.master_port) + " as rank " +
                     std::to_string(info.rank) + " of " + std::to_string(info.world_size) + " failed: " + e.what());
@@ -80,15 +106,26 @@ void Collectives::wait(const char* what, const std::function<void()>& op) {
 
 Collectives::Pending Collectives::allreduce_sum_async(torch::Tensor& tensor) {
   if (!group_) return [] {};
-  std::vector<torch::Tensor> tensors{tensor};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::SUM;
+  opts.timeout = timeout_;
   c10::intrusive_ptr<c10d::Work> work;
-  wait("all-reduce", [&] {
-    c10d::AllreduceOptions opts;
-    opts.reduceOp = c10d::ReduceOp::SUM;
-    opts.timeout = timeout_;
-    work = group_->allreduce(tensors, opts);
-  });
-  return [this, work] { wait("all-reduce", [&] { work->wait(timeout_); }); };
+#ifdef PPU_WITH_CUDA
+  if (nccl_ && tensor.is_cuda()) {
+    std::vector<torch::Tensor> tensors{tensor};
+    wait("all-reduce", [&] { work = nccl_->group->allreduce(tensors, opts); });
+    return [this, work] { wait("all-reduce", [&] { work->wait(timeout_); }); };
+  }
+#endif
+  // Gloo gets host tensors only (its CUDA paths differ between versions and builds): a CUDA
+  // tensor is reduced through a host copy and copied back when the caller waits.
+  const bool staged = !tensor.device().is_cpu();
+  std::vector<torch::Tensor> tensors{staged ? tensor.to(torch::kCPU) : tensor};
+  wait("all-reduce", [&] { work = group_->allreduce(tensors, opts); });
+  return [this, work, tensors, staged, tensor]() mutable {
+    wait("all-reduce", [&] { work->wait(timeout_); });
+    if (staged) tensor.copy_(tensors[0]);
+  };
 }
 
 std::vector<torch::Tensor> Collectives::allgather(const torch::Tensor& tensor) {

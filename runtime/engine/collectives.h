@@ -18,6 +18,10 @@ class ProcessGroupGloo;
 }
 
 namespace ppu {
+class NcclGroup;  // defined in collectives.cpp, only in CUDA builds
+}
+
+namespace ppu {
 
 class PeerError : public std::runtime_error {
  public:
@@ -36,7 +40,10 @@ RendezvousInfo rendezvous_from_env();
 
 class Collectives {
  public:
-  Collectives(const RendezvousInfo& info, std::chrono::milliseconds timeout);
+  // `nccl_device` >= 0: also form an NCCL group on that CUDA device (builds with PPU_WITH_CUDA
+  // only, one GPU per rank); CUDA tensors then go through NCCL. Otherwise CUDA tensors are
+  // copied to the host and reduced by Gloo (several ranks sharing one GPU, tests).
+  Collectives(const RendezvousInfo& info, std::chrono::milliseconds timeout, int nccl_device = -1);
   ~Collectives();
 
   int rank() const { return info_.rank; }
@@ -45,7 +52,9 @@ class Collectives {
   // Waits for a collective started by an *_async call; throws PeerError.
   using Pending = std::function<void()>;
 
-  // In-place SUM over ranks of a contiguous CPU tensor.
+  bool has_nccl() const { return nccl_ != nullptr; }
+
+  // In-place SUM over ranks of a contiguous tensor (CPU, or CUDA: see the constructor).
   void allreduce_sum(torch::Tensor& tensor) { allreduce_sum_async(tensor)(); }
   Pending allreduce_sum_async(torch::Tensor& tensor);
   // Every rank's `tensor` (same shape and dtype everywhere), in rank order.
@@ -62,6 +71,7 @@ class Collectives {
   // The Gloo group itself, not its c10d::ProcessGroup base: in LibTorch 2.x Gloo is a
   // c10d::Backend, in 1.13 a ProcessGroup; its collectives have the same signatures in both.
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  std::unique_ptr<NcclGroup> nccl_;
 };
 
 }  // namespace ppu

@@ -6,6 +6,7 @@
 #include <deque>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "core/cost_model.h"
@@ -15,6 +16,7 @@
 #include "data/token_shard.h"
 #include "engine/checkpoint_store.h"
 #include "engine/collectives.h"
+#include "engine/device_memory.h"
 #include "engine/inner_optimizer.h"
 #include "engine/outer_optimizer.h"
 #include "engine/rank_metrics.h"
@@ -51,7 +53,7 @@ torch::Tensor to_tensor(const data::TokenBatch& b) {
 std::string checksum_hex(const std::vector<torch::Tensor>& tensors) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (const auto& t : tensors) {
-    const auto c = t.contiguous();
+    const auto c = t.to(torch::kCPU).contiguous();  // no copy for CPU tensors (DDP on CUDA needs it)
     h = data::fnv1a64(c.data_ptr(), c.nbytes(), h);
   }
   char buf[17];
@@ -64,6 +66,27 @@ std::string duration(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%ldh%02ldm%02lds", s / 3600, (s / 60) % 60, s % 60);
   return buf;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// train.device: cuda means this rank's GPU, LOCAL_RANK modulo the visible devices, so that
+// several ranks may share one GPU (tests) and ppu-launch / torchrun ranks spread over a node's.
+torch::Device rank_device(const Config& c, const RunEnv& env) {
+  if (c.train.device != "cuda") return torch::kCPU;
+  const int count = static_cast<int>(torch::cuda::device_count());
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(env_int("LOCAL_RANK", env.rank) % count)};
+}
+
+// NCCL needs one GPU per rank: only when this node's ranks (LOCAL_WORLD_SIZE, as torchrun sets
+// it; else all ranks) fit on its GPUs. Otherwise deltas and gradients go through Gloo via host.
+int nccl_device(const RunEnv& env, const torch::Device& device) {
+  if (!device.is_cuda() || env.world_size == 1) return -1;
+  const int local_world = env_int("LOCAL_WORLD_SIZE", env.world_size);
+  return local_world <= static_cast<int>(torch::cuda::device_count()) ? device.index() : -1;
 }
 
 // All mutable state of one rank's run: what a checkpoint must capture.
@@ -79,13 +102,14 @@ class Run {
       : c_(c),
         env_(env),
         ddp_(c.method == Method::Ddp),
+        device_(rank_device(c, env)),
         collectives_({env.rank, env.world_size, env.master_addr, env.master_port},
-                     std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000))),
+                     std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)), nccl_device(env, device_)),
         plan_(SlicePlan::from_config(c, env.world_size, env.rank)),
         schedule_(c, c.model),
         dataset_(load_dataset(c)),
         loader_(dataset_, env.rank, env.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len),
-        model_(c.model, plan_, c.train.seed),
+        model_(c.model, plan_, c.train.seed, device_),
         inner_(c.inner, c.train.steps, model_.trainable()),
         outer_(c.outer, model_, schedule_, collectives_),
         metrics_(env.metrics_port, {{"rank", std::to_string(env.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
@@ -117,7 +141,7 @@ class Run {
  private:
   // X ~ D_k; g on I_train only (partial backward); InnerOpt on the trainable slices.
   double inner_step(int64_t t) {
-    const auto tokens = to_tensor(loader_.next());
+    const auto tokens = to_tensor(loader_.next()).to(device_);
     auto loss = model_.loss(tokens);
     loss.backward();
     grad_bytes_ = 0;
@@ -196,7 +220,7 @@ class Run {
     store_->save(
         p_.rounds,
         [&](torch::serialize::OutputArchive& a) {
-          for (size_t i = 0; i < model_.weights().size(); ++i) a.write("weight." + std::to_string(i), model_.weights()[i].detach());
+          for (size_t i = 0; i < model_.weights().size(); ++i) a.write("weight." + std::to_string(i), model_.weights()[i].detach().to(torch::kCPU));
           torch::serialize::OutputArchive inner;
           inner_.save(inner);
           a.write("inner", inner);
@@ -241,7 +265,7 @@ class Run {
     torch::NoGradGuard no_grad;
     double total = 0;
     for (int i = 0; i < c_.train.eval_batches; ++i)
-      total += model_.loss(to_tensor(dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len))).item<double>();
+      total += model_.loss(to_tensor(dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len)).to(device_)).item<double>();
     const double loss = total / c_.train.eval_batches;
     metrics_.set_eval(loss, floor_perplexity());
     return loss;
@@ -275,7 +299,8 @@ class Run {
     const double tps = elapsed > 0 ? done * c_.inner.batch_size * c_.model.seq_len / elapsed : 0;
     metrics_.set_progress(p_.step, c_.train.steps, loss, tps, p_.rounds);
     metrics_.set_state(measured_state(), full_training_state());
-    metrics_.set_memory(process_rss_bytes(), 0, 0, 0);
+    const auto cuda = cuda_memory(device_.is_cuda() ? device_.index() : -1);
+    metrics_.set_memory(process_rss_bytes(), cuda.allocated, cuda.reserved, cuda.peak);
     if (p_.step % c_.train.log_every == 0 || p_.step == c_.train.steps) {
       const double eta = done > 0 ? elapsed / done * (c_.train.steps - p_.step) : 0;
       spdlog::info("step {}/{} loss {:.4f} ppl {:.2f} lr {:.2e} tok/s {:.0f} round {} eta {}", p_.step, c_.train.steps, loss,
@@ -319,6 +344,12 @@ class Run {
                         {"seconds", seconds},
                         {"step_seconds", step_seconds}};
     if (floor_perplexity() > 0) j["eval_perplexity_floor"] = floor_perplexity();
+    if (device_.is_cuda()) {
+      // Only on CUDA, so CPU summaries keep their keys; peak is since the process started.
+      const auto m = cuda_memory(device_.index());
+      j["device"] = device_.str();
+      j["cuda_memory_bytes"] = {{"allocated", m.allocated}, {"reserved", m.reserved}, {"peak", m.peak}};
+    }
     if (env_.final_params) {
       env_.final_params->clear();
       for (const auto& g : global) {
@@ -332,6 +363,7 @@ class Run {
   const Config& c_;
   RunEnv env_;
   bool ddp_;
+  torch::Device device_;
   Collectives collectives_;
   SlicePlan plan_;
   StreamingSchedule schedule_;
@@ -358,8 +390,9 @@ class Run {
 nlohmann::json train(const Config& config, const RunEnv& env) {
   // A single process runs solo as one rank of the config's K (see SlicePlan::from_config).
   validate_config(config, env.world_size == 1 ? config.ranks : env.world_size);
-  if (config.train.device != "cpu")
-    throw ConfigError("config key 'train.device' is '" + config.train.device + "': this build runs on cpu only");
+  if (config.train.device == "cuda" && !torch::cuda::is_available())
+    throw ConfigError("config key 'train.device' is 'cuda' but this build or machine has no CUDA device "
+                      "(torch::cuda::is_available() is false)");
   if (config.train.dtype != "fp32")
     throw ConfigError("config key 'train.dtype' is '" + config.train.dtype + "': this build trains in fp32 only");
   Run run(config, env);

@@ -1,6 +1,9 @@
 #include "engine/transformer.h"
 
+#include <torch/version.h>
+
 #include <cmath>
+#include <limits>
 
 namespace ppu {
 
@@ -36,6 +39,15 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
   auto full_angles = torch::cat({angles, angles}, 1);          // [S, hd]
   rope_cos_ = full_angles.cos().to(torch::kFloat32).to(device);
   rope_sin_ = full_angles.sin().to(torch::kFloat32).to(device);
+  fused_attention_ = device.is_cuda();
+}
+
+bool Transformer::fused_attention() const {
+#if TORCH_VERSION_MAJOR >= 2
+  return fused_attention_;
+#else
+  return false;  // LibTorch 1.x has no scaled_dot_product_attention
+#endif
 }
 
 torch::Tensor Transformer::rotate(const torch::Tensor& x) const {
@@ -52,6 +64,13 @@ torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
   auto q = rotate(split(partial_linear(x, s(l, kWq))));
   auto k = rotate(split(partial_linear(x, s(l, kWk))));
   auto v = split(partial_linear(x, s(l, kWv)));
+#if TORCH_VERSION_MAJOR >= 2
+  if (fused_attention_) {
+    // Flash / memory-efficient kernels on CUDA: the [S, S] scores are never materialised.
+    auto out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true).transpose(1, 2).reshape({B, S, h * hd});
+    return torch::matmul(out, w(l, kWo).t());
+  }
+#endif
   auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
   auto causal = torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
   auto probs = torch::softmax(scores.masked_fill(causal, -std::numeric_limits<float>::infinity()), -1);

@@ -28,6 +28,12 @@ class Transformer {
   // Full activation recomputation: each block keeps only its input during the forward and
   // runs again inside the backward (per-block checkpointing, §3.1). Same gradients, less memory.
   void set_recompute(bool on) { recompute_ = on; }
+  // Fused attention (at::scaled_dot_product_attention, LibTorch >= 2) instead of the explicit
+  // matmul/softmax. Default: on for CUDA models where LibTorch has SDPA; off on CPU, so that CPU
+  // runs stay bit-identical across LibTorch versions and MatmulFlopCounter sees every matmul.
+  // Ignored (explicit path) on LibTorch 1.x.
+  void set_fused_attention(bool on) { fused_attention_ = on; }
+  bool fused_attention() const;
   // One pre-norm block: x + attn(ln1(x)), then + mlp(ln2(.)).
   torch::Tensor block(const torch::Tensor& x, int layer) const;
 
@@ -58,6 +64,7 @@ class Transformer {
   std::vector<torch::Tensor> trainable_;
   torch::Tensor rope_cos_, rope_sin_;  // [S, head_dim]
   bool recompute_ = false;
+  bool fused_attention_ = false;
 };
 
 }  // namespace ppu
