@@ -15,7 +15,7 @@ pkgs=(
   libyaml-cpp-dev libyaml-cpp0.7
   libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
   prometheus-cpp-dev libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libprometheus-cpp-push1.0
-  libcivetweb-dev libcivetweb1 libcurl4-openssl-dev libcurl4 zlib1g-dev libbrotli-dev libbrotli1 libssl-dev
+  civetweb libcivetweb-dev libcivetweb1 libcurl4-openssl-dev libcurl4 zlib1g-dev libbrotli-dev libbrotli1 libssl-dev
   libsentencepiece-dev libsentencepiece0
   nlohmann-json3-dev libcli11-dev
   libcpp-httplib-dev libcpp-httplib0.11

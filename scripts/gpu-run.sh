@@ -25,12 +25,17 @@ export PKG_CONFIG_LIBDIR=$PKG_CONFIG_PATH
 
 # 2. LibTorch: the one inside the installed PyTorch (CUDA, NCCL, C++11 ABI since 2.7).
 torch_cmake=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+# libtorch_cuda.so needs cuDNN, NCCL, cuBLAS... from the nvidia-* wheels beside torch: the linker
+# (-rpath-link) and the loader must find them.
+nv_libs=$(python3 -c 'import glob, os, torch; sp = os.path.dirname(os.path.dirname(torch.__file__)); print(":".join(sorted(glob.glob(sp + "/nvidia/*/lib") + glob.glob(sp + "/nvidia/*/*/lib"))))')
+export LD_LIBRARY_PATH=$nv_libs:$LD_LIBRARY_PATH
 log "torch $(python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch._C._GLIBCXX_USE_CXX11_ABI)')"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$out/summary.txt"
 
 # 3. Configure and build (the operator needs Go tools: not here).
 cmake -S . -B "$build" -G Ninja -DPPU_BUILD_OPERATOR=OFF -DPPU_WITH_CUDA=ON \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$arch_lib/cmake;$torch_cmake" -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$nv_libs:$arch_lib" \
   >"$out/configure.log" 2>&1 || { log "configure FAILED"; tail -40 "$out/configure.log"; exit 1; }
 ninja -C "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { log "build FAILED"; grep -m20 -A5 "error" "$out/build.log"; exit 1; }
 log "build ok"
@@ -45,8 +50,13 @@ log "ctest Distributed|runtime_process: rc=$? ($(grep -E 'tests passed|tests fai
 "$build"/runtime/engine/ppu-train --config configs/tiny.yaml --set train.device=cuda --set train.steps=20 \
   --summary "$out/train-cuda-summary.json" >"$out/train-cuda.log" 2>&1
 log "ppu-train cuda: rc=$?"
-"$build"/bench/partial_backward_bench --device cuda --layers 24 --d-model 2048 --heads 16 --vocab 32000 \
+# The bench holds all six variants at once: a 350 M model first (fits easily), then the 1.3 B
+# shape at batch 2 (~50 GB in fp32 by estimate; may not fit an 80 GB H100: rc says).
+"$build"/bench/partial_backward_bench --device cuda --layers 24 --d-model 1024 --heads 16 --vocab 32000 \
   --seq-len 1024 --batch 4 --reps 7 >"$out/bench-cuda.txt" 2>&1
-log "partial_backward_bench cuda: rc=$?"
+log "partial_backward_bench cuda 350M: rc=$?"
+"$build"/bench/partial_backward_bench --device cuda --layers 24 --d-model 2048 --heads 16 --vocab 32000 \
+  --seq-len 1024 --batch 2 --reps 5 >>"$out/bench-cuda.txt" 2>&1
+log "partial_backward_bench cuda 1.3B: rc=$?"
 cat "$out/bench-cuda.txt"
 cat "$out/summary.txt"

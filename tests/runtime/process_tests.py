@@ -14,6 +14,7 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -130,6 +131,9 @@ def case_bad_config():
         (["--set", "data.source=shards"], {}, "data.path"),
         (["--set", "train.steps=abc"], {}, "'train.steps'"),
     ]
+    # Without a GPU (CPU LibTorch, or no driver) train.device=cuda must be refused by name.
+    if shutil.which("nvidia-smi") is None:
+        checks.append((["--set", "train.device=cuda"], {}, "'train.device'"))
     for args, env, needle in checks:
         start = time.time()
         r = subprocess.run([TRAIN, "--config", TINY, *args], env=dict(os.environ, **env), capture_output=True,
