@@ -13,15 +13,6 @@ namespace ppu {
 
 namespace {
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  const long parsed = std::strtol(v, &end, 10);
-  if (*end != '\0') throw std::invalid_argument(std::string("environment variable ") + name + "='" + v + "' is not an integer");
-  return static_cast<int>(parsed);
-}
-
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
@@ -36,6 +27,15 @@ class NcclGroup {
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> group;
 #endif
 };
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long parsed = std::strtol(v, &end, 10);
+  if (*end != '\0') throw std::invalid_argument(std::string("environment variable ") + name + "='" + v + "' is not an integer");
+  return static_cast<int>(parsed);
+}
 
 RendezvousInfo rendezvous_from_env() {
   RendezvousInfo info;

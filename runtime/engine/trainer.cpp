@@ -6,7 +6,6 @@
 #include <deque>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 
 #include "core/cost_model.h"
@@ -66,11 +65,6 @@ std::string duration(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%ldh%02ldm%02lds", s / 3600, (s / 60) % 60, s % 60);
   return buf;
-}
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
 }
 
 // train.device: cuda means this rank's GPU, LOCAL_RANK modulo the visible devices, so that
@@ -285,8 +279,9 @@ class Run {
     return s;
   }
 
-  StateBytes full_training_state() const {
-    StateBytes s = measured_state();
+  // The same state if every parameter were trainable, from the measured one.
+  StateBytes full_training_state(const StateBytes& measured) const {
+    StateBytes s = measured;
     const double total = plan_.total_parameters() * 4.0, trainable = plan_.trainable_parameters() * 4.0;
     s.gradients = grad_bytes_ > 0 ? total : 0;
     s.inner_optimizer = trainable > 0 ? s.inner_optimizer * total / trainable : 0;
@@ -298,7 +293,8 @@ class Run {
     const double done = static_cast<double>(p_.step - first);
     const double tps = elapsed > 0 ? done * c_.inner.batch_size * c_.model.seq_len / elapsed : 0;
     metrics_.set_progress(p_.step, c_.train.steps, loss, tps, p_.rounds);
-    metrics_.set_state(measured_state(), full_training_state());
+    const StateBytes state = measured_state();
+    metrics_.set_state(state, full_training_state(state));
     const auto cuda = cuda_memory(device_.is_cuda() ? device_.index() : -1);
     metrics_.set_memory(process_rss_bytes(), cuda.allocated, cuda.reserved, cuda.peak);
     if (p_.step % c_.train.log_every == 0 || p_.step == c_.train.steps) {
@@ -314,7 +310,7 @@ class Run {
   }
 
   nlohmann::json summary(double loss, double eval, double seconds, double step_seconds) {
-    const StateBytes s = measured_state(), full = full_training_state();
+    const StateBytes s = measured_state(), full = full_training_state(s);
     auto bytes = [](const StateBytes& b) {
       return nlohmann::json{{"weights", b.weights}, {"gradients", b.gradients}, {"inner_optimizer", b.inner_optimizer},
                             {"outer_optimizer", b.outer_optimizer}, {"offloaded", b.offloaded}, {"total", b.total()}};
