@@ -6,7 +6,7 @@
 # Usage: scripts/build-helm.sh [--print-path] [--force]
 #   PPU_HELM_VERSION  helm version (default below)
 #   PPU_TOOLS_DIR     cache root (default: $HOME/.cache/ppu-tools); binary at <root>/helm-<version>/helm
-#   GO                go binary (default: go on PATH, else /usr/local/go/bin/go)
+#   GO                go binary to prefer (scripts/go-toolchain.sh installs one if none is new enough)
 # Prints the path of the helm binary on its last line.
 set -euo pipefail
 
@@ -26,7 +26,7 @@ for a in "$@"; do
 done
 if [[ $PRINT_ONLY == 1 ]]; then echo "$BIN"; exit 0; fi
 
-GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
+GO="$("$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh" | tail -1)"
 [[ -x "$GO" ]] || { echo "build-helm: no Go toolchain (set GO=/path/to/go)" >&2; exit 1; }
 
 mkdir -p "$OUT"
@@ -50,7 +50,6 @@ if [[ $FORCE == 1 || ! -x "$BIN" ]]; then
   tmp="$(mktemp -d "$OUT/gobin.XXXXXX")"
   # GOFLAGS=-mod=mod: ignore a go.work/vendor of the caller; CGO off: a static test binary.
   GOBIN="$tmp" GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 \
-    GOPROXY="${GOPROXY:-https://proxy.golang.org}" \
     nice "$GO" install -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$VERSION$KFLAGS" \
       "helm.sh/helm/v3/cmd/helm@$VERSION"
   mv "$tmp/helm" "$BIN"

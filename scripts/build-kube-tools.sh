@@ -5,7 +5,7 @@
 #
 # Usage: scripts/build-kube-tools.sh [--print-dir] [--force]
 #   PPU_TOOLS_DIR   where binaries go (default: $HOME/.cache/ppu-kube-tools/<version>)
-#   GO              go binary (default: go on PATH, else /usr/local/go/bin/go)
+#   GO              go binary to prefer (scripts/go-toolchain.sh installs one if none is new enough)
 # Prints the directory that holds kube-apiserver, kubectl and etcd on its last line.
 set -euo pipefail
 
@@ -26,7 +26,7 @@ for a in "$@"; do
 done
 if [[ $PRINT_ONLY == 1 ]]; then echo "$OUT"; exit 0; fi
 
-GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
+GO="$("$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh" | tail -1)"
 [[ -x "$GO" ]] || { echo "build-kube-tools: no Go toolchain (set GO=/path/to/go)" >&2; exit 1; }
 
 mkdir -p "$OUT"
@@ -42,7 +42,6 @@ LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$VERSION \
  -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
-export GOPROXY="${GOPROXY:-https://proxy.golang.org}"
 cd "$MODDIR"
 for tool in kube-apiserver kubectl; do
   if [[ $FORCE == 0 && -x "$OUT/$tool" ]]; then continue; fi
