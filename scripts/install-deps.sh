@@ -7,7 +7,7 @@ PKGS=(
   libtorch-dev libopenblas0-openmp libopenblas-dev
   prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libsentencepiece-dev sentencepiece nlohmann-json3-dev libcurl4-openssl-dev libssl-dev
-  libgtest-dev libgmock-dev libcli11-dev libgloo-dev libcpp-httplib-dev libcivetweb-dev
+  libgtest-dev libgmock-dev libcli11-dev libgloo-dev libcpp-httplib-dev libcivetweb-dev libjemalloc-dev
 )
 if [[ "${1:-}" == "--test" ]]; then PKGS+=(etcd-server prometheus openssl python3); fi
 missing=()

@@ -25,7 +25,21 @@ void check_shape(const char* who, int batch, int seq_len) {
 }  // namespace
 
 TokenDataset TokenDataset::load(const std::string& dir) {
+  // Every way a dataset can be unusable is a ShardError (ppu-train exit code 4: the operator
+  // fails the job at once instead of gang-restarting a run that can never start).
+  try {
+    return load_checked(dir);
+  } catch (const ShardError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ShardError("dataset '" + dir + "': " + e.what());
+  }
+}
+
+TokenDataset TokenDataset::load_checked(const std::string& dir) {
   namespace fs = std::filesystem;
+  if (dir.empty()) throw ShardError("dataset path is empty (set data.path)");
+  if (!fs::is_directory(dir)) throw ShardError("dataset '" + dir + "': no such directory");
   const DatasetMeta meta = read_dataset_meta(dir);
   TokenShard train = read_token_shard((fs::path(dir) / kTrainShardName).string());
   TokenShard val = read_token_shard((fs::path(dir) / kValShardName).string());

@@ -40,8 +40,8 @@ struct TokenDataset {
   std::optional<double> entropy_rate_nats;  // exact floor for synthetic data
   std::string source;                       // "synthetic" | "text"
 
-  // Reads DIR/meta.json, DIR/train.bin, DIR/val.bin and checks they agree. Throws
-  // std::runtime_error (ShardError for shard faults) naming the file.
+  // Reads DIR/meta.json, DIR/train.bin, DIR/val.bin and checks they agree. Throws ShardError
+  // naming the directory or file for every fault (missing, unreadable, malformed, inconsistent).
   static TokenDataset load(const std::string& dir);
   // Train is stream 0 and val stream 1 of the same process.
   static TokenDataset synthetic(const SyntheticDatasetOptions& options);
@@ -51,6 +51,9 @@ struct TokenDataset {
   // Rows are windows (i * batch + b) mod eval_windows(seq_len), each starting at a multiple
   // of seq_len + 1. Throws std::invalid_argument if the val split is shorter than one window.
   TokenBatch eval_batch(uint64_t i, int batch, int seq_len) const;
+
+ private:
+  static TokenDataset load_checked(const std::string& dir);
 };
 
 class RankLoader {

@@ -7,6 +7,12 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+std::vector<int64_t> output_sizes(const torch::Tensor& x, const torch::Tensor& w) {
+  auto sizes = x.sizes().vec();
+  sizes.back() = w.size(0);
+  return sizes;
+}
+
 struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFunction> {
   // `trainable` is an input only so that autograd routes its gradient here; the forward
   // reads the same storage through `full`.
@@ -17,7 +23,7 @@ struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFun
     ctx->saved_data["dim"] = dim;
     ctx->saved_data["begin"] = begin;
     ctx->saved_data["end"] = end;
-    return torch::matmul(x, full.t());
+    return x.reshape({-1, x.size(-1)}).mm(full.t()).view(output_sizes(x, full));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -28,13 +34,18 @@ struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFun
     const int64_t end = ctx->saved_data["end"].toInt();
     const auto gy = grad_outputs[0];
 
+    // Every product below is a plain 2-D mm on contiguous operands (transposes are BLAS flags):
+    // a strided gradient sent through matmul's batched path runs several times slower on CPU.
+    const auto x2 = x.reshape({-1, x.size(-1)});
+    const auto g2 = gy.contiguous().view({-1, gy.size(-1)});
     torch::Tensor gx;
-    if (ctx->needs_input_grad(0)) gx = torch::matmul(gy, full);
+    if (ctx->needs_input_grad(0)) {
+      auto sizes = x.sizes().vec();
+      gx = g2.mm(full).view(sizes);
+    }
 
     torch::Tensor gw;
     if (ctx->needs_input_grad(1)) {
-      const auto x2 = x.reshape({-1, x.size(-1)});
-      const auto g2 = gy.reshape({-1, gy.size(-1)});
       if (dim == 0) {
         gw = g2.narrow(1, begin, end - begin).t().mm(x2);  // rows of W: [n, in]
       } else {

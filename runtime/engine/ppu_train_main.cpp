@@ -7,7 +7,6 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
-#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -15,6 +14,7 @@
 #include "core/config.h"
 #include "data/token_shard.h"
 #include "engine/collectives.h"
+#include "engine/compute_threads.h"
 #include "engine/trainer.h"
 
 namespace {
@@ -31,14 +31,6 @@ void write_termination_message(const std::string& message) {
   if (!std::filesystem::exists(path)) return;
   std::ofstream out(path);
   if (out) out << message << "\n";
-}
-
-// LibTorch's intra-op pool and OpenBLAS's own OpenMP pool are sized separately; results are
-// bit-reproducible only when both have the configured size, whatever OMP_NUM_THREADS says.
-void set_compute_threads(int threads) {
-  torch::set_num_threads(threads);
-  using SetThreads = void (*)(int);
-  if (auto set_blas = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set_blas(threads);
 }
 
 int fail(int code, const std::string& message) {
@@ -77,7 +69,8 @@ int main(int argc, char** argv) {
     env.run_id = env_or("PPU_RUN_ID", "local");
     env.checkpoint_dir = env_or("PPU_CHECKPOINT_DIR", config.checkpoint.dir);
     env.metrics_port = std::atoi(env_or("PPU_METRICS_PORT", std::to_string(config.metrics.port)).c_str());
-    if (config.train.threads > 0) set_compute_threads(config.train.threads);
+    if (config.train.threads > 0) ppu::configure_compute_threads(config.train.threads);
+    const auto blas = ppu::loaded_blas();
     if (!summary_path.empty()) {  // fail now, not after hours of training
       std::ofstream probe(summary_path, std::ios::app);
       if (!probe) throw ppu::ConfigError("--summary: cannot write '" + summary_path + "'");
@@ -85,7 +78,11 @@ int main(int argc, char** argv) {
     spdlog::info("rank {} of {}: method {}, slicing {} N={}, model {} layers d={} heads={}", env.rank, env.world_size,
                  ppu::method_name(config.method), ppu::slice_mode_name(config.slicing.mode), config.effective_slices(),
                  config.model.layers, config.model.d_model, config.model.heads);
-    const auto summary = ppu::train(config, env);
+    spdlog::info("BLAS: {} ({} variant, {} threads), {} intra-op threads", blas.library.empty() ? "none" : blas.library,
+                 blas.variant, blas.threads, torch::get_num_threads());
+    auto summary = ppu::train(config, env);
+    summary["blas"] = {{"library", blas.library}, {"variant", blas.variant}, {"threads", blas.threads},
+                       {"intra_op_threads", torch::get_num_threads()}};
     spdlog::info("done: eval loss {:.4f} ppl {:.3f}, FLOPs saved {:.1f}%, state {:.1f} MB (full training {:.1f} MB), checksum {}",
                  summary["eval_loss"].get<double>(), summary["eval_perplexity"].get<double>(),
                  100 * summary["flops_saved_fraction"].get<double>(), summary["state_bytes"]["total"].get<double>() / 1e6,

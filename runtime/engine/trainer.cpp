@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <cmath>
@@ -118,7 +119,9 @@ class Run {
     const int64_t first = p_.step;
     double loss = 0;
     for (int64_t t = p_.step; t < c_.train.steps; ++t) {
+      const auto step_start = Clock::now();
       loss = inner_step(t);                                 // lines 7–10
+      step_seconds_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
       p_.step = t + 1;
       if (!ddp_) {
         finish_due_syncs();
@@ -265,6 +268,16 @@ class Run {
     return loss;
   }
 
+  // Median wall time of one inner step (lines 7–10: batch, forward, backward, optimiser) after
+  // this process's first two steps; outer syncs, evaluation and logging are not in it. Benches
+  // compare it with other implementations of the same step.
+  double steady_inner_step_seconds() const {
+    if (step_seconds_.size() < 3) return 0;
+    std::vector<double> steady(step_seconds_.begin() + 2, step_seconds_.end());
+    std::nth_element(steady.begin(), steady.begin() + steady.size() / 2, steady.end());
+    return steady[steady.size() / 2];
+  }
+
   double floor_perplexity() const { return dataset_.entropy_rate_nats ? std::exp(*dataset_.entropy_rate_nats) : 0; }
 
   StateBytes measured_state() const {
@@ -338,7 +351,8 @@ class Run {
                         {"sync_seconds", p_.sync_seconds},
                         {"param_checksum", checksum_hex(global)},
                         {"seconds", seconds},
-                        {"step_seconds", step_seconds}};
+                        {"step_seconds", step_seconds},
+                        {"inner_step_seconds_median", steady_inner_step_seconds()}};
     if (floor_perplexity() > 0) j["eval_perplexity_floor"] = floor_perplexity();
     if (device_.is_cuda()) {
       // Only on CUDA, so CPU summaries keep their keys; peak is since the process started.
@@ -379,6 +393,7 @@ class Run {
   Progress p_;
   double lr_ = 0;
   int64_t grad_bytes_ = 0;
+  std::vector<double> step_seconds_;
 };
 
 }  // namespace

@@ -39,6 +39,13 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
   auto full_angles = torch::cat({angles, angles}, 1);          // [S, hd]
   rope_cos_ = full_angles.cos().to(torch::kFloat32).to(device);
   rope_sin_ = full_angles.sin().to(torch::kFloat32).to(device);
+  // Queries take the 1/sqrt(hd) of the scores through their rotation tables: [S, hd] multiplies
+  // that are done anyway, instead of a pass over every [B, h, S, S] score.
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  rope_cos_q_ = (full_angles.cos() * scale).to(torch::kFloat32).to(device);
+  rope_sin_q_ = (full_angles.sin() * scale).to(torch::kFloat32).to(device);
+  // Additive causal mask, added by the scores' GEMM itself (baddbmm with beta = 1).
+  causal_bias_ = torch::full({spec.seq_len, spec.seq_len}, -std::numeric_limits<float>::infinity()).triu(1).to(device);
   fused_attention_ = device.is_cuda();
 }
 
@@ -50,31 +57,36 @@ bool Transformer::fused_attention() const {
 #endif
 }
 
-torch::Tensor Transformer::rotate(const torch::Tensor& x) const {
+torch::Tensor Transformer::rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const {
   // x: [B, h, S, hd]
   const int64_t S = x.size(2), half = x.size(3) / 2;
   auto x1 = x.narrow(3, 0, half), x2 = x.narrow(3, half, half);
   auto rotated = torch::cat({-x2, x1}, 3);
-  return x * rope_cos_.narrow(0, 0, S) + rotated * rope_sin_.narrow(0, 0, S);
+  return x * cos.narrow(0, 0, S) + rotated * sin.narrow(0, 0, S);
 }
 
 torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
   const int64_t B = x.size(0), S = x.size(1), h = spec_.heads, hd = spec_.head_dim();
-  auto split = [&](const torch::Tensor& t) { return t.view({B, S, h, hd}).transpose(1, 2); };
-  auto q = rotate(split(partial_linear(x, s(l, kWq))));
-  auto k = rotate(split(partial_linear(x, s(l, kWk))));
+  // Heads-major and contiguous, [B, h, S, hd]: the batched matmuls below then run on B*h
+  // contiguous matrices (no hidden copies in matmul's reshape, forward or backward).
+  auto split = [&](const torch::Tensor& t) { return t.view({B, S, h, hd}).transpose(1, 2).contiguous(); };
+  // The explicit path's queries carry 1/sqrt(hd); SDPA applies it itself.
+  const bool fused = fused_attention();
+  auto q = rotate(split(partial_linear(x, s(l, kWq))), fused ? rope_cos_ : rope_cos_q_, fused ? rope_sin_ : rope_sin_q_);
+  auto k = rotate(split(partial_linear(x, s(l, kWk))), rope_cos_, rope_sin_);
   auto v = split(partial_linear(x, s(l, kWv)));
 #if TORCH_VERSION_MAJOR >= 2
-  if (fused_attention_) {
+  if (fused) {
     // Flash / memory-efficient kernels on CUDA: the [S, S] scores are never materialised.
     auto out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true).transpose(1, 2).reshape({B, S, h * hd});
     return torch::matmul(out, w(l, kWo).t());
   }
 #endif
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
-  auto causal = torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
-  auto probs = torch::softmax(scores.masked_fill(causal, -std::numeric_limits<float>::infinity()), -1);
-  auto out = torch::matmul(probs, v).transpose(1, 2).reshape({B, S, h * hd});
+  // scores = causal_bias + q k^T in one GEMM per head, then softmax; [B*h, S, S].
+  auto scores = torch::baddbmm(causal_bias_.narrow(0, 0, S).narrow(1, 0, S), q.view({B * h, S, hd}),
+                               k.view({B * h, S, hd}).transpose(1, 2));
+  auto probs = torch::softmax(scores, -1);
+  auto out = torch::bmm(probs, v.view({B * h, S, hd})).view({B, h, S, hd}).transpose(1, 2).reshape({B, S, h * hd});
   return torch::matmul(out, w(l, kWo).t());
 }
 

@@ -48,7 +48,7 @@ class Transformer {
  private:
   torch::Tensor attention(const torch::Tensor& x, int layer) const;
   torch::Tensor mlp(const torch::Tensor& x, int layer) const;
-  torch::Tensor rotate(const torch::Tensor& x) const;
+  torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
   const torch::Tensor& w(int layer, int offset) const { return weights_[1 + layer * kPerBlock + offset]; }
   const WeightSlice& s(int layer, int offset) const { return slices_[1 + layer * kPerBlock + offset]; }
 
@@ -62,7 +62,9 @@ class Transformer {
   std::vector<torch::Tensor> weights_;
   std::vector<WeightSlice> slices_;
   std::vector<torch::Tensor> trainable_;
-  torch::Tensor rope_cos_, rope_sin_;  // [S, head_dim]
+  torch::Tensor rope_cos_, rope_sin_;      // [S, head_dim]
+  torch::Tensor rope_cos_q_, rope_sin_q_;  // the same times 1/sqrt(head_dim), for queries
+  torch::Tensor causal_bias_;              // [S, S]: 0 on and below the diagonal, -inf above
   bool recompute_ = false;
   bool fused_attention_ = false;
 };

@@ -10,6 +10,7 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
        launch-fail ppu-launch stops every rank when one fails and returns its exit code
        equivalence ppu-launch runs of PPU (N=1) and Streaming DiLoCo agree bit for bit
        metrics     a live /metrics scrape passes promtool check metrics
+       data-error  a missing or corrupt dataset exits 4 (never retried) naming the path
 """
 import json
 import os
@@ -199,6 +200,23 @@ def case_metrics():
     print(f"scraped {len(text.splitlines())} lines; promtool check metrics passed")
 
 
-{"metrics": case_metrics, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
+def case_data_error():
+    # Exit code 4 (docs/METRICS.md): the operator fails the job at once instead of restarting it.
+    work = tempfile.mkdtemp(prefix="ppu-data-error-")
+    corrupt = os.path.join(work, "corrupt")
+    os.makedirs(corrupt)
+    with open(os.path.join(corrupt, "meta.json"), "w") as f:
+        f.write("{ not json")
+    for path, needle in [(os.path.join(work, "absent"), "no such directory"), (corrupt, "meta.json")]:
+        r = subprocess.run([TRAIN, "--config", TINY, "--set", "data.source=shards", "--set", "data.path=" + path],
+                           capture_output=True, text=True, timeout=60)
+        out = r.stdout + r.stderr
+        if r.returncode != 4 or path not in out or needle not in out:
+            fail(f"data.path={path}: exit {r.returncode}, expected 4 naming the path and '{needle}':\n{out}")
+        print(f"ok data.path={path} -> exit 4: {out.strip().splitlines()[-1]}")
+    shutil.rmtree(work)
+
+
+{"metrics": case_metrics, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
  "launch-fail": case_launch_fail, "equivalence": case_equivalence}[CASE]()
 print("PASS", CASE)

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""ppu-train's inner step against a plain PyTorch implementation of the same step, side by side.
+
+usage: bench/pytorch_peer/run.py BUILD_DIR [--reps 3] [--steps 10] [--threads 2] [--rows small,mlp-heavy]
+                                 [--json OUT]
+
+In one invocation, for each row (shape x slicing) and each repetition, interleaved:
+  - ppu-train runs solo as rank 0 of K = 4 (method ppu; slicing none = full training), no
+    evaluation during training, no outer sync inside the measured steps; its summary reports
+    the median inner step (batch, forward, backward, clipping, AdamW);
+  - reference_step.py (Debian's python3-torch, the same LibTorch 1.13, forced onto the same
+    OpenMP OpenBLAS through LD_LIBRARY_PATH, same threads) runs the same step the same number
+    of times and reports its median.
+Then gemm_peak measures this machine's fp32 GEMM peak with the same BLAS and threads, and
+ppu-plan gives each configuration's exact matmul FLOPs per step, so each median becomes a
+model-FLOPs utilisation (MFU). Prints a table: seconds per step, tokens/s ratio C++/Python, MFU.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+
+# name -> model keys; batch is inner.batch_size
+SHAPES = {
+    "small": {"model.preset": "small", "model.layers": 6, "model.d_model": 384, "model.heads": 8, "model.vocab": 4096,
+              "model.seq_len": 256, "inner.batch_size": 8},
+    "mlp-heavy": {"model.preset": "", "model.layers": 4, "model.d_model": 768, "model.heads": 12, "model.vocab": 1024,
+                  "model.seq_len": 128, "inner.batch_size": 8},
+}
+SLICINGS = {"full": ("none", 1), "1/4 MLPs + heads": ("mlp+heads", 4)}
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    return r.stdout
+
+
+def sets(shape, mode, slices, steps, threads):
+    kv = dict(SHAPES[shape])
+    kv.update({"method": "ppu", "ranks": 4, "slicing.mode": mode, "slicing.slices": slices, "train.steps": steps,
+               "train.threads": threads, "train.eval_every": 0, "train.eval_batches": 1, "train.log_every": 1000,
+               "outer.sync_every": steps, "inner.warmup_steps": 1})
+    out = []
+    for k, v in kv.items():
+        if k == "model.preset" and v == "":
+            continue
+        out += ["--set", f"{k}={v}"]
+    return out
+
+
+def ours(build, shape, mode, slices, steps, threads):
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "summary.json")
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+        run([os.path.join(build, "runtime/engine/ppu-train"), "--config", os.path.join(SRC, "configs/tiny.yaml"),
+             *sets(shape, mode, slices, steps + 2, threads), "--summary", path], env=env)
+        s = json.load(open(path))
+        return s["inner_step_seconds_median"], s["blas"]["library"]
+
+
+def reference(shape, mode, slices, steps, threads):
+    m = SHAPES[shape]
+    env = dict(os.environ, LD_LIBRARY_PATH=OPENBLAS_OPENMP, OMP_NUM_THREADS=str(threads))
+    out = run(["/usr/bin/python3", os.path.join(HERE, "reference_step.py"), "--layers", str(m["model.layers"]),
+               "--d-model", str(m["model.d_model"]), "--heads", str(m["model.heads"]), "--vocab", str(m["model.vocab"]),
+               "--seq-len", str(m["model.seq_len"]), "--batch", str(m["inner.batch_size"]), "--slices", str(slices),
+               "--mode", mode, "--steps", str(steps), "--warmup", "2", "--threads", str(threads)], env=env)
+    r = json.loads(out.strip().splitlines()[-1])
+    return r["median_step_seconds"], r["blas"]
+
+
+def plan_flops(build, shape, mode, slices):
+    out = run([os.path.join(build, "runtime/core/ppu-plan"), "--config", os.path.join(SRC, "configs/tiny.yaml"),
+               *sets(shape, mode, slices, 10, 1), "--json"])
+    f = json.loads(out)["flops_per_step"]
+    return f["forward"] + f["backward"]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("build")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rows", default="small,mlp-heavy")
+    p.add_argument("--json", default="")
+    a = p.parse_args()
+    build = os.path.abspath(a.build)
+    rows = [(shape, name) for shape in a.rows.split(",") for name in SLICINGS]
+    times = {(r, who): [] for r in rows for who in ("ours", "ref")}
+    blas = {}
+    for rep in range(a.reps):
+        for shape, name in rows:
+            mode, slices = SLICINGS[name]
+            t, blas["ours"] = ours(build, shape, mode, slices, a.steps, a.threads)
+            times[((shape, name), "ours")].append(t)
+            t, blas["ref"] = reference(shape, mode, slices, a.steps, a.threads)
+            times[((shape, name), "ref")].append(t)
+            print(f"rep {rep + 1}/{a.reps} {shape:>9} {name:<17} ours {times[((shape, name), 'ours')][-1]:.4f} s  "
+                  f"reference {t:.4f} s", file=sys.stderr, flush=True)
+    peak = json.loads(run([os.path.join(build, "bench/gemm_peak"), "--threads", str(a.threads)]))
+    print(f"BLAS: ppu-train {blas['ours']}, reference {blas['ref']}; {a.threads} threads; "
+          f"fp32 GEMM peak {peak['gflops']:.1f} GFLOP/s ({peak['per_size']})")
+    print(f"{'shape':<10} {'slicing':<18} {'ours s/step':>11} {'ref s/step':>10} {'C++/Py tok/s':>12} "
+          f"{'MFU ours':>8} {'MFU ref':>8}")
+    results = []
+    for shape, name in rows:
+        mode, slices = SLICINGS[name]
+        o = statistics.median(times[((shape, name), "ours")])
+        r = statistics.median(times[((shape, name), "ref")])
+        flops = plan_flops(build, shape, mode, slices)
+        mfu_o, mfu_r = flops / o / 1e9 / peak["gflops"], flops / r / 1e9 / peak["gflops"]
+        print(f"{shape:<10} {name:<18} {o:>11.4f} {r:>10.4f} {r / o:>12.3f} {100 * mfu_o:>7.1f}% {100 * mfu_r:>7.1f}%")
+        results.append({"shape": shape, "slicing": name, "ours_s": o, "ref_s": r, "speedup": r / o,
+                        "matmul_flops": flops, "mfu_ours": mfu_o, "mfu_ref": mfu_r})
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"peak": peak, "rows": results, "blas": blas}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+#include "engine/compute_threads.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace ppu {
+
+namespace {
+
+using GetThreads = int (*)();
+using SetThreads = void (*)(int);
+
+int collect_blas(struct dl_phdr_info* info, size_t, void* data) {
+  auto* found = static_cast<std::string*>(data);
+  const std::string name = info->dlpi_name ? info->dlpi_name : "";
+  const auto base = std::filesystem::path(name).filename().string();
+  // libblas.so.3 is what LibTorch links; libopenblas.so.0 is what it forwards to.
+  if (found->empty() && (base.rfind("libblas.so", 0) == 0 || base.rfind("libopenblas", 0) == 0)) *found = name;
+  return 0;
+}
+
+}  // namespace
+
+void configure_compute_threads(int threads) {
+  torch::set_num_threads(threads);
+  if (auto set_blas = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set_blas(threads);
+}
+
+BlasInfo loaded_blas() {
+  BlasInfo info;
+  std::string path;
+  dl_iterate_phdr(collect_blas, &path);
+  if (!path.empty()) {
+    std::error_code ec;
+    const auto resolved = std::filesystem::canonical(path, ec);
+    info.library = ec ? path : resolved.string();
+  }
+  info.variant = "unknown";
+  for (const char* v : {"openmp", "pthread", "serial"})
+    if (info.library.find(std::string("openblas-") + v) != std::string::npos) info.variant = v;
+  if (auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))) info.threads = get();
+  return info;
+}
+
+}  // namespace ppu

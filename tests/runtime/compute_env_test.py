@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""ppu-train runs on the OpenMP OpenBLAS, sized by train.threads, whatever the machine selects.
+
+usage: compute_env_test.py BIN_DIR SOURCE_DIR
+
+Runs a few steps of configs/tiny.yaml with train.threads = 1 and 2 and reads the summary's
+"blas" block (what the process actually mapped, from dl_iterate_phdr, and what OpenBLAS reports):
+the library must be the openblas-openmp build and both pools must have the configured size. It
+also prints the machine's libblas.so.3 alternative, so a pass on a machine whose alternative is
+the pthread variant shows the binary does not depend on it.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN, SRC = sys.argv[1], sys.argv[2]
+TRAIN = os.path.join(BIN, "runtime", "engine", "ppu-train")
+TINY = os.path.join(SRC, "configs", "tiny.yaml")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+alternative = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+print("machine's libblas.so.3 alternative:", alternative)
+for threads in (1, 2):
+    with tempfile.TemporaryDirectory() as work:
+        out = os.path.join(work, "summary.json")
+        proc = subprocess.run([TRAIN, "--config", TINY, "--set", "train.steps=2", "--set", "train.eval_every=0",
+                               "--set", f"train.threads={threads}", "--summary", out],
+                              capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "7"})
+        if proc.returncode != 0:
+            fail(f"ppu-train exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+        blas = json.load(open(out))["blas"]
+        print(f"train.threads={threads}: {blas}")
+        if "openblas-openmp" not in blas["library"] or blas["variant"] != "openmp":
+            fail(f"ppu-train loaded {blas['library']!r}, not the OpenMP OpenBLAS")
+        if blas["threads"] != threads or blas["intra_op_threads"] != threads:
+            fail(f"thread pools {blas['threads']} (BLAS) / {blas['intra_op_threads']} (LibTorch), want {threads}")
+print("PASS compute-env")
