@@ -169,7 +169,7 @@ def compute():
 
 def communication():
     return dashboard("ppu-communication", "PPU / Communication",
-                     "Outer synchronisation: bytes and seconds per sync, per streaming fragment.", [
+                     "Outer synchronisation: bytes sent and received, seconds and network wait per sync, per streaming fragment.", [
         panel("Bytes per outer sync by fragment", [
             ("fragment {{fragment}}", f"avg by (fragment) (ppu_outer_sync_bytes_total{{{SEL}}}"
                                       f" / ppu_outer_syncs_total{{{SEL}}})")], unit="bytes"),
@@ -184,8 +184,12 @@ def communication():
               unit="percentunit"),
         panel("Outer syncs by fragment", [
             ("fragment {{fragment}}", f"max by (fragment) (ppu_outer_syncs_total{{{SEL}}})")], kind="bargauge"),
-        panel("Bytes all-reduced per rank", [
-            ("rank {{rank}}", f"sum by (rank) (ppu_outer_sync_bytes_total{{{SEL}}})")], unit="bytes"),
+        panel("Bytes sent and received per rank", [
+            ("rank {{rank}} sent", f"sum by (rank) (ppu_outer_sync_bytes_total{{{SEL}}})"),
+            ("rank {{rank}} received", f"sum by (rank) (ppu_outer_sync_received_bytes_total{{{SEL}}})")], unit="bytes"),
+        panel("Share of time waiting on the network per rank", [
+            ("rank {{rank}}", f"sum by (rank) (rate(ppu_network_wait_seconds_total{{{SEL}}}[{RI}]))")],
+              unit="percentunit"),
     ], JOB_VARS)
 
 

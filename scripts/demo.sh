@@ -22,5 +22,5 @@ print(f"  state memory / rank  {mb(st['total']):.2f} MiB vs {mb(full['total']):.
 for k in ("weights", "gradients", "inner_optimizer", "outer_optimizer", "offloaded"):
     print(f"    {k:<18} {mb(st[k]):8.2f} MiB  (full {mb(full[k]):8.2f} MiB)")
 print(f"  FLOPs executed       {s['flops_executed']:.3e} vs {s['flops_full_backward']:.3e} with a full backward ({100*s['flops_saved_fraction']:.1f}% saved)")
-print(f"  bytes all-reduced    {s['bytes_allreduced']:.3e} in {s['outer_rounds']} rounds; final checksum {s['param_checksum']}")
+print(f"  network per rank     {s['bytes_sent']:.3e} bytes sent, {s['bytes_received']:.3e} received in {s['outer_rounds']} rounds ({s['network_wait_seconds']:.2f} s waiting); final checksum {s['param_checksum']}")
 PY

@@ -65,6 +65,8 @@ void visit_fields(Config& c, V& v) {
   v("outer.grouping", c.outer.grouping);
   v("outer.overlap_steps", c.outer.overlap_steps);
   v("outer.delta_dtype", c.outer.delta_dtype);
+  v("outer.overlap_alpha", c.outer.overlap_alpha);
+  v("outer.error_feedback", c.outer.error_feedback);
   v("data.source", c.data.source);
   v("data.path", c.data.path);
   v("data.tokenizer", c.data.tokenizer);
@@ -88,6 +90,7 @@ void visit_fields(Config& c, V& v) {
   v("network.bandwidth_gb_per_s", c.network.bandwidth_gb_per_s);
   v("network.timeout_s", c.network.timeout_s);
   v("network.message_bytes", c.network.message_bytes);
+  v("network.collective", c.network.collective);
 }
 
 std::vector<std::string> split_dots(const std::string& key) {
@@ -326,6 +329,8 @@ void validate_config(const Config& c, int world_size) {
           "config key 'outer.overlap_steps' must be in [0, outer.sync_every), got " + str(out.overlap_steps));
   require(out.delta_dtype == "fp32" || out.delta_dtype == "bf16" || out.delta_dtype == "int8",
           "config key 'outer.delta_dtype' is '" + out.delta_dtype + "'; expected fp32 | bf16 | int8");
+  require(out.overlap_alpha >= 0 && out.overlap_alpha <= 1,
+          "config key 'outer.overlap_alpha' must be in [0, 1], got " + str(out.overlap_alpha));
 
   require(c.data.source == "synthetic" || c.data.source == "shards",
           "config key 'data.source' is '" + c.data.source + "'; expected synthetic | shards");
@@ -350,6 +355,8 @@ void validate_config(const Config& c, int world_size) {
   require(c.network.bandwidth_gb_per_s >= 0, "config key 'network.bandwidth_gb_per_s' must be >= 0");
   require(c.network.timeout_s > 0, "config key 'network.timeout_s' must be > 0");
   require(c.network.message_bytes >= 0, "config key 'network.message_bytes' must be >= 0");
+  require(c.network.collective == "ring" || c.network.collective == "direct",
+          "config key 'network.collective' is '" + c.network.collective + "'; expected ring | direct");
 }
 
 std::string to_yaml(const Config& config) {

@@ -48,7 +48,9 @@ struct OuterConfig {
   int layers_per_fragment = 3;    // streaming group size; 0 = one fragment (no streaming)
   std::string grouping = "layers";  // layers | slices (Appendix A.1)
   int overlap_steps = 0;          // tau: inner steps a fragment's all-reduce may run in background
-  std::string delta_dtype = "fp32";  // fp32 | bf16 | int8
+  double overlap_alpha = 0.5;     // Streaming DiLoCo's merge after an overlapped sync: θ_k ← α θ_k + (1−α) θ
+  std::string delta_dtype = "fp32";  // fp32 | bf16 | int8 (wire precision; sums are fp32)
+  bool error_feedback = false;    // bf16/int8: carry each sync's encoding error into the next one
 };
 
 struct DataConfig {
@@ -87,6 +89,7 @@ struct NetworkConfig {
   double bandwidth_gb_per_s = 0;   // ppu-plan's per-link bandwidth; 0 = unlimited
   double timeout_s = 300;          // collective and rendezvous timeout
   double message_bytes = 0;        // ppu-plan: override M (bytes per sync) instead of the model's
+  std::string collective = "direct"; // all-reduce schedule: direct | ring (docs/COMMUNICATION.md)
 };
 
 struct Config {

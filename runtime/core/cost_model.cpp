@@ -56,15 +56,33 @@ double delta_bytes(int64_t elements, const std::string& delta_dtype, int64_t row
   return 4.0 * elements;
 }
 
+int64_t WireLayout::padded_elements(int ranks) const { return std::max(1, ranks) * chunk_elements; }
+
+int64_t WireLayout::bytes_per_rank(int ranks) const { return ranks > 1 ? 2 * int64_t{ranks - 1} * chunk_bytes : 0; }
+
+WireLayout wire_layout(int64_t elements, int ranks, const std::string& dtype, int64_t row_length) {
+  WireLayout w;
+  w.block = dtype == "int8" ? std::max<int64_t>(1, row_length) : 1;
+  const int64_t K = std::max(1, ranks);
+  const int64_t per_chunk_blocks = (elements + K * w.block - 1) / (K * w.block);
+  w.chunk_elements = per_chunk_blocks * w.block;
+  const int64_t value_bytes = dtype == "int8" ? 1 : dtype == "bf16" ? 2 : 4;
+  w.chunk_bytes = value_bytes * w.chunk_elements + (dtype == "int8" ? 4 * per_chunk_blocks : 0);
+  return w;
+}
+
 std::vector<WallClockPoint> simulate_wall_clock(const WallClockInputs& in, const std::vector<double>& bandwidths) {
   std::vector<WallClockPoint> points;
   for (double gb : bandwidths) {
     const double bps = gb * 1e9;
     WallClockPoint p{gb};
-    const double ddp_comm = ring_allreduce_seconds(in.ddp_message_bytes, in.ranks, bps);
+    auto wire_seconds = [&](double wire, double message) {
+      return wire > 0 ? (bps > 0 ? wire / bps : 0) : ring_allreduce_seconds(message, in.ranks, bps);
+    };
+    const double ddp_comm = wire_seconds(in.ddp_wire_bytes, in.ddp_message_bytes);
     p.ddp_step_seconds = std::max(in.step_seconds_full, ddp_comm);
     p.ddp_hours = p.ddp_step_seconds * in.ddp_steps / 3600;
-    const double round_comm = ring_allreduce_seconds(in.lowcomm_message_bytes, in.ranks, bps);
+    const double round_comm = wire_seconds(in.lowcomm_wire_bytes, in.lowcomm_message_bytes);
     p.lowcomm_step_seconds = in.step_seconds_full * in.flops_ratio + round_comm / in.sync_every;
     p.lowcomm_hours = p.lowcomm_step_seconds * in.ddp_steps * in.token_ratio / 3600;
     points.push_back(p);

@@ -44,6 +44,21 @@ double ring_allreduce_seconds(double message_bytes, int ranks, double bytes_per_
 // Bytes one rank contributes to a synchronisation of `elements` values in `delta_dtype`.
 double delta_bytes(int64_t elements, const std::string& delta_dtype, int64_t row_length);
 
+// How the runtime's all-reduce (runtime/engine/ring_allreduce) lays out `elements` values for
+// `ranks` ranks: K equal chunks of whole codec blocks (int8: `row_length` values per fp32
+// scale; fp32/bf16: blocks of 1), the tail zero-padded. Both the ring and the direct schedule
+// send every chunk payload once in the reduce-scatter and once in the all-gather, so a rank
+// sends and receives exactly 2(K-1) chunk payloads per all-reduce. The runtime sizes its
+// buffers with this function, and ppu-plan predicts bytes with it.
+struct WireLayout {
+  int64_t block = 1;           // values per codec block
+  int64_t chunk_elements = 0;  // values per chunk (a multiple of block)
+  int64_t chunk_bytes = 0;     // encoded bytes of one chunk on the wire
+  int64_t padded_elements(int ranks) const;  // K chunks
+  int64_t bytes_per_rank(int ranks) const;  // sent (= received) per rank per all-reduce: 2(K-1) chunks
+};
+WireLayout wire_layout(int64_t elements, int ranks, const std::string& dtype, int64_t row_length);
+
 // Figure 2: simulated wall-clock to a target loss under limited bandwidth.
 struct WallClockPoint {
   double bandwidth_gb_per_s;
@@ -60,6 +75,10 @@ struct WallClockInputs {
   int sync_every;
   double ddp_steps;              // steps DDP needs to reach the target
   double token_ratio;            // low-comm tokens / DDP tokens to the same loss (paper: 44B/26B)
+  // Bytes one rank sends per DDP step / per outer round (wire_layout); 0 = the ideal ring's
+  // 2(K-1)/K of the message. Communication time is these bytes over the per-link bandwidth.
+  double ddp_wire_bytes = 0;
+  double lowcomm_wire_bytes = 0;
 };
 std::vector<WallClockPoint> simulate_wall_clock(const WallClockInputs& in, const std::vector<double>& bandwidths_gb_per_s);
 

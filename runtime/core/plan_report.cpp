@@ -1,5 +1,6 @@
 #include "core/plan_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -34,20 +35,46 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
 
   // Bytes per synchronisation: DDP all-reduces gradients every step; the low-communication
   // methods all-reduce deltas of one fragment per sync and of every fragment once per round.
-  double per_sync_bytes, per_round_bytes, amortised_step_seconds;
+  // per_*_bytes is the message (M·b); wire_*_bytes what one rank sends (and receives) for it
+  // with the runtime's all-reduce layout, the number ppu-train's summary reports.
+  double per_sync_bytes, per_round_bytes, amortised_step_seconds, wire_sync_bytes = 0, wire_round_bytes = 0;
+  double wire_run_bytes = 0;  // over train.steps: every sync the streaming schedule makes, final flush included
+  const int64_t T = config.train.steps;
+  const std::string wire_dtype = config.method == Method::Ddp ? (bf16 ? "bf16" : "fp32") : config.outer.delta_dtype;
+  const int64_t row = config.method == Method::Ddp ? 1 : m.d_model;
   if (config.method == Method::Ddp) {
     per_sync_bytes = per_round_bytes = (bf16 ? 2 : 4) * total;
-    if (config.network.message_bytes > 0) per_sync_bytes = per_round_bytes = config.network.message_bytes;
-    amortised_step_seconds = ring_allreduce_seconds(per_sync_bytes, K, bps);
+    wire_sync_bytes = wire_round_bytes = wire_layout(plan.total_parameters(), K, wire_dtype, row).bytes_per_rank(K);
+    wire_run_bytes = wire_round_bytes * T;
   } else {
     per_round_bytes = delta_bytes(plan.total_parameters(), config.outer.delta_dtype, m.d_model);
     per_sync_bytes = delta_bytes(schedule.largest_fragment_numel(), config.outer.delta_dtype, m.d_model);
-    if (config.network.message_bytes > 0) {
-      per_sync_bytes *= config.network.message_bytes / per_round_bytes;
-      per_round_bytes = config.network.message_bytes;
+    for (const auto& fr : schedule.fragments()) {
+      const double w = wire_layout(fr.numel, K, wire_dtype, row).bytes_per_rank(K);
+      wire_round_bytes += w;
+      wire_sync_bytes = std::max(wire_sync_bytes, w);
     }
-    amortised_step_seconds = ring_allreduce_seconds(per_round_bytes, K, bps) / config.outer.sync_every;
+    const int64_t H = config.outer.sync_every;
+    for (size_t f = 0; f < schedule.fragments().size(); ++f) {
+      // Scheduled at steps s <= T with s mod H = offset, plus the flush after the last step.
+      const int64_t off = schedule.offset(static_cast<int>(f));
+      const int64_t first = off == 0 ? H : off;
+      const int64_t scheduled = T >= first ? (T - first) / H + 1 : 0;
+      const int64_t syncs = scheduled + (T % H == off ? 0 : 1);
+      wire_run_bytes += syncs * wire_layout(schedule.fragments()[f].numel, K, wire_dtype, row).bytes_per_rank(K);
+    }
   }
+  if (config.network.message_bytes > 0) {  // an override of M scales everything with it
+    const double scale = config.network.message_bytes / per_round_bytes;
+    per_sync_bytes *= scale;
+    wire_sync_bytes *= scale;
+    wire_round_bytes *= scale;
+    wire_run_bytes *= scale;
+    per_round_bytes = config.network.message_bytes;
+  }
+  const int H = config.method == Method::Ddp ? 1 : config.outer.sync_every;
+  auto seconds = [&](double wire) { return bps > 0 ? wire / bps : 0.0; };
+  amortised_step_seconds = seconds(wire_round_bytes) / H;
 
   nlohmann::json fragments = nlohmann::json::array();
   for (size_t i = 0; i < schedule.fragments().size(); ++i) {
@@ -74,8 +101,18 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
       {"bytes_per_sync", per_sync_bytes},
       {"bytes_per_round", per_round_bytes},
       {"bandwidth_gb_per_s", config.network.bandwidth_gb_per_s},
-      {"comm_seconds_per_sync", ring_allreduce_seconds(per_sync_bytes, K, bps)},
-      {"comm_seconds_per_round", ring_allreduce_seconds(per_round_bytes, K, bps)},
+      {"delta_dtype", wire_dtype},
+      {"collective", config.network.collective},
+      {"bytes_sent_per_sync", wire_sync_bytes},
+      {"bytes_received_per_sync", wire_sync_bytes},
+      {"bytes_sent_per_round", wire_round_bytes},
+      {"bytes_received_per_round", wire_round_bytes},
+      {"bytes_sent_per_step_amortised", wire_round_bytes / H},
+      {"bytes_sent_per_run", wire_run_bytes},
+      {"bytes_received_per_run", wire_run_bytes},
+      {"wire_bytes_per_element", wire_round_bytes / total},
+      {"comm_seconds_per_sync", seconds(wire_sync_bytes)},
+      {"comm_seconds_per_round", seconds(wire_round_bytes)},
       {"comm_seconds_per_step_amortised", amortised_step_seconds},
       {"sync_every", config.method == Method::Ddp ? 1 : config.outer.sync_every},
       {"fragments", fragments},
@@ -88,6 +125,8 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
     in.ddp_message_bytes = config.network.message_bytes > 0 ? config.network.message_bytes : 2 * total;
     in.lowcomm_message_bytes = config.network.message_bytes > 0 ? config.network.message_bytes : per_round_bytes;
     in.ranks = K;
+    in.lowcomm_wire_bytes = wire_round_bytes;
+    if (config.method == Method::Ddp) in.ddp_wire_bytes = wire_round_bytes;
     in.sync_every = config.outer.sync_every;
     in.ddp_steps = options.ddp_steps > 0 ? options.ddp_steps : static_cast<double>(config.train.steps);
     in.token_ratio = options.token_ratio;
@@ -122,8 +161,11 @@ std::string format_plan(const nlohmann::json& r) {
      << "  backward (full)   " << fmt("%.4g", f["backward_full"]) << "\n"
      << "  executed / full   " << fmt("%.4f", r["flops_ratio"]) << fmt("  (%.1f%% saved)", 100 * (1 - r["flops_ratio"].get<double>())) << "\n"
      << "  per token         " << fmt("%.4g", r["flops_per_token"]) << "\n";
-  os << "communication (ring all-reduce, T = 2(K-1)/K * M/B, B = " << fmt("%g", r["bandwidth_gb_per_s"]) << " GB/s)\n"
-     << "  bytes per sync    " << bytes(r["bytes_per_sync"]) << "\n"
+  os << "communication (" << r["collective"].get<std::string>() << " reduce-scatter + all-gather in "
+     << r["delta_dtype"].get<std::string>() << ", T = bytes sent / B, B = " << fmt("%g", r["bandwidth_gb_per_s"]) << " GB/s)\n"
+     << "  message per sync  " << bytes(r["bytes_per_sync"]) << "\n"
+     << "  sent per sync     " << bytes(r["bytes_sent_per_sync"]) << " per rank (received the same)\n"
+     << "  sent per round    " << bytes(r["bytes_sent_per_round"]) << fmt(" (%.3f bytes per parameter)", r["wire_bytes_per_element"]) << "\n"
      << "  seconds per sync  " << fmt("%.4f", r["comm_seconds_per_sync"]) << "\n"
      << "  seconds per round " << fmt("%.4f", r["comm_seconds_per_round"]) << " (every " << r["sync_every"] << " steps)\n"
      << "  amortised per step" << fmt(" %.5f", r["comm_seconds_per_step_amortised"]) << "\n";

@@ -154,6 +154,22 @@ Collectives::Pending Collectives::allgather_async(const torch::Tensor& tensor, s
   };
 }
 
+Collectives::Pending Collectives::send(torch::Tensor& tensor, int dst, int tag) {
+  if (!group_) throw std::logic_error("send needs a process group (WORLD_SIZE > 1)");
+  std::vector<torch::Tensor> tensors{tensor};
+  c10::intrusive_ptr<c10d::Work> work;
+  wait("send", [&] { work = group_->send(tensors, dst, tag); });
+  return [this, work] { wait("send", [&] { work->wait(timeout_); }); };
+}
+
+Collectives::Pending Collectives::recv(torch::Tensor& tensor, int src, int tag) {
+  if (!group_) throw std::logic_error("recv needs a process group (WORLD_SIZE > 1)");
+  std::vector<torch::Tensor> tensors{tensor};
+  c10::intrusive_ptr<c10d::Work> work;
+  wait("receive", [&] { work = group_->recv(tensors, src, tag); });
+  return [this, work] { wait("receive", [&] { work->wait(timeout_); }); };
+}
+
 void Collectives::barrier() {
   if (!group_) return;
   wait("barrier", [&] {

@@ -67,6 +67,15 @@ class Collectives {
   Pending allgather_async(const torch::Tensor& tensor, std::vector<torch::Tensor>& out);
   void barrier();
 
+  // Point-to-point on the Gloo group (contiguous CPU tensors): posts the operation and returns
+  // a Pending that waits for it. Tags keep concurrent messages between two ranks apart.
+  // Safe to call from a communication thread while the training thread runs collectives.
+  Pending send(torch::Tensor& tensor, int dst, int tag);
+  Pending recv(torch::Tensor& tensor, int src, int tag);
+  // Numbers the all-reduces built from send/recv (compressed_allreduce); every rank calls it
+  // in the same order, from the training thread.
+  uint32_t next_sequence() { return sequence_++; }
+
  private:
   void wait(const char* what, const std::function<void()>& op);
 
@@ -76,6 +85,7 @@ class Collectives {
   // c10d::Backend, in 1.13 a ProcessGroup; its collectives have the same signatures in both.
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   std::unique_ptr<NcclGroup> nccl_;
+  uint32_t sequence_ = 0;
 };
 
 }  // namespace ppu

@@ -1,12 +1,8 @@
-// DeltaExchange: the SUM over ranks of one flat fp32 delta buffer (Algorithm 1, line 13),
-// in the wire precision chosen by outer.delta_dtype:
-//  - fp32: an in-place all-reduce;
-//  - bf16: each rank rounds its delta to bf16, ranks all-gather the bf16 payloads and sum them
-//          locally in fp32 in rank order (deterministic, and half the bytes on the wire);
-//  - int8: symmetric per-row quantisation (one fp32 scale per row of `row_length` values),
-//          all-gathered and summed the same way.
-// start_delta_sum launches the exchange (Gloo runs it in the background); `finish()` waits and
-// leaves the sum in `flat_delta`. Returns the bytes this rank puts on the wire.
+// DeltaExchange: the SUM over ranks of one flat fp32 CPU buffer (Algorithm 1, line 13, and
+// DDP's gradient all-reduce), in the wire precision outer.delta_dtype (fp32 | bf16 | int8),
+// by compressed_allreduce's ring or direct schedule (network.collective). The exchange runs
+// on a communication thread so training can go on (outer.overlap_steps); finish() waits for
+// it, leaves the sum in the buffer and returns the bytes this rank sent and received.
 #pragma once
 
 #include <torch/torch.h>
@@ -15,23 +11,22 @@
 #include <string>
 
 #include "engine/collectives.h"
+#include "engine/compressed_allreduce.h"
 
 namespace ppu {
 
-struct DeltaExchange {
-  std::function<void()> finish;
-  int64_t bytes = 0;
+struct ExchangeOptions {
+  std::string dtype = "fp32";
+  int64_t row_length = 1;  // int8: values per fp32 scale
+  AllreduceSchedule schedule = AllreduceSchedule::Direct;
+  FeedbackState* feedback = nullptr;  // error-feedback residuals of this buffer, or none
 };
 
-// `flat_delta` must stay alive until finish() returns.
-DeltaExchange start_delta_sum(Collectives& collectives, torch::Tensor& flat_delta, const std::string& delta_dtype,
-                              int64_t row_length);
+// Starts the exchange; `flat` (and `feedback`) must stay alive until finish() has returned.
+// finish() throws PeerError when a peer died or timed out.
+std::function<AllreduceStats()> start_delta_sum(Collectives& collectives, torch::Tensor& flat, const ExchangeOptions& options);
 
-inline int64_t exchange_delta_sum(Collectives& collectives, torch::Tensor& flat_delta, const std::string& delta_dtype,
-                                  int64_t row_length) {
-  auto exchange = start_delta_sum(collectives, flat_delta, delta_dtype, row_length);
-  exchange.finish();
-  return exchange.bytes;
-}
+// The same, on the calling thread.
+AllreduceStats exchange_delta_sum(Collectives& collectives, torch::Tensor& flat, const ExchangeOptions& options);
 
 }  // namespace ppu

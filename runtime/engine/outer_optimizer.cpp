@@ -32,12 +32,14 @@ bool trainable_part(const ParamSlice& slice, const FragmentPiece& piece, int& di
 }  // namespace
 
 OuterOptimizer::OuterOptimizer(const OuterConfig& config, Transformer& model, const StreamingSchedule& schedule,
-                               Collectives& collectives)
-    : config_(config), model_(model), schedule_(schedule), collectives_(collectives) {
+                               Collectives& collectives, const std::string& collective)
+    : config_(config), model_(model), schedule_(schedule), collectives_(collectives), collective_(collective) {
+  allreduce_schedule(collective_);  // fails early on a bad name
   for (const auto& w : model.weights()) {
     global_.push_back(w.detach().to(torch::kCPU, torch::kFloat32, false, /*copy=*/true));
     momentum_.emplace_back();
   }
+  feedback_.resize(schedule.fragments().size());
 }
 
 SyncResult OuterOptimizer::sync(int fragment) {
@@ -45,13 +47,14 @@ SyncResult OuterOptimizer::sync(int fragment) {
   return finish(pending);
 }
 
-OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool keep_local_progress) {
+OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool overlapped) {
   torch::NoGradGuard no_grad;
   const auto start = std::chrono::steady_clock::now();
   const auto& pieces = schedule_.fragments().at(fragment).pieces;
   const auto& slices = model_.plan().params();
   InFlight sync;
   sync.fragment = fragment;
+  sync.overlapped = overlapped;
 
   // Line 11: this rank's delta, zero on frozen elements.
   std::vector<torch::Tensor> deltas;
@@ -66,14 +69,16 @@ OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool keep_local_pro
       else delta.narrow(dim, begin, len).copy_(local.narrow(dim, begin, len) - global.narrow(dim, begin, len));
     }
     deltas.push_back(delta.reshape({-1}));
-    if (keep_local_progress) sync.sent.push_back(local.clone());
   }
   sync.flat = torch::cat(deltas);
 
   // Line 13, first half: SUM over ranks, in the background.
-  auto exchange = start_delta_sum(collectives_, sync.flat, config_.delta_dtype, model_.spec().d_model);
-  sync.wait = exchange.finish;
-  sync.result.bytes = exchange.bytes;
+  ExchangeOptions options;
+  options.dtype = config_.delta_dtype;
+  options.row_length = model_.spec().d_model;
+  options.schedule = allreduce_schedule(collective_);
+  options.feedback = config_.error_feedback ? &feedback_.at(fragment) : nullptr;
+  sync.wait = start_delta_sum(collectives_, sync.flat, options);
   sync.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return sync;
 }
@@ -81,7 +86,11 @@ OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool keep_local_pro
 SyncResult OuterOptimizer::finish(InFlight& sync) {
   torch::NoGradGuard no_grad;
   const auto start = std::chrono::steady_clock::now();
-  sync.wait();
+  const AllreduceStats stats = sync.wait();
+  sync.result.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  sync.result.bytes_sent = stats.bytes_sent;
+  sync.result.bytes_received = stats.bytes_received;
+  sync.result.exchange_seconds = stats.seconds;
   const auto& pieces = schedule_.fragments().at(sync.fragment).pieces;
   const auto& slices = model_.plan().params();
   int64_t offset = 0;
@@ -104,12 +113,13 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
     } else {
       global.add_(delta);
     }
-    // θ_k ← θ for the fragment (plus what θ_k learned while the exchange was in flight).
+    // θ_k ← θ, or after an overlapped exchange Streaming DiLoCo's α·θ_k + (1−α)·θ.
     auto local = region(model_.weights()[piece.param_index], piece);
-    if (sync.sent.empty()) {
+    if (!sync.overlapped) {
       local.copy_(global);
     } else {
-      local.copy_(global + (local.to(torch::kCPU, torch::kFloat32) - sync.sent[k]));
+      const double a = config_.overlap_alpha;
+      local.copy_(local.to(torch::kCPU, torch::kFloat32).mul(a).add(global, 1 - a));
     }
   }
   sync.result.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -135,6 +145,12 @@ void OuterOptimizer::save(torch::serialize::OutputArchive& archive) const {
     // A fragment not yet synchronised has no momentum: stored as an empty tensor.
     archive.write("momentum." + std::to_string(i), momentum_[i].defined() ? momentum_[i] : torch::empty({0}));
   }
+  // Error-feedback residuals are part of the state: without them a resumed run would differ.
+  for (size_t f = 0; f < feedback_.size(); ++f) {
+    const auto& fb = feedback_[f];
+    archive.write("feedback." + std::to_string(f) + ".contribution", fb.contribution.defined() ? fb.contribution : torch::empty({0}));
+    archive.write("feedback." + std::to_string(f) + ".result", fb.result.defined() ? fb.result : torch::empty({0}));
+  }
 }
 
 void OuterOptimizer::load(torch::serialize::InputArchive& archive) {
@@ -147,6 +163,12 @@ void OuterOptimizer::load(torch::serialize::InputArchive& archive) {
       throw std::runtime_error("checkpoint global parameter " + std::to_string(i) + " has the wrong shape");
     global_[i].copy_(g);
     momentum_[i] = m.defined() && m.numel() > 0 ? m.clone() : torch::Tensor();
+  }
+  for (size_t f = 0; f < feedback_.size(); ++f) {
+    torch::Tensor c, r;  // absent in checkpoints written before error feedback existed
+    const bool has = archive.try_read("feedback." + std::to_string(f) + ".contribution", c) &&
+                     archive.try_read("feedback." + std::to_string(f) + ".result", r);
+    feedback_[f] = has && c.numel() > 0 ? FeedbackState{c.clone(), r.clone()} : FeedbackState{};
   }
 }
 

@@ -7,8 +7,11 @@
 // θ and the Nesterov momentum are fp32 tensors in host memory; only the fragment being
 // synchronised is copied to and from the model's device.
 // Overlap (outer.overlap_steps = τ > 0, Streaming DiLoCo's τ): begin() sends the delta and
-// training goes on; finish() τ steps later applies the outer step and sets
-// θ_k ← θ + (θ_k − θ_k at send time), keeping the local progress made while the exchange ran.
+// training goes on; finish() τ steps later applies the outer step and merges as Streaming
+// DiLoCo does, θ_k ← α·θ_k + (1−α)·θ with α = outer.overlap_alpha, θ_k being the local values
+// after the τ steps and θ the new global ones (α = 0: adopt θ, dropping the τ local steps).
+// Without overlap θ_k ← θ. The exchange is delta_exchange (bytes sent and received are
+// counted there); with outer.error_feedback each fragment keeps its encoding residuals.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,31 +23,36 @@
 #include "core/config.h"
 #include "core/streaming_schedule.h"
 #include "engine/collectives.h"
+#include "engine/delta_exchange.h"
 #include "engine/transformer.h"
 
 namespace ppu {
 
 struct SyncResult {
-  int64_t bytes = 0;     // bytes this rank put on the wire
-  double seconds = 0;    // wall time of the whole sync, exchange included
+  int64_t bytes_sent = 0;      // bytes this rank put on the wire
+  int64_t bytes_received = 0;  // bytes this rank took off the wire
+  double seconds = 0;          // wall time the training thread spent in the sync, waiting included
+  double wait_seconds = 0;     // of which blocked waiting for the exchange to complete
+  double exchange_seconds = 0; // wall time of the exchange itself (overlapped or not)
 };
 
 class OuterOptimizer {
  public:
+  // `collective`: network.collective, the all-reduce schedule (direct | ring).
   OuterOptimizer(const OuterConfig& config, Transformer& model, const StreamingSchedule& schedule,
-                 Collectives& collectives);
+                 Collectives& collectives, const std::string& collective = "direct");
 
   // A synchronisation whose exchange is in flight.
   struct InFlight {
     int fragment = -1;
     torch::Tensor flat;                  // the deltas, then their sum
-    std::vector<torch::Tensor> sent;     // the fragment's local values when the delta was taken
-    std::function<void()> wait;
+    bool overlapped = false;             // merge with α instead of adopting θ
+    std::function<AllreduceStats()> wait;
     SyncResult result;
   };
 
   SyncResult sync(int fragment);                    // begin + finish, no overlap
-  InFlight begin(int fragment, bool keep_local_progress);
+  InFlight begin(int fragment, bool overlapped);
   SyncResult finish(InFlight& sync);
 
   const std::vector<torch::Tensor>& global() const { return global_; }
@@ -59,8 +67,10 @@ class OuterOptimizer {
   Transformer& model_;
   const StreamingSchedule& schedule_;
   Collectives& collectives_;
+  std::string collective_;
   std::vector<torch::Tensor> global_;    // fp32, host
   std::vector<torch::Tensor> momentum_;  // fp32, host; allocated on a fragment's first sync
+  std::vector<FeedbackState> feedback_;  // per fragment, with outer.error_feedback
 };
 
 }  // namespace ppu

@@ -40,6 +40,8 @@ struct RankMetrics::Families {
   prometheus::Family<prometheus::Counter>& sync_seconds;
   prometheus::Family<prometheus::Counter>& syncs;
   prometheus::Gauge& checkpoint_round;
+  prometheus::Family<prometheus::Counter>& sync_received;
+  prometheus::Family<prometheus::Counter>& network_wait;
 };
 
 namespace {
@@ -77,10 +79,12 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       one(gauge("ppu_step", "Inner steps completed"), r),
       one(gauge("ppu_steps_target", "Inner steps configured"), r),
       one(gauge("ppu_outer_round", "Outer rounds completed"), r),
-      counter("ppu_outer_sync_bytes_total", "Bytes this rank put on the wire for outer syncs").Register(r),
+      counter("ppu_outer_sync_bytes_total", "Bytes this rank sent (put on the wire) for syncs").Register(r),
       counter("ppu_outer_sync_seconds_total", "Seconds spent in outer syncs").Register(r),
       counter("ppu_outer_syncs_total", "Outer syncs performed").Register(r),
       one(gauge("ppu_checkpoint_round", "Outer round of the newest checkpoint written or resumed from"), r),
+      counter("ppu_outer_sync_received_bytes_total", "Bytes this rank took off the wire for syncs").Register(r),
+      counter("ppu_network_wait_seconds_total", "Seconds training was blocked waiting for an exchange to complete").Register(r),
   });
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
@@ -145,9 +149,12 @@ void RankMetrics::set_eval(double loss, double floor_ppl) {
   if (floor_ppl > 0) f_->floor.Add({}).Set(floor_ppl);
 }
 
-void RankMetrics::add_sync(const std::string& fragment, double bytes, double seconds) {
+void RankMetrics::add_sync(const std::string& fragment, double bytes_sent, double bytes_received, double seconds,
+                           double wait_seconds) {
   if (!f_) return;
-  f_->sync_bytes.Add({{"fragment", fragment}}).Increment(bytes);
+  f_->sync_bytes.Add({{"fragment", fragment}}).Increment(bytes_sent);
+  f_->sync_received.Add({{"fragment", fragment}}).Increment(bytes_received);
+  f_->network_wait.Add({{"fragment", fragment}}).Increment(wait_seconds);
   f_->sync_seconds.Add({{"fragment", fragment}}).Increment(seconds);
   f_->syncs.Add({{"fragment", fragment}}).Increment();
 }

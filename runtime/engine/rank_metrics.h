@@ -37,7 +37,9 @@ class RankMetrics {
   void add_step(double flops_executed, double flops_full, double tokens);
   void set_progress(double step, double steps_target, double loss, double tokens_per_second, double outer_round);
   void set_eval(double loss, double floor_perplexity);
-  void add_sync(const std::string& fragment, double bytes, double seconds);
+  // One sync of `fragment` ("gradients" for DDP): bytes sent and received by this rank, wall
+  // seconds in the sync and, of those, seconds blocked waiting for the exchange.
+  void add_sync(const std::string& fragment, double bytes_sent, double bytes_received, double seconds, double wait_seconds);
   void set_checkpoint_round(double round);
 
  private:

@@ -16,6 +16,7 @@
 #include "data/token_shard.h"
 #include "engine/checkpoint_store.h"
 #include "engine/collectives.h"
+#include "engine/delta_exchange.h"
 #include "engine/device_memory.h"
 #include "engine/inner_optimizer.h"
 #include "engine/outer_optimizer.h"
@@ -88,7 +89,8 @@ int nccl_device(const RunEnv& env, const torch::Device& device) {
 struct Progress {
   int64_t step = 0;  // inner steps completed
   int64_t rounds = 0;
-  double tokens = 0, flops = 0, flops_full = 0, bytes_allreduced = 0, sync_seconds = 0;
+  double tokens = 0, flops = 0, flops_full = 0, bytes_sent = 0, sync_seconds = 0;
+  double bytes_received = 0, network_wait_seconds = 0;
 };
 
 class Run {
@@ -106,7 +108,7 @@ class Run {
         loader_(dataset_, env.rank, env.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len),
         model_(c.model, plan_, c.train.seed, device_),
         inner_(c.inner, c.train.steps, model_.trainable()),
-        outer_(c.outer, model_, schedule_, collectives_),
+        outer_(c.outer, model_, schedule_, collectives_, c.network.collective),
         metrics_(env.metrics_port, {{"rank", std::to_string(env.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
         flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_.rho_attn(), plan_.rho_mlp())) {
     if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
@@ -159,7 +161,15 @@ class Run {
     std::vector<torch::Tensor> flat;
     for (const auto& p : model_.trainable()) flat.push_back(p.grad().reshape({-1}));
     auto buffer = torch::cat(flat);
-    collectives_.allreduce_sum(buffer);
+    AllreduceStats wire;
+    if (buffer.is_cuda()) {  // NCCL (or Gloo via host): its own ring, bytes from the same layout
+      collectives_.allreduce_sum(buffer);
+      wire.bytes_sent = wire.bytes_received = wire_layout(buffer.numel(), env_.world_size, "fp32", 1).bytes_per_rank(env_.world_size);
+    } else {
+      ExchangeOptions options;
+      options.schedule = allreduce_schedule(c_.network.collective);
+      wire = exchange_delta_sum(collectives_, buffer, options);
+    }
     buffer.div_(env_.world_size);
     int64_t offset = 0;
     for (const auto& p : model_.trainable()) {
@@ -167,9 +177,11 @@ class Run {
       offset += p.numel();
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    p_.bytes_allreduced += buffer.nbytes();
+    p_.bytes_sent += wire.bytes_sent;
+    p_.bytes_received += wire.bytes_received;
     p_.sync_seconds += seconds;
-    metrics_.add_sync("gradients", buffer.nbytes(), seconds);
+    p_.network_wait_seconds += seconds;  // blocking: the step waits for the whole exchange
+    metrics_.add_sync("gradients", wire.bytes_sent, wire.bytes_received, seconds, seconds);
   }
 
   // With overlap τ > 0 a fragment's exchange runs in the background for τ inner steps; the
@@ -200,9 +212,11 @@ class Run {
   }
 
   void record(int fragment, const SyncResult& r) {
-    p_.bytes_allreduced += r.bytes;
+    p_.bytes_sent += r.bytes_sent;
+    p_.bytes_received += r.bytes_received;
     p_.sync_seconds += r.seconds;
-    metrics_.add_sync(schedule_.fragments()[fragment].name, r.bytes, r.seconds);
+    p_.network_wait_seconds += r.wait_seconds;
+    metrics_.add_sync(schedule_.fragments()[fragment].name, r.bytes_sent, r.bytes_received, r.seconds, r.wait_seconds);
   }
 
   void end_of_round() {
@@ -222,7 +236,8 @@ class Run {
           inner_.save(inner);
           a.write("inner", inner);
           a.write("progress", torch::tensor({p_.step, p_.rounds, static_cast<int64_t>(loader_.position())}, torch::kInt64));
-          a.write("totals", torch::tensor({p_.tokens, p_.flops, p_.flops_full, p_.bytes_allreduced, p_.sync_seconds}, torch::kFloat64));
+          a.write("totals", torch::tensor({p_.tokens, p_.flops, p_.flops_full, p_.bytes_sent, p_.sync_seconds,
+                                           p_.bytes_received, p_.network_wait_seconds}, torch::kFloat64));
         },
         [&](torch::serialize::OutputArchive& a) { outer_.save(a); }, to_yaml(c_));
     metrics_.set_checkpoint_round(p_.rounds);
@@ -252,7 +267,8 @@ class Run {
     p_.rounds = progress[1].item<int64_t>();
     loader_.seek(progress[2].item<int64_t>());
     const auto t = totals.accessor<double, 1>();
-    p_.tokens = t[0], p_.flops = t[1], p_.flops_full = t[2], p_.bytes_allreduced = t[3], p_.sync_seconds = t[4];
+    p_.tokens = t[0], p_.flops = t[1], p_.flops_full = t[2], p_.bytes_sent = t[3], p_.sync_seconds = t[4];
+    if (totals.size(0) >= 7) p_.bytes_received = t[5], p_.network_wait_seconds = t[6];  // older checkpoints: 5
     outer_.load(ckpt->global_part);
     metrics_.set_checkpoint_round(ckpt->round);
     spdlog::info("resumed from {} at step {} (round {})", ckpt->path, p_.step, p_.rounds);
@@ -347,7 +363,10 @@ class Run {
                         {"trainable_params", plan_.trainable_parameters()},
                         {"total_params", plan_.total_parameters()},
                         {"outer_rounds", p_.rounds},
-                        {"bytes_allreduced", p_.bytes_allreduced},
+                        {"bytes_sent", p_.bytes_sent},
+                        {"bytes_received", p_.bytes_received},
+                        {"bytes_allreduced", p_.bytes_sent},  // alias of bytes_sent (DESIGN.md's name)
+                        {"network_wait_seconds", p_.network_wait_seconds},
                         {"sync_seconds", p_.sync_seconds},
                         {"param_checksum", checksum_hex(global)},
                         {"seconds", seconds},
