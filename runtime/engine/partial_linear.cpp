@@ -46,7 +46,9 @@ struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFun
 
     torch::Tensor gw;
     if (ctx->needs_input_grad(1)) {
-      if (dim == 0) {
+      if (dim < 0) {
+        gw = g2.t().mm(x2);  // whole weight: [out, in], contiguous
+      } else if (dim == 0) {
         gw = g2.narrow(1, begin, end - begin).t().mm(x2);  // rows of W: [n, in]
       } else {
         gw = g2.t().mm(x2.narrow(1, begin, end - begin));  // columns of W: [out, n]
@@ -75,8 +77,9 @@ WeightSlice make_weight_slice(torch::Tensor full, int dim, int64_t begin, int64_
 }
 
 torch::Tensor partial_linear(const torch::Tensor& x, const WeightSlice& w) {
-  // A fully trainable weight needs nothing special: PyTorch's own autograd is the reference.
-  if (w.dim < 0) return torch::matmul(x, w.full.t());
+  // A fully trainable weight takes the same path: its gradient comes out as one contiguous mm
+  // of the weight's own shape (autograd's matmul backward yields the transpose of W^T's gradient,
+  // a strided tensor that accumulation and AdamW then walk with strides).
   return PartialLinearFunction::apply(x, w.trainable, w.full, w.dim, w.begin, w.end);
 }
 

@@ -1,11 +1,12 @@
 // PartialLinear: y = x W^T where only a contiguous range of W's rows (dim 0: output features)
-// or columns (dim 1: input features) is trainable on this rank.
+// or columns (dim 1: input features) is trainable on this rank, or the whole W (dim -1).
 //  - forward uses the full weight W (no concatenation);
 //  - backward always computes the full input gradient dL/dx = dL/dy W (Appendix C.1);
 //  - the weight gradient is computed for the trainable range only — the frozen part's
 //    dL/dW is never computed, not computed-then-masked;
 //  - the trainable range is a leaf tensor that is a view into W's storage, so the optimiser
-//    updates W in place and frozen elements never get a grad buffer or optimiser state.
+//    updates W in place and frozen elements never get a grad buffer or optimiser state;
+//  - every product is a 2-D mm on contiguous operands, and weight gradients are contiguous.
 #pragma once
 
 #include <torch/torch.h>

@@ -79,7 +79,7 @@ torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
   if (fused) {
     // Flash / memory-efficient kernels on CUDA: the [S, S] scores are never materialised.
     auto out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true).transpose(1, 2).reshape({B, S, h * hd});
-    return torch::matmul(out, w(l, kWo).t());
+    return partial_linear(out, s(l, kWo));
   }
 #endif
   // scores = causal_bias + q k^T in one GEMM per head, then softmax; [B*h, S, S].
@@ -87,7 +87,7 @@ torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
                                k.view({B * h, S, hd}).transpose(1, 2));
   auto probs = torch::softmax(scores, -1);
   auto out = torch::bmm(probs, v.view({B * h, S, hd})).view({B, h, S, hd}).transpose(1, 2).reshape({B, S, h * hd});
-  return torch::matmul(out, w(l, kWo).t());
+  return partial_linear(out, s(l, kWo));
 }
 
 torch::Tensor Transformer::mlp(const torch::Tensor& x, int l) const {

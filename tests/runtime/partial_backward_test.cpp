@@ -91,6 +91,26 @@ TEST(PartialBackward, InputGradientEqualsFullModel) {
   }
 }
 
+TEST(PartialBackward, WholeWeightPathEqualsPlainAutograd) {
+  // The model's references above run through partial_linear too (dim -1 for whole weights), so
+  // this checks that path against LibTorch's own matmul autograd, for a 3-D input as in the model.
+  torch::manual_seed(1);
+  const auto weight = torch::randn({24, 16});
+  auto x = torch::randn({3, 5, 16}, torch::requires_grad());
+  auto x_ref = x.detach().clone().requires_grad_(true);
+  auto w_ref = weight.clone().requires_grad_(true);
+  const auto w = make_weight_slice(weight.clone(), -1, 0, 0);
+  const auto y = partial_linear(x, w);
+  const auto y_ref = torch::matmul(x_ref, w_ref.t());
+  EXPECT_TRUE(torch::allclose(y, y_ref, 1e-5, 1e-6));
+  y.pow(2).sum().backward();
+  y_ref.pow(2).sum().backward();
+  EXPECT_TRUE(torch::allclose(x.grad(), x_ref.grad(), 1e-5, 1e-6));
+  ASSERT_TRUE(w.trainable.grad().defined());
+  EXPECT_TRUE(w.trainable.grad().is_contiguous());
+  EXPECT_TRUE(torch::allclose(w.trainable.grad(), w_ref.grad(), 1e-5, 1e-6));
+}
+
 TEST(PartialBackward, FrozenSlicesHaveNoGradientBuffersOrOptimizerState) {
   Transformer model(spec(), SlicePlan(spec(), SliceMode::MlpHeads, 4, 4, 1), 5);
   torch::optim::AdamW opt(model.trainable(), torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
