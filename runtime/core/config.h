@@ -48,7 +48,7 @@ struct OuterConfig {
   int layers_per_fragment = 3;    // streaming group size; 0 = one fragment (no streaming)
   std::string grouping = "layers";  // layers | slices (Appendix A.1)
   int overlap_steps = 0;          // tau: inner steps a fragment's all-reduce may run in background
-  double overlap_alpha = 0.5;     // Streaming DiLoCo's merge after an overlapped sync: θ_k ← α θ_k + (1−α) θ
+  double overlap_alpha = 0.0;     // Streaming DiLoCo's merge after an overlapped sync: θ_k ← α θ_k + (1−α) θ
   std::string delta_dtype = "fp32";  // fp32 | bf16 | int8 (wire precision; sums are fp32)
   bool error_feedback = false;    // bf16/int8: carry each sync's encoding error into the next one
 };
