@@ -12,11 +12,13 @@ delay can be added: the links are bandwidth-limited with sub-millisecond latency
 For each rate and method it runs K = 4 `ppu-train` processes (one per namespace, Gloo bound
 to the namespace's eth0), reads their summaries, the interfaces' tx byte counters and
 `ppu-plan --json` for the same config at that bandwidth, and prints per run: wall time per
-1000 tokens (all ranks), network wait per step, ppu-plan's communication seconds per step,
+1000 tokens (all ranks), network wait per step, ppu-plan's communication seconds per step
+(its bytes_sent_per_run for the same config over the link rate, divided by the steps),
 bytes sent per rank (summary / plan / interface counter incl. TCP/IP headers). Writes
 results.json and figure2.png (matplotlib) into --out.
 
 usage: sudo bench/netns/figure2_bench.py BUILD_DIR [--quick] [--out DIR] [--rates 1000,100,10]
+           [--methods ddp,streaming,ppu,ppu-int8] [--set key=value]...
 """
 import argparse
 import atexit
@@ -34,6 +36,8 @@ p.add_argument("--quick", action="store_true", help="tiny model, few steps, 1000
 p.add_argument("--out", default="bench-netns-out")
 p.add_argument("--rates", default=None, help="Mbit/s, comma-separated (default 1000,100,10)")
 p.add_argument("--ranks", type=int, default=4)
+p.add_argument("--methods", default=None, help="comma-separated subset of: ddp,streaming,ppu,ppu-int8")
+p.add_argument("--set", dest="sets", action="append", default=[], help="extra config override for every run")
 args = p.parse_args()
 TRAIN = os.path.join(args.build, "runtime", "engine", "ppu-train")
 PLAN = os.path.join(args.build, "runtime", "core", "ppu-plan")
@@ -115,14 +119,23 @@ if args.rates:
     RATES = [int(x) for x in args.rates.split(",")]
 COMMON = MODEL + ["ranks=%d" % K, "train.eval_every=0", "train.eval_batches=1", "train.log_every=1000", "train.threads=1",
                   "outer.layers_per_fragment=1", "data.synthetic_train_tokens=100000", "data.synthetic_val_tokens=5000",
-                  "checkpoint.dir=", "metrics.port=0", "network.timeout_s=600"]
+                  "checkpoint.dir=", "metrics.port=0", "network.timeout_s=600"] + args.sets
 METHODS = [
-    ("DDP", ["method=ddp", "slicing.mode=none"]),
+    ("DDP", ["method=ddp", "slicing.mode=none"]),  # keys for --methods: ddp, streaming, ppu, ppu-int8
     ("Streaming DiLoCo", ["method=streaming-diloco", "slicing.mode=none"]),
     ("PPU 1/4 MLPs+heads", ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=4"]),
     ("PPU 1/4, int8 deltas", ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=4", "outer.delta_dtype=int8",
                               "outer.error_feedback=true"]),
 ]
+
+
+if args.methods:
+    keys = ["ddp", "streaming", "ppu", "ppu-int8"]
+    wanted = args.methods.split(",")
+    for w in wanted:
+        if w not in keys:
+            raise SystemExit("--methods: unknown method '%s' (expected %s)" % (w, ", ".join(keys)))
+    METHODS = [m for k, m in zip(keys, METHODS) if k in wanted]
 
 
 def sets(kvs):
@@ -180,7 +193,9 @@ def main():
             wait_max = max(s["network_wait_seconds"] for s in summaries) / steps
             row = {"mbit": mbit, "method": name, "steps": steps, "tokens": tokens, "seconds": seconds,
                    "ms_per_1k_tokens": 1000 * seconds / tokens * 1000, "wait_per_step": wait, "wait_per_step_max": wait_max, "tbf_drops": drops,
-                   "plan_comm_per_step": pl["comm_seconds_per_step_amortised"],
+                   # ppu-plan's bytes for exactly this run (final flush included) over the link rate.
+                   "plan_comm_per_step": pl["bytes_sent_per_run"] / (mbit * 1e6 / 8) / steps,
+                   "plan_comm_per_step_rounds_only": pl["comm_seconds_per_step_amortised"],
                    "compute_per_step": seconds / steps - wait,
                    "bytes_sent": summaries[0]["bytes_sent"], "plan_bytes_sent": pl["bytes_sent_per_run"],
                    "interface_tx_bytes": tx[0], "checksums_equal": len({s["param_checksum"] for s in summaries}) == 1,
