@@ -89,7 +89,7 @@ struct NetworkConfig {
   double bandwidth_gb_per_s = 0;   // ppu-plan's per-link bandwidth; 0 = unlimited
   double timeout_s = 300;          // collective and rendezvous timeout
   double message_bytes = 0;        // ppu-plan: override M (bytes per sync) instead of the model's
-  std::string collective = "direct"; // all-reduce schedule: direct | ring (docs/COMMUNICATION.md)
+  std::string collective = "ring";  // all-reduce schedule: ring | direct (docs/COMMUNICATION.md)
 };
 
 struct Config {

@@ -18,7 +18,7 @@ namespace ppu {
 struct ExchangeOptions {
   std::string dtype = "fp32";
   int64_t row_length = 1;  // int8: values per fp32 scale
-  AllreduceSchedule schedule = AllreduceSchedule::Direct;
+  AllreduceSchedule schedule = AllreduceSchedule::Ring;
   FeedbackState* feedback = nullptr;  // error-feedback residuals of this buffer, or none
 };
 

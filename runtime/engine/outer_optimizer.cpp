@@ -145,7 +145,11 @@ void OuterOptimizer::save(torch::serialize::OutputArchive& archive) const {
     // A fragment not yet synchronised has no momentum: stored as an empty tensor.
     archive.write("momentum." + std::to_string(i), momentum_[i].defined() ? momentum_[i] : torch::empty({0}));
   }
-  // Error-feedback residuals are part of the state: without them a resumed run would differ.
+}
+
+// Error-feedback residuals differ per rank, so they go into the rank's part of a checkpoint;
+// without them a resumed run would differ from an uninterrupted one.
+void OuterOptimizer::save_feedback(torch::serialize::OutputArchive& archive) const {
   for (size_t f = 0; f < feedback_.size(); ++f) {
     const auto& fb = feedback_[f];
     archive.write("feedback." + std::to_string(f) + ".contribution", fb.contribution.defined() ? fb.contribution : torch::empty({0}));
@@ -164,6 +168,9 @@ void OuterOptimizer::load(torch::serialize::InputArchive& archive) {
     global_[i].copy_(g);
     momentum_[i] = m.defined() && m.numel() > 0 ? m.clone() : torch::Tensor();
   }
+}
+
+void OuterOptimizer::load_feedback(torch::serialize::InputArchive& archive) {
   for (size_t f = 0; f < feedback_.size(); ++f) {
     torch::Tensor c, r;  // absent in checkpoints written before error feedback existed
     const bool has = archive.try_read("feedback." + std::to_string(f) + ".contribution", c) &&

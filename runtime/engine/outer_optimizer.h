@@ -38,9 +38,9 @@ struct SyncResult {
 
 class OuterOptimizer {
  public:
-  // `collective`: network.collective, the all-reduce schedule (direct | ring).
+  // `collective`: network.collective, the all-reduce schedule (ring | direct).
   OuterOptimizer(const OuterConfig& config, Transformer& model, const StreamingSchedule& schedule,
-                 Collectives& collectives, const std::string& collective = "direct");
+                 Collectives& collectives, const std::string& collective = "ring");
 
   // A synchronisation whose exchange is in flight.
   struct InFlight {
@@ -59,8 +59,11 @@ class OuterOptimizer {
   int64_t momentum_bytes() const;
   int64_t global_bytes() const;
 
-  void save(torch::serialize::OutputArchive& archive) const;
+  void save(torch::serialize::OutputArchive& archive) const;  // global θ and momentum (same on every rank)
   void load(torch::serialize::InputArchive& archive);
+  // This rank's error-feedback residuals (outer.error_feedback): rank-local checkpoint state.
+  void save_feedback(torch::serialize::OutputArchive& archive) const;
+  void load_feedback(torch::serialize::InputArchive& archive);
 
  private:
   OuterConfig config_;

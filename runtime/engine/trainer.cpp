@@ -235,6 +235,9 @@ class Run {
           torch::serialize::OutputArchive inner;
           inner_.save(inner);
           a.write("inner", inner);
+          torch::serialize::OutputArchive feedback;
+          outer_.save_feedback(feedback);
+          a.write("feedback", feedback);
           a.write("progress", torch::tensor({p_.step, p_.rounds, static_cast<int64_t>(loader_.position())}, torch::kInt64));
           a.write("totals", torch::tensor({p_.tokens, p_.flops, p_.flops_full, p_.bytes_sent, p_.sync_seconds,
                                            p_.bytes_received, p_.network_wait_seconds}, torch::kFloat64));
@@ -260,6 +263,7 @@ class Run {
     torch::serialize::InputArchive inner;
     ckpt->rank_part.read("inner", inner);
     inner_.load(inner);
+    if (torch::serialize::InputArchive feedback; ckpt->rank_part.try_read("feedback", feedback)) outer_.load_feedback(feedback);
     torch::Tensor progress, totals;
     ckpt->rank_part.read("progress", progress);
     ckpt->rank_part.read("totals", totals);

@@ -6,11 +6,13 @@ usage: comms_process_test.py BIN_DIR SOURCE_DIR
 For K = 3 (not a power of two) and each of ring / direct with int8 + error feedback, bf16 and
 fp32 deltas, and DDP: every rank ends with the same parameter checksum, every rank's measured
 bytes sent and received equal `ppu-plan --json`'s bytes_sent_per_run for the same config, and
-the lossy runs land close to the fp32 run (eval loss within 2%). A kill-free check of what
-the thread-based comms_tests check inside one process.
+the lossy runs land close to the fp32 run (eval loss within 2%). Then error-feedback state
+survives a restart: an int8 + error-feedback run killed after its second checkpoint and
+restarted ends with the checksum of an uninterrupted run (the residuals are checkpointed).
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,7 +62,7 @@ def run(name, extra):
     return summaries[0]
 
 
-fp32 = run("streaming-fp32-direct", ["method=streaming-diloco"])
+fp32 = run("streaming-fp32-ring", ["method=streaming-diloco"])
 for collective in ("ring", "direct"):
     for dtype, extra in (("bf16", []), ("int8", ["outer.error_feedback=true"])):
         s = run("streaming-%s-%s" % (dtype, collective),
@@ -72,4 +74,24 @@ for collective in ("ring", "direct"):
             fail("%s/%s eval loss %.4f is not within 2%% of fp32's %.4f" % (dtype, collective, s["eval_loss"], s_fp32))
 run("diloco-int8-direct", ["method=diloco", "outer.delta_dtype=int8", "network.collective=direct"])
 run("ddp-direct", ["method=ddp", "network.collective=direct", "train.steps=6"])
+
+# Kill-and-resume with error feedback: the residuals must come back from the checkpoint.
+EF = ["method=streaming-diloco", "outer.delta_dtype=int8", "outer.error_feedback=true", "train.steps=60"]
+want = run("resume-reference", EF)["param_checksum"]
+ckpt = tempfile.mkdtemp(prefix="ppu-comms-ckpt-")
+out = tempfile.mkdtemp(prefix="ppu-comms-resume-")
+cmd = [LAUNCH, "--nproc", str(K), "--config", TINY, *sets(BASE + EF + ["checkpoint.dir=" + ckpt]), "--summary-dir", out]
+proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+for line in proc.stdout:
+    if "checkpoint round 2 " in line:
+        break
+os.killpg(proc.pid, signal.SIGKILL)
+proc.wait()
+again = subprocess.run(cmd, capture_output=True, text=True, timeout=500)
+if again.returncode != 0 or "resumed from" not in again.stdout + again.stderr:
+    fail("restart after the kill did not resume:\n" + (again.stdout + again.stderr)[-3000:])
+got = json.load(open(os.path.join(out, "rank-0.json")))["param_checksum"]
+if got != want:
+    fail("int8 + error feedback: resumed checksum %s != uninterrupted %s" % (got, want))
+print("ok resume with error feedback: checksum %s equals the uninterrupted run's" % got)
 print("PASS comms")
