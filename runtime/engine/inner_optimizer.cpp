@@ -1,6 +1,9 @@
 #include "engine/inner_optimizer.h"
 
+#include <cmath>
+
 #include "core/lr_schedule.h"
+#include "engine/fused_adamw.h"
 
 namespace ppu {
 
@@ -32,9 +35,49 @@ double InnerOptimizer::step(int64_t step) {
   if (config_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params_, config_.grad_clip);
   const double lr = inner_learning_rate(config_, step, total_steps_);
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
-  optimizer_->step();
+  if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get())) {
+    fused_step(*adamw);
+  } else {
+    optimizer_->step();
+  }
   zero_grad();
   return lr;
+}
+
+// torch::optim::AdamW's update, one pass per parameter (engine/fused_adamw.h), on the optimiser's
+// own state objects; a parameter whose layout the fused loop does not take goes through the
+// same arithmetic as LibTorch's tensor operations.
+void InnerOptimizer::fused_step(torch::optim::AdamW& adamw) {
+  torch::NoGradGuard no_grad;
+  auto& states = adamw.state();
+  for (auto& group : adamw.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    TORCH_CHECK(!o.amsgrad(), "InnerOptimizer: amsgrad is not used");
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto it = states.find(key);
+      if (it == states.end()) {
+        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+        fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+        fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+        it = states.emplace(key, std::move(fresh)).first;
+      }
+      auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
+      st.step(st.step() + 1);
+      auto grad = p.grad().contiguous();
+      auto m = st.exp_avg(), v = st.exp_avg_sq();
+      const AdamWHyper h{o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), st.step()};
+      if (fused_adamw_step(p, grad, m, v, h)) continue;
+      // Same update as torch::optim::AdamW::step, as tensor operations.
+      const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
+      const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(h.step));
+      if (h.weight_decay != 0) p.mul_(1 - h.lr * h.weight_decay);
+      m.mul_(h.beta1).add_(grad, 1 - h.beta1);
+      v.mul_(h.beta2).addcmul_(grad, grad, 1 - h.beta2);
+      p.addcdiv_(m, (v.sqrt() / std::sqrt(bc2)).add_(h.eps), -h.lr / bc1);
+    }
+  }
 }
 
 void InnerOptimizer::zero_grad() {

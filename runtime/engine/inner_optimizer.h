@@ -2,6 +2,8 @@
 // tensors only — AdamW (paper defaults) or plain SGD — with the warm-up + cosine schedule and
 // gradient-norm clipping. Matrices get weight decay; norm parameters do not. Optimiser state
 // exists only for the trainable slices because only they are handed to LibTorch's optimiser.
+// AdamW's update runs fused, one pass per parameter (engine/fused_adamw.h), on the state of
+// torch::optim::AdamW, so checkpoints are LibTorch's format.
 #pragma once
 
 #include <torch/torch.h>
@@ -29,6 +31,8 @@ class InnerOptimizer {
   void load(torch::serialize::InputArchive& archive);
 
  private:
+  void fused_step(torch::optim::AdamW& adamw);
+
   InnerConfig config_;
   int64_t total_steps_;
   std::vector<torch::Tensor> params_;
