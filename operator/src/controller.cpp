@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "cache_pruning.h"
 #include "job_spec.h"
 #include "rfc3339.h"
 
@@ -24,7 +25,7 @@ Controller::Controller(KubeClient& client, ControllerOptions opts, OperatorMetri
   jobs_ = std::make_unique<Informer>(client_, resources::ppujobs, opts_.ns, "",
                                      [this](const json& o, Informer::Change c) { on_job(o, c); });
   auto owned = [this](const json& o, Informer::Change) { on_owned(o); };
-  pods_ = std::make_unique<Informer>(client_, resources::pods, opts_.ns, kJobLabel, owned);
+  pods_ = std::make_unique<Informer>(client_, resources::pods, opts_.ns, kJobLabel, owned, prune_pod);
   services_ = std::make_unique<Informer>(client_, resources::services, opts_.ns, kJobLabel, owned);
   configmaps_ = std::make_unique<Informer>(client_, resources::configmaps, opts_.ns, kJobLabel, owned);
 }

@@ -16,8 +16,13 @@ std::string job_of(const json& obj) {
 }
 }  // namespace
 
-Informer::Informer(KubeClient& c, Resource r, std::string ns, std::string sel, Handler h)
-    : client_(c), resource_(std::move(r)), ns_(std::move(ns)), selector_(std::move(sel)), on_change_(std::move(h)) {}
+Informer::Informer(KubeClient& c, Resource r, std::string ns, std::string sel, Handler h, Prune prune)
+    : client_(c),
+      resource_(std::move(r)),
+      ns_(std::move(ns)),
+      selector_(std::move(sel)),
+      on_change_(std::move(h)),
+      prune_(std::move(prune)) {}
 
 Informer::~Informer() { stop(); }
 
@@ -59,6 +64,7 @@ void Informer::apply(const json& in, Change c) {
   // managedFields is often the largest part of an object and nothing here reads it.
   json obj = in;
   if (obj.contains("metadata")) obj["metadata"].erase("managedFields");
+  if (prune_) prune_(obj);
   const std::string key = object_key(obj);
   const std::string job = job_of(obj);
   {

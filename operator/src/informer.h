@@ -2,6 +2,8 @@
 // kept true by list + watch from the last resourceVersion with bookmarks. Reconnects after
 // errors and server time-outs; relists on 410 Gone (and reports the objects that vanished
 // meanwhile as deletions). Calls `on_change` for every add/update/delete, from its own thread.
+// An optional `prune` maps each object to what the cache keeps of it (client-go's transform):
+// handlers and getters only ever see pruned objects.
 #pragma once
 
 #include <atomic>
@@ -22,8 +24,10 @@ class Informer {
  public:
   enum class Change { Added, Modified, Deleted };
   using Handler = std::function<void(const json& obj, Change)>;
+  using Prune = std::function<void(json& obj)>;
 
-  Informer(KubeClient& client, Resource resource, std::string ns, std::string label_selector, Handler on_change);
+  Informer(KubeClient& client, Resource resource, std::string ns, std::string label_selector, Handler on_change,
+           Prune prune = nullptr);
   ~Informer();
 
   void start();
@@ -49,6 +53,7 @@ class Informer {
   Resource resource_;
   std::string ns_, selector_;
   Handler on_change_;
+  Prune prune_;
   std::thread thread_;
   std::atomic<bool> stop_{false}, drop_{false}, synced_{false};
   std::atomic<uint64_t> relists_{0}, watch_restarts_{0};
