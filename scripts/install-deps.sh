@@ -9,7 +9,15 @@ PKGS=(
   libsentencepiece-dev sentencepiece nlohmann-json3-dev libcurl4-openssl-dev libssl-dev
   libgtest-dev libgmock-dev libcli11-dev libgloo-dev libcpp-httplib-dev libcivetweb-dev libjemalloc-dev
 )
-if [[ "${1:-}" == "--test" ]]; then PKGS+=(etcd-server prometheus openssl python3); fi
+# --test: what the suite adds. --bench: the PyTorch reference of bench/pytorch_peer (Debian's
+# python3-torch is the same LibTorch 1.13 the build links) and linux-perf for profiling.
+for a in "$@"; do
+  case "$a" in
+    --test) PKGS+=(etcd-server prometheus openssl python3) ;;
+    --bench) PKGS+=(python3 python3-torch linux-perf) ;;
+    *) echo "install-deps.sh: unknown flag '$a' (use --test, --bench)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

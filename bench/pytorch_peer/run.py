@@ -11,9 +11,10 @@ In one invocation, for each row (shape x slicing) and each repetition, interleav
   - reference_step.py (Debian's python3-torch, the same LibTorch 1.13, forced onto the same
     OpenMP OpenBLAS through LD_LIBRARY_PATH, same threads) runs the same step the same number
     of times and reports its median.
-Then gemm_peak measures this machine's fp32 GEMM peak with the same BLAS and threads, and
+gemm_peak measures this machine's fp32 GEMM peak with the same BLAS and threads (every repetition), and
 ppu-plan gives each configuration's exact matmul FLOPs per step, so each median becomes a
 model-FLOPs utilisation (MFU). Prints a table: seconds per step, tokens/s ratio C++/Python, MFU.
+Needs Debian's python3-torch: `bash scripts/install-deps.sh --bench` installs it.
 """
 import argparse
 import json
@@ -95,36 +96,52 @@ def main():
     p.add_argument("--json", default="")
     a = p.parse_args()
     build = os.path.abspath(a.build)
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
+        sys.exit("pytorch_peer: /usr/bin/python3 cannot import torch; run `bash scripts/install-deps.sh --bench`")
     rows = [(shape, name) for shape in a.rows.split(",") for name in SLICINGS]
     times = {(r, who): [] for r in rows for who in ("ours", "ref")}
-    blas = {}
+    blas, peaks = {}, []
     for rep in range(a.reps):
+        # This VM's speed drifts by tens of percent over minutes (host contention), so the GEMM
+        # peak is re-measured every repetition, each pair runs back to back, and the order within
+        # a pair alternates between repetitions.
+        peaks.append(json.loads(run([os.path.join(build, "bench/gemm_peak"), "--threads", str(a.threads),
+                                     "--sizes", "2048", "--sizes", "3072", "--reps", "3"])))
         for shape, name in rows:
             mode, slices = SLICINGS[name]
-            t, blas["ours"] = ours(build, shape, mode, slices, a.steps, a.threads)
-            times[((shape, name), "ours")].append(t)
-            t, blas["ref"] = reference(shape, mode, slices, a.steps, a.threads)
-            times[((shape, name), "ref")].append(t)
+            for who in (("ours", "ref") if rep % 2 == 0 else ("ref", "ours")):
+                if who == "ours":
+                    t, blas["ours"] = ours(build, shape, mode, slices, a.steps, a.threads)
+                else:
+                    t, blas["ref"] = reference(shape, mode, slices, a.steps, a.threads)
+                times[((shape, name), who)].append(t)
             print(f"rep {rep + 1}/{a.reps} {shape:>9} {name:<17} ours {times[((shape, name), 'ours')][-1]:.4f} s  "
-                  f"reference {t:.4f} s", file=sys.stderr, flush=True)
-    peak = json.loads(run([os.path.join(build, "bench/gemm_peak"), "--threads", str(a.threads)]))
-    print(f"BLAS: ppu-train {blas['ours']}, reference {blas['ref']}; {a.threads} threads; "
-          f"fp32 GEMM peak {peak['gflops']:.1f} GFLOP/s ({peak['per_size']})")
-    print(f"{'shape':<10} {'slicing':<18} {'ours s/step':>11} {'ref s/step':>10} {'C++/Py tok/s':>12} "
+                  f"reference {times[((shape, name), 'ref')][-1]:.4f} s  (GEMM peak {peaks[-1]['gflops']:.0f})",
+                  file=sys.stderr, flush=True)
+    peak = max(p["gflops"] for p in peaks)
+    print(f"BLAS: ppu-train {blas['ours']}, reference {blas['ref']}; {a.threads} threads; fp32 GEMM peak "
+          f"{peak:.1f} GFLOP/s (best of {len(peaks)} measurements interleaved with the rows; "
+          f"range {min(p['gflops'] for p in peaks):.0f}-{peak:.0f})")
+    print("C++/Py = median over repetitions of the paired ratio ref/ours (range in brackets); "
+          "MFU = matmul FLOPs per step (ppu-plan) / median step time / GEMM peak")
+    print(f"{'shape':<10} {'slicing':<18} {'ours s/step':>11} {'ref s/step':>10} {'C++/Py tok/s':>21} "
           f"{'MFU ours':>8} {'MFU ref':>8}")
     results = []
     for shape, name in rows:
         mode, slices = SLICINGS[name]
-        o = statistics.median(times[((shape, name), "ours")])
-        r = statistics.median(times[((shape, name), "ref")])
+        to, tr = times[((shape, name), "ours")], times[((shape, name), "ref")]
+        o, r = statistics.median(to), statistics.median(tr)
+        ratios = [y / x for x, y in zip(to, tr)]
+        ratio = statistics.median(ratios)
         flops = plan_flops(build, shape, mode, slices)
-        mfu_o, mfu_r = flops / o / 1e9 / peak["gflops"], flops / r / 1e9 / peak["gflops"]
-        print(f"{shape:<10} {name:<18} {o:>11.4f} {r:>10.4f} {r / o:>12.3f} {100 * mfu_o:>7.1f}% {100 * mfu_r:>7.1f}%")
-        results.append({"shape": shape, "slicing": name, "ours_s": o, "ref_s": r, "speedup": r / o,
-                        "matmul_flops": flops, "mfu_ours": mfu_o, "mfu_ref": mfu_r})
+        mfu_o, mfu_r = flops / o / 1e9 / peak, flops / r / 1e9 / peak
+        spread = f"{ratio:.3f} [{min(ratios):.2f}-{max(ratios):.2f}]"
+        print(f"{shape:<10} {name:<18} {o:>11.4f} {r:>10.4f} {spread:>21} {100 * mfu_o:>7.1f}% {100 * mfu_r:>7.1f}%")
+        results.append({"shape": shape, "slicing": name, "ours_s": o, "ref_s": r, "speedup": ratio,
+                        "paired_ratios": ratios, "matmul_flops": flops, "mfu_ours": mfu_o, "mfu_ref": mfu_r})
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"peak": peak, "rows": results, "blas": blas}, f, indent=2)
+            json.dump({"peak_gflops": peak, "peaks": peaks, "rows": results, "blas": blas}, f, indent=2)
 
 
 if __name__ == "__main__":
