@@ -1,7 +1,7 @@
 # Runs ppu-plan --json on each Table 1 config and compares trainable parameters (billions, as
 # rounded in the paper) and, for DDP, Appendix B's 1.75 s communication time per step.
 set(expected "streaming-diloco=1.3" "mlp-2=0.87" "mlp-4=0.67" "mlp-8=0.57" "mlp-16=0.52"
-             "mlp-heads-2=0.72" "mlp-heads-4=0.44")
+             "mlp-heads-2=0.72" "mlp-heads-4=0.44" "mlp-8-overtrained=0.57" "streaming-diloco-28b=1.3")
 foreach(item IN LISTS expected)
   string(REPLACE "=" ";" pair "${item}")
   list(GET pair 0 name)
