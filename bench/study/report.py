@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Writes the study's table and plots from the finished runs of run.sh.
+
+Contract: `report.py OUT` reads OUT/runs/NAME-sSEED/{rank-*.json, run.log, rusage, done} and
+writes OUT/table.md (one row per grid row, seeds averaged, spread shown), OUT/summary.json (the
+numbers behind it), OUT/*.dat and, with gnuplot, OUT/loss_vs_tokens.png, OUT/loss_vs_flops.png,
+OUT/memory.png, OUT/ppl_vs_n.png. Fields used from the rank summaries: eval_loss,
+eval_perplexity, tokens, steps, world_size, flops_executed, flops_full_backward,
+flops_saved_fraction, state_bytes, bytes_sent, seconds. Eval curves come from rank 0's
+"eval step N loss X" log lines. Exits non-zero naming the run when an input is missing.
+"""
+import glob
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+EVAL = re.compile(r"^\[rank 0\].* eval step (\d+) loss ([0-9.]+)")
+COMPONENTS = ["weights", "gradients", "inner_optimizer", "outer_optimizer", "offloaded"]
+
+
+def load_run(d):
+    ranks = sorted(glob.glob(os.path.join(d, "rank-*.json")))
+    if not ranks:
+        sys.exit(f"report.py: run {d} has no rank-*.json summary")
+    s = [json.load(open(p)) for p in ranks]
+    status, peak, wall = open(os.path.join(d, "rusage")).read().split()
+    curve = []
+    for line in open(os.path.join(d, "run.log"), errors="replace"):
+        m = EVAL.match(line)
+        if m:
+            curve.append((int(m.group(1)), float(m.group(2))))
+    r0 = s[0]
+    k = r0["world_size"]
+    tok_per_step = r0["tokens"] / r0["steps"] * k
+    flops_per_step = r0["flops_executed"] / r0["steps"]
+    curve = [(n, n * tok_per_step, n * flops_per_step, loss) for n, loss in curve]
+    curve.append((r0["steps"], r0["steps"] * tok_per_step, r0["flops_executed"], r0["eval_loss"]))
+    return {
+        "eval_loss": r0["eval_loss"], "eval_perplexity": r0["eval_perplexity"],
+        "tokens": r0["tokens"] * k, "flops_executed": r0["flops_executed"],
+        "flops_full_backward": r0["flops_full_backward"], "flops_saved": r0["flops_saved_fraction"],
+        "state": {c: max(x["state_bytes"].get(c, 0) for x in s) for c in COMPONENTS},
+        "state_total": max(x["state_bytes"]["total"] for x in s),
+        "bytes_sent": max(x["bytes_sent"] for x in s), "peak_rss": int(peak), "wall": float(wall),
+        "curve": curve, "slices": r0.get("slicing", {}).get("slices", 1),
+        "mode": r0.get("slicing", {}).get("mode", "none"), "method": r0["method"],
+    }
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: report.py OUT_DIR")
+    out = sys.argv[1]
+    runs = {}
+    for d in sorted(glob.glob(os.path.join(out, "runs", "*-s*"))):
+        if not os.path.exists(os.path.join(d, "done")):
+            continue
+        name, seed = os.path.basename(d).rsplit("-s", 1)
+        runs.setdefault(name, []).append((int(seed), load_run(d)))
+    if not runs:
+        sys.exit(f"report.py: no finished run under {out}/runs")
+    mb = 1 / 2**20
+    rows = ["| run | seeds | eval ppl of θ | tokens | FLOPs executed / rank | FLOPs saved | state / rank (MiB) | peak RSS / rank (MiB) | sent / rank (MiB) | wall (s) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    summary = {}
+    for name, rs in runs.items():
+        rs.sort()
+        ppl = [r["eval_perplexity"] for _, r in rs]
+        mean = sum(ppl) / len(ppl)
+        spread = f" ± {(max(ppl) - min(ppl)) / 2:.2f}" if len(ppl) > 1 else ""
+        r = rs[0][1]
+        rows.append(f"| {name} | {','.join(str(s) for s, _ in rs)} | {mean:.2f}{spread} | {r['tokens']:.3g} | "
+                    f"{r['flops_executed']:.3g} | {100 * r['flops_saved']:.1f}% | {r['state_total'] * mb:.2f} | "
+                    f"{r['peak_rss'] * mb:.0f} | {r['bytes_sent'] * mb:.1f} | {sum(x['wall'] for _, x in rs) / len(rs):.0f} |")
+        summary[name] = {"seeds": [s for s, _ in rs], "eval_perplexity": ppl,
+                         **{k: v for k, v in r.items() if k != "curve"}}
+        with open(os.path.join(out, f"curve-{name}.dat"), "w") as f:
+            f.write("# step tokens flops_per_rank eval_loss (seed %d)\n" % rs[0][0])
+            for p in r["curve"]:
+                f.write("%d %.6g %.6g %.6f\n" % p)
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+    with open(os.path.join(out, "memory.dat"), "w") as f:
+        f.write("run " + " ".join(COMPONENTS) + "\n")
+        for name, rs in runs.items():
+            f.write(name + " " + " ".join("%.4f" % (rs[0][1]["state"][c] * mb) for c in COMPONENTS) + "\n")
+    with open(os.path.join(out, "ppl_vs_n.dat"), "w") as f:
+        f.write("# mode N mean_ppl\n")
+        for name, rs in sorted(runs.items(), key=lambda kv: (kv[1][0][1]["mode"], kv[1][0][1]["slices"])):
+            r = rs[0][1]
+            if r["method"] == "ppu":
+                ppl = sum(x["eval_perplexity"] for _, x in rs) / len(rs)
+                f.write(f"{r['mode']} {r['slices']} {ppl:.4f}\n")
+    plot(out, list(runs))
+    print(open(os.path.join(out, "table.md")).read(), end="")
+
+
+def plot(out, names):
+    curves = ", ".join(f"'curve-{n}.dat' using {{x}}:4 with linespoints title '{n}'" for n in names)
+    script = f"""
+set terminal png size 900,600 noenhanced
+set key outside right
+set grid
+set output 'loss_vs_tokens.png'
+set title 'Eval loss of θ vs tokens'
+set xlabel 'tokens (all ranks)'; set ylabel 'eval loss (nats/token)'
+plot {curves.format(x=2)}
+set output 'loss_vs_flops.png'
+set title 'Eval loss of θ vs FLOPs executed per rank'
+set xlabel 'FLOPs per rank'
+plot {curves.format(x=3)}
+set output 'memory.png'
+set title 'Training-state memory per rank by component'
+set ylabel 'MiB'; set xlabel ''
+set style data histograms; set style histogram rowstacked; set style fill solid 0.8 border -1
+set boxwidth 0.7; set xtics rotate by -30
+plot for [c=2:6] 'memory.dat' using c:xtic(1) title columnheader(c)
+set output 'ppl_vs_n.png'
+set title 'Eval perplexity of θ vs N (PPU)'
+set style data linespoints; set xtics norotate; set logscale x 2
+set xlabel 'N (slices)'; set ylabel 'eval perplexity'
+plot 'ppl_vs_n.dat' using 2:($1 eq "mlp" ? $3 : 1/0) title 'MLPs' with linespoints, \\
+     '' using 2:(strcol(1) eq "mlp+heads" ? $3 : 1/0) title 'MLPs + heads' with linespoints
+"""
+    script = script.replace('($1 eq "mlp"', '(strcol(1) eq "mlp"')
+    subprocess.run(["gnuplot"], input=script, text=True, cwd=out, check=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The study's one command (docs/REPRODUCTION.md): builds the corpus, runs every row of grid.tsv
+# for each of its seeds with K ranks via ppu-launch at equal tokens, then writes the table and
+# the plots (report.py). Resumable: a run whose OUT/runs/NAME-sSEED/done exists is skipped.
+#   run.sh [--quick] [--out DIR]
+# --quick: the tinyshakespeare corpus, a tiny model, 4 ranks, 40 steps, the rows marked quick;
+#          it checks that the pipeline produces its outputs, not the scientific result.
+# Prints "[i/n] NAME seed S ... ETA" before every run. Env: PPU_BUILD (default ./build).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${PPU_BUILD:-$ROOT/build}
+QUICK=0; OUT=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --quick) QUICK=1; shift ;;
+    --out) [[ $# -ge 2 ]] || { echo "run.sh: --out needs a directory" >&2; exit 2; }; OUT=$2; shift 2 ;;
+    *) echo "run.sh: unknown flag '$1' (use --quick, --out DIR)" >&2; exit 2 ;;
+  esac
+done
+LAUNCH=$BUILD/runtime/launch/ppu-launch
+[[ -x $LAUNCH ]] || { echo "run.sh: $LAUNCH not built (set PPU_BUILD)" >&2; exit 2; }
+if ((QUICK)); then
+  OUT=${OUT:-$ROOT/out/study-quick}; K=4
+  bash "$HERE/corpus.sh" --small "$OUT/corpus"
+  EXTRA=(--set model.layers=2 --set model.d_model=64 --set model.vocab=1024 --set model.seq_len=64
+         --set train.steps=40 --set train.eval_every=10 --set train.eval_batches=2
+         --set inner.warmup_steps=5 --set inner.batch_size=4 --set outer.sync_every=10)
+else
+  OUT=${OUT:-$ROOT/out/study}; K=8
+  bash "$HERE/corpus.sh" --full "$OUT/corpus"
+  EXTRA=()
+fi
+mkdir -p "$OUT/runs"
+
+jobs=()   # "name seed sets"
+while IFS=$'\t' read -r name seeds sets tag; do
+  [[ -z $name || $name == \#* || $seeds == - ]] && continue
+  ((QUICK)) && [[ $tag != quick ]] && continue
+  ((QUICK)) && seeds=${seeds%%,*}
+  for s in ${seeds//,/ }; do jobs+=("$name|$s|$sets"); done
+done < "$HERE/grid.tsv"
+
+n=${#jobs[@]}; i=0; spent=0; measured=0; t_start=$(date +%s)
+for job in "${jobs[@]}"; do
+  IFS='|' read -r name seed sets <<< "$job"; i=$((i + 1))
+  dir=$OUT/runs/$name-s$seed
+  if [[ -f $dir/done ]]; then echo "[$i/$n] $name seed $seed: done, skipped"; continue; fi
+  left=$((n - i + 1))
+  if ((measured)); then eta="ETA $((spent / measured * left))s"; else eta="ETA unknown (no run timed yet)"; fi
+  echo "[$i/$n] $name seed $seed: running; $left left, $eta"
+  rm -rf "$dir"; mkdir -p "$dir"
+  keys=(); for kv in $sets; do keys+=(--set "$kv"); done
+  t0=$(date +%s)
+  if ! python3 "$HERE/peak_rss.py" "$dir/rusage" -- "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" \
+      --set ranks=$K --set data.path="$OUT/corpus/data" --set train.seed=$seed "${EXTRA[@]}" "${keys[@]}" \
+      --summary-dir "$dir" > "$dir/run.log" 2>&1; then
+    echo "run.sh: run $name seed $seed failed; see $dir/run.log" >&2; tail -5 "$dir/run.log" >&2; exit 1
+  fi
+  echo "$sets" > "$dir/sets"; touch "$dir/done"
+  spent=$((spent + $(date +%s) - t0)); measured=$((measured + 1))
+done
+echo "runs finished in $(( $(date +%s) - t_start ))s; writing the report"
+python3 "$HERE/report.py" "$OUT"

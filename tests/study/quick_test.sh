@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# study_quick_pipeline: bench/study/run.sh --quick writes the corpus manifest, one summary per
+# rank for every quick grid row, table.md with a row per run, summary.json and four PNG plots;
+# a second invocation skips every finished run; a bad flag is a one-line error naming it.
+# Usage: quick_test.sh BUILD_DIR SOURCE_DIR SHARED_DIR. Prints "PASS study-quick" or "FAIL: ...".
+set -uo pipefail
+BUILD=$1; SRC=$2; SHARED=$3
+fail() { echo "FAIL: $*"; exit 1; }
+OUT=$(mktemp -d /tmp/study-quick.XXXXXX); trap 'rm -rf "$OUT"' EXIT
+export PPU_BUILD=$BUILD PPU_SHAKESPEARE=$SHARED/data/tinyshakespeare.txt
+
+bash "$SRC/bench/study/run.sh" --quick --out "$OUT" > "$OUT/first.log" 2>&1 || { tail -20 "$OUT/first.log"; fail "run.sh --quick exited non-zero"; }
+grep -q "^tokens train [0-9]* val [0-9]* vocab 1024$" "$OUT/corpus/MANIFEST" || fail "corpus MANIFEST lacks the token counts"
+grep -q "sha256 [0-9a-f]\{64\}" "$OUT/corpus/MANIFEST" || fail "corpus MANIFEST lacks the input's sha256"
+names=$(awk -F'\t' '$4 == "quick" {print $1}' "$SRC/bench/study/grid.tsv")
+[[ $(wc -w <<< "$names") -ge 3 ]] || fail "grid.tsv marks fewer than 3 rows quick"
+for n in $names; do
+  d=$OUT/runs/$n-s0
+  [[ -f $d/done ]] || fail "run $n has no done marker"
+  for r in 0 1 2 3; do
+    python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["eval_perplexity"] > 1 and s["tokens"] > 0' "$d/rank-$r.json" \
+      || fail "run $n rank $r summary missing or without eval_perplexity/tokens"
+  done
+  grep -q "^| $n | 0 | [0-9.]* |" "$OUT/table.md" || fail "table.md has no row for $n"
+  grep -q "eval step 10 loss" "$d/run.log" || fail "run $n logged no eval curve"
+done
+[[ $(grep -c "^| " "$OUT/table.md") -eq $(( $(wc -w <<< "$names") + 1 )) ]] || fail "table.md has extra or missing rows"
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert all(v["peak_rss"] > 1 << 20 and v["bytes_sent"] > 0 for v in s.values())' "$OUT/summary.json" \
+  || fail "summary.json lacks peak RSS or bytes sent"
+for p in loss_vs_tokens loss_vs_flops memory ppl_vs_n; do
+  [[ $(head -c 8 "$OUT/$p.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "$p.png is not a PNG"
+  [[ $(stat -c %s "$OUT/$p.png") -gt 3000 ]] || fail "$p.png is too small to hold a plot"
+done
+
+bash "$SRC/bench/study/run.sh" --quick --out "$OUT" > "$OUT/second.log" 2>&1 || fail "second run.sh --quick exited non-zero"
+[[ $(grep -c "done, skipped" "$OUT/second.log") -eq $(wc -w <<< "$names") ]] || fail "resumed run did not skip every finished run"
+grep -q "running" "$OUT/second.log" && fail "resumed run re-ran a finished run"
+
+err=$(bash "$SRC/bench/study/run.sh" --bogus 2>&1) && fail "run.sh --bogus exited zero"
+[[ $err == *"--bogus"* ]] || fail "run.sh --bogus error does not name the flag: $err"
+echo "PASS study-quick"
