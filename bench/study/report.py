@@ -107,22 +107,23 @@ set terminal png size 900,600 noenhanced
 set key outside right
 set grid
 set output 'loss_vs_tokens.png'
-set title 'Eval loss of θ vs tokens'
+set title "Eval loss vs tokens (mid-run points: rank 0's eval; last point: θ)"
 set xlabel 'tokens (all ranks)'; set ylabel 'eval loss (nats/token)'
 plot {curves.format(x=2)}
 set output 'loss_vs_flops.png'
-set title 'Eval loss of θ vs FLOPs executed per rank'
-set xlabel 'FLOPs per rank'
+set title "Eval loss vs FLOPs executed per rank (mid-run points: rank 0's eval; last point: θ)"
+set xlabel 'FLOPs per rank'; set format x '%.1e'; set xtics rotate by -30
 plot {curves.format(x=3)}
 set output 'memory.png'
 set title 'Training-state memory per rank by component'
-set ylabel 'MiB'; set xlabel ''
+set ylabel 'MiB'; set xlabel ''; set format x '%g'
 set style data histograms; set style histogram rowstacked; set style fill solid 0.8 border -1
 set boxwidth 0.7; set xtics rotate by -30
 plot for [c=2:6] 'memory.dat' using c:xtic(1) title columnheader(c)
 set output 'ppl_vs_n.png'
 set title 'Eval perplexity of θ vs N (PPU)'
 set style data linespoints; set xtics norotate; set logscale x 2
+set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05
 set xlabel 'N (slices)'; set ylabel 'eval perplexity'
 plot 'ppl_vs_n.dat' using 2:($1 eq "mlp" ? $3 : 1/0) title 'MLPs' with linespoints, \\
      '' using 2:(strcol(1) eq "mlp+heads" ? $3 : 1/0) title 'MLPs + heads' with linespoints
