@@ -28,12 +28,15 @@ Controller::Controller(KubeClient& client, ControllerOptions opts, OperatorMetri
   pods_ = std::make_unique<Informer>(client_, resources::pods, opts_.ns, kJobLabel, owned, prune_pod);
   services_ = std::make_unique<Informer>(client_, resources::services, opts_.ns, kJobLabel, owned);
   configmaps_ = std::make_unique<Informer>(client_, resources::configmaps, opts_.ns, kJobLabel, owned);
+  if (opts_.reconcile.network_policy)
+    netpols_ = std::make_unique<Informer>(client_, resources::networkpolicies, opts_.ns, kJobLabel, owned);
 }
 
 Controller::~Controller() { stop(); }
 
 void Controller::start_informers() {
-  for (Informer* i : {pods_.get(), services_.get(), configmaps_.get(), jobs_.get()}) i->start();
+  for (Informer* i : {pods_.get(), services_.get(), configmaps_.get(), netpols_.get(), jobs_.get()})
+    if (i) i->start();
 }
 
 void Controller::start_workers(const std::atomic<bool>* cancel) {
@@ -51,11 +54,13 @@ void Controller::stop() {
   queue_.shutdown();
   for (auto& t : workers_)
     if (t.joinable()) t.join();
-  for (Informer* i : {jobs_.get(), pods_.get(), services_.get(), configmaps_.get()}) i->stop();
+  for (Informer* i : {jobs_.get(), pods_.get(), services_.get(), configmaps_.get(), netpols_.get()})
+    if (i) i->stop();
 }
 
 bool Controller::synced() const {
-  return jobs_->synced() && pods_->synced() && services_->synced() && configmaps_->synced();
+  return jobs_->synced() && pods_->synced() && services_->synced() && configmaps_->synced() &&
+         (!netpols_ || netpols_->synced());
 }
 
 void Controller::set_progress(const std::string& key, const ScrapedProgress& p) {
@@ -75,6 +80,7 @@ void Controller::on_job(const json& obj, Informer::Change c) {
   if (c == Informer::Change::Deleted) {
     std::lock_guard<std::mutex> l(progress_mu_);
     progress_.erase(key);
+    refusals_.erase(key);
     if (metrics_) metrics_->remove_job(obj["metadata"].value("namespace", ""), obj["metadata"]["name"]);
   }
   queue_.add(key);
@@ -124,10 +130,14 @@ void Controller::process(const std::string& key) {
   JobSpec spec = parse_job(*job);
   if (auto s = services_->get(ns, service_name(spec)); s && owned_by(*s, uid)) in.service = s;
   if (auto c = configmaps_->get(ns, config_map_name(spec)); c && owned_by(*c, uid)) in.config_map = c;
+  if (netpols_)
+    if (auto n = netpols_->get(ns, network_policy_name(spec)); n && owned_by(*n, uid)) in.network_policy = n;
   {
     std::lock_guard<std::mutex> l(progress_mu_);
     auto it = progress_.find(key);
     if (it != progress_.end()) in.progress = it->second;
+    auto rf = refusals_.find(key);
+    if (rf != refusals_.end()) in.refusal = rf->second;
   }
 
   Decision d = reconcile(in);
@@ -145,12 +155,19 @@ void Controller::process(const std::string& key) {
     metrics_->set_job_status(ns, name, st.value("readyRanks", 0), spec.replicas, st.value("restartCount", 0));
     metrics_->reconcile_done(r.ok ? "success" : (r.conflict ? "conflict" : "error"), secs);
   }
+  bool refusal_cleared = false;
+  {
+    std::lock_guard<std::mutex> l(progress_mu_);
+    if (r.refusal) refusals_[key] = *r.refusal;
+    else if (r.ok) refusal_cleared = refusals_.erase(key) > 0;
+  }
   if (!r.ok) {
     if (!r.conflict) spdlog::warn("reconcile {}: {} (retry in {:.3f}s)", key, r.error, queue_.next_delay(key));
     queue_.add_rate_limited(key);
     return;
   }
   queue_.forget(key);
+  if (refusal_cleared) queue_.add(key);  // one more pass turns PodCreationFailed False
   if (d.requeue_after_s >= 0) queue_.add_after(key, std::max(d.requeue_after_s, 0.05));
   for (const auto& a : d.actions)
     if (a.kind == ActionKind::Event)

@@ -1,7 +1,9 @@
-// Controller: informers for PPUJobs and the Pods/Services/ConfigMaps they own (selected by the
-// ppu.dev/job label), a work queue of job keys, and worker threads that run reconcile() on the
-// cached state and execute the resulting actions. Any change to a job or an owned object
-// enqueues the job; failures are retried with per-job exponential back-off.
+// Controller: informers for PPUJobs and the Pods/Services/ConfigMaps/NetworkPolicies they own
+// (selected by the ppu.dev/job label), a work queue of job keys, and worker threads that run
+// reconcile() on the cached state and execute the resulting actions. Any change to a job or an
+// owned object enqueues the job; failures are retried with per-job exponential back-off. A
+// creation the API server refused is remembered per job until a pass creates everything, so
+// the next reconcile can report it (PodCreationFailed) while the retries continue.
 #pragma once
 
 #include <atomic>
@@ -62,12 +64,13 @@ class Controller {
   OperatorMetrics* metrics_;
   Executor executor_;
   WorkQueue queue_;
-  std::unique_ptr<Informer> jobs_, pods_, services_, configmaps_;
+  std::unique_ptr<Informer> jobs_, pods_, services_, configmaps_, netpols_;  // netpols_ may be null
   std::vector<std::thread> workers_;
   std::atomic<uint64_t> reconciles_{0};
   std::atomic<bool> stopped_{false};
   mutable std::mutex progress_mu_;
   std::map<std::string, ScrapedProgress> progress_;
+  std::map<std::string, CreationRefusal> refusals_;  // guarded by progress_mu_
 };
 
 }  // namespace ppu::op

@@ -6,6 +6,21 @@
 
 namespace ppu::op {
 
+std::optional<CreationRefusal> as_refusal(const std::string& resource, const std::string& name, const Response& r) {
+  const std::string msg = r.body.is_object() ? r.body.value("message", r.error) : r.error;
+  const bool webhook = msg.find("admission webhook") != std::string::npos || msg.find("calling webhook") != std::string::npos;
+  const bool refused = (r.status >= 400 && r.status < 500 && r.status != 409 && r.status != 429) ||
+                       (r.status == 500 && webhook);
+  if (!refused) return std::nullopt;
+  std::string reason;
+  if (r.status == 403 && msg.find("exceeded quota") != std::string::npos) reason = "QuotaExceeded";
+  else if (r.status == 403 && msg.find("violates PodSecurity") != std::string::npos) reason = "PodSecurity";
+  else if (webhook) reason = "AdmissionWebhook";
+  else if (r.body.is_object() && !r.body.value("reason", std::string()).empty()) reason = r.body["reason"];
+  else reason = "HTTP" + std::to_string(r.status);
+  return CreationRefusal{resource, name, r.status, reason, msg};
+}
+
 bool Executor::record_event(const json& job, const Action& a) {
   const json& md = job["metadata"];
   const std::string ns = md.value("namespace", std::string("default"));
@@ -54,6 +69,7 @@ ExecResult Executor::execute(const json& job, const Decision& d) {
         r = client_.create(resources::by_plural(a.resource), ns, a.body);
         if (r.status == 409) r.status = 200;  // AlreadyExists: a previous pass (or operator) made it
         else if (r.ok()) res.created++;
+        else res.refusal = as_refusal(a.resource, a.name, r);
         break;
       case ActionKind::Patch:
         r = client_.merge_patch(resources::by_plural(a.resource), ns, a.name, a.body);

@@ -1,13 +1,17 @@
 // Executor: carries out a reconcile Decision against the API server, in order. Creation is
 // idempotent (409 AlreadyExists = done) and deletion too (404 = done). A 409 Conflict on the
 // status update means our view of the job was stale: the remaining actions are skipped and
-// the result says so, so the caller re-reads (from the informer) and retries.
+// the result says so, so the caller re-reads (from the informer) and retries. A creation the
+// server refuses for a reason retrying soon will not fix (admission, quota, validation) is
+// returned as `refusal`, which the controller feeds to the next reconcile (PodCreationFailed).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "actions.h"
 #include "kube_client.h"
+#include "reconciler.h"
 
 namespace ppu::op {
 
@@ -16,7 +20,13 @@ struct ExecResult {
   bool conflict = false;
   std::string error;
   int created = 0, deleted = 0;
+  std::optional<CreationRefusal> refusal;
 };
+
+// A failed create as a refusal: 4xx other than 409/429, and 500 from a failing admission
+// webhook; nullopt for transient failures (no response, 409, 429, other 5xx). The reason names
+// the cause: QuotaExceeded, PodSecurity, AdmissionWebhook, Forbidden, Invalid, or the Status reason.
+std::optional<CreationRefusal> as_refusal(const std::string& resource, const std::string& name, const Response& r);
 
 class Executor {
  public:

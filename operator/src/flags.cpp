@@ -1,5 +1,6 @@
 #include "flags.h"
 
+#include <cctype>
 #include <cstdlib>
 
 namespace ppu::op {
@@ -11,6 +12,13 @@ Usage: ppu-operator [flags]
   --kubeconfig FILE           kubeconfig to use (default: $KUBECONFIG, in-cluster, ~/.kube/config)
   --namespace NS              watch only NS (default: all namespaces)
   --metrics-addr ADDR         Prometheus /metrics listen address (default :8080; "0" = off)
+  --metrics-auth MODE         none (default) or token: /metrics needs a bearer token that the API
+                              server authenticates (TokenReview) and authorizes for `get` on the
+                              non-resource URL /metrics (SubjectAccessReview)
+  --network-policy BOOL       create a NetworkPolicy per PPUJob closing its ports to other pods
+                              (default true)
+  --metrics-namespaces LIST   comma-separated namespaces allowed to scrape rank metrics through
+                              that policy (default: the operator's own namespace)
   --health-addr ADDR          /healthz and /readyz listen address (default :8081; "0" = off)
   --leader-elect              hold a coordination.k8s.io Lease so only one replica reconciles
   --leader-elect-namespace NS namespace of the Lease (default: the current namespace)
@@ -36,6 +44,34 @@ double parse_duration(const std::string& flag, const std::string& v) {
   throw FlagError(flag + ": '" + v + "' has unknown unit '" + unit + "' (use ms, s, m or h)");
 }
 
+namespace {
+bool parse_bool(const std::string& flag, const std::string& v) {
+  if (v == "true" || v == "1") return true;
+  if (v == "false" || v == "0") return false;
+  throw FlagError(flag + ": '" + v + "' is not true or false");
+}
+
+std::vector<std::string> parse_namespaces(const std::string& flag, const std::string& v) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    std::string ns = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!ns.empty()) {
+      // RFC 1123 label, as Kubernetes requires of namespace names.
+      bool ok = ns.size() <= 63 && std::isalnum(static_cast<unsigned char>(ns.front())) &&
+                std::isalnum(static_cast<unsigned char>(ns.back()));
+      for (char c : ns) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+      if (!ok) throw FlagError(flag + ": '" + ns + "' is not a namespace name");
+      out.push_back(ns);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+}  // namespace
+
 Flags parse_flags(const std::vector<std::string>& args) {
   Flags f;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -56,6 +92,12 @@ Flags parse_flags(const std::vector<std::string>& args) {
     else if (a == "--namespace") f.ns = need();
     else if (a == "--metrics-addr") f.metrics_addr = need();
     else if (a == "--health-addr") f.health_addr = need();
+    else if (a == "--metrics-auth") {
+      f.metrics_auth = need();
+      if (f.metrics_auth != "none" && f.metrics_auth != "token")
+        throw FlagError("--metrics-auth: '" + f.metrics_auth + "' is not none or token");
+    } else if (a == "--network-policy") f.network_policy = has_value ? parse_bool(a, value) : true;
+    else if (a == "--metrics-namespaces") f.metrics_namespaces = parse_namespaces(a, need());
     else if (a == "--leader-elect") {
       if (has_value) {
         if (value != "true" && value != "false") throw FlagError("--leader-elect: '" + value + "' is not true or false");

@@ -37,6 +37,7 @@ JobSpec parse_job(const json& job) {
 
 std::string service_name(const JobSpec& j) { return j.name; }
 std::string config_map_name(const JobSpec& j) { return j.name + "-config"; }
+std::string network_policy_name(const JobSpec& j) { return j.name; }
 std::string pod_name(const JobSpec& j, int rank) { return j.name + "-rank-" + std::to_string(rank); }
 std::string run_id(const JobSpec& j) { return j.ns + "-" + j.name + "-" + j.uid.substr(0, 8); }
 std::string master_addr(const JobSpec& j) {

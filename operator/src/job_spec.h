@@ -1,6 +1,6 @@
 // JobSpec: a PPUJob's spec read into plain values, with the CRD's defaults applied again (the
 // operator must behave the same on objects created before a default existed). Also the names
-// every object of a job gets: <job> (Service), <job>-config (ConfigMap), <job>-rank-<k> (pods).
+// every object of a job gets: <job> (Service, NetworkPolicy), <job>-config (ConfigMap), <job>-rank-<k> (pods).
 #pragma once
 
 #include <cstdint>
@@ -47,6 +47,7 @@ JobSpec parse_job(const json& job);
 std::string service_name(const JobSpec& j);
 std::string config_map_name(const JobSpec& j);
 std::string pod_name(const JobSpec& j, int rank);
+std::string network_policy_name(const JobSpec& j);  // <job>
 // <namespace>-<job>-<first 8 characters of the uid>: unique per job object, stable across restarts.
 std::string run_id(const JobSpec& j);
 std::string master_addr(const JobSpec& j);

@@ -26,7 +26,9 @@ struct Resource {
 };
 
 namespace resources {
-extern const Resource pods, services, configmaps, events, leases, ppujobs;
+extern const Resource pods, services, configmaps, events, leases, ppujobs, networkpolicies;
+// Cluster-scoped reviews used to authenticate /metrics scrapers.
+extern const Resource tokenreviews, subjectaccessreviews;
 const Resource& by_plural(const std::string& plural);
 }  // namespace resources
 

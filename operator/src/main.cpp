@@ -1,7 +1,6 @@
 // ppu-operator: wires the controller, metrics, health endpoints and leader election together,
 // and shuts down cleanly on SIGTERM/SIGINT (workers finish their current job, the lease is
 // released so a standby takes over at once).
-#include <prometheus/exposer.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -17,6 +16,8 @@
 #include "kube_client.h"
 #include "kubeconfig.h"
 #include "leader_election.h"
+#include "metrics_auth.h"
+#include "metrics_server.h"
 #include "metrics_scraper.h"
 #include "operator_metrics.h"
 
@@ -67,7 +68,8 @@ int main(int argc, char** argv) {
   }
   KubeClient client(rc);
   OperatorMetrics metrics;
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<MetricsAuthorizer> authorizer;
+  std::unique_ptr<MetricsServer> metrics_server;
   std::unique_ptr<HealthServer> health;
 
   ControllerOptions copts;
@@ -75,15 +77,18 @@ int main(int argc, char** argv) {
   copts.workers = flags.workers;
   copts.reconcile.restart_backoff_s = flags.restart_backoff_s;
   copts.reconcile.restart_backoff_max_s = flags.restart_backoff_max_s;
+  copts.reconcile.network_policy = flags.network_policy;
+  copts.reconcile.metrics_namespaces =
+      flags.metrics_namespaces.empty() ? std::vector<std::string>{rc.ns} : flags.metrics_namespaces;
   Controller controller(client, copts, &metrics);
 
   try {
     if (flags.metrics_addr != "0") {
-      exposer = std::make_unique<prometheus::Exposer>(listen_spec(flags.metrics_addr));
-      exposer->RegisterCollectable(metrics.registry());
+      if (flags.metrics_auth == "token") authorizer = std::make_unique<MetricsAuthorizer>(client);
+      metrics_server = std::make_unique<MetricsServer>(flags.metrics_addr, metrics.registry(), authorizer.get());
     }
   } catch (const std::exception& e) {
-    std::cerr << "ppu-operator: --metrics-addr '" << flags.metrics_addr << "': cannot listen (" << e.what() << ")\n";
+    std::cerr << "ppu-operator: " << e.what() << "\n";
     return 2;
   }
   try {
@@ -95,7 +100,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  spdlog::info("ppu-operator starting: server {} namespace {}", rc.server, flags.ns.empty() ? "(all)" : flags.ns);
+  spdlog::info("ppu-operator starting: server {} namespace {}, /metrics auth {}, NetworkPolicy per job {}", rc.server,
+               flags.ns.empty() ? "(all)" : flags.ns, flags.metrics_auth, flags.network_policy ? "on" : "off");
   controller.start_informers();
 
   std::unique_ptr<LeaderElector> elector;

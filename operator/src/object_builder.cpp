@@ -88,6 +88,43 @@ json build_service(const JobSpec& j) {
                                        {{"name", "metrics"}, {"port", j.metrics_port}}})}}}};
 }
 
+json default_pod_security_context() {
+  // fsGroup makes the checkpoint volume writable by the uid; OnRootMismatch skips the recursive
+  // chown of a large checkpoint PVC when its root already has the right group.
+  return json{{"runAsNonRoot", true},
+              {"runAsUser", kRunAsUser},
+              {"runAsGroup", kRunAsUser},
+              {"fsGroup", kRunAsUser},
+              {"fsGroupChangePolicy", "OnRootMismatch"},
+              {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
+json default_container_security_context() {
+  return json{{"allowPrivilegeEscalation", false},
+              {"readOnlyRootFilesystem", true},
+              {"runAsNonRoot", true},
+              {"capabilities", {{"drop", json::array({"ALL"})}}}};
+}
+
+json build_network_policy(const JobSpec& j, const std::vector<std::string>& metrics_namespaces) {
+  json ingress = json::array({{{"from", json::array({{{"podSelector", {{"matchLabels", labels_for(j)}}}}})}}});
+  if (!metrics_namespaces.empty())
+    ingress.push_back(
+        {{"from", json::array({{{"namespaceSelector",
+                                 {{"matchExpressions",
+                                   json::array({{{"key", "kubernetes.io/metadata.name"},
+                                                 {"operator", "In"},
+                                                 {"values", metrics_namespaces}}})}}}}})},
+         {"ports", json::array({{{"protocol", "TCP"}, {"port", j.metrics_port}}})}});
+  return json{{"apiVersion", "networking.k8s.io/v1"},
+              {"kind", "NetworkPolicy"},
+              {"metadata", metadata_for(j, network_policy_name(j))},
+              {"spec",
+               {{"podSelector", {{"matchLabels", labels_for(j)}}},
+                {"policyTypes", json::array({"Ingress"})},
+                {"ingress", ingress}}}};
+}
+
 json build_pod(const JobSpec& j, int rank, int restart) {
   const json& s = j.spec;
   json md = metadata_for(j, pod_name(j, rank));
@@ -112,6 +149,9 @@ json build_pod(const JobSpec& j, int rank, int restart) {
                       {"readOnly", true}});
     volumes.push_back(volume_from("data", s["data"]));
   }
+  // The root filesystem is read-only by default: /tmp is where anything else may write.
+  mounts.push_back({{"name", "tmp"}, {"mountPath", kTmpPath}});
+  volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
 
   json container = {{"name", "ppu-train"},
                     {"image", j.image},
@@ -125,15 +165,24 @@ json build_pod(const JobSpec& j, int rank, int restart) {
   if (s.contains("args")) container["args"] = s["args"];
   if (s.contains("resources")) container["resources"] = s["resources"];
   if (s.contains("imagePullPolicy")) container["imagePullPolicy"] = s["imagePullPolicy"];
+  // Given security contexts replace the defaults whole (no merging): what you write is what runs.
+  container["securityContext"] =
+      s.contains("securityContext") && s["securityContext"].is_object() ? s["securityContext"]
+                                                                        : default_container_security_context();
 
   json spec = {{"restartPolicy", "Never"},
                {"hostname", pod_name(j, rank)},
                {"subdomain", service_name(j)},
                {"containers", json::array({container})},
-               {"volumes", volumes}};
+               {"volumes", volumes},
+               {"securityContext", s.contains("podSecurityContext") && s["podSecurityContext"].is_object()
+                                       ? s["podSecurityContext"]
+                                       : default_pod_security_context()},
+               // ppu-train never calls the API server: no token in the pod unless asked for.
+               {"automountServiceAccountToken", false}};
   const json sched = s.value("scheduling", json::object());
-  for (const char* k : {"schedulerName", "priorityClassName", "serviceAccountName", "nodeSelector", "tolerations",
-                        "affinity"})
+  for (const char* k : {"schedulerName", "priorityClassName", "serviceAccountName", "automountServiceAccountToken",
+                        "nodeSelector", "tolerations", "affinity"})
     if (sched.contains(k)) spec[k] = sched[k];
 
   return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};

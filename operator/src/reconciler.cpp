@@ -85,6 +85,15 @@ struct Pass {
     status.erase("nextRestartTime");
     cond(succeeded ? "Succeeded" : "Failed", true, reason, message);
     cond("Running", false, reason, message);
+    if (const json* c = find_condition(status, kRefusedCondition); c && c->value("status", "") == "True")
+      cond(kRefusedCondition, false, reason, "job finished");
+    if (succeeded) {
+      status.erase("reason");
+      status.erase("message");
+    } else {
+      status["reason"] = reason;
+      status["message"] = message;
+    }
     event(succeeded ? "Normal" : "Warning", reason, message);
     // Peers of a failed job would wait for rendezvous forever: remove active pods whatever
     // cleanPodPolicy says (it governs the finished ones, see finished()).
@@ -157,6 +166,55 @@ struct Pass {
                                  json{{"data", {{kConfigKey, want}}}}, "", "", ""});
     }
     if (!in.service) create("services", build_service(spec));
+    // Before any pod: a rank must never be reachable before its job's policy exists.
+    if (in.options.network_policy) {
+      json want = build_network_policy(spec, in.options.metrics_namespaces);
+      if (!in.network_policy)
+        create("networkpolicies", want);
+      else if (in.network_policy->value("spec", json()) != want["spec"])
+        actions.push_back(Action{ActionKind::Patch, "networkpolicies", network_policy_name(spec),
+                                 json{{"spec", want["spec"]}}, "", "", ""});
+    }
+  }
+
+  bool creates_anything() const {
+    for (const auto& a : actions)
+      if (a.kind == ActionKind::Create) return true;
+    return false;
+  }
+
+  // A refusal seen while this pass still has objects to create keeps PodCreationFailed True;
+  // once nothing is left to create (or nothing was refused) it turns False. The Warning event
+  // goes first in the pass (a refused create aborts the rest) and only when the refusal is new.
+  void note_refusal() {
+    const json* c = find_condition(status, kRefusedCondition);
+    const bool was = c && c->value("status", "") == "True";
+    if (in.refusal && creates_anything()) {
+      const auto& r = *in.refusal;
+      std::string kind = r.resource == "networkpolicies" ? "networkpolicy"
+                         : r.resource.empty()               ? "object"
+                                                            : r.resource.substr(0, r.resource.size() - 1);
+      std::string msg = "creating " + kind + " " + r.name + " was refused (HTTP " + std::to_string(r.code) +
+                        "): " + r.message;
+      if (msg.size() > 2048) msg = msg.substr(0, 2048);
+      const bool news = !was || c->value("message", "") != msg;
+      cond(kRefusedCondition, true, r.reason, msg);
+      status["reason"] = r.reason;
+      status["message"] = msg;
+      if (news)
+        actions.insert(actions.begin(), Action{ActionKind::Event, "events", spec.name, {}, "Warning",
+                                               kRefusedCondition, msg + "; retrying with back-off"});
+    } else if (was) {
+      const std::string old_reason = c->value("reason", "");
+      const bool created = !in.refusal;  // else: nothing left to create (suspended, waiting to restart)
+      const std::string msg = created ? "the objects refused earlier have been created" : "nothing left to create";
+      cond(kRefusedCondition, false, created ? "Created" : "NothingToCreate", msg);
+      if (status.value("reason", "") == old_reason) {
+        status.erase("reason");
+        status.erase("message");
+      }
+      if (created) event("Normal", "Created", msg);
+    }
   }
 
   void run();
@@ -193,6 +251,7 @@ void Pass::run() {
       cond("Running", false, "Suspended", "job is suspended");
       event("Normal", "Suspended", "job suspended, rank pods deleted");
     }
+    note_refusal();  // nothing to create while suspended: a pending refusal is moot
     return;
   }
   if (ph == "Suspended") {
@@ -223,6 +282,7 @@ void Pass::run() {
 
   ensure_owned_objects();
   run_active();
+  note_refusal();
 }
 
 void Pass::run_active() {

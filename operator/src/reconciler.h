@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "actions.h"
@@ -16,7 +17,23 @@ namespace ppu::op {
 struct ReconcileOptions {
   double restart_backoff_s = 10;       // first gang restart waits this long; doubles each time
   double restart_backoff_max_s = 300;  // cap of the exponential back-off
+  bool network_policy = true;          // own a NetworkPolicy per job (build_network_policy)
+  std::vector<std::string> metrics_namespaces;  // may scrape the ranks' metrics port
 };
+
+// The API server refused to create one of the job's objects (403 PodSecurity/webhook/quota,
+// 422 invalid, ...) in the previous pass. The executor reports it, the controller remembers it
+// until a pass creates everything it wanted, and reconcile() turns it into the PodCreationFailed
+// condition, status.reason/message and one Warning event per distinct refusal.
+struct CreationRefusal {
+  std::string resource;  // "pods", "services", ...
+  std::string name;
+  long code = 0;         // HTTP status
+  std::string reason;    // QuotaExceeded | PodSecurity | AdmissionWebhook | Forbidden | Invalid | <Status.reason>
+  std::string message;   // the server's message
+};
+
+inline constexpr const char* kRefusedCondition = "PodCreationFailed";
 
 // What the scraper saw on the job's ranks (absent fields were not exported).
 struct ScrapedProgress {
@@ -30,7 +47,9 @@ struct Observed {
   std::vector<json> pods;            // pods labelled ppu.dev/job=<name> and owned by the job
   std::optional<json> service;       // <job>
   std::optional<json> config_map;    // <job>-config
+  std::optional<json> network_policy;  // <job>
   std::optional<ScrapedProgress> progress;
+  std::optional<CreationRefusal> refusal;
   int64_t now = 0;                   // Unix seconds
   ReconcileOptions options;
 };

@@ -557,7 +557,9 @@ TEST_F(OperatorIT, RbacManifestAllowsEveryVerbTheOperatorUses) {
       {"create", "pods"},   {"delete", "pods"},   {"list", "pods"},   {"watch", "pods"},
       {"create", "services"}, {"list", "services"}, {"watch", "services"},
       {"create", "configmaps"}, {"patch", "configmaps"}, {"list", "configmaps"}, {"watch", "configmaps"},
-      {"create", "events"}};
+      {"create", "events"},
+      {"create", "networkpolicies.networking.k8s.io"}, {"patch", "networkpolicies.networking.k8s.io"},
+      {"list", "networkpolicies.networking.k8s.io"}, {"watch", "networkpolicies.networking.k8s.io"}};
   for (const auto& [verb, res] : needed) {
     std::string sub = res.find('/') != std::string::npos ? " --subresource=" + res.substr(res.find('/') + 1) : "";
     std::string r = res.substr(0, res.find('/'));
@@ -567,6 +569,9 @@ TEST_F(OperatorIT, RbacManifestAllowsEveryVerbTheOperatorUses) {
   for (const char* verb : {"get", "create", "update"})
     EXPECT_EQ(env_->kubectl(std::string("auth can-i ") + verb + " leases.coordination.k8s.io -n ppu-system" + as, out), 0)
         << "leader election needs " << verb << " on leases: " << out;
+  // --metrics-auth=token (the chart's default) reviews scrapers' tokens: cluster-scoped creates.
+  for (const char* res : {"tokenreviews.authentication.k8s.io", "subjectaccessreviews.authorization.k8s.io"})
+    EXPECT_EQ(env_->kubectl(std::string("auth can-i create ") + res + as, out), 0) << res << ": " << out;
 }
 
 TEST_F(OperatorIT, RbacManifestGrantsEverythingTheOperatorUses) {

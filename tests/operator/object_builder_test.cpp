@@ -45,7 +45,7 @@ TEST(ObjectBuilder, CheckpointClaimAndSchedulingPassThrough) {
   job["spec"]["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
   json pod = build_pod(parse_job(job), 0, 0);
   const json& vols = pod["spec"]["volumes"];
-  ASSERT_EQ(vols.size(), 3u);
+  ASSERT_EQ(vols.size(), 4u);  // config, checkpoints, data, tmp
   EXPECT_EQ(vols[1]["persistentVolumeClaim"]["claimName"], "ckpt");
   EXPECT_EQ(vols[2]["hostPath"]["path"], "/srv/data");
   EXPECT_EQ(pod["spec"]["schedulerName"], "volcano");

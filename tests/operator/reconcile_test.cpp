@@ -24,6 +24,7 @@ Observed observe(const json& job, std::vector<json> pods, bool owned_objects = t
     JobSpec s = parse_job(job);
     in.service = build_service(s);
     in.config_map = build_config_map(s);
+    in.network_policy = build_network_policy(s, in.options.metrics_namespaces);
   }
   return in;
 }
@@ -54,6 +55,7 @@ TEST(Reconcile, NewJobCreatesConfigMapServiceAndAllRanks) {
   EXPECT_EQ(d.actions.front().kind, ActionKind::UpdateStatus) << "status must be written first";
   EXPECT_EQ(count(d, ActionKind::Create, "configmaps"), 1);
   EXPECT_EQ(count(d, ActionKind::Create, "services"), 1);
+  EXPECT_EQ(count(d, ActionKind::Create, "networkpolicies"), 1);
   EXPECT_EQ(count(d, ActionKind::Create, "pods"), 4);
   const json* st = new_status(d);
   ASSERT_NE(st, nullptr);

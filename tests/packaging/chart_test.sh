@@ -40,6 +40,15 @@ expect_grep "grafana_dashboard: \"1\"" "$D" "dashboards ConfigMap labelled for t
 for f in "$ROOT"/dashboards/*.json; do expect_grep "^  $(basename "$f"): \|-$" "$D" "dashboard $(basename "$f") in the ConfigMap"; done
 expect_grep "helm.sh/resource-policy: keep" "$D" "CRD kept on uninstall"
 expect_no_grep "secrets|nodes|\"\\*\"|- '\\*'" "$D" "RBAC names no secrets, nodes or wildcards"
+# Security defaults (docs/SECURITY.md): /metrics authenticated, a NetworkPolicy per job.
+expect_grep "- --metrics-auth=token$" "$D" "/metrics requires a token by default"
+expect_grep "- --network-policy=true$" "$D" "NetworkPolicy per PPUJob by default"
+expect_grep "- --metrics-namespaces=ppu-system,monitoring$" "$D" "rank metrics scrapeable from the release and monitoring namespaces"
+expect_grep "resources: \[networkpolicies\]" "$D" "RBAC for the per-job NetworkPolicy"
+expect_grep "resources: \[tokenreviews\]" "$D" "RBAC to create TokenReviews"
+expect_grep "resources: \[subjectaccessreviews\]" "$D" "RBAC to create SubjectAccessReviews"
+expect_grep "nonResourceURLs: \[/metrics\]" "$D" "a metrics-reader ClusterRole"
+expect_grep "^  name: ppu-ppu-operator-metrics-reader$" "$D" "metrics-reader named after the release"
 # The dashboard JSON must survive the ConfigMap rendering byte for byte.
 python3 - "$D" "$ROOT/dashboards" <<'PY' || fail "dashboards in the ConfigMap differ from dashboards/*.json"
 import json, pathlib, re, sys
@@ -58,7 +67,16 @@ pass "dashboards in the ConfigMap equal dashboards/*.json"
   --set replicas=2 --set serviceMonitor.enabled=true --set podMonitor.enabled=true \
   --set dashboards.label=my_dashboards --set crds.install=false >"$W/ns.yaml"
 N="$W/ns.yaml"
-expect_no_grep "^kind: Cluster" "$N" "namespaced install has no cluster-scoped RBAC"
+# Namespaced: the only cluster-scoped RBAC is what /metrics authentication needs (TokenReview and
+# SubjectAccessReview are cluster-scoped) and the metrics-reader role.
+python3 - "$N" <<'PY' || fail "namespaced install has cluster-scoped RBAC beyond /metrics authentication"
+import re, sys
+docs = open(sys.argv[1]).read().split("\n---\n")
+names = sorted(re.search(r"^  name: (\S+)$", d, re.M).group(1) for d in docs if re.search(r"^kind: Cluster(Role|RoleBinding)$", d, re.M))
+assert names == ["ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-reader"], names
+PY
+pass "namespaced install: cluster-scoped RBAC only for /metrics authentication"
+expect_grep "bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token" "$N" "ServiceMonitor sends Prometheus's token"
 expect_no_grep "^kind: CustomResourceDefinition$" "$N" "crds.install=false leaves the CRD out"
 expect_grep "^kind: ServiceMonitor$" "$N" "ServiceMonitor rendered"
 expect_grep "^kind: PodMonitor$" "$N" "PodMonitor rendered"
@@ -69,6 +87,24 @@ expect_grep "- --leader-elect$" "$N" "replicas 2 ⇒ --leader-elect"
 expect_grep "- --leader-elect-namespace=ppu-system" "$N" "Lease in the release namespace"
 expect_grep "^  replicas: 2$" "$N" "two operator replicas"
 expect_grep "my_dashboards: \"1\"" "$N" "dashboard label configurable"
+
+# --- security features off: no NetworkPolicy RBAC, /metrics open, ServiceMonitor without a token ----
+"$HELM" template ppu "$CHART" -n ppu-system --set networkPolicy.enabled=false --set metricsAuth.enabled=false \
+  --set serviceMonitor.enabled=true >"$W/off.yaml"
+O="$W/off.yaml"
+expect_grep "- --network-policy=false$" "$O" "networkPolicy.enabled=false ⇒ --network-policy=false"
+expect_grep "- --metrics-auth=none$" "$O" "metricsAuth.enabled=false ⇒ --metrics-auth=none"
+expect_no_grep "networkpolicies|tokenreviews|subjectaccessreviews|nonResourceURLs|bearerTokenFile" "$O" "no RBAC or token for disabled features"
+"$HELM" template ppu "$CHART" -n ppu-system --set "metricsAuth.readers[0].name=prometheus-k8s" \
+  --set "metricsAuth.readers[0].namespace=monitoring" >"$W/readers.yaml"
+python3 - "$W/readers.yaml" <<'PY' || fail "metricsAuth.readers not bound to the metrics-reader ClusterRole"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+b = next(d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "ppu-ppu-operator-metrics-reader")
+assert b["roleRef"]["name"] == "ppu-ppu-operator-metrics-reader", b
+assert b["subjects"] == [{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}], b
+PY
+pass "metricsAuth.readers bound to the metrics-reader ClusterRole"
 
 # --- values.schema.json rejects wrong values --------------------------------------------------
 reject() {  # what, helm --set args...
@@ -89,6 +125,9 @@ reject "running as root" --set podSecurityContext.runAsNonRoot=false
 reject "a bad pull policy" --set image.pullPolicy=Sometimes
 reject "a bad duration" --set operator.scrapeInterval=soon
 reject "a port out of range" --set operator.metricsPort=70000
+reject "a non-boolean metricsAuth.enabled" --set metricsAuth.enabled=maybe
+reject "a bad metrics namespace" --set "networkPolicy.metricsNamespaces[0]=Bad_NS"
+reject "a reader without a namespace" --set "metricsAuth.readers[0].name=prom"
 
 # --- real kube-apiserver --------------------------------------------------------------------
 start_kube "$W/kube"
@@ -108,13 +147,17 @@ SA=system:serviceaccount:ppu-system:ppu-ppu-operator
 can() { K auth can-i --as="$SA" "$@" 2>/dev/null; }
 for v in "list ppujobs.ppu.dev -A" "watch ppujobs.ppu.dev -A" "update ppujobs.ppu.dev/status -n x" \
          "create pods -n x" "delete pods -n x" "create services -n x" "patch configmaps -n x" \
-         "create events -n x" "update leases.coordination.k8s.io -n ppu-system" "delete ppujobs.ppu.dev -n x"; do
+         "create events -n x" "update leases.coordination.k8s.io -n ppu-system" "delete ppujobs.ppu.dev -n x" \
+         "create networkpolicies.networking.k8s.io -n x" "patch networkpolicies.networking.k8s.io -n x" \
+         "watch networkpolicies.networking.k8s.io -A" "create tokenreviews.authentication.k8s.io" \
+         "create subjectaccessreviews.authorization.k8s.io"; do
   # shellcheck disable=SC2086
   [[ "$(can $v)" == yes ]] || fail "operator ServiceAccount cannot $v"
 done
 pass "operator ServiceAccount has the verbs it needs"
 for v in "get secrets -n x" "create deployments.apps -n x" "update pods -n x" "create ppujobs.ppu.dev -n x" \
-         "create leases.coordination.k8s.io -n x" "list nodes" "create clusterroles.rbac.authorization.k8s.io"; do
+         "create leases.coordination.k8s.io -n x" "list nodes" "create clusterroles.rbac.authorization.k8s.io" \
+         "get /metrics" "create localsubjectaccessreviews.authorization.k8s.io -n x"; do
   # shellcheck disable=SC2086
   [[ "$(can $v)" == no ]] || fail "operator ServiceAccount may $v (not least privilege)"
 done
