@@ -1,8 +1,13 @@
 // Defaults live in one place (runtime/core/config.h). The PPUJob CRD documents them in its
 // OpenAPI schema, and the API server applies them: every default there must equal the
-// runtime's, or a PPUJob would train differently from the same YAML given to ppu-launch.
+// runtime's, or a PPUJob would train differently from the same YAML given to ppu-launch. And
+// every key the runtime reads must be a property there: the schema is structural, so the API
+// server silently prunes a key it does not list from spec.training.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
 
 #include "core/config.h"
 
@@ -47,4 +52,39 @@ TEST(CrdDefaults, EqualTheRuntimeDefaults) {
     const bool numeric = YAML::convert<double>::decode(mine, a) && YAML::convert<double>::decode(value, b);
     EXPECT_TRUE(numeric && a == b) << key << ": CRD default '" << value.Scalar() << "', runtime default '" << mine.Scalar() << "'";
   }
+}
+
+namespace {
+void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>& out) {
+  for (const auto& kv : node) {
+    const std::string key = prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>();
+    if (kv.second.IsMap()) collect_leaves(kv.second, key, out);
+    else out.push_back(key);
+  }
+}
+
+// Whether the object schema `schema` lists the dotted `key` as a typed property.
+bool has_property(const YAML::Node& schema, const std::string& key) {
+  const size_t dot = key.find('.');
+  const YAML::Node props = schema["properties"];
+  // A missing key gives an invalid node, which throws on anything but IsDefined().
+  if (!props.IsDefined() || !props.IsMap()) return false;
+  const YAML::Node child = props[key.substr(0, dot)];
+  if (!child.IsDefined() || !child.IsMap()) return false;
+  if (dot != std::string::npos) return has_property(child, key.substr(dot + 1));
+  const YAML::Node type = child["type"];
+  return type.IsDefined() && type.IsScalar();
+}
+}  // namespace
+
+TEST(CrdDefaults, EveryRuntimeKeyIsInTheSchema) {
+  const YAML::Node crd = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/manifests/crd/ppu.dev_ppujobs.yaml");
+  const YAML::Node training =
+      crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["training"];
+  std::vector<std::string> keys;
+  collect_leaves(YAML::Load(ppu::to_yaml(ppu::parse_config(""))), "", keys);
+  ASSERT_GT(keys.size(), 40u);
+  for (const auto& key : keys)
+    EXPECT_TRUE(has_property(training, key)) << "config key " << key << " is not in the CRD's spec.training schema";
+  EXPECT_FALSE(has_property(training, "outer.no_such_key")) << "the check itself must be able to fail";
 }
