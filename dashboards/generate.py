@@ -76,7 +76,7 @@ def overview():
               kind="bargauge", desc="PPUJobs the operator sees in each phase."),
         panel("Ranks ready / total", [
             ("{{job}} ready", f"ppu_job_ranks_ready{{{SEL}}}"),
-            ("{{job}} total", f"ppu_job_ranks_total{{{SEL}}}")], kind="stat"),
+            ("{{job}} total", f"ppu_job_replicas{{{SEL}}}")], kind="stat"),
         panel("Outer round", [
             ("{{job}} (ranks, max)", f"max by (namespace, job) (ppu_outer_round{{{SEL}}})"),
             ("{{job}} (operator)", f"ppu_job_outer_round{{{SEL}}}")], kind="stat"),
@@ -162,8 +162,8 @@ def compute():
         panel("FLOPs saved ratio (operator)", [("{{job}}", f"ppu_job_flops_saved_ratio{{{SEL}}}")],
               kind="stat", unit="percentunit"),
         panel("Job FLOPs (operator, sum over ranks)", [
-            ("{{job}} executed", f"ppu_job_flops_executed_total{{{SEL}}}"),
-            ("{{job}} full backward", f"ppu_job_flops_full_backward_total{{{SEL}}}")]),
+            ("{{job}} executed", f"ppu_job_flops_executed{{{SEL}}}"),
+            ("{{job}} full backward", f"ppu_job_flops_full_backward{{{SEL}}}")]),
     ], JOB_VARS)
 
 

@@ -33,6 +33,7 @@ struct Action {
 struct Decision {
   std::vector<Action> actions;
   double requeue_after_s = -1;  // < 0: no timed requeue (watch events will trigger the next pass)
+  bool gang_restart = false;    // this pass tears the gang down for a restart (restartCount + 1)
 };
 
 const char* to_string(ActionKind k);

@@ -145,10 +145,7 @@ void Controller::process(const std::string& key) {
   reconciles_++;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  bool restarted = false;
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Event && a.reason == "GangRestart") restarted = true;
-  if (r.ok && restarted && metrics_) metrics_->gang_restart();
+  if (r.ok && d.gang_restart && metrics_) metrics_->gang_restart();
 
   if (metrics_) {
     const json st = in.job.value("status", json::object());

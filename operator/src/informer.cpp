@@ -94,9 +94,16 @@ bool Informer::relist() {
     spdlog::warn("informer {}: list failed: {}", resource_.plural, r.describe());
     return false;
   }
+  // List items omit kind/apiVersion (the list carries them, as "<Kind>List"); fill them so
+  // cached objects look like watched ones.
+  std::string kind = r.body.value("kind", std::string());
+  if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "List") == 0) kind.resize(kind.size() - 4);
+  else kind.clear();
+  const std::string api_version = r.body.value("apiVersion", std::string());
   std::set<std::string> seen;
   for (auto& item : r.body["items"]) {
-    // List items omit kind/apiVersion; fill them so cached objects look like watched ones.
+    if (!kind.empty() && !item.contains("kind")) item["kind"] = kind;
+    if (!api_version.empty() && !item.contains("apiVersion")) item["apiVersion"] = api_version;
     seen.insert(object_key(item));
     std::optional<json> old;
     {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "job_constants.h"
 #include "job_spec.h"
 #include "job_status.h"
 #include "prom_text.h"
@@ -33,7 +34,7 @@ void MetricsScraper::stop() {
 void MetricsScraper::scrape_once() {
   for (const auto& job : controller_.jobs()) {
     const json st = job.value("status", json::object());
-    if (st.value("phase", "") != "Running") continue;
+    if (st.value("phase", "") != phase::kRunning) continue;
     JobSpec spec = parse_job(job);
     std::vector<std::vector<Sample>> per_rank;
     for (const auto& pod : controller_.pods_of(spec.ns, spec.name)) {

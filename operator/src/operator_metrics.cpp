@@ -1,5 +1,7 @@
 #include "operator_metrics.h"
 
+#include "job_constants.h"
+
 namespace ppu::op {
 
 using prometheus::BuildCounter;
@@ -37,8 +39,8 @@ OperatorMetrics::OperatorMetrics()
                     .Register(*registry_)
                     .Add({})),
       state_bytes_(gauge_family(*registry_, "ppu_job_state_bytes", "Training-state bytes by component, summed over ranks")),
-      flops_exec_(gauge_family(*registry_, "ppu_job_flops_executed_total", "FLOPs executed, summed over ranks")),
-      flops_full_(gauge_family(*registry_, "ppu_job_flops_full_backward_total",
+      flops_exec_(gauge_family(*registry_, "ppu_job_flops_executed", "FLOPs executed, summed over the ranks' counters")),
+      flops_full_(gauge_family(*registry_, "ppu_job_flops_full_backward",
                                "FLOPs a full backward would have cost, summed over ranks")),
       flops_saved_(gauge_family(*registry_, "ppu_job_flops_saved_ratio", "1 - executed / full-backward FLOPs")),
       ppl_(gauge_family(*registry_, "ppu_job_eval_perplexity", "Mean eval perplexity over ranks")),
@@ -46,7 +48,7 @@ OperatorMetrics::OperatorMetrics()
       round_(gauge_family(*registry_, "ppu_job_outer_round", "Outer rounds completed by every rank")),
       tps_(gauge_family(*registry_, "ppu_job_tokens_per_second", "Training tokens/s summed over ranks")),
       ready_(gauge_family(*registry_, "ppu_job_ranks_ready", "Ready rank pods")),
-      total_(gauge_family(*registry_, "ppu_job_ranks_total", "Ranks (spec.replicas)")),
+      total_(gauge_family(*registry_, "ppu_job_replicas", "Ranks wanted (spec.replicas)")),
       job_restarts_(gauge_family(*registry_, "ppu_job_restarts", "Gang restarts of the job (status.restartCount)")) {}
 
 void OperatorMetrics::reconcile_done(const std::string& result, double seconds) {
@@ -59,7 +61,7 @@ void OperatorMetrics::set_queue_depth(size_t d) { depth_.Set(static_cast<double>
 void OperatorMetrics::gang_restart() { restarts_.Increment(); }
 
 void OperatorMetrics::set_jobs_by_phase(const std::map<std::string, int>& counts) {
-  for (const char* p : {"Pending", "Running", "Restarting", "Succeeded", "Failed", "Suspended"}) {
+  for (const char* p : phase::kAll) {
     auto it = counts.find(p);
     jobs_.Add({{"phase", p}}).Set(it == counts.end() ? 0 : it->second);
   }

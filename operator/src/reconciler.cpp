@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "job_constants.h"
 #include "job_status.h"
 #include "object_builder.h"
 #include "rfc3339.h"
@@ -41,6 +42,7 @@ struct Pass {
   json status;
   std::vector<Action> actions;
   double requeue = -1;
+  bool gang_restart = false;
   std::set<std::string> deleted;
 
   explicit Pass(const Observed& o) : in(o), spec(parse_job(o.job)) {
@@ -80,11 +82,11 @@ struct Pass {
 
   // Enters Succeeded or Failed: completion time, condition, event, active pods removed.
   void finish(bool succeeded, const std::string& reason, const std::string& message) {
-    status["phase"] = succeeded ? "Succeeded" : "Failed";
+    status["phase"] = succeeded ? phase::kSucceeded : phase::kFailed;
     status["completionTime"] = format_rfc3339(in.now);
     status.erase("nextRestartTime");
-    cond(succeeded ? "Succeeded" : "Failed", true, reason, message);
-    cond("Running", false, reason, message);
+    cond(succeeded ? condition::kSucceeded : condition::kFailed, true, reason, message);
+    cond(condition::kRunning, false, reason, message);
     if (const json* c = find_condition(status, kRefusedCondition); c && c->value("status", "") == "True")
       cond(kRefusedCondition, false, reason, "job finished");
     if (succeeded) {
@@ -94,12 +96,12 @@ struct Pass {
       status["reason"] = reason;
       status["message"] = message;
     }
-    event(succeeded ? "Normal" : "Warning", reason, message);
+    event(succeeded ? event_type::kNormal : event_type::kWarning, reason, message);
     // Peers of a failed job would wait for rendezvous forever: remove active pods whatever
     // cleanPodPolicy says (it governs the finished ones, see finished()).
     delete_pods_if([](const json& p) {
       auto ph = pod_phase(p);
-      return ph == "Pending" || ph == "Running" || ph == "Unknown";
+      return ph == pod_phase_name::kPending || ph == pod_phase_name::kRunning || ph == pod_phase_name::kUnknown;
     });
     finished();
   }
@@ -112,7 +114,7 @@ struct Pass {
     } else if (policy == "Running") {
       delete_pods_if([](const json& p) {
         auto ph = pod_phase(p);
-        return ph == "Pending" || ph == "Running" || ph == "Unknown";
+        return ph == pod_phase_name::kPending || ph == pod_phase_name::kRunning || ph == pod_phase_name::kUnknown;
       });
     }
     if (spec.run_policy.ttl_seconds_after_finished) {
@@ -130,8 +132,8 @@ struct Pass {
     for (const auto& p : in.pods) {
       if (pod_terminating(p) || deleted.count(name_of(p))) continue;
       auto ph = pod_phase(p);
-      if (ph == "Pending" || ph == "Running") ++active;
-      if (ph == "Failed" || ph == "Unknown") ++failed;
+      if (ph == pod_phase_name::kPending || ph == pod_phase_name::kRunning) ++active;
+      if (ph == pod_phase_name::kFailed || ph == pod_phase_name::kUnknown) ++failed;
       if (pod_ready(p)) ++ready;
     }
     status["readyRanks"] = ready;
@@ -202,18 +204,18 @@ struct Pass {
       status["reason"] = r.reason;
       status["message"] = msg;
       if (news)
-        actions.insert(actions.begin(), Action{ActionKind::Event, "events", spec.name, {}, "Warning",
-                                               kRefusedCondition, msg + "; retrying with back-off"});
+        actions.insert(actions.begin(), Action{ActionKind::Event, "events", spec.name, {}, event_type::kWarning,
+                                               reason::kPodCreationFailed, msg + "; retrying with back-off"});
     } else if (was) {
       const std::string old_reason = c->value("reason", "");
       const bool created = !in.refusal;  // else: nothing left to create (suspended, waiting to restart)
       const std::string msg = created ? "the objects refused earlier have been created" : "nothing left to create";
-      cond(kRefusedCondition, false, created ? "Created" : "NothingToCreate", msg);
+      cond(kRefusedCondition, false, created ? reason::kCreated : reason::kNothingToCreate, msg);
       if (status.value("reason", "") == old_reason) {
         status.erase("reason");
         status.erase("message");
       }
-      if (created) event("Normal", "Created", msg);
+      if (created) event(event_type::kNormal, reason::kCreated, msg);
     }
   }
 
@@ -231,6 +233,7 @@ struct Pass {
     }
     for (auto& a : actions) d.actions.push_back(std::move(a));
     d.requeue_after_s = requeue;
+    d.gang_restart = gang_restart;
     return d;
   }
 };
@@ -238,33 +241,33 @@ struct Pass {
 void Pass::run() {
   if (in.job["metadata"].contains("deletionTimestamp")) return;  // garbage collection owns it now
   const std::string ph = phase();
-  if (ph == "Succeeded" || ph == "Failed") {
+  if (ph == phase::kSucceeded || ph == phase::kFailed) {
     finished();
     return;
   }
   if (spec.run_policy.suspend) {
     for (const auto& p : in.pods) delete_pod(p);
-    if (ph != "Suspended") {
-      status["phase"] = "Suspended";
+    if (ph != phase::kSuspended) {
+      status["phase"] = phase::kSuspended;
       status.erase("nextRestartTime");
-      cond("Suspended", true, "Suspended", "spec.runPolicy.suspend is true; rank pods deleted");
-      cond("Running", false, "Suspended", "job is suspended");
-      event("Normal", "Suspended", "job suspended, rank pods deleted");
+      cond(condition::kSuspended, true, reason::kSuspended, "spec.runPolicy.suspend is true; rank pods deleted");
+      cond(condition::kRunning, false, reason::kSuspended, "job is suspended");
+      event(event_type::kNormal, reason::kSuspended, "job suspended, rank pods deleted");
     }
     note_refusal();  // nothing to create while suspended: a pending refusal is moot
     return;
   }
-  if (ph == "Suspended") {
+  if (ph == phase::kSuspended) {
     // Resuming starts a new active period: the deadline counts from now, like batch/v1 Jobs.
-    status["phase"] = "Pending";
+    status["phase"] = phase::kPending;
     status["startTime"] = format_rfc3339(in.now);
-    cond("Suspended", false, "Resumed", "spec.runPolicy.suspend is false");
-    event("Normal", "Resumed", "job resumed, recreating rank pods");
+    cond(condition::kSuspended, false, reason::kResumed, "spec.runPolicy.suspend is false");
+    event(event_type::kNormal, reason::kResumed, "job resumed, recreating rank pods");
   }
   if (ph.empty()) {
-    status["phase"] = "Pending";
+    status["phase"] = phase::kPending;
     status["restartCount"] = 0;
-    cond("Created", true, "Created", "PPUJob accepted by ppu-operator");
+    cond(condition::kCreated, true, reason::kCreated, "PPUJob accepted by ppu-operator");
   }
   if (!status.contains("startTime")) status["startTime"] = format_rfc3339(in.now);
 
@@ -272,7 +275,7 @@ void Pass::run() {
     int64_t start = parse_rfc3339(status["startTime"].get<std::string>()).value_or(in.now);
     int64_t deadline = start + *spec.run_policy.active_deadline_seconds;
     if (in.now >= deadline) {
-      finish(false, "DeadlineExceeded",
+      finish(false, reason::kDeadlineExceeded,
              "job was active longer than spec.runPolicy.activeDeadlineSeconds=" +
                  std::to_string(*spec.run_policy.active_deadline_seconds));
       return;
@@ -302,7 +305,7 @@ void Pass::run_active() {
     by_rank[*r] = &p;
   }
 
-  if (phase() == "Restarting") {
+  if (phase() == phase::kRestarting) {
     // Tear-down first; the new gang is created only once every old pod is gone (names repeat).
     if (!by_rank.empty() || any_terminating) {
       for (auto& [r, p] : by_rank) delete_pod(*p);
@@ -313,11 +316,11 @@ void Pass::run_active() {
       requeue_in(static_cast<double>(*not_before - in.now));
       return;
     }
-    status["phase"] = "Pending";
+    status["phase"] = phase::kPending;
     status.erase("nextRestartTime");
-    cond("Restarting", false, "GangRecreated", "rank pods recreated; ranks resume from the latest checkpoint");
+    cond(condition::kRestarting, false, reason::kGangRecreated, "rank pods recreated; ranks resume from the latest checkpoint");
     for (int r = 0; r < K; ++r) create("pods", build_pod(spec, r, restarts()));
-    event("Normal", "GangCreated",
+    event(event_type::kNormal, reason::kGangCreated,
           "created " + std::to_string(K) + " rank pods (restart " + std::to_string(restarts()) + ")");
     return;
   }
@@ -326,7 +329,7 @@ void Pass::run_active() {
   for (auto& [r, p] : by_rank) {
     if (auto fx = fatal_exit(*p)) {
       std::string why = fx->message.empty() ? "no termination message" : fx->message;
-      finish(false, fx->exit_code == 2 ? "ConfigurationError" : "CheckpointOrDataMissing",
+      finish(false, fx->exit_code == 2 ? reason::kConfigurationError : reason::kCheckpointOrDataMissing,
              "rank " + std::to_string(r) + " exited with code " + std::to_string(fx->exit_code) + ": " + why);
       return;
     }
@@ -337,13 +340,13 @@ void Pass::run_active() {
   std::string failure;
   for (auto& [r, p] : by_rank) {
     auto ph = pod_phase(*p);
-    if (ph == "Succeeded") ++succeeded;
-    if (ph == "Running" || ph == "Succeeded") started = true;
-    if ((ph == "Failed" || ph == "Unknown") && failure.empty())
+    if (ph == pod_phase_name::kSucceeded) ++succeeded;
+    if (ph == pod_phase_name::kRunning || ph == pod_phase_name::kSucceeded) started = true;
+    if ((ph == pod_phase_name::kFailed || ph == pod_phase_name::kUnknown) && failure.empty())
       failure = "rank " + std::to_string(r) + " failed (" + failure_reason(*p) + ")";
   }
   if (succeeded == K) {
-    finish(true, "AllRanksSucceeded", "all " + std::to_string(K) + " ranks finished");
+    finish(true, reason::kAllRanksSucceeded, "all " + std::to_string(K) + " ranks finished");
     return;
   }
   // A missing rank is a loss only once the gang has started; before that it is a creation that
@@ -357,7 +360,7 @@ void Pass::run_active() {
   }
   if (!failure.empty()) {
     if (restarts() >= spec.run_policy.backoff_limit) {
-      finish(false, "BackoffLimitExceeded",
+      finish(false, reason::kBackoffLimitExceeded,
              failure + "; spec.runPolicy.backoffLimit=" + std::to_string(spec.run_policy.backoff_limit) +
                  " restarts exhausted");
       return;
@@ -365,11 +368,12 @@ void Pass::run_active() {
     int n = restarts() + 1;
     double wait = restart_backoff(n, in.options);
     status["restartCount"] = n;
-    status["phase"] = "Restarting";
+    status["phase"] = phase::kRestarting;
     status["nextRestartTime"] = format_rfc3339(in.now + static_cast<int64_t>(std::ceil(wait)));
-    cond("Restarting", true, "GangRestart", failure);
-    cond("Running", false, "GangRestart", failure);
-    event("Warning", "GangRestart",
+    cond(condition::kRestarting, true, reason::kGangRestart, failure);
+    cond(condition::kRunning, false, reason::kGangRestart, failure);
+    gang_restart = true;
+    event(event_type::kWarning, reason::kGangRestart,
           failure + "; restarting all " + std::to_string(K) + " ranks (restart " + std::to_string(n) + " of " +
               std::to_string(spec.run_policy.backoff_limit) + ")");
     for (auto& [r, p] : by_rank) delete_pod(*p);
@@ -384,15 +388,15 @@ void Pass::run_active() {
       created = true;
     }
   if (created && restarts() == 0 && by_rank.empty())
-    event("Normal", "GangCreated", "created " + std::to_string(K) + " rank pods");
+    event(event_type::kNormal, reason::kGangCreated, "created " + std::to_string(K) + " rank pods");
 
   int running = 0;
   for (auto& [r, p] : by_rank)
-    if (pod_phase(*p) == "Running" || pod_phase(*p) == "Succeeded") ++running;
-  if (running == K && phase() != "Running") {
-    status["phase"] = "Running";
-    cond("Running", true, "AllRanksRunning", "all " + std::to_string(K) + " ranks are running");
-    event("Normal", "Running", "all " + std::to_string(K) + " ranks are running");
+    if (pod_phase(*p) == pod_phase_name::kRunning || pod_phase(*p) == pod_phase_name::kSucceeded) ++running;
+  if (running == K && phase() != phase::kRunning) {
+    status["phase"] = phase::kRunning;
+    cond(condition::kRunning, true, reason::kAllRanksRunning, "all " + std::to_string(K) + " ranks are running");
+    event(event_type::kNormal, reason::kRunning, "all " + std::to_string(K) + " ranks are running");
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "actions.h"
+#include "job_constants.h"
 #include "job_spec.h"
 
 namespace ppu::op {
@@ -33,7 +34,7 @@ struct CreationRefusal {
   std::string message;   // the server's message
 };
 
-inline constexpr const char* kRefusedCondition = "PodCreationFailed";
+inline constexpr const char* kRefusedCondition = condition::kPodCreationFailed;
 
 // What the scraper saw on the job's ranks (absent fields were not exported).
 struct ScrapedProgress {

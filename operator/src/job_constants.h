@@ -1,0 +1,64 @@
+// The words of the PPUJob API the operator writes and reads: status.phase values, condition
+// types, event reasons and event types. docs/OPERATOR.md lists them for users; code compares
+// and writes these constants only, never a spelled-out string.
+#pragma once
+
+namespace ppu::op {
+
+// status.phase of a PPUJob.
+namespace phase {
+inline constexpr const char* kPending = "Pending";
+inline constexpr const char* kRunning = "Running";
+inline constexpr const char* kRestarting = "Restarting";
+inline constexpr const char* kSucceeded = "Succeeded";
+inline constexpr const char* kFailed = "Failed";
+inline constexpr const char* kSuspended = "Suspended";
+inline constexpr const char* kAll[] = {kPending, kRunning, kRestarting, kSucceeded, kFailed, kSuspended};
+}  // namespace phase
+
+// status.conditions[].type of a PPUJob.
+namespace condition {
+inline constexpr const char* kCreated = "Created";
+inline constexpr const char* kRunning = "Running";
+inline constexpr const char* kRestarting = "Restarting";
+inline constexpr const char* kSuspended = "Suspended";
+inline constexpr const char* kSucceeded = "Succeeded";
+inline constexpr const char* kFailed = "Failed";
+inline constexpr const char* kPodCreationFailed = "PodCreationFailed";
+}  // namespace condition
+
+// Reasons: of events, of conditions and of status.reason (the same word where they coincide).
+namespace reason {
+inline constexpr const char* kCreated = "Created";              // job accepted; refused objects created later
+inline constexpr const char* kNothingToCreate = "NothingToCreate";
+inline constexpr const char* kGangCreated = "GangCreated";      // event: K rank pods created
+inline constexpr const char* kGangRecreated = "GangRecreated";  // condition Restarting -> False
+inline constexpr const char* kGangRestart = "GangRestart";
+inline constexpr const char* kAllRanksRunning = "AllRanksRunning";
+inline constexpr const char* kRunning = "Running";  // event when the job enters Running
+inline constexpr const char* kAllRanksSucceeded = "AllRanksSucceeded";
+inline constexpr const char* kSuspended = "Suspended";
+inline constexpr const char* kResumed = "Resumed";
+inline constexpr const char* kDeadlineExceeded = "DeadlineExceeded";
+inline constexpr const char* kBackoffLimitExceeded = "BackoffLimitExceeded";
+inline constexpr const char* kConfigurationError = "ConfigurationError";            // a rank exited 2
+inline constexpr const char* kCheckpointOrDataMissing = "CheckpointOrDataMissing";  // a rank exited 4
+inline constexpr const char* kPodCreationFailed = "PodCreationFailed";              // event of a refusal
+}  // namespace reason
+
+// core/v1 Event.type.
+namespace event_type {
+inline constexpr const char* kNormal = "Normal";
+inline constexpr const char* kWarning = "Warning";
+}  // namespace event_type
+
+// Pod status.phase values the reconciler distinguishes.
+namespace pod_phase_name {
+inline constexpr const char* kPending = "Pending";
+inline constexpr const char* kRunning = "Running";
+inline constexpr const char* kSucceeded = "Succeeded";
+inline constexpr const char* kFailed = "Failed";
+inline constexpr const char* kUnknown = "Unknown";
+}  // namespace pod_phase_name
+
+}  // namespace ppu::op
