@@ -20,7 +20,7 @@ bool owned_by(const json& obj, const std::string& uid) {
 }
 }  // namespace
 
-Controller::Controller(KubeClient& client, ControllerOptions opts, OperatorMetrics* metrics)
+Controller::Controller(KubeApi& client, ControllerOptions opts, OperatorMetrics* metrics)
     : client_(client), opts_(std::move(opts)), metrics_(metrics), executor_(client) {
   jobs_ = std::make_unique<Informer>(client_, resources::ppujobs, opts_.ns, "",
                                      [this](const json& o, Informer::Change c) { on_job(o, c); });

@@ -16,7 +16,7 @@
 
 #include "executor.h"
 #include "informer.h"
-#include "kube_client.h"
+#include "kube_api.h"
 #include "operator_metrics.h"
 #include "reconciler.h"
 #include "work_queue.h"
@@ -31,7 +31,7 @@ struct ControllerOptions {
 
 class Controller {
  public:
-  Controller(KubeClient& client, ControllerOptions opts, OperatorMetrics* metrics = nullptr);
+  Controller(KubeApi& client, ControllerOptions opts, OperatorMetrics* metrics = nullptr);
   ~Controller();
 
   void start_informers();  // caches fill; nothing is written
@@ -59,7 +59,7 @@ class Controller {
   void process(const std::string& key);
   void update_phase_gauge();
 
-  KubeClient& client_;
+  KubeApi& client_;
   ControllerOptions opts_;
   OperatorMetrics* metrics_;
   Executor executor_;

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "actions.h"
-#include "kube_client.h"
+#include "kube_api.h"
 #include "reconciler.h"
 
 namespace ppu::op {
@@ -30,13 +30,13 @@ std::optional<CreationRefusal> as_refusal(const std::string& resource, const std
 
 class Executor {
  public:
-  explicit Executor(KubeClient& client, std::string component = "ppu-operator")
+  explicit Executor(KubeApi& client, std::string component = "ppu-operator")
       : client_(client), component_(std::move(component)) {}
   ExecResult execute(const json& job, const Decision& d);
 
  private:
   bool record_event(const json& job, const Action& a);
-  KubeClient& client_;
+  KubeApi& client_;
   std::string component_;
 };
 

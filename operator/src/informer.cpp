@@ -16,7 +16,7 @@ std::string job_of(const json& obj) {
 }
 }  // namespace
 
-Informer::Informer(KubeClient& c, Resource r, std::string ns, std::string sel, Handler h, Prune prune)
+Informer::Informer(KubeApi& c, Resource r, std::string ns, std::string sel, Handler h, Prune prune)
     : client_(c),
       resource_(std::move(r)),
       ns_(std::move(ns)),

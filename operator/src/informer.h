@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "kube_client.h"
+#include "kube_api.h"
 
 namespace ppu::op {
 
@@ -26,7 +26,7 @@ class Informer {
   using Handler = std::function<void(const json& obj, Change)>;
   using Prune = std::function<void(json& obj)>;
 
-  Informer(KubeClient& client, Resource resource, std::string ns, std::string label_selector, Handler on_change,
+  Informer(KubeApi& client, Resource resource, std::string ns, std::string label_selector, Handler on_change,
            Prune prune = nullptr);
   ~Informer();
 
@@ -49,7 +49,7 @@ class Informer {
   bool relist();
   void apply(const json& obj, Change c);
 
-  KubeClient& client_;
+  KubeApi& client_;
   Resource resource_;
   std::string ns_, selector_;
   Handler on_change_;

@@ -12,45 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kube_api.h"
 #include "kubeconfig.h"
 
 namespace ppu::op {
 
 using json = nlohmann::json;
 
-// A resource type: /api/v1/... for the core group, /apis/<group>/<version>/... otherwise.
-struct Resource {
-  std::string group, version, plural;
-  bool namespaced = true;
-  std::string path(const std::string& ns, const std::string& name = "", const std::string& sub = "") const;
-};
-
-namespace resources {
-extern const Resource pods, services, configmaps, events, leases, ppujobs, networkpolicies;
-// Cluster-scoped reviews used to authenticate /metrics scrapers.
-extern const Resource tokenreviews, subjectaccessreviews;
-const Resource& by_plural(const std::string& plural);
-}  // namespace resources
-
-struct Response {
-  long status = 0;  // HTTP status; 0 = no response (connection failed, aborted)
-  json body;
-  std::string error;  // transport error, or the Status message of an API error
-  bool ok() const { return status >= 200 && status < 300; }
-  std::string describe() const;
-};
-
-struct ListOptions {
-  std::string label_selector;
-  std::string field_selector;
-  std::string resource_version;
-  int limit = 0;
-  std::string continue_token;
-};
-
-enum class WatchEnd { Closed, Gone, Error, Stopped };
-
-class KubeClient {
+class KubeClient : public KubeApi {
  public:
   explicit KubeClient(RestConfig cfg);
   ~KubeClient();
@@ -59,32 +28,22 @@ class KubeClient {
 
   const RestConfig& config() const { return cfg_; }
 
-  Response get(const Resource& r, const std::string& ns, const std::string& name);
+  Response get(const Resource& r, const std::string& ns, const std::string& name) override;
+  // One page of a list (limit/continue in o).
   Response list(const Resource& r, const std::string& ns, const ListOptions& o = {});
-  // A full list (follows `continue`), items merged into one body; metadata.resourceVersion kept.
-  Response list_all(const Resource& r, const std::string& ns, const ListOptions& o = {});
-  Response create(const Resource& r, const std::string& ns, const json& obj);
+  Response list_all(const Resource& r, const std::string& ns, const ListOptions& o = {}) override;
+  Response create(const Resource& r, const std::string& ns, const json& obj) override;
   Response replace(const Resource& r, const std::string& ns, const std::string& name, const json& obj,
-                   const std::string& subresource = "");
+                   const std::string& subresource = "") override;
   Response merge_patch(const Resource& r, const std::string& ns, const std::string& name, const json& patch,
-                       const std::string& subresource = "");
+                       const std::string& subresource = "") override;
   // Server-side apply (application/apply-patch+yaml; JSON is valid YAML).
   Response apply(const Resource& r, const std::string& ns, const std::string& name, const json& obj,
                  const std::string& field_manager, bool force = true, const std::string& subresource = "");
-  // With `uid`, the server deletes only that incarnation (409 if the name now holds another).
   Response remove(const Resource& r, const std::string& ns, const std::string& name,
-                  const std::string& propagation = "Background", const std::string& uid = "");
-  // Optimistic concurrency: get, mutate (return false = nothing to do), PUT with the read
-  // resourceVersion; on 409 Conflict read again and retry, up to `attempts` times.
-  Response update_with_retry(const Resource& r, const std::string& ns, const std::string& name,
-                             const std::function<bool(json&)>& mutate, const std::string& subresource = "",
-                             int attempts = 5);
-
-  // Streams watch events ({"type":..., "object":...}) from resource_version with bookmarks on.
-  // Returns Gone on 410 (the caller must relist), Closed when the server ended the stream,
-  // Error on transport/HTTP failure, Stopped when should_stop() became true.
+                  const std::string& propagation = "Background", const std::string& uid = "") override;
   WatchEnd watch(const Resource& r, const std::string& ns, const ListOptions& o, int timeout_s,
-                 const std::function<void(const json&)>& on_event, const std::function<bool()>& should_stop);
+                 const std::function<void(const json&)>& on_event, const std::function<bool()>& should_stop) override;
 
   // Plain HTTP GET of a URL outside the API server (metrics scraping).
   static Response http_get_text(const std::string& url, double timeout_s, std::string& text_out);

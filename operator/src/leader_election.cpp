@@ -9,7 +9,7 @@
 
 namespace ppu::op {
 
-LeaderElector::LeaderElector(KubeClient& c, LeaseOptions o) : client_(c), o_(std::move(o)) {
+LeaderElector::LeaderElector(KubeApi& c, LeaseOptions o) : client_(c), o_(std::move(o)) {
   if (o_.identity.empty()) {
     char host[256] = {0};
     gethostname(host, sizeof host - 1);

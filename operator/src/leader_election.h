@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "kube_client.h"
+#include "kube_api.h"
 
 namespace ppu::op {
 
@@ -24,7 +24,7 @@ struct LeaseOptions {
 
 class LeaderElector {
  public:
-  LeaderElector(KubeClient& client, LeaseOptions o);
+  LeaderElector(KubeApi& client, LeaseOptions o);
   ~LeaderElector();
   bool acquire(const std::atomic<bool>& stop);  // true once leader
   void keep(std::function<void()> on_lost);      // start renewing in the background
@@ -36,7 +36,7 @@ class LeaderElector {
   bool try_acquire_or_renew();
 
  private:
-  KubeClient& client_;
+  KubeApi& client_;
   LeaseOptions o_;
   std::atomic<bool> leader_{false}, stop_{false};
   std::thread renewer_;

@@ -5,6 +5,7 @@
 #include "job_constants.h"
 #include "job_spec.h"
 #include "job_status.h"
+#include "kube_client.h"
 #include "prom_text.h"
 
 namespace ppu::op {

@@ -1,0 +1,433 @@
+// Unit tests of the code that talks to the API server, against FakeKube (tests/operator/fake_kube.h):
+// the executor's 404/409 handling, the informer's list + watch + relist, the leader elector.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "executor.h"
+#include "fake_kube.h"
+#include "informer.h"
+#include "kube_client.h"
+#include "leader_election.h"
+#include "rfc3339.h"
+#include "test_objects.h"
+
+namespace ppu::op {
+namespace {
+
+using testing::FakeKube;
+using testing::make_job;
+using testing::make_pod;
+
+// Waits (polling) until pred() holds; false after `seconds`. Only a bound for a broken test,
+// never a timing assertion.
+template <class Pred>
+bool eventually(Pred pred, double seconds = 20) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
+Action status_update(const json& job) {
+  json body = job;
+  body["status"] = {{"phase", "Pending"}};
+  return Action{ActionKind::UpdateStatus, "ppujobs", job["metadata"]["name"], body, "", "", ""};
+}
+
+Action create_pod(const json& job, int rank) {
+  json pod = make_pod(job, rank, "Pending");
+  pod.erase("status");
+  pod["metadata"].erase("uid");
+  return Action{ActionKind::Create, "pods", pod["metadata"]["name"], pod, "", "", ""};
+}
+
+Action delete_pod(const std::string& name, const std::string& uid) {
+  json body = json::object();
+  if (!uid.empty()) body["uid"] = uid;
+  return Action{ActionKind::Delete, "pods", name, body, "", "", ""};
+}
+
+// A job stored in the fake, as the informer would hand it to reconcile.
+json stored_job(FakeKube& kube, const std::string& name = "demo") {
+  json job = make_job(name, 2);
+  job["metadata"].erase("uid");
+  job["metadata"].erase("resourceVersion");
+  return kube.put(resources::ppujobs, job);
+}
+
+// ---- Executor ----
+
+TEST(Executor, CreatesInOrderAndCountsOnlyNewObjects) {
+  FakeKube kube;
+  json job = stored_job(kube);
+  Decision d;
+  d.actions = {status_update(job), create_pod(job, 0), create_pod(job, 1)};
+  ExecResult r = Executor(kube).execute(job, d);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.created, 2);
+  EXPECT_EQ(kube.objects(resources::pods, "ns1").size(), 2u);
+  auto stored = kube.peek(resources::ppujobs, "ns1", "demo");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ((*stored)["status"]["phase"], "Pending");
+  const auto calls = kube.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0], "replace ppujobs/ns1/demo") << "status goes first";
+  EXPECT_EQ(calls[1], "create pods/ns1/demo-rank-0");
+}
+
+TEST(Executor, AlreadyExistsIsSuccessButNotACreation) {
+  FakeKube kube;
+  json job = stored_job(kube);
+  Decision first;
+  first.actions = {create_pod(job, 0)};
+  ASSERT_TRUE(Executor(kube).execute(job, first).ok);
+  Decision again;
+  again.actions = {create_pod(job, 0), create_pod(job, 1)};
+  ExecResult r = Executor(kube).execute(job, again);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.created, 1) << "rank 0 existed (409 AlreadyExists), rank 1 is new";
+  EXPECT_FALSE(r.refusal.has_value());
+}
+
+TEST(Executor, StaleStatusConflictSkipsTheRestOfThePass) {
+  FakeKube kube;
+  json job = stored_job(kube);
+  json newer = job;
+  newer["spec"]["replicas"] = 3;
+  kube.put(resources::ppujobs, newer);  // the job moved on: our resourceVersion is stale
+  Decision d;
+  d.actions = {status_update(job), create_pod(job, 0)};
+  ExecResult r = Executor(kube).execute(job, d);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.conflict);
+  EXPECT_EQ(r.created, 0);
+  EXPECT_TRUE(kube.objects(resources::pods).empty()) << "nothing after a conflicting status update runs";
+}
+
+TEST(Executor, StatusUpdateOfADeletedJobEndsThePassQuietly) {
+  FakeKube kube;
+  json job = stored_job(kube);
+  ASSERT_TRUE(kube.remove(resources::ppujobs, "ns1", "demo").ok());
+  Decision d;
+  d.actions = {status_update(job), create_pod(job, 0)};
+  ExecResult r = Executor(kube).execute(job, d);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(r.conflict);
+  EXPECT_TRUE(kube.objects(resources::pods).empty()) << "no pods for a job that is gone";
+}
+
+TEST(Executor, DeleteOfAMissingPodOrAnotherIncarnationIsSuccess) {
+  FakeKube kube;
+  json job = stored_job(kube);
+  Decision make;
+  make.actions = {create_pod(job, 0), create_pod(job, 1)};
+  ASSERT_TRUE(Executor(kube).execute(job, make).ok);
+  auto rank1 = kube.peek(resources::pods, "ns1", "demo-rank-1");
+  ASSERT_TRUE(rank1.has_value());
+  const std::string uid1 = (*rank1)["metadata"]["uid"];
+
+  Decision d;
+  d.actions = {delete_pod("demo-rank-7", ""),            // 404: never existed
+               delete_pod("demo-rank-0", "an-old-uid"),  // 409: the name holds a newer pod
+               delete_pod("demo-rank-1", uid1)};         // the incarnation we saw: deleted
+  ExecResult r = Executor(kube).execute(job, d);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.deleted, 1);
+  EXPECT_TRUE(kube.peek(resources::pods, "ns1", "demo-rank-0").has_value()) << "the newer pod must survive";
+  EXPECT_FALSE(kube.peek(resources::pods, "ns1", "demo-rank-1").has_value());
+}
+
+TEST(Executor, RefusedCreationIsReportedTransientFailureIsNot) {
+  FakeKube kube;
+  json job = stored_job(kube);
+  kube.fail("create", "pods", 403, 1, "Forbidden");
+  Decision d;
+  d.actions = {create_pod(job, 0), create_pod(job, 1)};
+  ExecResult refused = Executor(kube).execute(job, d);
+  EXPECT_FALSE(refused.ok);
+  ASSERT_TRUE(refused.refusal.has_value());
+  EXPECT_EQ(refused.refusal->code, 403);
+  EXPECT_EQ(refused.refusal->name, "demo-rank-0");
+  EXPECT_TRUE(kube.objects(resources::pods).empty()) << "the pass stops at the refused creation";
+
+  kube.fail("create", "pods", 503, 1, "ServiceUnavailable");
+  ExecResult transient = Executor(kube).execute(job, d);
+  EXPECT_FALSE(transient.ok);
+  EXPECT_FALSE(transient.refusal.has_value()) << "503 is retried, not reported as a refusal";
+
+  ExecResult fine = Executor(kube).execute(job, d);
+  EXPECT_TRUE(fine.ok) << fine.error;
+  EXPECT_EQ(fine.created, 2);
+}
+
+TEST(Executor, DeleteJobOfAMissingJobIsSuccessAndEventsAreBestEffort) {
+  FakeKube kube;
+  json job = stored_job(kube);
+  kube.fail("create", "events", 500, 1);
+  Decision d;
+  d.actions = {Action{ActionKind::Event, "events", "demo", {}, "Normal", "GangCreated", "created"},
+               Action{ActionKind::Event, "events", "demo", {}, "Warning", "GangRestart", "rank 1 failed"},
+               Action{ActionKind::DeleteJob, "ppujobs", "demo", {}, "", "", ""},
+               Action{ActionKind::DeleteJob, "ppujobs", "demo", {}, "", "", ""}};
+  ExecResult r = Executor(kube).execute(job, d);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(kube.peek(resources::ppujobs, "ns1", "demo").has_value());
+  auto events = kube.objects(resources::events, "ns1");
+  ASSERT_EQ(events.size(), 1u) << "the first event failed (500) and was skipped";
+  EXPECT_EQ(events[0]["reason"], "GangRestart");
+  EXPECT_EQ(events[0]["type"], "Warning");
+  EXPECT_EQ(events[0]["involvedObject"]["kind"], "PPUJob");
+  EXPECT_EQ(events[0]["involvedObject"]["uid"], job["metadata"]["uid"]);
+}
+
+TEST(Executor, OtherFailuresStopThePassWithTheActionInTheError) {
+  FakeKube kube;
+  json job = stored_job(kube);
+  kube.fail("patch", "configmaps", 0);  // no response
+  Decision d;
+  d.actions = {Action{ActionKind::Patch, "configmaps", "demo-config", json{{"data", {{"a", "b"}}}}, "", "", ""},
+               create_pod(job, 0)};
+  ExecResult r = Executor(kube).execute(job, d);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.conflict);
+  EXPECT_NE(r.error.find("Patch configmaps/demo-config"), std::string::npos) << r.error;
+  EXPECT_TRUE(kube.objects(resources::pods).empty());
+}
+
+// ---- Informer ----
+
+struct Recorder {
+  std::mutex mu;
+  std::vector<std::pair<std::string, Informer::Change>> seen;
+  Informer::Handler handler() {
+    return [this](const json& o, Informer::Change c) {
+      std::lock_guard<std::mutex> l(mu);
+      seen.emplace_back(o["metadata"]["name"].get<std::string>(), c);
+    };
+  }
+  int count(const std::string& name, Informer::Change c) {
+    std::lock_guard<std::mutex> l(mu);
+    int n = 0;
+    for (const auto& [k, v] : seen)
+      if (k == name && v == c) ++n;
+    return n;
+  }
+};
+
+json labelled_pod(const std::string& name, const std::string& job) {
+  return {{"metadata", {{"name", name}, {"namespace", "ns1"}, {"labels", {{kJobLabel, job}}}}},
+          {"status", {{"phase", "Pending"}}}};
+}
+
+TEST(Informer, ListFillsTheCacheWithKindAndApiVersionThenWatchKeepsItTrue) {
+  FakeKube kube;
+  kube.put(resources::pods, labelled_pod("a", "j1"));
+  kube.put(resources::pods, labelled_pod("b", "j1"));
+  json unlabelled = labelled_pod("c", "j1");
+  unlabelled["metadata"].erase("labels");
+  kube.put(resources::pods, unlabelled);
+  Recorder rec;
+  Informer inf(kube, resources::pods, "ns1", kJobLabel, rec.handler());
+  inf.start();
+  ASSERT_TRUE(eventually([&] { return inf.synced(); }));
+  EXPECT_EQ(inf.list().size(), 2u) << "the selector keeps unlabelled pods out";
+  auto a = inf.get("ns1", "a");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ((*a)["kind"], "Pod") << "list items get the list's kind";
+  EXPECT_EQ((*a)["apiVersion"], "v1");
+  EXPECT_EQ(inf.by_job("ns1", "j1").size(), 2u);
+
+  kube.put(resources::pods, labelled_pod("d", "j2"));
+  ASSERT_TRUE(kube.remove(resources::pods, "ns1", "a").ok());
+  ASSERT_TRUE(eventually([&] { return inf.get("ns1", "d").has_value() && !inf.get("ns1", "a"); }));
+  EXPECT_EQ(rec.count("a", Informer::Change::Deleted), 1);
+  EXPECT_EQ(inf.by_job("ns1", "j1").size(), 1u);
+  EXPECT_EQ(inf.by_job("ns1", "j2").size(), 1u);
+  EXPECT_EQ(inf.relists(), 1u);
+  inf.stop();
+}
+
+TEST(Informer, GoneRelistsAndReportsWhatVanishedMeanwhile) {
+  FakeKube kube;
+  kube.put(resources::pods, labelled_pod("a", "j1"));
+  kube.put(resources::pods, labelled_pod("b", "j1"));
+  Recorder rec;
+  Informer inf(kube, resources::pods, "ns1", kJobLabel, rec.handler());
+  inf.start();
+  ASSERT_TRUE(eventually([&] { return inf.synced() && inf.list().size() == 2; }));
+
+  // The watch hears nothing while b is deleted and c created, and then the history is compacted:
+  // resuming from the informer's resourceVersion answers 410 Gone.
+  kube.pause_watches(true);
+  ASSERT_TRUE(kube.remove(resources::pods, "ns1", "b").ok());
+  json a2 = labelled_pod("a", "j1");
+  a2["status"]["phase"] = "Running";
+  kube.put(resources::pods, a2);
+  kube.put(resources::pods, labelled_pod("c", "j1"));
+  kube.compact();
+  kube.pause_watches(false);
+
+  ASSERT_TRUE(eventually([&] { return inf.relists() == 2 && inf.list().size() == 2; })) << inf.relists();
+  EXPECT_FALSE(inf.get("ns1", "b").has_value());
+  EXPECT_EQ(rec.count("b", Informer::Change::Deleted), 1) << "the relist reports b's deletion";
+  EXPECT_EQ(rec.count("c", Informer::Change::Added), 1);
+  EXPECT_EQ(rec.count("a", Informer::Change::Modified), 1);
+  auto a = inf.get("ns1", "a");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ((*a)["status"]["phase"], "Running");
+
+  // And watching resumes from the relist's resourceVersion.
+  kube.put(resources::pods, labelled_pod("d", "j1"));
+  ASSERT_TRUE(eventually([&] { return inf.get("ns1", "d").has_value(); }));
+  EXPECT_EQ(inf.relists(), 2u);
+  inf.stop();
+}
+
+TEST(Informer, RetriesAFailedListAndResumesAClosedWatchWithoutRelisting) {
+  FakeKube kube;
+  kube.put(resources::pods, labelled_pod("a", "j1"));
+  kube.fail("list", "pods", 500, 2);
+  Recorder rec;
+  Informer inf(kube, resources::pods, "", kJobLabel, rec.handler());
+  inf.start();
+  ASSERT_TRUE(eventually([&] { return inf.synced(); }));
+  EXPECT_EQ(kube.count_calls("list pods"), 3) << "two failed lists, then one that worked";
+  EXPECT_EQ(inf.relists(), 1u);
+
+  ASSERT_TRUE(eventually([&] { return kube.count_calls("watch pods") >= 1; }));
+  kube.close_watches();  // the server's watch time-out
+  kube.put(resources::pods, labelled_pod("b", "j1"));
+  ASSERT_TRUE(eventually([&] { return inf.get("ns1", "b").has_value(); }));
+  EXPECT_EQ(inf.relists(), 1u) << "a closed watch resumes from its resourceVersion";
+  EXPECT_GE(inf.watch_restarts(), 1u);
+  EXPECT_EQ(rec.count("b", Informer::Change::Added), 1);
+  inf.stop();
+}
+
+// ---- LeaderElector ----
+
+LeaseOptions lease_options(const std::string& identity) {
+  LeaseOptions o;
+  o.ns = "ops";
+  o.identity = identity;
+  o.lease_duration_s = 15;
+  return o;
+}
+
+TEST(LeaderElector, CreatesTheLeaseWhenAbsent) {
+  FakeKube kube;
+  LeaderElector a(kube, lease_options("a"));
+  EXPECT_TRUE(a.try_acquire_or_renew());
+  EXPECT_TRUE(a.leader());
+  auto lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ((*lease)["spec"]["holderIdentity"], "a");
+  EXPECT_EQ((*lease)["spec"]["leaseDurationSeconds"], 15);
+  EXPECT_EQ((*lease)["spec"]["leaseTransitions"], 0);
+  EXPECT_TRUE(a.try_acquire_or_renew()) << "renewing our own lease";
+}
+
+TEST(LeaderElector, AFreshLeaseOfAnotherHolderIsRespected) {
+  FakeKube kube;
+  LeaderElector a(kube, lease_options("a")), b(kube, lease_options("b"));
+  ASSERT_TRUE(a.try_acquire_or_renew());
+  EXPECT_FALSE(b.try_acquire_or_renew());
+  EXPECT_FALSE(b.leader());
+  auto lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ((*lease)["spec"]["holderIdentity"], "a");
+}
+
+TEST(LeaderElector, AnExpiredLeaseIsTakenOverAndCountsATransition) {
+  FakeKube kube;
+  LeaderElector a(kube, lease_options("a")), b(kube, lease_options("b"));
+  ASSERT_TRUE(a.try_acquire_or_renew());
+  auto lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  ASSERT_TRUE(lease.has_value());
+  (*lease)["spec"]["renewTime"] = format_rfc3339_micro(now_seconds_precise() - 60);  // a stopped renewing
+  kube.put(resources::leases, *lease);
+  EXPECT_TRUE(b.try_acquire_or_renew());
+  lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ((*lease)["spec"]["holderIdentity"], "b");
+  EXPECT_EQ((*lease)["spec"]["leaseTransitions"], 1);
+  EXPECT_FALSE(a.try_acquire_or_renew()) << "the old holder finds b's fresh lease";
+}
+
+TEST(LeaderElector, LosingTheRaceIsNotLeadership) {
+  FakeKube kube;
+  LeaderElector b(kube, lease_options("b"));
+  kube.fail("create", "leases", 409, 1, "AlreadyExists");  // another replica created it first
+  EXPECT_FALSE(b.try_acquire_or_renew());
+  LeaderElector a(kube, lease_options("a"));
+  ASSERT_TRUE(a.try_acquire_or_renew());
+  auto lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  ASSERT_TRUE(lease.has_value());
+  (*lease)["spec"]["renewTime"] = format_rfc3339_micro(now_seconds_precise() - 60);
+  kube.put(resources::leases, *lease);
+  kube.fail("replace", "leases", 409, 1, "Conflict");  // a renewed between b's read and write
+  EXPECT_FALSE(b.try_acquire_or_renew());
+  EXPECT_FALSE(b.leader());
+  kube.fail("get", "leases", 0, 1);  // no answer at all
+  EXPECT_FALSE(b.try_acquire_or_renew());
+}
+
+TEST(LeaderElector, ReleaseHandsTheLeaseOverAtOnce) {
+  FakeKube kube;
+  LeaderElector a(kube, lease_options("a")), b(kube, lease_options("b"));
+  ASSERT_TRUE(a.try_acquire_or_renew());
+  ASSERT_FALSE(b.try_acquire_or_renew());
+  a.release();
+  EXPECT_FALSE(a.leader());
+  auto lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ((*lease)["spec"]["holderIdentity"], "");
+  EXPECT_TRUE(b.try_acquire_or_renew());
+}
+
+TEST(LeaderElector, KeepCallsOnLostWhenRenewalsFailPastTheLease) {
+  FakeKube kube;
+  LeaseOptions o = lease_options("a");
+  o.lease_duration_s = 1;
+  o.renew_every_s = 0.1;
+  LeaderElector a(kube, o);
+  std::atomic<bool> stop{false};
+  ASSERT_TRUE(a.acquire(stop));
+  std::atomic<int> lost{0};
+  kube.fail("get", "leases", 503, -1);
+  a.keep([&] { lost++; });
+  ASSERT_TRUE(eventually([&] { return lost.load() == 1; }));
+  EXPECT_FALSE(a.leader());
+  EXPECT_GE(kube.count_calls("get leases"), 2) << "transient failures are retried before giving up";
+  kube.clear_failures();
+}
+
+TEST(LeaderElector, KeepRenewsTheRenewTime) {
+  FakeKube kube;
+  LeaseOptions o = lease_options("a");
+  o.renew_every_s = 0.05;
+  LeaderElector a(kube, o);
+  std::atomic<bool> stop{false};
+  ASSERT_TRUE(a.acquire(stop));
+  auto first = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  ASSERT_TRUE(first.has_value());
+  bool lost = false;
+  a.keep([&] { lost = true; });
+  ASSERT_TRUE(eventually([&] {
+    auto now = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+    return now && (*now)["metadata"]["resourceVersion"] != (*first)["metadata"]["resourceVersion"];
+  }));
+  a.release();
+  EXPECT_FALSE(lost);
+  auto last = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  ASSERT_TRUE(last.has_value());
+  EXPECT_NE((*last)["spec"]["renewTime"], (*first)["spec"]["renewTime"]);
+}
+
+}  // namespace
+}  // namespace ppu::op
