@@ -2,6 +2,8 @@
 // the objects it owns, the latest scraped job metrics and the time — to a list of actions.
 // Level-triggered: running it again on the same state asks for the same (idempotent) actions,
 // so a crashed or restarted operator simply continues. See docs/OPERATOR.md for the phases.
+// The decision is made by one policy per concern (restart, completion/TTL, suspend, deadline:
+// policy_*.cpp over the shared pass of reconcile_pass.h); reconciler.cpp orders them.
 #pragma once
 
 #include <cstdint>

@@ -69,6 +69,7 @@ TEST(Reconcile, NewJobCreatesConfigMapServiceAndAllRanks) {
 TEST(Reconcile, IsIdempotentOnceEverythingExists) {
   json job = make_job("demo", 4);
   Decision first = reconcile(observe(job, {}, false));
+  ASSERT_NE(new_status(first), nullptr);
   job["status"] = *new_status(first);
   Decision second = reconcile(observe(job, gang(job, 4, "Pending")));
   ASSERT_NE(new_status(second), nullptr) << "activeRanks went 0 -> 4";
@@ -139,6 +140,7 @@ TEST(Reconcile, RestartingWaitsForOldPodsThenBackoffThenRecreates) {
   in.now = kNow + 5;
   Decision d3 = reconcile(in);
   EXPECT_EQ(count(d3, ActionKind::Create, "pods"), 2);
+  ASSERT_NE(new_status(d3), nullptr);
   EXPECT_EQ((*new_status(d3))["phase"], "Pending");
   EXPECT_FALSE(new_status(d3)->contains("nextRestartTime"));
 }
@@ -188,6 +190,7 @@ TEST(Reconcile, ExitCode4FailsAtOnce) {
   auto pods = gang(job, 2, "Running");
   pods[0] = with_exit(pods[0], 4, "no checkpoint");
   Decision d = reconcile(observe(job, pods));
+  ASSERT_NE(new_status(d), nullptr);
   EXPECT_EQ((*new_status(d))["phase"], "Failed");
   EXPECT_TRUE(has_event(d, "CheckpointOrDataMissing"));
 }
@@ -197,6 +200,7 @@ TEST(Reconcile, LostRankAfterStartIsAGangRestart) {
   auto pods = gang(job, 4, "Running");
   pods.erase(pods.begin());  // deleted by hand / evicted and gone / node lost
   Decision d = reconcile(observe(job, pods));
+  ASSERT_NE(new_status(d), nullptr);
   EXPECT_EQ((*new_status(d))["phase"], "Restarting");
   EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 3);
   EXPECT_EQ(count(d, ActionKind::Create, "pods"), 0);
@@ -207,6 +211,7 @@ TEST(Reconcile, EvictedOrUnknownPodIsAFailure) {
   auto pods = gang(job, 2, "Running");
   pods[1]["status"] = {{"phase", "Unknown"}, {"reason", "NodeLost"}};
   Decision d = reconcile(observe(job, pods));
+  ASSERT_NE(new_status(d), nullptr);
   EXPECT_EQ((*new_status(d))["phase"], "Restarting");
   bool mentions = false;
   for (const auto& a : d.actions)
@@ -219,6 +224,7 @@ TEST(Reconcile, AllSucceededCompletesAndCleanPolicyRunningKeepsPods) {
   auto pods = gang(job, 2, "Running");
   for (auto& p : pods) p = with_exit(p, 0, "");
   Decision d = reconcile(observe(job, pods));
+  ASSERT_NE(new_status(d), nullptr);
   EXPECT_EQ((*new_status(d))["phase"], "Succeeded");
   EXPECT_EQ(count(d, ActionKind::Delete), 0);
 }
@@ -247,6 +253,7 @@ TEST(Reconcile, SuspendDeletesPodsAndResumeRecreates) {
   job["spec"]["runPolicy"]["suspend"] = true;
   Decision d = reconcile(observe(job, gang(job, 2, "Running")));
   EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 2);
+  ASSERT_NE(new_status(d), nullptr);
   EXPECT_EQ((*new_status(d))["phase"], "Suspended");
   EXPECT_TRUE(has_event(d, "Suspended"));
 
@@ -254,6 +261,7 @@ TEST(Reconcile, SuspendDeletesPodsAndResumeRecreates) {
   job["spec"]["runPolicy"]["suspend"] = false;
   Decision r = reconcile(observe(job, {}));
   EXPECT_EQ(count(r, ActionKind::Create, "pods"), 2);
+  ASSERT_NE(new_status(r), nullptr);
   EXPECT_EQ((*new_status(r))["phase"], "Pending");
   EXPECT_EQ((*new_status(r))["startTime"], format_rfc3339(kNow)) << "the deadline restarts on resume";
   EXPECT_EQ((*new_status(r))["restartCount"], 0) << "a resume is not a failure restart";
@@ -263,6 +271,7 @@ TEST(Reconcile, ActiveDeadlineFailsWithDeadlineExceeded) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow - 61)}});
   job["spec"]["runPolicy"]["activeDeadlineSeconds"] = 60;
   Decision d = reconcile(observe(job, gang(job, 2, "Running")));
+  ASSERT_NE(new_status(d), nullptr);
   EXPECT_EQ((*new_status(d))["phase"], "Failed");
   EXPECT_TRUE(has_event(d, "DeadlineExceeded"));
   EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 2);

@@ -220,14 +220,18 @@ TEST(Security, SuspendingARefusedJobClearsTheCondition) {
   json job = make_job("demo", 2, {{"phase", "Pending"}, {"restartCount", 0}});
   Observed in = observe(job, {});
   in.refusal = quota_refusal();
-  job["status"] = *new_status(reconcile(in));
+  Decision refused = reconcile(in);
+  ASSERT_NE(new_status(refused), nullptr);
+  job["status"] = *new_status(refused);
   job["spec"]["runPolicy"]["suspend"] = true;
   in = observe(job, {});
   in.refusal = quota_refusal();
   Decision d = reconcile(in);
   ASSERT_NE(new_status(d), nullptr);
   EXPECT_EQ((*new_status(d))["phase"], "Suspended");
-  EXPECT_EQ((*find_condition(*new_status(d), kRefusedCondition))["status"], "False");
+  const json* c = find_condition(*new_status(d), kRefusedCondition);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["status"], "False");
   EXPECT_FALSE(new_status(d)->contains("reason"));
 }
 

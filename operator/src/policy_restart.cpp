@@ -1,0 +1,86 @@
+// Restart: a failed or lost rank restarts the whole gang (ranks resume from the latest
+// checkpoint) after an exponential back-off, at most backoffLimit times; exit codes 2 and 4
+// fail the job at once because a restart cannot fix them (docs/METRICS.md).
+#include <cmath>
+
+#include "object_builder.h"
+#include "reconcile_pass.h"
+#include "rfc3339.h"
+
+namespace ppu::op::detail::policy {
+
+bool restarting(Pass& p, const Gang& g) {
+  if (p.phase() != phase::kRestarting) return false;
+  // Tear-down first; the new gang is created only once every old pod is gone (names repeat).
+  if (!g.by_rank.empty() || g.any_terminating) {
+    for (const auto& [r, pod] : g.by_rank) p.delete_pod(*pod);
+    return true;
+  }
+  auto not_before = parse_rfc3339(p.status.value("nextRestartTime", std::string()));
+  if (not_before && *not_before > p.in.now) {
+    p.requeue_in(static_cast<double>(*not_before - p.in.now));
+    return true;
+  }
+  p.status["phase"] = phase::kPending;
+  p.status.erase("nextRestartTime");
+  p.cond(condition::kRestarting, false, reason::kGangRecreated,
+         "rank pods recreated; ranks resume from the latest checkpoint");
+  for (int r = 0; r < g.size; ++r) p.create("pods", build_pod(p.spec, r, p.restarts()));
+  p.event(event_type::kNormal, reason::kGangCreated,
+          "created " + std::to_string(g.size) + " rank pods (restart " + std::to_string(p.restarts()) + ")");
+  return true;
+}
+
+bool fatal_exit(Pass& p, const Gang& g) {
+  for (const auto& [r, pod] : g.by_rank) {
+    auto fx = ppu::op::fatal_exit(*pod);
+    if (!fx) continue;
+    std::string why = fx->message.empty() ? "no termination message" : fx->message;
+    finish(p, false, fx->exit_code == 2 ? reason::kConfigurationError : reason::kCheckpointOrDataMissing,
+           "rank " + std::to_string(r) + " exited with code " + std::to_string(fx->exit_code) + ": " + why);
+    return true;
+  }
+  return false;
+}
+
+bool rank_failure(Pass& p, const Gang& g) {
+  std::string failure;
+  bool started = false;
+  for (const auto& [r, pod] : g.by_rank) {
+    auto ph = pod_phase(*pod);
+    if (ph == pod_phase_name::kRunning || ph == pod_phase_name::kSucceeded) started = true;
+    if ((ph == pod_phase_name::kFailed || ph == pod_phase_name::kUnknown) && failure.empty())
+      failure = "rank " + std::to_string(r) + " failed (" + failure_reason(*pod) + ")";
+  }
+  // A missing rank is a loss only once the gang has started; before that it is a creation that
+  // has not happened (or not been observed) yet, and creating it again is harmless.
+  if (failure.empty() && started && static_cast<int>(g.by_rank.size()) < g.size) {
+    for (int r = 0; r < g.size; ++r)
+      if (!g.by_rank.count(r)) {
+        failure = "rank " + std::to_string(r) + " pod disappeared (deleted, evicted or node lost)";
+        break;
+      }
+  }
+  if (failure.empty()) return false;
+  const int limit = p.spec.run_policy.backoff_limit;
+  if (p.restarts() >= limit) {
+    finish(p, false, reason::kBackoffLimitExceeded,
+           failure + "; spec.runPolicy.backoffLimit=" + std::to_string(limit) + " restarts exhausted");
+    return true;
+  }
+  const int n = p.restarts() + 1;
+  const double wait = restart_backoff(n, p.in.options);
+  p.status["restartCount"] = n;
+  p.status["phase"] = phase::kRestarting;
+  p.status["nextRestartTime"] = format_rfc3339(p.in.now + static_cast<int64_t>(std::ceil(wait)));
+  p.cond(condition::kRestarting, true, reason::kGangRestart, failure);
+  p.cond(condition::kRunning, false, reason::kGangRestart, failure);
+  p.gang_restart = true;
+  p.event(event_type::kWarning, reason::kGangRestart,
+          failure + "; restarting all " + std::to_string(g.size) + " ranks (restart " + std::to_string(n) + " of " +
+              std::to_string(limit) + ")");
+  for (const auto& [r, pod] : g.by_rank) p.delete_pod(*pod);
+  return true;
+}
+
+}  // namespace ppu::op::detail::policy

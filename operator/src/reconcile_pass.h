@@ -1,0 +1,133 @@
+// The inside of reconcile(): one Pass accumulates the decision for one observed state, and the
+// policies (one file each) read it and add to it. Each policy is a plain function of the pass:
+// it looks at the observed objects and the status written so far, edits status, asks for
+// actions, and returns true when it settled the pass (nothing after it runs). reconciler.cpp
+// calls them in a fixed order; docs/OPERATOR.md describes what each one does for users.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actions.h"
+#include "job_constants.h"
+#include "job_spec.h"
+#include "job_status.h"
+#include "reconciler.h"
+
+namespace ppu::op::detail {
+
+inline std::string name_of(const json& obj) { return obj["metadata"]["name"].get<std::string>(); }
+
+// Accumulates the decision; status is edited in place and emitted first if it changed.
+struct Pass {
+  const Observed& in;
+  JobSpec spec;
+  json old_status;
+  json status;
+  std::vector<Action> actions;
+  double requeue = -1;
+  bool gang_restart = false;
+  std::set<std::string> deleted;
+
+  explicit Pass(const Observed& o) : in(o), spec(parse_job(o.job)) {
+    old_status = o.job.value("status", json::object());
+    status = old_status;
+  }
+
+  std::string phase() const { return status.value("phase", std::string()); }
+  int restarts() const { return status.value("restartCount", 0); }
+
+  void requeue_in(double s) {
+    s = std::max(s, 0.0);
+    if (requeue < 0 || s < requeue) requeue = s;
+  }
+  void event(const std::string& type, const std::string& why, const std::string& msg) {
+    actions.push_back(Action{ActionKind::Event, "events", spec.name, {}, type, why, msg});
+  }
+  void create(const std::string& resource, json obj) {
+    std::string name = name_of(obj);
+    actions.push_back(Action{ActionKind::Create, resource, name, std::move(obj), "", "", ""});
+  }
+  void patch(const std::string& resource, const std::string& name, json body) {
+    actions.push_back(Action{ActionKind::Patch, resource, name, std::move(body), "", "", ""});
+  }
+  // Deletes exactly the incarnation observed (uid precondition), once per pass, never a
+  // pod already terminating.
+  void delete_pod(const json& pod) {
+    if (pod_terminating(pod)) return;
+    std::string name = name_of(pod);
+    if (!deleted.insert(name).second) return;
+    json body = json::object();
+    if (pod["metadata"].contains("uid")) body["uid"] = pod["metadata"]["uid"];
+    actions.push_back(Action{ActionKind::Delete, "pods", name, body, "", "", ""});
+  }
+  template <class Pred>
+  void delete_pods_if(Pred pred) {
+    for (const auto& p : in.pods)
+      if (pred(p)) delete_pod(p);
+  }
+  void cond(const std::string& type, bool on, const std::string& why, const std::string& msg) {
+    set_condition(status, type, on ? "True" : "False", why, msg, in.now, spec.generation);
+  }
+  bool creates_anything() const {
+    for (const auto& a : actions)
+      if (a.kind == ActionKind::Create) return true;
+    return false;
+  }
+
+  // Status (if changed) first, then the actions in the order asked for.
+  Decision result();
+};
+
+// A pod that has not finished: Pending, Running, or Unknown (its node stopped reporting).
+inline bool pod_active(const json& p) {
+  const auto ph = pod_phase(p);
+  return ph == pod_phase_name::kPending || ph == pod_phase_name::kRunning || ph == pod_phase_name::kUnknown;
+}
+
+// The K rank pods as the policies see them: rank -> pod, terminating pods set aside.
+struct Gang {
+  int size = 0;  // K = spec.replicas
+  std::map<int, const json*> by_rank;
+  bool any_terminating = false;
+};
+// Also asks to delete every pod that is not one of the K ranks (e.g. left from a larger replicas).
+Gang observe_gang(Pass& p);
+
+namespace policy {
+
+// Completion and TTL (policy_completion.cpp).
+// Enters Succeeded or Failed: completion time, conditions, event, active pods removed, then finished().
+void finish(Pass& p, bool succeeded, const std::string& why, const std::string& message);
+// In Succeeded/Failed: cleanPodPolicy (All | Running | None), then ttlSecondsAfterFinished
+// deletes the job (or requeues for when it is due).
+void finished(Pass& p);
+// All K ranks Succeeded => the job Succeeded.
+bool completion(Pass& p, const Gang& g);
+
+// Suspend (policy_suspend.cpp).
+// spec.runPolicy.suspend => every pod deleted, phase Suspended (once); true while suspended.
+bool suspend(Pass& p);
+// Phase Suspended and suspend now false => Pending; the active deadline counts from now.
+void resume(Pass& p);
+
+// Deadline (policy_deadline.cpp).
+// activeDeadlineSeconds since status.startTime passed => Failed (DeadlineExceeded); otherwise
+// a requeue at the deadline.
+bool deadline(Pass& p);
+
+// Restart (policy_restart.cpp).
+// Phase Restarting: old pods are deleted; once all are gone and nextRestartTime has passed,
+// a new gang is created (phase Pending). Always settles the pass while Restarting.
+bool restarting(Pass& p, const Gang& g);
+// A rank exited 2 (configuration) or 4 (checkpoint or data missing) => Failed at once.
+bool fatal_exit(Pass& p, const Gang& g);
+// A rank failed or vanished after the gang started => gang restart with back-off, or Failed
+// once restartCount reached backoffLimit.
+bool rank_failure(Pass& p, const Gang& g);
+
+}  // namespace policy
+}  // namespace ppu::op::detail
