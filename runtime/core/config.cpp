@@ -16,7 +16,11 @@ const std::map<std::string, Method> kMethods = {{"ppu", Method::Ppu},
                                                 {"streaming-diloco", Method::StreamingDiLoCo},
                                                 {"ddp", Method::Ddp}};
 const std::map<std::string, SliceMode> kSliceModes = {
-    {"none", SliceMode::None}, {"mlp", SliceMode::Mlp}, {"mlp+heads", SliceMode::MlpHeads}};
+    {"none", SliceMode::None},
+    {"mlp", SliceMode::Mlp},
+    {"mlp+heads", SliceMode::MlpHeads},
+    {"mlp+heads+wo", SliceMode::MlpHeadsWo},
+    {"horizontal", SliceMode::Horizontal}};
 
 template <class E>
 std::string enum_name(const std::map<std::string, E>& table, E value) {
@@ -46,6 +50,7 @@ void visit_fields(Config& c, V& v) {
   v("ranks", c.ranks);
   v("slicing.mode", c.slicing.mode);
   v("slicing.slices", c.slicing.slices);
+  v("slicing.jacobian", c.slicing.jacobian);
   v("inner.optimizer", c.inner.optimizer);
   v("inner.lr", c.inner.lr);
   v("inner.beta1", c.inner.beta1);
@@ -57,6 +62,8 @@ void visit_fields(Config& c, V& v) {
   v("inner.min_lr_ratio", c.inner.min_lr_ratio);
   v("inner.batch_size", c.inner.batch_size);
   v("inner.grad_clip", c.inner.grad_clip);
+  v("inner.decay_embedding", c.inner.decay_embedding);
+  v("inner.decay_norms", c.inner.decay_norms);
   v("outer.optimizer", c.outer.optimizer);
   v("outer.lr", c.outer.lr);
   v("outer.momentum", c.outer.momentum);
@@ -67,6 +74,7 @@ void visit_fields(Config& c, V& v) {
   v("outer.delta_dtype", c.outer.delta_dtype);
   v("outer.overlap_alpha", c.outer.overlap_alpha);
   v("outer.error_feedback", c.outer.error_feedback);
+  v("outer.final_sync", c.outer.final_sync);
   v("data.source", c.data.source);
   v("data.path", c.data.path);
   v("data.tokenizer", c.data.tokenizer);
@@ -214,6 +222,12 @@ std::string str(const T& v) {
 
 }  // namespace
 
+bool applies_weight_decay(const InnerConfig& inner, ParamRole role) {
+  if (role == ParamRole::Embedding) return inner.decay_embedding;
+  if (role == ParamRole::Norm) return inner.decay_norms;
+  return true;
+}
+
 std::string method_name(Method m) { return enum_name(kMethods, m); }
 std::string slice_mode_name(SliceMode m) { return enum_name(kSliceModes, m); }
 
@@ -294,9 +308,22 @@ void validate_config(const Config& c, int world_size) {
                                      str(n) + " (every slice needs the same number of owners)");
     require(m.mlp_hidden() % n == 0, "slicing.slices N=" + str(n) + " must divide the MLP hidden size 4*model.d_model=" +
                                          str(m.mlp_hidden()));
-    if (c.slicing.mode == SliceMode::MlpHeads)
+    if (c.slicing.mode == SliceMode::MlpHeads || c.slicing.mode == SliceMode::MlpHeadsWo)
       require(m.heads % n == 0, "slicing.slices N=" + str(n) + " must divide model.heads=" + str(m.heads) +
-                                    " in slicing.mode=mlp+heads");
+                                    " in slicing.mode=" + slice_mode_name(c.slicing.mode));
+    if (c.slicing.mode == SliceMode::Horizontal)
+      require(m.layers % n == 0, "slicing.slices N=" + str(n) + " must divide model.layers=" + str(m.layers) +
+                                     " in slicing.mode=horizontal");
+  }
+  const auto& jac = c.slicing.jacobian;
+  require(jac == "full" || jac == "slice" || jac == "slice+random",
+          "config key 'slicing.jacobian' is '" + jac + "'; expected full | slice | slice+random");
+  if (jac != "full") {
+    const bool mlp_slices = c.slicing.mode == SliceMode::Mlp || c.slicing.mode == SliceMode::MlpHeads ||
+                            c.slicing.mode == SliceMode::MlpHeadsWo;
+    require(c.method == Method::Ppu && mlp_slices && c.slicing.slices >= (jac == "slice" ? 1 : 2),
+            "config key 'slicing.jacobian' is '" + jac + "': it needs method=ppu with MLP slices (slicing.mode " +
+                "mlp, mlp+heads or mlp+heads+wo) and slicing.slices >= " + (jac == "slice" ? "1" : "2"));
   }
 
   const auto& in = c.inner;
@@ -331,6 +358,10 @@ void validate_config(const Config& c, int world_size) {
           "config key 'outer.delta_dtype' is '" + out.delta_dtype + "'; expected fp32 | bf16 | int8");
   require(out.overlap_alpha >= 0 && out.overlap_alpha <= 1,
           "config key 'outer.overlap_alpha' must be in [0, 1], got " + str(out.overlap_alpha));
+  require(out.final_sync == "average" || out.final_sync == "none",
+          "config key 'outer.final_sync' is '" + out.final_sync + "'; expected average | none");
+  require(!(out.grouping == "slices" && c.method == Method::Ppu && c.slicing.mode == SliceMode::Horizontal),
+          "config key 'outer.grouping' is 'slices' but slicing.mode=horizontal has no MLP slices to group by");
 
   require(c.data.source == "synthetic" || c.data.source == "shards",
           "config key 'data.source' is '" + c.data.source + "'; expected synthetic | shards");

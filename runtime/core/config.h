@@ -19,11 +19,17 @@ class ConfigError : public std::runtime_error {
 };
 
 enum class Method { Ppu, DiLoCo, StreamingDiLoCo, Ddp };
-enum class SliceMode { None, Mlp, MlpHeads };
+// none | mlp | mlp+heads (§2.2) and the Appendix A.2 ablations: mlp+heads+wo (W_O sliced by
+// head group too) and horizontal (each rank trains the MLPs of 1/N of the layers).
+enum class SliceMode { None, Mlp, MlpHeads, MlpHeadsWo, Horizontal };
 
 struct SlicingConfig {
   SliceMode mode = SliceMode::Mlp;
   int slices = 4;  // N
+  // Which MLP slices carry the input gradient (Appendix D): full (every slice, the method),
+  // slice (detach all but this rank's slice k) or slice+random (k plus one other slice drawn
+  // per step and layer).
+  std::string jacobian = "full";
 };
 
 struct InnerConfig {
@@ -35,9 +41,11 @@ struct InnerConfig {
   double weight_decay = 0.1;
   int warmup_steps = 1500;
   std::string schedule = "cosine";  // cosine | constant
-  double min_lr_ratio = 0.1;        // cosine decays to lr * min_lr_ratio at train.steps
+  double min_lr_ratio = 0.1;        // cosine decays to lr * min_lr_ratio at train.steps (the paper's floor is unstated)
   int batch_size = 16;
-  double grad_clip = 1.0;           // 0 = off
+  double grad_clip = 1.0;           // max global L2 norm of this rank's trainable gradients; 0 = off (the paper does not clip)
+  bool decay_embedding = true;      // weight decay on the tied embedding / output head
+  bool decay_norms = false;         // weight decay on LayerNorm weights and biases
 };
 
 struct OuterConfig {
@@ -51,6 +59,10 @@ struct OuterConfig {
   double overlap_alpha = 0.0;     // Streaming DiLoCo's merge after an overlapped sync: θ_k ← α θ_k + (1−α) θ
   std::string delta_dtype = "fp32";  // fp32 | bf16 | int8 (wire precision; sums are fp32)
   bool error_feedback = false;    // bf16/int8: carry each sync's encoding error into the next one
+  // After the last step, a fragment whose schedule has no sync there: "average" folds its
+  // trailing local progress into θ with one plain count-normalised average (no momentum, no
+  // outer lr); "none" leaves θ at its last scheduled sync and drops that progress.
+  std::string final_sync = "average";
 };
 
 struct DataConfig {
@@ -120,6 +132,10 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
 void validate_config(const Config& config, int world_size);
 // The config as YAML (all keys, defaults filled in): stored in checkpoints and summaries.
 std::string to_yaml(const Config& config);
+
+// Whether AdamW/SGD weight decay applies to a parameter of `role`: matrices always, the tied
+// embedding per inner.decay_embedding, LayerNorm parameters per inner.decay_norms.
+bool applies_weight_decay(const InnerConfig& inner, ParamRole role);
 
 std::string method_name(Method m);
 std::string slice_mode_name(SliceMode m);

@@ -4,7 +4,8 @@
 
 namespace ppu {
 
-StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, double rho_attn, double rho_mlp) {
+StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, double rho_attn, double rho_mlp,
+                     double rho_out, double rho_mlp_input) {
   const double B = batch, S = seq_len, H = model.d_model, L = model.layers, F = model.mlp_hidden(),
                V = model.vocab;
   const double emb = B * S * H;
@@ -14,16 +15,23 @@ StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, dou
   const double out_proj = 2 * B * S * H * V;
   const double out = out_proj + 3 * B * S * V;
 
-  auto mha_bwd = [&](double rho) { return 8 * B * S * S * H + (10 + 6 * rho) * B * S * H * H; };
-  auto ffn_bwd = [&](double rho) { return 4 * B * S * H * F + 4 * rho * B * S * H * F; };
+  // Appendix C: (10 + 6 rho_attn) B S H^2 = Q/K/V input Jacobian 6, their weight gradients
+  // 6 rho_attn, W_O input Jacobian 2 and W_O weight gradient 2 (here 2 rho_out).
+  auto mha_bwd = [&](double rho, double rho_o) { return 8 * B * S * S * H + (8 + 6 * rho + 2 * rho_o) * B * S * H * H; };
+  auto ffn_bwd = [&](double rho, double rho_in) { return 4 * rho_in * B * S * H * F + 4 * rho * B * S * H * F; };
 
   StepFlops f;
   f.forward = emb + L * (mha + ffn) + out;
   f.forward_matmul = L * (mha + ffn) + out_proj;
-  f.backward = 2 * emb + L * (mha_bwd(rho_attn) + ffn_bwd(rho_mlp)) + 2 * out;
-  f.backward_full = 2 * emb + L * (mha_bwd(1) + ffn_bwd(1)) + 2 * out;
-  f.backward_matmul = L * (mha_bwd(rho_attn) + ffn_bwd(rho_mlp)) + 2 * out_proj;
+  const double layers = L * (mha_bwd(rho_attn, rho_out) + ffn_bwd(rho_mlp, rho_mlp_input));
+  f.backward = 2 * emb + layers + 2 * out;
+  f.backward_full = 2 * emb + L * (mha_bwd(1, 1) + ffn_bwd(1, 1)) + 2 * out;
+  f.backward_matmul = layers + 2 * out_proj;
   return f;
+}
+
+StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, const SlicePlan& plan) {
+  return step_flops(model, batch, seq_len, plan.rho_attn(), plan.rho_mlp(), plan.rho_out(), plan.rho_mlp_input());
 }
 
 MemoryBreakdown estimate_memory(const Config& config, const SlicePlan& plan, int64_t largest_fragment) {

@@ -22,8 +22,14 @@ struct StepFlops {
   double full() const { return forward + backward_full; }
 };
 
-// FLOPs of one inner step on `batch` sequences of `seq_len` tokens (Appendix C.2).
-StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, double rho_attn, double rho_mlp);
+// FLOPs of one inner step on `batch` sequences of `seq_len` tokens (Appendix C.2). rho_out
+// (W_O's weight-gradient fraction, Appendix A.2's ablation) splits Appendix C's "2 + 2" W_O
+// terms into 2 + 2·rho_out; rho_mlp_input (Appendix D's detached Jacobian) scales the MLP's
+// input-Jacobian term 4·B·S·H·D_ff. Both are 1 for the method as published.
+StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, double rho_attn, double rho_mlp,
+                     double rho_out = 1.0, double rho_mlp_input = 1.0);
+// The same for the fractions of `plan` (every slicing mode and Jacobian variant).
+StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, const SlicePlan& plan);
 
 // Memory by the paper's five components, in bytes, for one rank (§3.1 "Memory Usage").
 struct MemoryBreakdown {

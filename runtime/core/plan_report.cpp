@@ -27,7 +27,7 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
   const StreamingSchedule schedule(config, config.model);
   const auto& m = config.model;
   const int64_t B = config.inner.batch_size, S = m.seq_len;
-  const StepFlops f = step_flops(m, B, S, plan.rho_attn(), plan.rho_mlp());
+  const StepFlops f = step_flops(m, B, S, plan);
   const MemoryBreakdown mem = estimate_memory(config, plan, schedule.largest_fragment_numel());
   const double total = plan.total_parameters();
   const double bps = config.network.bandwidth_gb_per_s * 1e9;
@@ -38,7 +38,7 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
   // per_*_bytes is the message (M·b); wire_*_bytes what one rank sends (and receives) for it
   // with the runtime's all-reduce layout, the number ppu-train's summary reports.
   double per_sync_bytes, per_round_bytes, amortised_step_seconds, wire_sync_bytes = 0, wire_round_bytes = 0;
-  double wire_run_bytes = 0;  // over train.steps: every sync the streaming schedule makes, final flush included
+  double wire_run_bytes = 0;  // over train.steps: every scheduled sync, plus outer.final_sync's averages
   const int64_t T = config.train.steps;
   const std::string wire_dtype = config.method == Method::Ddp ? (bf16 ? "bf16" : "fp32") : config.outer.delta_dtype;
   const int64_t row = config.method == Method::Ddp ? 1 : m.d_model;
@@ -54,15 +54,13 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
       wire_round_bytes += w;
       wire_sync_bytes = std::max(wire_sync_bytes, w);
     }
-    const int64_t H = config.outer.sync_every;
     for (size_t f = 0; f < schedule.fragments().size(); ++f) {
-      // Scheduled at steps s <= T with s mod H = offset, plus the flush after the last step.
-      const int64_t off = schedule.offset(static_cast<int>(f));
-      const int64_t first = off == 0 ? H : off;
-      const int64_t scheduled = T >= first ? (T - first) / H + 1 : 0;
-      const int64_t syncs = scheduled + (T % H == off ? 0 : 1);
+      const int64_t syncs = schedule.scheduled_syncs(static_cast<int>(f), T);
       wire_run_bytes += syncs * wire_layout(schedule.fragments()[f].numel, K, wire_dtype, row).bytes_per_rank(K);
     }
+    if (config.outer.final_sync == "average")  // one exchange per fragment with trailing progress
+      for (int f : schedule.unsynced_at_end(T))
+        wire_run_bytes += wire_layout(schedule.fragments()[f].numel, K, wire_dtype, row).bytes_per_rank(K);
   }
   if (config.network.message_bytes > 0) {  // an override of M scales everything with it
     const double scale = config.network.message_bytes / per_round_bytes;
@@ -87,11 +85,16 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
                  {"vocab", m.vocab}, {"seq_len", m.seq_len}}},
       {"method", method_name(config.method)},
       {"ranks", K},
-      {"slicing", {{"mode", slice_mode_name(plan.mode())}, {"slices", plan.slices()}}},
+      {"slicing", {{"mode", slice_mode_name(plan.mode())}, {"slices", plan.slices()}, {"jacobian", plan.jacobian()}}},
       {"trainable_params", plan.trainable_parameters()},
       {"total_params", plan.total_parameters()},
       {"rho_attn", plan.rho_attn()},
+      {"rho_out", plan.rho_out()},
       {"rho_mlp", plan.rho_mlp()},
+      {"rho_mlp_input", plan.rho_mlp_input()},
+      {"steps", T},
+      // Tokens the whole job trains on: K ranks x batch x seq_len per step (the paper's budgets).
+      {"tokens_per_run", static_cast<double>(T) * K * B * S},
       {"memory_bytes", {{"weights", mem.weights}, {"gradients", mem.gradients}, {"inner_optimizer", mem.inner_optimizer},
                         {"outer_optimizer", mem.outer_optimizer}, {"offloaded", mem.offloaded}, {"total", mem.total()}}},
       {"flops_per_step", {{"forward", f.forward}, {"backward", f.backward}, {"backward_full", f.backward_full},
@@ -147,7 +150,9 @@ std::string format_plan(const nlohmann::json& r) {
   os << "model      " << m["preset"].get<std::string>() << ": " << m["layers"] << " layers, d=" << m["d_model"]
      << ", " << m["heads"] << " heads, vocab " << m["vocab"] << ", seq " << m["seq_len"] << "\n";
   os << "method     " << r["method"].get<std::string>() << ", K=" << r["ranks"] << " ranks, slicing "
-     << r["slicing"]["mode"].get<std::string>() << " N=" << r["slicing"]["slices"] << "\n";
+     << r["slicing"]["mode"].get<std::string>() << " N=" << r["slicing"]["slices"]
+     << (r["slicing"]["jacobian"] == "full" ? "" : ", jacobian " + r["slicing"]["jacobian"].get<std::string>()) << "\n";
+  os << "run        " << r["steps"] << " steps, " << fmt("%.2f B tokens", r["tokens_per_run"].get<double>() / 1e9) << "\n";
   const double total = r["total_params"], trainable = r["trainable_params"];
   os << "params     total " << fmt("%.3f B", total / 1e9) << ", trainable per rank " << fmt("%.3f B", trainable / 1e9)
      << fmt(" (%.1f%%)", 100 * trainable / total) << "\n";

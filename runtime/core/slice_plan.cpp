@@ -9,8 +9,13 @@ int64_t ParamSlice::trainable_numel() const {
   return param.numel() / param.shape[dim] * (end - begin);
 }
 
-SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int slices, int rank)
-    : mode_(mode), world_size_(world_size), slices_(mode == SliceMode::None ? 1 : slices), rank_(rank) {
+SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int slices, int rank,
+                     const std::string& jacobian)
+    : mode_(mode),
+      jacobian_(jacobian),
+      world_size_(world_size),
+      slices_(mode == SliceMode::None ? 1 : slices),
+      rank_(rank) {
   const auto k = std::to_string(world_size), n = std::to_string(slices_);
   if (world_size < 1) throw ConfigError("world size K=" + k + " must be >= 1");
   if (rank < 0 || rank >= world_size)
@@ -21,8 +26,13 @@ SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int
   if (model.mlp_hidden() % slices_ != 0)
     throw ConfigError("slicing.slices N=" + n + " must divide the MLP hidden size " +
                       std::to_string(model.mlp_hidden()));
-  if (mode == SliceMode::MlpHeads && model.heads % slices_ != 0)
+  const bool heads = mode == SliceMode::MlpHeads || mode == SliceMode::MlpHeadsWo;
+  if (heads && model.heads % slices_ != 0)
     throw ConfigError("slicing.slices N=" + n + " must divide model.heads=" + std::to_string(model.heads));
+  if (mode == SliceMode::Horizontal && model.layers % slices_ != 0)
+    throw ConfigError("slicing.slices N=" + n + " must divide model.layers=" + std::to_string(model.layers));
+  if (jacobian != "full" && jacobian != "slice" && jacobian != "slice+random")
+    throw ConfigError("slicing.jacobian '" + jacobian + "' is not one of full | slice | slice+random");
 
   const int n_idx = slice_index();
   const int sliced_owners = world_size / slices_;
@@ -35,14 +45,26 @@ SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int
       s.end = (n_idx + 1) * extent / slices_;
       s.owners = sliced_owners;
     };
-    if (slices_ > 1) {
+    const bool mlp = p.role == ParamRole::MlpUp || p.role == ParamRole::MlpDown;
+    if (slices_ > 1 && mode == SliceMode::Horizontal) {
+      if (mlp) {
+        // Whole MLPs of this rank's layer group; the other layers' MLPs are frozen (an empty
+        // range). Either way K/N ranks train each element.
+        const int per_group = model.layers / slices_;
+        if (p.layer / per_group != n_idx) s.dim = 0;  // begin = end = 0
+        s.owners = sliced_owners;
+      }
+    } else if (slices_ > 1) {
       switch (p.role) {
         case ParamRole::MlpUp: slice_along(0, p.shape[0]); break;
         case ParamRole::MlpDown: slice_along(1, p.shape[1]); break;
         case ParamRole::AttnQ:
         case ParamRole::AttnK:
         case ParamRole::AttnV:
-          if (mode == SliceMode::MlpHeads) slice_along(0, p.shape[0]);
+          if (heads) slice_along(0, p.shape[0]);
+          break;
+        case ParamRole::AttnOut:
+          if (mode == SliceMode::MlpHeadsWo) slice_along(1, p.shape[1]);  // W_O's inputs = head outputs
           break;
         default: break;
       }
@@ -54,8 +76,8 @@ SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int
 SlicePlan SlicePlan::from_config(const Config& config, int world_size, int rank) {
   const SliceMode mode = config.effective_slices() == 1 ? SliceMode::None : config.slicing.mode;
   if (world_size > 1 || config.effective_slices() == 1)
-    return SlicePlan(config.model, mode, world_size, config.effective_slices(), rank);
-  SlicePlan solo(config.model, mode, config.ranks, config.effective_slices(), 0);
+    return SlicePlan(config.model, mode, world_size, config.effective_slices(), rank, config.slicing.jacobian);
+  SlicePlan solo(config.model, mode, config.ranks, config.effective_slices(), 0, config.slicing.jacobian);
   for (auto& p : solo.params_) p.owners = 1;
   solo.world_size_ = 1;
   return solo;
@@ -79,7 +101,16 @@ int64_t SlicePlan::total_parameters() const {
   return n;
 }
 
-double SlicePlan::rho_attn() const { return mode_ == SliceMode::MlpHeads ? 1.0 / slices_ : 1.0; }
+double SlicePlan::rho_attn() const {
+  return mode_ == SliceMode::MlpHeads || mode_ == SliceMode::MlpHeadsWo ? 1.0 / slices_ : 1.0;
+}
+double SlicePlan::rho_out() const { return mode_ == SliceMode::MlpHeadsWo ? 1.0 / slices_ : 1.0; }
+// Horizontal: 1/N of the layers compute their whole MLP gradient, the rest none; the FLOPs are
+// linear in rho per layer, so the layer average 1/N gives the same total.
 double SlicePlan::rho_mlp() const { return mode_ == SliceMode::None ? 1.0 : 1.0 / slices_; }
+double SlicePlan::rho_mlp_input() const {
+  if (mode_ == SliceMode::None || mode_ == SliceMode::Horizontal || jacobian_ == "full") return 1.0;
+  return (jacobian_ == "slice" ? 1.0 : 2.0) / slices_;
+}
 
 }  // namespace ppu

@@ -81,14 +81,26 @@ int StreamingSchedule::offset(int fragment) const {
   return static_cast<int>(((fragment + 1) * static_cast<int64_t>(sync_every_) / count) % sync_every_);
 }
 
-std::vector<int> StreamingSchedule::due(int64_t completed_steps, int64_t total_steps) const {
+std::vector<int> StreamingSchedule::due(int64_t completed_steps) const {
   std::vector<int> out;
   const int count = static_cast<int>(fragments_.size());
-  for (int f = 0; f < count; ++f) {
-    const bool scheduled = completed_steps % sync_every_ == offset(f);
-    if (scheduled || completed_steps == total_steps) out.push_back(f);
-  }
+  for (int f = 0; f < count; ++f)
+    if (completed_steps > 0 && completed_steps % sync_every_ == offset(f)) out.push_back(f);
   return out;
+}
+
+std::vector<int> StreamingSchedule::unsynced_at_end(int64_t total_steps) const {
+  std::vector<int> out;
+  const int count = static_cast<int>(fragments_.size());
+  for (int f = 0; f < count; ++f)
+    if (total_steps % sync_every_ != offset(f)) out.push_back(f);
+  return out;
+}
+
+int64_t StreamingSchedule::scheduled_syncs(int fragment, int64_t total_steps) const {
+  const int64_t off = offset(fragment);
+  const int64_t first = off == 0 ? sync_every_ : off;
+  return total_steps >= first ? (total_steps - first) / sync_every_ + 1 : 0;
 }
 
 int64_t StreamingSchedule::largest_fragment_numel() const {

@@ -7,8 +7,10 @@
 //    (parameter, row/column range) pieces.
 // With F fragments and H = sync_every, fragment f is synchronised after completed inner steps s
 // with s % H == offset(f), offset(f) = ((f + 1) * H / F) % H: staggered evenly, so every
-// fragment syncs exactly once per H steps; a final flush syncs every fragment at the last step.
-// No LibTorch here.
+// fragment syncs exactly once per H steps. No fragment gets an outer step outside this
+// schedule: at the last step only the fragments due there sync; the others are the
+// `unsynced_at_end` set, which the trainer finishes as outer.final_sync says (a plain
+// average of their trailing deltas, or nothing). No LibTorch here.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +43,13 @@ class StreamingSchedule {
   int sync_every() const { return sync_every_; }
   // Step (in completed inner steps, mod H) at which fragment f is synchronised.
   int offset(int fragment) const;
-  // Fragments to synchronise after `completed_steps` inner steps out of `total_steps`.
-  std::vector<int> due(int64_t completed_steps, int64_t total_steps) const;
+  // Fragments whose outer step is scheduled after `completed_steps` inner steps.
+  std::vector<int> due(int64_t completed_steps) const;
+  // Fragments with local progress past their last scheduled sync when training stops after
+  // `total_steps` steps: every fragment not due at total_steps.
+  std::vector<int> unsynced_at_end(int64_t total_steps) const;
+  // Number of scheduled outer steps of `fragment` in steps 1..total_steps.
+  int64_t scheduled_syncs(int fragment, int64_t total_steps) const;
   int64_t largest_fragment_numel() const;
 
  private:

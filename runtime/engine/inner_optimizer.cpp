@@ -7,15 +7,20 @@
 
 namespace ppu {
 
-InnerOptimizer::InnerOptimizer(const InnerConfig& config, int64_t total_steps, const std::vector<torch::Tensor>& trainable)
+InnerOptimizer::InnerOptimizer(const InnerConfig& config, int64_t total_steps, const std::vector<torch::Tensor>& trainable,
+                               const std::vector<bool>& decay_mask)
     : config_(config), total_steps_(total_steps), params_(trainable) {
+  TORCH_CHECK(decay_mask.empty() || decay_mask.size() == trainable.size(), "InnerOptimizer: one decay flag per tensor");
   std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& p : trainable) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  for (size_t i = 0; i < trainable.size(); ++i) {
+    const bool decays = decay_mask.empty() ? trainable[i].dim() >= 2 : decay_mask[i];
+    (decays ? decay : no_decay).push_back(trainable[i]);
+  }
   if (config.optimizer == "sgd") {
     auto options = [&](double wd) { return std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(config.lr).weight_decay(wd)); };
     std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, options(config.weight_decay));
-    groups.emplace_back(no_decay, options(0.0));
+    if (!decay.empty()) groups.emplace_back(decay, options(config.weight_decay));
+    if (!no_decay.empty()) groups.emplace_back(no_decay, options(0.0));
     optimizer_ = std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(config.lr));
   } else {
     auto options = [&](double wd) {
@@ -25,8 +30,8 @@ InnerOptimizer::InnerOptimizer(const InnerConfig& config, int64_t total_steps, c
                                                               .weight_decay(wd));
     };
     std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, options(config.weight_decay));
-    groups.emplace_back(no_decay, options(0.0));
+    if (!decay.empty()) groups.emplace_back(decay, options(config.weight_decay));
+    if (!no_decay.empty()) groups.emplace_back(no_decay, options(0.0));
     optimizer_ = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(config.lr));
   }
 }

@@ -1,6 +1,8 @@
 // InnerOptimizer: the local optimiser of Algorithm 1 (lines 8–10) over this rank's trainable
 // tensors only — AdamW (paper defaults) or plain SGD — with the warm-up + cosine schedule and
-// gradient-norm clipping. Matrices get weight decay; norm parameters do not. Optimiser state
+// optional gradient-norm clipping (inner.grad_clip over this rank's trainable tensors).
+// Weight decay applies where `decay` says (core/config.h applies_weight_decay: matrices, and
+// the embedding / norms per inner.decay_embedding / inner.decay_norms). Optimiser state
 // exists only for the trainable slices because only they are handed to LibTorch's optimiser.
 // AdamW's update runs fused, one pass per parameter (engine/fused_adamw.h), on the state of
 // torch::optim::AdamW, so checkpoints are LibTorch's format.
@@ -17,7 +19,9 @@ namespace ppu {
 
 class InnerOptimizer {
  public:
-  InnerOptimizer(const InnerConfig& config, int64_t total_steps, const std::vector<torch::Tensor>& trainable);
+  // decay[i]: whether trainable[i] gets weight decay; empty = tensors of rank >= 2 only.
+  InnerOptimizer(const InnerConfig& config, int64_t total_steps, const std::vector<torch::Tensor>& trainable,
+                 const std::vector<bool>& decay = {});
 
   // Clips, sets the scheduled learning rate for `step` (0-based), steps, and clears grads.
   // Returns the learning rate used.

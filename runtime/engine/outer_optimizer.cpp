@@ -47,6 +47,12 @@ SyncResult OuterOptimizer::sync(int fragment) {
   return finish(pending);
 }
 
+SyncResult OuterOptimizer::average(int fragment) {
+  auto pending = begin(fragment, false);
+  pending.plain_average = true;
+  return finish(pending);
+}
+
 OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool overlapped) {
   torch::NoGradGuard no_grad;
   const auto start = std::chrono::steady_clock::now();
@@ -103,7 +109,9 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
     offset += n;
 
     // Line 14: the outer step on the pseudo-gradient g = −Δ.
-    if (config_.optimizer == "nesterov") {
+    if (sync.plain_average) {
+      global.add_(delta);
+    } else if (config_.optimizer == "nesterov") {
       auto& m = momentum_[piece.param_index];
       if (!m.defined()) m = torch::zeros_like(global_[piece.param_index]);
       auto buf = region(m, piece);

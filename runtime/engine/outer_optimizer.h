@@ -12,6 +12,9 @@
 // after the τ steps and θ the new global ones (α = 0: adopt θ, dropping the τ local steps).
 // Without overlap θ_k ← θ. The exchange is delta_exchange (bytes sent and received are
 // counted there); with outer.error_feedback each fragment keeps its encoding residuals.
+// average(f) is the end-of-training finish (outer.final_sync: average): the same exchange and
+// count normalisation, then θ ← θ + Δ with no outer learning rate and no momentum (the
+// momentum buffer is left as it was), and θ_k ← θ.
 #pragma once
 
 #include <torch/torch.h>
@@ -47,11 +50,13 @@ class OuterOptimizer {
     int fragment = -1;
     torch::Tensor flat;                  // the deltas, then their sum
     bool overlapped = false;             // merge with α instead of adopting θ
+    bool plain_average = false;          // θ ← θ + Δ instead of the outer optimiser
     std::function<AllreduceStats()> wait;
     SyncResult result;
   };
 
   SyncResult sync(int fragment);                    // begin + finish, no overlap
+  SyncResult average(int fragment);                 // the final plain average, no overlap
   InFlight begin(int fragment, bool overlapped);
   SyncResult finish(InFlight& sync);
 

@@ -17,12 +17,13 @@ struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFun
   // `trainable` is an input only so that autograd routes its gradient here; the forward
   // reads the same storage through `full`.
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor trainable, torch::Tensor full,
-                               int64_t dim, int64_t begin, int64_t end) {
+                               int64_t dim, int64_t begin, int64_t end, std::vector<int64_t> input_keep) {
     ctx->save_for_backward({x});
     ctx->saved_data["full"] = full;
     ctx->saved_data["dim"] = dim;
     ctx->saved_data["begin"] = begin;
     ctx->saved_data["end"] = end;
+    ctx->saved_data["input_keep"] = input_keep;
     return x.reshape({-1, x.size(-1)}).mm(full.t()).view(output_sizes(x, full));
   }
 
@@ -38,15 +39,32 @@ struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFun
     // a strided gradient sent through matmul's batched path runs several times slower on CPU.
     const auto x2 = x.reshape({-1, x.size(-1)});
     const auto g2 = gy.contiguous().view({-1, gy.size(-1)});
+    const auto keep = ctx->saved_data["input_keep"].toIntVector();
     torch::Tensor gx;
     if (ctx->needs_input_grad(0)) {
       auto sizes = x.sizes().vec();
-      gx = g2.mm(full).view(sizes);
+      if (keep.empty()) {
+        gx = g2.mm(full);
+      } else if (dim == 0) {  // only the kept output features' paths: sum of their products
+        for (size_t r = 0; r + 1 < keep.size(); r += 2) {
+          const auto g = g2.narrow(1, keep[r], keep[r + 1] - keep[r]);
+          const auto w = full.narrow(0, keep[r], keep[r + 1] - keep[r]);
+          if (gx.defined()) gx.add_(g.mm(w));
+          else gx = g.mm(w);
+        }
+      } else {  // only the kept input features get a gradient
+        gx = torch::zeros({g2.size(0), full.size(1)}, g2.options());
+        for (size_t r = 0; r + 1 < keep.size(); r += 2)
+          gx.narrow(1, keep[r], keep[r + 1] - keep[r]).copy_(g2.mm(full.narrow(1, keep[r], keep[r + 1] - keep[r])));
+      }
+      gx = gx.view(sizes);
     }
 
     torch::Tensor gw;
     if (ctx->needs_input_grad(1)) {
-      if (dim < 0) {
+      if (dim >= 0 && end == begin) {
+        gw = torch::zeros(full.narrow(dim, 0, 0).sizes(), full.options());  // frozen: nothing to compute
+      } else if (dim < 0) {
         gw = g2.t().mm(x2);  // whole weight: [out, in], contiguous
       } else if (dim == 0) {
         gw = g2.narrow(1, begin, end - begin).t().mm(x2);  // rows of W: [n, in]
@@ -54,7 +72,7 @@ struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFun
         gw = g2.t().mm(x2.narrow(1, begin, end - begin));  // columns of W: [out, n]
       }
     }
-    return {gx, gw, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {gx, gw, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -80,7 +98,7 @@ torch::Tensor partial_linear(const torch::Tensor& x, const WeightSlice& w) {
   // A fully trainable weight takes the same path: its gradient comes out as one contiguous mm
   // of the weight's own shape (autograd's matmul backward yields the transpose of W^T's gradient,
   // a strided tensor that accumulation and AdamW then walk with strides).
-  return PartialLinearFunction::apply(x, w.trainable, w.full, w.dim, w.begin, w.end);
+  return PartialLinearFunction::apply(x, w.trainable, w.full, w.dim, w.begin, w.end, w.input_keep);
 }
 
 }  // namespace ppu

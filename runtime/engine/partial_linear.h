@@ -1,7 +1,12 @@
 // PartialLinear: y = x W^T where only a contiguous range of W's rows (dim 0: output features)
 // or columns (dim 1: input features) is trainable on this rank, or the whole W (dim -1).
 //  - forward uses the full weight W (no concatenation);
-//  - backward always computes the full input gradient dL/dx = dL/dy W (Appendix C.1);
+//  - backward computes the full input gradient dL/dx = dL/dy W (Appendix C.1), unless
+//    `input_keep` lists ranges along `dim` (Appendix D's detached Jacobian): then only those
+//    rows (dim 0: output features) or columns (dim 1: input features) of W carry it —
+//    dim 0: dL/dx = sum over kept rows r of dL/dy[:, r] W[r, :];
+//    dim 1: dL/dx[:, c] = dL/dy W[:, c] on kept columns c, 0 elsewhere;
+//    and only those products are computed;
 //  - the weight gradient is computed for the trainable range only — the frozen part's
 //    dL/dW is never computed, not computed-then-masked;
 //  - the trainable range is a leaf tensor that is a view into W's storage, so the optimiser
@@ -18,9 +23,12 @@ struct WeightSlice {
   torch::Tensor trainable;  // leaf with requires_grad; a view of `full` (or `full` itself)
   int dim = -1;             // -1 = whole tensor trainable
   int64_t begin = 0, end = 0;
+  // [begin, end) pairs along `dim` that carry the input gradient; empty = all (the method).
+  std::vector<int64_t> input_keep;
 };
 
-// Makes the trainable view of `full` for the range [begin, end) along `dim` (dim -1: all).
+// Makes the trainable view of `full` for the range [begin, end) along `dim` (dim -1: all; an
+// empty range: frozen, with a zero-element trainable leaf so every parameter keeps its slot).
 WeightSlice make_weight_slice(torch::Tensor full, int dim, int64_t begin, int64_t end);
 
 // y = x W^T with the partial backward described above. x: [..., in].

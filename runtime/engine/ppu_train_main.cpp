@@ -1,6 +1,8 @@
 // ppu-train: one rank of a PPU job. Reads the config (--config or PPU_CONFIG) with --set
 // overrides, takes RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT / PPU_RUN_ID /
 // PPU_CHECKPOINT_DIR / PPU_METRICS_PORT from the environment, trains, and writes --summary.
+// --check only validates (config for WORLD_SIZE, device, dtype, dataset) and exits: ppu-launch
+// runs it once before starting any rank.
 // Exit codes (docs/METRICS.md): 0 done, 1 runtime failure, 2 config/usage error,
 // 3 peer failure or timeout, 4 missing or unusable data.
 #include <CLI/CLI.hpp>
@@ -46,7 +48,9 @@ int main(int argc, char** argv) {
   std::string config_path = env_or("PPU_CONFIG", "");
   std::vector<std::string> overrides;
   std::string summary_path;
+  bool check_only = false;
   app.add_option("--config", config_path, "YAML training config (default: $PPU_CONFIG)");
+  app.add_flag("--check", check_only, "validate the config, device, dtype and dataset for this RANK/WORLD_SIZE, then exit");
   app.add_option("--set", overrides, "override a config key: dotted.key=value (repeatable)");
   app.add_option("--summary", summary_path, "write a JSON summary of the run to this file at exit");
   try {
@@ -69,6 +73,11 @@ int main(int argc, char** argv) {
     env.run_id = env_or("PPU_RUN_ID", "local");
     env.checkpoint_dir = env_or("PPU_CHECKPOINT_DIR", config.checkpoint.dir);
     env.metrics_port = std::atoi(env_or("PPU_METRICS_PORT", std::to_string(config.metrics.port)).c_str());
+    if (check_only) {
+      ppu::check_runnable(config, env);
+      std::cout << "ppu-train --check: config OK for " << env.world_size << " rank(s)\n";
+      return 0;
+    }
     if (config.train.threads > 0) ppu::configure_compute_threads(config.train.threads);
     const auto blas = ppu::loaded_blas();
     if (!summary_path.empty()) {  // fail now, not after hours of training

@@ -7,12 +7,14 @@
 #include <deque>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "core/cost_model.h"
 #include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
 #include "data/data_loader.h"
+#include "data/dataset_dir.h"
 #include "data/token_shard.h"
 #include "engine/checkpoint_store.h"
 #include "engine/collectives.h"
@@ -62,6 +64,12 @@ std::string checksum_hex(const std::vector<torch::Tensor>& tensors) {
   return buf;
 }
 
+std::vector<bool> decay_mask(const InnerConfig& inner, const std::vector<ParamInfo>& layout) {
+  std::vector<bool> mask;
+  for (const auto& p : layout) mask.push_back(applies_weight_decay(inner, p.role));
+  return mask;
+}
+
 std::string duration(double seconds) {
   const long s = std::lround(std::max(0.0, seconds));
   char buf[32];
@@ -107,10 +115,10 @@ class Run {
         dataset_(load_dataset(c)),
         loader_(dataset_, env.rank, env.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len),
         model_(c.model, plan_, c.train.seed, device_),
-        inner_(c.inner, c.train.steps, model_.trainable()),
+        inner_(c.inner, c.train.steps, model_.trainable(), decay_mask(c.inner, model_.layout())),
         outer_(c.outer, model_, schedule_, collectives_, c.network.collective),
         metrics_(env.metrics_port, {{"rank", std::to_string(env.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
-        flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_.rho_attn(), plan_.rho_mlp())) {
+        flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_)) {
     if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
     model_.set_recompute(c.train.recompute);
   }
@@ -122,17 +130,21 @@ class Run {
     double loss = 0;
     for (int64_t t = p_.step; t < c_.train.steps; ++t) {
       const auto step_start = Clock::now();
+      model_.begin_step(t);
       loss = inner_step(t);                                 // lines 7–10
       step_seconds_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
       p_.step = t + 1;
       if (!ddp_) {
         finish_due_syncs();
-        for (int f : schedule_.due(p_.step, c_.train.steps)) outer_sync(f);  // lines 11–14
+        for (int f : schedule_.due(p_.step)) outer_sync(f);  // lines 11–14
+        if (p_.step == c_.train.steps) finish_training();
       }
       if (p_.step % c_.outer.sync_every == 0 || p_.step == c_.train.steps) end_of_round();
       report(loss, start, first);
     }
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    // Training time excludes evaluation (done on the global θ, once per run, not per rank).
+    const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    const double seconds = wall - eval_seconds_;
     const double eval = evaluate();
     return summary(loss, eval, seconds, p_.step > first ? seconds / (p_.step - first) : 0);
   }
@@ -202,6 +214,16 @@ class Run {
       record(s.sync.fragment, outer_.finish(s.sync));
       in_flight_.pop_front();
     }
+  }
+
+  // After the last step. Exchanges still in flight were scheduled: they complete with their
+  // outer step. A fragment whose schedule has no sync at the last step never gets an outer step
+  // there; with outer.final_sync = average its trailing local progress is folded into θ by one
+  // plain count-normalised average (no momentum), with none θ stays at its last sync.
+  void finish_training() {
+    drain_syncs();
+    if (c_.outer.final_sync != "average") return;
+    for (int f : schedule_.unsynced_at_end(c_.train.steps)) record(f, outer_.average(f));
   }
 
   void drain_syncs() {
@@ -278,13 +300,25 @@ class Run {
     spdlog::info("resumed from {} at step {} (round {})", ckpt->path, p_.step, p_.rounds);
   }
 
+  // Held-out loss of the global θ (the model the method yields at this point: each fragment
+  // as of its last outer step; DDP's parameters are global). The eval batches are split over
+  // the ranks (rank r takes batches r, r + K, ...) and the per-batch sums are gathered and
+  // added in rank order, so every rank reports the same number and the job does the work
+  // once. On the host the view reads the global tensors in place.
   double evaluate() {
+    const auto start = Clock::now();
     torch::NoGradGuard no_grad;
+    const Transformer global(c_.model, ddp_ ? model_.weights() : outer_.global(), device_);
+    double mine = 0;
+    for (int i = env_.rank; i < c_.train.eval_batches; i += env_.world_size) {
+      mine += global.loss(to_tensor(dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len)).to(device_)).item<double>();
+      ++eval_batches_done_;
+    }
     double total = 0;
-    for (int i = 0; i < c_.train.eval_batches; ++i)
-      total += model_.loss(to_tensor(dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len)).to(device_)).item<double>();
+    for (const auto& part : collectives_.allgather(torch::tensor({mine}, torch::kFloat64))) total += part.item<double>();
     const double loss = total / c_.train.eval_batches;
     metrics_.set_eval(loss, floor_perplexity());
+    eval_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return loss;
   }
 
@@ -322,7 +356,7 @@ class Run {
   }
 
   void report(double loss, Clock::time_point start, int64_t first) {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count() - eval_seconds_;
     const double done = static_cast<double>(p_.step - first);
     const double tps = elapsed > 0 ? done * c_.inner.batch_size * c_.model.seq_len / elapsed : 0;
     metrics_.set_progress(p_.step, c_.train.steps, loss, tps, p_.rounds);
@@ -337,7 +371,7 @@ class Run {
     }
     if (c_.train.eval_every > 0 && p_.step % c_.train.eval_every == 0 && p_.step < c_.train.steps) {
       const double eval = evaluate();
-      spdlog::info("eval step {} loss {:.4f} ppl {:.3f}{}", p_.step, eval, std::exp(eval),
+      spdlog::info("eval step {} loss {:.4f} ppl {:.3f}{} of the global parameters", p_.step, eval, std::exp(eval),
                    floor_perplexity() > 0 ? fmt::format(" (floor {:.3f})", floor_perplexity()) : "");
     }
   }
@@ -353,7 +387,7 @@ class Run {
     nlohmann::json j = {{"rank", env_.rank},
                         {"world_size", env_.world_size},
                         {"method", method_name(c_.method)},
-                        {"slicing", {{"mode", slice_mode_name(plan_.mode())}, {"slices", plan_.slices()}}},
+                        {"slicing", {{"mode", slice_mode_name(plan_.mode())}, {"slices", plan_.slices()}, {"jacobian", plan_.jacobian()}}},
                         {"steps", p_.step},
                         {"final_loss", loss},
                         {"eval_loss", eval},
@@ -374,6 +408,10 @@ class Run {
                         {"sync_seconds", p_.sync_seconds},
                         {"param_checksum", checksum_hex(global)},
                         {"seconds", seconds},
+                        {"eval_seconds", eval_seconds_},
+                        {"eval_batches_evaluated", eval_batches_done_},
+                        {"eval_parameters", "global"},
+                        {"final_sync", ddp_ ? "none" : c_.outer.final_sync},
                         {"step_seconds", step_seconds},
                         {"inner_step_seconds_median", steady_inner_step_seconds()}};
     if (floor_perplexity() > 0) j["eval_perplexity_floor"] = floor_perplexity();
@@ -415,20 +453,49 @@ class Run {
   std::deque<Pending> in_flight_;
   Progress p_;
   double lr_ = 0;
+  double eval_seconds_ = 0;  // all evaluations of this process: not training time
+  int64_t eval_batches_done_ = 0;  // eval batches this rank computed (its share of each evaluation)
   int64_t grad_bytes_ = 0;
   std::vector<double> step_seconds_;
 };
 
 }  // namespace
 
-nlohmann::json train(const Config& config, const RunEnv& env) {
+void check_runnable(const Config& config, const RunEnv& env) {
   // A single process runs solo as one rank of the config's K (see SlicePlan::from_config).
   validate_config(config, env.world_size == 1 ? config.ranks : env.world_size);
+  SlicePlan::from_config(config, env.world_size, env.rank);  // RANK within WORLD_SIZE
   if (config.train.device == "cuda" && !torch::cuda::is_available())
     throw ConfigError("config key 'train.device' is 'cuda' but this build or machine has no CUDA device "
                       "(torch::cuda::is_available() is false)");
   if (config.train.dtype != "fp32")
     throw ConfigError("config key 'train.dtype' is '" + config.train.dtype + "': this build trains in fp32 only");
+  const auto& d = config.data;
+  if (d.source == "shards" || !d.path.empty()) {
+    // The checks of TokenDataset::load that need no more than meta.json and the file list (the
+    // shards' checksums are verified when a rank loads them).
+    namespace fs = std::filesystem;
+    if (d.path.empty()) throw data::ShardError("dataset path is empty (set data.path)");
+    if (!fs::is_directory(d.path)) throw data::ShardError("dataset '" + d.path + "': no such directory");
+    data::DatasetMeta meta;
+    try {
+      meta = data::read_dataset_meta(d.path);
+    } catch (const data::ShardError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw data::ShardError("dataset '" + d.path + "': " + e.what());
+    }
+    for (const char* shard : {data::kTrainShardName, data::kValShardName})
+      if (!fs::is_regular_file(fs::path(d.path) / shard))
+        throw data::ShardError("dataset '" + d.path + "': " + shard + " is missing");
+    if (meta.vocab > static_cast<uint64_t>(config.model.vocab))
+      throw ConfigError("data.path '" + d.path + "' has vocabulary " + std::to_string(meta.vocab) +
+                        " but model.vocab is " + std::to_string(config.model.vocab));
+  }
+}
+
+nlohmann::json train(const Config& config, const RunEnv& env) {
+  check_runnable(config, env);
   Run run(config, env);
   return run.run();
 }

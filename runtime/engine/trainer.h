@@ -24,6 +24,13 @@ struct RunEnv {
   std::vector<float>* final_params = nullptr;
 };
 
+// Everything about `config` that would stop a rank of `env.world_size` before training, checked
+// without rendezvous or training: the config for that K, train.device / train.dtype against
+// this build and machine, and the dataset directory (meta.json readable, shards present, vocab
+// within model.vocab). Throws ConfigError (exit 2) or data::ShardError (exit 4). `ppu-train
+// --check` runs it, so ppu-launch reports a bad config once before it starts any rank.
+void check_runnable(const Config& config, const RunEnv& env);
+
 // Trains to config.train.steps and returns the summary (DESIGN.md keys). Throws ConfigError
 // (bad config), PeerError (a peer died or timed out) or other exceptions on failure.
 nlohmann::json train(const Config& config, const RunEnv& env);

@@ -2,15 +2,18 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "data/counter_rng.h"
 
 namespace ppu {
 
 namespace F = torch::nn::functional;
 
 Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t seed, torch::Device device)
-    : spec_(spec), plan_(plan), layout_(parameter_layout(spec)) {
+    : spec_(spec), plan_(plan), layout_(parameter_layout(spec)), seed_(seed) {
   // One generator, consumed in layout order, so every rank initialises identically.
   auto gen = at::detail::createCPUGenerator(seed);
   const double residual_std = 0.02 / std::sqrt(2.0 * spec.layers);
@@ -30,7 +33,45 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
     weights_.push_back(slices_.back().full);
     trainable_.push_back(slices_.back().trainable);
   }
+  init_tables(device);
+  begin_step(0);
+}
 
+Transformer::Transformer(const ModelSpec& spec, const std::vector<torch::Tensor>& weights, torch::Device device)
+    : spec_(spec), plan_(spec, SliceMode::None, 1, 1, 0), layout_(parameter_layout(spec)) {
+  TORCH_CHECK(weights.size() == layout_.size(), "Transformer view: expected ", layout_.size(), " tensors, got ", weights.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    TORCH_CHECK(weights[i].sizes() == c10::IntArrayRef(layout_[i].shape), "Transformer view: ", layout_[i].name,
+                " has shape ", weights[i].sizes());
+    const auto t = weights[i].detach().to(device);  // the same tensor when already there
+    WeightSlice w;
+    w.full = w.trainable = t;  // no requires_grad: evaluation only
+    slices_.push_back(w);
+    weights_.push_back(t);
+    trainable_.push_back(t);
+  }
+  init_tables(device);
+}
+
+void Transformer::begin_step(int64_t step) {
+  if (plan_.jacobian() != "slice+random" || plan_.slices() < 2) return;
+  random_slice_.assign(spec_.layers, -1);
+  const int n = plan_.slices(), own = plan_.slice_index();
+  for (int l = 0; l < spec_.layers; ++l) {
+    // g ~ Unif({0..N-1} \ {own}), a pure function of (seed, rank, step, layer): resumable.
+    uint64_t h = data::hash_combine(data::mix64(seed_ ^ 0x6a61636f6269616eULL), static_cast<uint64_t>(plan_.rank()));
+    h = data::hash_combine(data::hash_combine(h, static_cast<uint64_t>(step)), static_cast<uint64_t>(l));
+    const int pick = static_cast<int>(data::uniform_below(h, static_cast<uint64_t>(n - 1)));
+    random_slice_[l] = pick >= own ? pick + 1 : pick;
+  }
+}
+
+int Transformer::jacobian_random_slice(int layer) const {
+  return random_slice_.empty() ? -1 : random_slice_.at(layer);
+}
+
+void Transformer::init_tables(torch::Device device) {
+  const auto& spec = spec_;
   // Rotary embeddings: pairs (i, i + hd/2) rotate by pos * 10000^(-2i/hd).
   const int64_t hd = spec.head_dim(), half = hd / 2;
   auto inv_freq = torch::pow(10000.0, -torch::arange(0, half, torch::kFloat64) * 2.0 / hd);
@@ -91,9 +132,28 @@ torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
 }
 
 torch::Tensor Transformer::mlp(const torch::Tensor& x, int l) const {
-  auto hidden = partial_linear(x, s(l, kUp));
+  const WeightSlice* up = &s(l, kUp);
+  const WeightSlice* down = &s(l, kDown);
+  WeightSlice up_kept, down_kept;
+  if (plan_.jacobian() != "full" && up->dim >= 0) {
+    // Appendix D: only slice k (and, for slice+random, this step's g) carries dL/dx. Both
+    // projections keep the same hidden features: the down-projection's input gradient is zero
+    // elsewhere, so the up-projection computes its products for those features only.
+    const int64_t F = spec_.mlp_hidden(), N = plan_.slices();
+    std::vector<int> kept{plan_.slice_index()};
+    if (jacobian_random_slice(l) >= 0) kept.push_back(jacobian_random_slice(l));
+    std::sort(kept.begin(), kept.end());
+    std::vector<int64_t> ranges;
+    for (int n : kept) ranges.insert(ranges.end(), {n * F / N, (n + 1) * F / N});
+    up_kept = *up;
+    down_kept = *down;
+    up_kept.input_keep = down_kept.input_keep = ranges;
+    up = &up_kept;
+    down = &down_kept;
+  }
+  auto hidden = partial_linear(x, *up);
   hidden = spec_.activation == "gelu" ? torch::gelu(hidden) : torch::relu(hidden);
-  return partial_linear(hidden, s(l, kDown));
+  return partial_linear(hidden, *down);
 }
 
 torch::Tensor Transformer::block(const torch::Tensor& x, int l) const {

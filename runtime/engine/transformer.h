@@ -3,7 +3,11 @@
 // attention and a 4d MLP (ReLU or GELU), causal LM loss. No biases in linear layers.
 // Parameters follow `parameter_layout` (core/model_spec.h). The Q/K/V and MLP projections go
 // through PartialLinear, so slices frozen by the SlicePlan get no weight gradient, no grad
-// buffer and no optimiser state; every other parameter is trainable on every rank.
+// buffer and no optimiser state; every other parameter is trainable on every rank. With
+// slicing.jacobian slice / slice+random (Appendix D) only this rank's MLP slice (plus one
+// other slice per layer, drawn by begin_step from (seed, rank, step, layer)) carries the
+// input gradient through the MLPs. A view over given tensors (the global θ) evaluates them
+// without copying.
 #pragma once
 
 #include <torch/torch.h>
@@ -21,6 +25,17 @@ class Transformer {
  public:
   // Deterministic initialisation from `seed` (identical on every rank).
   Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t seed, torch::Device device = torch::kCPU);
+  // Evaluation view over `weights` (layout order, e.g. the outer optimiser's global θ): nothing
+  // trainable; tensors already on `device` are used as they are (no copy), so the view sees
+  // later in-place updates.
+  Transformer(const ModelSpec& spec, const std::vector<torch::Tensor>& weights, torch::Device device = torch::kCPU);
+
+  // Draws the k+random slices of inner step `step` (slicing.jacobian slice+random; a no-op
+  // otherwise). Without a call, step 0's draw is used.
+  void begin_step(int64_t step);
+  // The extra slice g of `layer` whose path carries the input gradient besides this rank's own
+  // (slice+random), or -1.
+  int jacobian_random_slice(int layer) const;
 
   // tokens: int64 [B, S+1]; returns the mean next-token cross-entropy (nats) over B*S targets.
   torch::Tensor loss(const torch::Tensor& tokens) const;
@@ -49,6 +64,7 @@ class Transformer {
   torch::Tensor attention(const torch::Tensor& x, int layer) const;
   torch::Tensor mlp(const torch::Tensor& x, int layer) const;
   torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
+  void init_tables(torch::Device device);
   const torch::Tensor& w(int layer, int offset) const { return weights_[1 + layer * kPerBlock + offset]; }
   const WeightSlice& s(int layer, int offset) const { return slices_[1 + layer * kPerBlock + offset]; }
 
@@ -67,6 +83,8 @@ class Transformer {
   torch::Tensor causal_bias_;              // [S, S]: 0 on and below the diagonal, -inf above
   bool recompute_ = false;
   bool fused_attention_ = false;
+  uint64_t seed_ = 0;
+  std::vector<int> random_slice_;  // per layer, slice+random only
 };
 
 }  // namespace ppu

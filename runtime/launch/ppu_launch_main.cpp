@@ -3,6 +3,9 @@
 // given) and PPU_METRICS_PORT = metrics.port + rank when metrics are on. Their output lines
 // are prefixed with "[rank r]". When one rank fails, the others are stopped (SIGTERM, then
 // SIGKILL after a grace period) and ppu-launch exits with the failing rank's code.
+// Before starting any rank it runs `ppu-train --check` once with the same config and
+// WORLD_SIZE, so whatever a rank would reject (config for K, device, dtype, dataset) is
+// reported once, with ppu-train's exit code, instead of K times.
 #include <CLI/CLI.hpp>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -58,7 +61,8 @@ std::string default_trainer() {
   return "ppu-train";  // from PATH
 }
 
-Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer, const std::vector<std::string>& args) {
+Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer, const std::vector<std::string>& args,
+            bool check = false) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   const pid_t pid = fork();
@@ -77,6 +81,7 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
     setenv("PPU_LOG_PREFIXED", "1", 1);
     if (metrics_port > 0) setenv("PPU_METRICS_PORT", std::to_string(metrics_port + rank).c_str(), 1);
     std::vector<char*> argv{const_cast<char*>(trainer.c_str())};
+    if (check) argv.push_back(const_cast<char*>("--check"));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
@@ -87,12 +92,19 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
   return Child{rank, pid, fds[0]};
 }
 
-void forward_output(Child& c, bool flush) {
+// Prints the child's complete lines with a rank prefix (or, with `capture`, collects all of
+// its output there instead).
+void forward_output(Child& c, bool flush, std::string* capture = nullptr) {
   char buf[4096];
   ssize_t n;
   while ((n = read(c.out_fd, buf, sizeof buf)) > 0) {
     c.pending.append(buf, static_cast<size_t>(n));
     if (!flush) break;
+  }
+  if (capture) {
+    *capture += c.pending;
+    c.pending.clear();
+    return;
   }
   size_t nl;
   while ((nl = c.pending.find('\n')) != std::string::npos) {
@@ -110,6 +122,18 @@ int exit_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
+}
+
+// Runs `trainer --check` as rank 0 of `world` (with the job's rendezvous env) and returns its
+// exit code; its output goes to `output`.
+int check_with_trainer(const std::string& trainer, int world, int port, const std::vector<std::string>& args,
+                       std::string& output) {
+  Child c = spawn(0, world, port, 0, trainer, args, /*check=*/true);  // --check opens no port
+  forward_output(c, true, &output);
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  close(c.out_fd);
+  return exit_code(status);
 }
 
 void stop_all(std::vector<Child>& children, double grace_seconds) {
@@ -173,15 +197,32 @@ int main(int argc, char** argv) {
     if (master_port == 0) master_port = free_port();
     if (!summary_dir.empty()) std::filesystem::create_directories(summary_dir);
 
+    std::vector<std::string> rank_args;
+    if (!config_path.empty()) rank_args.insert(rank_args.end(), {"--config", config_path});
+    for (const auto& o : overrides) rank_args.insert(rank_args.end(), {"--set", o});
+    // What only ppu-train can check (device, dtype, dataset): asked once, before any rank runs.
+    std::string check_output;
+    const int check = check_with_trainer(trainer, nproc, master_port, rank_args, check_output);
+    if (check != 0) {
+      std::string last;  // ppu-train's one-line error is its last line
+      for (size_t begin = 0; begin < check_output.size();) {
+        size_t end = check_output.find('\n', begin);
+        if (end == std::string::npos) end = check_output.size();
+        if (end > begin) last = check_output.substr(begin, end - begin);
+        begin = end + 1;
+      }
+      std::cerr << "ppu-launch: " << trainer << " --check (WORLD_SIZE=" << nproc << ") exited " << check
+                << "; no rank was started: " << last << "\n";
+      return check;
+    }
+
     struct sigaction sa{};
     sa.sa_handler = [](int sig) { g_stop_signal = sig; };
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
 
     for (int r = 0; r < nproc; ++r) {
-      std::vector<std::string> args;
-      if (!config_path.empty()) args.insert(args.end(), {"--config", config_path});
-      for (const auto& o : overrides) args.insert(args.end(), {"--set", o});
+      std::vector<std::string> args = rank_args;
       if (!summary_dir.empty()) args.insert(args.end(), {"--summary", summary_dir + "/rank-" + std::to_string(r) + ".json"});
       else if (r == 0 && !summary.empty()) args.insert(args.end(), {"--summary", summary});
       children.push_back(spawn(r, nproc, master_port, config.metrics.port, trainer, args));

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include "core/config.h"
 
@@ -91,6 +92,82 @@ TEST(Config, ShippedConfigsLoad) {
   for (const char* name : {"demo", "tiny", "paper/mlp-4", "paper/mlp-heads-4", "paper/ddp", "paper/streaming-diloco"}) {
     EXPECT_NO_THROW(load_config(std::string(PPU_SOURCE_DIR) + "/configs/" + name + ".yaml")) << name;
   }
+}
+
+namespace {
+const std::vector<std::string> kPaperConfigs = {"ddp", "diloco", "streaming-diloco", "streaming-diloco-28b", "mlp-2", "mlp-4",
+                                                "mlp-8", "mlp-8-overtrained", "mlp-16", "mlp-heads-2", "mlp-heads-4"};
+Config paper(const std::string& name) { return load_config(std::string(PPU_SOURCE_DIR) + "/configs/paper/" + name + ".yaml"); }
+std::string section(const Config& c, const char* name) { return YAML::Dump(YAML::Load(to_yaml(c))[name]); }
+}  // namespace
+
+TEST(Config, PaperConfigsShareEveryOpenChoice) {
+  // Every method in a comparison trains with the same inner optimiser, schedule, clipping,
+  // weight-decay exclusions, outer optimiser and finish; they differ only in method, slicing
+  // and token budget. The values follow §3.1, and no clipping (the paper does not clip).
+  const Config ref = paper("mlp-4");
+  EXPECT_EQ(ref.inner.grad_clip, 0.0);
+  EXPECT_EQ(ref.inner.lr, 3.0e-4);
+  EXPECT_EQ(ref.inner.warmup_steps, 1500);
+  EXPECT_EQ(ref.inner.schedule, "cosine");
+  EXPECT_EQ(ref.inner.weight_decay, 0.1);
+  EXPECT_EQ(ref.inner.beta2, 0.99);
+  EXPECT_EQ(ref.inner.batch_size, 16);
+  EXPECT_EQ(ref.outer.lr, 0.4);
+  EXPECT_EQ(ref.outer.sync_every, 100);
+  EXPECT_EQ(ref.outer.layers_per_fragment, 3);
+  EXPECT_EQ(ref.slicing.jacobian, "full");
+  for (const auto& name : kPaperConfigs) {
+    const Config c = paper(name);
+    EXPECT_EQ(section(c, "inner"), section(ref, "inner")) << name;
+    EXPECT_EQ(section(c, "outer"), section(ref, "outer")) << name;
+    EXPECT_EQ(section(c, "model"), section(ref, "model")) << name;
+    EXPECT_EQ(c.ranks, 32) << name;
+    EXPECT_EQ(c.slicing.jacobian, "full") << name;
+  }
+}
+
+TEST(Config, AblationKeysAreValidatedByName) {
+  EXPECT_EQ(error_of("model: {preset: tiny}\nslicing: {mode: mlp+heads+wo, slices: 2}\nranks: 2\n"), "");
+  EXPECT_EQ(error_of("model: {preset: tiny}\nslicing: {mode: horizontal, slices: 2}\nranks: 2\n"), "");
+  // horizontal needs N | layers (tiny has 2 layers)
+  auto e = error_of("model: {preset: tiny}\nslicing: {mode: horizontal, slices: 4}\nranks: 4\n");
+  EXPECT_NE(e.find("model.layers=2"), std::string::npos) << e;
+  e = error_of("model: {preset: tiny}\nslicing: {mode: mlp+heads+wo, slices: 8}\nranks: 8\n");
+  EXPECT_NE(e.find("model.heads=4"), std::string::npos) << e;
+  e = error_of("slicing: {jacobian: half}\n");
+  EXPECT_NE(e.find("'slicing.jacobian'"), std::string::npos) << e;
+  EXPECT_NE(e.find("slice+random"), std::string::npos) << e;
+  EXPECT_EQ(error_of("model: {preset: tiny}\nslicing: {jacobian: slice+random, slices: 2}\nranks: 2\n"), "");
+  e = error_of("method: diloco\nslicing: {jacobian: slice}\n");
+  EXPECT_NE(e.find("'slicing.jacobian'"), std::string::npos) << e;
+  e = error_of("model: {preset: tiny}\nslicing: {mode: horizontal, jacobian: slice, slices: 2}\nranks: 2\n");
+  EXPECT_NE(e.find("'slicing.jacobian'"), std::string::npos) << e;
+  e = error_of("model: {preset: tiny}\nslicing: {mode: horizontal, slices: 2}\nranks: 2\nouter: {grouping: slices}\n");
+  EXPECT_NE(e.find("'outer.grouping'"), std::string::npos) << e;
+}
+
+TEST(Config, OpenChoicesAreKeysNamedInErrors) {
+  const Config c = parse_config("", {"inner.decay_embedding=false", "inner.decay_norms=true", "outer.final_sync=none",
+                                     "inner.min_lr_ratio=0", "inner.grad_clip=0"});
+  EXPECT_FALSE(c.inner.decay_embedding);
+  EXPECT_TRUE(c.inner.decay_norms);
+  EXPECT_EQ(c.outer.final_sync, "none");
+  EXPECT_FALSE(applies_weight_decay(c.inner, ParamRole::Embedding));
+  EXPECT_TRUE(applies_weight_decay(c.inner, ParamRole::Norm));
+  EXPECT_TRUE(applies_weight_decay(c.inner, ParamRole::MlpUp));
+  const Config d = parse_config("");
+  EXPECT_TRUE(applies_weight_decay(d.inner, ParamRole::Embedding));
+  EXPECT_FALSE(applies_weight_decay(d.inner, ParamRole::Norm));
+  EXPECT_EQ(d.outer.final_sync, "average");
+  auto e = error_of("outer: {final_sync: nesterov}\n");
+  EXPECT_NE(e.find("'outer.final_sync'"), std::string::npos) << e;
+  e = error_of("inner: {decay_norms: sometimes}\n");
+  EXPECT_NE(e.find("'inner.decay_norms'"), std::string::npos) << e;
+  e = error_of("inner: {grad_clip: -1}\n");
+  EXPECT_NE(e.find("'inner.grad_clip'"), std::string::npos) << e;
+  e = error_of("inner: {min_lr_ratio: 1.5}\n");
+  EXPECT_NE(e.find("'inner.min_lr_ratio'"), std::string::npos) << e;
 }
 
 TEST(Config, MissingFileIsNamed) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "core/config.h"
 #include "core/cost_model.h"
 #include "core/plan_report.h"
@@ -91,16 +93,67 @@ TEST(CostModel, BytesPerRankPerSyncDoNotGrowWithK) {
   EXPECT_LT(plan_report(c)["wire_bytes_per_element"].get<double>(), 2.0);
 }
 
-TEST(CostModel, BytesPerRunCountEveryScheduledSyncAndTheFinalFlush) {
+TEST(CostModel, BytesPerRunCountEveryScheduledSyncAndTheFinalAverage) {
   Config c = load_config("", {"model.preset=tiny", "method=streaming-diloco", "ranks=4", "outer.sync_every=10",
                               "outer.layers_per_fragment=1", "outer.delta_dtype=int8"});
   const StreamingSchedule schedule(c, c.model);
-  for (int64_t T : {1, 7, 10, 23, 40}) {
-    c.train.steps = T;
-    double want = 0;
-    for (int64_t s = 1; s <= T; ++s)
-      for (int f : schedule.due(s, T))
-        want += wire_layout(schedule.fragments()[f].numel, 4, "int8", c.model.d_model).bytes_per_rank(4);
-    EXPECT_EQ(plan_report(c)["bytes_sent_per_run"].get<double>(), want) << "T=" << T;
+  auto bytes = [&](int f) { return wire_layout(schedule.fragments()[f].numel, 4, "int8", c.model.d_model).bytes_per_rank(4); };
+  for (const char* finish : {"average", "none"})
+    for (int64_t T : {1, 7, 10, 23, 40}) {
+      c.train.steps = T;
+      c.outer.final_sync = finish;
+      double want = 0;
+      for (int64_t s = 1; s <= T; ++s)
+        for (int f : schedule.due(s)) want += bytes(f);
+      if (std::string(finish) == "average")
+        for (int f : schedule.unsynced_at_end(T)) want += bytes(f);
+      EXPECT_EQ(plan_report(c)["bytes_sent_per_run"].get<double>(), want) << finish << " T=" << T;
+    }
+}
+
+TEST(CostModel, AblationFlopsTerms) {
+  // W_O sliced (Appendix A.2): its weight-gradient term 2 B S H^2 scales with rho_out.
+  const ModelSpec m = *model_preset("gpt3-xl");
+  const double B = 2, S = 128, H = 2048, F = 4 * H, L = 24;
+  const StepFlops full = step_flops(m, 2, 128, 1, 1);
+  const StepFlops wo = step_flops(m, 2, 128, 0.25, 0.25, 0.25, 1);
+  const StepFlops heads = step_flops(m, 2, 128, 0.25, 0.25);
+  EXPECT_DOUBLE_EQ(heads.backward - wo.backward, L * 2 * 0.75 * B * S * H * H);
+  // Detached Jacobian (Appendix D): the MLP input Jacobian 4 B S H F scales with rho_mlp_input.
+  const StepFlops detached = step_flops(m, 2, 128, 1, 0.25, 1, 0.25);
+  const StepFlops mlp = step_flops(m, 2, 128, 1, 0.25);
+  EXPECT_DOUBLE_EQ(mlp.backward - detached.backward, L * 4 * 0.75 * B * S * H * F);
+  EXPECT_DOUBLE_EQ(detached.backward_full, full.backward_full);
+  // A plan picks the right fractions for every mode.
+  for (const auto& [mode, jac, rho_attn, rho_out, rho_mlp, rho_in] :
+       std::vector<std::tuple<SliceMode, std::string, double, double, double, double>>{
+           {SliceMode::Mlp, "full", 1, 1, 0.25, 1},
+           {SliceMode::MlpHeads, "full", 0.25, 1, 0.25, 1},
+           {SliceMode::MlpHeadsWo, "full", 0.25, 0.25, 0.25, 1},
+           {SliceMode::Horizontal, "full", 1, 1, 0.25, 1},
+           {SliceMode::Mlp, "slice", 1, 1, 0.25, 0.25},
+           {SliceMode::Mlp, "slice+random", 1, 1, 0.25, 0.5}}) {
+    const SlicePlan plan(m, mode, 8, 4, 5, jac);
+    EXPECT_EQ(plan.rho_attn(), rho_attn) << slice_mode_name(mode) << " " << jac;
+    EXPECT_EQ(plan.rho_out(), rho_out) << slice_mode_name(mode) << " " << jac;
+    EXPECT_EQ(plan.rho_mlp(), rho_mlp) << slice_mode_name(mode) << " " << jac;
+    EXPECT_EQ(plan.rho_mlp_input(), rho_in) << slice_mode_name(mode) << " " << jac;
+    const StepFlops f = step_flops(m, 2, 128, plan);
+    EXPECT_DOUBLE_EQ(f.backward, step_flops(m, 2, 128, rho_attn, rho_mlp, rho_out, rho_in).backward);
+  }
+}
+
+TEST(CostModel, TokenBudgetsOfTable1AndFigure1b) {
+  // K = 32 ranks x 16 sequences x 1024 tokens per step (§3.1): 26 B tokens for most rows, 28 B
+  // for the MLP+heads rows and Figure 1b's longer Streaming DiLoCo run, 37 B for the overtrained
+  // 1/8 MLPs run.
+  const std::vector<std::pair<std::string, double>> budgets = {
+      {"streaming-diloco", 26}, {"mlp-2", 26},        {"mlp-4", 26},        {"mlp-8", 26},
+      {"mlp-16", 26},           {"mlp-heads-2", 28},  {"mlp-heads-4", 28},  {"streaming-diloco-28b", 28},
+      {"mlp-8-overtrained", 37}};
+  for (const auto& [name, billions] : budgets) {
+    const auto r = plan_report(paper(name));
+    EXPECT_NEAR(r["tokens_per_run"].get<double>() / 1e9, billions, 0.25) << name;
+    EXPECT_EQ(r["steps"].get<int64_t>() % paper(name).outer.sync_every, 0) << name << ": whole outer rounds";
   }
 }

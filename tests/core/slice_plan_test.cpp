@@ -69,3 +69,58 @@ TEST(SlicePlan, RejectsInvalidCombinationsNamingValues) {
   EXPECT_THROW(SlicePlan(tiny(), SliceMode::MlpHeads, 8, 8, 0), ConfigError);  // 8 does not divide 4 heads
   EXPECT_THROW(SlicePlan(tiny(), SliceMode::Mlp, 4, 2, 4), ConfigError);       // rank out of range
 }
+
+TEST(SlicePlan, MlpHeadsWoSlicesWoColumnsByTheSameHeadGroup) {
+  const ModelSpec m = tiny();  // 4 heads of 16
+  for (int rank = 0; rank < 4; ++rank) {
+    const SlicePlan plan(m, SliceMode::MlpHeadsWo, 4, 2, rank);
+    const auto& q = plan.find("blocks.0.attn.wq.weight");
+    const auto& o = plan.find("blocks.0.attn.wo.weight");
+    EXPECT_EQ(o.dim, 1);  // W_O's input features are the concatenated head outputs
+    EXPECT_EQ(o.begin, q.begin);
+    EXPECT_EQ(o.end, q.end);
+    EXPECT_EQ(o.owners, 2);
+    EXPECT_DOUBLE_EQ(plan.rho_out(), 0.5);
+  }
+  const SlicePlan heads(m, SliceMode::MlpHeads, 4, 2, 0), wo(m, SliceMode::MlpHeadsWo, 4, 2, 0);
+  EXPECT_EQ(heads.trainable_parameters() - wo.trainable_parameters(), int64_t{m.layers} * m.d_model * m.d_model / 2);
+}
+
+TEST(SlicePlan, HorizontalTrainsWholeMlpsOfOneLayerGroup) {
+  ModelSpec m = tiny();
+  m.layers = 4;
+  const int K = 4, N = 2;
+  std::vector<int> owners_seen(m.layers, 0);
+  for (int rank = 0; rank < K; ++rank) {
+    const SlicePlan plan(m, SliceMode::Horizontal, K, N, rank);
+    for (int l = 0; l < m.layers; ++l) {
+      const std::string p = "blocks." + std::to_string(l) + ".mlp.";
+      const auto& up = plan.find(p + "up.weight");
+      const auto& down = plan.find(p + "down.weight");
+      const bool mine = l / (m.layers / N) == rank % N;
+      EXPECT_EQ(up.frozen(), !mine) << rank << " " << l;
+      EXPECT_EQ(down.frozen(), !mine) << rank << " " << l;
+      EXPECT_EQ(up.trainable_numel(), mine ? up.param.numel() : 0);
+      EXPECT_EQ(up.owners, K / N);
+      EXPECT_EQ(down.owners, K / N);
+      owners_seen[l] += mine;
+      EXPECT_FALSE(plan.find("blocks." + std::to_string(l) + ".attn.wq.weight").sliced());
+    }
+    // As many trainable parameters as 1/N MLP slicing.
+    EXPECT_EQ(plan.trainable_parameters(), SlicePlan(m, SliceMode::Mlp, K, N, rank).trainable_parameters());
+    EXPECT_DOUBLE_EQ(plan.rho_mlp(), 0.5);
+  }
+  for (int c : owners_seen) EXPECT_EQ(c, K / N);  // the count vector: K/N owners per layer's MLP
+  EXPECT_THROW(SlicePlan(tiny(), SliceMode::Horizontal, 4, 4, 0), ConfigError);  // 4 does not divide 2 layers
+}
+
+TEST(SlicePlan, JacobianVariantsChangeTheBackwardNotWhatIsTrained) {
+  const SlicePlan full(tiny(), SliceMode::Mlp, 4, 4, 1), slice(tiny(), SliceMode::Mlp, 4, 4, 1, "slice"),
+      random(tiny(), SliceMode::Mlp, 4, 4, 1, "slice+random");
+  EXPECT_EQ(slice.trainable_parameters(), full.trainable_parameters());
+  EXPECT_EQ(random.trainable_parameters(), full.trainable_parameters());
+  EXPECT_DOUBLE_EQ(full.rho_mlp_input(), 1.0);
+  EXPECT_DOUBLE_EQ(slice.rho_mlp_input(), 0.25);
+  EXPECT_DOUBLE_EQ(random.rho_mlp_input(), 0.5);
+  EXPECT_THROW(SlicePlan(tiny(), SliceMode::Mlp, 4, 4, 1, "most"), ConfigError);
+}

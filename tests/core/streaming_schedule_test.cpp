@@ -25,22 +25,60 @@ TEST(StreamingSchedule, EveryFragmentSyncsOncePerRoundAtStaggeredSteps) {
   std::map<int, int> syncs;
   std::set<int64_t> steps;
   for (int64_t step = 1; step <= 30; ++step)
-    for (int f : s.due(step, 1000)) {
+    for (int f : s.due(step)) {
       syncs[f]++;
       steps.insert(step);
     }
   for (int f = 0; f < 3; ++f) EXPECT_EQ(syncs[f], 3) << f;
   EXPECT_EQ(steps.size(), 9u);  // staggered: no two fragments at the same step
-  EXPECT_EQ(s.due(10, 1000), std::vector<int>{2});  // the last fragment closes the round
-  EXPECT_EQ(s.due(17, 17).size(), 3u);              // final flush
+  EXPECT_EQ(s.due(10), std::vector<int>{2});  // the last fragment closes the round
+}
+
+TEST(StreamingSchedule, TheLastStepSyncsOnlyWhatIsScheduledThere) {
+  // H = 10, 3 fragments at offsets 3, 6, 0. Training that stops at T = 17 (17 mod 10 = 7) has
+  // no fragment due: the fragments last synced at 13, 16 and 10 all have trailing progress, and
+  // none of them may take an outer step at 17.
+  const Config c = parse_config("model: {preset: tiny}\nouter: {sync_every: 10, layers_per_fragment: 1}\n");
+  const StreamingSchedule s(c, c.model);
+  EXPECT_EQ(s.offset(0), 3);
+  EXPECT_EQ(s.offset(1), 6);
+  EXPECT_EQ(s.offset(2), 0);
+  EXPECT_TRUE(s.due(17).empty());
+  EXPECT_EQ(s.unsynced_at_end(17), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(s.due(16), std::vector<int>{1});
+  EXPECT_EQ(s.unsynced_at_end(16), (std::vector<int>{0, 2}));  // fragment 1 ends exactly on its sync
+  EXPECT_EQ(s.unsynced_at_end(20), (std::vector<int>{0, 1}));  // the paper's T mod H = 0: 8 of 9 at scale
+  for (int f = 0; f < 3; ++f) {
+    int64_t counted = 0;
+    for (int64_t step = 1; step <= 37; ++step)
+      for (int g : s.due(step)) counted += g == f;
+    EXPECT_EQ(s.scheduled_syncs(f, 37), counted) << f;
+  }
+}
+
+TEST(StreamingSchedule, PaperScheduleLeavesEightFragmentsWithTrailingSteps) {
+  // 24 layers in groups of 3 plus embeddings, H = 100, 50000 steps: only the embeddings
+  // fragment (offset 0) is due at the last step; the others last synced 12..89 steps before.
+  const Config c = parse_config("model: {preset: gpt3-xl}\nranks: 32\n");
+  const StreamingSchedule s(c, c.model);
+  const auto unsynced = s.unsynced_at_end(50000);
+  ASSERT_EQ(unsynced.size(), 8u);
+  for (int f : unsynced) {
+    const int64_t trailing = 50000 % 100 - s.offset(f) + 100;
+    EXPECT_GE(trailing, 12) << f;
+    EXPECT_LE(trailing, 89) << f;
+  }
+  EXPECT_EQ(s.due(50000), std::vector<int>{8});
 }
 
 TEST(StreamingSchedule, DiLoCoHasOneFragment) {
   const Config c = parse_config("model: {preset: tiny}\nmethod: diloco\n");
   const StreamingSchedule s(c, c.model);
   ASSERT_EQ(s.fragments().size(), 1u);
-  EXPECT_EQ(s.due(100, 1000), std::vector<int>{0});
-  EXPECT_TRUE(s.due(50, 1000).empty());
+  EXPECT_EQ(s.due(100), std::vector<int>{0});
+  EXPECT_TRUE(s.due(50).empty());
+  EXPECT_TRUE(s.unsynced_at_end(1000).empty());
+  EXPECT_EQ(s.unsynced_at_end(1050), std::vector<int>{0});
 }
 
 TEST(StreamingSchedule, BySlicesGroupsMlpSlicesAcrossLayers) {

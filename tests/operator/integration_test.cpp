@@ -211,6 +211,16 @@ TEST_F(OperatorIT, CelRejectsBadJobsWithMessagesNamingTheField) {
   EXPECT_EQ(apply(manifest("h2", "8", "{preset: gpt2-124m, heads: 16}", "{mode: mlp+heads, slices: 8}"), out), 0) << out;
   EXPECT_EQ(apply(manifest("h3", "8", "{preset: gpt2-124m}", "{mode: mlp, slices: 8}"), out), 0) << out;
 
+  // The ablations: mlp+heads+wo needs N | heads like mlp+heads; horizontal needs N | layers
+  // (tiny: 2 layers, 4 heads).
+  EXPECT_NE(apply(manifest("w1", "8", "{preset: gpt2-124m}", "{mode: mlp+heads+wo, slices: 8}"), out), 0);
+  EXPECT_NE(out.find("spec.training.model.heads"), std::string::npos) << out;
+  EXPECT_NE(apply(manifest("z1", "4", "{preset: tiny}", "{mode: horizontal, slices: 4}"), out), 0);
+  EXPECT_NE(out.find("spec.training.model.layers in mode horizontal"), std::string::npos) << out;
+  EXPECT_EQ(apply(manifest("z2", "4", "{preset: tiny, layers: 4}", "{mode: horizontal, slices: 4}"), out), 0) << out;
+  EXPECT_NE(apply(manifest("j1", "4", "{preset: tiny}", "{mode: mlp, slices: 4, jacobian: some}"), out), 0);
+  EXPECT_NE(out.find("spec.training.slicing.jacobian"), std::string::npos) << out;
+
   EXPECT_NE(apply(manifest("m", "4", "{preset: tiny}", "{mode: everything, slices: 4}"), out), 0);
   EXPECT_NE(out.find("spec.training.slicing.mode"), std::string::npos) << out;
 

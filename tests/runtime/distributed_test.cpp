@@ -4,7 +4,9 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
+#include "core/plan_report.h"
 #include "core/streaming_schedule.h"
+#include "data/data_loader.h"
 #include "engine/collectives.h"
 #include "engine/outer_optimizer.h"
 #include "engine/transformer.h"
@@ -118,12 +120,174 @@ TEST(Distributed, CompressedDeltasStayCloseToFp32AndSendFewerBytes) {
 }
 
 TEST(Distributed, EverySlicingModeLowersTheLoss) {
-  for (const char* mode : {"none", "mlp", "mlp+heads"}) {
-    const auto job = train_job(tiny_job({std::string("slicing.mode=") + mode, "slicing.slices=2", "train.steps=40",
-                                         "inner.lr=3e-3", "data.synthetic_support=4"}),
-                               2);
+  const std::vector<std::vector<std::string>> modes = {
+      {"slicing.mode=none"}, {"slicing.mode=mlp"}, {"slicing.mode=mlp+heads"}, {"slicing.mode=mlp+heads+wo"},
+      {"slicing.mode=horizontal"}, {"slicing.mode=mlp", "slicing.jacobian=slice"},
+      {"slicing.mode=mlp", "slicing.jacobian=slice+random", "slicing.slices=4", "ranks=4"}};
+  for (const auto& mode : modes) {
+    std::vector<std::string> o = {"slicing.slices=2", "train.steps=40", "inner.lr=3e-3", "data.synthetic_support=4", "ranks=2"};
+    o.insert(o.end(), mode.begin(), mode.end());
+    const Config c = tiny_job(o);
+    const auto job = train_job(c, c.ranks);
     const auto& s = job.summaries[0];
-    EXPECT_LT(s["eval_loss"].get<double>(), std::log(256.0) - 0.3) << mode;
+    EXPECT_LT(s["eval_loss"].get<double>(), std::log(256.0) - 0.3) << mode.back();
+    for (int r = 1; r < c.ranks; ++r) EXPECT_EQ(job.summaries[r]["param_checksum"], s["param_checksum"]) << mode.back();
+  }
+}
+
+namespace {
+
+// The flattened values of fragment `f` of `schedule` out of a layout-order parameter vector.
+std::vector<float> fragment_values(const Config& c, const StreamingSchedule& schedule, int f, const std::vector<float>& flat) {
+  const auto layout = parameter_layout(c.model);
+  std::vector<int64_t> offset(layout.size() + 1, 0);
+  for (size_t i = 0; i < layout.size(); ++i) offset[i + 1] = offset[i] + layout[i].numel();
+  std::vector<float> out;
+  for (const auto& piece : schedule.fragments()[f].pieces) {
+    EXPECT_EQ(piece.dim, -1) << "whole-parameter fragments only";
+    out.insert(out.end(), flat.begin() + offset[piece.param_index], flat.begin() + offset[piece.param_index + 1]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Distributed, NoFragmentTakesAnOuterStepItsScheduleDidNotContain) {
+  // H = 4 and 3 fragments at offsets 1, 2, 0. A run of 14 steps syncs fragment 1 at step 14;
+  // fragment 0 last synced at 13 and fragment 2 at 12. With outer.final_sync = none, their
+  // global values must be exactly those of runs that stopped at 13 and 12 (a constant learning
+  // rate after warm-up makes the trajectories identical up to there). An extra outer step at
+  // the last step, as a final flush would take, breaks this.
+  auto run = [&](int steps, const char* finish) {
+    const Config c = tiny_job({"slicing.slices=2", "inner.schedule=constant", "train.steps=" + std::to_string(steps),
+                               std::string("outer.final_sync=") + finish});
+    return train_job(c, 4);
+  };
+  const Config c = tiny_job({"slicing.slices=2"});
+  const StreamingSchedule schedule(c, c.model);
+  ASSERT_EQ(schedule.fragments().size(), 3u);
+  ASSERT_EQ(schedule.offset(0), 1);
+  ASSERT_EQ(schedule.offset(1), 2);
+  ASSERT_EQ(schedule.offset(2), 0);
+  const auto at14 = run(14, "none"), at13 = run(13, "none"), at12 = run(12, "none");
+  EXPECT_EQ(fragment_values(c, schedule, 0, at14.params), fragment_values(c, schedule, 0, at13.params));
+  EXPECT_EQ(fragment_values(c, schedule, 2, at14.params), fragment_values(c, schedule, 2, at12.params));
+  EXPECT_NE(fragment_values(c, schedule, 1, at14.params), fragment_values(c, schedule, 1, at13.params)) << "synced at 14";
+
+  // outer.final_sync = average folds the trailing steps of fragments 0 and 2 into θ and leaves
+  // fragment 1's scheduled step alone; it costs one exchange per such fragment, as ppu-plan says.
+  const auto averaged = run(14, "average");
+  EXPECT_EQ(fragment_values(c, schedule, 1, averaged.params), fragment_values(c, schedule, 1, at14.params));
+  EXPECT_NE(fragment_values(c, schedule, 0, averaged.params), fragment_values(c, schedule, 0, at14.params));
+  EXPECT_NE(fragment_values(c, schedule, 2, averaged.params), fragment_values(c, schedule, 2, at14.params));
+  EXPECT_GT(averaged.summaries[0]["bytes_sent"].get<double>(), at14.summaries[0]["bytes_sent"].get<double>());
+  EXPECT_EQ(averaged.summaries[0]["final_sync"], "average");
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(averaged.summaries[r]["param_checksum"], averaged.summaries[0]["param_checksum"]);
+}
+
+TEST(Distributed, FinalAverageIsThePlainCountNormalisedMeanWithoutMomentum) {
+  // As CountNormalisation... above, with the Nesterov outer optimiser configured: a Nesterov
+  // step would move θ by lr (1 + momentum) Δ = 0.76 Δ; the final average moves it by Δ, the
+  // owners' mean, and allocates no momentum.
+  const Config c = tiny_job({"slicing.mode=mlp", "slicing.slices=2", "method=ppu", "outer.layers_per_fragment=0"});
+  ASSERT_EQ(c.outer.optimizer, "nesterov");
+  const StreamingSchedule schedule(c, c.model);
+  std::vector<std::vector<torch::Tensor>> before(4), after(4), local(4);
+  std::vector<int64_t> momentum(4);
+  run_ranks(4, [&](int r, const RunEnv& env) {
+    torch::NoGradGuard no_grad;
+    Collectives col({r, 4, env.master_addr, env.master_port}, std::chrono::seconds(60));
+    Transformer model(c.model, SlicePlan::from_config(c, 4, r), 0);
+    OuterOptimizer outer(c.outer, model, schedule, col);
+    for (const auto& w : model.weights()) before[r].push_back(w.clone());
+    for (const auto& t : model.trainable()) t.add_(static_cast<float>(r + 1));
+    outer.average(0);
+    for (const auto& g : outer.global()) after[r].push_back(g.clone());
+    for (const auto& w : model.weights()) local[r].push_back(w.clone());
+    momentum[r] = outer.momentum_bytes();
+  });
+  const SlicePlan plan0 = SlicePlan::from_config(c, 4, 0);
+  for (size_t i = 0; i < plan0.params().size(); ++i) {
+    const auto& sl = plan0.params()[i];
+    const auto moved = after[0][i] - before[0][i];
+    for (int r = 0; r < 4; ++r) EXPECT_TRUE(torch::equal(local[r][i], after[0][i])) << "θ_k ← θ on rank " << r;
+    if (!sl.sliced()) {
+      EXPECT_TRUE(torch::allclose(moved, torch::full_like(moved, 2.5), 0, 1e-5)) << sl.param.name;
+      continue;
+    }
+    const int64_t extent = sl.param.shape[sl.dim];
+    for (int n = 0; n < 2; ++n) {
+      const auto part = moved.narrow(sl.dim, n * extent / 2, extent / 2);
+      EXPECT_TRUE(torch::allclose(part, torch::full_like(part, n + 2.0), 0, 1e-5)) << sl.param.name << " slice " << n;
+    }
+  }
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(momentum[r], 0) << "no momentum for the final average";
+}
+
+TEST(Distributed, EvaluationIsOfTheGlobalParametersAndDoneOncePerJob) {
+  // final_sync none and 14 steps (H = 4): every rank's θ_k has local progress the global θ does
+  // not, so an evaluation of θ_k would differ from one of θ. The summary's eval loss must be
+  // that of the final global parameters, the same on every rank, and the eval batches of each
+  // evaluation are shared out: the ranks together evaluate each batch once.
+  const Config c = tiny_job({"slicing.slices=2", "train.steps=14", "outer.final_sync=none", "train.eval_batches=6",
+                             "train.eval_every=5"});
+  const auto job = train_job(c, 4);
+  const double eval = job.summaries[0]["eval_loss"].get<double>();
+  int64_t batches = 0;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(job.summaries[r]["eval_loss"].get<double>(), eval) << r;
+    EXPECT_EQ(job.summaries[r]["eval_parameters"], "global");
+    EXPECT_GE(job.summaries[r]["eval_seconds"].get<double>(), 0);
+    batches += job.summaries[r]["eval_batches_evaluated"].get<int64_t>();
+  }
+  EXPECT_EQ(batches, 6 * 3) << "evaluations at steps 5, 10 and the end, 6 batches each, once per job";
+
+  // Recompute from the final global parameters with an independent model instance.
+  data::SyntheticDatasetOptions o;
+  o.corpus.vocab = c.model.vocab;
+  o.corpus.order = c.data.synthetic_order;
+  o.corpus.support = c.data.synthetic_support;
+  o.corpus.seed = c.train.seed;
+  o.train_tokens = c.data.synthetic_train_tokens;
+  o.val_tokens = c.data.synthetic_val_tokens;
+  const auto dataset = data::TokenDataset::synthetic(o);
+  std::vector<torch::Tensor> weights;
+  int64_t at = 0;
+  for (const auto& p : parameter_layout(c.model)) {
+    weights.push_back(torch::from_blob(const_cast<float*>(job.params.data()) + at, p.shape, torch::kFloat32).clone());
+    at += p.numel();
+  }
+  const Transformer global(c.model, weights);
+  torch::NoGradGuard no_grad;
+  double total = 0;
+  for (int i = 0; i < 6; ++i) {
+    const auto b = dataset.eval_batch(i, c.inner.batch_size, c.model.seq_len);
+    const auto tokens = torch::tensor(at::ArrayRef<int32_t>(b.tokens), torch::kInt32).to(torch::kLong).view({b.batch, b.seq_len + 1});
+    total += global.loss(tokens).item<double>();
+  }
+  EXPECT_NEAR(eval, total / 6, 1e-9);
+}
+
+TEST(Distributed, PlanMatchesMeasuredStateAndFlopsForEverySlicingMode) {
+  const std::vector<std::vector<std::string>> modes = {
+      {"slicing.mode=mlp"}, {"slicing.mode=mlp+heads"}, {"slicing.mode=mlp+heads+wo"}, {"slicing.mode=horizontal"},
+      {"slicing.mode=mlp", "slicing.jacobian=slice"}, {"slicing.mode=mlp", "slicing.jacobian=slice+random"}};
+  for (const auto& mode : modes) {
+    std::vector<std::string> o = {"slicing.slices=2", "ranks=2", "train.steps=3"};
+    o.insert(o.end(), mode.begin(), mode.end());
+    const Config c = tiny_job(o);
+    const auto plan = plan_report(c);
+    const auto job = train_job(c, 2);
+    for (int r = 0; r < 2; ++r) {
+      const auto& s = job.summaries[r];
+      const auto& mem = plan["memory_bytes"];
+      const std::string what = mode.back() + " rank " + std::to_string(r);
+      EXPECT_EQ(s["trainable_params"], plan["trainable_params"]) << what;
+      EXPECT_EQ(s["state_bytes"]["weights"].get<double>(), mem["weights"].get<double>()) << what;
+      EXPECT_EQ(s["state_bytes"]["gradients"].get<double>(), mem["gradients"].get<double>()) << what;
+      EXPECT_EQ(s["state_bytes"]["inner_optimizer"].get<double>(), mem["inner_optimizer"].get<double>()) << what;
+      EXPECT_DOUBLE_EQ(s["flops_executed"].get<double>(), 3 * plan["flops_per_step"]["executed"].get<double>()) << what;
+    }
   }
 }
 

@@ -99,3 +99,33 @@ TEST(InnerOptimizer, StateRoundTripsThroughACheckpoint) {
   second.step(3);
   for (size_t i = 0; i < b.trainable.size(); ++i) EXPECT_TRUE(torch::equal(c_params.trainable[i], b.trainable[i])) << i;
 }
+
+TEST(InnerOptimizer, WeightDecayExclusionsFollowTheConfig) {
+  // With zero gradients AdamW's step is pure decoupled decay: p *= 1 - lr * wd where decay
+  // applies, p unchanged elsewhere. Roles: tied embedding, a norm, a matrix.
+  for (const bool embedding : {true, false})
+    for (const bool norms : {true, false}) {
+      InnerConfig c;
+      c.lr = 0.1;
+      c.weight_decay = 0.5;
+      c.warmup_steps = 0;
+      c.schedule = "constant";
+      c.grad_clip = 0;
+      c.decay_embedding = embedding;
+      c.decay_norms = norms;
+      const std::vector<ParamRole> roles = {ParamRole::Embedding, ParamRole::Norm, ParamRole::MlpUp};
+      std::vector<torch::Tensor> params = {torch::ones({4, 3}).requires_grad_(true), torch::ones({3}).requires_grad_(true),
+                                           torch::ones({6, 3}).requires_grad_(true)};
+      std::vector<bool> mask;
+      for (auto r : roles) mask.push_back(applies_weight_decay(c, r));
+      InnerOptimizer inner(c, 10, params, mask);
+      for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
+      inner.step(0);
+      const std::vector<bool> want = {embedding, norms, true};
+      for (size_t i = 0; i < params.size(); ++i) {
+        const float expected = want[i] ? 1.0f - 0.1f * 0.5f : 1.0f;
+        EXPECT_TRUE(torch::allclose(params[i].detach(), torch::full_like(params[i], expected), 0, 1e-7))
+            << "param " << i << " embedding=" << embedding << " norms=" << norms;
+      }
+    }
+}

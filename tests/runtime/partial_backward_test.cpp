@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <set>
+
 #include "core/cost_model.h"
 #include "engine/matmul_flop_counter.h"
 #include "engine/transformer.h"
@@ -26,15 +28,40 @@ torch::Tensor batch(uint64_t seed, int64_t B = 3, int64_t S = 16) {
 struct Case {
   SliceMode mode;
   int world, slices, rank;
+  std::string jacobian = "full";
+  SlicePlan plan() const { return SlicePlan(spec(), mode, world, slices, rank, jacobian); }
 };
 
+// The method's modes, then the ablations (Appendix A.2: W_O sliced, horizontal; Appendix D:
+// detached Jacobian). The tiny model has 2 layers and 4 heads.
 std::vector<Case> cases() {
-  return {{SliceMode::Mlp, 2, 2, 1},      {SliceMode::Mlp, 4, 4, 2},      {SliceMode::Mlp, 8, 8, 5},
-          {SliceMode::MlpHeads, 2, 2, 0}, {SliceMode::MlpHeads, 4, 4, 3}, {SliceMode::MlpHeads, 8, 4, 6}};
+  return {{SliceMode::Mlp, 2, 2, 1},        {SliceMode::Mlp, 4, 4, 2},        {SliceMode::Mlp, 8, 8, 5},
+          {SliceMode::MlpHeads, 2, 2, 0},   {SliceMode::MlpHeads, 4, 4, 3},   {SliceMode::MlpHeads, 8, 4, 6},
+          {SliceMode::MlpHeadsWo, 4, 2, 1}, {SliceMode::MlpHeadsWo, 4, 4, 2}, {SliceMode::Horizontal, 4, 2, 3},
+          {SliceMode::Horizontal, 2, 2, 0}};
+}
+
+// Cases whose backward differs from full autograd on purpose (only through the MLP input path).
+std::vector<Case> detached_cases() {
+  return {{SliceMode::Mlp, 4, 4, 1, "slice"}, {SliceMode::Mlp, 4, 4, 2, "slice+random"},
+          {SliceMode::MlpHeads, 2, 2, 1, "slice"}, {SliceMode::Mlp, 8, 8, 3, "slice+random"}};
 }
 
 std::string describe(const Case& c) {
-  return slice_mode_name(c.mode) + " N=" + std::to_string(c.slices) + " rank=" + std::to_string(c.rank);
+  return slice_mode_name(c.mode) + " N=" + std::to_string(c.slices) + " rank=" + std::to_string(c.rank) +
+         (c.jacobian == "full" ? "" : " jacobian=" + c.jacobian);
+}
+
+// Parameters per model that are sliced (partly or wholly frozen) on a rank of this case.
+int sliced_per_model(const Case& c) {
+  const int L = spec().layers;
+  switch (c.mode) {
+    case SliceMode::Mlp: return 2 * L;
+    case SliceMode::MlpHeads: return 5 * L;
+    case SliceMode::MlpHeadsWo: return 6 * L;
+    case SliceMode::Horizontal: return 2 * (L - L / c.slices);  // the other layer groups' MLPs
+    default: return 0;
+  }
 }
 
 }  // namespace
@@ -44,7 +71,7 @@ TEST(PartialBackward, TrainableSliceGradientsEqualFullAutograd) {
   Transformer reference(spec(), SlicePlan(spec(), SliceMode::None, 1, 1, 0), 7);
   reference.loss(tokens).backward();
   for (const auto& c : cases()) {
-    Transformer model(spec(), SlicePlan(spec(), c.mode, c.world, c.slices, c.rank), 7);
+    Transformer model(spec(), c.plan(), 7);
     model.loss(tokens).backward();
     int sliced = 0;
     for (size_t i = 0; i < model.layout().size(); ++i) {
@@ -60,7 +87,7 @@ TEST(PartialBackward, TrainableSliceGradientsEqualFullAutograd) {
       EXPECT_TRUE(torch::allclose(g, want, 1e-4, 1e-6)) << describe(c) << " " << sl.param.name
                                                           << " max diff " << (g - want).abs().max().item<float>();
     }
-    EXPECT_EQ(sliced, spec().layers * (c.mode == SliceMode::MlpHeads ? 5 : 2)) << describe(c);
+    EXPECT_EQ(sliced, sliced_per_model(c)) << describe(c);
   }
 }
 
@@ -71,7 +98,7 @@ TEST(PartialBackward, InputGradientEqualsFullModel) {
   reference.loss(tokens).backward();
   const auto want = reference.trainable()[0].grad();
   for (const auto& c : cases()) {
-    Transformer model(spec(), SlicePlan(spec(), c.mode, c.world, c.slices, c.rank), 3);
+    Transformer model(spec(), c.plan(), 3);
     model.loss(tokens).backward();
     EXPECT_TRUE(torch::allclose(model.trainable()[0].grad(), want, 1e-4, 1e-6)) << describe(c);
   }
@@ -112,55 +139,68 @@ TEST(PartialBackward, WholeWeightPathEqualsPlainAutograd) {
 }
 
 TEST(PartialBackward, FrozenSlicesHaveNoGradientBuffersOrOptimizerState) {
-  Transformer model(spec(), SlicePlan(spec(), SliceMode::MlpHeads, 4, 4, 1), 5);
-  torch::optim::AdamW opt(model.trainable(), torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
-  model.loss(batch(3)).backward();
-  opt.step();
-  int64_t grad_elements = 0, state_elements = 0;
-  for (size_t i = 0; i < model.layout().size(); ++i) {
-    const auto& sl = model.plan().params()[i];
-    if (sl.sliced()) {
-      EXPECT_FALSE(model.weights()[i].requires_grad()) << sl.param.name;
-      EXPECT_FALSE(model.weights()[i].grad().defined()) << sl.param.name;
-      // one storage: the trainable slice is a view into the full weight
-      EXPECT_EQ(model.trainable()[i].storage().data(), model.weights()[i].storage().data()) << sl.param.name;
+  std::vector<Case> all = cases();
+  all.push_back({SliceMode::MlpHeads, 4, 4, 1});
+  for (const auto& c : detached_cases()) all.push_back(c);
+  for (const auto& c : all) {
+    Transformer model(spec(), c.plan(), 5);
+    torch::optim::AdamW opt(model.trainable(), torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
+    model.loss(batch(3)).backward();
+    opt.step();
+    int64_t grad_elements = 0, state_elements = 0;
+    for (size_t i = 0; i < model.layout().size(); ++i) {
+      const auto& sl = model.plan().params()[i];
+      if (sl.sliced()) {
+        EXPECT_FALSE(model.weights()[i].requires_grad()) << describe(c) << " " << sl.param.name;
+        EXPECT_FALSE(model.weights()[i].grad().defined()) << describe(c) << " " << sl.param.name;
+        // one storage: the trainable slice is a view into the full weight
+        EXPECT_EQ(model.trainable()[i].storage().data(), model.weights()[i].storage().data()) << sl.param.name;
+      }
+      grad_elements += model.trainable()[i].grad().numel();
     }
-    grad_elements += model.trainable()[i].grad().numel();
+    for (const auto& [key, state] : opt.state()) {
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*state);
+      state_elements += s.exp_avg().numel() + s.exp_avg_sq().numel();
+    }
+    EXPECT_EQ(grad_elements, model.plan().trainable_parameters()) << describe(c);
+    EXPECT_EQ(state_elements, 2 * model.plan().trainable_parameters()) << describe(c);
+    EXPECT_LT(grad_elements, model.plan().total_parameters() * 3 / 4) << describe(c);
   }
-  for (const auto& [key, state] : opt.state()) {
-    auto& s = static_cast<torch::optim::AdamWParamState&>(*state);
-    state_elements += s.exp_avg().numel() + s.exp_avg_sq().numel();
-  }
-  EXPECT_EQ(grad_elements, model.plan().trainable_parameters());
-  EXPECT_EQ(state_elements, 2 * model.plan().trainable_parameters());
-  EXPECT_LT(grad_elements, model.plan().total_parameters() / 2);
 }
 
 TEST(PartialBackward, FrozenElementsAreBitUnchangedAfterManySteps) {
-  Transformer model(spec(), SlicePlan(spec(), SliceMode::MlpHeads, 4, 2, 3), 11);
-  std::vector<torch::Tensor> before;
-  for (const auto& w : model.weights()) before.push_back(w.detach().clone());
-  torch::optim::AdamW opt(model.trainable(), torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
-  for (int step = 0; step < 25; ++step) {
-    opt.zero_grad();
-    model.loss(batch(100 + step)).backward();
-    opt.step();
-  }
-  for (size_t i = 0; i < model.layout().size(); ++i) {
-    const auto& sl = model.plan().params()[i];
-    const auto now = model.weights()[i].detach();
-    if (!sl.sliced()) {
-      EXPECT_FALSE(torch::equal(now, before[i])) << sl.param.name << " should have trained";
-      continue;
+  const std::vector<Case> all = {{SliceMode::MlpHeads, 4, 2, 3}, {SliceMode::MlpHeadsWo, 4, 2, 2},
+                                 {SliceMode::Horizontal, 2, 2, 1}, {SliceMode::Mlp, 4, 2, 1, "slice+random"}};
+  for (const auto& c : all) {
+    Transformer model(spec(), c.plan(), 11);
+    std::vector<torch::Tensor> before;
+    for (const auto& w : model.weights()) before.push_back(w.detach().clone());
+    torch::optim::AdamW opt(model.trainable(), torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
+    for (int step = 0; step < 25; ++step) {
+      opt.zero_grad();
+      model.begin_step(step);
+      model.loss(batch(100 + step)).backward();
+      opt.step();
     }
-    const int64_t extent = sl.param.shape[sl.dim];
-    const auto trained = now.narrow(sl.dim, sl.begin, sl.end - sl.begin);
-    EXPECT_FALSE(torch::equal(trained, before[i].narrow(sl.dim, sl.begin, sl.end - sl.begin))) << sl.param.name;
-    if (sl.begin > 0)
-      EXPECT_TRUE(torch::equal(now.narrow(sl.dim, 0, sl.begin), before[i].narrow(sl.dim, 0, sl.begin))) << sl.param.name;
-    if (sl.end < extent)
-      EXPECT_TRUE(torch::equal(now.narrow(sl.dim, sl.end, extent - sl.end), before[i].narrow(sl.dim, sl.end, extent - sl.end)))
-          << sl.param.name;
+    for (size_t i = 0; i < model.layout().size(); ++i) {
+      const auto& sl = model.plan().params()[i];
+      const auto now = model.weights()[i].detach();
+      const std::string what = describe(c) + " " + sl.param.name;
+      if (!sl.sliced()) {
+        EXPECT_FALSE(torch::equal(now, before[i])) << what << " should have trained";
+        continue;
+      }
+      const int64_t extent = sl.param.shape[sl.dim];
+      if (!sl.frozen())
+        EXPECT_FALSE(torch::equal(now.narrow(sl.dim, sl.begin, sl.end - sl.begin),
+                                  before[i].narrow(sl.dim, sl.begin, sl.end - sl.begin)))
+            << what;
+      if (sl.begin > 0)
+        EXPECT_TRUE(torch::equal(now.narrow(sl.dim, 0, sl.begin), before[i].narrow(sl.dim, 0, sl.begin))) << what;
+      if (sl.end < extent)
+        EXPECT_TRUE(torch::equal(now.narrow(sl.dim, sl.end, extent - sl.end), before[i].narrow(sl.dim, sl.end, extent - sl.end)))
+            << what;
+    }
   }
 }
 
@@ -168,8 +208,9 @@ TEST(PartialBackward, ExecutedBackwardMatmulsMatchAppendixC) {
   const int64_t B = 2, S = spec().seq_len;
   std::vector<Case> all = cases();
   all.push_back({SliceMode::None, 1, 1, 0});
+  for (const auto& c : detached_cases()) all.push_back(c);
   for (const auto& c : all) {
-    Transformer model(spec(), SlicePlan(spec(), c.mode, c.world, c.slices, c.rank), 1);
+    Transformer model(spec(), c.plan(), 1);
     const auto loss = model.loss(batch(4, B, S));
     double counted = 0;
     {
@@ -177,8 +218,8 @@ TEST(PartialBackward, ExecutedBackwardMatmulsMatchAppendixC) {
       loss.backward();
       counted = counter.flops();
     }
-    const auto& plan = model.plan();
-    const StepFlops f = step_flops(spec(), B, S, plan.rho_attn(), plan.rho_mlp());
+    // ppu-plan's model for the same plan: the ablations' W_O and input-Jacobian terms included.
+    const StepFlops f = step_flops(spec(), B, S, model.plan());
     EXPECT_EQ(counted, f.backward_matmul) << describe(c);
   }
   // The forward too: every matmul of Appendix C's forward, no more, no less.
@@ -190,9 +231,11 @@ TEST(PartialBackward, ExecutedBackwardMatmulsMatchAppendixC) {
 
 TEST(PartialBackward, RecomputationGivesTheSameGradientsAndRerunsTheForward) {
   const auto tokens = batch(6);
-  for (const auto& c : cases()) {
-    Transformer plain(spec(), SlicePlan(spec(), c.mode, c.world, c.slices, c.rank), 2);
-    Transformer recomputed(spec(), SlicePlan(spec(), c.mode, c.world, c.slices, c.rank), 2);
+  std::vector<Case> all = cases();
+  for (const auto& c : detached_cases()) all.push_back(c);
+  for (const auto& c : all) {
+    Transformer plain(spec(), c.plan(), 2);
+    Transformer recomputed(spec(), c.plan(), 2);
     recomputed.set_recompute(true);
     const auto loss_plain = plain.loss(tokens);
     const auto loss_recomputed = recomputed.loss(tokens);
@@ -208,9 +251,122 @@ TEST(PartialBackward, RecomputationGivesTheSameGradientsAndRerunsTheForward) {
       EXPECT_TRUE(torch::allclose(plain.trainable()[i].grad(), recomputed.trainable()[i].grad(), 1e-5, 1e-7))
           << describe(c) << " " << plain.layout()[i].name;
     // The backward now also runs every block's forward once more (all but the output head).
-    const auto& plan = plain.plan();
-    const StepFlops f = step_flops(spec(), 3, spec().seq_len, plan.rho_attn(), plan.rho_mlp());
+    const StepFlops f = step_flops(spec(), 3, spec().seq_len, plain.plan());
     const double head = 2.0 * 3 * spec().seq_len * spec().d_model * spec().vocab;
     EXPECT_EQ(backward_flops, f.backward_matmul + f.forward_matmul - head) << describe(c);
   }
+}
+
+// Appendix D, one MLP: with the Jacobian detached to the kept slices, the input gradient is
+// exactly sum over kept n of W_n^T((V_n^T G) ⊙ 1(H_n > 0)) (slice k, or k and g), the dropped
+// slices' terms are missing from it, and the trainable slice's weight gradients are unchanged.
+TEST(DetachedJacobian, MlpInputGradientIsTheKeptSlicesTermsExactly) {
+  torch::manual_seed(4);
+  const int64_t d = 8, F = 32, N = 4, m = 6, k = 1, g = 3;
+  const auto W = torch::randn({F, d});  // up-projection [F, d]
+  const auto V = torch::randn({d, F});  // down-projection [d, F]
+  const auto x0 = torch::randn({m, d});
+  const auto G = torch::randn({m, d});  // upstream dL/dY
+  const auto H = x0.mm(W.t());
+  auto term = [&](int64_t n) {  // W_n^T((V_n^T G) ⊙ 1(H_n > 0)) in row-major [m, d] form
+    const int64_t b = n * F / N, len = F / N;
+    const auto gA = G.mm(V.narrow(1, b, len));
+    return (gA * (H.narrow(1, b, len) > 0).to(torch::kFloat32)).mm(W.narrow(0, b, len));
+  };
+  auto run = [&](std::vector<int64_t> keep, torch::Tensor& gW, torch::Tensor& gV) {
+    auto up = make_weight_slice(W.clone(), 0, k * F / N, (k + 1) * F / N);
+    auto down = make_weight_slice(V.clone(), 1, k * F / N, (k + 1) * F / N);
+    up.input_keep = down.input_keep = keep;
+    auto x = x0.clone().requires_grad_(true);
+    partial_linear(torch::relu(partial_linear(x, up)), down).backward(G);
+    gW = up.trainable.grad();
+    gV = down.trainable.grad();
+    return x.grad();
+  };
+  torch::Tensor gW_full, gV_full, gW, gV;
+  const auto full = run({}, gW_full, gV_full);
+  auto all_terms = term(0);
+  for (int64_t n = 1; n < N; ++n) all_terms = all_terms + term(n);
+  EXPECT_TRUE(torch::allclose(full, all_terms, 1e-4, 1e-5));  // Eq. (App:jacobian)
+
+  const auto only_k = run({k * F / N, (k + 1) * F / N}, gW, gV);
+  EXPECT_TRUE(torch::allclose(only_k, term(k), 1e-4, 1e-5)) << "detach-all-but-k";
+  EXPECT_TRUE(torch::allclose(full - only_k, term(0) + term(2) + term(3), 1e-4, 1e-5)) << "what is dropped";
+  EXPECT_FALSE(torch::allclose(only_k, full, 1e-2, 1e-3)) << "the detached gradient must differ";
+  EXPECT_TRUE(torch::allclose(gW, gW_full, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(gV, gV_full, 1e-5, 1e-6));
+
+  const auto k_and_g = run({k * F / N, (k + 1) * F / N, g * F / N, (g + 1) * F / N}, gW, gV);
+  EXPECT_TRUE(torch::allclose(k_and_g, term(k) + term(g), 1e-4, 1e-5)) << "k + random";
+  EXPECT_TRUE(torch::allclose(full - k_and_g, term(0) + term(2), 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(gW, gW_full, 1e-5, 1e-6));
+}
+
+// Through the model: the last block's MLP sees the same upstream gradient, so its trainable
+// slice's gradients equal the full-Jacobian model's; everything below it receives the detached
+// input gradient, so the first block's and the embedding's gradients differ.
+TEST(DetachedJacobian, OnlyGradientsBelowADetachedMlpChange) {
+  const auto tokens = batch(8);
+  for (const auto& c : detached_cases()) {
+    Case full_case = c;
+    full_case.jacobian = "full";
+    Transformer full(spec(), full_case.plan(), 9), detached(spec(), c.plan(), 9);
+    full.loss(tokens).backward();
+    detached.loss(tokens).backward();
+    const int last = spec().layers - 1;
+    for (const char* part : {"mlp.up.weight", "mlp.down.weight"}) {
+      const std::string top = "blocks." + std::to_string(last) + "." + part, bottom = std::string("blocks.0.") + part;
+      size_t t = 0, b = 0;
+      for (size_t i = 0; i < full.layout().size(); ++i) {
+        if (full.layout()[i].name == top) t = i;
+        if (full.layout()[i].name == bottom) b = i;
+      }
+      EXPECT_TRUE(torch::allclose(detached.trainable()[t].grad(), full.trainable()[t].grad(), 1e-4, 1e-6)) << describe(c) << top;
+      EXPECT_FALSE(torch::allclose(detached.trainable()[b].grad(), full.trainable()[b].grad(), 1e-3, 1e-5)) << describe(c) << bottom;
+    }
+    EXPECT_FALSE(torch::allclose(detached.trainable()[0].grad(), full.trainable()[0].grad(), 1e-3, 1e-5)) << describe(c);
+  }
+}
+
+TEST(DetachedJacobian, RandomSliceIsAnotherSliceDrawnPerStepAndLayer) {
+  const Case c{SliceMode::Mlp, 8, 4, 6, "slice+random"};  // own slice 2
+  Transformer a(spec(), c.plan(), 5), b(spec(), c.plan(), 5);
+  std::set<int> seen;
+  for (int64_t step = 0; step < 40; ++step) {
+    a.begin_step(step);
+    b.begin_step(step);
+    for (int l = 0; l < spec().layers; ++l) {
+      const int g = a.jacobian_random_slice(l);
+      EXPECT_NE(g, 2);
+      EXPECT_GE(g, 0);
+      EXPECT_LT(g, 4);
+      EXPECT_EQ(g, b.jacobian_random_slice(l)) << "a pure function of (seed, rank, step, layer)";
+      seen.insert(g);
+    }
+  }
+  EXPECT_EQ(seen, (std::set<int>{0, 1, 3}));  // uniform over the other slices: all of them occur
+  Transformer other_rank(spec(), Case{SliceMode::Mlp, 8, 4, 2, "slice+random"}.plan(), 5);
+  int differ = 0;
+  for (int64_t step = 0; step < 40; ++step) {
+    a.begin_step(step);
+    other_rank.begin_step(step);
+    differ += a.jacobian_random_slice(0) != other_rank.jacobian_random_slice(0);
+  }
+  EXPECT_GT(differ, 0) << "ranks with the same slice draw independently";
+  Transformer plain(spec(), Case{SliceMode::Mlp, 8, 4, 6}.plan(), 5);
+  EXPECT_EQ(plain.jacobian_random_slice(0), -1);
+}
+
+TEST(EvaluationView, SeesTheGivenTensorsWithoutCopying) {
+  Transformer model(spec(), SlicePlan(spec(), SliceMode::Mlp, 2, 2, 0), 3);
+  std::vector<torch::Tensor> global;
+  for (const auto& w : model.weights()) global.push_back(w.detach().clone());
+  const Transformer view(spec(), global);
+  const auto tokens = batch(9);
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::equal(view.loss(tokens), model.loss(tokens)));
+  EXPECT_EQ(view.weights()[0].data_ptr(), global[0].data_ptr());
+  global[3].mul_(0.5);  // an outer step lands in the view
+  EXPECT_FALSE(torch::equal(view.loss(tokens), model.loss(tokens)));
+  for (const auto& w : global) EXPECT_FALSE(w.requires_grad());
 }

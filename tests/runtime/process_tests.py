@@ -11,6 +11,8 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
        equivalence ppu-launch runs of PPU (N=1) and Streaming DiLoCo agree bit for bit
        metrics     a live /metrics scrape passes promtool check metrics
        data-error  a missing or corrupt dataset exits 4 (never retried) naming the path
+       launch-check ppu-launch refuses what only ppu-train can check (device, dataset) once,
+                   with ppu-train's exit code, before starting any rank
 """
 import json
 import os
@@ -217,6 +219,34 @@ def case_data_error():
     shutil.rmtree(work)
 
 
-{"metrics": case_metrics, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
+def case_launch_check():
+    # Each of these passes ppu-launch's own config parsing; only ppu-train can tell (no GPU, no
+    # dataset). ppu-launch must ask ppu-train once and start no rank: one error, not K.
+    work = tempfile.mkdtemp(prefix="ppu-launch-check-")
+    checks = [(["--set", "data.source=shards", "--set", "data.path=" + os.path.join(work, "absent")], 4, "no such directory")]
+    empty = os.path.join(work, "empty")
+    os.makedirs(empty)
+    checks.append((["--set", "data.source=shards", "--set", "data.path=" + empty], 4, "meta.json"))
+    if shutil.which("nvidia-smi") is None:
+        checks.append((["--set", "train.device=cuda"], 2, "'train.device'"))
+    for args, code, needle in checks:
+        r = subprocess.run([LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args], capture_output=True, text=True,
+                           timeout=120)
+        out = r.stdout + r.stderr
+        if r.returncode != code:
+            fail(f"{args}: ppu-launch exited {r.returncode}, expected {code}:\n{out}")
+        if out.count(needle) != 1:
+            fail(f"{args}: expected the error '{needle}' exactly once, got:\n{out}")
+        if "[launch] started" in out or "[rank " in out:
+            fail(f"{args}: ranks were started before the config was refused:\n{out}")
+        print(f"ok {args} -> exit {code}, one error: {out.strip().splitlines()[-1]}")
+    # A runnable config still runs, and the check does not change its result.
+    r = launch(["--set", "train.steps=12"], os.path.join(work, "ok"))
+    if r.returncode != 0 or "[launch] started 4 ranks" not in r.stdout:
+        fail("a valid config did not run:\n" + r.stdout[-2000:] + r.stderr[-2000:])
+    shutil.rmtree(work)
+
+
+{"metrics": case_metrics, "launch-check": case_launch_check, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
  "launch-fail": case_launch_fail, "equivalence": case_equivalence}[CASE]()
 print("PASS", CASE)
