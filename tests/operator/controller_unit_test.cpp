@@ -1,0 +1,106 @@
+// Unit tests of the whole controller loop (informers -> work queue -> reconcile -> executor)
+// against FakeKube: a job gets its gang, a failed rank restarts it once, and the gang-restart
+// counter counts that restart exactly once (from the decision, not from an event's text).
+#include <gtest/gtest.h>
+
+#include <prometheus/text_serializer.h>
+
+#include <chrono>
+#include <thread>
+
+#include "controller.h"
+#include "fake_kube.h"
+#include "job_constants.h"
+#include "operator_metrics.h"
+#include "test_objects.h"
+
+namespace ppu::op {
+namespace {
+
+using testing::FakeKube;
+
+template <class Pred>
+bool eventually(Pred pred, double seconds = 30) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+double gang_restarts(const OperatorMetrics& m) {
+  for (const auto& f : m.registry()->Collect())
+    if (f.name == "ppu_operator_gang_restarts_total" && !f.metric.empty()) return f.metric[0].counter.value;
+  return -1;
+}
+
+// The kubelet's part, which FakeKube does not play: set a pod's phase (and exit code).
+void set_phase(FakeKube& kube, const std::string& name, const std::string& phase, int exit_code = -1) {
+  auto pod = kube.peek(resources::pods, "ns1", name);
+  ASSERT_TRUE(pod.has_value()) << name;
+  (*pod)["status"]["phase"] = phase;
+  if (phase == pod_phase_name::kRunning)
+    (*pod)["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  if (exit_code >= 0)
+    (*pod)["status"]["containerStatuses"] =
+        json::array({{{"name", "ppu-train"}, {"state", {{"terminated", {{"exitCode", exit_code}}}}}}});
+  kube.put(resources::pods, *pod);
+}
+
+std::string job_phase(FakeKube& kube) {
+  auto job = kube.peek(resources::ppujobs, "ns1", "demo");
+  if (!job || !job->contains("status")) return "";
+  return (*job)["status"].value("phase", "");
+}
+
+TEST(ControllerLoop, CreatesTheGangRestartsItOnceAndCountsTheRestartOnce) {
+  FakeKube kube;
+  json job = testing::make_job("demo", 2);
+  job["metadata"].erase("uid");
+  job["metadata"].erase("resourceVersion");
+  job["spec"]["runPolicy"]["backoffLimit"] = 3;
+  kube.put(resources::ppujobs, job);
+
+  OperatorMetrics metrics;
+  ControllerOptions opts;
+  opts.workers = 2;
+  opts.reconcile.restart_backoff_s = 0;  // recreate at once: the test waits for states, not times
+  opts.reconcile.restart_backoff_max_s = 0;
+  Controller c(kube, opts, &metrics);
+  c.start_informers();
+  c.start_workers();
+
+  ASSERT_TRUE(eventually([&] { return kube.objects(resources::pods, "ns1").size() == 2; }));
+  EXPECT_EQ(kube.objects(resources::services, "ns1").size(), 1u);
+  EXPECT_EQ(kube.objects(resources::configmaps, "ns1").size(), 1u);
+  EXPECT_EQ(kube.objects(resources::networkpolicies, "ns1").size(), 1u);
+  set_phase(kube, "demo-rank-0", pod_phase_name::kRunning);
+  set_phase(kube, "demo-rank-1", pod_phase_name::kRunning);
+  ASSERT_TRUE(eventually([&] { return job_phase(kube) == phase::kRunning; })) << job_phase(kube);
+  EXPECT_EQ(gang_restarts(metrics), 0);
+
+  const std::string uid_before = (*kube.peek(resources::pods, "ns1", "demo-rank-0"))["metadata"]["uid"];
+  set_phase(kube, "demo-rank-1", pod_phase_name::kFailed, 1);
+  // The old gang is deleted and a new one created (FakeKube deletes at once, like a pod without
+  // finalizers); then the job waits in Pending for its ranks.
+  ASSERT_TRUE(eventually([&] {
+    auto p = kube.peek(resources::pods, "ns1", "demo-rank-0");
+    return p && (*p)["metadata"]["uid"] != uid_before && kube.objects(resources::pods, "ns1").size() == 2 &&
+           job_phase(kube) == phase::kPending;
+  })) << job_phase(kube);
+  auto stored = kube.peek(resources::ppujobs, "ns1", "demo");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ((*stored)["status"]["restartCount"], 1);
+  EXPECT_EQ(gang_restarts(metrics), 1);
+
+  int restart_events = 0;
+  for (const auto& e : kube.objects(resources::events, "ns1"))
+    if (e["reason"] == reason::kGangRestart) ++restart_events;
+  EXPECT_EQ(restart_events, 1);
+  c.stop();
+  EXPECT_EQ(gang_restarts(metrics), 1) << "one restart, counted once";
+}
+
+}  // namespace
+}  // namespace ppu::op
