@@ -7,7 +7,7 @@ numbers behind it), OUT/*.dat and, with gnuplot, OUT/loss_vs_tokens.png, OUT/los
 OUT/memory.png, OUT/ppl_vs_n.png. Fields used from the rank summaries: eval_loss,
 eval_perplexity, tokens, steps, world_size, flops_executed, flops_full_backward,
 flops_saved_fraction, state_bytes, bytes_sent, seconds. Eval curves come from rank 0's
-"eval step N loss X" log lines. Exits non-zero naming the run when an input is missing.
+"eval step N loss X" log lines (evaluations of the global θ, the same on every rank). Exits non-zero naming the run when an input is missing.
 """
 import glob
 import json
@@ -47,6 +47,7 @@ def load_run(d):
         "bytes_sent": max(x["bytes_sent"] for x in s), "peak_rss": int(peak), "wall": float(wall),
         "curve": curve, "slices": r0.get("slicing", {}).get("slices", 1),
         "mode": r0.get("slicing", {}).get("mode", "none"), "method": r0["method"],
+        "jacobian": r0.get("slicing", {}).get("jacobian", "full"),
     }
 
 
@@ -93,7 +94,7 @@ def main():
         f.write("# mode N mean_ppl\n")
         for name, rs in sorted(runs.items(), key=lambda kv: (kv[1][0][1]["mode"], kv[1][0][1]["slices"])):
             r = rs[0][1]
-            if r["method"] == "ppu":
+            if r["method"] == "ppu" and r["jacobian"] == "full":  # App. D's variants are not points of N
                 ppl = sum(x["eval_perplexity"] for _, x in rs) / len(rs)
                 f.write(f"{r['mode']} {r['slices']} {ppl:.4f}\n")
     plot(out, list(runs))
@@ -107,11 +108,11 @@ set terminal png size 900,600 noenhanced
 set key outside right
 set grid
 set output 'loss_vs_tokens.png'
-set title "Eval loss vs tokens (mid-run points: rank 0's eval; last point: θ)"
+set title "Eval loss of the global θ vs tokens"
 set xlabel 'tokens (all ranks)'; set ylabel 'eval loss (nats/token)'
 plot {curves.format(x=2)}
 set output 'loss_vs_flops.png'
-set title "Eval loss vs FLOPs executed per rank (mid-run points: rank 0's eval; last point: θ)"
+set title "Eval loss of the global θ vs FLOPs executed per rank"
 set xlabel 'FLOPs per rank'; set format x '%.1e'; set xtics rotate by -30
 plot {curves.format(x=3)}
 set output 'memory.png'
