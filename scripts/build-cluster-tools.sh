@@ -5,10 +5,12 @@
 #       kube-apiserver and kubectl scripts/build-kube-tools.sh builds; both are linked here);
 #   coredns  from github.com/coredns/coredns pinned in tests/cluster/coredns/go.mod (main.go
 #       there keeps only the plugins the cluster uses);
-#   pause    the sandbox container's process, tests/cluster/pause.c compiled statically.
+#   pause    the sandbox container's process, tests/cluster/pause.c compiled statically;
+#   prometheus  with --prometheus only (scripts/cluster-e2e.sh): github.com/prometheus/prometheus
+#       pinned in tests/cluster/prometheus/go.mod, because Debian's lacks Kubernetes discovery.
 # etcd is Debian's (etcd-server). Needs only the Go module proxy (the client's configured one).
 #
-# Usage: scripts/build-cluster-tools.sh [--print-dir] [--force]
+# Usage: scripts/build-cluster-tools.sh [--print-dir] [--force] [--prometheus]
 #   PPU_CLUSTER_TOOLS_DIR  where binaries go (default: $HOME/.cache/ppu-cluster-tools/<k8s>-<coredns>)
 #   GO                     go binary to prefer (scripts/go-toolchain.sh installs one if needed)
 # Prints the directory on its last line.
@@ -17,6 +19,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 K8SMOD="$ROOT/tests/cluster/tools"
 DNSMOD="$ROOT/tests/cluster/coredns"
+PROMMOD="$ROOT/tests/cluster/prometheus"
 modver() { awk -v m="$2" '($1=="require" && $2==m) {print $3} ($1==m) {print $2}' "$1/go.mod" | head -1; }
 VERSION="$(modver "$K8SMOD" k8s.io/kubernetes)"
 APIVERSION="$(modver "$ROOT/tests/operator/kube-tools" k8s.io/kubernetes)"
@@ -28,12 +31,13 @@ if [[ "$VERSION" != "$APIVERSION" ]]; then
 fi
 OUT="${PPU_CLUSTER_TOOLS_DIR:-${HOME:-/root}/.cache/ppu-cluster-tools/$VERSION-coredns$DNSVERSION}"
 
-PRINT_ONLY=0; FORCE=0
+PRINT_ONLY=0; FORCE=0; PROM=0
 for a in "$@"; do
   case "$a" in
     --print-dir) PRINT_ONLY=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --prometheus) PROM=1 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "build-cluster-tools: unknown flag '$a' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -68,6 +72,11 @@ for tool in kubelet kube-scheduler kube-controller-manager; do
   build "$tool" "$K8SMOD" "k8s.io/kubernetes/cmd/$tool" "$LDFLAGS"
 done
 build coredns "$DNSMOD" . "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$DNSVERSION"
+if [[ $PROM == 1 ]]; then
+  PROMVERSION="$(modver "$PROMMOD" github.com/prometheus/prometheus)"   # v0.X.Y = Prometheus 2.X.Y
+  build prometheus "$PROMMOD" github.com/prometheus/prometheus/cmd/prometheus \
+    "-s -w -X github.com/prometheus/common/version.Version=2.${PROMVERSION#v0.}"
+fi
 
 if [[ $FORCE == 1 || ! -x "$OUT/pause" || "$ROOT/tests/cluster/pause.c" -nt "$OUT/pause" ]]; then
   cc -Os -static -Wall -Werror -o "$OUT/pause.tmp" "$ROOT/tests/cluster/pause.c"

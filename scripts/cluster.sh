@@ -8,7 +8,8 @@
 #                                           cgroup and file it made
 #   scripts/cluster.sh status               exit 0 when the API server answers and the node is Ready
 #   scripts/cluster.sh load-image NAME      copy a podman image into the node's containerd
-#   scripts/cluster.sh netns CMD...         run CMD inside the cluster's network namespace
+#   scripts/cluster.sh netns CMD...         run CMD inside the cluster's network namespace (exec'd:
+#                                           it keeps the caller's PID; `down` stops it too)
 #
 # What runs (all from Debian or built here by scripts/build-cluster-tools.sh at pinned versions):
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet (cgroupfs driver, cgroup
@@ -47,7 +48,7 @@ SYS_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
-usage() { sed -n '2,29p' "$0"; }
+usage() { sed -n '2,30p' "$0"; }
 
 # ---- helpers ---------------------------------------------------------------------------------
 cg_hierarchies() {  # every mounted cgroup v1 hierarchy root
@@ -479,6 +480,25 @@ cmd_down() {
   [[ -d "$DIR" ]] || { log "nothing to stop ($DIR does not exist)"; return 0; }
   local cg; cg="$(cg_root)"
   local sig pids round
+  # Processes started with `netns` (e.g. a Prometheus) are outside the cgroup but would keep the
+  # network namespace, and the bridge in it, alive: stop them while the holder proves the
+  # namespace is still ours (a freed namespace's inode number can be reused by another one).
+  local id pid p
+  id="$(cat "$DIR/netns-id" 2>/dev/null || true)"; pid="$(holder || true)"
+  if [[ -n "$id" && -n "$pid" && "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" == "$id" ]]; then
+    for round in $(seq 1 20); do
+      pids=""
+      for p in /proc/[0-9]*; do
+        [[ "$(readlink "$p/ns/net" 2>/dev/null)" == "$id" ]] || continue
+        grep -qF ":$cg" "$p/cgroup" 2>/dev/null || pids="$pids ${p#/proc/}"
+      done
+      [[ -z "$pids" ]] && break
+      if ((round <= 10)); then sig=TERM; else sig=KILL; fi
+      # shellcheck disable=SC2086
+      kill -"$sig" $pids 2>/dev/null || true
+      sleep 0.5
+    done
+  fi
   # kubelet first, so it does not restart containers while they are being killed.
   [[ -f "$DIR/run/kubelet.pid" ]] && kill "$(cat "$DIR/run/kubelet.pid")" 2>/dev/null || true
   for round in $(seq 1 60); do
@@ -535,7 +555,7 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   load-image) shift; cmd_load_image "$@" ;;
-  netns) shift; [[ -f "$DIR/holder.pid" ]] || die "no cluster"; in_netns "$@" ;;
+  netns) shift; [[ -f "$DIR/holder.pid" ]] || die "no cluster"; exec nsenter -t "$(holder)" -n -- "$@" ;;
   -h|--help|"") usage; [[ -n "${1:-}" ]] ;;
   *) die "unknown command '$1' (try --help)" ;;
 esac

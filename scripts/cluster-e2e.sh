@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# End to end on a real single-node cluster (scripts/cluster.sh), with the image built here
+# (scripts/build-image.sh) and the chart installed by helm (ctest label `cluster`):
+#   1. helm install charts/ppu-operator: the operator runs in-cluster under its ServiceAccount
+#      (no kubeconfig: the in-cluster config path) and becomes Ready;
+#   2. a CPU PPUJob (4 ranks, tiny model, checkpoints on a PersistentVolume) in a namespace that
+#      enforces the `restricted` Pod Security Standard: ranks rendezvous through the headless
+#      Service's DNS name (CoreDNS), train, and `kubectl get ppj` shows round and perplexity;
+#   3. while it trains: rank containers run as uid 65532, with no_new_privs, seccomp filtering and
+#      a read-only root filesystem (read from the kernel, /proc/PID/status and mountinfo); the
+#      operator's ServiceAccount is refused what its RBAC does not grant (auth can-i, and a real
+#      request with its token);
+#   4. Prometheus discovers the operator and the rank pods through Kubernetes service discovery,
+#      and every dashboard panel and variable returns data for that job (Prometheus 2.54 from its
+#      Go module: Debian's 2.42 is built without Kubernetes discovery);
+#   5. the same job again, one rank's container killed with SIGKILL a third of the way through:
+#      gang restart, the new gang resumes from the checkpoint on the volume, Succeeded, and every
+#      rank's final param_checksum equals the uninterrupted run's.
+# Prints how long each phase took. Needs root.
+#
+# Usage: scripts/cluster-e2e.sh [--keep] [--rebuild-image]
+#   --keep           leave the cluster running afterwards (default: `cluster.sh down`)
+#   --rebuild-image  rebuild the image even if podman has one (default: build only if missing)
+#   PPU_CLUSTER_DIR  cluster state dir (default /var/lib/ppu-cluster-e2e)
+#   PPU_IMAGE        image to test (default localhost/ppu:dev)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-e2e}"
+export PPU_CLUSTER_PORT="${PPU_CLUSTER_PORT:-16445}"
+KEEP=0; REBUILD=0
+for a in "$@"; do
+  case "$a" in
+    --keep) KEEP=1 ;;
+    --rebuild-image) REBUILD=1 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    *) echo "cluster-e2e: unknown flag '$a' (try --help)" >&2; exit 2 ;;
+  esac
+done
+CL="$ROOT/scripts/cluster.sh"
+IMAGE="${PPU_IMAGE:-localhost/ppu:dev}"   # a podman image; built by scripts/build-image.sh if missing
+NS=ppu-e2e
+OPNS=ppu-system
+T0=$(date +%s); TP=$T0
+say() { echo "[cluster-e2e +$(( $(date +%s) - T0 ))s] $*"; }
+die() { echo "FAIL: $*" >&2; exit 1; }
+phase() { local now; now=$(date +%s); echo "[cluster-e2e] phase '$1' took $(( now - TP )) s"; TP=$now; }
+
+# ---- prerequisites: Debian packages, tools, image, cluster -----------------------------------
+[[ $(id -u) == 0 ]] || die "needs root (containerd, namespaces, cgroups)"
+bash "$CL" deps
+HELM="$(bash "$ROOT/scripts/build-helm.sh" | tail -1)"
+# Prometheus with Kubernetes service discovery: Debian's 2.42 is built without it, so it comes
+# from its Go module (tests/cluster/prometheus/go.mod).
+PROM="$(bash "$ROOT/scripts/build-cluster-tools.sh" --prometheus | tail -1)/prometheus"
+phase tools
+if [[ $REBUILD == 1 ]] || ! podman image exists "$IMAGE"; then bash "$ROOT/scripts/build-image.sh" --tag "$IMAGE" >/dev/null; fi
+phase image
+PROM_PID=""
+cleanup() {
+  local rc=$?
+  if [[ -n "$PROM_PID" ]]; then kill "$PROM_PID" 2>/dev/null || true; wait "$PROM_PID" 2>/dev/null || true; fi
+  if ((rc != 0)) && [[ -f "$PPU_CLUSTER_DIR/kubeconfig" ]]; then
+    echo "--- state at failure" >&2
+    kubectl get ppj,pods,pvc -A -o wide >&2 2>/dev/null || true
+    kubectl -n "$OPNS" logs deploy/ppu-operator --tail=30 >&2 2>/dev/null || true
+  fi
+  if [[ $KEEP == 0 ]]; then
+    TP=$(date +%s)
+    bash "$CL" down || rc=1
+    phase "cluster down"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+[[ -f "$PPU_CLUSTER_DIR/holder.pid" ]] && bash "$CL" down
+# shellcheck disable=SC2046
+eval "$(bash "$CL" up | tail -1)"
+source "$PPU_CLUSTER_DIR/env"   # TOOLS
+kubectl() { "$TOOLS/kubectl" "$@"; }
+phase "cluster up"
+bash "$CL" load-image "$IMAGE"
+phase "image into containerd"
+
+# ---- 1. the operator, in-cluster --------------------------------------------------------------
+"$HELM" install ppu-operator "$ROOT/charts/ppu-operator" -n "$OPNS" --create-namespace \
+  --set image.repository="${IMAGE%:*}" --set image.tag="${IMAGE##*:}" --set image.pullPolicy=Never \
+  --set operator.scrapeInterval=2s --wait --timeout 180s >/dev/null
+SA="$(kubectl -n "$OPNS" get deploy ppu-operator -o jsonpath='{.spec.template.spec.serviceAccountName}')"
+[[ -n "$SA" && "$SA" != default ]] || die "operator Deployment has no ServiceAccount of its own ('$SA')"
+OPPOD="$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.name}')"
+kubectl -n "$OPNS" get pod "$OPPOD" -o jsonpath='{.spec.containers[0].args}' | grep -q kubeconfig \
+  && die "operator started with --kubeconfig; the in-cluster path is not exercised"
+kubectl -n "$OPNS" wait --for=condition=Ready "pod/$OPPOD" --timeout=60s >/dev/null
+say "operator $OPPOD Ready under ServiceAccount $SA, in-cluster config"
+phase "helm install"
+
+# ---- 2. a PPUJob in a restricted namespace ----------------------------------------------------
+kubectl create namespace "$NS" >/dev/null
+kubectl label namespace "$NS" pod-security.kubernetes.io/enforce=restricted >/dev/null
+job() {  # job NAME CLAIM STEPS: the cpu-tiny sample on our image and a PersistentVolumeClaim
+  cat <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $2, namespace: $NS}
+spec:
+  storageClassName: ppu-local
+  accessModes: [ReadWriteMany]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: ppu.dev/v1alpha1
+kind: PPUJob
+metadata: {name: $1, namespace: $NS}
+spec:
+  replicas: 4
+  image: $IMAGE
+  imagePullPolicy: Never
+  args: ["--summary", "/checkpoints/summary-rank-\$(RANK).json"]
+  resources:
+    requests: {cpu: 100m, memory: 256Mi}
+    limits: {cpu: "1", memory: 1Gi}
+  checkpoint: {claimName: $2}
+  runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 1800}
+EOF
+  # spec.training: the sample's, longer so that a kill lands mid-run.
+  sed -n '/^  training:/,$p' "$ROOT/manifests/samples/cpu-tiny.yaml" | sed "s/steps: 200,/steps: $3,/"
+}
+pv_dir() {  # host directory of the PersistentVolume bound to claim $1
+  local pv; pv="$(kubectl -n "$NS" get pvc "$1" -o jsonpath='{.spec.volumeName}')"
+  kubectl get pv "$pv" -o jsonpath='{.spec.hostPath.path}'
+}
+ppj() { kubectl -n "$NS" get ppj "$1" -o jsonpath="{.status.$2}"; }
+wait_phase() {  # wait_phase JOB PHASE SECONDS
+  local i p
+  for ((i = 0; i < $3; i += 2)); do
+    p="$(ppj "$1" phase)"
+    [[ "$p" == "$2" ]] && return 0
+    [[ "$p" == Failed ]] && die "PPUJob $1 Failed: $(kubectl -n "$NS" get ppj "$1" -o jsonpath='{.status}')"
+    sleep 2
+  done
+  die "PPUJob $1 not $2 after $3 s (phase '$p')"
+}
+# Long enough (about two minutes here) that every check below sees the ranks running; the sample
+# synchronises every 10 steps, so STEPS/10 outer rounds.
+STEPS=3000
+ROUNDS=$((STEPS / 10))
+grep -q 'sync_every: 10,' "$ROOT/manifests/samples/cpu-tiny.yaml" || die "cpu-tiny.yaml no longer has outer.sync_every 10; update ROUNDS"
+job ref ckpt-ref "$STEPS" | kubectl apply -f - >/dev/null
+wait_phase ref Running 240
+MASTER="$(kubectl -n "$NS" get pod -l ppu.dev/job=ref -o jsonpath='{.items[0].spec.containers[0].env[?(@.name=="MASTER_ADDR")].value}')"
+[[ "$MASTER" =~ ^[a-z0-9.-]+$ && ! "$MASTER" =~ ^[0-9.]+$ ]] || die "MASTER_ADDR '$MASTER' is not a DNS name"
+say "ref Running; ranks rendezvous at $MASTER (a headless Service name, resolved by CoreDNS)"
+phase "job scheduled and running"
+
+# ---- 3. security, read from the kernel and the API server while the ranks run -----------------
+bash "$ROOT/tests/cluster/security_check.sh" "$NS" ref "$OPNS" "$SA"
+phase "security checks"
+
+# ---- 4. Prometheus through Kubernetes service discovery ---------------------------------------
+# A ServiceAccount for Prometheus: discovery (pods, endpoints) and GET /metrics (the operator
+# may authorise scrapes with TokenReview/SubjectAccessReview).
+kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: prometheus, namespace: $OPNS}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: ppu-e2e-prometheus}
+rules:
+- apiGroups: [""]
+  resources: [pods, endpoints, services]
+  verbs: [get, list, watch]
+- nonResourceURLs: [/metrics]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: ppu-e2e-prometheus}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ppu-e2e-prometheus}
+subjects: [{kind: ServiceAccount, name: prometheus, namespace: $OPNS}]
+EOF
+PW="$PPU_CLUSTER_DIR/prometheus"; mkdir -p "$PW"
+kubectl -n "$OPNS" create token prometheus --duration=2h >"$PW/token"
+cp "$PPU_CLUSTER_DIR/pki/ca.crt" "$PW/ca.crt"
+cat >"$PW/prometheus.yml" <<EOF
+global: {scrape_interval: 2s, evaluation_interval: 2s}
+scrape_configs:
+  - job_name: ppu-ranks     # the chart's PodMonitor, as plain service discovery
+    kubernetes_sd_configs:
+      - role: pod
+        api_server: https://127.0.0.1:443
+        tls_config: {ca_file: $PW/ca.crt}
+        bearer_token_file: $PW/token
+    relabel_configs:
+      - {source_labels: [__meta_kubernetes_pod_label_ppu_dev_job], regex: .+, action: keep}
+      - {source_labels: [__meta_kubernetes_pod_container_port_name], regex: metrics, action: keep}
+      - {source_labels: [__meta_kubernetes_pod_label_ppu_dev_job], target_label: job}
+      - {source_labels: [__meta_kubernetes_namespace], target_label: namespace}
+      - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
+  - job_name: ppu-operator  # the chart's metrics Service, through its endpoints
+    honor_labels: true
+    bearer_token_file: $PW/token
+    kubernetes_sd_configs:
+      - role: endpoints
+        namespaces: {names: [$OPNS]}
+        api_server: https://127.0.0.1:443
+        tls_config: {ca_file: $PW/ca.crt}
+        bearer_token_file: $PW/token
+    relabel_configs:
+      - {source_labels: [__meta_kubernetes_service_name], regex: ppu-operator-metrics, action: keep}
+      - {source_labels: [__meta_kubernetes_endpoint_port_name], regex: metrics, action: keep}
+EOF
+bash "$CL" netns "$PROM" --config.file="$PW/prometheus.yml" --storage.tsdb.path="$PW/tsdb" \
+  --web.listen-address=127.0.0.1:9090 --log.level=warn >"$PW/prometheus.log" 2>&1 &
+PROM_PID=$!
+bash "$CL" netns python3 "$ROOT/tests/cluster/dashboards_live.py" --prometheus http://127.0.0.1:9090 \
+  --namespace "$NS" --job ref --timeout 300 || die "dashboard panels without data (see $PW/prometheus.log)"
+phase "prometheus: every panel has data"
+
+# `kubectl get ppj` columns: round and perplexity from the ranks' metrics.
+for ((i = 0; i < 120; i++)); do
+  line="$(kubectl -n "$NS" get ppj ref --no-headers)"
+  read -r _ _ _ round ppl _ <<<"$line"
+  [[ "$round" =~ ^[0-9]+$ && "$round" -ge 1 && "$ppl" =~ ^[0-9.]+$ ]] && break
+  sleep 2
+done
+[[ "$round" =~ ^[0-9]+$ && "$ppl" =~ ^[0-9.]+$ ]] || die "kubectl get ppj shows no round/perplexity: '$line'"
+say "kubectl get ppj ref: $line"
+
+wait_phase ref Succeeded 900
+REFDIR="$(pv_dir ckpt-ref)"
+checksum() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["param_checksum"])' "$1"; }
+REF_SUM="$(checksum "$REFDIR/summary-rank-0.json")"
+for r in 1 2 3; do [[ "$(checksum "$REFDIR/summary-rank-$r.json")" == "$REF_SUM" ]] || die "ref ranks disagree on param_checksum"; done
+say "ref Succeeded, param_checksum $REF_SUM on all 4 ranks"
+phase "uninterrupted job"
+
+# ---- 5. kill a rank mid-run: gang restart, resume from the volume, same result ----------------
+job kill ckpt-kill "$STEPS" | kubectl apply -f - >/dev/null
+wait_phase kill Running 240
+KDIR="$(pv_dir ckpt-kill)"
+for ((i = 0; i < 600; i++)); do
+  r="$(ppj kill outerRound)"; [[ "$r" =~ ^[0-9]+$ && "$r" -ge $((ROUNDS / 3)) ]] && break; sleep 1
+done
+[[ "$r" =~ ^[0-9]+$ && "$r" -ge $((ROUNDS / 3)) ]] || die "kill job never reached round $((ROUNDS / 3)) (at '$r')"
+[[ "$(ppj kill phase)" == Running ]] || die "kill job finished before the kill (round $r)"
+CID="$(kubectl -n "$NS" get pod -l ppu.dev/job=kill,ppu.dev/rank=1 -o jsonpath='{.items[0].status.containerStatuses[0].containerID}')"
+CID="${CID#containerd://}"
+[[ -n "$CID" ]] || die "no container id for rank 1"
+bash "$CL" netns ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks kill -s SIGKILL "$CID"
+say "killed rank 1's container $CID (status at round $r)"
+for ((i = 0; i < 240; i++)); do
+  rc="$(ppj kill restartCount)"; [[ "$rc" =~ ^[0-9]+$ && "$rc" -ge 1 ]] && break; sleep 1
+done
+[[ "$rc" -ge 1 ]] || die "no gang restart after the kill (restartCount '$rc')"
+say "gang restart ($rc)"
+for ((i = 0; i < 240; i++)); do
+  resumed="$(kubectl -n "$NS" logs -l ppu.dev/job=kill,ppu.dev/rank=0 --tail=-1 2>/dev/null | grep -m1 'resumed from' || true)"
+  [[ -n "$resumed" ]] && break; sleep 1
+done
+[[ -n "$resumed" ]] || die "the restarted rank 0 never logged 'resumed from' a checkpoint"
+say "restarted rank 0: ${resumed#*] }"
+wait_phase kill Succeeded 900
+for r in 0 1 2 3; do
+  s="$(checksum "$KDIR/summary-rank-$r.json")"
+  [[ "$s" == "$REF_SUM" ]] || die "rank $r param_checksum $s after kill+resume != $REF_SUM uninterrupted"
+done
+say "killed job Succeeded after $rc gang restart(s) with param_checksum $REF_SUM, equal to the uninterrupted run"
+phase "kill, gang restart, resume"
+
+"$HELM" uninstall ppu-operator -n "$OPNS" >/dev/null
+phase "helm uninstall"
+echo "cluster-e2e: all checks passed in $(( $(date +%s) - T0 )) s"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Security posture of a running PPUJob and of the operator, on the real cluster (scripts/cluster.sh):
+# - every rank container's main process, read from the kernel (/proc/PID/status, mountinfo):
+#   uid/gid 65532 (non-root), no_new_privs set (allowPrivilegeEscalation: false), a seccomp
+#   filter in force (Seccomp: 2, RuntimeDefault), no effective capabilities, root fs mounted ro;
+# - the namespace enforces the `restricted` Pod Security Standard (so the API server admitted
+#   the rank pods only because they comply);
+# - the operator's ServiceAccount may do what its RBAC grants and is refused the rest (secrets,
+#   workloads, nodes, RBAC objects, exec, logs, ServiceAccounts, impersonation, wildcards): by
+#   `kubectl auth can-i --as`, and by real requests authenticated with its own token.
+# Usage: security_check.sh JOB_NAMESPACE JOB OPERATOR_NAMESPACE OPERATOR_SERVICEACCOUNT
+# Needs KUBECONFIG and PPU_CLUSTER_DIR (set by scripts/cluster-e2e.sh).
+set -euo pipefail
+NS="$1"; JOB="$2"; OPNS="$3"; SA="$4"
+source "$PPU_CLUSTER_DIR/env"
+kubectl() { "$TOOLS/kubectl" "$@"; }
+fail() { echo "FAIL: security: $*" >&2; exit 1; }
+ok() { echo "ok: security: $*"; }
+
+[[ "$(kubectl get ns "$NS" -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')" == restricted ]] \
+  || fail "namespace $NS does not enforce the restricted Pod Security Standard"
+ok "namespace $NS enforces pod-security restricted; the rank pods were admitted under it"
+
+tasks="$(ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks ls)"
+n=0; pods=0
+for cid in $(kubectl -n "$NS" get pod -l "ppu.dev/job=$JOB" \
+               -o jsonpath='{range .items[*]}{.status.containerStatuses[0].containerID}{"\n"}{end}'); do
+  pods=$((pods + 1))
+  cid="${cid#containerd://}"
+  pid="$(awk -v c="$cid" '$1==c && $3=="RUNNING" {print $2}' <<<"$tasks")"
+  [[ -n "$pid" ]] || fail "rank container $cid of $JOB is not running in containerd (the job must be training during this check)"
+  st="/proc/$pid/status"
+  uids="$(awk '/^Uid:/ {print $2, $3, $4, $5}' "$st")"
+  gids="$(awk '/^Gid:/ {print $2, $3, $4, $5}' "$st")"
+  [[ "$uids" == "65532 65532 65532 65532" ]] || fail "container $cid runs with uids '$uids'"
+  [[ "$gids" == "65532 65532 65532 65532" ]] || fail "container $cid runs with gids '$gids'"
+  [[ "$(awk '/^NoNewPrivs:/ {print $2}' "$st")" == 1 ]] || fail "container $cid may gain privileges (NoNewPrivs 0)"
+  [[ "$(awk '/^Seccomp:/ {print $2}' "$st")" == 2 ]] || fail "container $cid has no seccomp filter"
+  [[ "$(awk '/^CapEff:/ {print $2}' "$st")" == 0000000000000000 ]] || fail "container $cid has effective capabilities"
+  rootopts="$(awk '$5=="/" {print $6}' "/proc/$pid/mountinfo" | tail -1)"
+  [[ ",$rootopts," == *,ro,* ]] || fail "container $cid's root filesystem is mounted '$rootopts', not ro"
+  n=$((n + 1))
+done
+((n >= 1 && n == pods)) || fail "checked $n running rank containers of $JOB, the job has $pods pods"
+ok "$n rank containers: uid/gid 65532, NoNewPrivs 1, Seccomp 2 (filter), CapEff 0, root fs ro"
+
+who="system:serviceaccount:$OPNS:$SA"
+can() { kubectl auth can-i --as="$who" "$@" 2>/dev/null || true; }
+for allowed in "create pods -n $NS" "delete pods -n $NS" "watch ppujobs.ppu.dev -n $NS" \
+               "update ppujobs.ppu.dev/status -n $NS" "create services -n $NS" "create events -n $NS"; do
+  # shellcheck disable=SC2086
+  [[ "$(can $allowed)" == yes ]] || fail "the operator's ServiceAccount may not '$allowed', which it needs"
+done
+for denied in "get secrets -n $NS" "list secrets -A" "create deployments.apps -n $NS" "delete nodes" \
+              "create clusterrolebindings.rbac.authorization.k8s.io" "create pods -n $NS --subresource=exec" \
+              "get pods -n $NS --subresource=log" "create serviceaccounts -n $NS" "impersonate users"; do
+  # shellcheck disable=SC2086
+  [[ "$(can $denied)" == no ]] || fail "the operator's ServiceAccount may '$denied', which its RBAC should not grant"
+done
+[[ "$(can '*' '*' --all-namespaces)" == no ]] || fail "the operator's ServiceAccount has wildcard rights"
+ok "auth can-i --as=$who: needed verbs allowed, secrets/workloads/nodes/RBAC/exec/wildcards refused"
+
+# Real requests with the ServiceAccount's own token (no client certificate anywhere).
+token="$(kubectl -n "$OPNS" create token "$SA" --duration=10m)"
+server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
+as_sa() { kubectl --kubeconfig=/dev/null --server="$server" --certificate-authority="$PPU_CLUSTER_DIR/pki/ca.crt" \
+            --token="$token" "$@"; }
+as_sa -n "$NS" get pods >/dev/null || fail "the operator's token cannot list pods in $NS"
+out="$(as_sa -n "$NS" get secrets 2>&1 || true)"
+[[ "$out" == *Forbidden* || "$out" == *forbidden* ]] || fail "listing secrets with the operator's token was not refused: $out"
+out="$(as_sa get nodes 2>&1 || true)"
+[[ "$out" == *orbidden* ]] || fail "listing nodes with the operator's token was not refused: $out"
+ok "requests with the operator's token: pods listed; secrets and nodes refused (403 Forbidden)"
