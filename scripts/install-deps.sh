@@ -11,10 +11,11 @@ PKGS=(
 )
 # --test: what the suite adds. --bench: the PyTorch reference of bench/pytorch_peer (Debian's
 # python3-torch is the same LibTorch 1.13 the build links) and linux-perf for profiling.
-# gnuplot-nox draws the study plots (bench/study/report.py).
+# gnuplot-nox draws the study plots (bench/study/report.py); python3-torch also runs the
+# independent evaluation of ppu-export's output in the suite (scripts/ppu_export_eval.py).
 for a in "$@"; do
   case "$a" in
-    --test) PKGS+=(etcd-server prometheus openssl python3 gnuplot-nox) ;;
+    --test) PKGS+=(etcd-server prometheus openssl python3 python3-torch gnuplot-nox) ;;
     --bench) PKGS+=(python3 python3-torch linux-perf) ;;
     *) echo "install-deps.sh: unknown flag '$a' (use --test, --bench)" >&2; exit 2 ;;
   esac

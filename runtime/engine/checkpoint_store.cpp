@@ -67,16 +67,47 @@ std::string verify(const std::string& dir, const nlohmann::json& manifest, const
   return "";
 }
 
+std::string round_name(int64_t round) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "round-%06lld", static_cast<long long>(round));
+  return buf;
+}
+
 }  // namespace
+
+VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name, int64_t round) {
+  if (!fs::is_directory(dir)) throw NoValidCheckpoint("checkpoint directory '" + dir + "' does not exist");
+  auto rounds = rounds_in(dir);
+  if (round >= 0) {
+    if (std::find(rounds.begin(), rounds.end(), round) == rounds.end())
+      throw NoValidCheckpoint("checkpoint directory '" + dir + "' has no " + round_name(round));
+    rounds = {round};
+  }
+  std::string rejected;
+  for (const int64_t r : rounds) {
+    const std::string path = dir + "/" + round_name(r);
+    VerifiedCheckpointFile out{r, path};
+    std::string problem;
+    nlohmann::json manifest;
+    try {
+      manifest = nlohmann::json::parse(data::read_file_bytes(path + "/" + kManifest));
+      out.config_yaml = manifest.at("config").get<std::string>();
+      out.world_size = manifest.at("world_size").get<int>();
+    } catch (const std::exception& e) {
+      problem = std::string("no readable manifest (") + e.what() + ")";
+    }
+    if (problem.empty()) problem = verify(path, manifest, name, out.bytes);
+    if (problem.empty()) return out;
+    rejected += "\n  " + round_name(r) + ": " + problem;
+  }
+  throw NoValidCheckpoint("checkpoint directory '" + dir + "' has no valid checkpoint" +
+                           (rejected.empty() ? std::string(" (no round-* directories)") : ":" + rejected));
+}
 
 CheckpointStore::CheckpointStore(std::string dir, int keep, Collectives& collectives)
     : dir_(std::move(dir)), keep_(keep), collectives_(collectives) {}
 
-std::string CheckpointStore::round_dir(int64_t round) const {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "round-%06lld", static_cast<long long>(round));
-  return dir_ + "/" + buf;
-}
+std::string CheckpointStore::round_dir(int64_t round) const { return dir_ + "/" + round_name(round); }
 
 std::string CheckpointStore::rank_file() const {
   char buf[32];

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "engine/collectives.h"
@@ -26,6 +27,22 @@ struct LoadedCheckpoint {
   torch::serialize::InputArchive rank_part;
   torch::serialize::InputArchive global_part;
 };
+
+// Offline reading, no collectives (ppu-export): the newest checkpoint under `dir` (or round
+// `round` when >= 0) whose manifest parses and whose file `name` (e.g. "global.pt",
+// "rank-00000.pt") matches the manifest's size and checksum. Throws NoValidCheckpoint naming
+// the directory and every rejected round with its reason when there is none (NoValidCheckpoint).
+struct NoValidCheckpoint : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct VerifiedCheckpointFile {
+  int64_t round = 0;
+  std::string path;         // the round directory
+  std::string config_yaml;  // the run's config, from the manifest
+  int world_size = 0;
+  std::string bytes;        // the file's content
+};
+VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name, int64_t round = -1);
 
 class CheckpointStore {
  public:

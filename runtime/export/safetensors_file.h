@@ -1,0 +1,23 @@
+// safetensors_file: writes named tensors in the safetensors format (the Hugging Face format
+// PyTorch, JAX and most inference stacks load): an 8-byte little-endian header length N, N
+// bytes of JSON {name: {dtype, shape, data_offsets: [begin, end)}, "__metadata__": {str: str}}
+// padded with spaces to a multiple of 8, then the tensors' bytes back to back, in the order
+// given, with no gaps. The file is written atomically. Hand-written: the format is a JSON
+// header and raw bytes, and Debian packages no C++ safetensors library.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ppu {
+
+// dtypes: float32 (F32), bfloat16 (BF16), float16 (F16), int64 (I64); others throw. Tensors
+// are copied to contiguous CPU memory (little-endian hosts only, as the format requires).
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace ppu

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""ppu-export end to end: train, export the last checkpoint, evaluate it in PyTorch.
+
+usage: export_test.py BUILD_DIR SOURCE_DIR
+
+For PPU (1/2 MLPs + heads, streaming, K = 4) and DDP (K = 2): ppu-launch trains the tiny model
+on a dataset directory to a step that ends a round, so the newest checkpoint holds the final
+global θ (after outer.final_sync); ppu-export writes it as safetensors + config.json; and
+scripts/ppu_export_eval.py, an independent PyTorch implementation of the architecture (Debian's
+python3-torch), must reproduce the summary's eval_loss on the same validation tokens within
+1e-4. Then the refusals: a corrupt newest checkpoint is skipped (the previous round is
+exported, and --round naming the corrupt one exits 4 saying why), a missing directory exits 4
+naming it, a missing flag exits 2.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BIN, SRC = sys.argv[1], sys.argv[2]
+LAUNCH = os.path.join(BIN, "runtime", "launch", "ppu-launch")
+EXPORT = os.path.join(BIN, "runtime", "export", "ppu-export")
+DATA = os.path.join(BIN, "runtime", "data", "ppu-data")
+EVAL = os.path.join(SRC, "scripts", "ppu_export_eval.py")
+TINY = os.path.join(SRC, "configs", "tiny.yaml")
+EVAL_BATCHES, BATCH = 6, 4
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+
+
+def train_and_export(work, name, nproc, sets):
+    ckpt, summaries, out = (os.path.join(work, name, d) for d in ("ckpt", "summaries", "export"))
+    # 30 steps, H = 10: the last step ends round 3, whose checkpoint is the final θ.
+    r = run([LAUNCH, "--nproc", str(nproc), "--config", TINY, "--set", f"ranks={nproc}", "--set", "train.steps=30",
+             "--set", "outer.sync_every=10", "--set", "train.eval_every=0", "--set", f"train.eval_batches={EVAL_BATCHES}",
+             "--set", f"inner.batch_size={BATCH}", "--set", "data.source=shards", "--set", "data.path=" + DATASET,
+             "--set", "checkpoint.dir=" + ckpt, "--set", "checkpoint.keep=3", *sum((["--set", s] for s in sets), []),
+             "--summary-dir", summaries])
+    if r.returncode != 0:
+        fail(f"{name}: training failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
+    want = json.load(open(os.path.join(summaries, "rank-0.json")))["eval_loss"]
+    e = run([EXPORT, "--checkpoint", ckpt, "--out", out])
+    if e.returncode != 0:
+        fail(f"{name}: ppu-export exited {e.returncode}:\n{e.stdout}{e.stderr}")
+    config = json.load(open(os.path.join(out, "config.json")))
+    if config["source"]["round"] != 3:
+        fail(f"{name}: exported round {config['source']['round']}, expected the last one, 3")
+    got = evaluate(out)
+    print(f"{name}: summary eval_loss {want:.7f}, PyTorch on the export {got:.7f}, |diff| {abs(got - want):.2e}")
+    if abs(got - want) > 1e-4:
+        fail(f"{name}: the export evaluates to {got} in PyTorch, ppu-train reported {want}")
+    return ckpt, out, want
+
+
+def evaluate(export_dir):
+    r = run(["/usr/bin/python3", EVAL, export_dir, DATASET, "--batches", str(EVAL_BATCHES), "--batch-size", str(BATCH),
+             "--json"])
+    if r.returncode != 0:
+        fail(f"ppu_export_eval.py failed on {export_dir}:\n{r.stdout}{r.stderr}")
+    return json.loads(r.stdout)["eval_loss"]
+
+
+work = tempfile.mkdtemp(prefix="ppu-export-")
+DATASET = os.path.join(work, "data")
+r = run([DATA, "synthetic", "--out", DATASET, "--vocab", "256", "--train-tokens", "200000", "--val-tokens", "20000"])
+if r.returncode != 0:
+    fail("ppu-data synthetic failed:\n" + r.stdout + r.stderr)
+
+ckpt, out, ppu_loss = train_and_export(work, "ppu", 4, ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=2",
+                                                 "outer.layers_per_fragment=1"])
+train_and_export(work, "ddp", 2, ["method=ddp"])
+
+# The export names every parameter of the layout once, in fp32.
+header_len = int.from_bytes(open(os.path.join(out, "model.safetensors"), "rb").read(8), "little")
+with open(os.path.join(out, "model.safetensors"), "rb") as f:
+    header = json.loads(f.read(8 + header_len)[8:])
+names = sorted(k for k in header if k != "__metadata__")
+layers = json.load(open(os.path.join(out, "config.json")))["architecture"]["layers"]
+if len(names) != 3 + 10 * layers or any(header[n]["dtype"] != "F32" for n in names) or "blocks.0.mlp.up.weight" not in names:
+    fail(f"unexpected tensors in the export: {names}")
+
+# A corrupt newest checkpoint is never exported: the previous round is, and asking for the
+# corrupt one by number fails naming the fault.
+newest = os.path.join(ckpt, "round-000003", "global.pt")
+with open(newest, "r+b") as f:
+    f.seek(os.path.getsize(newest) // 2)
+    byte = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([byte[0] ^ 0xFF]))
+older = os.path.join(work, "older")
+e = run([EXPORT, "--checkpoint", ckpt, "--out", older])
+if e.returncode != 0 or json.load(open(os.path.join(older, "config.json")))["source"]["round"] != 2:
+    fail(f"with round 3 corrupt, ppu-export should export round 2:\n{e.stdout}{e.stderr}")
+# The comparison above can tell parameters apart: round 2's θ evaluates differently.
+if abs(evaluate(older) - ppu_loss) < 1e-3:
+    fail("round 2's export evaluates like round 3's: the 1e-4 comparison would not notice wrong parameters")
+e = run([EXPORT, "--checkpoint", ckpt, "--round", "3", "--out", os.path.join(work, "bad")])
+if e.returncode != 4 or "round-000003: global.pt fails its checksum" not in e.stderr:
+    fail(f"--round 3 (corrupt) should exit 4 naming the checksum failure, got {e.returncode}:\n{e.stderr}")
+if os.path.exists(os.path.join(work, "bad", "model.safetensors")):
+    fail("a refused export left a model file behind")
+missing = os.path.join(work, "absent")
+e = run([EXPORT, "--checkpoint", missing, "--out", os.path.join(work, "x")])
+if e.returncode != 4 or missing not in e.stderr:
+    fail(f"a missing checkpoint directory should exit 4 naming it, got {e.returncode}:\n{e.stderr}")
+e = run([EXPORT, "--checkpoint", ckpt])
+if e.returncode != 2 or "--out" not in e.stdout + e.stderr:
+    fail(f"a missing --out should exit 2 naming the flag, got {e.returncode}:\n{e.stdout}{e.stderr}")
+
+shutil.rmtree(work)
+print("PASS export")
