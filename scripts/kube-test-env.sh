@@ -118,7 +118,18 @@ ENV
     "$TOOLS/kubectl" --kubeconfig="$DIR/kubeconfig" get namespace default >/dev/null 2>&1 && break; sleep 0.2
   done
   "$TOOLS/kubectl" --kubeconfig="$DIR/kubeconfig" apply -f "$ROOT/manifests/crd/ppu.dev_ppujobs.yaml" >/dev/null
-  "$TOOLS/kubectl" --kubeconfig="$DIR/kubeconfig" wait --for=condition=Established --timeout=60s crd/ppujobs.ppu.dev >/dev/null
+  # `kubectl wait` itself can fail (not only time out) while the CRD has no status yet, so it is
+  # retried until the CRD is Established or 60 s have passed.
+  established=0
+  for _ in $(seq 1 30); do
+    if "$TOOLS/kubectl" --kubeconfig="$DIR/kubeconfig" wait --for=condition=Established --timeout=2s \
+        crd/ppujobs.ppu.dev >/dev/null 2>&1; then established=1; break; fi
+  done
+  if ((!established)); then
+    echo "kube-test-env: crd/ppujobs.ppu.dev not Established after 60 s" >&2
+    "$TOOLS/kubectl" --kubeconfig="$DIR/kubeconfig" get crd ppujobs.ppu.dev -o yaml >&2 || true
+    exit 1
+  fi
   echo "$DIR/kubeconfig"
   ;;
 restart-apiserver)
