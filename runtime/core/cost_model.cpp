@@ -34,16 +34,19 @@ StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, con
   return step_flops(model, batch, seq_len, plan.rho_attn(), plan.rho_mlp(), plan.rho_out(), plan.rho_mlp_input());
 }
 
-MemoryBreakdown estimate_memory(const Config& config, const SlicePlan& plan, int64_t largest_fragment) {
+MemoryBreakdown estimate_memory(const Config& config, const SlicePlan& plan, int64_t largest_fragment,
+                                OuterStatePlacement placement) {
   const double total = plan.total_parameters();
   const double trainable = plan.trainable_parameters();
   const bool bf16 = config.train.dtype == "bf16";
   MemoryBreakdown m;
+  // bf16: bf16 working weights of every parameter plus fp32 masters of the trainable slices.
   m.weights = bf16 ? 2 * total + 4 * trainable : 4 * total;
   m.gradients = (bf16 ? 2 : 4) * trainable;
   m.inner_optimizer = config.inner.optimizer == "adamw" ? 8 * trainable : 0;
   if (config.method != Method::Ddp) {
-    const double on_device = config.streaming() ? static_cast<double>(largest_fragment) : total;
+    const double on_device =
+        placement == OuterStatePlacement::Host || !config.streaming() ? total : static_cast<double>(largest_fragment);
     m.outer_optimizer = config.outer.optimizer == "nesterov" ? 4 * on_device : 0;
     m.offloaded = 4 * on_device;
   }

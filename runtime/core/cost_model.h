@@ -41,8 +41,19 @@ struct MemoryBreakdown {
   double total() const { return weights + gradients + inner_optimizer + outer_optimizer + offloaded; }
 };
 
+// Where the outer state is counted.
+//  - Device (§3.1, Table 1): a GPU rank keeps θ and the outer momentum in host memory and
+//    brings only the fragment being synced to the device: outer_optimizer and offloaded are
+//    that fragment's momentum and parameters.
+//  - Host (what ppu-train allocates, and its summary's state_bytes measures from the tensors
+//    that exist): θ and the momentum of every parameter, fp32, once every fragment has synced
+//    (momentum is allocated at a fragment's first outer step; Nesterov only).
+// weights, gradients and inner_optimizer are the same in both.
+enum class OuterStatePlacement { Device, Host };
+
 // `largest_fragment` = parameters of the largest streaming fragment (all parameters without streaming).
-MemoryBreakdown estimate_memory(const Config& config, const SlicePlan& plan, int64_t largest_fragment);
+MemoryBreakdown estimate_memory(const Config& config, const SlicePlan& plan, int64_t largest_fragment,
+                                OuterStatePlacement placement = OuterStatePlacement::Device);
 
 // Bandwidth-optimal ring all-reduce: T = 2 (K-1)/K * M / B (seconds; B in bytes/s; B = 0 => 0).
 double ring_allreduce_seconds(double message_bytes, int ranks, double bytes_per_second);

@@ -29,6 +29,7 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
   const int64_t B = config.inner.batch_size, S = m.seq_len;
   const StepFlops f = step_flops(m, B, S, plan);
   const MemoryBreakdown mem = estimate_memory(config, plan, schedule.largest_fragment_numel());
+  const MemoryBreakdown host = estimate_memory(config, plan, schedule.largest_fragment_numel(), OuterStatePlacement::Host);
   const double total = plan.total_parameters();
   const double bps = config.network.bandwidth_gb_per_s * 1e9;
   const bool bf16 = config.train.dtype == "bf16";
@@ -85,6 +86,7 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
                  {"vocab", m.vocab}, {"seq_len", m.seq_len}}},
       {"method", method_name(config.method)},
       {"ranks", K},
+      {"dtype", config.train.dtype},
       {"slicing", {{"mode", slice_mode_name(plan.mode())}, {"slices", plan.slices()}, {"jacobian", plan.jacobian()}}},
       {"trainable_params", plan.trainable_parameters()},
       {"total_params", plan.total_parameters()},
@@ -97,6 +99,10 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
       {"tokens_per_run", static_cast<double>(T) * K * B * S},
       {"memory_bytes", {{"weights", mem.weights}, {"gradients", mem.gradients}, {"inner_optimizer", mem.inner_optimizer},
                         {"outer_optimizer", mem.outer_optimizer}, {"offloaded", mem.offloaded}, {"total", mem.total()}}},
+      // What ppu-train allocates (θ and momentum of every parameter in host memory): the
+      // summary's state_bytes, measured from its tensors, equals this key by key.
+      {"runtime_memory_bytes", {{"weights", host.weights}, {"gradients", host.gradients}, {"inner_optimizer", host.inner_optimizer},
+                                {"outer_optimizer", host.outer_optimizer}, {"offloaded", host.offloaded}, {"total", host.total()}}},
       {"flops_per_step", {{"forward", f.forward}, {"backward", f.backward}, {"backward_full", f.backward_full},
                           {"executed", f.executed()}, {"full", f.full()}, {"batch", B}, {"seq_len", S}}},
       {"flops_per_token", f.executed() / (B * S)},
@@ -156,9 +162,14 @@ std::string format_plan(const nlohmann::json& r) {
   const double total = r["total_params"], trainable = r["trainable_params"];
   os << "params     total " << fmt("%.3f B", total / 1e9) << ", trainable per rank " << fmt("%.3f B", trainable / 1e9)
      << fmt(" (%.1f%%)", 100 * trainable / total) << "\n";
-  os << "memory per rank (state, excluding activations)\n";
+  const std::string dtype = r.value("dtype", std::string("fp32"));
+  os << "memory per rank (state, excluding activations; " << dtype
+     << (dtype == "bf16" ? ", fp32 masters of trainable slices" : "") << ")\n";
   for (const char* k : {"weights", "gradients", "inner_optimizer", "outer_optimizer", "offloaded", "total"})
     os << "  " << k << std::string(18 - std::string(k).size(), ' ') << bytes(r["memory_bytes"][k]) << "\n";
+  os << "  (ppu-train keeps theta and outer momentum of every parameter in host memory: "
+     << bytes(r["runtime_memory_bytes"]["offloaded"].get<double>() + r["runtime_memory_bytes"]["outer_optimizer"].get<double>())
+     << ")\n";
   const auto& f = r["flops_per_step"];
   os << "FLOPs per step (batch " << f["batch"] << " x seq " << f["seq_len"] << ")\n"
      << "  forward           " << fmt("%.4g", f["forward"]) << "\n"

@@ -8,13 +8,18 @@
 namespace ppu {
 
 InnerOptimizer::InnerOptimizer(const InnerConfig& config, int64_t total_steps, const std::vector<torch::Tensor>& trainable,
-                               const std::vector<bool>& decay_mask)
-    : config_(config), total_steps_(total_steps), params_(trainable) {
+                               const std::vector<bool>& decay_mask, const std::vector<torch::Tensor>& masters)
+    : config_(config), total_steps_(total_steps), params_(masters.empty() ? trainable : masters) {
   TORCH_CHECK(decay_mask.empty() || decay_mask.size() == trainable.size(), "InnerOptimizer: one decay flag per tensor");
+  TORCH_CHECK(masters.empty() || masters.size() == trainable.size(), "InnerOptimizer: one master per trainable tensor");
+  if (!masters.empty()) leaves_ = trainable;
+  for (size_t i = 0; i < leaves_.size(); ++i) master_index_[params_[i].unsafeGetTensorImpl()] = static_cast<int64_t>(i);
   std::vector<torch::Tensor> decay, no_decay;
-  for (size_t i = 0; i < trainable.size(); ++i) {
-    const bool decays = decay_mask.empty() ? trainable[i].dim() >= 2 : decay_mask[i];
-    (decays ? decay : no_decay).push_back(trainable[i]);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    TORCH_CHECK(leaves_.empty() || (params_[i].sizes() == leaves_[i].sizes() && params_[i].scalar_type() == torch::kFloat32),
+                "InnerOptimizer: master ", i, " must be fp32 of its tensor's shape");
+    const bool decays = decay_mask.empty() ? params_[i].dim() >= 2 : decay_mask[i];
+    (decays ? decay : no_decay).push_back(params_[i]);
   }
   if (config.optimizer == "sgd") {
     auto options = [&](double wd) { return std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(config.lr).weight_decay(wd)); };
@@ -37,16 +42,49 @@ InnerOptimizer::InnerOptimizer(const InnerConfig& config, int64_t total_steps, c
 }
 
 double InnerOptimizer::step(int64_t step) {
-  if (config_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params_, config_.grad_clip);
   const double lr = inner_learning_rate(config_, step, total_steps_);
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
-  if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get())) {
+  auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get());
+  if (!leaves_.empty()) {
+    // Mixed precision: clip by the norm of the bf16 gradients (accumulated in fp32), then
+    // give each master its leaf's gradient as fp32 just before its update.
+    grad_scale_ = 1.0;
+    if (config_.grad_clip > 0) {
+      double sq = 0;
+      for (const auto& l : leaves_)
+        if (l.grad().defined()) sq += std::pow(l.grad().to(torch::kFloat32).norm().item<double>(), 2);
+      const double coef = config_.grad_clip / (std::sqrt(sq) + 1e-6);  // as clip_grad_norm_
+      if (coef < 1) grad_scale_ = coef;
+    }
+    if (adamw) {
+      fused_step(*adamw);
+    } else {
+      for (size_t i = 0; i < leaves_.size(); ++i) master_grad(i);
+      optimizer_->step();
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < leaves_.size(); ++i) leaves_[i].copy_(params_[i]);
+    }
+    zero_grad();
+    return lr;
+  }
+  if (config_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params_, config_.grad_clip);
+  if (adamw) {
     fused_step(*adamw);
   } else {
     optimizer_->step();
   }
   zero_grad();
   return lr;
+}
+
+// Master i's gradient: leaf i's bf16 gradient as fp32, times the clipping factor.
+bool InnerOptimizer::master_grad(size_t i) {
+  const auto& g = leaves_[i].grad();
+  if (!g.defined()) return false;
+  auto g32 = g.to(torch::kFloat32, false, /*copy=*/true).contiguous();
+  if (grad_scale_ != 1.0) g32.mul_(grad_scale_);
+  params_[i].mutable_grad() = g32;
+  return true;
 }
 
 // torch::optim::AdamW's update, one pass per parameter (engine/fused_adamw.h), on the optimiser's
@@ -59,6 +97,12 @@ void InnerOptimizer::fused_step(torch::optim::AdamW& adamw) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     TORCH_CHECK(!o.amsgrad(), "InnerOptimizer: amsgrad is not used");
     for (auto& p : group.params()) {
+      // Mixed precision: one parameter's fp32 gradient at a time, dropped after its update.
+      int64_t leaf = -1;
+      if (!leaves_.empty()) {
+        leaf = master_index_.at(p.unsafeGetTensorImpl());
+        if (!master_grad(static_cast<size_t>(leaf))) continue;
+      }
       if (!p.grad().defined()) continue;
       const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
       auto it = states.find(key);
@@ -73,14 +117,19 @@ void InnerOptimizer::fused_step(torch::optim::AdamW& adamw) {
       auto grad = p.grad().contiguous();
       auto m = st.exp_avg(), v = st.exp_avg_sq();
       const AdamWHyper h{o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), st.step()};
-      if (fused_adamw_step(p, grad, m, v, h)) continue;
-      // Same update as torch::optim::AdamW::step, as tensor operations.
-      const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
-      const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(h.step));
-      if (h.weight_decay != 0) p.mul_(1 - h.lr * h.weight_decay);
-      m.mul_(h.beta1).add_(grad, 1 - h.beta1);
-      v.mul_(h.beta2).addcmul_(grad, grad, 1 - h.beta2);
-      p.addcdiv_(m, (v.sqrt() / std::sqrt(bc2)).add_(h.eps), -h.lr / bc1);
+      if (!fused_adamw_step(p, grad, m, v, h)) {
+        // Same update as torch::optim::AdamW::step, as tensor operations.
+        const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
+        const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(h.step));
+        if (h.weight_decay != 0) p.mul_(1 - h.lr * h.weight_decay);
+        m.mul_(h.beta1).add_(grad, 1 - h.beta1);
+        v.mul_(h.beta2).addcmul_(grad, grad, 1 - h.beta2);
+        p.addcdiv_(m, (v.sqrt() / std::sqrt(bc2)).add_(h.eps), -h.lr / bc1);
+      }
+      if (leaf >= 0) {  // the bf16 working weight is the rounded master
+        leaves_[leaf].copy_(p);
+        p.mutable_grad() = torch::Tensor();
+      }
     }
   }
 }
@@ -88,6 +137,7 @@ void InnerOptimizer::fused_step(torch::optim::AdamW& adamw) {
 void InnerOptimizer::zero_grad() {
   // Drop the buffers rather than zero them: between steps no gradient memory is held.
   for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+  for (auto& p : leaves_) p.mutable_grad() = torch::Tensor();
 }
 
 int64_t InnerOptimizer::state_bytes() const {

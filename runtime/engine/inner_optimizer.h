@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "core/config.h"
@@ -20,8 +21,9 @@ namespace ppu {
 class InnerOptimizer {
  public:
   // decay[i]: whether trainable[i] gets weight decay; empty = tensors of rank >= 2 only.
+  // masters: empty, or one fp32 tensor per trainable tensor, of its shape (mixed precision).
   InnerOptimizer(const InnerConfig& config, int64_t total_steps, const std::vector<torch::Tensor>& trainable,
-                 const std::vector<bool>& decay = {});
+                 const std::vector<bool>& decay = {}, const std::vector<torch::Tensor>& masters = {});
 
   // Clips, sets the scheduled learning rate for `step` (0-based), steps, and clears grads.
   // Returns the learning rate used.
@@ -36,10 +38,14 @@ class InnerOptimizer {
 
  private:
   void fused_step(torch::optim::AdamW& adamw);
+  bool master_grad(size_t i);
 
   InnerConfig config_;
   int64_t total_steps_;
-  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> params_;  // what the optimiser steps: the masters, else the leaves
+  std::vector<torch::Tensor> leaves_;  // mixed precision: the bf16 leaves the gradients land in
+  std::unordered_map<const void*, int64_t> master_index_;  // master's TensorImpl -> index
+  double grad_scale_ = 1.0;  // mixed precision: this step's clipping factor
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 };
 

@@ -65,7 +65,8 @@ OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool overlapped) {
   // Line 11: this rank's delta, zero on frozen elements.
   std::vector<torch::Tensor> deltas;
   for (const auto& piece : pieces) {
-    const auto local = region(model_.weights()[piece.param_index], piece).to(torch::kCPU, torch::kFloat32);
+    // θ_k in fp32: the master where trainable (mixed precision), else the weights themselves.
+    const auto local = model_.load_fp32(piece.param_index, piece.dim, piece.begin, piece.end - piece.begin).to(torch::kCPU);
     const auto global = region(global_[piece.param_index], piece);
     auto delta = torch::zeros_like(global);
     int dim;
@@ -122,12 +123,15 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
       global.add_(delta);
     }
     // θ_k ← θ, or after an overlapped exchange Streaming DiLoCo's α·θ_k + (1−α)·θ.
-    auto local = region(model_.weights()[piece.param_index], piece);
+    // Mixed precision: the bf16 working weights become the rounded values, the fp32 masters of
+    // the trainable elements the values themselves.
+    const int64_t len = piece.end - piece.begin;
     if (!sync.overlapped) {
-      local.copy_(global);
+      model_.store_fp32(piece.param_index, piece.dim, piece.begin, len, global);
     } else {
       const double a = config_.overlap_alpha;
-      local.copy_(local.to(torch::kCPU, torch::kFloat32).mul(a).add(global, 1 - a));
+      const auto local = model_.load_fp32(piece.param_index, piece.dim, piece.begin, len).to(torch::kCPU);
+      model_.store_fp32(piece.param_index, piece.dim, piece.begin, len, local.mul(a).add(global, 1 - a));
     }
   }
   sync.result.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

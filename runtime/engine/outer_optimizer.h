@@ -5,7 +5,10 @@
 //   θ   ← OuterOpt(θ, Δ): Nesterov SGD on the pseudo-gradient −Δ, or θ + Δ ("average")
 //   θ_k ← θ for the whole fragment (frozen slices pick up the other ranks' progress)
 // θ and the Nesterov momentum are fp32 tensors in host memory; only the fragment being
-// synchronised is copied to and from the model's device.
+// synchronised is copied to and from the model's device. With train.dtype bf16, θ_k's
+// trainable elements are the model's fp32 masters (deltas are taken from them), frozen ones the
+// bf16 weights (their delta is 0 anyway), and θ_k ← θ writes the masters and the rounded
+// bf16 working weights.
 // Overlap (outer.overlap_steps = τ > 0, Streaming DiLoCo's τ): begin() sends the delta and
 // training goes on; finish() τ steps later applies the outer step and merges as Streaming
 // DiLoCo does, θ_k ← α·θ_k + (1−α)·θ with α = outer.overlap_alpha, θ_k being the local values

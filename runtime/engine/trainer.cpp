@@ -114,13 +114,16 @@ class Run {
         schedule_(c, c.model),
         dataset_(load_dataset(c)),
         loader_(dataset_, env.rank, env.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len),
-        model_(c.model, plan_, c.train.seed, device_),
-        inner_(c.inner, c.train.steps, model_.trainable(), decay_mask(c.inner, model_.layout())),
+        model_(c.model, plan_, c.train.seed, device_, c.train.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32),
+        inner_(c.inner, c.train.steps, model_.trainable(), decay_mask(c.inner, model_.layout()), model_.masters()),
         outer_(c.outer, model_, schedule_, collectives_, c.network.collective),
         metrics_(env.metrics_port, {{"rank", std::to_string(env.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
         flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_)) {
     if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
     model_.set_recompute(c.train.recompute);
+    // bf16: the output head's cross-entropy in chunks of at most 64 MiB of fp32 logits, so the
+    // full [B*S, vocab] fp32 logits never exist (fp32 keeps the plain, bit-exact path).
+    if (model_.mixed_precision()) model_.set_loss_chunk(std::max<int64_t>(1, (int64_t{16} << 20) / c.model.vocab));
   }
 
   nlohmann::json run() {
@@ -172,7 +175,7 @@ class Run {
     const auto start = Clock::now();
     std::vector<torch::Tensor> flat;
     for (const auto& p : model_.trainable()) flat.push_back(p.grad().reshape({-1}));
-    auto buffer = torch::cat(flat);
+    auto buffer = torch::cat(flat).to(torch::kFloat32);  // bf16 gradients: summed in fp32
     AllreduceStats wire;
     if (buffer.is_cuda()) {  // NCCL (or Gloo via host): its own ring, bytes from the same layout
       collectives_.allreduce_sum(buffer);
@@ -180,6 +183,7 @@ class Run {
     } else {
       ExchangeOptions options;
       options.schedule = allreduce_schedule(c_.network.collective);
+      if (model_.mixed_precision()) options.dtype = "bf16";  // bf16 gradients go on the wire as bf16
       wire = exchange_delta_sum(collectives_, buffer, options);
     }
     buffer.div_(env_.world_size);
@@ -254,6 +258,7 @@ class Run {
         p_.rounds,
         [&](torch::serialize::OutputArchive& a) {
           for (size_t i = 0; i < model_.weights().size(); ++i) a.write("weight." + std::to_string(i), model_.weights()[i].detach().to(torch::kCPU));
+          for (size_t i = 0; i < model_.masters().size(); ++i) a.write("master." + std::to_string(i), model_.masters()[i].detach().to(torch::kCPU));
           torch::serialize::OutputArchive inner;
           inner_.save(inner);
           a.write("inner", inner);
@@ -282,6 +287,13 @@ class Run {
                           " has shape " + c10::str(w.sizes()));
       model_.weights()[i].copy_(w);
     }
+    for (size_t i = 0; i < model_.masters().size(); ++i) {  // bf16: the fp32 masters, not the rounded weights
+      torch::Tensor m;
+      if (!ckpt->rank_part.try_read("master." + std::to_string(i), m) || m.sizes() != model_.masters()[i].sizes())
+        throw ConfigError("checkpoint " + ckpt->path + " has no fp32 master of parameter " + model_.layout()[i].name +
+                          " (written by a run with another train.dtype?)");
+      model_.masters()[i].detach().copy_(m);
+    }
     torch::serialize::InputArchive inner;
     ckpt->rank_part.read("inner", inner);
     inner_.load(inner);
@@ -308,7 +320,7 @@ class Run {
   double evaluate() {
     const auto start = Clock::now();
     torch::NoGradGuard no_grad;
-    const Transformer global(c_.model, ddp_ ? model_.weights() : outer_.global(), device_);
+    const Transformer global(c_.model, global_params(), device_);
     double mine = 0;
     for (int i = env_.rank; i < c_.train.eval_batches; i += env_.world_size) {
       mine += global.loss(to_tensor(dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len)).to(device_)).item<double>();
@@ -334,9 +346,17 @@ class Run {
 
   double floor_perplexity() const { return dataset_.entropy_rate_nats ? std::exp(*dataset_.entropy_rate_nats) : 0; }
 
+  // The global parameters in fp32: the outer optimiser's θ; DDP's are the local ones (in bf16
+  // their fp32 masters, every parameter being trainable).
+  std::vector<torch::Tensor> global_params() const {
+    if (!ddp_) return outer_.global();
+    return model_.fp32_weights();
+  }
+
   StateBytes measured_state() const {
     StateBytes s;
     for (const auto& w : model_.weights()) s.weights += w.nbytes();
+    for (const auto& m : model_.masters()) s.weights += m.nbytes();  // bf16: fp32 masters of trainable slices
     s.gradients = grad_bytes_;
     s.inner_optimizer = inner_.state_bytes();
     if (!ddp_) {
@@ -349,8 +369,10 @@ class Run {
   // The same state if every parameter were trainable, from the measured one.
   StateBytes full_training_state(const StateBytes& measured) const {
     StateBytes s = measured;
+    const bool bf16 = model_.mixed_precision();
     const double total = plan_.total_parameters() * 4.0, trainable = plan_.trainable_parameters() * 4.0;
-    s.gradients = grad_bytes_ > 0 ? total : 0;
+    if (bf16) s.weights += total - trainable;  // every parameter would have an fp32 master
+    s.gradients = grad_bytes_ > 0 ? (bf16 ? total / 2 : total) : 0;
     s.inner_optimizer = trainable > 0 ? s.inner_optimizer * total / trainable : 0;
     return s;
   }
@@ -383,7 +405,7 @@ class Run {
                             {"outer_optimizer", b.outer_optimizer}, {"offloaded", b.offloaded}, {"total", b.total()}};
     };
     // DDP has no outer state: its local parameters are the global ones.
-    const auto& global = ddp_ ? model_.weights() : outer_.global();
+    const auto global = global_params();
     nlohmann::json j = {{"rank", env_.rank},
                         {"world_size", env_.world_size},
                         {"method", method_name(c_.method)},
@@ -468,8 +490,9 @@ void check_runnable(const Config& config, const RunEnv& env) {
   if (config.train.device == "cuda" && !torch::cuda::is_available())
     throw ConfigError("config key 'train.device' is 'cuda' but this build or machine has no CUDA device "
                       "(torch::cuda::is_available() is false)");
-  if (config.train.dtype != "fp32")
-    throw ConfigError("config key 'train.dtype' is '" + config.train.dtype + "': this build trains in fp32 only");
+  if (config.train.dtype == "bf16" && config.train.device == "cpu" &&
+      !at::matmul(torch::ones({2, 2}, torch::kBFloat16), torch::ones({2, 2}, torch::kBFloat16)).equal(torch::full({2, 2}, 2.0, torch::kBFloat16)))
+    throw ConfigError("config key 'train.dtype' is 'bf16' but this LibTorch cannot multiply bf16 matrices on the CPU");
   const auto& d = config.data;
   if (d.source == "shards" || !d.path.empty()) {
     // The checks of TokenDataset::load that need no more than meta.json and the file list (the

@@ -7,13 +7,17 @@
 #include <limits>
 
 #include "data/counter_rng.h"
+#include "engine/chunked_cross_entropy.h"
 
 namespace ppu {
 
 namespace F = torch::nn::functional;
 
-Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t seed, torch::Device device)
-    : spec_(spec), plan_(plan), layout_(parameter_layout(spec)), seed_(seed) {
+Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t seed, torch::Device device,
+                         torch::ScalarType dtype)
+    : spec_(spec), plan_(plan), layout_(parameter_layout(spec)), dtype_(dtype), seed_(seed) {
+  TORCH_CHECK(dtype == torch::kFloat32 || dtype == torch::kBFloat16, "Transformer: dtype must be fp32 or bf16");
+  const bool mixed = dtype == torch::kBFloat16;
   // One generator, consumed in layout order, so every rank initialises identically.
   auto gen = at::detail::createCPUGenerator(seed);
   const double residual_std = 0.02 / std::sqrt(2.0 * spec.layers);
@@ -27,9 +31,12 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
       const double std = (p.role == ParamRole::AttnOut || p.role == ParamRole::MlpDown) ? residual_std : 0.02;
       t = at::normal(0.0, std, p.shape, gen);
     }
-    t = t.to(device);
+    t = t.to(device, dtype);  // bf16: the fp32 initial values are rounded and dropped
     const auto& sl = plan_.params()[i];
     slices_.push_back(make_weight_slice(t, sl.dim, sl.begin, sl.end));
+    if (mixed)  // the master holds the trainable range only, as fp32 of the rounded values
+      masters_.push_back(slices_.back().trainable.detach().to(torch::kFloat32, false, /*copy=*/true)
+                             .contiguous().requires_grad_(true));
     weights_.push_back(slices_.back().full);
     trainable_.push_back(slices_.back().trainable);
   }
@@ -40,6 +47,7 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
 Transformer::Transformer(const ModelSpec& spec, const std::vector<torch::Tensor>& weights, torch::Device device)
     : spec_(spec), plan_(spec, SliceMode::None, 1, 1, 0), layout_(parameter_layout(spec)) {
   TORCH_CHECK(weights.size() == layout_.size(), "Transformer view: expected ", layout_.size(), " tensors, got ", weights.size());
+  dtype_ = weights.front().scalar_type();
   for (size_t i = 0; i < weights.size(); ++i) {
     TORCH_CHECK(weights[i].sizes() == c10::IntArrayRef(layout_[i].shape), "Transformer view: ", layout_[i].name,
                 " has shape ", weights[i].sizes());
@@ -78,15 +86,16 @@ void Transformer::init_tables(torch::Device device) {
   auto pos = torch::arange(0, spec.seq_len, torch::kFloat64);
   auto angles = torch::outer(pos, inv_freq);                   // [S, hd/2]
   auto full_angles = torch::cat({angles, angles}, 1);          // [S, hd]
-  rope_cos_ = full_angles.cos().to(torch::kFloat32).to(device);
-  rope_sin_ = full_angles.sin().to(torch::kFloat32).to(device);
+  // Tables in the compute dtype (an fp32 table would promote bf16 activations to fp32).
+  rope_cos_ = full_angles.cos().to(dtype_).to(device);
+  rope_sin_ = full_angles.sin().to(dtype_).to(device);
   // Queries take the 1/sqrt(hd) of the scores through their rotation tables: [S, hd] multiplies
   // that are done anyway, instead of a pass over every [B, h, S, S] score.
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-  rope_cos_q_ = (full_angles.cos() * scale).to(torch::kFloat32).to(device);
-  rope_sin_q_ = (full_angles.sin() * scale).to(torch::kFloat32).to(device);
+  rope_cos_q_ = (full_angles.cos() * scale).to(dtype_).to(device);
+  rope_sin_q_ = (full_angles.sin() * scale).to(dtype_).to(device);
   // Additive causal mask, added by the scores' GEMM itself (baddbmm with beta = 1).
-  causal_bias_ = torch::full({spec.seq_len, spec.seq_len}, -std::numeric_limits<float>::infinity()).triu(1).to(device);
+  causal_bias_ = torch::full({spec.seq_len, spec.seq_len}, -std::numeric_limits<float>::infinity()).triu(1).to(device, dtype_);
   fused_attention_ = device.is_cuda();
 }
 
@@ -203,8 +212,67 @@ torch::Tensor Transformer::loss(const torch::Tensor& tokens) const {
     x = recompute_ && torch::GradMode::is_enabled() ? RecomputedBlock::apply(x, self, l) : block(x, l);
   const size_t n = weights_.size();
   x = torch::layer_norm(x, {spec_.d_model}, weights_[n - 2], weights_[n - 1]);
+  if (loss_chunk_ > 0)  // tied output head, chunked: the [B*S, vocab] fp32 logits never exist
+    return chunked_cross_entropy(x.reshape({-1, spec_.d_model}), emb, targets.reshape({-1}), loss_chunk_);
   auto logits = torch::matmul(x, emb.t());  // tied output head
+  if (logits.scalar_type() != torch::kFloat32) logits = logits.to(torch::kFloat32);
   return F::cross_entropy(logits.reshape({-1, spec_.vocab}), targets.reshape({-1}));
+}
+
+std::vector<torch::Tensor> Transformer::fp32_weights() const {
+  if (masters_.empty()) return weights_;
+  std::vector<torch::Tensor> out;
+  for (size_t i = 0; i < weights_.size(); ++i) out.push_back(load_fp32(i, -1, 0, 0));
+  return out;
+}
+
+bool Transformer::master_overlap(size_t i, int dim, int64_t begin, int64_t len, int& mdim, int64_t& rbegin,
+                                 int64_t& mbegin, int64_t& n) const {
+  const auto& sl = slices_[i];
+  mdim = sl.dim;
+  if (sl.dim < 0) {  // whole tensor trainable: the master is the whole tensor
+    rbegin = 0;
+    mbegin = dim < 0 ? 0 : begin;
+    n = dim < 0 ? weights_[i].size(0) : len;
+    mdim = dim < 0 ? -1 : dim;
+    return true;
+  }
+  const int64_t lo = dim < 0 ? 0 : begin, hi = dim < 0 ? weights_[i].size(sl.dim) : begin + len;
+  TORCH_CHECK(dim < 0 || dim == sl.dim, "Transformer: region and slice along different dimensions");
+  const int64_t b = std::max(lo, sl.begin), e = std::min(hi, sl.end);
+  if (e <= b) return false;
+  rbegin = b - lo;
+  mbegin = b - sl.begin;
+  n = e - b;
+  return true;
+}
+
+torch::Tensor Transformer::load_fp32(size_t i, int dim, int64_t begin, int64_t len) const {
+  const auto& w = weights_[i];
+  const auto region = dim < 0 ? w : w.narrow(dim, begin, len);
+  if (masters_.empty()) return region.detach().to(torch::kFloat32);
+  int mdim;
+  int64_t rbegin, mbegin, n;
+  if (slices_[i].dim < 0 && dim < 0) return masters_[i].detach();  // the master is the tensor
+  auto out = region.detach().to(torch::kFloat32, false, /*copy=*/true);
+  if (master_overlap(i, dim, begin, len, mdim, rbegin, mbegin, n)) {
+    if (mdim < 0) out.copy_(masters_[i].detach());
+    else out.narrow(mdim, rbegin, n).copy_(masters_[i].detach().narrow(mdim, mbegin, n));
+  }
+  return out;
+}
+
+void Transformer::store_fp32(size_t i, int dim, int64_t begin, int64_t len, const torch::Tensor& values) {
+  torch::NoGradGuard no_grad;
+  auto region = dim < 0 ? weights_[i] : weights_[i].narrow(dim, begin, len);
+  region.copy_(values);  // bf16: round to nearest even
+  if (masters_.empty()) return;
+  int mdim;
+  int64_t rbegin, mbegin, n;
+  if (!master_overlap(i, dim, begin, len, mdim, rbegin, mbegin, n)) return;
+  const auto v = values.to(masters_[i].device());
+  if (mdim < 0) masters_[i].copy_(v);
+  else masters_[i].narrow(mdim, mbegin, n).copy_(slices_[i].dim < 0 && dim < 0 ? v : v.narrow(mdim, rbegin, n));
 }
 
 }  // namespace ppu

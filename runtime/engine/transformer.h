@@ -8,6 +8,11 @@
 // other slice per layer, drawn by begin_step from (seed, rank, step, layer)) carries the
 // input gradient through the MLPs. A view over given tensors (the global θ) evaluates them
 // without copying.
+// Mixed precision (train.dtype bf16, §3.1): the working weights are bf16 and so are the
+// activations and gradients; the trainable slices alone also have an fp32 master copy
+// (masters(), what the inner optimiser steps); frozen slices exist only in bf16. Weights are
+// initialised in fp32, rounded to bf16, and the masters start as those rounded values, so every
+// rank starts from the same θ whatever it trains.
 #pragma once
 
 #include <torch/torch.h>
@@ -24,7 +29,9 @@ namespace ppu {
 class Transformer {
  public:
   // Deterministic initialisation from `seed` (identical on every rank).
-  Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t seed, torch::Device device = torch::kCPU);
+  // `dtype`: the compute dtype, kFloat32 or kBFloat16 (then fp32 masters of the trainable slices).
+  Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t seed, torch::Device device = torch::kCPU,
+              torch::ScalarType dtype = torch::kFloat32);
   // Evaluation view over `weights` (layout order, e.g. the outer optimiser's global θ): nothing
   // trainable; tensors already on `device` are used as they are (no copy), so the view sees
   // later in-place updates.
@@ -37,8 +44,14 @@ class Transformer {
   // (slice+random), or -1.
   int jacobian_random_slice(int layer) const;
 
-  // tokens: int64 [B, S+1]; returns the mean next-token cross-entropy (nats) over B*S targets.
+  // tokens: int64 [B, S+1]; returns the mean next-token cross-entropy (nats) over B*S targets,
+  // an fp32 scalar in either dtype.
   torch::Tensor loss(const torch::Tensor& tokens) const;
+  // The cross-entropy of the tied output head over `chunk_tokens` tokens at a time
+  // (chunked_cross_entropy): the full [B*S, vocab] fp32 logits never exist. 0: one plain
+  // matmul + cross_entropy (the default; in bf16 the logits are cast to fp32 for it).
+  void set_loss_chunk(int64_t chunk_tokens) { loss_chunk_ = chunk_tokens; }
+  int64_t loss_chunk() const { return loss_chunk_; }
 
   // Full activation recomputation: each block keeps only its input during the forward and
   // runs again inside the backward (per-block checkpointing, §3.1). Same gradients, less memory.
@@ -56,6 +69,19 @@ class Transformer {
   const std::vector<torch::Tensor>& weights() const { return weights_; }
   // Leaves the inner optimiser updates (slices are views into weights()), in layout order.
   const std::vector<torch::Tensor>& trainable() const { return trainable_; }
+  // bf16: per parameter, the fp32 master of its trainable range (the trainable leaf's shape,
+  // contiguous; zero elements when frozen). fp32: empty (the weights are their own masters).
+  const std::vector<torch::Tensor>& masters() const { return masters_; }
+  torch::ScalarType dtype() const { return dtype_; }
+  bool mixed_precision() const { return !masters_.empty(); }
+  // The parameters as fp32 tensors, masters where trainable (bf16: a fresh copy per parameter
+  // unless its master is the whole tensor; fp32: weights() themselves).
+  std::vector<torch::Tensor> fp32_weights() const;
+  // Writes fp32 `values` of `region` (a narrow of parameter i along `dim`, [begin, begin+len);
+  // dim -1: all) into the working weight (rounded in bf16) and, where trainable, the master.
+  void store_fp32(size_t i, int dim, int64_t begin, int64_t len, const torch::Tensor& values);
+  // The fp32 values of that region: the master where trainable, the working weight elsewhere.
+  torch::Tensor load_fp32(size_t i, int dim, int64_t begin, int64_t len) const;
   const std::vector<ParamInfo>& layout() const { return layout_; }
   const SlicePlan& plan() const { return plan_; }
   const ModelSpec& spec() const { return spec_; }
@@ -65,6 +91,9 @@ class Transformer {
   torch::Tensor mlp(const torch::Tensor& x, int layer) const;
   torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
   void init_tables(torch::Device device);
+  // The master's part overlapping [begin, begin+len) of parameter i along `dim`: its range
+  // within the region (rbegin, n) and within the master (mbegin); false when none.
+  bool master_overlap(size_t i, int dim, int64_t begin, int64_t len, int& mdim, int64_t& rbegin, int64_t& mbegin, int64_t& n) const;
   const torch::Tensor& w(int layer, int offset) const { return weights_[1 + layer * kPerBlock + offset]; }
   const WeightSlice& s(int layer, int offset) const { return slices_[1 + layer * kPerBlock + offset]; }
 
@@ -78,6 +107,9 @@ class Transformer {
   std::vector<torch::Tensor> weights_;
   std::vector<WeightSlice> slices_;
   std::vector<torch::Tensor> trainable_;
+  std::vector<torch::Tensor> masters_;  // bf16 only
+  torch::ScalarType dtype_ = torch::kFloat32;
+  int64_t loss_chunk_ = 0;
   torch::Tensor rope_cos_, rope_sin_;      // [S, head_dim]
   torch::Tensor rope_cos_q_, rope_sin_q_;  // the same times 1/sqrt(head_dim), for queries
   torch::Tensor causal_bias_;              // [S, S]: 0 on and below the diagonal, -inf above

@@ -61,6 +61,33 @@ TEST(CostModel, MemoryComponentsShrinkWithSlicing) {
   EXPECT_LT(saving, 0.55);
 }
 
+TEST(CostModel, MixedPrecisionMemoryAndWhereTheOuterStateIsCounted) {
+  // §3.1 in bf16: bf16 weights of every parameter + fp32 masters of the trainable ones, bf16
+  // gradients and fp32 AdamW moments of the trainable ones only.
+  for (const char* name : {"mlp-4", "mlp-heads-4", "streaming-diloco", "diloco", "ddp"}) {
+    const Config c = paper(name);
+    ASSERT_EQ(c.train.dtype, "bf16") << name;
+    const auto r = plan_report(c);
+    const double total = r["total_params"].get<double>(), trainable = r["trainable_params"].get<double>();
+    const auto dev = r["memory_bytes"], host = r["runtime_memory_bytes"];
+    EXPECT_DOUBLE_EQ(dev["weights"].get<double>(), 2 * total + 4 * trainable) << name;
+    EXPECT_DOUBLE_EQ(dev["gradients"].get<double>(), 2 * trainable) << name;
+    EXPECT_DOUBLE_EQ(dev["inner_optimizer"].get<double>(), 8 * trainable) << name;
+    for (const char* k : {"weights", "gradients", "inner_optimizer"}) EXPECT_EQ(dev[k], host[k]) << name << " " << k;
+    // ppu-train keeps θ and the outer momentum of every parameter (host memory); §3.1's device
+    // accounting only the fragment being synced (streaming) — DDP has neither.
+    const bool ddp = std::string(name) == "ddp";
+    EXPECT_DOUBLE_EQ(host["offloaded"].get<double>(), ddp ? 0 : 4 * total) << name;
+    EXPECT_DOUBLE_EQ(host["outer_optimizer"].get<double>(), ddp ? 0 : 4 * total) << name;
+    if (c.streaming()) EXPECT_LT(dev["offloaded"].get<double>(), host["offloaded"].get<double>() / 5) << name;
+  }
+  Config fp32 = paper("mlp-4");
+  fp32.train.dtype = "fp32";
+  const auto r = plan_report(fp32);
+  EXPECT_DOUBLE_EQ(r["memory_bytes"]["weights"].get<double>(), 4 * r["total_params"].get<double>());
+  EXPECT_DOUBLE_EQ(r["memory_bytes"]["gradients"].get<double>(), 4 * r["trainable_params"].get<double>());
+}
+
 TEST(CostModel, WallClockFavoursLowCommunicationOnSlowLinks) {
   WallClockInputs in{0.44, 0.85, 2.6e9, 2.6e9, 32, 100, 10000, 44.0 / 26.0};
   const auto points = simulate_wall_clock(in, {0.5, 2.875, 1000});
