@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/job_contract.h"
+
 namespace ppu::op {
 
 JobMetrics aggregate_job_metrics(const std::vector<std::vector<Sample>>& per_rank) {
@@ -13,23 +15,23 @@ JobMetrics aggregate_job_metrics(const std::vector<std::vector<Sample>>& per_ran
     ++m.ranks_scraped;
     for (const auto& s : samples) {
       if (!std::isfinite(s.value)) continue;
-      if (s.name == "ppu_state_bytes") {
+      if (s.name == contract::metric::kStateBytes) {
         auto it = s.labels.find("component");
         if (it != s.labels.end()) m.state_bytes[it->second] += s.value;
-      } else if (s.name == "ppu_flops_executed_total") {
+      } else if (s.name == contract::metric::kFlopsExecuted) {
         m.flops_executed += s.value;
-      } else if (s.name == "ppu_flops_full_backward_total") {
+      } else if (s.name == contract::metric::kFlopsFullBackward) {
         m.flops_full_backward += s.value;
-      } else if (s.name == "ppu_eval_perplexity") {
+      } else if (s.name == contract::metric::kEvalPerplexity) {
         ppl_sum += s.value, ++ppl_n;
-      } else if (s.name == "ppu_loss") {
+      } else if (s.name == contract::metric::kLoss) {
         loss_sum += s.value, ++loss_n;
-      } else if (s.name == "ppu_tokens_per_second") {
+      } else if (s.name == contract::metric::kTokensPerSecond) {
         tps_sum += s.value, ++tps_n;
-      } else if (s.name == "ppu_outer_round") {
+      } else if (s.name == contract::metric::kOuterRound) {
         auto r = static_cast<int64_t>(s.value);
         m.outer_round = m.outer_round ? std::min(*m.outer_round, r) : r;
-      } else if (s.name == "ppu_checkpoint_round") {
+      } else if (s.name == contract::metric::kCheckpointRound) {
         auto r = static_cast<int64_t>(s.value);
         m.checkpoint_round = m.checkpoint_round ? std::max(*m.checkpoint_round, r) : r;
       }

@@ -1,5 +1,7 @@
 #include "job_status.h"
 
+#include "core/job_contract.h"
+
 #include "rfc3339.h"
 
 namespace ppu::op {
@@ -30,7 +32,7 @@ std::optional<FatalExit> fatal_exit(const json& pod) {
       if (!cs.contains(which) || !cs[which].contains("terminated")) continue;
       const json& t = cs[which]["terminated"];
       int code = t.value("exitCode", 0);
-      if (code == 2 || code == 4) return FatalExit{code, t.value("message", std::string())};
+      if (contract::exit_is_permanent(code)) return FatalExit{code, t.value("message", std::string())};
     }
   }
   return std::nullopt;

@@ -1,5 +1,7 @@
 #include "object_builder.h"
 
+#include "core/job_contract.h"
+
 #include <yaml-cpp/yaml.h>
 
 namespace ppu::op {
@@ -131,11 +133,11 @@ json build_pod(const JobSpec& j, int rank, int restart) {
   md["labels"][kRankLabel] = std::to_string(rank);
   md["annotations"] = {{"ppu.dev/restart", std::to_string(restart)}};
 
-  json envs = json::array({env("RANK", std::to_string(rank)), env("WORLD_SIZE", std::to_string(j.replicas)),
-                           env("MASTER_ADDR", master_addr(j)), env("MASTER_PORT", std::to_string(j.master_port)),
-                           env("PPU_CONFIG", kConfigPath), env("PPU_CHECKPOINT_DIR", kCheckpointPath),
-                           env("PPU_RUN_ID", run_id(j)),
-                           env("PPU_METRICS_PORT", std::to_string(j.metrics_port))});
+  json envs = json::array({env(contract::env::kRank, std::to_string(rank)), env(contract::env::kWorldSize, std::to_string(j.replicas)),
+                           env(contract::env::kMasterAddr, master_addr(j)), env(contract::env::kMasterPort, std::to_string(j.master_port)),
+                           env(contract::env::kConfig, kConfigPath), env(contract::env::kCheckpointDir, kCheckpointPath),
+                           env(contract::env::kRunId, run_id(j)),
+                           env(contract::env::kMetricsPort, std::to_string(j.metrics_port))});
   if (s.contains("env") && s["env"].is_array())
     for (const auto& e : s["env"]) envs.push_back(e);
 
@@ -160,7 +162,7 @@ json build_pod(const JobSpec& j, int rank, int restart) {
                     {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", j.master_port}},
                                            {{"name", "metrics"}, {"containerPort", j.metrics_port}}})},
                     {"volumeMounts", mounts},
-                    {"terminationMessagePath", "/dev/termination-log"},
+                    {"terminationMessagePath", contract::kTerminationLog},
                     {"terminationMessagePolicy", "FallbackToLogsOnError"}};
   if (s.contains("args")) container["args"] = s["args"];
   if (s.contains("resources")) container["resources"] = s["resources"];

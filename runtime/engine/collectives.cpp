@@ -1,5 +1,7 @@
 #include "engine/collectives.h"
 
+#include "core/job_contract.h"
+
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef PPU_WITH_CUDA
@@ -39,10 +41,10 @@ int env_int(const char* name, int fallback) {
 
 RendezvousInfo rendezvous_from_env() {
   RendezvousInfo info;
-  info.rank = env_int("RANK", 0);
-  info.world_size = env_int("WORLD_SIZE", 1);
-  if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) info.master_addr = addr;
-  info.master_port = env_int("MASTER_PORT", 29500);
+  info.rank = env_int(contract::env::kRank, 0);
+  info.world_size = env_int(contract::env::kWorldSize, 1);
+  if (const char* addr = std::getenv(contract::env::kMasterAddr); addr && *addr) info.master_addr = addr;
+  info.master_port = env_int(contract::env::kMasterPort, 29500);
   if (info.world_size < 1) throw std::invalid_argument("WORLD_SIZE must be >= 1, got " + std::to_string(info.world_size));
   if (info.rank < 0 || info.rank >= info.world_size)
     throw std::invalid_argument("RANK=" + std::to_string(info.rank) + " is outside [0, WORLD_SIZE=" +

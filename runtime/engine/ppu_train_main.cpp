@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "core/config.h"
+#include "core/job_contract.h"
 #include "data/token_shard.h"
 #include "engine/collectives.h"
 #include "engine/compute_threads.h"
@@ -29,7 +30,7 @@ std::string env_or(const char* name, const std::string& fallback) {
 // Kubernetes copies this file into the pod's status, so the operator can explain a failure.
 // The kubelet creates the file; outside a pod it does not exist and nothing is written.
 void write_termination_message(const std::string& message) {
-  const char* path = "/dev/termination-log";
+  const char* path = ppu::contract::kTerminationLog;
   if (!std::filesystem::exists(path)) return;
   std::ofstream out(path);
   if (out) out << message << "\n";
@@ -45,7 +46,7 @@ int fail(int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   CLI::App app{"ppu-train: one rank of a partial-parameter-update training job"};
-  std::string config_path = env_or("PPU_CONFIG", "");
+  std::string config_path = env_or(ppu::contract::env::kConfig, "");
   std::vector<std::string> overrides;
   std::string summary_path;
   bool check_only = false;
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
   }
 
   // ppu-launch prefixes each line with the rank itself.
-  const std::string rank_tag = std::getenv("PPU_LOG_PREFIXED") ? "" : "[rank " + env_or("RANK", "0") + "] ";
+  const std::string rank_tag = std::getenv(ppu::contract::env::kLogPrefixed) ? "" : "[rank " + env_or(ppu::contract::env::kRank, "0") + "] ";
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e " + rank_tag + "%^%l%$ %v");
   try {
     const ppu::Config config = ppu::load_config(config_path, overrides);
@@ -70,9 +71,9 @@ int main(int argc, char** argv) {
     env.world_size = rdv.world_size;
     env.master_addr = rdv.master_addr;
     env.master_port = rdv.master_port;
-    env.run_id = env_or("PPU_RUN_ID", "local");
-    env.checkpoint_dir = env_or("PPU_CHECKPOINT_DIR", config.checkpoint.dir);
-    env.metrics_port = std::atoi(env_or("PPU_METRICS_PORT", std::to_string(config.metrics.port)).c_str());
+    env.run_id = env_or(ppu::contract::env::kRunId, "local");
+    env.checkpoint_dir = env_or(ppu::contract::env::kCheckpointDir, config.checkpoint.dir);
+    env.metrics_port = std::atoi(env_or(ppu::contract::env::kMetricsPort, std::to_string(config.metrics.port)).c_str());
     if (check_only) {
       ppu::check_runnable(config, env);
       std::cout << "ppu-train --check: config OK for " << env.world_size << " rank(s)\n";
@@ -99,14 +100,14 @@ int main(int argc, char** argv) {
     if (!summary_path.empty()) std::ofstream(summary_path) << summary.dump(2) << "\n";
     return 0;
   } catch (const ppu::ConfigError& e) {
-    return fail(2, std::string("configuration error: ") + e.what());
+    return fail(ppu::contract::exit_code::kConfigError, std::string("configuration error: ") + e.what());
   } catch (const std::invalid_argument& e) {
-    return fail(2, std::string("invalid argument: ") + e.what());
+    return fail(ppu::contract::exit_code::kConfigError, std::string("invalid argument: ") + e.what());
   } catch (const ppu::PeerError& e) {
-    return fail(3, std::string("peer failure: ") + e.what());
+    return fail(ppu::contract::exit_code::kPeerFailure, std::string("peer failure: ") + e.what());
   } catch (const ppu::data::ShardError& e) {
-    return fail(4, std::string("data error: ") + e.what());
+    return fail(ppu::contract::exit_code::kDataError, std::string("data error: ") + e.what());
   } catch (const std::exception& e) {
-    return fail(1, std::string("error: ") + e.what());
+    return fail(ppu::contract::exit_code::kRuntimeFailure, std::string("error: ") + e.what());
   }
 }

@@ -1,5 +1,7 @@
 #include "engine/rank_metrics.h"
 
+#include "core/job_contract.h"
+
 #include <prometheus/counter.h>
 #include <httplib.h>
 #include <prometheus/gauge.h>
@@ -59,30 +61,30 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
   auto gauge = [&](const char* name, const char* help) { return BuildGauge().Name(name).Help(help).Labels(labels); };
   auto counter = [&](const char* name, const char* help) { return BuildCounter().Name(name).Help(help).Labels(labels); };
   f_.reset(new Families{
-      gauge("ppu_state_bytes", "Training-state memory by the paper's components, measured from live tensors").Register(r),
+      gauge(contract::metric::kStateBytes, "Training-state memory by the paper's components, measured from live tensors").Register(r),
       gauge("ppu_state_full_training_bytes", "The same component under full (unsliced) training").Register(r),
       one(gauge("ppu_process_resident_memory_bytes", "Resident set size of the rank process"), r),
       one(gauge("ppu_cuda_memory_allocated_bytes", "CUDA memory allocated by tensors"), r),
       one(gauge("ppu_cuda_memory_reserved_bytes", "CUDA memory reserved by the caching allocator"), r),
       one(gauge("ppu_cuda_memory_peak_bytes", "Peak CUDA memory allocated"), r),
-      one(counter("ppu_flops_executed_total", "FLOPs executed by training steps (Appendix C, partial backward)"), r),
-      one(counter("ppu_flops_full_backward_total", "FLOPs the same steps would cost with a full backward"), r),
+      one(counter(contract::metric::kFlopsExecuted, "FLOPs executed by training steps (Appendix C, partial backward)"), r),
+      one(counter(contract::metric::kFlopsFullBackward, "FLOPs the same steps would cost with a full backward"), r),
       one(gauge("ppu_step_flops_executed", "FLOPs of one inner step"), r),
       one(gauge("ppu_step_flops_full_backward", "FLOPs of one inner step with a full backward"), r),
-      one(gauge("ppu_loss", "Last training loss in nats per token"), r),
+      one(gauge(contract::metric::kLoss, "Last training loss in nats per token"), r),
       one(gauge("ppu_train_perplexity", "exp(training loss)"), r),
       one(gauge("ppu_eval_loss", "Last held-out loss in nats per token"), r),
-      one(gauge("ppu_eval_perplexity", "Last held-out perplexity"), r),
+      one(gauge(contract::metric::kEvalPerplexity, "Last held-out perplexity"), r),
       gauge("ppu_eval_perplexity_floor", "Best achievable perplexity of the synthetic corpus").Register(r),
       one(counter("ppu_tokens_total", "Training tokens consumed by this rank"), r),
-      one(gauge("ppu_tokens_per_second", "Recent training throughput of this rank"), r),
+      one(gauge(contract::metric::kTokensPerSecond, "Recent training throughput of this rank"), r),
       one(gauge("ppu_step", "Inner steps completed"), r),
       one(gauge("ppu_steps_target", "Inner steps configured"), r),
-      one(gauge("ppu_outer_round", "Outer rounds completed"), r),
+      one(gauge(contract::metric::kOuterRound, "Outer rounds completed"), r),
       counter("ppu_outer_sync_bytes_total", "Bytes this rank sent (put on the wire) for syncs").Register(r),
       counter("ppu_outer_sync_seconds_total", "Seconds spent in outer syncs").Register(r),
       counter("ppu_outer_syncs_total", "Outer syncs performed").Register(r),
-      one(gauge("ppu_checkpoint_round", "Outer round of the newest checkpoint written or resumed from"), r),
+      one(gauge(contract::metric::kCheckpointRound, "Outer round of the newest checkpoint written or resumed from"), r),
       counter("ppu_outer_sync_received_bytes_total", "Bytes this rank took off the wire for syncs").Register(r),
       counter("ppu_network_wait_seconds_total", "Seconds training was blocked waiting for an exchange to complete").Register(r),
   });

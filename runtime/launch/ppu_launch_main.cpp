@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/job_contract.h"
 
 namespace {
 
@@ -73,13 +74,13 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
     close(fds[1]);
-    setenv("RANK", std::to_string(rank).c_str(), 1);
-    setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
-    setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-    setenv("MASTER_ADDR", "127.0.0.1", 1);
-    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-    setenv("PPU_LOG_PREFIXED", "1", 1);
-    if (metrics_port > 0) setenv("PPU_METRICS_PORT", std::to_string(metrics_port + rank).c_str(), 1);
+    setenv(ppu::contract::env::kRank, std::to_string(rank).c_str(), 1);
+    setenv(ppu::contract::env::kWorldSize, std::to_string(world).c_str(), 1);
+    setenv(ppu::contract::env::kLocalRank, std::to_string(rank).c_str(), 1);
+    setenv(ppu::contract::env::kMasterAddr, "127.0.0.1", 1);
+    setenv(ppu::contract::env::kMasterPort, std::to_string(port).c_str(), 1);
+    setenv(ppu::contract::env::kLogPrefixed, "1", 1);
+    if (metrics_port > 0) setenv(ppu::contract::env::kMetricsPort, std::to_string(metrics_port + rank).c_str(), 1);
     std::vector<char*> argv{const_cast<char*>(trainer.c_str())};
     if (check) argv.push_back(const_cast<char*>("--check"));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));

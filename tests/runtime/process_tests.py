@@ -11,6 +11,8 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
        equivalence ppu-launch runs of PPU (N=1) and Streaming DiLoCo agree bit for bit
        metrics     a live /metrics scrape passes promtool check metrics
        data-error  a missing or corrupt dataset exits 4 (never retried) naming the path
+       runtime-failure  an environment failure at run time (the metrics port is taken) exits 1,
+                   naming the key and the port, so the operator restarts instead of failing
        launch-check ppu-launch refuses what only ppu-train can check (device, dataset) once,
                    with ppu-train's exit code, before starting any rank
 """
@@ -247,6 +249,23 @@ def case_launch_check():
     shutil.rmtree(work)
 
 
-{"metrics": case_metrics, "launch-check": case_launch_check, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
+def case_runtime_failure():
+    # Exit 1 is "runtime failure": retryable (the operator restarts the gang), unlike 2 and 4.
+    import socket
+    taken = socket.socket()
+    taken.bind(("0.0.0.0", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    env = dict(os.environ, PPU_METRICS_PORT=str(port))
+    env.pop("RANK", None)
+    r = subprocess.run([TRAIN, "--config", TINY, *BASE], capture_output=True, text=True, timeout=120, env=env)
+    out = r.stdout + r.stderr
+    taken.close()
+    if r.returncode != 1 or "metrics.port" not in out or str(port) not in out:
+        fail(f"metrics port {port} taken: exit {r.returncode}, expected 1 naming metrics.port and the port:\n{out}")
+    print(f"ok metrics port {port} taken -> exit 1: {out.strip().splitlines()[-1]}")
+
+
+{"metrics": case_metrics, "runtime-failure": case_runtime_failure, "launch-check": case_launch_check, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
  "launch-fail": case_launch_fail, "equivalence": case_equivalence}[CASE]()
 print("PASS", CASE)

@@ -1,0 +1,52 @@
+// job_contract: the names and numbers ppu-train, ppu-launch and ppu-operator agree on — exit
+// codes, the environment a rank reads, the termination-message file, and the rank metrics the
+// operator scrapes. Both sides include this header, so a rename cannot break one of them
+// silently; docs/METRICS.md documents the same values and JobContract.* tests check the docs.
+// Plain constants only: no LibTorch, no dependencies.
+#pragma once
+
+namespace ppu::contract {
+
+// Exit codes of ppu-train (ppu-launch returns the first failing rank's).
+namespace exit_code {
+inline constexpr int kDone = 0;
+inline constexpr int kRuntimeFailure = 1;  // crash or I/O error: the operator restarts the gang
+inline constexpr int kConfigError = 2;     // bad key, flag or slicing: the job fails at once
+inline constexpr int kPeerFailure = 3;     // a peer died or a collective timed out: gang restart
+inline constexpr int kDataError = 4;       // data (or a required checkpoint) missing or unusable: fails at once
+}  // namespace exit_code
+
+// Whether a rank's exit code means no restart can succeed (the operator marks the job Failed).
+constexpr bool exit_is_permanent(int code) { return code == exit_code::kConfigError || code == exit_code::kDataError; }
+
+// The environment of a rank (set by ppu-launch locally, by the operator's pod template in a cluster).
+namespace env {
+inline constexpr const char* kRank = "RANK";
+inline constexpr const char* kWorldSize = "WORLD_SIZE";
+inline constexpr const char* kLocalRank = "LOCAL_RANK";
+inline constexpr const char* kMasterAddr = "MASTER_ADDR";
+inline constexpr const char* kMasterPort = "MASTER_PORT";
+inline constexpr const char* kConfig = "PPU_CONFIG";                 // path of the training YAML
+inline constexpr const char* kRunId = "PPU_RUN_ID";                  // the run_id label of every metric
+inline constexpr const char* kCheckpointDir = "PPU_CHECKPOINT_DIR";  // overrides checkpoint.dir
+inline constexpr const char* kMetricsPort = "PPU_METRICS_PORT";      // overrides metrics.port
+inline constexpr const char* kLogPrefixed = "PPU_LOG_PREFIXED";      // ppu-launch prefixes lines itself
+}  // namespace env
+
+// ppu-train writes its last error line here when the file is writable; the pod template sets
+// it as terminationMessagePath, so the operator can quote it in the job's Failed condition.
+inline constexpr const char* kTerminationLog = "/dev/termination-log";
+
+// Rank metrics the operator aggregates into job metrics (the full list: docs/METRICS.md).
+namespace metric {
+inline constexpr const char* kStateBytes = "ppu_state_bytes";
+inline constexpr const char* kFlopsExecuted = "ppu_flops_executed_total";
+inline constexpr const char* kFlopsFullBackward = "ppu_flops_full_backward_total";
+inline constexpr const char* kEvalPerplexity = "ppu_eval_perplexity";
+inline constexpr const char* kLoss = "ppu_loss";
+inline constexpr const char* kTokensPerSecond = "ppu_tokens_per_second";
+inline constexpr const char* kOuterRound = "ppu_outer_round";
+inline constexpr const char* kCheckpointRound = "ppu_checkpoint_round";
+}  // namespace metric
+
+}  // namespace ppu::contract
