@@ -1,11 +1,24 @@
 #include "engine/inner_optimizer.h"
 
 #include <cmath>
+#include <string>
+#include <type_traits>
+
+#include <torch/version.h>
 
 #include "core/lr_schedule.h"
 #include "engine/fused_adamw.h"
 
 namespace ppu {
+
+#if TORCH_VERSION_MAJOR >= 2
+namespace {
+template <class Key> Key optimizer_state_key(c10::TensorImpl* impl) {
+  if constexpr (std::is_same_v<Key, std::string>) return c10::str(impl);
+  else return impl;
+}
+}  // namespace
+#endif
 
 InnerOptimizer::InnerOptimizer(const InnerConfig& config, int64_t total_steps, const std::vector<torch::Tensor>& trainable,
                                const std::vector<bool>& decay_mask, const std::vector<torch::Tensor>& masters)
@@ -104,7 +117,11 @@ void InnerOptimizer::fused_step(torch::optim::AdamW& adamw) {
         if (!master_grad(static_cast<size_t>(leaf))) continue;
       }
       if (!p.grad().defined()) continue;
+#if TORCH_VERSION_MAJOR >= 2  // the state map's key: a TensorImpl* in recent 2.x, its address as a string before
+      const auto key = optimizer_state_key<std::decay_t<decltype(states)>::key_type>(p.unsafeGetTensorImpl());
+#else
       const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+#endif
       auto it = states.find(key);
       if (it == states.end()) {
         auto fresh = std::make_unique<torch::optim::AdamWParamState>();
