@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <map>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
+#include "core/model_spec.h"
 
 namespace {
 
@@ -87,4 +91,40 @@ TEST(CrdDefaults, EveryRuntimeKeyIsInTheSchema) {
   for (const auto& key : keys)
     EXPECT_TRUE(has_property(training, key)) << "config key " << key << " is not in the CRD's spec.training schema";
   EXPECT_FALSE(has_property(training, "outer.no_such_key")) << "the check itself must be able to fail";
+}
+
+// The CEL rules cannot call the runtime, so they carry each preset's d_model, heads and layers
+// as a literal table; those tables, and the schema's preset enum, must be model_preset()'s.
+TEST(CrdDefaults, CelPresetTablesAreTheRuntimePresets) {
+  const YAML::Node crd = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/manifests/crd/ppu.dev_ppujobs.yaml");
+  const YAML::Node spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+  const auto names = ppu::model_preset_names();
+  std::vector<std::string> enum_names;
+  for (const auto& n : spec["properties"]["training"]["properties"]["model"]["properties"]["preset"]["enum"])
+    enum_names.push_back(n.as<std::string>());
+  EXPECT_EQ(std::set<std::string>(enum_names.begin(), enum_names.end()), std::set<std::string>(names.begin(), names.end()));
+
+  const std::regex table(R"(self\.training\.model\.(\w+) :\s*\{([^}]*)\}\[self\.training\.model\.preset\])");
+  const std::regex entry(R"('([\w-]+)': (\d+))");
+  std::set<std::string> fields_checked;
+  for (const auto& rule : spec["x-kubernetes-validations"]) {
+    const std::string text = rule["rule"].as<std::string>();
+    for (std::sregex_iterator t(text.begin(), text.end(), table), end; t != end; ++t) {
+      const std::string field = (*t)[1];
+      const std::string body = (*t)[2];
+      std::map<std::string, int> literal;
+      for (std::sregex_iterator e(body.begin(), body.end(), entry); e != end; ++e) literal[(*e)[1]] = std::stoi((*e)[2]);
+      EXPECT_EQ(literal.size(), names.size()) << field << " table: " << body;
+      for (const auto& name : names) {
+        const auto preset = ppu::model_preset(name);
+        ASSERT_TRUE(preset.has_value()) << name;
+        const int want = field == "d_model" ? preset->d_model : field == "heads" ? preset->heads
+                         : field == "layers"  ? preset->layers : -1;
+        ASSERT_NE(want, -1) << "a CEL table of an unexpected field: " << field;
+        EXPECT_EQ(literal[name], want) << "CEL table of model." << field << ", preset " << name;
+      }
+      fields_checked.insert(field);
+    }
+  }
+  EXPECT_EQ(fields_checked, (std::set<std::string>{"d_model", "heads", "layers"})) << "the rules' tables were not all found";
 }
