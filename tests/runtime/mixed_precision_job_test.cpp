@@ -35,6 +35,8 @@ TEST(MixedPrecisionJob, MeasuredStateEqualsThePlanForEverySlicingModeAndDtype) {
       {"slicing.mode=none", "slicing.slices=1", "method=streaming-diloco"},
       {"slicing.mode=mlp"}, {"slicing.mode=mlp+heads"}, {"slicing.mode=mlp+heads+wo"}, {"slicing.mode=horizontal"},
       {"slicing.mode=mlp", "outer.layers_per_fragment=0"},  // one fragment (no streaming)
+      {"slicing.mode=mlp", "slicing.jacobian=slice+random"}, {"slicing.mode=mlp+heads", "train.recompute=true"},
+      {"slicing.mode=mlp", "outer.grouping=slices"}, {"slicing.mode=mlp", "outer.overlap_steps=1", "inner.optimizer=sgd"},
       {"method=diloco", "slicing.mode=none", "slicing.slices=1"},
       {"method=ddp", "slicing.mode=none", "slicing.slices=1"}};
   const std::vector<std::string> components = {"weights", "gradients", "inner_optimizer", "outer_optimizer", "offloaded", "total"};
