@@ -9,6 +9,8 @@
 # Rlimits: podman's defaults (nofile 1048576) are above what root may set in some VMs
 # ("error setting rlimit type 7: operation not permitted"); the build asks for values within the
 # caller's hard limits instead.
+# Network: RUN steps use the host's network (--network=host): podman's default bridge
+# would leave a cni-podman0 interface and CNI iptables chains on the host after the build.
 # Prints the image name on its last line.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +21,7 @@ while (($#)); do
     --variant) VARIANT="${2:?--variant needs cpu or cuda}"; shift 2 ;;
     --save) SAVE="${2:?--save needs a file}"; shift 2 ;;
     --no-cache) EXTRA+=(--no-cache); shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "build-image: unknown flag '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -32,7 +34,7 @@ NOFILE="$(lim -n 16384)"; NPROC="$(lim -u 16384)"
 
 BASE="$("$ROOT/scripts/build-base-image.sh" | tail -1)"
 start=$(date +%s)
-nice podman build --pull=never --layers --format docker \
+nice podman build --pull=never --layers --format docker --network=host \
   --ulimit "nofile=$NOFILE:$NOFILE" --ulimit "nproc=$NPROC:$NPROC" \
   --build-arg "DEBIAN=$BASE" --build-arg "VARIANT=$VARIANT" \
   "${EXTRA[@]}" -t "$TAG" -f "$ROOT/Dockerfile" "$ROOT" >&2

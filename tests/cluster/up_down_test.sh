@@ -4,9 +4,10 @@
 # CoreDNS answers for the `kubernetes` Service, the storage class has Available volumes, and the
 # API server answers on the host's loopback relay. Down: snapshots taken before up and after down
 # are identical — host network interfaces, addresses, routes, iptables rules, mounts, cgroup
-# directories, /run/netns — no process mentions the cluster dir, the relay port is closed, and the
-# cluster dir is gone. Runs serially (RUN_SERIAL): another test creating interfaces or mounts at
-# the same time would show in the diff.
+# directories, /run/netns — no process mentions the cluster dir, a process started with
+# `cluster.sh netns` is stopped too, the relay port is closed, and the cluster dir is gone. Runs
+# serially (RUN_SERIAL): another test creating interfaces or mounts at the same time would show in
+# the diff.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-test}"
@@ -15,7 +16,13 @@ CL="$ROOT/scripts/cluster.sh"
 W="$(mktemp -d)"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
-cleanup() { local rc=$?; [[ -d "$PPU_CLUSTER_DIR" ]] && bash "$CL" down >/dev/null 2>&1; rm -rf "$W"; exit $rc; }
+netns_pid=""
+cleanup() {
+  local rc=$?
+  [[ -d "$PPU_CLUSTER_DIR" ]] && bash "$CL" down >/dev/null 2>&1
+  [[ -n "$netns_pid" ]] && kill "$netns_pid" 2>/dev/null
+  rm -rf "$W"; exit $rc
+}
 trap cleanup EXIT
 
 snapshot() {  # everything the cluster could leave behind on the host
@@ -68,8 +75,20 @@ ans="$(bash "$CL" netns python3 "$ROOT/tests/cluster/dns_query.py" 10.96.0.10 ku
 [[ "$ans" == 10.96.0.1 ]] || fail "CoreDNS answered '$ans' for kubernetes.default.svc.cluster.local"
 ok "CoreDNS resolves kubernetes.default.svc.cluster.local to $ans"
 k delete pod probe --wait=true --timeout=60s >/dev/null
+# A process started in the cluster's network namespace from outside (`cluster.sh netns`, as the
+# e2e test starts Prometheus) is not in the cluster's cgroup; down must stop it too, or it would
+# keep the namespace and its bridge alive.
+bash "$CL" netns sleep 3600 >/dev/null 2>&1 </dev/null &
+netns_pid=$!
+sleep 0.5
+[[ "$(readlink "/proc/$netns_pid/ns/net")" == "$(readlink "/proc/$(cat "$PPU_CLUSTER_DIR/holder.pid")/ns/net")" ]] \
+  || fail "cluster.sh netns did not run its command in the cluster's network namespace"
 
 bash "$CL" down
+for ((i = 0; i < 20; i++)); do kill -0 "$netns_pid" 2>/dev/null || break; sleep 0.25; done
+kill -0 "$netns_pid" 2>/dev/null && fail "down left the process started with 'cluster.sh netns' (pid $netns_pid) running"
+netns_pid=""
+ok "down stopped the process started with 'cluster.sh netns'"
 snapshot "$W/after"
 if ! diff -u "$W/before" "$W/after" >"$W/diff"; then cat "$W/diff" >&2; fail "down left changes on the host (diff above)"; fi
 ok "host interfaces, addresses, routes, iptables, mounts, cgroups, /run/netns: identical before up and after down"
