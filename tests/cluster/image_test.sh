@@ -31,7 +31,7 @@ run() {
     --cap-drop=ALL --security-opt no-new-privileges --ulimit "nofile=$NOFILE:$NOFILE" --ulimit nproc=4096:4096 \
     "$IMAGE" "$@"
 }
-for b in ppu-train ppu-launch ppu-plan ppu-data ppu-operator; do
+for b in ppu-train ppu-launch ppu-plan ppu-data ppu-export ppu-operator; do
   run "$b" --help >/dev/null || fail "$b --help failed inside the image"
 done
 ok "all five binaries start inside the image (read-only root, uid 65532, no capabilities)"
