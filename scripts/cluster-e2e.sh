@@ -6,10 +6,10 @@
 #   2. a CPU PPUJob (4 ranks, tiny model, checkpoints on a PersistentVolume) in a namespace that
 #      enforces the `restricted` Pod Security Standard: ranks rendezvous through the headless
 #      Service's DNS name (CoreDNS), train, and `kubectl get ppj` shows round and perplexity;
-#   3. while it trains: rank containers run as uid 65532, with no_new_privs, seccomp filtering and
-#      a read-only root filesystem (read from the kernel, /proc/PID/status and mountinfo); the
-#      operator's ServiceAccount is refused what its RBAC does not grant (auth can-i, and a real
-#      request with its token);
+#   3. while it trains: rank containers and the operator's run as uid 65532, with no_new_privs,
+#      seccomp filtering and a read-only root filesystem (read from the kernel, /proc/PID/status
+#      and mountinfo); the operator's ServiceAccount is refused what its RBAC does not grant
+#      (auth can-i, and a real request with its token);
 #   4. Prometheus discovers the operator and the rank pods through Kubernetes service discovery,
 #      and every dashboard panel and variable returns data for that job (Prometheus 2.54 from its
 #      Go module: Debian's 2.42 is built without Kubernetes discovery);

@@ -34,7 +34,7 @@ run() {
 for b in ppu-train ppu-launch ppu-plan ppu-data ppu-export ppu-operator; do
   run "$b" --help >/dev/null || fail "$b --help failed inside the image"
 done
-ok "all five binaries start inside the image (read-only root, uid 65532, no capabilities)"
+ok "all six binaries start inside the image (read-only root, uid 65532, no capabilities)"
 run ppu-plan --config /etc/ppu/configs/tiny.yaml | grep -q 'model      tiny' || fail "ppu-plan cannot read /etc/ppu/configs/tiny.yaml"
 ok "ppu-plan reads the shipped configs"
 

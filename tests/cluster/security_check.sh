@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Security posture of a running PPUJob and of the operator, on the real cluster (scripts/cluster.sh):
-# - every rank container's main process, read from the kernel (/proc/PID/status, mountinfo):
-#   uid/gid 65532 (non-root), no_new_privs set (allowPrivilegeEscalation: false), a seccomp
+# - every rank container's main process and the operator's, read from the kernel (/proc/PID/status,
+#   mountinfo): uid/gid 65532 (non-root), no_new_privs set (allowPrivilegeEscalation: false), a seccomp
 #   filter in force (Seccomp: 2, RuntimeDefault), no effective capabilities, root fs mounted ro;
 # - the namespace enforces the `restricted` Pod Security Standard (so the API server admitted
 #   the rank pods only because they comply);
@@ -22,13 +22,19 @@ ok() { echo "ok: security: $*"; }
 ok "namespace $NS enforces pod-security restricted; the rank pods were admitted under it"
 
 tasks="$(ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks ls)"
+cids() {  # cids NAMESPACE SELECTOR: the first container of each matching pod
+  kubectl -n "$1" get pod -l "$2" -o jsonpath='{range .items[*]}{.status.containerStatuses[0].containerID}{"\n"}{end}'
+}
+rank_cids="$(cids "$NS" "ppu.dev/job=$JOB")"
+op_cids="$(cids "$OPNS" app.kubernetes.io/name=ppu-operator)"
+[[ -n "$rank_cids" ]] || fail "job $JOB has no rank pods"
+[[ -n "$op_cids" ]] || fail "no operator pod in $OPNS"
 n=0; pods=0
-for cid in $(kubectl -n "$NS" get pod -l "ppu.dev/job=$JOB" \
-               -o jsonpath='{range .items[*]}{.status.containerStatuses[0].containerID}{"\n"}{end}'); do
+for cid in $rank_cids $op_cids; do
   pods=$((pods + 1))
   cid="${cid#containerd://}"
   pid="$(awk -v c="$cid" '$1==c && $3=="RUNNING" {print $2}' <<<"$tasks")"
-  [[ -n "$pid" ]] || fail "rank container $cid of $JOB is not running in containerd (the job must be training during this check)"
+  [[ -n "$pid" ]] || fail "container $cid is not running in containerd (the job must be training during this check)"
   st="/proc/$pid/status"
   uids="$(awk '/^Uid:/ {print $2, $3, $4, $5}' "$st")"
   gids="$(awk '/^Gid:/ {print $2, $3, $4, $5}' "$st")"
@@ -41,8 +47,8 @@ for cid in $(kubectl -n "$NS" get pod -l "ppu.dev/job=$JOB" \
   [[ ",$rootopts," == *,ro,* ]] || fail "container $cid's root filesystem is mounted '$rootopts', not ro"
   n=$((n + 1))
 done
-((n >= 1 && n == pods)) || fail "checked $n running rank containers of $JOB, the job has $pods pods"
-ok "$n rank containers: uid/gid 65532, NoNewPrivs 1, Seccomp 2 (filter), CapEff 0, root fs ro"
+((n >= 2 && n == pods)) || fail "checked $n running containers, expected $pods (the job's ranks and the operator)"
+ok "$((n - $(wc -w <<<"$op_cids"))) rank containers of $JOB and the operator's: uid/gid 65532, NoNewPrivs 1, Seccomp 2 (filter), CapEff 0, root fs ro"
 
 who="system:serviceaccount:$OPNS:$SA"
 can() { kubectl auth can-i --as="$who" "$@" 2>/dev/null || true; }
