@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
 bash scripts/build-kube-tools.sh
 bash scripts/build-helm.sh
-bash scripts/build.sh build -DPPU_BUILD_RUNTIME=ON -DPPU_BUILD_OPERATOR=ON -DPPU_BUILD_TESTS=ON
+bash scripts/build.sh build -DPPU_BUILD_RUNTIME=ON -DPPU_BUILD_OPERATOR=ON -DPPU_BUILD_TESTS=ON -DPPU_WERROR=ON
 cd build
 
 # ctest selection: the caller's arguments, plus the exclusion of the cluster label.

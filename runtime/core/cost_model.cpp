@@ -86,7 +86,7 @@ std::vector<WallClockPoint> simulate_wall_clock(const WallClockInputs& in, const
   std::vector<WallClockPoint> points;
   for (double gb : bandwidths) {
     const double bps = gb * 1e9;
-    WallClockPoint p{gb};
+    WallClockPoint p{gb, 0, 0, 0, 0};
     auto wire_seconds = [&](double wire, double message) {
       return wire > 0 ? (bps > 0 ? wire / bps : 0) : ring_allreduce_seconds(message, in.ranks, bps);
     };

@@ -55,13 +55,13 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
       wire_round_bytes += w;
       wire_sync_bytes = std::max(wire_sync_bytes, w);
     }
-    for (size_t f = 0; f < schedule.fragments().size(); ++f) {
-      const int64_t syncs = schedule.scheduled_syncs(static_cast<int>(f), T);
-      wire_run_bytes += syncs * wire_layout(schedule.fragments()[f].numel, K, wire_dtype, row).bytes_per_rank(K);
+    for (size_t fi = 0; fi < schedule.fragments().size(); ++fi) {
+      const int64_t syncs = schedule.scheduled_syncs(static_cast<int>(fi), T);
+      wire_run_bytes += syncs * wire_layout(schedule.fragments()[fi].numel, K, wire_dtype, row).bytes_per_rank(K);
     }
     if (config.outer.final_sync == "average")  // one exchange per fragment with trailing progress
-      for (int f : schedule.unsynced_at_end(T))
-        wire_run_bytes += wire_layout(schedule.fragments()[f].numel, K, wire_dtype, row).bytes_per_rank(K);
+      for (int fi : schedule.unsynced_at_end(T))
+        wire_run_bytes += wire_layout(schedule.fragments()[fi].numel, K, wire_dtype, row).bytes_per_rank(K);
   }
   if (config.network.message_bytes > 0) {  // an override of M scales everything with it
     const double scale = config.network.message_bytes / per_round_bytes;

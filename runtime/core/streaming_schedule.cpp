@@ -14,19 +14,19 @@ void add_whole(Fragment& f, int index, const ParamInfo& p) {
 std::vector<Fragment> by_layers(const ModelSpec& model, int layers_per_fragment) {
   const auto layout = parameter_layout(model);
   if (layers_per_fragment <= 0) {
-    Fragment all{"all"};
+    Fragment all{"all", {}};
     for (size_t i = 0; i < layout.size(); ++i) add_whole(all, static_cast<int>(i), layout[i]);
     return {all};
   }
   std::vector<Fragment> out;
   for (int first = 0; first < model.layers; first += layers_per_fragment) {
     const int last = std::min(model.layers, first + layers_per_fragment) - 1;
-    Fragment f{"layers." + std::to_string(first) + "-" + std::to_string(last)};
+    Fragment f{"layers." + std::to_string(first) + "-" + std::to_string(last), {}};
     for (size_t i = 0; i < layout.size(); ++i)
       if (layout[i].layer >= first && layout[i].layer <= last) add_whole(f, static_cast<int>(i), layout[i]);
     out.push_back(f);
   }
-  Fragment emb{"embeddings"};
+  Fragment emb{"embeddings", {}};
   for (size_t i = 0; i < layout.size(); ++i)
     if (layout[i].layer < 0) add_whole(emb, static_cast<int>(i), layout[i]);
   out.push_back(emb);
@@ -37,7 +37,7 @@ std::vector<Fragment> by_slices(const ModelSpec& model, int slices) {
   const auto layout = parameter_layout(model);
   std::vector<Fragment> out;
   for (int n = 0; n < slices; ++n) {
-    Fragment f{"slice." + std::to_string(n)};
+    Fragment f{"slice." + std::to_string(n), {}};
     for (size_t i = 0; i < layout.size(); ++i) {
       const auto& p = layout[i];
       if (p.role != ParamRole::MlpUp && p.role != ParamRole::MlpDown) continue;
@@ -49,7 +49,7 @@ std::vector<Fragment> by_slices(const ModelSpec& model, int slices) {
     }
     out.push_back(f);
   }
-  Fragment emb{"embeddings"}, attn{"attention"};
+  Fragment emb{"embeddings", {}}, attn{"attention", {}};
   for (size_t i = 0; i < layout.size(); ++i) {
     const auto& p = layout[i];
     if (p.role == ParamRole::MlpUp || p.role == ParamRole::MlpDown) continue;

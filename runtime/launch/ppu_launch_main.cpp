@@ -90,7 +90,7 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
     _exit(127);
   }
   close(fds[1]);
-  return Child{rank, pid, fds[0]};
+  return Child{rank, pid, fds[0], {}};
 }
 
 // Prints the child's complete lines with a rank prefix (or, with `capture`, collects all of

@@ -79,7 +79,9 @@ TEST(CostModel, MixedPrecisionMemoryAndWhereTheOuterStateIsCounted) {
     const bool ddp = std::string(name) == "ddp";
     EXPECT_DOUBLE_EQ(host["offloaded"].get<double>(), ddp ? 0 : 4 * total) << name;
     EXPECT_DOUBLE_EQ(host["outer_optimizer"].get<double>(), ddp ? 0 : 4 * total) << name;
-    if (c.streaming()) EXPECT_LT(dev["offloaded"].get<double>(), host["offloaded"].get<double>() / 5) << name;
+    if (c.streaming()) {
+      EXPECT_LT(dev["offloaded"].get<double>(), host["offloaded"].get<double>() / 5) << name;
+    }
   }
   Config fp32 = paper("mlp-4");
   fp32.train.dtype = "fp32";

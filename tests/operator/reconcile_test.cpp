@@ -88,7 +88,9 @@ TEST(Reconcile, PartialGangBeforeStartCreatesOnlyMissingRanks) {
   Decision d = reconcile(observe(job, pods));
   EXPECT_EQ(count(d, ActionKind::Create, "pods"), 1);
   for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Create) EXPECT_EQ(a.name, "demo-rank-2");
+    if (a.kind == ActionKind::Create) {
+      EXPECT_EQ(a.name, "demo-rank-2");
+    }
   EXPECT_EQ(count(d, ActionKind::Delete), 0);
 }
 
@@ -117,8 +119,9 @@ TEST(Reconcile, FailedRankTearsDownTheGangAndCountsARestart) {
   EXPECT_EQ((*st)["nextRestartTime"], format_rfc3339(kNow + 10));
   EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 4);
   for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Delete)  // only the incarnation we saw, never a newer pod of that name
+    if (a.kind == ActionKind::Delete) {  // only the incarnation we saw, never a newer pod of that name
       EXPECT_EQ(a.body["uid"], "pod-" + a.name.substr(a.name.size() - 1));
+    }
   EXPECT_EQ(count(d, ActionKind::Create, "pods"), 0);
   EXPECT_TRUE(has_event(d, "GangRestart"));
 }
@@ -288,7 +291,9 @@ TEST(Reconcile, ExtraRanksAreDeleted) {
   Decision d = reconcile(observe(job, pods));
   ASSERT_EQ(count(d, ActionKind::Delete, "pods"), 1);
   for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Delete) EXPECT_EQ(a.name, "demo-rank-3");
+    if (a.kind == ActionKind::Delete) {
+      EXPECT_EQ(a.name, "demo-rank-3");
+    }
 }
 
 TEST(Reconcile, ChangedTrainingConfigPatchesTheConfigMap) {
@@ -299,8 +304,9 @@ TEST(Reconcile, ChangedTrainingConfigPatchesTheConfigMap) {
   Decision d = reconcile(in);
   ASSERT_EQ(count(d, ActionKind::Patch, "configmaps"), 1);
   for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Patch)
+    if (a.kind == ActionKind::Patch) {
       EXPECT_NE(a.body["data"]["config.yaml"].get<std::string>().find("steps: 7"), std::string::npos);
+    }
 }
 
 TEST(Reconcile, ScrapedProgressLandsInStatus) {
@@ -323,7 +329,9 @@ TEST(Reconcile, DeletingJobIsLeftToGarbageCollection) {
 }
 
 TEST(Reconcile, RestartBackoffDoublesAndIsCapped) {
-  ReconcileOptions o{10, 60};
+  ReconcileOptions o;
+  o.restart_backoff_s = 10;
+  o.restart_backoff_max_s = 60;
   EXPECT_DOUBLE_EQ(restart_backoff(1, o), 10);
   EXPECT_DOUBLE_EQ(restart_backoff(2, o), 20);
   EXPECT_DOUBLE_EQ(restart_backoff(3, o), 40);

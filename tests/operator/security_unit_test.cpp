@@ -146,7 +146,9 @@ TEST(Security, NetworkPolicyIsCreatedBeforeAnyPodAndKeptInStep) {
   d = reconcile(in);
   ASSERT_EQ(count(d, ActionKind::Patch, "networkpolicies"), 1);
   for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Patch) EXPECT_EQ(a.body["spec"]["ingress"].size(), 1u);
+    if (a.kind == ActionKind::Patch) {
+      EXPECT_EQ(a.body["spec"]["ingress"].size(), 1u);
+    }
 
   // Turned off (--network-policy=false): neither created nor patched.
   in = observe(job, {});
