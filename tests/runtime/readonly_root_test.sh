@@ -16,10 +16,15 @@ command -v unshare >/dev/null || fail "unshare (util-linux) is required"
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is required"
 [[ "$(id -u)" == 0 ]] || fail "must run as root (it creates a mount namespace and drops to uid 65532)"
 
-# Not under /tmp: the namespace mounts a fresh tmpfs there.
-W="$(mktemp -d "$(dirname "$TRAIN")/readonly-root.XXXXXX")"
+# Not under /tmp: the namespace mounts a fresh tmpfs there. A checkout under /tmp would be
+# hidden by it too, so the binary and the config are copied into the work dir, which is next
+# to the binary, or in /var/tmp when that is under /tmp.
+parent="$(dirname "$TRAIN")"; [[ "$parent" == /tmp || "$parent" == /tmp/* ]] && parent=/var/tmp
+W="$(mktemp -d "$parent/readonly-root.XXXXXX")"
 trap 'rm -rf "$W"' EXIT
-mkdir -p "$W/ckpt"
+mkdir -p "$W/ckpt" "$W/bin" "$W/configs"
+cp "$TRAIN" "$W/bin/ppu-train"; cp "$SRC/configs/tiny.yaml" "$W/configs/"
+TRAIN="$W/bin/ppu-train"; SRC="$W"
 chown 65532:65532 "$W/ckpt"   # what fsGroup does for the checkpoint volume
 chmod 755 "$W"
 PORT=$(( 20000 + RANDOM % 30000 ))
