@@ -5,6 +5,7 @@
 // memory measured by the CPU allocator's reports).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
@@ -52,7 +53,11 @@ double rel_error(const torch::Tensor& a, const torch::Tensor& ref) {
 // the ones the profiler's memory view uses).
 struct PeakBytes : public c10::MemoryReportingInfoBase {
   int64_t current = 0, peak = 0;
+#if TORCH_VERSION_MAJOR >= 2  // 2.x reports the totals as size_t
+  void reportMemoryUsage(void*, int64_t alloc_size, size_t, size_t, c10::Device device) override {
+#else
   void reportMemoryUsage(void*, int64_t alloc_size, int64_t, int64_t, c10::Device device) override {
+#endif
     if (!device.is_cpu()) return;
     current += alloc_size;
     peak = std::max(peak, current);
