@@ -9,6 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:-1d647c058cf79a51f242355048a03d0cc4b6e2fa}
 command -v git-clang-format >/dev/null || { echo "check-format: FAIL: git-clang-format not found (install clang-format)"; exit 1; }
+# A shallow clone lacks the base: deepen it from its origin first (a no-op on a full clone).
+if ! git rev-parse --verify -q "$base^{commit}" >/dev/null && [[ "$(git rev-parse --is-shallow-repository)" == true ]]; then
+  git fetch -q --unshallow 2>/dev/null || true
+fi
 git rev-parse --verify -q "$base^{commit}" >/dev/null ||
   { echo "check-format: FAIL: base commit $base is not in this clone (fetch full history)"; exit 1; }
 # Compares the working tree (a clean clone: HEAD) with the base.

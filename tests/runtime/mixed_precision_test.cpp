@@ -51,13 +51,14 @@ double rel_error(const torch::Tensor& a, const torch::Tensor& ref) {
 
 // Current and peak bytes the CPU allocator handed out while installed (c10's memory reports,
 // the ones the profiler's memory view uses).
+#if TORCH_VERSION_MAJOR >= 2
+using ReportedTotal = size_t;  // 2.x reports the allocator totals as size_t
+#else
+using ReportedTotal = int64_t;
+#endif
 struct PeakBytes : public c10::MemoryReportingInfoBase {
   int64_t current = 0, peak = 0;
-#if TORCH_VERSION_MAJOR >= 2  // 2.x reports the totals as size_t
-  void reportMemoryUsage(void*, int64_t alloc_size, size_t, size_t, c10::Device device) override {
-#else
-  void reportMemoryUsage(void*, int64_t alloc_size, int64_t, int64_t, c10::Device device) override {
-#endif
+  void reportMemoryUsage(void*, int64_t alloc_size, ReportedTotal, ReportedTotal, c10::Device device) override {
     if (!device.is_cpu()) return;
     current += alloc_size;
     peak = std::max(peak, current);
