@@ -17,21 +17,14 @@
 #include "engine/chunked_cross_entropy.h"
 #include "engine/inner_optimizer.h"
 #include "engine/transformer.h"
+#include "tiny_model.h"
 
 using namespace ppu;
 
 namespace {
 
-ModelSpec spec() {
-  ModelSpec m = *model_preset("tiny");  // 2 layers, d 64, 4 heads, vocab 256
-  m.seq_len = 16;
-  return m;
-}
-
-torch::Tensor batch(uint64_t seed, int64_t B = 3, int64_t S = 16) {
-  auto gen = at::detail::createCPUGenerator(seed);
-  return at::randint(0, spec().vocab, {B, S + 1}, gen, torch::kLong);
-}
+using test::batch;
+using test::spec;
 
 struct Case {
   SliceMode mode;
