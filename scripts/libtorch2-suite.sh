@@ -16,16 +16,18 @@
 #               binary would load a LibTorch other than the wheel's
 #
 # Usage: bash scripts/libtorch2-suite.sh [BUILD_DIR] [extra ctest args...]
-#   BUILD_DIR           default ~/.cache/ppu-libtorch2/build
+#   BUILD_DIR           default /opt/ppu-libtorch2/build
 #   PPU_TORCH_VERSION   default 2.15.0
-#   PPU_LIBTORCH2_HOME  venv and logs (default ~/.cache/ppu-libtorch2)
+#   PPU_LIBTORCH2_HOME  venv and logs (default /opt/ppu-libtorch2: world-readable, because
+#                       runtime_process.readonly_root runs ranks as uid 65532 and they load the
+#                       wheel's libraries from the venv; a home folder such as /root is not)
 #   PPU_SKIP_DEPS=1     skip phase 1 (dependencies already installed)
 #   PPU_TEST_JOBS       ctest -j (default 2)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 TORCH_VERSION=${PPU_TORCH_VERSION:-2.15.0}
-HOME_DIR=${PPU_LIBTORCH2_HOME:-${HOME:-/root}/.cache/ppu-libtorch2}
+HOME_DIR=${PPU_LIBTORCH2_HOME:-/opt/ppu-libtorch2}
 BUILD=${1:-$HOME_DIR/build}
 shift || true
 JOBS=${PPU_BUILD_JOBS:-2}
@@ -49,10 +51,11 @@ if [[ "${PPU_SKIP_DEPS:-0}" != 1 ]]; then
 fi
 
 # 2. PyTorch and its CUDA runtime wheels, in a venv of their own (never on PATH: the export
-#    test uses Debian's /usr/bin/python3 with python3-torch).
+#    test uses Debian's /usr/bin/python3 with python3-torch), readable by every uid (umask 022).
 PY=$VENV/bin/python
 installed=$("$PY" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true)
 if [[ "$installed" != "$TORCH_VERSION" ]]; then
+  umask 022
   if [[ ! -x "$PY" ]]; then python3 -m venv "$VENV" || fail "python3 -m venv $VENV"; fi
   nice -n 19 "$VENV/bin/pip" install --no-cache-dir "torch==$TORCH_VERSION" >"$LOG_DIR/pip.log" 2>&1 \
     || fail "pip install torch==$TORCH_VERSION (see $LOG_DIR/pip.log)"

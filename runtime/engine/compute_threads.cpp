@@ -1,8 +1,10 @@
 #include "engine/compute_threads.h"
 
+#include <ATen/Version.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +23,14 @@ int collect_blas(struct dl_phdr_info* info, size_t, void* data) {
   // libblas.so.3 is what LibTorch links; libopenblas.so.0 is what it forwards to.
   if (found->empty() && (base.rfind("libblas.so", 0) == 0 || base.rfind("libopenblas", 0) == 0)) *found = name;
   return 0;
+}
+
+// The value of `key=` in at::show_config()'s comma-separated build settings, "" if absent.
+std::string build_setting(const std::string& config, const std::string& key) {
+  const auto at = config.find(key + "=");
+  if (at == std::string::npos) return "";
+  const auto start = at + key.size() + 1;
+  return config.substr(start, config.find_first_of(", \n", start) - start);
 }
 
 }  // namespace
@@ -43,6 +53,8 @@ BlasInfo loaded_blas() {
   for (const char* v : {"openmp", "pthread", "serial"})
     if (info.library.find(std::string("openblas-") + v) != std::string::npos) info.variant = v;
   if (auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))) info.threads = get();
+  info.libtorch = TORCH_VERSION;
+  info.torch_blas = build_setting(at::show_config(), "BLAS_INFO");
   return info;
 }
 

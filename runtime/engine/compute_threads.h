@@ -4,6 +4,9 @@
 // OMP_NUM_THREADS says). loaded_blas() reports the BLAS shared library the process actually
 // mapped and the thread count it will use, so a run can prove it is on the OpenMP OpenBLAS
 // that shares LibTorch's thread pool (cmake/openblas_openmp.cmake) and not on another variant.
+// It also reports the LibTorch version and the BLAS that LibTorch was built against
+// (at::show_config's BLAS_INFO): "generic" for Debian's 1.13, which calls libblas.so.3 (the
+// OpenBLAS above), "mkl" for PyTorch's 2.x wheels, which link MKL statically and map no BLAS.
 #pragma once
 
 #include <string>
@@ -14,6 +17,8 @@ struct BlasInfo {
   std::string library;  // resolved path of the loaded libblas.so.3 (or libopenblas), "" if none
   std::string variant;  // "openmp", "pthread", "serial" or "unknown" (from the path)
   int threads = 0;      // openblas_get_num_threads(), 0 when the BLAS is not OpenBLAS
+  std::string libtorch;    // TORCH_VERSION of the headers built against, e.g. "1.13.0"
+  std::string torch_blas;  // BLAS_INFO of at::show_config(): "generic", "mkl", "open"..., "" if absent
 };
 
 void configure_compute_threads(int threads);
