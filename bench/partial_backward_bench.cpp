@@ -77,12 +77,12 @@ int main(int argc, char** argv) {
     int slices;
     std::vector<double> backward, step;
   };
-  std::vector<Variant> variants = {{"full backward", SliceMode::None, 1},
-                                   {"1/2 MLPs", SliceMode::Mlp, 2},
-                                   {"1/4 MLPs", SliceMode::Mlp, 4},
-                                   {"1/8 MLPs", SliceMode::Mlp, 8},
-                                   {"1/2 MLPs + 1/2 heads", SliceMode::MlpHeads, 2},
-                                   {"1/4 MLPs + 1/4 heads", SliceMode::MlpHeads, 4}};
+  std::vector<Variant> variants = {{"full backward", SliceMode::None, 1, {}, {}},
+                                   {"1/2 MLPs", SliceMode::Mlp, 2, {}, {}},
+                                   {"1/4 MLPs", SliceMode::Mlp, 4, {}, {}},
+                                   {"1/8 MLPs", SliceMode::Mlp, 8, {}, {}},
+                                   {"1/2 MLPs + 1/2 heads", SliceMode::MlpHeads, 2, {}, {}},
+                                   {"1/4 MLPs + 1/4 heads", SliceMode::MlpHeads, 4, {}, {}}};
   variants.erase(std::remove_if(variants.begin(), variants.end(),
                                 [&](const Variant& v) { return m.heads % v.slices != 0 && v.mode == SliceMode::MlpHeads; }),
                  variants.end());

@@ -15,7 +15,7 @@ PKGS=(
 # independent evaluation of ppu-export's output in the suite (scripts/ppu_export_eval.py).
 for a in "$@"; do
   case "$a" in
-    --test) PKGS+=(etcd-server prometheus openssl python3 python3-torch gnuplot-nox clang-format) ;;
+    --test) PKGS+=(etcd-server prometheus openssl python3 python3-torch gnuplot-nox clang-format clang-tidy) ;;
     --bench) PKGS+=(python3 python3-torch linux-perf) ;;
     *) echo "install-deps.sh: unknown flag '$a' (use --test, --bench)" >&2; exit 2 ;;
   esac

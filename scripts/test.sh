@@ -13,11 +13,21 @@
 #   PPU_TEST_CLUSTER=1 bash scripts/test.sh  everything, cluster tests included
 # A -LE given here is kept and still excludes `cluster` (ctest ANDs repeated -LE, so the
 # exclusion is folded into each one).
+# The fast lane, `bash scripts/test.sh --unit` (= -L unit), skips building kube-apiserver,
+# kubectl and helm: no test labelled `unit` runs a Go-built tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+unit_lane=0
+if [[ "${1:-}" == --unit ]]; then
+  unit_lane=1
+  shift
+  set -- -L unit "$@"
+fi
 bash scripts/install-deps.sh --test
-bash scripts/build-kube-tools.sh
-bash scripts/build-helm.sh
+if ((unit_lane == 0)); then
+  bash scripts/build-kube-tools.sh
+  bash scripts/build-helm.sh
+fi
 bash scripts/build.sh build -DPPU_BUILD_RUNTIME=ON -DPPU_BUILD_OPERATOR=ON -DPPU_BUILD_TESTS=ON -DPPU_WERROR=ON
 cd build
 

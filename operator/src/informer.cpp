@@ -16,12 +16,13 @@ std::string job_of(const json& obj) {
 }
 }  // namespace
 
-Informer::Informer(KubeApi& c, Resource r, std::string ns, std::string sel, Handler h, Prune prune)
-    : client_(c),
-      resource_(std::move(r)),
+Informer::Informer(KubeApi& client, Resource resource, std::string ns, std::string label_selector, Handler on_change,
+                   Prune prune)
+    : client_(client),
+      resource_(std::move(resource)),
       ns_(std::move(ns)),
-      selector_(std::move(sel)),
-      on_change_(std::move(h)),
+      selector_(std::move(label_selector)),
+      on_change_(std::move(on_change)),
       prune_(std::move(prune)) {}
 
 Informer::~Informer() { stop(); }

@@ -47,7 +47,7 @@ class Informer {
  private:
   void run();
   bool relist();
-  void apply(const json& obj, Change c);
+  void apply(const json& in, Change c);
 
   KubeApi& client_;
   Resource resource_;

@@ -97,8 +97,8 @@ void KubeClient::release(void* h) {
   idle_.push_back(h);
 }
 
-void KubeClient::configure(void* hv, std::vector<std::string>& hs, void** hl) {
-  CURL* h = static_cast<CURL*>(hv);
+void KubeClient::configure(void* handle, std::vector<std::string>& header_storage, void** header_list) {
+  CURL* h = static_cast<CURL*>(handle);
   if (!cfg_.ca_pem.empty()) set_blob(h, CURLOPT_CAINFO_BLOB, cfg_.ca_pem);
   if (!cfg_.client_cert_pem.empty()) {
     set_blob(h, CURLOPT_SSLCERT_BLOB, cfg_.client_cert_pem);
@@ -114,12 +114,12 @@ void KubeClient::configure(void* hv, std::vector<std::string>& hs, void** hl) {
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
   std::string token = read_token(cfg_);
-  if (!token.empty()) hs.push_back("Authorization: Bearer " + token);
-  hs.push_back("Accept: application/json");
-  hs.push_back("User-Agent: ppu-operator");
+  if (!token.empty()) header_storage.push_back("Authorization: Bearer " + token);
+  header_storage.push_back("Accept: application/json");
+  header_storage.push_back("User-Agent: ppu-operator");
   curl_slist* list = nullptr;
-  for (const auto& s : hs) list = curl_slist_append(list, s.c_str());
-  *hl = list;
+  for (const auto& s : header_storage) list = curl_slist_append(list, s.c_str());
+  *header_list = list;
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
 }
 
@@ -133,10 +133,9 @@ Response KubeClient::request(const std::string& method, const std::string& path,
   std::string url = cfg_.server + path, out;
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
-  if (method != "GET" && method != "DELETE") {
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  } else if (method == "DELETE" && !body.empty()) {
+  // A body for every write; DELETE carries one only when given (DeleteOptions), GET never.
+  const bool sends_body = method == "DELETE" ? !body.empty() : method != "GET";
+  if (sends_body) {
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
   }

@@ -53,7 +53,7 @@ class KubeClient : public KubeApi {
                    const std::string& content_type);
   void* acquire();
   void release(void* h);
-  void configure(void* h, std::vector<std::string>& header_storage, void** header_list);
+  void configure(void* handle, std::vector<std::string>& header_storage, void** header_list);
 
   RestConfig cfg_;
   std::mutex mu_;

@@ -78,7 +78,7 @@ bool LeaderElector::acquire(const std::atomic<bool>& stop) {
   return false;
 }
 
-void LeaderElector::keep(std::function<void()> on_lost) {
+void LeaderElector::keep(const std::function<void()>& on_lost) {
   renewer_ = std::thread([this, on_lost] {
     while (!stop_) {
       for (double t = 0; t < o_.renew_every_s && !stop_; t += 0.1)

@@ -10,9 +10,10 @@ namespace {
 std::string sha256_hex(const std::string& s) {
   unsigned char d[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
-  char hex[2 * SHA256_DIGEST_LENGTH + 1];
-  for (int i = 0; i < SHA256_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", d[i]);
-  return std::string(hex, 2 * SHA256_DIGEST_LENGTH);
+  constexpr size_t kDigits = 2 * static_cast<size_t>(SHA256_DIGEST_LENGTH);
+  char hex[kDigits + 1];
+  for (size_t i = 0; i < SHA256_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  return std::string(hex, kDigits);
 }
 }  // namespace
 

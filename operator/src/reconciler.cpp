@@ -24,8 +24,8 @@ const char* to_string(ActionKind k) {
   return "?";
 }
 
-double restart_backoff(int n, const ReconcileOptions& o) {
-  double d = o.restart_backoff_s * std::pow(2.0, std::max(0, n - 1));
+double restart_backoff(int restart_count, const ReconcileOptions& o) {
+  const double d = o.restart_backoff_s * std::pow(2.0, std::max(0, restart_count - 1));
   return std::min(d, o.restart_backoff_max_s);
 }
 

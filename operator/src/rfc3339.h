@@ -8,11 +8,12 @@
 
 namespace ppu::op {
 
-std::string format_rfc3339(int64_t unix_seconds);
+// Unix seconds `t` as "2026-11-23T13:00:00Z".
+std::string format_rfc3339(int64_t t);
 // Microsecond form used by coordination.k8s.io Lease times (metav1.MicroTime).
-std::string format_rfc3339_micro(double unix_seconds);
+std::string format_rfc3339_micro(double t);
 // Accepts "...Z" with optional fractional seconds; nullopt when the text is not a timestamp.
-std::optional<int64_t> parse_rfc3339(const std::string& text);
+std::optional<int64_t> parse_rfc3339(const std::string& s);
 int64_t now_seconds();
 double now_seconds_precise();
 

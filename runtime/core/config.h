@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model_spec.h"
@@ -18,10 +19,47 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Method { Ppu, DiLoCo, StreamingDiLoCo, Ddp };
+// Choices. Every key whose value is one of a fixed set of names is an enum: parse_config reads
+// the name once and rejects any other with a ConfigError naming the key and the allowed values;
+// choice_name() spells a value back (summaries, checkpoints, logs). The tables are in config.cpp.
+enum class Method { Ppu, DiLoCo, StreamingDiLoCo, Ddp };  // method
 // none | mlp | mlp+heads (§2.2) and the Appendix A.2 ablations: mlp+heads+wo (W_O sliced by
 // head group too) and horizontal (each rank trains the MLPs of 1/N of the layers).
-enum class SliceMode { None, Mlp, MlpHeads, MlpHeadsWo, Horizontal };
+enum class SliceMode { None, Mlp, MlpHeads, MlpHeadsWo, Horizontal };  // slicing.mode
+enum class Jacobian { Full, Slice, SliceRandom };          // slicing.jacobian: full | slice | slice+random
+enum class InnerOptimizerKind { AdamW, Sgd };              // inner.optimizer: adamw | sgd
+enum class LrScheduleKind { Cosine, Constant };            // inner.schedule: cosine | constant
+enum class OuterOptimizerKind { Nesterov, Average };       // outer.optimizer: nesterov | average
+enum class Grouping { Layers, Slices };                    // outer.grouping: layers | slices
+enum class WireDtype { Fp32, Bf16, Int8 };                 // outer.delta_dtype: fp32 | bf16 | int8
+enum class FinalSync { Average, None };                    // outer.final_sync: average | none
+enum class DataSource { Synthetic, Shards };               // data.source: synthetic | shards
+enum class Device { Cpu, Cuda };                           // train.device: cpu | cuda
+enum class Dtype { Fp32, Bf16 };                           // train.dtype: fp32 | bf16
+enum class Collective { Ring, Direct };                    // network.collective: ring | direct
+
+std::string choice_name(Activation v);
+std::string choice_name(Method v);
+std::string choice_name(SliceMode v);
+std::string choice_name(Jacobian v);
+std::string choice_name(InnerOptimizerKind v);
+std::string choice_name(LrScheduleKind v);
+std::string choice_name(OuterOptimizerKind v);
+std::string choice_name(Grouping v);
+std::string choice_name(WireDtype v);
+std::string choice_name(FinalSync v);
+std::string choice_name(DataSource v);
+std::string choice_name(Device v);
+std::string choice_name(Dtype v);
+std::string choice_name(Collective v);
+// The value spelled `name` in the choice of config key `key`, e.g.
+// parse_choice<WireDtype>("outer.delta_dtype", "int8"); throws ConfigError naming the key, the
+// value and the allowed names. Instantiated for every choice above.
+template <class E>
+E parse_choice(const std::string& key, const std::string& name);
+// Every choice key with its allowed names in table order, e.g. {"train.dtype", {"fp32", "bf16"}}
+// (the CRD's enums are tested against it).
+std::vector<std::pair<std::string, std::vector<std::string>>> config_choices();
 
 struct SlicingConfig {
   SliceMode mode = SliceMode::Mlp;
@@ -29,18 +67,18 @@ struct SlicingConfig {
   // Which MLP slices carry the input gradient (Appendix D): full (every slice, the method),
   // slice (detach all but this rank's slice k) or slice+random (k plus one other slice drawn
   // per step and layer).
-  std::string jacobian = "full";
+  Jacobian jacobian = Jacobian::Full;
 };
 
 struct InnerConfig {
-  std::string optimizer = "adamw";  // adamw | sgd (sgd exists for the DDP-equivalence check)
+  InnerOptimizerKind optimizer = InnerOptimizerKind::AdamW;  // sgd exists for the DDP-equivalence check
   double lr = 3.0e-4;
   double beta1 = 0.9;
   double beta2 = 0.99;
   double eps = 1.0e-8;
   double weight_decay = 0.1;
   int warmup_steps = 1500;
-  std::string schedule = "cosine";  // cosine | constant
+  LrScheduleKind schedule = LrScheduleKind::Cosine;
   double min_lr_ratio = 0.1;        // cosine decays to lr * min_lr_ratio at train.steps (the paper's floor is unstated)
   int batch_size = 16;
   double grad_clip = 1.0;           // max global L2 norm of this rank's trainable gradients; 0 = off (the paper does not clip)
@@ -49,24 +87,27 @@ struct InnerConfig {
 };
 
 struct OuterConfig {
-  std::string optimizer = "nesterov";  // nesterov | average (plain averaging of the deltas)
+  OuterOptimizerKind optimizer = OuterOptimizerKind::Nesterov;  // average: plain averaging of the deltas
   double lr = 0.4;
   double momentum = 0.9;
   int sync_every = 100;           // H
-  int layers_per_fragment = 3;    // streaming group size; 0 = one fragment (no streaming)
-  std::string grouping = "layers";  // layers | slices (Appendix A.1)
+  // Layers per streaming fragment. PPU with 0 syncs every parameter at once (one fragment);
+  // Streaming DiLoCo always streams and uses 3 when this is 0; DiLoCo ignores it (one
+  // fragment). See core/streaming_schedule.
+  int layers_per_fragment = 3;
+  Grouping grouping = Grouping::Layers;  // slices: Appendix A.1
   int overlap_steps = 0;          // tau: inner steps a fragment's all-reduce may run in background
   double overlap_alpha = 0.0;     // Streaming DiLoCo's merge after an overlapped sync: θ_k ← α θ_k + (1−α) θ
-  std::string delta_dtype = "fp32";  // fp32 | bf16 | int8 (wire precision; sums are fp32)
+  WireDtype delta_dtype = WireDtype::Fp32;  // wire precision; sums are fp32
   bool error_feedback = false;    // bf16/int8: carry each sync's encoding error into the next one
   // After the last step, a fragment whose schedule has no sync there: "average" folds its
   // trailing local progress into θ with one plain count-normalised average (no momentum, no
   // outer lr); "none" leaves θ at its last scheduled sync and drops that progress.
-  std::string final_sync = "average";
+  FinalSync final_sync = FinalSync::Average;
 };
 
 struct DataConfig {
-  std::string source = "synthetic";  // synthetic | shards
+  DataSource source = DataSource::Synthetic;
   std::string path;                  // dataset directory for shards (or a synthetic one written by ppu-data)
   std::string tokenizer;
   int64_t synthetic_train_tokens = 2000000;
@@ -82,8 +123,8 @@ struct TrainConfig {
   int eval_batches = 8;
   int log_every = 10;
   int threads = 0;         // intra-op threads; 0 = LibTorch default
-  std::string device = "cpu";   // cpu | cuda
-  std::string dtype = "fp32";   // fp32 | bf16 (bf16 compute with fp32 master of trainable slices)
+  Device device = Device::Cpu;
+  Dtype dtype = Dtype::Fp32;    // bf16: bf16 compute with fp32 masters of the trainable slices (§3.1)
   bool recompute = false;       // per-block activation recomputation
 };
 
@@ -101,7 +142,7 @@ struct NetworkConfig {
   double bandwidth_gb_per_s = 0;   // ppu-plan's per-link bandwidth; 0 = unlimited
   double timeout_s = 300;          // collective and rendezvous timeout
   double message_bytes = 0;        // ppu-plan: override M (bytes per sync) instead of the model's
-  std::string collective = "ring";  // all-reduce schedule: ring | direct (docs/COMMUNICATION.md)
+  Collective collective = Collective::Ring;  // all-reduce schedule (docs/COMMUNICATION.md)
 };
 
 struct Config {
@@ -125,11 +166,17 @@ struct Config {
 
 // Reads `path` (may be empty: defaults only), applies overrides "a.b=value" in order, validates.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
-// Same, from YAML text (the PPUJob operator and tests use it).
+// Same, from YAML text (ppu-export reads a checkpoint's config with it; tests too). The operator
+// does not parse spec.training: the CRD's schema and CEL rules check it at admission, and a
+// rank exits 2 on anything they cannot.
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides = {},
                     const std::string& origin = "<config>");
 // Checks cross-field constraints for `world_size` ranks; throws ConfigError naming the keys.
 void validate_config(const Config& config, int world_size);
+// The slicing part of it, the one check of (model, mode, K, N) that validate_config and the
+// SlicePlan constructor both run: N divides K, the MLP hidden size, the heads (mlp+heads,
+// mlp+heads+wo) or the layers (horizontal).
+void check_slicing(const ModelSpec& m, SliceMode mode, int world_size, int n);
 // The config as YAML (all keys, defaults filled in): stored in checkpoints and summaries.
 std::string to_yaml(const Config& config);
 
@@ -137,7 +184,7 @@ std::string to_yaml(const Config& config);
 // embedding per inner.decay_embedding, LayerNorm parameters per inner.decay_norms.
 bool applies_weight_decay(const InnerConfig& inner, ParamRole role);
 
-std::string method_name(Method m);
-std::string slice_mode_name(SliceMode m);
+inline std::string method_name(Method m) { return choice_name(m); }
+inline std::string slice_mode_name(SliceMode m) { return choice_name(m); }
 
 }  // namespace ppu

@@ -38,16 +38,16 @@ MemoryBreakdown estimate_memory(const Config& config, const SlicePlan& plan, int
                                 OuterStatePlacement placement) {
   const double total = plan.total_parameters();
   const double trainable = plan.trainable_parameters();
-  const bool bf16 = config.train.dtype == "bf16";
+  const bool bf16 = config.train.dtype == Dtype::Bf16;
   MemoryBreakdown m;
   // bf16: bf16 working weights of every parameter plus fp32 masters of the trainable slices.
   m.weights = bf16 ? 2 * total + 4 * trainable : 4 * total;
   m.gradients = (bf16 ? 2 : 4) * trainable;
-  m.inner_optimizer = config.inner.optimizer == "adamw" ? 8 * trainable : 0;
+  m.inner_optimizer = config.inner.optimizer == InnerOptimizerKind::AdamW ? 8 * trainable : 0;
   if (config.method != Method::Ddp) {
     const double on_device =
         placement == OuterStatePlacement::Host || !config.streaming() ? total : static_cast<double>(largest_fragment);
-    m.outer_optimizer = config.outer.optimizer == "nesterov" ? 4 * on_device : 0;
+    m.outer_optimizer = config.outer.optimizer == OuterOptimizerKind::Nesterov ? 4 * on_device : 0;
     m.offloaded = 4 * on_device;
   }
   return m;
@@ -58,9 +58,9 @@ double ring_allreduce_seconds(double message_bytes, int ranks, double bytes_per_
   return 2.0 * (ranks - 1) / ranks * message_bytes / bytes_per_second;
 }
 
-double delta_bytes(int64_t elements, const std::string& delta_dtype, int64_t row_length) {
-  if (delta_dtype == "bf16") return 2.0 * elements;
-  if (delta_dtype == "int8") {
+double delta_bytes(int64_t elements, WireDtype delta_dtype, int64_t row_length) {
+  if (delta_dtype == WireDtype::Bf16) return 2.0 * elements;
+  if (delta_dtype == WireDtype::Int8) {
     const int64_t rows = row_length > 0 ? (elements + row_length - 1) / row_length : 1;
     return 1.0 * elements + 4.0 * rows;  // one fp32 scale per row
   }
@@ -71,14 +71,15 @@ int64_t WireLayout::padded_elements(int ranks) const { return std::max(1, ranks)
 
 int64_t WireLayout::bytes_per_rank(int ranks) const { return ranks > 1 ? 2 * int64_t{ranks - 1} * chunk_bytes : 0; }
 
-WireLayout wire_layout(int64_t elements, int ranks, const std::string& dtype, int64_t row_length) {
+WireLayout wire_layout(int64_t elements, int ranks, WireDtype dtype, int64_t row_length) {
+  const bool int8 = dtype == WireDtype::Int8;
   WireLayout w;
-  w.block = dtype == "int8" ? std::max<int64_t>(1, row_length) : 1;
+  w.block = int8 ? std::max<int64_t>(1, row_length) : 1;
   const int64_t K = std::max(1, ranks);
   const int64_t per_chunk_blocks = (elements + K * w.block - 1) / (K * w.block);
   w.chunk_elements = per_chunk_blocks * w.block;
-  const int64_t value_bytes = dtype == "int8" ? 1 : dtype == "bf16" ? 2 : 4;
-  w.chunk_bytes = value_bytes * w.chunk_elements + (dtype == "int8" ? 4 * per_chunk_blocks : 0);
+  const int64_t value_bytes = int8 ? 1 : dtype == WireDtype::Bf16 ? 2 : 4;
+  w.chunk_bytes = value_bytes * w.chunk_elements + (int8 ? 4 * per_chunk_blocks : 0);
   return w;
 }
 

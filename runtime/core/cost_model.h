@@ -59,7 +59,7 @@ MemoryBreakdown estimate_memory(const Config& config, const SlicePlan& plan, int
 double ring_allreduce_seconds(double message_bytes, int ranks, double bytes_per_second);
 
 // Bytes one rank contributes to a synchronisation of `elements` values in `delta_dtype`.
-double delta_bytes(int64_t elements, const std::string& delta_dtype, int64_t row_length);
+double delta_bytes(int64_t elements, WireDtype delta_dtype, int64_t row_length);
 
 // How the runtime's all-reduce (runtime/engine/ring_allreduce) lays out `elements` values for
 // `ranks` ranks: K equal chunks of whole codec blocks (int8: `row_length` values per fp32
@@ -74,7 +74,7 @@ struct WireLayout {
   int64_t padded_elements(int ranks) const;  // K chunks
   int64_t bytes_per_rank(int ranks) const;  // sent (= received) per rank per all-reduce: 2(K-1) chunks
 };
-WireLayout wire_layout(int64_t elements, int ranks, const std::string& dtype, int64_t row_length);
+WireLayout wire_layout(int64_t elements, int ranks, WireDtype dtype, int64_t row_length);
 
 // Figure 2: simulated wall-clock to a target loss under limited bandwidth.
 struct WallClockPoint {

@@ -11,6 +11,8 @@
 
 namespace ppu {
 
+enum class Activation { Relu, Gelu };  // model.activation: relu | gelu (exact, erf)
+
 struct ModelSpec {
   std::string preset;        // empty when fully explicit
   int layers = 0;
@@ -18,7 +20,7 @@ struct ModelSpec {
   int heads = 0;
   int vocab = 0;
   int seq_len = 0;
-  std::string activation = "relu";  // relu | gelu
+  Activation activation = Activation::Relu;
 
   int mlp_hidden() const { return 4 * d_model; }
   int head_dim() const { return d_model / heads; }

@@ -32,7 +32,7 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
   const MemoryBreakdown host = estimate_memory(config, plan, schedule.largest_fragment_numel(), OuterStatePlacement::Host);
   const double total = plan.total_parameters();
   const double bps = config.network.bandwidth_gb_per_s * 1e9;
-  const bool bf16 = config.train.dtype == "bf16";
+  const bool bf16 = config.train.dtype == Dtype::Bf16;
 
   // Bytes per synchronisation: DDP all-reduces gradients every step; the low-communication
   // methods all-reduce deltas of one fragment per sync and of every fragment once per round.
@@ -41,7 +41,8 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
   double per_sync_bytes, per_round_bytes, amortised_step_seconds, wire_sync_bytes = 0, wire_round_bytes = 0;
   double wire_run_bytes = 0;  // over train.steps: every scheduled sync, plus outer.final_sync's averages
   const int64_t T = config.train.steps;
-  const std::string wire_dtype = config.method == Method::Ddp ? (bf16 ? "bf16" : "fp32") : config.outer.delta_dtype;
+  const WireDtype wire_dtype =
+      config.method == Method::Ddp ? (bf16 ? WireDtype::Bf16 : WireDtype::Fp32) : config.outer.delta_dtype;
   const int64_t row = config.method == Method::Ddp ? 1 : m.d_model;
   if (config.method == Method::Ddp) {
     per_sync_bytes = per_round_bytes = (bf16 ? 2 : 4) * total;
@@ -59,7 +60,7 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
       const int64_t syncs = schedule.scheduled_syncs(static_cast<int>(fi), T);
       wire_run_bytes += syncs * wire_layout(schedule.fragments()[fi].numel, K, wire_dtype, row).bytes_per_rank(K);
     }
-    if (config.outer.final_sync == "average")  // one exchange per fragment with trailing progress
+    if (config.outer.final_sync == FinalSync::Average)  // one exchange per fragment with trailing progress
       for (int fi : schedule.unsynced_at_end(T))
         wire_run_bytes += wire_layout(schedule.fragments()[fi].numel, K, wire_dtype, row).bytes_per_rank(K);
   }
@@ -86,8 +87,8 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
                  {"vocab", m.vocab}, {"seq_len", m.seq_len}}},
       {"method", method_name(config.method)},
       {"ranks", K},
-      {"dtype", config.train.dtype},
-      {"slicing", {{"mode", slice_mode_name(plan.mode())}, {"slices", plan.slices()}, {"jacobian", plan.jacobian()}}},
+      {"dtype", choice_name(config.train.dtype)},
+      {"slicing", {{"mode", slice_mode_name(plan.mode())}, {"slices", plan.slices()}, {"jacobian", choice_name(plan.jacobian())}}},
       {"trainable_params", plan.trainable_parameters()},
       {"total_params", plan.total_parameters()},
       {"rho_attn", plan.rho_attn()},
@@ -110,8 +111,8 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
       {"bytes_per_sync", per_sync_bytes},
       {"bytes_per_round", per_round_bytes},
       {"bandwidth_gb_per_s", config.network.bandwidth_gb_per_s},
-      {"delta_dtype", wire_dtype},
-      {"collective", config.network.collective},
+      {"delta_dtype", choice_name(wire_dtype)},
+      {"collective", choice_name(config.network.collective)},
       {"bytes_sent_per_sync", wire_sync_bytes},
       {"bytes_received_per_sync", wire_sync_bytes},
       {"bytes_sent_per_round", wire_round_bytes},

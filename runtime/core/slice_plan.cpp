@@ -10,29 +10,16 @@ int64_t ParamSlice::trainable_numel() const {
 }
 
 SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int slices, int rank,
-                     const std::string& jacobian)
+                     Jacobian jacobian)
     : mode_(mode),
       jacobian_(jacobian),
       world_size_(world_size),
       slices_(mode == SliceMode::None ? 1 : slices),
       rank_(rank) {
-  const auto k = std::to_string(world_size), n = std::to_string(slices_);
-  if (world_size < 1) throw ConfigError("world size K=" + k + " must be >= 1");
+  check_slicing(model, mode, world_size, slices_);
   if (rank < 0 || rank >= world_size)
-    throw ConfigError("RANK=" + std::to_string(rank) + " is outside [0, WORLD_SIZE=" + k + ")");
-  if (slices_ < 1) throw ConfigError("slicing.slices N=" + n + " must be >= 1");
-  if (world_size % slices_ != 0)
-    throw ConfigError("ranks K=" + k + " must be a multiple of slicing.slices N=" + n);
-  if (model.mlp_hidden() % slices_ != 0)
-    throw ConfigError("slicing.slices N=" + n + " must divide the MLP hidden size " +
-                      std::to_string(model.mlp_hidden()));
+    throw ConfigError("RANK=" + std::to_string(rank) + " is outside [0, WORLD_SIZE=" + std::to_string(world_size) + ")");
   const bool heads = mode == SliceMode::MlpHeads || mode == SliceMode::MlpHeadsWo;
-  if (heads && model.heads % slices_ != 0)
-    throw ConfigError("slicing.slices N=" + n + " must divide model.heads=" + std::to_string(model.heads));
-  if (mode == SliceMode::Horizontal && model.layers % slices_ != 0)
-    throw ConfigError("slicing.slices N=" + n + " must divide model.layers=" + std::to_string(model.layers));
-  if (jacobian != "full" && jacobian != "slice" && jacobian != "slice+random")
-    throw ConfigError("slicing.jacobian '" + jacobian + "' is not one of full | slice | slice+random");
 
   const int n_idx = slice_index();
   const int sliced_owners = world_size / slices_;
@@ -109,8 +96,8 @@ double SlicePlan::rho_out() const { return mode_ == SliceMode::MlpHeadsWo ? 1.0 
 // linear in rho per layer, so the layer average 1/N gives the same total.
 double SlicePlan::rho_mlp() const { return mode_ == SliceMode::None ? 1.0 : 1.0 / slices_; }
 double SlicePlan::rho_mlp_input() const {
-  if (mode_ == SliceMode::None || mode_ == SliceMode::Horizontal || jacobian_ == "full") return 1.0;
-  return (jacobian_ == "slice" ? 1.0 : 2.0) / slices_;
+  if (mode_ == SliceMode::None || mode_ == SliceMode::Horizontal || jacobian_ == Jacobian::Full) return 1.0;
+  return (jacobian_ == Jacobian::Slice ? 1.0 : 2.0) / slices_;
 }
 
 }  // namespace ppu

@@ -38,9 +38,9 @@ struct ParamSlice {
 
 class SlicePlan {
  public:
-  // `jacobian`: full | slice | slice+random (see above; validated by the config).
+  // `jacobian`: see above.
   SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int slices, int rank,
-            const std::string& jacobian = "full");
+            Jacobian jacobian = Jacobian::Full);
   // The plan of rank `rank` of `world_size`. A single process (world_size 1) with a config
   // planned for K = config.ranks > 1 ranks runs "solo": it trains slice 0 of that K-rank plan,
   // and, being the only owner of what it trains, normalises its deltas by m = 1.
@@ -53,7 +53,7 @@ class SlicePlan {
   int world_size() const { return world_size_; }
   int rank() const { return rank_; }
   SliceMode mode() const { return mode_; }
-  const std::string& jacobian() const { return jacobian_; }
+  Jacobian jacobian() const { return jacobian_; }
 
   int64_t trainable_parameters() const;
   int64_t total_parameters() const;
@@ -69,7 +69,7 @@ class SlicePlan {
  private:
   std::vector<ParamSlice> params_;
   SliceMode mode_;
-  std::string jacobian_;
+  Jacobian jacobian_;
   int world_size_, slices_, rank_;
 };
 

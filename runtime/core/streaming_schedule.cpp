@@ -66,7 +66,7 @@ StreamingSchedule::StreamingSchedule(const Config& config, const ModelSpec& mode
     : sync_every_(config.outer.sync_every) {
   if (!config.streaming()) {
     fragments_ = by_layers(model, 0);
-  } else if (config.method == Method::Ppu && config.outer.grouping == "slices") {
+  } else if (config.method == Method::Ppu && config.outer.grouping == Grouping::Slices) {
     fragments_ = by_slices(model, config.effective_slices());
   } else {
     const int group = config.outer.layers_per_fragment > 0 ? config.outer.layers_per_fragment : 3;

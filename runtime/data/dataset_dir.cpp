@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "data/atomic_file.h"
+#include "common/atomic_file.h"
 #include "data/token_shard.h"
 
 namespace ppu::data {

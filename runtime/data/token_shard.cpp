@@ -2,7 +2,8 @@
 
 #include <cstring>
 
-#include "data/atomic_file.h"
+#include "common/atomic_file.h"
+#include "common/fnv1a.h"
 
 // The on-disk format is little-endian and we memcpy integers directly.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "token shards assume a little-endian host");
@@ -54,15 +55,6 @@ void decode_payload(const std::string& path, const char* p, uint64_t count, uint
 }
 
 }  // namespace
-
-uint64_t fnv1a64(const void* data, size_t size, uint64_t state) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) {
-    state ^= p[i];
-    state *= 0x100000001b3ULL;
-  }
-  return state;
-}
 
 void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens,
                        uint64_t vocab) {

@@ -33,9 +33,6 @@ struct TokenShard {
 inline constexpr uint32_t kTokenShardVersion = 1;
 inline constexpr size_t kTokenShardHeaderBytes = 64;
 
-// FNV-1a 64 over bytes, continuing from `state` (pass the previous result to chain).
-uint64_t fnv1a64(const void* data, size_t size, uint64_t state = 0xcbf29ce484222325ULL);
-
 // Throws ShardError if a token is outside [0, vocab) or vocab is 0 or > 2^31.
 void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens,
                        uint64_t vocab);

@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "data/atomic_file.h"
+#include "common/atomic_file.h"
+#include "common/fnv1a.h"
 #include "data/token_shard.h"
+#include "engine/checkpoint_format.h"
 
 namespace fs = std::filesystem;
 
@@ -28,13 +30,7 @@ std::string serialize(const CheckpointStore::Writer& writer) {
   return os.str();
 }
 
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string checksum(const std::string& bytes) { return hex(data::fnv1a64(bytes.data(), bytes.size())); }
+std::string checksum(const std::string& bytes) { return hex64(fnv1a64(bytes.data(), bytes.size())); }
 
 std::vector<int64_t> rounds_in(const std::string& dir) {
   std::vector<int64_t> rounds;
@@ -56,7 +52,7 @@ std::vector<int64_t> rounds_in(const std::string& dir) {
 std::string verify(const std::string& dir, const nlohmann::json& manifest, const std::string& name, std::string& bytes) {
   if (!manifest["files"].contains(name)) return "manifest does not list " + name;
   try {
-    bytes = data::read_file_bytes(dir + "/" + name);
+    bytes = read_file_bytes(dir + "/" + name);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -86,18 +82,23 @@ VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, con
   std::string rejected;
   for (const int64_t r : rounds) {
     const std::string path = dir + "/" + round_name(r);
-    VerifiedCheckpointFile out{r, path};
+    VerifiedCheckpointFile out;
+    out.round = r;
+    out.path = path;
     std::string problem;
     nlohmann::json manifest;
     try {
-      manifest = nlohmann::json::parse(data::read_file_bytes(path + "/" + kManifest));
+      manifest = nlohmann::json::parse(read_file_bytes(path + "/" + kManifest));
       out.config_yaml = manifest.at("config").get<std::string>();
       out.world_size = manifest.at("world_size").get<int>();
     } catch (const std::exception& e) {
       problem = std::string("no readable manifest (") + e.what() + ")";
     }
     if (problem.empty()) problem = verify(path, manifest, name, out.bytes);
-    if (problem.empty()) return out;
+    if (problem.empty()) {
+      require_checkpoint_format(manifest.value("format", 1), "checkpoint " + path);
+      return out;
+    }
     rejected += "\n  " + round_name(r) + ": " + problem;
   }
   throw NoValidCheckpoint("checkpoint directory '" + dir + "' has no valid checkpoint" +
@@ -119,24 +120,27 @@ void CheckpointStore::save(int64_t round, const Writer& rank_part, const Writer&
   const std::string dir = round_dir(round);
   fs::create_directories(dir);
   const std::string mine = serialize(rank_part);
-  data::atomic_write_file(dir + "/" + rank_file(), mine);
+  atomic_write_file(dir + "/" + rank_file(), mine);
 
   // Every rank reports its file's checksum to rank 0 through an all-gather of fixed width.
-  auto info = torch::tensor({static_cast<int64_t>(mine.size()), static_cast<int64_t>(data::fnv1a64(mine.data(), mine.size()))},
+  auto info = torch::tensor({static_cast<int64_t>(mine.size()), static_cast<int64_t>(fnv1a64(mine.data(), mine.size()))},
                             torch::kInt64);
   const auto all = collectives_.allgather(info);
   if (collectives_.rank() == 0) {
     const std::string global = serialize(global_part);
-    data::atomic_write_file(dir + "/" + kGlobal, global);
-    nlohmann::json manifest = {{"round", round}, {"world_size", collectives_.world_size()}, {"config", config_yaml}};
+    atomic_write_file(dir + "/" + kGlobal, global);
+    nlohmann::json manifest = {{"format", kCheckpointFormat},
+                               {"round", round},
+                               {"world_size", collectives_.world_size()},
+                               {"config", config_yaml}};
     manifest["files"][kGlobal] = {{"bytes", global.size()}, {"fnv1a64", checksum(global)}};
     for (int r = 0; r < collectives_.world_size(); ++r) {
       char name[32];
       std::snprintf(name, sizeof name, "rank-%05d.pt", r);
       const auto v = all[r].accessor<int64_t, 1>();
-      manifest["files"][name] = {{"bytes", v[0]}, {"fnv1a64", hex(static_cast<uint64_t>(v[1]))}};
+      manifest["files"][name] = {{"bytes", v[0]}, {"fnv1a64", hex64(static_cast<uint64_t>(v[1]))}};
     }
-    data::atomic_write_file(dir + "/" + kManifest, manifest.dump(2));
+    atomic_write_file(dir + "/" + kManifest, manifest.dump(2));
     const auto rounds = rounds_in(dir_);
     for (size_t i = keep_; i < rounds.size(); ++i) fs::remove_all(round_dir(rounds[i]));
   }
@@ -159,7 +163,7 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest() {
     std::string problem, mine, global;
     nlohmann::json manifest;
     try {
-      manifest = nlohmann::json::parse(data::read_file_bytes(dir + "/" + kManifest));
+      manifest = nlohmann::json::parse(read_file_bytes(dir + "/" + kManifest));
       if (manifest.at("world_size").get<int>() != collectives_.world_size())
         problem = "it was written by " + std::to_string(manifest["world_size"].get<int>()) + " ranks, this run has " +
                   std::to_string(collectives_.world_size());
@@ -174,7 +178,12 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest() {
       spdlog::warn("skipping checkpoint {}: {}", dir, problem.empty() ? "another rank rejected it" : problem);
       continue;
     }
-    LoadedCheckpoint loaded{round, dir};
+    // Intact on every rank (the same manifest everywhere, so every rank decides alike): one of
+    // another format stops the job rather than letting it start over beside its old state.
+    require_checkpoint_format(manifest.value("format", 1), "checkpoint " + dir);
+    LoadedCheckpoint loaded;
+    loaded.round = round;
+    loaded.path = dir;
     std::istringstream rank_in(mine), global_in(global);
     loaded.rank_part.load_from(rank_in);
     loaded.global_part.load_from(global_in);

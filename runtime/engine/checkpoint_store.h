@@ -7,7 +7,8 @@
 //  - loading walks checkpoints newest first; a rank accepts one only if the manifest parses,
 //    the world size matches and its own file and global.pt match their checksums; ranks agree
 //    through an all-reduce, so all of them resume from the same one. Each rejected checkpoint
-//    is skipped with a warning that names it and says why.
+//    is skipped with a warning that names it and says why. An intact checkpoint of another
+//    format (engine/checkpoint_format.h) throws CheckpointFormatError instead.
 #pragma once
 
 #include <torch/torch.h>

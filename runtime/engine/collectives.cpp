@@ -1,5 +1,6 @@
 #include "engine/collectives.h"
 
+#include "common/env.h"
 #include "core/job_contract.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -30,20 +31,11 @@ class NcclGroup {
 #endif
 };
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  const long parsed = std::strtol(v, &end, 10);
-  if (*end != '\0') throw std::invalid_argument(std::string("environment variable ") + name + "='" + v + "' is not an integer");
-  return static_cast<int>(parsed);
-}
-
 RendezvousInfo rendezvous_from_env() {
   RendezvousInfo info;
   info.rank = env_int(contract::env::kRank, 0);
   info.world_size = env_int(contract::env::kWorldSize, 1);
-  if (const char* addr = std::getenv(contract::env::kMasterAddr); addr && *addr) info.master_addr = addr;
+  info.master_addr = env_string(contract::env::kMasterAddr, info.master_addr);
   info.master_port = env_int(contract::env::kMasterPort, 29500);
   if (info.world_size < 1) throw std::invalid_argument("WORLD_SIZE must be >= 1, got " + std::to_string(info.world_size));
   if (info.rank < 0 || info.rank >= info.world_size)

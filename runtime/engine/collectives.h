@@ -35,10 +35,6 @@ struct RendezvousInfo {
   int master_port = 29500;
 };
 
-// An integer environment variable, or `fallback` when unset; throws std::invalid_argument naming
-// the variable when it is set but not an integer.
-int env_int(const char* name, int fallback);
-
 // Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun-compatible; defaults 0 of 1).
 RendezvousInfo rendezvous_from_env();
 

@@ -132,14 +132,8 @@ class Exchange {
 
 }  // namespace
 
-AllreduceSchedule allreduce_schedule(const std::string& name) {
-  if (name == "ring") return AllreduceSchedule::Ring;
-  if (name == "direct") return AllreduceSchedule::Direct;
-  throw std::invalid_argument("all-reduce schedule '" + name + "' is not one of ring | direct");
-}
-
-AllreduceStats compressed_allreduce(Collectives& col, torch::Tensor& flat, const std::string& dtype, int64_t row_length,
-                                    AllreduceSchedule schedule, uint32_t sequence, FeedbackState* feedback) {
+AllreduceStats compressed_allreduce(Collectives& col, torch::Tensor& flat, WireDtype dtype, int64_t row_length,
+                                    Collective schedule, uint32_t sequence, FeedbackState* feedback) {
   const auto start = std::chrono::steady_clock::now();
   if (col.world_size() == 1) return {};
   if (flat.scalar_type() != torch::kFloat32 || !flat.device().is_cpu() || !flat.is_contiguous() || flat.dim() != 1)
@@ -147,7 +141,7 @@ AllreduceStats compressed_allreduce(Collectives& col, torch::Tensor& flat, const
   const int K = col.world_size();
   const int64_t n = flat.numel();
   const WireLayout layout = wire_layout(n, K, dtype, row_length);
-  const WireCodec codec{wire_dtype(dtype), layout.block};
+  const WireCodec codec{dtype, layout.block};
   const bool lossy = codec.dtype != WireDtype::Fp32;
 
   auto buffer = torch::zeros({layout.padded_elements(K)}, torch::kFloat32);
@@ -178,7 +172,7 @@ AllreduceStats compressed_allreduce(Collectives& col, torch::Tensor& flat, const
   }
 
   Exchange ex(col, codec, layout, sequence);
-  if (schedule == AllreduceSchedule::Ring) ex.ring(buf, owner_residual);
+  if (schedule == Collective::Ring) ex.ring(buf, owner_residual);
   else ex.direct(buf, owner_residual);
   flat.copy_(buffer.narrow(0, 0, n));
   ex.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

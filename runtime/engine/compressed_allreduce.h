@@ -27,9 +27,6 @@
 
 namespace ppu {
 
-enum class AllreduceSchedule { Ring, Direct };
-AllreduceSchedule allreduce_schedule(const std::string& name);  // ring | direct; throws naming the value
-
 struct AllreduceStats {
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
@@ -45,8 +42,9 @@ struct FeedbackState {
 
 // `sequence`: one number per all-reduce, taken in the same order on every rank
 // (Collectives::next_sequence()); it separates the messages of concurrent all-reduces.
-AllreduceStats compressed_allreduce(Collectives& collectives, torch::Tensor& flat, const std::string& dtype,
-                                    int64_t row_length, AllreduceSchedule schedule, uint32_t sequence,
+// `schedule`: network.collective (ring | direct); `dtype`: the wire precision.
+AllreduceStats compressed_allreduce(Collectives& collectives, torch::Tensor& flat, WireDtype dtype,
+                                    int64_t row_length, Collective schedule, uint32_t sequence,
                                     FeedbackState* feedback = nullptr);
 
 }  // namespace ppu

@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include <functional>
-#include <string>
 
 #include "engine/collectives.h"
 #include "engine/compressed_allreduce.h"
@@ -16,9 +15,9 @@
 namespace ppu {
 
 struct ExchangeOptions {
-  std::string dtype = "fp32";
+  WireDtype dtype = WireDtype::Fp32;
   int64_t row_length = 1;  // int8: values per fp32 scale
-  AllreduceSchedule schedule = AllreduceSchedule::Ring;
+  Collective schedule = Collective::Ring;
   FeedbackState* feedback = nullptr;  // error-feedback residuals of this buffer, or none
 };
 

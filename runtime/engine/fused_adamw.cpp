@@ -36,10 +36,9 @@ bool fused_adamw_step(torch::Tensor& param, const torch::Tensor& grad, torch::Te
   if (!grad.is_contiguous() || !exp_avg.is_contiguous() || !exp_avg_sq.is_contiguous()) return false;
   if (grad.numel() != param.numel() || exp_avg.numel() != param.numel() || exp_avg_sq.numel() != param.numel()) return false;
   // Rows: contiguous parameter = one row; a 2-D view with contiguous rows = size(0) rows.
-  int64_t rows = 1, row_length = param.numel(), row_stride = 0;
+  int64_t row_length = param.numel(), row_stride = 0;
   if (!param.is_contiguous()) {
     if (param.dim() != 2 || param.stride(1) != 1) return false;
-    rows = param.size(0);
     row_length = param.size(1);
     row_stride = param.stride(0);
   }

@@ -34,7 +34,7 @@ InnerOptimizer::InnerOptimizer(const InnerConfig& config, int64_t total_steps, c
     const bool decays = decay_mask.empty() ? params_[i].dim() >= 2 : decay_mask[i];
     (decays ? decay : no_decay).push_back(params_[i]);
   }
-  if (config.optimizer == "sgd") {
+  if (config.optimizer == InnerOptimizerKind::Sgd) {
     auto options = [&](double wd) { return std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(config.lr).weight_decay(wd)); };
     std::vector<torch::optim::OptimizerParamGroup> groups;
     if (!decay.empty()) groups.emplace_back(decay, options(config.weight_decay));

@@ -32,9 +32,8 @@ bool trainable_part(const ParamSlice& slice, const FragmentPiece& piece, int& di
 }  // namespace
 
 OuterOptimizer::OuterOptimizer(const OuterConfig& config, Transformer& model, const StreamingSchedule& schedule,
-                               Collectives& collectives, const std::string& collective)
+                               Collectives& collectives, Collective collective)
     : config_(config), model_(model), schedule_(schedule), collectives_(collectives), collective_(collective) {
-  allreduce_schedule(collective_);  // fails early on a bad name
   for (const auto& w : model.weights()) {
     global_.push_back(w.detach().to(torch::kCPU, torch::kFloat32, false, /*copy=*/true));
     momentum_.emplace_back();
@@ -83,7 +82,7 @@ OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool overlapped) {
   ExchangeOptions options;
   options.dtype = config_.delta_dtype;
   options.row_length = model_.spec().d_model;
-  options.schedule = allreduce_schedule(collective_);
+  options.schedule = collective_;
   options.feedback = config_.error_feedback ? &feedback_.at(fragment) : nullptr;
   sync.wait = start_delta_sum(collectives_, sync.flat, options);
   sync.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -112,7 +111,7 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
     // Line 14: the outer step on the pseudo-gradient g = −Δ.
     if (sync.plain_average) {
       global.add_(delta);
-    } else if (config_.optimizer == "nesterov") {
+    } else if (config_.optimizer == OuterOptimizerKind::Nesterov) {
       auto& m = momentum_[piece.param_index];
       if (!m.defined()) m = torch::zeros_like(global_[piece.param_index]);
       auto buf = region(m, piece);
@@ -153,9 +152,10 @@ int64_t OuterOptimizer::global_bytes() const {
 
 void OuterOptimizer::save(torch::serialize::OutputArchive& archive) const {
   for (size_t i = 0; i < global_.size(); ++i) {
-    archive.write("global." + std::to_string(i), global_[i]);
+    const auto& name = model_.layout()[i].name;
+    archive.write("outer.global." + name, global_[i]);
     // A fragment not yet synchronised has no momentum: stored as an empty tensor.
-    archive.write("momentum." + std::to_string(i), momentum_[i].defined() ? momentum_[i] : torch::empty({0}));
+    archive.write("outer.momentum." + name, momentum_[i].defined() ? momentum_[i] : torch::empty({0}));
   }
 }
 
@@ -172,11 +172,13 @@ void OuterOptimizer::save_feedback(torch::serialize::OutputArchive& archive) con
 void OuterOptimizer::load(torch::serialize::InputArchive& archive) {
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < global_.size(); ++i) {
+    const auto& name = model_.layout()[i].name;
     torch::Tensor g, m;
-    archive.read("global." + std::to_string(i), g);
-    archive.read("momentum." + std::to_string(i), m);
+    if (!archive.try_read("outer.global." + name, g) || !archive.try_read("outer.momentum." + name, m))
+      throw std::runtime_error("checkpoint has no outer state (global θ and momentum) of parameter " + name);
     if (!g.defined() || g.sizes() != global_[i].sizes())
-      throw std::runtime_error("checkpoint global parameter " + std::to_string(i) + " has the wrong shape");
+      throw std::runtime_error("checkpoint global parameter " + name + " has shape " + c10::str(g.sizes()) +
+                               ", the model's is " + c10::str(global_[i].sizes()));
     global_[i].copy_(g);
     momentum_[i] = m.defined() && m.numel() > 0 ? m.clone() : torch::Tensor();
   }

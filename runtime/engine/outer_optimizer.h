@@ -44,9 +44,9 @@ struct SyncResult {
 
 class OuterOptimizer {
  public:
-  // `collective`: network.collective, the all-reduce schedule (ring | direct).
+  // `collective`: network.collective, the all-reduce schedule.
   OuterOptimizer(const OuterConfig& config, Transformer& model, const StreamingSchedule& schedule,
-                 Collectives& collectives, const std::string& collective = "ring");
+                 Collectives& collectives, Collective collective = Collective::Ring);
 
   // A synchronisation whose exchange is in flight.
   struct InFlight {
@@ -78,7 +78,7 @@ class OuterOptimizer {
   Transformer& model_;
   const StreamingSchedule& schedule_;
   Collectives& collectives_;
-  std::string collective_;
+  Collective collective_;
   std::vector<torch::Tensor> global_;    // fp32, host
   std::vector<torch::Tensor> momentum_;  // fp32, host; allocated on a fragment's first sync
   std::vector<FeedbackState> feedback_;  // per fragment, with outer.error_feedback

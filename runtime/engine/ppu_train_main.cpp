@@ -13,19 +13,16 @@
 #include <fstream>
 #include <iostream>
 
+#include "common/env.h"
 #include "core/config.h"
 #include "core/job_contract.h"
 #include "data/token_shard.h"
+#include "engine/checkpoint_format.h"
 #include "engine/collectives.h"
 #include "engine/compute_threads.h"
 #include "engine/trainer.h"
 
 namespace {
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
 
 // Kubernetes copies this file into the pod's status, so the operator can explain a failure.
 // The kubelet creates the file; outside a pod it does not exist and nothing is written.
@@ -46,7 +43,7 @@ int fail(int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   CLI::App app{"ppu-train: one rank of a partial-parameter-update training job"};
-  std::string config_path = env_or(ppu::contract::env::kConfig, "");
+  std::string config_path = ppu::env_string(ppu::contract::env::kConfig, "");
   std::vector<std::string> overrides;
   std::string summary_path;
   bool check_only = false;
@@ -61,22 +58,18 @@ int main(int argc, char** argv) {
   }
 
   // ppu-launch prefixes each line with the rank itself.
-  const std::string rank_tag = std::getenv(ppu::contract::env::kLogPrefixed) ? "" : "[rank " + env_or(ppu::contract::env::kRank, "0") + "] ";
+  const std::string rank_tag = std::getenv(ppu::contract::env::kLogPrefixed) ? "" : "[rank " + ppu::env_string(ppu::contract::env::kRank, "0") + "] ";
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e " + rank_tag + "%^%l%$ %v");
   try {
     const ppu::Config config = ppu::load_config(config_path, overrides);
-    const auto rdv = ppu::rendezvous_from_env();
     ppu::RunEnv env;
-    env.rank = rdv.rank;
-    env.world_size = rdv.world_size;
-    env.master_addr = rdv.master_addr;
-    env.master_port = rdv.master_port;
-    env.run_id = env_or(ppu::contract::env::kRunId, "local");
-    env.checkpoint_dir = env_or(ppu::contract::env::kCheckpointDir, config.checkpoint.dir);
-    env.metrics_port = std::atoi(env_or(ppu::contract::env::kMetricsPort, std::to_string(config.metrics.port)).c_str());
+    env.rendezvous = ppu::rendezvous_from_env();
+    env.run_id = ppu::env_string(ppu::contract::env::kRunId, "local");
+    env.checkpoint_dir = ppu::env_string(ppu::contract::env::kCheckpointDir, config.checkpoint.dir);
+    env.metrics_port = ppu::env_int(ppu::contract::env::kMetricsPort, config.metrics.port);
     if (check_only) {
       ppu::check_runnable(config, env);
-      std::cout << "ppu-train --check: config OK for " << env.world_size << " rank(s)\n";
+      std::cout << "ppu-train --check: config OK for " << env.rendezvous.world_size << " rank(s)\n";
       return 0;
     }
     if (config.train.threads > 0) ppu::configure_compute_threads(config.train.threads);
@@ -85,14 +78,16 @@ int main(int argc, char** argv) {
       std::ofstream probe(summary_path, std::ios::app);
       if (!probe) throw ppu::ConfigError("--summary: cannot write '" + summary_path + "'");
     }
-    spdlog::info("rank {} of {}: method {}, slicing {} N={}, model {} layers d={} heads={}", env.rank, env.world_size,
+    spdlog::info("rank {} of {}: method {}, slicing {} N={}, model {} layers d={} heads={}", env.rendezvous.rank, env.rendezvous.world_size,
                  ppu::method_name(config.method), ppu::slice_mode_name(config.slicing.mode), config.effective_slices(),
                  config.model.layers, config.model.d_model, config.model.heads);
-    spdlog::info("BLAS: {} ({} variant, {} threads), {} intra-op threads", blas.library.empty() ? "none" : blas.library,
-                 blas.variant, blas.threads, torch::get_num_threads());
+    spdlog::info("BLAS: {} ({} variant, {} threads), {} intra-op threads; LibTorch {} built with BLAS {}",
+                 blas.library.empty() ? "none mapped" : blas.library, blas.variant, blas.threads,
+                 torch::get_num_threads(), blas.libtorch, blas.torch_blas);
     auto summary = ppu::train(config, env);
-    summary["blas"] = {{"library", blas.library}, {"variant", blas.variant}, {"threads", blas.threads},
-                       {"intra_op_threads", torch::get_num_threads()}};
+    summary["blas"] = {{"library", blas.library},   {"variant", blas.variant},
+                       {"threads", blas.threads},   {"intra_op_threads", torch::get_num_threads()},
+                       {"libtorch", blas.libtorch}, {"torch_blas", blas.torch_blas}};
     spdlog::info("done: eval loss {:.4f} ppl {:.3f}, FLOPs saved {:.1f}%, state {:.1f} MB (full training {:.1f} MB), checksum {}",
                  summary["eval_loss"].get<double>(), summary["eval_perplexity"].get<double>(),
                  100 * summary["flops_saved_fraction"].get<double>(), summary["state_bytes"]["total"].get<double>() / 1e6,
@@ -107,6 +102,8 @@ int main(int argc, char** argv) {
     return fail(ppu::contract::exit_code::kPeerFailure, std::string("peer failure: ") + e.what());
   } catch (const ppu::data::ShardError& e) {
     return fail(ppu::contract::exit_code::kDataError, std::string("data error: ") + e.what());
+  } catch (const ppu::CheckpointFormatError& e) {
+    return fail(ppu::contract::exit_code::kDataError, std::string("checkpoint error: ") + e.what());
   } catch (const std::exception& e) {
     return fail(ppu::contract::exit_code::kRuntimeFailure, std::string("error: ") + e.what());
   }

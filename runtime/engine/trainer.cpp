@@ -10,12 +10,15 @@
 #include <filesystem>
 #include <optional>
 
+#include "common/env.h"
+#include "common/fnv1a.h"
 #include "core/cost_model.h"
 #include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
 #include "data/data_loader.h"
 #include "data/dataset_dir.h"
 #include "data/token_shard.h"
+#include "engine/checkpoint_format.h"
 #include "engine/checkpoint_store.h"
 #include "engine/collectives.h"
 #include "engine/delta_exchange.h"
@@ -32,7 +35,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 data::TokenDataset load_dataset(const Config& c) {
-  if (c.data.source == "shards" || !c.data.path.empty()) {
+  if (c.data.source == DataSource::Shards || !c.data.path.empty()) {
     auto ds = data::TokenDataset::load(c.data.path);
     if (ds.vocab > static_cast<uint32_t>(c.model.vocab))
       throw ConfigError("data.path '" + c.data.path + "' has vocabulary " + std::to_string(ds.vocab) +
@@ -54,14 +57,12 @@ torch::Tensor to_tensor(const data::TokenBatch& b) {
 }
 
 std::string checksum_hex(const std::vector<torch::Tensor>& tensors) {
-  uint64_t h = 0xcbf29ce484222325ULL;
+  uint64_t h = kFnv1a64Offset;
   for (const auto& t : tensors) {
     const auto c = t.to(torch::kCPU).contiguous();  // no copy for CPU tensors (DDP on CUDA needs it)
-    h = data::fnv1a64(c.data_ptr(), c.nbytes(), h);
+    h = fnv1a64(c.data_ptr(), c.nbytes(), h);
   }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return hex64(h);
 }
 
 std::vector<bool> decay_mask(const InnerConfig& inner, const std::vector<ParamInfo>& layout) {
@@ -80,16 +81,16 @@ std::string duration(double seconds) {
 // train.device: cuda means this rank's GPU, LOCAL_RANK modulo the visible devices, so that
 // several ranks may share one GPU (tests) and ppu-launch / torchrun ranks spread over a node's.
 torch::Device rank_device(const Config& c, const RunEnv& env) {
-  if (c.train.device != "cuda") return torch::kCPU;
+  if (c.train.device != Device::Cuda) return torch::kCPU;
   const int count = static_cast<int>(torch::cuda::device_count());
-  return {torch::kCUDA, static_cast<c10::DeviceIndex>(env_int("LOCAL_RANK", env.rank) % count)};
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(env_int("LOCAL_RANK", env.rendezvous.rank) % count)};
 }
 
 // NCCL needs one GPU per rank: only when this node's ranks (LOCAL_WORLD_SIZE, as torchrun sets
 // it; else all ranks) fit on its GPUs. Otherwise deltas and gradients go through Gloo via host.
 int nccl_device(const RunEnv& env, const torch::Device& device) {
-  if (!device.is_cuda() || env.world_size == 1) return -1;
-  const int local_world = env_int("LOCAL_WORLD_SIZE", env.world_size);
+  if (!device.is_cuda() || env.rendezvous.world_size == 1) return -1;
+  const int local_world = env_int("LOCAL_WORLD_SIZE", env.rendezvous.world_size);
   return local_world <= static_cast<int>(torch::cuda::device_count()) ? device.index() : -1;
 }
 
@@ -108,16 +109,16 @@ class Run {
         env_(env),
         ddp_(c.method == Method::Ddp),
         device_(rank_device(c, env)),
-        collectives_({env.rank, env.world_size, env.master_addr, env.master_port},
+        collectives_(env.rendezvous,
                      std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)), nccl_device(env, device_)),
-        plan_(SlicePlan::from_config(c, env.world_size, env.rank)),
+        plan_(SlicePlan::from_config(c, env.rendezvous.world_size, env.rendezvous.rank)),
         schedule_(c, c.model),
         dataset_(load_dataset(c)),
-        loader_(dataset_, env.rank, env.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len),
-        model_(c.model, plan_, c.train.seed, device_, c.train.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32),
+        loader_(dataset_, env.rendezvous.rank, env.rendezvous.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len),
+        model_(c.model, plan_, c.train.seed, device_, c.train.dtype == Dtype::Bf16 ? torch::kBFloat16 : torch::kFloat32),
         inner_(c.inner, c.train.steps, model_.trainable(), decay_mask(c.inner, model_.layout()), model_.masters()),
         outer_(c.outer, model_, schedule_, collectives_, c.network.collective),
-        metrics_(env.metrics_port, {{"rank", std::to_string(env.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
+        metrics_(env.metrics_port, {{"rank", std::to_string(env.rendezvous.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
         flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_)) {
     if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
     model_.set_recompute(c.train.recompute);
@@ -179,14 +180,14 @@ class Run {
     AllreduceStats wire;
     if (buffer.is_cuda()) {  // NCCL (or Gloo via host): its own ring, bytes from the same layout
       collectives_.allreduce_sum(buffer);
-      wire.bytes_sent = wire.bytes_received = wire_layout(buffer.numel(), env_.world_size, "fp32", 1).bytes_per_rank(env_.world_size);
+      wire.bytes_sent = wire.bytes_received = wire_layout(buffer.numel(), env_.rendezvous.world_size, WireDtype::Fp32, 1).bytes_per_rank(env_.rendezvous.world_size);
     } else {
       ExchangeOptions options;
-      options.schedule = allreduce_schedule(c_.network.collective);
-      if (model_.mixed_precision()) options.dtype = "bf16";  // bf16 gradients go on the wire as bf16
+      options.schedule = c_.network.collective;
+      if (model_.mixed_precision()) options.dtype = WireDtype::Bf16;  // bf16 gradients go on the wire as bf16
       wire = exchange_delta_sum(collectives_, buffer, options);
     }
-    buffer.div_(env_.world_size);
+    buffer.div_(env_.rendezvous.world_size);
     int64_t offset = 0;
     for (const auto& p : model_.trainable()) {
       p.mutable_grad().copy_(buffer.narrow(0, offset, p.numel()).view(p.sizes()));
@@ -226,7 +227,7 @@ class Run {
   // plain count-normalised average (no momentum), with none θ stays at its last sync.
   void finish_training() {
     drain_syncs();
-    if (c_.outer.final_sync != "average") return;
+    if (c_.outer.final_sync != FinalSync::Average) return;
     for (int f : schedule_.unsynced_at_end(c_.train.steps)) record(f, outer_.average(f));
   }
 
@@ -253,21 +254,36 @@ class Run {
     }
   }
 
+  // The running totals a checkpoint carries, by name ("totals.<name>" in the rank part).
+  std::vector<std::pair<std::string, double*>> totals() {
+    return {{"tokens", &p_.tokens},
+            {"flops", &p_.flops},
+            {"flops_full", &p_.flops_full},
+            {"bytes_sent", &p_.bytes_sent},
+            {"sync_seconds", &p_.sync_seconds},
+            {"bytes_received", &p_.bytes_received},
+            {"network_wait_seconds", &p_.network_wait_seconds}};
+  }
+
   void save_checkpoint() {
     store_->save(
         p_.rounds,
         [&](torch::serialize::OutputArchive& a) {
-          for (size_t i = 0; i < model_.weights().size(); ++i) a.write("weight." + std::to_string(i), model_.weights()[i].detach().to(torch::kCPU));
-          for (size_t i = 0; i < model_.masters().size(); ++i) a.write("master." + std::to_string(i), model_.masters()[i].detach().to(torch::kCPU));
+          const auto& layout = model_.layout();
+          for (size_t i = 0; i < model_.weights().size(); ++i)
+            a.write("model.weight." + layout[i].name, model_.weights()[i].detach().to(torch::kCPU));
+          for (size_t i = 0; i < model_.masters().size(); ++i)
+            a.write("model.master." + layout[i].name, model_.masters()[i].detach().to(torch::kCPU));
           torch::serialize::OutputArchive inner;
           inner_.save(inner);
           a.write("inner", inner);
           torch::serialize::OutputArchive feedback;
           outer_.save_feedback(feedback);
           a.write("feedback", feedback);
-          a.write("progress", torch::tensor({p_.step, p_.rounds, static_cast<int64_t>(loader_.position())}, torch::kInt64));
-          a.write("totals", torch::tensor({p_.tokens, p_.flops, p_.flops_full, p_.bytes_sent, p_.sync_seconds,
-                                           p_.bytes_received, p_.network_wait_seconds}, torch::kFloat64));
+          write_scalar(a, "progress.step", p_.step);
+          write_scalar(a, "progress.rounds", p_.rounds);
+          write_scalar(a, "progress.loader_position", static_cast<int64_t>(loader_.position()));
+          for (const auto& [name, value] : totals()) write_scalar(a, "totals." + name, *value);
         },
         [&](torch::serialize::OutputArchive& a) { outer_.save(a); }, to_yaml(c_));
     metrics_.set_checkpoint_round(p_.rounds);
@@ -279,9 +295,12 @@ class Run {
     auto ckpt = store_->load_latest();
     if (!ckpt) return;
     torch::NoGradGuard no_grad;
+    const auto& layout = model_.layout();
     for (size_t i = 0; i < model_.weights().size(); ++i) {
       torch::Tensor w;
-      ckpt->rank_part.read("weight." + std::to_string(i), w);
+      if (!ckpt->rank_part.try_read("model.weight." + layout[i].name, w))
+        throw ConfigError("checkpoint " + ckpt->path + " has no parameter " + layout[i].name +
+                          " (written for another model?)");
       if (w.sizes() != model_.weights()[i].sizes())
         throw ConfigError("checkpoint " + ckpt->path + " does not match the model: parameter " + model_.layout()[i].name +
                           " has shape " + c10::str(w.sizes()));
@@ -289,7 +308,7 @@ class Run {
     }
     for (size_t i = 0; i < model_.masters().size(); ++i) {  // bf16: the fp32 masters, not the rounded weights
       torch::Tensor m;
-      if (!ckpt->rank_part.try_read("master." + std::to_string(i), m) || m.sizes() != model_.masters()[i].sizes())
+      if (!ckpt->rank_part.try_read("model.master." + layout[i].name, m) || m.sizes() != model_.masters()[i].sizes())
         throw ConfigError("checkpoint " + ckpt->path + " has no fp32 master of parameter " + model_.layout()[i].name +
                           " (written by a run with another train.dtype?)");
       model_.masters()[i].detach().copy_(m);
@@ -298,15 +317,10 @@ class Run {
     ckpt->rank_part.read("inner", inner);
     inner_.load(inner);
     if (torch::serialize::InputArchive feedback; ckpt->rank_part.try_read("feedback", feedback)) outer_.load_feedback(feedback);
-    torch::Tensor progress, totals;
-    ckpt->rank_part.read("progress", progress);
-    ckpt->rank_part.read("totals", totals);
-    p_.step = progress[0].item<int64_t>();
-    p_.rounds = progress[1].item<int64_t>();
-    loader_.seek(progress[2].item<int64_t>());
-    const auto t = totals.accessor<double, 1>();
-    p_.tokens = t[0], p_.flops = t[1], p_.flops_full = t[2], p_.bytes_sent = t[3], p_.sync_seconds = t[4];
-    if (totals.size(0) >= 7) p_.bytes_received = t[5], p_.network_wait_seconds = t[6];  // older checkpoints: 5
+    p_.step = read_int64(ckpt->rank_part, "progress.step");
+    p_.rounds = read_int64(ckpt->rank_part, "progress.rounds");
+    loader_.seek(read_int64(ckpt->rank_part, "progress.loader_position"));
+    for (const auto& [name, value] : totals()) *value = read_double(ckpt->rank_part, "totals." + name);
     outer_.load(ckpt->global_part);
     metrics_.set_checkpoint_round(ckpt->round);
     spdlog::info("resumed from {} at step {} (round {})", ckpt->path, p_.step, p_.rounds);
@@ -322,7 +336,7 @@ class Run {
     torch::NoGradGuard no_grad;
     const Transformer global(c_.model, global_params(), device_);
     double mine = 0;
-    for (int i = env_.rank; i < c_.train.eval_batches; i += env_.world_size) {
+    for (int i = env_.rendezvous.rank; i < c_.train.eval_batches; i += env_.rendezvous.world_size) {
       mine += global.loss(to_tensor(dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len)).to(device_)).item<double>();
       ++eval_batches_done_;
     }
@@ -406,10 +420,10 @@ class Run {
     };
     // DDP has no outer state: its local parameters are the global ones.
     const auto global = global_params();
-    nlohmann::json j = {{"rank", env_.rank},
-                        {"world_size", env_.world_size},
+    nlohmann::json j = {{"rank", env_.rendezvous.rank},
+                        {"world_size", env_.rendezvous.world_size},
                         {"method", method_name(c_.method)},
-                        {"slicing", {{"mode", slice_mode_name(plan_.mode())}, {"slices", plan_.slices()}, {"jacobian", plan_.jacobian()}}},
+                        {"slicing", {{"mode", slice_mode_name(plan_.mode())}, {"slices", plan_.slices()}, {"jacobian", choice_name(plan_.jacobian())}}},
                         {"steps", p_.step},
                         {"final_loss", loss},
                         {"eval_loss", eval},
@@ -433,7 +447,7 @@ class Run {
                         {"eval_seconds", eval_seconds_},
                         {"eval_batches_evaluated", eval_batches_done_},
                         {"eval_parameters", "global"},
-                        {"final_sync", ddp_ ? "none" : c_.outer.final_sync},
+                        {"final_sync", choice_name(ddp_ ? FinalSync::None : c_.outer.final_sync)},
                         {"step_seconds", step_seconds},
                         {"inner_step_seconds_median", steady_inner_step_seconds()}};
     if (floor_perplexity() > 0) j["eval_perplexity_floor"] = floor_perplexity();
@@ -485,16 +499,16 @@ class Run {
 
 void check_runnable(const Config& config, const RunEnv& env) {
   // A single process runs solo as one rank of the config's K (see SlicePlan::from_config).
-  validate_config(config, env.world_size == 1 ? config.ranks : env.world_size);
-  SlicePlan::from_config(config, env.world_size, env.rank);  // RANK within WORLD_SIZE
-  if (config.train.device == "cuda" && !torch::cuda::is_available())
+  validate_config(config, env.rendezvous.world_size == 1 ? config.ranks : env.rendezvous.world_size);
+  SlicePlan::from_config(config, env.rendezvous.world_size, env.rendezvous.rank);  // RANK within WORLD_SIZE
+  if (config.train.device == Device::Cuda && !torch::cuda::is_available())
     throw ConfigError("config key 'train.device' is 'cuda' but this build or machine has no CUDA device "
                       "(torch::cuda::is_available() is false)");
-  if (config.train.dtype == "bf16" && config.train.device == "cpu" &&
+  if (config.train.dtype == Dtype::Bf16 && config.train.device == Device::Cpu &&
       !at::matmul(torch::ones({2, 2}, torch::kBFloat16), torch::ones({2, 2}, torch::kBFloat16)).equal(torch::full({2, 2}, 2.0, torch::kBFloat16)))
     throw ConfigError("config key 'train.dtype' is 'bf16' but this LibTorch cannot multiply bf16 matrices on the CPU");
   const auto& d = config.data;
-  if (d.source == "shards" || !d.path.empty()) {
+  if (d.source == DataSource::Shards || !d.path.empty()) {
     // The checks of TokenDataset::load that need no more than meta.json and the file list (the
     // shards' checksums are verified when a rank loads them).
     namespace fs = std::filesystem;

@@ -9,14 +9,13 @@
 #include <vector>
 
 #include "core/config.h"
+#include "engine/collectives.h"
 
 namespace ppu {
 
+// What a rank learns from its environment besides the config.
 struct RunEnv {
-  int rank = 0;
-  int world_size = 1;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
+  RendezvousInfo rendezvous;   // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
   std::string run_id = "local";
   std::string checkpoint_dir;  // PPU_CHECKPOINT_DIR, else checkpoint.dir
   int metrics_port = 0;        // PPU_METRICS_PORT, else metrics.port
@@ -24,7 +23,7 @@ struct RunEnv {
   std::vector<float>* final_params = nullptr;
 };
 
-// Everything about `config` that would stop a rank of `env.world_size` before training, checked
+// Everything about `config` that would stop a rank of `env.rendezvous.world_size` before training, checked
 // without rendezvous or training: the config for that K, train.device / train.dtype against
 // this build and machine, and the dataset directory (meta.json readable, shards present, vocab
 // within model.vocab). Throws ConfigError (exit 2) or data::ShardError (exit 4). `ppu-train

@@ -62,7 +62,7 @@ Transformer::Transformer(const ModelSpec& spec, const std::vector<torch::Tensor>
 }
 
 void Transformer::begin_step(int64_t step) {
-  if (plan_.jacobian() != "slice+random" || plan_.slices() < 2) return;
+  if (plan_.jacobian() != Jacobian::SliceRandom || plan_.slices() < 2) return;
   random_slice_.assign(spec_.layers, -1);
   const int n = plan_.slices(), own = plan_.slice_index();
   for (int l = 0; l < spec_.layers; ++l) {
@@ -144,7 +144,7 @@ torch::Tensor Transformer::mlp(const torch::Tensor& x, int l) const {
   const WeightSlice* up = &s(l, kUp);
   const WeightSlice* down = &s(l, kDown);
   WeightSlice up_kept, down_kept;
-  if (plan_.jacobian() != "full" && up->dim >= 0) {
+  if (plan_.jacobian() != Jacobian::Full && up->dim >= 0) {
     // Appendix D: only slice k (and, for slice+random, this step's g) carries dL/dx. Both
     // projections keep the same hidden features: the down-projection's input gradient is zero
     // elsewhere, so the up-projection computes its products for those features only.
@@ -161,7 +161,7 @@ torch::Tensor Transformer::mlp(const torch::Tensor& x, int l) const {
     down = &down_kept;
   }
   auto hidden = partial_linear(x, *up);
-  hidden = spec_.activation == "gelu" ? torch::gelu(hidden) : torch::relu(hidden);
+  hidden = spec_.activation == Activation::Gelu ? torch::gelu(hidden) : torch::relu(hidden);
   return partial_linear(hidden, *down);
 }
 

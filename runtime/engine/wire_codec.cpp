@@ -58,13 +58,6 @@ void decode_into(const WireCodec& c, const uint8_t* src, int64_t n, float* out) 
 
 }  // namespace
 
-WireDtype wire_dtype(const std::string& name) {
-  if (name == "fp32") return WireDtype::Fp32;
-  if (name == "bf16") return WireDtype::Bf16;
-  if (name == "int8") return WireDtype::Int8;
-  throw std::invalid_argument("wire dtype '" + name + "' is not one of fp32 | bf16 | int8");
-}
-
 int64_t WireCodec::payload_bytes(int64_t n) const {
   switch (dtype) {
     case WireDtype::Fp32: return 4 * n;

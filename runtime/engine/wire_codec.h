@@ -11,13 +11,10 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
+
+#include "core/config.h"  // WireDtype: the choice of outer.delta_dtype
 
 namespace ppu {
-
-enum class WireDtype { Fp32, Bf16, Int8 };
-
-WireDtype wire_dtype(const std::string& name);  // throws std::invalid_argument naming the value
 
 struct WireCodec {
   WireDtype dtype = WireDtype::Fp32;

@@ -15,7 +15,8 @@
 
 #include "core/config.h"
 #include "core/model_spec.h"
-#include "data/atomic_file.h"
+#include "common/atomic_file.h"
+#include "engine/checkpoint_format.h"
 #include "engine/checkpoint_store.h"
 #include "export/safetensors_file.h"
 
@@ -25,7 +26,8 @@ struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The tensors `prefix`0..n-1 of an archive serialised in `bytes`, checked against the layout.
+// The tensors `prefix`<parameter name> of an archive serialised in `bytes` (checkpoint format:
+// engine/checkpoint_format.h), in layout order, checked against the layout.
 std::vector<std::pair<std::string, torch::Tensor>> read_parameters(const std::string& bytes, const std::string& prefix,
                                                                    const std::vector<ppu::ParamInfo>& layout,
                                                                    const std::string& where) {
@@ -35,8 +37,8 @@ std::vector<std::pair<std::string, torch::Tensor>> read_parameters(const std::st
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (size_t i = 0; i < layout.size(); ++i) {
     torch::Tensor t;
-    if (!archive.try_read(prefix + std::to_string(i), t) || !t.defined())
-      throw CheckpointError(where + " has no tensor '" + prefix + std::to_string(i) + "' (" + layout[i].name + ")");
+    if (!archive.try_read(prefix + layout[i].name, t) || !t.defined())
+      throw CheckpointError(where + " has no tensor '" + prefix + layout[i].name + "'");
     if (t.sizes() != c10::IntArrayRef(layout[i].shape))
       throw CheckpointError(where + ": " + layout[i].name + " has shape " + c10::str(t.sizes()) + ", the config says " +
                             c10::str(c10::IntArrayRef(layout[i].shape)));
@@ -55,7 +57,7 @@ nlohmann::json architecture(const ppu::ModelSpec& m) {
           {"mlp_hidden", m.mlp_hidden()},
           {"vocab", m.vocab},
           {"seq_len", m.seq_len},
-          {"activation", m.activation},  // relu, or gelu (exact, erf)
+          {"activation", ppu::choice_name(m.activation)},  // relu, or gelu (exact, erf)
           {"norm", {{"type", "layernorm"}, {"eps", 1e-5}, {"position", "pre"}}},
           {"rotary", {{"base", 10000.0}, {"pairing", "halves"}, {"applies_to", "q,k"}}},
           {"attention", {{"causal", true}, {"scale", "1/sqrt(head_dim)"}}},
@@ -89,7 +91,7 @@ int main(int argc, char** argv) {
     const bool ddp = config.method == ppu::Method::Ddp;
     // DDP keeps no outer state: its replicated parameters are rank 0's.
     const auto file = ddp ? ppu::read_verified_checkpoint_file(checkpoint_dir, "rank-00000.pt", global.round) : global;
-    const auto tensors = read_parameters(file.bytes, ddp ? "weight." : "global.", layout,
+    const auto tensors = read_parameters(file.bytes, ddp ? "model.weight." : "outer.global.", layout,
                                          file.path + "/" + (ddp ? "rank-00000.pt" : "global.pt"));
 
     std::filesystem::create_directories(out_dir);
@@ -104,7 +106,7 @@ int main(int argc, char** argv) {
                                              {"method", ppu::method_name(config.method)},
                                              {"parameters", ddp ? "rank 0's (DDP: global)" : "global θ (outer optimiser)"}}},
                                  {"ppu_config", global.config_yaml}};
-    ppu::data::atomic_write_file(out_dir + "/config.json", meta.dump(2) + "\n");
+    ppu::atomic_write_file(out_dir + "/config.json", meta.dump(2) + "\n");
     std::cout << "ppu-export: " << global.path << " -> " << out_dir << "/model.safetensors (" << tensors.size()
               << " tensors, " << parameters << " parameters) and config.json\n";
     return 0;
@@ -112,6 +114,9 @@ int main(int argc, char** argv) {
     std::cerr << "ppu-export: " << e.what() << "\n";
     return 4;
   } catch (const ppu::NoValidCheckpoint& e) {  // missing, or every round corrupt
+    std::cerr << "ppu-export: " << e.what() << "\n";
+    return 4;
+  } catch (const ppu::CheckpointFormatError& e) {  // intact, but written by another format
     std::cerr << "ppu-export: " << e.what() << "\n";
     return 4;
   } catch (const std::exception& e) {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "data/atomic_file.h"
+#include "common/atomic_file.h"
 
 namespace ppu {
 
@@ -46,7 +46,7 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   file.reserve(8 + json.size() + offset);
   file += json;
   for (const auto& t : data) file.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
-  data::atomic_write_file(path, file);
+  atomic_write_file(path, file);
 }
 
 }  // namespace ppu

@@ -242,6 +242,7 @@ int main(int argc, char** argv) {
   size_t running = children.size();
   while (running > 0) {
     std::vector<pollfd> fds;
+    fds.reserve(children.size());
     for (auto& c : children) fds.push_back({c.out_fd, POLLIN, 0});
     poll(fds.data(), fds.size(), 200);
     for (size_t i = 0; i < children.size(); ++i)

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <set>
+
 #include "core/config.h"
 
 using namespace ppu;
@@ -41,7 +43,7 @@ TEST(Config, PresetThenExplicitKeysOverride) {
 TEST(Config, SetOverridesApplyInOrderAndCreateSections) {
   const Config c = parse_config("inner: {lr: 0.1}\n", {"inner.lr=0.5", "outer.delta_dtype=bf16", "method=diloco"});
   EXPECT_EQ(c.inner.lr, 0.5);
-  EXPECT_EQ(c.outer.delta_dtype, "bf16");
+  EXPECT_EQ(c.outer.delta_dtype, WireDtype::Bf16);
   EXPECT_EQ(c.method, Method::DiLoCo);
   EXPECT_EQ(c.effective_slices(), 1);
   EXPECT_FALSE(c.streaming());
@@ -62,6 +64,52 @@ TEST(Config, BadEnumListsChoices) {
   const auto e = error_of("slicing: {mode: rows}\n");
   EXPECT_NE(e.find("'slicing.mode'"), std::string::npos) << e;
   EXPECT_NE(e.find("mlp+heads"), std::string::npos) << e;
+}
+
+// Every choice key: each allowed name parses to its own enum value and spells back the same
+// (to_yaml round trip); any other name is an error naming the file, the key, the value and
+// every allowed name.
+TEST(Config, EveryChoiceParsesOnceAndRejectsOtherNamesListingTheAllowedOnes) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> choices = {
+      {"model.activation", {"relu", "gelu"}},
+      {"method", {"ppu", "diloco", "streaming-diloco", "ddp"}},
+      {"slicing.mode", {"none", "mlp", "mlp+heads", "mlp+heads+wo", "horizontal"}},
+      {"slicing.jacobian", {"full", "slice", "slice+random"}},
+      {"inner.optimizer", {"adamw", "sgd"}},
+      {"inner.schedule", {"cosine", "constant"}},
+      {"outer.optimizer", {"nesterov", "average"}},
+      {"outer.grouping", {"layers", "slices"}},
+      {"outer.delta_dtype", {"fp32", "bf16", "int8"}},
+      {"outer.final_sync", {"average", "none"}},
+      {"data.source", {"synthetic", "shards"}},
+      {"train.device", {"cpu", "cuda"}},
+      {"train.dtype", {"fp32", "bf16"}},
+      {"network.collective", {"ring", "direct"}}};
+  // A base in which every name of every key is a valid combination.
+  const std::vector<std::string> base = {"model.preset=tiny", "ranks=4", "slicing.slices=2", "data.path=/data"};
+  for (const auto& [key, names] : choices) {
+    std::set<std::string> spelled;
+    for (const auto& name : names) {
+      auto overrides = base;
+      overrides.push_back(key + "=" + name);
+      if (key == "slicing.jacobian" || key == "slicing.mode") overrides.push_back("method=ppu");
+      const Config c = parse_config("", overrides);
+      const auto yaml = YAML::Load(to_yaml(c));
+      const auto dot = key.find('.');
+      const auto node = dot == std::string::npos ? yaml[key] : yaml[key.substr(0, dot)][key.substr(dot + 1)];
+      EXPECT_EQ(node.as<std::string>(), name) << key;
+      spelled.insert(to_yaml(c));
+    }
+    EXPECT_EQ(spelled.size(), names.size()) << key << ": two names parse to the same value";
+    const auto e = error_of("", {key + "=bogus"});
+    EXPECT_NE(e.find("test.yaml"), std::string::npos) << e;
+    EXPECT_NE(e.find("'" + key + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find("'bogus'"), std::string::npos) << e;
+    for (const auto& name : names) EXPECT_NE(e.find(name), std::string::npos) << key << ": " << e;
+  }
+  EXPECT_EQ(parse_choice<WireDtype>("outer.delta_dtype", "int8"), WireDtype::Int8);
+  EXPECT_EQ(choice_name(Collective::Direct), "direct");
+  EXPECT_THROW(parse_choice<Dtype>("train.dtype", "fp16"), ConfigError);
 }
 
 TEST(Config, InvalidSlicingNamesTheValues) {
@@ -109,21 +157,21 @@ TEST(Config, PaperConfigsShareEveryOpenChoice) {
   EXPECT_EQ(ref.inner.grad_clip, 0.0);
   EXPECT_EQ(ref.inner.lr, 3.0e-4);
   EXPECT_EQ(ref.inner.warmup_steps, 1500);
-  EXPECT_EQ(ref.inner.schedule, "cosine");
+  EXPECT_EQ(ref.inner.schedule, LrScheduleKind::Cosine);
   EXPECT_EQ(ref.inner.weight_decay, 0.1);
   EXPECT_EQ(ref.inner.beta2, 0.99);
   EXPECT_EQ(ref.inner.batch_size, 16);
   EXPECT_EQ(ref.outer.lr, 0.4);
   EXPECT_EQ(ref.outer.sync_every, 100);
   EXPECT_EQ(ref.outer.layers_per_fragment, 3);
-  EXPECT_EQ(ref.slicing.jacobian, "full");
+  EXPECT_EQ(ref.slicing.jacobian, Jacobian::Full);
   for (const auto& name : kPaperConfigs) {
     const Config c = paper(name);
     EXPECT_EQ(section(c, "inner"), section(ref, "inner")) << name;
     EXPECT_EQ(section(c, "outer"), section(ref, "outer")) << name;
     EXPECT_EQ(section(c, "model"), section(ref, "model")) << name;
     EXPECT_EQ(c.ranks, 32) << name;
-    EXPECT_EQ(c.slicing.jacobian, "full") << name;
+    EXPECT_EQ(c.slicing.jacobian, Jacobian::Full) << name;
   }
 }
 
@@ -152,14 +200,14 @@ TEST(Config, OpenChoicesAreKeysNamedInErrors) {
                                      "inner.min_lr_ratio=0", "inner.grad_clip=0"});
   EXPECT_FALSE(c.inner.decay_embedding);
   EXPECT_TRUE(c.inner.decay_norms);
-  EXPECT_EQ(c.outer.final_sync, "none");
+  EXPECT_EQ(c.outer.final_sync, FinalSync::None);
   EXPECT_FALSE(applies_weight_decay(c.inner, ParamRole::Embedding));
   EXPECT_TRUE(applies_weight_decay(c.inner, ParamRole::Norm));
   EXPECT_TRUE(applies_weight_decay(c.inner, ParamRole::MlpUp));
   const Config d = parse_config("");
   EXPECT_TRUE(applies_weight_decay(d.inner, ParamRole::Embedding));
   EXPECT_FALSE(applies_weight_decay(d.inner, ParamRole::Norm));
-  EXPECT_EQ(d.outer.final_sync, "average");
+  EXPECT_EQ(d.outer.final_sync, FinalSync::Average);
   auto e = error_of("outer: {final_sync: nesterov}\n");
   EXPECT_NE(e.find("'outer.final_sync'"), std::string::npos) << e;
   e = error_of("inner: {decay_norms: sometimes}\n");

@@ -66,7 +66,7 @@ TEST(CostModel, MixedPrecisionMemoryAndWhereTheOuterStateIsCounted) {
   // gradients and fp32 AdamW moments of the trainable ones only.
   for (const char* name : {"mlp-4", "mlp-heads-4", "streaming-diloco", "diloco", "ddp"}) {
     const Config c = paper(name);
-    ASSERT_EQ(c.train.dtype, "bf16") << name;
+    ASSERT_EQ(c.train.dtype, Dtype::Bf16) << name;
     const auto r = plan_report(c);
     const double total = r["total_params"].get<double>(), trainable = r["trainable_params"].get<double>();
     const auto dev = r["memory_bytes"], host = r["runtime_memory_bytes"];
@@ -84,7 +84,7 @@ TEST(CostModel, MixedPrecisionMemoryAndWhereTheOuterStateIsCounted) {
     }
   }
   Config fp32 = paper("mlp-4");
-  fp32.train.dtype = "fp32";
+  fp32.train.dtype = Dtype::Fp32;
   const auto r = plan_report(fp32);
   EXPECT_DOUBLE_EQ(r["memory_bytes"]["weights"].get<double>(), 4 * r["total_params"].get<double>());
   EXPECT_DOUBLE_EQ(r["memory_bytes"]["gradients"].get<double>(), 4 * r["trainable_params"].get<double>());
@@ -107,7 +107,7 @@ TEST(CostModel, BytesPerRankPerSyncDoNotGrowWithK) {
     for (int K : {4, 8, 16, 32, 64}) {
       Config c = paper("mlp-heads-4");
       c.ranks = K;
-      c.outer.delta_dtype = dtype;
+      c.outer.delta_dtype = parse_choice<WireDtype>("outer.delta_dtype", dtype);
       c.network.message_bytes = 0;  // the model's own M, not the paper's 2.6 GB override
       const auto r = plan_report(c);
       const double per_param = r["wire_bytes_per_element"].get<double>();
@@ -117,7 +117,7 @@ TEST(CostModel, BytesPerRankPerSyncDoNotGrowWithK) {
   }
   // The paper's K = 32 in int8: ~1.94 bytes per element per rank, not ~31 as by all-gather.
   Config c = paper("mlp-heads-4");
-  c.outer.delta_dtype = "int8";
+  c.outer.delta_dtype = WireDtype::Int8;
   c.network.message_bytes = 0;
   EXPECT_LT(plan_report(c)["wire_bytes_per_element"].get<double>(), 2.0);
 }
@@ -126,11 +126,11 @@ TEST(CostModel, BytesPerRunCountEveryScheduledSyncAndTheFinalAverage) {
   Config c = load_config("", {"model.preset=tiny", "method=streaming-diloco", "ranks=4", "outer.sync_every=10",
                               "outer.layers_per_fragment=1", "outer.delta_dtype=int8"});
   const StreamingSchedule schedule(c, c.model);
-  auto bytes = [&](int f) { return wire_layout(schedule.fragments()[f].numel, 4, "int8", c.model.d_model).bytes_per_rank(4); };
+  auto bytes = [&](int f) { return wire_layout(schedule.fragments()[f].numel, 4, WireDtype::Int8, c.model.d_model).bytes_per_rank(4); };
   for (const char* finish : {"average", "none"})
     for (int64_t T : {1, 7, 10, 23, 40}) {
       c.train.steps = T;
-      c.outer.final_sync = finish;
+      c.outer.final_sync = parse_choice<FinalSync>("outer.final_sync", finish);
       double want = 0;
       for (int64_t s = 1; s <= T; ++s)
         for (int f : schedule.due(s)) want += bytes(f);
@@ -162,7 +162,7 @@ TEST(CostModel, AblationFlopsTerms) {
            {SliceMode::Horizontal, "full", 1, 1, 0.25, 1},
            {SliceMode::Mlp, "slice", 1, 1, 0.25, 0.25},
            {SliceMode::Mlp, "slice+random", 1, 1, 0.25, 0.5}}) {
-    const SlicePlan plan(m, mode, 8, 4, 5, jac);
+    const SlicePlan plan(m, mode, 8, 4, 5, parse_choice<Jacobian>("slicing.jacobian", jac));
     EXPECT_EQ(plan.rho_attn(), rho_attn) << slice_mode_name(mode) << " " << jac;
     EXPECT_EQ(plan.rho_out(), rho_out) << slice_mode_name(mode) << " " << jac;
     EXPECT_EQ(plan.rho_mlp(), rho_mlp) << slice_mode_name(mode) << " " << jac;

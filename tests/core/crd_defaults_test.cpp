@@ -39,6 +39,26 @@ YAML::Node lookup(const YAML::Node& root, const std::string& dotted) {
 
 }  // namespace
 
+// Every choice key's enum in the CRD lists exactly the names the runtime accepts (config.cpp's
+// tables), so the API server rejects what ppu-train would and admits everything it accepts.
+TEST(CrdDefaults, EnumsAreTheRuntimeChoices) {
+  const auto crd = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/manifests/crd/ppu.dev_ppujobs.yaml");
+  const auto training = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["training"];
+  const auto choices = ppu::config_choices();
+  ASSERT_EQ(choices.size(), 14u);
+  for (const auto& [key, names] : choices) {
+    const auto dot = key.find('.');
+    const auto schema = dot == std::string::npos
+                            ? training["properties"][key]
+                            : training["properties"][key.substr(0, dot)]["properties"][key.substr(dot + 1)];
+    ASSERT_TRUE(schema && schema["enum"]) << key << " has no enum in the CRD";
+    std::vector<std::string> crd_names;
+    for (const auto& n : schema["enum"]) crd_names.push_back(n.as<std::string>());
+    EXPECT_EQ(std::set<std::string>(crd_names.begin(), crd_names.end()), std::set<std::string>(names.begin(), names.end()))
+        << key;
+  }
+}
+
 TEST(CrdDefaults, EqualTheRuntimeDefaults) {
   const auto crd = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/manifests/crd/ppu.dev_ppujobs.yaml");
   const auto training = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["training"];

@@ -5,7 +5,8 @@
 #include <fstream>
 #include <numeric>
 
-#include "data/atomic_file.h"
+#include "common/atomic_file.h"
+#include "common/fnv1a.h"
 #include "data/token_shard.h"
 #include "test_dirs.h"
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "data/atomic_file.h"
+#include "common/atomic_file.h"
 #include "data/tokenizer.h"
 #include "test_dirs.h"
 

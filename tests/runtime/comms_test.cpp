@@ -46,8 +46,9 @@ TEST_P(AllreduceAcrossRanks, BitIdenticalOnEveryRankCloseToTheExactSumWithPredic
   std::vector<AllreduceStats> stats(K);
   for (int r = 0; r < K; ++r) out[r] = rank_input(r, n);
   run_ranks(K, [&](int r, const RunEnv& env) {
-    Collectives col({r, K, env.master_addr, env.master_port}, std::chrono::seconds(60));
-    stats[r] = compressed_allreduce(col, out[r], dtype, row, allreduce_schedule(schedule), col.next_sequence());
+    Collectives col(env.rendezvous, std::chrono::seconds(60));
+    stats[r] = compressed_allreduce(col, out[r], parse_choice<WireDtype>("outer.delta_dtype", dtype), row,
+                                    parse_choice<Collective>("network.collective", schedule), col.next_sequence());
   });
   auto exact = torch::zeros({n}, torch::kFloat64);
   double sum_abs_max = 0;
@@ -64,8 +65,10 @@ TEST_P(AllreduceAcrossRanks, BitIdenticalOnEveryRankCloseToTheExactSumWithPredic
   EXPECT_LE(err, tol) << dtype << " " << schedule;
   std::cout << "[ measured ] K=" << K << " " << dtype << " " << schedule << ": max |error| / sum of max|x_k| = "
             << err / sum_abs_max << "\n";
-  if (dtype != "fp32") EXPECT_GT(err, 0) << "a lossy codec cannot be exact";
-  const auto expected = wire_layout(n, K, dtype, row).bytes_per_rank(K);
+  if (dtype != "fp32") {
+    EXPECT_GT(err, 0) << "a lossy codec cannot be exact";
+  }
+  const auto expected = wire_layout(n, K, parse_choice<WireDtype>("outer.delta_dtype", dtype), row).bytes_per_rank(K);
   for (int r = 0; r < K; ++r) {
     EXPECT_EQ(stats[r].bytes_sent, expected) << "rank " << r;
     EXPECT_EQ(stats[r].bytes_received, expected) << "rank " << r;
@@ -75,9 +78,9 @@ TEST_P(AllreduceAcrossRanks, BitIdenticalOnEveryRankCloseToTheExactSumWithPredic
 INSTANTIATE_TEST_SUITE_P(Comms, AllreduceAcrossRanks,
                          ::testing::Combine(::testing::Values(2, 3, 4, 8, 16), ::testing::Values("fp32", "bf16", "int8"),
                                             ::testing::Values("ring", "direct")),
-                         [](const auto& info) {
-                           return "K" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param) + "_" +
-                                  std::get<2>(info.param);
+                         [](const auto& param_info) {
+                           return "K" + std::to_string(std::get<0>(param_info.param)) + "_" +
+                                  std::get<1>(param_info.param) + "_" + std::get<2>(param_info.param);
                          });
 
 TEST(ErrorFeedback, RepeatedInt8SumsAverageToTheExactSum) {
@@ -90,12 +93,12 @@ TEST(ErrorFeedback, RepeatedInt8SumsAverageToTheExactSum) {
     std::vector<torch::Tensor> mean(K), input(K);
     for (int r = 0; r < K; ++r) input[r] = rank_input(r, n);
     run_ranks(K, [&](int r, const RunEnv& env) {
-      Collectives col({r, K, env.master_addr, env.master_port}, std::chrono::seconds(60));
+      Collectives col(env.rendezvous, std::chrono::seconds(60));
       FeedbackState state;
       mean[r] = torch::zeros({n});
       for (int i = 0; i < R; ++i) {
         auto x = input[r].clone();
-        compressed_allreduce(col, x, "int8", 64, AllreduceSchedule::Direct, col.next_sequence(), feedback ? &state : nullptr);
+        compressed_allreduce(col, x, WireDtype::Int8, 64, Collective::Direct, col.next_sequence(), feedback ? &state : nullptr);
         mean[r] += x / R;
       }
     });
@@ -117,7 +120,7 @@ TEST(OverlapMerge, LocalBecomesAlphaLocalPlusOneMinusAlphaGlobal) {
     std::vector<std::vector<torch::Tensor>> init(2), local(2), global(2);
     run_ranks(2, [&](int r, const RunEnv& env) {
       torch::NoGradGuard no_grad;
-      Collectives col({r, 2, env.master_addr, env.master_port}, std::chrono::seconds(60));
+      Collectives col(env.rendezvous, std::chrono::seconds(60));
       Transformer model(c.model, SlicePlan::from_config(c, 2, r), 0);
       OuterOptimizer outer(c.outer, model, schedule, col);
       for (const auto& w : model.weights()) init[r].push_back(w.clone());
@@ -172,4 +175,4 @@ TEST_P(MeasuredBytes, EqualPpuPlanPredictionForEveryMethodAndDtype) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Comms, MeasuredBytes, ::testing::Values(2, 4, 8, 16),
-                         [](const auto& info) { return "K" + std::to_string(info.param); });
+                         [](const auto& param_info) { return "K" + std::to_string(param_info.param); });

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <functional>
+
 #include "core/config.h"
 #include "core/plan_report.h"
 #include "core/streaming_schedule.h"
@@ -27,6 +29,56 @@ Config tiny_job(const std::vector<std::string>& overrides) {
   return parse_config("", all);
 }
 
+// K = 4 ranks of `model_config` with N = 2 slices and one fragment. Rank k moves every element it
+// trains by k + 1, then `exchange` (the outer sync or the final average) runs on the outer
+// optimiser of `outer_config`. Records θ before, the global θ after, and θ_k after, per rank;
+// `inspect` sees each rank's outer optimiser afterwards.
+struct MovedByRank {
+  using PerRank = std::vector<std::vector<torch::Tensor>>;
+  PerRank before = PerRank(4), after = PerRank(4), local = PerRank(4);
+};
+MovedByRank move_by_rank_then(const Config& model_config, const OuterConfig& outer_config,
+                              const std::function<void(OuterOptimizer&)>& exchange,
+                              const std::function<void(int, OuterOptimizer&)>& inspect = {}) {
+  const StreamingSchedule schedule(model_config, model_config.model);
+  MovedByRank run;
+  run_ranks(4, [&](int r, const RunEnv& env) {
+    torch::NoGradGuard no_grad;
+    Collectives col(env.rendezvous, std::chrono::seconds(60));
+    Transformer model(model_config.model, SlicePlan::from_config(model_config, 4, r), 0);
+    OuterOptimizer outer(outer_config, model, schedule, col);
+    for (const auto& w : model.weights()) run.before[r].push_back(w.clone());
+    for (const auto& t : model.trainable()) t.add_(static_cast<float>(r + 1));
+    exchange(outer);
+    for (const auto& g : outer.global()) run.after[r].push_back(g.clone());
+    for (const auto& w : model.weights()) run.local[r].push_back(w.clone());
+    if (inspect) inspect(r, outer);
+  });
+  return run;
+}
+
+// The applied update is the mean over each element's owners: with N = 2, slice 0 is owned by
+// ranks {0, 2} and moves by (1 + 3) / 2 = 2, slice 1 by {1, 3}: 3; unsliced elements by
+// (1 + 2 + 3 + 4) / 4 = 2.5. Every rank holds the same global θ.
+void expect_owner_mean(const Config& model_config, const MovedByRank& run) {
+  const SlicePlan plan0 = SlicePlan::from_config(model_config, 4, 0);
+  for (size_t i = 0; i < plan0.params().size(); ++i) {
+    const auto& sl = plan0.params()[i];
+    const auto moved = run.after[0][i] - run.before[0][i];
+    for (int r = 1; r < 4; ++r)
+      EXPECT_TRUE(torch::equal(run.after[r][i], run.after[0][i])) << "ranks disagree on " << sl.param.name;
+    if (!sl.sliced()) {
+      EXPECT_TRUE(torch::allclose(moved, torch::full_like(moved, 2.5), 0, 1e-5)) << sl.param.name;
+      continue;
+    }
+    const int64_t extent = sl.param.shape[sl.dim];
+    for (int n = 0; n < 2; ++n) {
+      const auto part = moved.narrow(sl.dim, n * extent / 2, extent / 2);
+      EXPECT_TRUE(torch::allclose(part, torch::full_like(part, n + 2.0), 0, 1e-5)) << sl.param.name << " slice " << n;
+    }
+  }
+}
+
 }  // namespace
 
 TEST(Distributed, CountNormalisationAveragesOverTheOwnersOfEachElement) {
@@ -38,33 +90,7 @@ TEST(Distributed, CountNormalisationAveragesOverTheOwnersOfEachElement) {
   Config ppu = c;
   ppu.method = Method::Ppu;
   ppu.outer.layers_per_fragment = 0;  // one fragment: every element in one sync
-  const StreamingSchedule schedule(ppu, ppu.model);
-  std::vector<std::vector<torch::Tensor>> before(4), after(4);
-  run_ranks(4, [&](int r, const RunEnv& env) {
-    torch::NoGradGuard no_grad;
-    Collectives col({r, 4, env.master_addr, env.master_port}, std::chrono::seconds(60));
-    Transformer model(ppu.model, SlicePlan::from_config(ppu, 4, r), 0);
-    OuterOptimizer outer(c.outer, model, schedule, col);
-    for (const auto& w : model.weights()) before[r].push_back(w.clone());
-    for (const auto& t : model.trainable()) t.add_(static_cast<float>(r + 1));
-    outer.sync(0);
-    for (const auto& g : outer.global()) after[r].push_back(g.clone());
-  });
-  const SlicePlan plan0 = SlicePlan::from_config(ppu, 4, 0);
-  for (size_t i = 0; i < plan0.params().size(); ++i) {
-    const auto& sl = plan0.params()[i];
-    const auto moved = after[0][i] - before[0][i];
-    for (int r = 1; r < 4; ++r) EXPECT_TRUE(torch::equal(after[r][i], after[0][i])) << "ranks disagree on " << sl.param.name;
-    if (!sl.sliced()) {
-      EXPECT_TRUE(torch::allclose(moved, torch::full_like(moved, 2.5), 0, 1e-5)) << sl.param.name;
-      continue;
-    }
-    const int64_t extent = sl.param.shape[sl.dim];
-    for (int n = 0; n < 2; ++n) {
-      const auto part = moved.narrow(sl.dim, n * extent / 2, extent / 2);
-      EXPECT_TRUE(torch::allclose(part, torch::full_like(part, n + 2.0), 0, 1e-5)) << sl.param.name << " slice " << n;
-    }
-  }
+  expect_owner_mean(ppu, move_by_rank_then(ppu, c.outer, [](OuterOptimizer& outer) { outer.sync(0); }));
 }
 
 TEST(Distributed, PpuWithOneSliceIsBitIdenticalToStreamingDiLoCo) {
@@ -190,37 +216,15 @@ TEST(Distributed, FinalAverageIsThePlainCountNormalisedMeanWithoutMomentum) {
   // step would move θ by lr (1 + momentum) Δ = 0.76 Δ; the final average moves it by Δ, the
   // owners' mean, and allocates no momentum.
   const Config c = tiny_job({"slicing.mode=mlp", "slicing.slices=2", "method=ppu", "outer.layers_per_fragment=0"});
-  ASSERT_EQ(c.outer.optimizer, "nesterov");
-  const StreamingSchedule schedule(c, c.model);
-  std::vector<std::vector<torch::Tensor>> before(4), after(4), local(4);
+  ASSERT_EQ(c.outer.optimizer, OuterOptimizerKind::Nesterov);
   std::vector<int64_t> momentum(4);
-  run_ranks(4, [&](int r, const RunEnv& env) {
-    torch::NoGradGuard no_grad;
-    Collectives col({r, 4, env.master_addr, env.master_port}, std::chrono::seconds(60));
-    Transformer model(c.model, SlicePlan::from_config(c, 4, r), 0);
-    OuterOptimizer outer(c.outer, model, schedule, col);
-    for (const auto& w : model.weights()) before[r].push_back(w.clone());
-    for (const auto& t : model.trainable()) t.add_(static_cast<float>(r + 1));
-    outer.average(0);
-    for (const auto& g : outer.global()) after[r].push_back(g.clone());
-    for (const auto& w : model.weights()) local[r].push_back(w.clone());
-    momentum[r] = outer.momentum_bytes();
-  });
-  const SlicePlan plan0 = SlicePlan::from_config(c, 4, 0);
-  for (size_t i = 0; i < plan0.params().size(); ++i) {
-    const auto& sl = plan0.params()[i];
-    const auto moved = after[0][i] - before[0][i];
-    for (int r = 0; r < 4; ++r) EXPECT_TRUE(torch::equal(local[r][i], after[0][i])) << "θ_k ← θ on rank " << r;
-    if (!sl.sliced()) {
-      EXPECT_TRUE(torch::allclose(moved, torch::full_like(moved, 2.5), 0, 1e-5)) << sl.param.name;
-      continue;
-    }
-    const int64_t extent = sl.param.shape[sl.dim];
-    for (int n = 0; n < 2; ++n) {
-      const auto part = moved.narrow(sl.dim, n * extent / 2, extent / 2);
-      EXPECT_TRUE(torch::allclose(part, torch::full_like(part, n + 2.0), 0, 1e-5)) << sl.param.name << " slice " << n;
-    }
-  }
+  const auto run = move_by_rank_then(
+      c, c.outer, [](OuterOptimizer& outer) { outer.average(0); },
+      [&](int r, OuterOptimizer& outer) { momentum[r] = outer.momentum_bytes(); });
+  expect_owner_mean(c, run);
+  for (int r = 0; r < 4; ++r)
+    for (size_t i = 0; i < run.local[r].size(); ++i)
+      EXPECT_TRUE(torch::equal(run.local[r][i], run.after[0][i])) << "θ_k ← θ on rank " << r;
   for (int r = 0; r < 4; ++r) EXPECT_EQ(momentum[r], 0) << "no momentum for the final average";
 }
 

@@ -40,7 +40,7 @@ TEST(InnerOptimizer, FusedAdamWMatchesLibTorchAdamW) {
   InnerConfig c;
   c.lr = 1e-2;
   c.warmup_steps = 0;
-  c.schedule = "constant";
+  c.schedule = LrScheduleKind::Constant;
   c.grad_clip = 0;
   auto ours = make_params(1), ref = make_params(1);
   ASSERT_FALSE(ours.trainable[2].is_contiguous());
@@ -109,7 +109,7 @@ TEST(InnerOptimizer, WeightDecayExclusionsFollowTheConfig) {
       c.lr = 0.1;
       c.weight_decay = 0.5;
       c.warmup_steps = 0;
-      c.schedule = "constant";
+      c.schedule = LrScheduleKind::Constant;
       c.grad_clip = 0;
       c.decay_embedding = embedding;
       c.decay_norms = norms;

@@ -137,7 +137,9 @@ TEST(MixedPrecision, FrozenSlicesHaveNoFp32CopyAndTheMastersCoverTheTrainableSli
     EXPECT_EQ(weight_bytes, 2 * plan.total_parameters()) << c.name();
     EXPECT_EQ(master_elements, plan.trainable_parameters()) << c.name();
     EXPECT_EQ(master_bytes, 4 * plan.trainable_parameters()) << c.name();
-    if (c.mode != SliceMode::None) EXPECT_LT(master_elements, plan.total_parameters()) << c.name();
+    if (c.mode != SliceMode::None) {
+      EXPECT_LT(master_elements, plan.total_parameters()) << c.name();
+    }
 
     // One inner step: gradients are bf16 leaves of the trainable slices, the AdamW states fp32
     // of the masters only, and the working weights the rounded masters afterwards.
@@ -165,7 +167,9 @@ TEST(MixedPrecision, FrozenSlicesHaveNoFp32CopyAndTheMastersCoverTheTrainableSli
       // Trainable elements moved; frozen ones did not.
       const auto& sl = plan.params()[i];
       const auto old = sl.dim < 0 ? before_copy[i] : before_copy[i].narrow(sl.dim, sl.begin, sl.end - sl.begin);
-      if (bf.masters()[i].numel() > 0) EXPECT_FALSE(torch::equal(bf.masters()[i].detach(), old)) << name;
+      if (bf.masters()[i].numel() > 0) {
+        EXPECT_FALSE(torch::equal(bf.masters()[i].detach(), old)) << name;
+      }
       const auto moved = (after[i] - before_copy[i]).abs().gt(0).sum().item<int64_t>();
       EXPECT_LE(moved, bf.masters()[i].numel()) << name;
     }

@@ -21,7 +21,7 @@ using test::spec;
 struct Case {
   SliceMode mode;
   int world, slices, rank;
-  std::string jacobian = "full";
+  Jacobian jacobian = Jacobian::Full;
   SlicePlan plan() const { return SlicePlan(spec(), mode, world, slices, rank, jacobian); }
 };
 
@@ -36,13 +36,15 @@ std::vector<Case> cases() {
 
 // Cases whose backward differs from full autograd on purpose (only through the MLP input path).
 std::vector<Case> detached_cases() {
-  return {{SliceMode::Mlp, 4, 4, 1, "slice"}, {SliceMode::Mlp, 4, 4, 2, "slice+random"},
-          {SliceMode::MlpHeads, 2, 2, 1, "slice"}, {SliceMode::Mlp, 8, 8, 3, "slice+random"}};
+  return {{SliceMode::Mlp, 4, 4, 1, Jacobian::Slice},
+          {SliceMode::Mlp, 4, 4, 2, Jacobian::SliceRandom},
+          {SliceMode::MlpHeads, 2, 2, 1, Jacobian::Slice},
+          {SliceMode::Mlp, 8, 8, 3, Jacobian::SliceRandom}};
 }
 
 std::string describe(const Case& c) {
   return slice_mode_name(c.mode) + " N=" + std::to_string(c.slices) + " rank=" + std::to_string(c.rank) +
-         (c.jacobian == "full" ? "" : " jacobian=" + c.jacobian);
+         (c.jacobian == Jacobian::Full ? "" : " jacobian=" + choice_name(c.jacobian));
 }
 
 // Parameters per model that are sliced (partly or wholly frozen) on a rank of this case.
@@ -163,7 +165,7 @@ TEST(PartialBackward, FrozenSlicesHaveNoGradientBuffersOrOptimizerState) {
 
 TEST(PartialBackward, FrozenElementsAreBitUnchangedAfterManySteps) {
   const std::vector<Case> all = {{SliceMode::MlpHeads, 4, 2, 3}, {SliceMode::MlpHeadsWo, 4, 2, 2},
-                                 {SliceMode::Horizontal, 2, 2, 1}, {SliceMode::Mlp, 4, 2, 1, "slice+random"}};
+                                 {SliceMode::Horizontal, 2, 2, 1}, {SliceMode::Mlp, 4, 2, 1, Jacobian::SliceRandom}};
   for (const auto& c : all) {
     Transformer model(spec(), c.plan(), 11);
     std::vector<torch::Tensor> before;
@@ -184,15 +186,18 @@ TEST(PartialBackward, FrozenElementsAreBitUnchangedAfterManySteps) {
         continue;
       }
       const int64_t extent = sl.param.shape[sl.dim];
-      if (!sl.frozen())
+      if (!sl.frozen()) {
         EXPECT_FALSE(torch::equal(now.narrow(sl.dim, sl.begin, sl.end - sl.begin),
                                   before[i].narrow(sl.dim, sl.begin, sl.end - sl.begin)))
             << what;
-      if (sl.begin > 0)
+      }
+      if (sl.begin > 0) {
         EXPECT_TRUE(torch::equal(now.narrow(sl.dim, 0, sl.begin), before[i].narrow(sl.dim, 0, sl.begin))) << what;
-      if (sl.end < extent)
+      }
+      if (sl.end < extent) {
         EXPECT_TRUE(torch::equal(now.narrow(sl.dim, sl.end, extent - sl.end), before[i].narrow(sl.dim, sl.end, extent - sl.end)))
             << what;
+      }
     }
   }
 }
@@ -302,7 +307,7 @@ TEST(DetachedJacobian, OnlyGradientsBelowADetachedMlpChange) {
   const auto tokens = batch(8);
   for (const auto& c : detached_cases()) {
     Case full_case = c;
-    full_case.jacobian = "full";
+    full_case.jacobian = Jacobian::Full;
     Transformer full(spec(), full_case.plan(), 9), detached(spec(), c.plan(), 9);
     full.loss(tokens).backward();
     detached.loss(tokens).backward();
@@ -322,7 +327,7 @@ TEST(DetachedJacobian, OnlyGradientsBelowADetachedMlpChange) {
 }
 
 TEST(DetachedJacobian, RandomSliceIsAnotherSliceDrawnPerStepAndLayer) {
-  const Case c{SliceMode::Mlp, 8, 4, 6, "slice+random"};  // own slice 2
+  const Case c{SliceMode::Mlp, 8, 4, 6, Jacobian::SliceRandom};  // own slice 2
   Transformer a(spec(), c.plan(), 5), b(spec(), c.plan(), 5);
   std::set<int> seen;
   for (int64_t step = 0; step < 40; ++step) {
@@ -338,7 +343,7 @@ TEST(DetachedJacobian, RandomSliceIsAnotherSliceDrawnPerStepAndLayer) {
     }
   }
   EXPECT_EQ(seen, (std::set<int>{0, 1, 3}));  // uniform over the other slices: all of them occur
-  Transformer other_rank(spec(), Case{SliceMode::Mlp, 8, 4, 2, "slice+random"}.plan(), 5);
+  Transformer other_rank(spec(), Case{SliceMode::Mlp, 8, 4, 2, Jacobian::SliceRandom}.plan(), 5);
   int differ = 0;
   for (int64_t step = 0; step < 40; ++step) {
     a.begin_step(step);

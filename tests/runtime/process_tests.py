@@ -15,6 +15,8 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
                    naming the key and the port, so the operator restarts instead of failing
        launch-check ppu-launch refuses what only ppu-train can check (device, dataset) once,
                    with ppu-train's exit code, before starting any rank
+       checkpoint-format  a checkpoint of another format is refused (exit 4, naming it), never
+                   loaded or replaced; ppu-export refuses it too
 """
 import json
 import os
@@ -249,6 +251,43 @@ def case_launch_check():
     shutil.rmtree(work)
 
 
+def case_checkpoint_format():
+    # A checkpoint of another format (engine/checkpoint_format.h) is refused with exit 4 naming
+    # its path and both formats; the job neither loads it nor starts over beside it.
+    work = tempfile.mkdtemp(prefix="ppu-ckpt-format-")
+    ckpt = os.path.join(work, "ckpt")
+    args = ["--set", "train.steps=30", "--set", "checkpoint.dir=" + ckpt]
+    r = launch(args, os.path.join(work, "run1"))
+    if r.returncode != 0:
+        fail("the first run failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
+    rounds = sorted(d for d in os.listdir(ckpt) if d.startswith("round-"))
+    newest = os.path.join(ckpt, rounds[-1])
+    with open(os.path.join(newest, "manifest.json")) as f:
+        manifest = json.load(f)
+    if manifest.get("format") != 2:
+        fail(f"the manifest has format {manifest.get('format')!r}, expected 2")
+    del manifest["format"]  # what a format-1 manifest looked like
+    with open(os.path.join(newest, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+    before = {d: sorted(os.listdir(os.path.join(ckpt, d))) for d in os.listdir(ckpt)}
+    r = launch(args + ["--set", "train.steps=60"], os.path.join(work, "run2"))
+    out = r.stdout + r.stderr
+    if r.returncode != 4 or newest not in out or "format 1" not in out or "format 2" not in out:
+        fail(f"resume from a format-1 checkpoint: exit {r.returncode}, expected 4 naming {newest} and both formats:\n"
+             + out[-4000:])
+    after = {d: sorted(os.listdir(os.path.join(ckpt, d))) for d in os.listdir(ckpt)}
+    if after != before:
+        fail(f"the refused run changed the checkpoint directory: {before} -> {after}")
+    print(f"ok format-1 checkpoint -> exit 4: {[l for l in out.splitlines() if 'format 1' in l][0].strip()}")
+    export = os.path.join(BIN, "runtime", "export", "ppu-export")
+    r = subprocess.run([export, "--checkpoint", ckpt, "--out", os.path.join(work, "hf")], capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 4 or "format 1" not in r.stderr:
+        fail(f"ppu-export of a format-1 checkpoint: exit {r.returncode}, expected 4 naming the format:\n{r.stderr}")
+    print("ok ppu-export refuses it too (exit 4)")
+    shutil.rmtree(work)
+
+
 def case_runtime_failure():
     # Exit 1 is "runtime failure": retryable (the operator restarts the gang), unlike 2 and 4.
     import socket
@@ -266,6 +305,6 @@ def case_runtime_failure():
     print(f"ok metrics port {port} taken -> exit 1: {out.strip().splitlines()[-1]}")
 
 
-{"metrics": case_metrics, "runtime-failure": case_runtime_failure, "launch-check": case_launch_check, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
+{"metrics": case_metrics, "runtime-failure": case_runtime_failure, "checkpoint-format": case_checkpoint_format, "launch-check": case_launch_check, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
  "launch-fail": case_launch_fail, "equivalence": case_equivalence}[CASE]()
 print("PASS", CASE)

@@ -36,9 +36,9 @@ inline void run_ranks(int world, const std::function<void(int, const RunEnv&)>& 
   for (int r = 0; r < world; ++r)
     threads.emplace_back([&, r] {
       RunEnv env;
-      env.rank = r;
-      env.world_size = world;
-      env.master_port = port;
+      env.rendezvous.rank = r;
+      env.rendezvous.world_size = world;
+      env.rendezvous.master_port = port;
       try {
         body(r, env);
       } catch (...) {

@@ -38,7 +38,7 @@ TEST(WireCodec, Bf16RoundsToNearestAndInt8StaysWithinHalfAStep) {
   }
   EXPECT_EQ(int8.payload_bytes(256), 256 + 4 * 4);
   EXPECT_EQ(roundtrip({WireDtype::Fp32, 1}, x), x);
-  EXPECT_THROW(wire_dtype("fp8"), std::invalid_argument);
+  EXPECT_THROW(parse_choice<WireDtype>("outer.delta_dtype", "fp8"), ConfigError);
 }
 
 TEST(WireLayout, BytesPerRankApproachTwiceTheMessageAndDoNotGrowWithK) {
@@ -47,7 +47,7 @@ TEST(WireLayout, BytesPerRankApproachTwiceTheMessageAndDoNotGrowWithK) {
     const double b = std::string(dtype) == "fp32" ? 4 : std::string(dtype) == "bf16" ? 2 : 1 + 4.0 / 256;
     double previous = 0;
     for (int K : {2, 4, 8, 16, 32}) {
-      const auto w = wire_layout(M, K, dtype, 256);
+      const auto w = wire_layout(M, K, parse_choice<WireDtype>("outer.delta_dtype", dtype), 256);
       const double ideal = 2.0 * (K - 1) / K * M * b;
       EXPECT_GE(w.bytes_per_rank(K), ideal) << dtype << " K=" << K;
       EXPECT_LE(w.bytes_per_rank(K), ideal * 1.01) << dtype << " K=" << K;  // padding only

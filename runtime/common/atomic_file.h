@@ -8,7 +8,7 @@
 #include <initializer_list>
 #include <string>
 
-namespace ppu::data {
+namespace ppu {
 
 // Writes the concatenation of the given pieces (so large payloads need no extra copy).
 struct ByteRange {
@@ -24,4 +24,4 @@ inline void atomic_write_file(const std::string& path, const std::string& conten
 // Whole file as bytes; throws std::runtime_error naming the file.
 std::string read_file_bytes(const std::string& path);
 
-}  // namespace ppu::data
+}  // namespace ppu

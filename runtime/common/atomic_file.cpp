@@ -1,4 +1,4 @@
-#include "data/atomic_file.h"
+#include "common/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace ppu::data {
+namespace ppu {
 namespace {
 
 [[noreturn]] void fail(const std::string& path, const char* what, int err) {
@@ -82,4 +82,4 @@ std::string read_file_bytes(const std::string& path) {
   return std::move(ss).str();
 }
 
-}  // namespace ppu::data
+}  // namespace ppu
