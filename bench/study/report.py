@@ -91,7 +91,11 @@ def main():
         for name, rs in runs.items():
             f.write(name + " " + " ".join("%.4f" % (rs[0][1]["state"][c] * mb) for c in COMPONENTS) + "\n")
     with open(os.path.join(out, "ppl_vs_n.dat"), "w") as f:
-        f.write("# mode N mean_ppl\n")
+        f.write("# mode N mean_ppl; 'reference' is Streaming DiLoCo (every parameter on every rank)\n")
+        if "streaming-diloco" in runs:
+            rs = runs["streaming-diloco"]
+            ppl = [x["eval_perplexity"] for _, x in rs]
+            f.write(f"reference 1 {sum(ppl) / len(ppl):.4f} {(max(ppl) - min(ppl)) / 2:.4f} {len(ppl)}\n")
         for name, rs in sorted(runs.items(), key=lambda kv: (kv[1][0][1]["mode"], kv[1][0][1]["slices"])):
             r = rs[0][1]
             if r["method"] == "ppu" and r["jacobian"] == "full":  # App. D's variants are not points of N
@@ -101,35 +105,78 @@ def main():
     print(open(os.path.join(out, "table.md")).read(), end="")
 
 
+# The loss plots have two panels: every method at equal tokens (left), and the ablations next
+# to the PPU rows they change (right, zoomed to their range). Rows absent from a run are skipped.
+METHODS = ["ddp", "diloco", "streaming-diloco", "ppu-mlp-2", "ppu-mlp-4", "ppu-mlp-8", "ppu-mlp-heads-2",
+           "ppu-mlp-heads-4"]
+ABLATIONS = ["ppu-mlp-4", "ppu-mlp-heads-4", "ppu-wo-sliced", "ppu-horizontal", "ppu-detach-all-but-k",
+             "ppu-k-plus-random"]
+
+
+# One colour and point type per row, the same in every panel.
+COLOURS = ["#000000", "#1f77b4", "#17becf", "#d62728", "#ff7f0e", "#8c564b", "#e377c2", "#9467bd", "#2ca02c",
+           "#bcbd22", "#7f7f7f", "#aec7e8"]
+
+
+def curve_plot(names, present, x, scale):
+    styles = []
+    for n in (k for k in names if k in present):
+        i = (METHODS + ABLATIONS[2:]).index(n)
+        dashed = n.startswith("ppu-") and ("heads" in n or n in ABLATIONS[2:])
+        styles.append(f"'curve-{n}.dat' using (${x}/{scale}):4 with linespoints lw 2 pt {i + 1} "
+                      f"lc rgb '{COLOURS[i]}' dt {2 if dashed else 1} title '{n}'")
+    return "plot " + ", ".join(styles) if styles else ""
+
+
 def plot(out, names):
-    curves = ", ".join(f"'curve-{n}.dat' using {{x}}:4 with linespoints title '{n}'" for n in names)
+    present = set(names)
+    losses = [float(l.split()[3]) for n in ABLATIONS if n in present
+              for l in open(os.path.join(out, f"curve-{n}.dat")) if not l.startswith("#")]
+    ablation_floor = f"{min(losses) - 0.05:.3f}" if losses else "*"
+    panels = []
+    for x, scale, unit, what, fname in [(2, "1e6", "tokens, all ranks (millions)", "tokens", "loss_vs_tokens.png"),
+                                        (3, "1e12", "FLOPs executed per rank (10^12)", "FLOPs executed per rank",
+                                         "loss_vs_flops.png")]:
+        panels.append(f"""
+set output '{fname}'
+set multiplot layout 1,2 title "Eval loss of the global θ vs {what}, K = 8 ranks, equal tokens"
+set title 'methods'; set xlabel '{unit}'; set ylabel 'eval loss (nats/token)'; set autoscale y
+set key top right box opaque
+{curve_plot(METHODS, present, x, scale)}
+set title 'ablations (App. A.2, D) and their references'; set ylabel ''; set yrange [{ablation_floor}:*]
+set key top right box opaque
+{curve_plot(ABLATIONS, present, x, scale)}
+unset multiplot; set autoscale y
+""")
+    sd = [l.split() for l in open(os.path.join(out, "ppl_vs_n.dat")) if l.startswith("reference ")]
+    sd_line = ""
+    if sd:
+        mean, half, n = sd[0][2], float(sd[0][3]), sd[0][4]
+        sd_line = (f"{mean} with lines dt 2 lw 2 lc rgb '#17becf' title 'Streaming DiLoCo (every parameter), "
+                   f"mean of {n} seeds ± {half:.1f}', ")
+        if half > 0:
+            sd_line += (f"{float(mean) - half} with lines dt 3 lc rgb '#17becf' notitle, "
+                        f"{float(mean) + half} with lines dt 3 lc rgb '#17becf' notitle, ")
     script = f"""
-set terminal png size 900,600 noenhanced
-set key outside right
+set terminal pngcairo size 1400,650 font ',11' noenhanced
+set key bottom left box opaque
 set grid
-set output 'loss_vs_tokens.png'
-set title "Eval loss of the global θ vs tokens"
-set xlabel 'tokens (all ranks)'; set ylabel 'eval loss (nats/token)'
-plot {curves.format(x=2)}
-set output 'loss_vs_flops.png'
-set title "Eval loss of the global θ vs FLOPs executed per rank"
-set xlabel 'FLOPs per rank'; set format x '%.1e'; set xtics rotate by -30
-plot {curves.format(x=3)}
+{''.join(panels)}
+set terminal pngcairo size 1000,600 font ',11' noenhanced
 set output 'memory.png'
-set title 'Training-state memory per rank by component'
-set ylabel 'MiB'; set xlabel ''; set format x '%g'
+set title 'Training-state memory per rank by component (measured from the tensors)'
+set key outside right; set ylabel 'MiB'; set xlabel ''; set yrange [0:*]
 set style data histograms; set style histogram rowstacked; set style fill solid 0.8 border -1
 set boxwidth 0.7; set xtics rotate by -30
 plot for [c=2:6] 'memory.dat' using c:xtic(1) title columnheader(c)
 set output 'ppl_vs_n.png'
-set title 'Eval perplexity of θ vs N (PPU)'
-set style data linespoints; set xtics norotate; set logscale x 2
-set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05
+set title 'Eval perplexity of θ vs N (PPU), equal tokens'
+set key inside top left box opaque; set style data linespoints; set xtics norotate; set logscale x 2; set autoscale y
+set xrange [1.6:10]; set xtics (2, 4, 8)
 set xlabel 'N (slices)'; set ylabel 'eval perplexity'
-plot 'ppl_vs_n.dat' using 2:($1 eq "mlp" ? $3 : 1/0) title 'MLPs' with linespoints, \\
-     '' using 2:(strcol(1) eq "mlp+heads" ? $3 : 1/0) title 'MLPs + heads' with linespoints
+plot {sd_line}'ppl_vs_n.dat' using 2:(strcol(1) eq "mlp" ? $3 : 1/0) title '1/N MLPs (N = 2: mean of its seeds)' with linespoints lw 2 pt 7 lc rgb '#d62728', \\
+     '' using 2:(strcol(1) eq "mlp+heads" ? $3 : 1/0) title '1/N MLPs + 1/N heads' with linespoints lw 2 pt 5 dt 2 lc rgb '#9467bd'
 """
-    script = script.replace('($1 eq "mlp"', '(strcol(1) eq "mlp"')
     subprocess.run(["gnuplot"], input=script, text=True, cwd=out, check=True)
 
 
