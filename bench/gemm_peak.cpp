@@ -2,9 +2,9 @@
 // LibTorch binary of the project uses (same link line as ppu-train), the denominator of the
 // model-FLOPs utilisation that bench/pytorch_peer/run.py prints.
 // Prints one JSON line: the best GFLOP/s over square sizes and repetitions, and each size's best.
+#include <torch/torch.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
     best = std::max(best, size_best);
   }
   const auto blas = ppu::loaded_blas();
-  std::cout << nlohmann::json{{"gflops", best}, {"per_size", per_size}, {"threads", threads}, {"blas", blas.library}}.dump()
-            << std::endl;
+  std::cout
+      << nlohmann::json{{"gflops", best}, {"per_size", per_size}, {"threads", threads}, {"blas", blas.library}}.dump()
+      << std::endl;
   return 0;
 }

@@ -6,8 +6,8 @@
 // kernel of each backward through ATen's RecordFunction, splitting the backward into GEMM time
 // and everything else (its observer overhead stays out of the ratios above).
 #include <ATen/record_function.h>
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -31,8 +31,8 @@ struct GemmTimer {
   };
   static inline double seconds = 0;
   static bool is_gemm(const char* name) {
-    return std::strcmp(name, "aten::mm") == 0 || std::strcmp(name, "aten::addmm") == 0 || std::strcmp(name, "aten::bmm") == 0 ||
-           std::strcmp(name, "aten::baddbmm") == 0;
+    return std::strcmp(name, "aten::mm") == 0 || std::strcmp(name, "aten::addmm") == 0 ||
+           std::strcmp(name, "aten::bmm") == 0 || std::strcmp(name, "aten::baddbmm") == 0;
   }
   static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
     if (!is_gemm(fn.name())) return nullptr;
@@ -41,9 +41,11 @@ struct GemmTimer {
     return ctx;
   }
   static void leave(const at::RecordFunction&, at::ObserverContext* ctx) {
-    if (ctx) seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - static_cast<Start*>(ctx)->at).count();
+    if (ctx)
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - static_cast<Start*>(ctx)->at).count();
   }
-  GemmTimer() : handle(at::addGlobalCallback(at::RecordFunctionCallback(&enter, &leave).scopes({at::RecordScope::FUNCTION}))) {}
+  GemmTimer()
+      : handle(at::addGlobalCallback(at::RecordFunctionCallback(&enter, &leave).scopes({at::RecordScope::FUNCTION}))) {}
   ~GemmTimer() { at::removeCallback(handle); }
   at::CallbackHandle handle;
 };
@@ -83,9 +85,10 @@ int main(int argc, char** argv) {
                                    {"1/8 MLPs", SliceMode::Mlp, 8, {}, {}},
                                    {"1/2 MLPs + 1/2 heads", SliceMode::MlpHeads, 2, {}, {}},
                                    {"1/4 MLPs + 1/4 heads", SliceMode::MlpHeads, 4, {}, {}}};
-  variants.erase(std::remove_if(variants.begin(), variants.end(),
-                                [&](const Variant& v) { return m.heads % v.slices != 0 && v.mode == SliceMode::MlpHeads; }),
-                 variants.end());
+  variants.erase(
+      std::remove_if(variants.begin(), variants.end(),
+                     [&](const Variant& v) { return m.heads % v.slices != 0 && v.mode == SliceMode::MlpHeads; }),
+      variants.end());
 
   auto gen = at::detail::createCPUGenerator(0);
   const auto tokens = at::randint(0, m.vocab, {batch, m.seq_len + 1}, gen, torch::kLong).to(device);
@@ -116,17 +119,18 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  std::printf("model: %d layers, d=%d, %d heads, vocab %d, seq %d, batch %d; %d interleaved reps, %d threads, device %s\n",
-              m.layers, m.d_model, m.heads, m.vocab, m.seq_len, batch, reps, torch::get_num_threads(), device.str().c_str());
-  std::printf("%-24s %12s %14s %16s %14s %16s\n", "configuration", "backward s", "bwd / full", "Appendix C bwd", "step / full",
-              "Appendix C step");
+  std::printf(
+      "model: %d layers, d=%d, %d heads, vocab %d, seq %d, batch %d; %d interleaved reps, %d threads, device %s\n",
+      m.layers, m.d_model, m.heads, m.vocab, m.seq_len, batch, reps, torch::get_num_threads(), device.str().c_str());
+  std::printf("%-24s %12s %14s %16s %14s %16s\n", "configuration", "backward s", "bwd / full", "Appendix C bwd",
+              "step / full", "Appendix C step");
   const double full_bwd = median(variants[0].backward), full_step = median(variants[0].step);
   for (size_t i = 0; i < variants.size(); ++i) {
     const auto& plan = models[i].plan();
     const StepFlops f = step_flops(m, batch, m.seq_len, plan.rho_attn(), plan.rho_mlp());
     std::printf("%-24s %12.4f %14.3f %16.3f %14.3f %16.3f\n", variants[i].name, median(variants[i].backward),
-                median(variants[i].backward) / full_bwd, f.backward / f.backward_full, median(variants[i].step) / full_step,
-                f.executed() / f.full());
+                median(variants[i].backward) / full_bwd, f.backward / f.backward_full,
+                median(variants[i].step) / full_step, f.executed() / f.full());
   }
   if (!breakdown || device.is_cuda()) return 0;
 

@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
-# Formatting check (ctest format.changed_lines, label unit): the C/C++ lines added or changed
-# since a fixed base commit must match .clang-format. Lines older than the base are not checked,
-# so the tree is not reformatted wholesale; a new file is checked entirely (all its lines are new).
-#   scripts/check-format.sh [BASE]      (default: the commit that introduced this check)
-# Needs clang-format (scripts/install-deps.sh --test) and the git history back to BASE.
-# To fix what it reports: git clang-format BASE (formats only the changed lines).
+# Formatting check (ctest format.tree, label unit): every tracked C/C++ file matches .clang-format.
+#   scripts/check-format.sh          check; prints each file that differs and the fix
+#   scripts/check-format.sh --fix    reformat those files in place
+# Needs clang-format (scripts/install-deps.sh --test) and a git checkout (the file list is
+# `git ls-files`, so build trees and generated files are never looked at).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base=${1:-1d647c058cf79a51f242355048a03d0cc4b6e2fa}
-command -v git-clang-format >/dev/null || { echo "check-format: FAIL: git-clang-format not found (install clang-format)"; exit 1; }
-# A shallow clone lacks the base: deepen it from its origin first (a no-op on a full clone).
-if ! git rev-parse --verify -q "$base^{commit}" >/dev/null && [[ "$(git rev-parse --is-shallow-repository)" == true ]]; then
-  git fetch -q --unshallow 2>/dev/null || true
-fi
-git rev-parse --verify -q "$base^{commit}" >/dev/null ||
-  { echo "check-format: FAIL: base commit $base is not in this clone (fetch full history)"; exit 1; }
-# Compares the working tree (a clean clone: HEAD) with the base.
-out="$(git clang-format --diff --extensions c,cc,cpp,cxx,h,hpp "$base" -- 2>&1)" || true
-case "$out" in
-  ""|"no modified files to format"*|"clang-format did not modify any files"*)
-    echo "check-format: PASS: lines changed since $base are formatted"; exit 0 ;;
+fix=0
+case "${1:-}" in
+  "") ;;
+  --fix) fix=1 ;;
+  *) echo "check-format: unknown flag '$1' (use --fix)" >&2; exit 2 ;;
 esac
-echo "$out"
-echo "check-format: FAIL: the lines above, changed since $base, differ from .clang-format (fix: git clang-format $base)"
-exit 1
+command -v clang-format >/dev/null || { echo "check-format: FAIL: clang-format not found (install-deps.sh --test)"; exit 1; }
+mapfile -t files < <(git ls-files -- '*.c' '*.cc' '*.cpp' '*.cxx' '*.h' '*.hpp')
+((${#files[@]})) || { echo "check-format: FAIL: no C/C++ files found (not a git checkout?)"; exit 1; }
+if ((fix)); then
+  clang-format -i "${files[@]}"
+  echo "check-format: formatted ${#files[@]} files"
+  exit 0
+fi
+bad=()
+for f in "${files[@]}"; do
+  clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+done
+if ((${#bad[@]})); then
+  printf 'check-format: differs from .clang-format: %s\n' "${bad[@]}"
+  echo "check-format: FAIL: ${#bad[@]} of ${#files[@]} files (fix: bash scripts/check-format.sh --fix)"
+  exit 1
+fi
+echo "check-format: PASS: all ${#files[@]} C/C++ files match .clang-format ($(clang-format --version | grep -o '[0-9][0-9.]*' | head -1))"

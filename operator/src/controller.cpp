@@ -167,8 +167,7 @@ void Controller::process(const std::string& key) {
   if (refusal_cleared) queue_.add(key);  // one more pass turns PodCreationFailed False
   if (d.requeue_after_s >= 0) queue_.add_after(key, std::max(d.requeue_after_s, 0.05));
   for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Event)
-      spdlog::info("{}: {} {}", key, a.reason, a.message);
+    if (a.kind == ActionKind::Event) spdlog::info("{}: {} {}", key, a.reason, a.message);
 }
 
 }  // namespace ppu::op

@@ -8,9 +8,10 @@ namespace ppu::op {
 
 std::optional<CreationRefusal> as_refusal(const std::string& resource, const std::string& name, const Response& r) {
   const std::string msg = r.body.is_object() ? r.body.value("message", r.error) : r.error;
-  const bool webhook = msg.find("admission webhook") != std::string::npos || msg.find("calling webhook") != std::string::npos;
-  const bool refused = (r.status >= 400 && r.status < 500 && r.status != 409 && r.status != 429) ||
-                       (r.status == 500 && webhook);
+  const bool webhook =
+      msg.find("admission webhook") != std::string::npos || msg.find("calling webhook") != std::string::npos;
+  const bool refused =
+      (r.status >= 400 && r.status < 500 && r.status != 409 && r.status != 429) || (r.status == 500 && webhook);
   if (!refused) return std::nullopt;
   std::string reason;
   if (r.status == 403 && msg.find("exceeded quota") != std::string::npos) reason = "QuotaExceeded";
@@ -71,9 +72,7 @@ ExecResult Executor::execute(const json& job, const Decision& d) {
         else if (r.ok()) res.created++;
         else res.refusal = as_refusal(a.resource, a.name, r);
         break;
-      case ActionKind::Patch:
-        r = client_.merge_patch(resources::by_plural(a.resource), ns, a.name, a.body);
-        break;
+      case ActionKind::Patch: r = client_.merge_patch(resources::by_plural(a.resource), ns, a.name, a.body); break;
       case ActionKind::Delete:
         r = client_.remove(resources::by_plural(a.resource), ns, a.name, "Background",
                            a.body.is_object() ? a.body.value("uid", std::string()) : std::string());
@@ -84,9 +83,7 @@ ExecResult Executor::execute(const json& job, const Decision& d) {
         r = client_.remove(resources::ppujobs, ns, a.name, "Background");
         if (r.status == 404) r.status = 200;
         break;
-      case ActionKind::Event:
-        record_event(job, a);
-        continue;
+      case ActionKind::Event: record_event(job, a); continue;
     }
     if (!r.ok()) {
       res.ok = false;

@@ -100,7 +100,8 @@ Flags parse_flags(const std::vector<std::string>& args) {
     else if (a == "--metrics-namespaces") f.metrics_namespaces = parse_namespaces(a, need());
     else if (a == "--leader-elect") {
       if (has_value) {
-        if (value != "true" && value != "false") throw FlagError("--leader-elect: '" + value + "' is not true or false");
+        if (value != "true" && value != "false")
+          throw FlagError("--leader-elect: '" + value + "' is not true or false");
         f.leader_elect = value == "true";
       } else {
         f.leader_elect = true;
@@ -114,7 +115,8 @@ Flags parse_flags(const std::vector<std::string>& args) {
       std::string v = need();
       char* end = nullptr;
       long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > 256) throw FlagError("--workers: '" + v + "' is not an integer in 1..256");
+      if (v.empty() || *end != '\0' || n < 1 || n > 256)
+        throw FlagError("--workers: '" + v + "' is not an integer in 1..256");
       f.workers = static_cast<int>(n);
     } else {
       throw FlagError("unknown flag '" + args[i] + "' (see --help)");

@@ -17,8 +17,8 @@ struct Flags {
   std::string kubeconfig;
   std::string ns;  // empty = all namespaces
   std::string metrics_addr = ":8080";
-  std::string metrics_auth = "none";  // none | token (TokenReview + SubjectAccessReview)
-  bool network_policy = true;         // a NetworkPolicy per PPUJob
+  std::string metrics_auth = "none";            // none | token (TokenReview + SubjectAccessReview)
+  bool network_policy = true;                   // a NetworkPolicy per PPUJob
   std::vector<std::string> metrics_namespaces;  // empty: the operator's own namespace
   std::string health_addr = ":8081";
   bool leader_elect = false;

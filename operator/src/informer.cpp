@@ -169,9 +169,8 @@ void Informer::run() {
         spdlog::info("informer {}: resourceVersion {} expired (410 Gone), relisting", resource_.plural, rv_);
         need_list = true;
         break;
-      case WatchEnd::Closed:
-        break;  // server-side timeout: resume from rv_
-      case WatchEnd::Stopped:  // dropped by drop_watch()
+      case WatchEnd::Closed: break;  // server-side timeout: resume from rv_
+      case WatchEnd::Stopped:        // dropped by drop_watch()
       case WatchEnd::Error:
         spdlog::warn("informer {}: watch connection lost, reconnecting", resource_.plural);
         pause(std::min(5.0, 0.2 * (1 << std::min(failures++, 5))));

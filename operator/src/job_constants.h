@@ -29,7 +29,7 @@ inline constexpr const char* kPodCreationFailed = "PodCreationFailed";
 
 // Reasons: of events, of conditions and of status.reason (the same word where they coincide).
 namespace reason {
-inline constexpr const char* kCreated = "Created";              // job accepted; refused objects created later
+inline constexpr const char* kCreated = "Created";  // job accepted; refused objects created later
 inline constexpr const char* kNothingToCreate = "NothingToCreate";
 inline constexpr const char* kGangCreated = "GangCreated";      // event: K rank pods created
 inline constexpr const char* kGangRecreated = "GangRecreated";  // condition Restarting -> False

@@ -40,9 +40,7 @@ std::string config_map_name(const JobSpec& j) { return j.name + "-config"; }
 std::string network_policy_name(const JobSpec& j) { return j.name; }
 std::string pod_name(const JobSpec& j, int rank) { return j.name + "-rank-" + std::to_string(rank); }
 std::string run_id(const JobSpec& j) { return j.ns + "-" + j.name + "-" + j.uid.substr(0, 8); }
-std::string master_addr(const JobSpec& j) {
-  return pod_name(j, 0) + "." + service_name(j) + "." + j.ns + ".svc";
-}
+std::string master_addr(const JobSpec& j) { return pod_name(j, 0) + "." + service_name(j) + "." + j.ns + ".svc"; }
 
 std::optional<int> pod_rank(const json& pod) {
   const json* labels = nullptr;

@@ -56,8 +56,8 @@ const json* find_condition(const json& status, const std::string& type) {
   return nullptr;
 }
 
-void set_condition(json& status, const std::string& type, const std::string& cond_status,
-                   const std::string& reason, const std::string& message, int64_t now, int64_t generation) {
+void set_condition(json& status, const std::string& type, const std::string& cond_status, const std::string& reason,
+                   const std::string& message, int64_t now, int64_t generation) {
   if (!status.contains("conditions") || !status["conditions"].is_array()) status["conditions"] = json::array();
   json cond = {{"type", type},
                {"status", cond_status},

@@ -27,8 +27,8 @@ std::optional<FatalExit> fatal_exit(const json& pod);
 std::string failure_reason(const json& pod);
 
 // Sets condition `type` in status.conditions; keeps lastTransitionTime when status is unchanged.
-void set_condition(json& status, const std::string& type, const std::string& cond_status,
-                   const std::string& reason, const std::string& message, int64_t now, int64_t generation);
+void set_condition(json& status, const std::string& type, const std::string& cond_status, const std::string& reason,
+                   const std::string& message, int64_t now, int64_t generation);
 const json* find_condition(const json& status, const std::string& type);
 
 }  // namespace ppu::op

@@ -38,8 +38,7 @@ std::string Response::describe() const {
 }
 
 Response KubeApi::update_with_retry(const Resource& r, const std::string& ns, const std::string& name,
-                                     const std::function<bool(json&)>& mutate, const std::string& sub,
-                                     int attempts) {
+                                    const std::function<bool(json&)>& mutate, const std::string& sub, int attempts) {
   Response last;
   for (int i = 0; i < attempts; ++i) {
     Response cur = get(r, ns, name);

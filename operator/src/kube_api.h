@@ -60,8 +60,8 @@ class KubeApi {
   // PUT; 409 Conflict when obj's metadata.resourceVersion is not the stored one.
   virtual Response replace(const Resource& r, const std::string& ns, const std::string& name, const json& obj,
                            const std::string& subresource = "") = 0;
-  virtual Response merge_patch(const Resource& r, const std::string& ns, const std::string& name,
-                               const json& patch, const std::string& subresource = "") = 0;
+  virtual Response merge_patch(const Resource& r, const std::string& ns, const std::string& name, const json& patch,
+                               const std::string& subresource = "") = 0;
   // With `uid`, the server deletes only that incarnation (409 if the name now holds another).
   virtual Response remove(const Resource& r, const std::string& ns, const std::string& name,
                           const std::string& propagation = "Background", const std::string& uid = "") = 0;

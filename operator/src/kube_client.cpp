@@ -40,7 +40,9 @@ size_t append_body(char* data, size_t size, size_t n, void* user) {
 
 std::string query(const ListOptions& o, bool watch, int timeout_s) {
   std::string q;
-  auto add = [&](const std::string& k, const std::string& v) { q += (q.empty() ? "?" : "&") + k + "=" + url_escape(v); };
+  auto add = [&](const std::string& k, const std::string& v) {
+    q += (q.empty() ? "?" : "&") + k + "=" + url_escape(v);
+  };
   if (!o.label_selector.empty()) add("labelSelector", o.label_selector);
   if (!o.field_selector.empty()) add("fieldSelector", o.field_selector);
   if (!o.resource_version.empty()) add("resourceVersion", o.resource_version);
@@ -192,8 +194,8 @@ Response KubeClient::replace(const Resource& r, const std::string& ns, const std
   return request("PUT", r.path(ns, name, sub), obj.dump(), "application/json");
 }
 
-Response KubeClient::merge_patch(const Resource& r, const std::string& ns, const std::string& name,
-                                 const json& patch, const std::string& sub) {
+Response KubeClient::merge_patch(const Resource& r, const std::string& ns, const std::string& name, const json& patch,
+                                 const std::string& sub) {
   return request("PATCH", r.path(ns, name, sub), patch.dump(), "application/merge-patch+json");
 }
 
@@ -244,8 +246,7 @@ int watch_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }  // namespace
 
 WatchEnd KubeClient::watch(const Resource& r, const std::string& ns, const ListOptions& o, int timeout_s,
-                           const std::function<void(const json&)>& on_event,
-                           const std::function<bool()>& should_stop) {
+                           const std::function<void(const json&)>& on_event, const std::function<bool()>& should_stop) {
   // A dedicated handle: a watch holds its connection for minutes.
   CURL* h = curl_easy_init();
   std::vector<std::string> hs;

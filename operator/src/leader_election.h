@@ -26,8 +26,8 @@ class LeaderElector {
  public:
   LeaderElector(KubeApi& client, LeaseOptions o);
   ~LeaderElector();
-  bool acquire(const std::atomic<bool>& stop);  // true once leader
-  void keep(const std::function<void()>& on_lost);      // start renewing in the background
+  bool acquire(const std::atomic<bool>& stop);      // true once leader
+  void keep(const std::function<void()>& on_lost);  // start renewing in the background
   void release();
   bool leader() const { return leader_.load(); }
   const std::string& identity() const { return o_.identity; }

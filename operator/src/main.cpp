@@ -3,8 +3,8 @@
 // released so a standby takes over at once).
 #include <spdlog/spdlog.h>
 
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -17,8 +17,8 @@
 #include "kubeconfig.h"
 #include "leader_election.h"
 #include "metrics_auth.h"
-#include "metrics_server.h"
 #include "metrics_scraper.h"
+#include "metrics_server.h"
 #include "operator_metrics.h"
 
 using namespace ppu::op;
@@ -108,8 +108,8 @@ int main(int argc, char** argv) {
   std::atomic<bool> lost{false};
   if (flags.leader_elect) {
     LeaseOptions lo;
-    lo.ns = !flags.leader_elect_namespace.empty() ? flags.leader_elect_namespace
-                                                  : (!flags.ns.empty() ? flags.ns : rc.ns);
+    lo.ns =
+        !flags.leader_elect_namespace.empty() ? flags.leader_elect_namespace : (!flags.ns.empty() ? flags.ns : rc.ns);
     elector = std::make_unique<LeaderElector>(client, lo);
     if (!elector->acquire(stop)) {
       controller.stop();

@@ -35,9 +35,9 @@ AuthDecision MetricsAuthorizer::check(const std::string& authorization, const st
     std::lock_guard<std::mutex> l(mu_);
     for (auto it = cache_.begin(); it != cache_.end();) it = it->second.first <= now ? cache_.erase(it) : std::next(it);
     if (cache_.size() < 4096)
-      cache_[key] = {now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                               std::chrono::duration<double>(ttl_s_)),
-                     d};
+      cache_[key] = {
+          now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(ttl_s_)),
+          d};
   }
   return d;
 }
@@ -52,7 +52,8 @@ AuthDecision MetricsAuthorizer::review(const std::string& token, const std::stri
   if (!r.ok()) return AuthDecision{500, "", "TokenReview failed: " + r.describe()};
   const json st = r.body.value("status", json::object());
   if (!st.value("authenticated", false))
-    return AuthDecision{401, "", "token not authenticated" + (st.contains("error") ? ": " + st["error"].get<std::string>() : "")};
+    return AuthDecision{
+        401, "", "token not authenticated" + (st.contains("error") ? ": " + st["error"].get<std::string>() : "")};
   const json user = st.value("user", json::object());
   const std::string name = user.value("username", std::string());
   json spec = {{"user", name}, {"nonResourceAttributes", {{"path", path}, {"verb", "get"}}}};
@@ -63,8 +64,7 @@ AuthDecision MetricsAuthorizer::review(const std::string& token, const std::stri
   r = client_.create(resources::subjectaccessreviews, "", sar);
   if (!r.ok()) return AuthDecision{500, name, "SubjectAccessReview failed: " + r.describe()};
   const json sst = r.body.value("status", json::object());
-  if (!sst.value("allowed", false))
-    return AuthDecision{403, name, "user \"" + name + "\" may not get " + path};
+  if (!sst.value("allowed", false)) return AuthDecision{403, name, "user \"" + name + "\" may not get " + path};
   return AuthDecision{200, name, "allowed"};
 }
 

@@ -44,8 +44,8 @@ void MetricsScraper::scrape_once() {
       if (ip.empty()) continue;
       if (ip.find(':') != std::string::npos) ip = "[" + ip + "]";
       std::string text;
-      Response r = KubeClient::http_get_text(
-          "http://" + ip + ":" + std::to_string(spec.metrics_port) + "/metrics", timeout_, text);
+      Response r = KubeClient::http_get_text("http://" + ip + ":" + std::to_string(spec.metrics_port) + "/metrics",
+                                             timeout_, text);
       if (r.status == 200) per_rank.push_back(parse_prometheus_text(text));
     }
     if (per_rank.empty()) continue;

@@ -18,8 +18,7 @@ class MetricsServer {
  public:
   // `addr` as host:port or :port; `auth` may be null (no authentication). Throws
   // std::runtime_error naming --metrics-addr when it cannot listen.
-  MetricsServer(const std::string& addr, std::shared_ptr<prometheus::Registry> registry,
-                MetricsAuthorizer* auth);
+  MetricsServer(const std::string& addr, std::shared_ptr<prometheus::Registry> registry, MetricsAuthorizer* auth);
   ~MetricsServer();
   int port() const;
 

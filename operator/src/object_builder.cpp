@@ -58,8 +58,8 @@ json volume_from(const std::string& name, const json& ref) {
 }  // namespace
 
 json owner_reference(const JobSpec& j) {
-  return json{{"apiVersion", kApiVersion}, {"kind", kKind},      {"name", j.name},
-              {"uid", j.uid},              {"controller", true}, {"blockOwnerDeletion", true}};
+  return json{{"apiVersion", kApiVersion}, {"kind", kKind}, {"name", j.name}, {"uid", j.uid}, {"controller", true},
+              {"blockOwnerDeletion", true}};
 }
 
 std::string render_training_config(const JobSpec& j) {
@@ -113,10 +113,9 @@ json build_network_policy(const JobSpec& j, const std::vector<std::string>& metr
   if (!metrics_namespaces.empty())
     ingress.push_back(
         {{"from", json::array({{{"namespaceSelector",
-                                 {{"matchExpressions",
-                                   json::array({{{"key", "kubernetes.io/metadata.name"},
-                                                 {"operator", "In"},
-                                                 {"values", metrics_namespaces}}})}}}}})},
+                                 {{"matchExpressions", json::array({{{"key", "kubernetes.io/metadata.name"},
+                                                                     {"operator", "In"},
+                                                                     {"values", metrics_namespaces}}})}}}}})},
          {"ports", json::array({{{"protocol", "TCP"}, {"port", j.metrics_port}}})}});
   return json{{"apiVersion", "networking.k8s.io/v1"},
               {"kind", "NetworkPolicy"},
@@ -133,22 +132,21 @@ json build_pod(const JobSpec& j, int rank, int restart) {
   md["labels"][kRankLabel] = std::to_string(rank);
   md["annotations"] = {{"ppu.dev/restart", std::to_string(restart)}};
 
-  json envs = json::array({env(contract::env::kRank, std::to_string(rank)), env(contract::env::kWorldSize, std::to_string(j.replicas)),
-                           env(contract::env::kMasterAddr, master_addr(j)), env(contract::env::kMasterPort, std::to_string(j.master_port)),
-                           env(contract::env::kConfig, kConfigPath), env(contract::env::kCheckpointDir, kCheckpointPath),
-                           env(contract::env::kRunId, run_id(j)),
-                           env(contract::env::kMetricsPort, std::to_string(j.metrics_port))});
+  json envs = json::array(
+      {env(contract::env::kRank, std::to_string(rank)), env(contract::env::kWorldSize, std::to_string(j.replicas)),
+       env(contract::env::kMasterAddr, master_addr(j)), env(contract::env::kMasterPort, std::to_string(j.master_port)),
+       env(contract::env::kConfig, kConfigPath), env(contract::env::kCheckpointDir, kCheckpointPath),
+       env(contract::env::kRunId, run_id(j)), env(contract::env::kMetricsPort, std::to_string(j.metrics_port))});
   if (s.contains("env") && s["env"].is_array())
     for (const auto& e : s["env"]) envs.push_back(e);
 
   json mounts = json::array({{{"name", "ppu-config"}, {"mountPath", "/etc/ppu"}, {"readOnly", true}},
                              {{"name", "checkpoints"}, {"mountPath", kCheckpointPath}}});
   json volumes = json::array({{{"name", "ppu-config"}, {"configMap", {{"name", config_map_name(j)}}}},
-                              volume_from("checkpoints", s.value("checkpoint", json())) });
+                              volume_from("checkpoints", s.value("checkpoint", json()))});
   if (s.contains("data") && s["data"].is_object()) {
-    mounts.push_back({{"name", "data"},
-                      {"mountPath", s["data"].value("mountPath", std::string("/data"))},
-                      {"readOnly", true}});
+    mounts.push_back(
+        {{"name", "data"}, {"mountPath", s["data"].value("mountPath", std::string("/data"))}, {"readOnly", true}});
     volumes.push_back(volume_from("data", s["data"]));
   }
   // The root filesystem is read-only by default: /tmp is where anything else may write.
@@ -168,9 +166,9 @@ json build_pod(const JobSpec& j, int rank, int restart) {
   if (s.contains("resources")) container["resources"] = s["resources"];
   if (s.contains("imagePullPolicy")) container["imagePullPolicy"] = s["imagePullPolicy"];
   // Given security contexts replace the defaults whole (no merging): what you write is what runs.
-  container["securityContext"] =
-      s.contains("securityContext") && s["securityContext"].is_object() ? s["securityContext"]
-                                                                        : default_container_security_context();
+  container["securityContext"] = s.contains("securityContext") && s["securityContext"].is_object()
+                                     ? s["securityContext"]
+                                     : default_container_security_context();
 
   json spec = {{"restartPolicy", "Never"},
                {"hostname", pod_name(j, rank)},

@@ -25,21 +25,27 @@ OperatorMetrics::OperatorMetrics()
                   .Help("Reconcile passes that failed and were retried")
                   .Register(*registry_)
                   .Add({})),
-      depth_(BuildGauge().Name("ppu_operator_workqueue_depth").Help("Jobs waiting to be reconciled").Register(*registry_).Add({})),
+      depth_(BuildGauge()
+                 .Name("ppu_operator_workqueue_depth")
+                 .Help("Jobs waiting to be reconciled")
+                 .Register(*registry_)
+                 .Add({})),
       duration_(BuildHistogram()
                     .Name("ppu_operator_reconcile_duration_seconds")
                     .Help("Time of one reconcile pass, API calls included")
                     .Register(*registry_)
-                    .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                                     0.25, 0.5, 1, 2.5, 5, 10})),
+                    .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                                     0.5, 1, 2.5, 5, 10})),
       jobs_(gauge_family(*registry_, "ppu_operator_jobs", "PPUJobs by phase")),
       restarts_(BuildCounter()
                     .Name("ppu_operator_gang_restarts_total")
                     .Help("Gang restarts performed by this operator")
                     .Register(*registry_)
                     .Add({})),
-      state_bytes_(gauge_family(*registry_, "ppu_job_state_bytes", "Training-state bytes by component, summed over ranks")),
-      flops_exec_(gauge_family(*registry_, "ppu_job_flops_executed", "FLOPs executed, summed over the ranks' counters")),
+      state_bytes_(
+          gauge_family(*registry_, "ppu_job_state_bytes", "Training-state bytes by component, summed over ranks")),
+      flops_exec_(
+          gauge_family(*registry_, "ppu_job_flops_executed", "FLOPs executed, summed over the ranks' counters")),
       flops_full_(gauge_family(*registry_, "ppu_job_flops_full_backward",
                                "FLOPs a full backward would have cost, summed over ranks")),
       flops_saved_(gauge_family(*registry_, "ppu_job_flops_saved_ratio", "1 - executed / full-backward FLOPs")),
@@ -68,8 +74,7 @@ void OperatorMetrics::set_jobs_by_phase(const std::map<std::string, int>& counts
 }
 
 prometheus::Gauge& OperatorMetrics::job_gauge(prometheus::Family<prometheus::Gauge>& f, const std::string& ns,
-                                              const std::string& job,
-                                              const std::map<std::string, std::string>& extra) {
+                                              const std::string& job, const std::map<std::string, std::string>& extra) {
   std::map<std::string, std::string> labels = {{"namespace", ns}, {"job", job}};
   labels.insert(extra.begin(), extra.end());
   auto& g = f.Add(labels);
@@ -88,8 +93,8 @@ void OperatorMetrics::set_job_status(const std::string& ns, const std::string& j
   job_gauge(job_restarts_, ns, job).Set(restarts);
 }
 
-void OperatorMetrics::set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ready,
-                              int total, int restarts) {
+void OperatorMetrics::set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ready, int total,
+                              int restarts) {
   set_job_status(ns, job, ready, total, restarts);
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [component, bytes] : m.state_bytes)

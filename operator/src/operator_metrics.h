@@ -29,15 +29,14 @@ class OperatorMetrics {
   void set_jobs_by_phase(const std::map<std::string, int>& counts);
 
   // Per-job series (labels namespace, job); remove_job drops them when the job goes away.
-  void set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ranks_ready,
-               int ranks_total, int restarts);
-  void set_job_status(const std::string& ns, const std::string& job, int ranks_ready, int ranks_total,
-                      int restarts);
+  void set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ranks_ready, int ranks_total,
+               int restarts);
+  void set_job_status(const std::string& ns, const std::string& job, int ranks_ready, int ranks_total, int restarts);
   void remove_job(const std::string& ns, const std::string& job);
 
  private:
-  prometheus::Gauge& job_gauge(prometheus::Family<prometheus::Gauge>& f, const std::string& ns,
-                               const std::string& job, const std::map<std::string, std::string>& extra = {});
+  prometheus::Gauge& job_gauge(prometheus::Family<prometheus::Gauge>& f, const std::string& ns, const std::string& job,
+                               const std::map<std::string, std::string>& extra = {});
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>& reconciles_;

@@ -34,10 +34,8 @@ void finished(Pass& p) {
   if (p.spec.run_policy.ttl_seconds_after_finished) {
     auto done = parse_rfc3339(p.status.value("completionTime", std::string()));
     int64_t at = done.value_or(p.in.now) + *p.spec.run_policy.ttl_seconds_after_finished;
-    if (at <= p.in.now)
-      p.actions.push_back(Action{ActionKind::DeleteJob, "ppujobs", p.spec.name, {}, "", "", ""});
-    else
-      p.requeue_in(static_cast<double>(at - p.in.now));
+    if (at <= p.in.now) p.actions.push_back(Action{ActionKind::DeleteJob, "ppujobs", p.spec.name, {}, "", "", ""});
+    else p.requeue_in(static_cast<double>(at - p.in.now));
   }
 }
 

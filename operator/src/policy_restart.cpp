@@ -3,8 +3,8 @@
 // fail the job at once because a restart cannot fix them (docs/METRICS.md).
 #include <cmath>
 
-#include "object_builder.h"
 #include "core/job_contract.h"
+#include "object_builder.h"
 #include "reconcile_pass.h"
 #include "rfc3339.h"
 
@@ -37,7 +37,9 @@ bool fatal_exit(Pass& p, const Gang& g) {
     auto fx = ppu::op::fatal_exit(*pod);
     if (!fx) continue;
     std::string why = fx->message.empty() ? "no termination message" : fx->message;
-    finish(p, false, fx->exit_code == contract::exit_code::kConfigError ? reason::kConfigurationError : reason::kCheckpointOrDataMissing,
+    finish(p, false,
+           fx->exit_code == contract::exit_code::kConfigError ? reason::kConfigurationError
+                                                              : reason::kCheckpointOrDataMissing,
            "rank " + std::to_string(r) + " exited with code " + std::to_string(fx->exit_code) + ": " + why);
     return true;
   }

@@ -10,9 +10,18 @@ namespace ppu::op {
 namespace {
 
 bool parse_value(const std::string& s, double& v) {
-  if (s == "NaN") { v = std::numeric_limits<double>::quiet_NaN(); return true; }
-  if (s == "+Inf" || s == "Inf") { v = std::numeric_limits<double>::infinity(); return true; }
-  if (s == "-Inf") { v = -std::numeric_limits<double>::infinity(); return true; }
+  if (s == "NaN") {
+    v = std::numeric_limits<double>::quiet_NaN();
+    return true;
+  }
+  if (s == "+Inf" || s == "Inf") {
+    v = std::numeric_limits<double>::infinity();
+    return true;
+  }
+  if (s == "-Inf") {
+    v = -std::numeric_limits<double>::infinity();
+    return true;
+  }
   char* end = nullptr;
   v = std::strtod(s.c_str(), &end);
   return end && *end == '\0' && !s.empty();
@@ -23,7 +32,10 @@ bool parse_labels(const std::string& line, size_t& i, std::map<std::string, std:
   ++i;
   while (i < line.size()) {
     while (i < line.size() && (line[i] == ' ' || line[i] == ',')) ++i;
-    if (i < line.size() && line[i] == '}') { ++i; return true; }
+    if (i < line.size() && line[i] == '}') {
+      ++i;
+      return true;
+    }
     size_t eq = line.find('=', i);
     if (eq == std::string::npos) return false;
     std::string key = line.substr(i, eq - i);

@@ -94,8 +94,7 @@ void ensure_owned_objects(Pass& p) {
   // Before any pod: a rank must never be reachable before its job's policy exists.
   if (p.in.options.network_policy) {
     json want = build_network_policy(p.spec, p.in.options.metrics_namespaces);
-    if (!p.in.network_policy)
-      p.create("networkpolicies", want);
+    if (!p.in.network_policy) p.create("networkpolicies", want);
     else if (p.in.network_policy->value("spec", json()) != want["spec"])
       p.patch("networkpolicies", network_policy_name(p.spec), json{{"spec", want["spec"]}});
   }
@@ -110,18 +109,23 @@ void note_refusal(Pass& p) {
   if (p.in.refusal && p.creates_anything()) {
     const auto& r = *p.in.refusal;
     std::string kind = r.resource == "networkpolicies" ? "networkpolicy"
-                       : r.resource.empty()               ? "object"
-                                                          : r.resource.substr(0, r.resource.size() - 1);
-    std::string msg = "creating " + kind + " " + r.name + " was refused (HTTP " + std::to_string(r.code) +
-                      "): " + r.message;
+                       : r.resource.empty()            ? "object"
+                                                       : r.resource.substr(0, r.resource.size() - 1);
+    std::string msg =
+        "creating " + kind + " " + r.name + " was refused (HTTP " + std::to_string(r.code) + "): " + r.message;
     if (msg.size() > 2048) msg = msg.substr(0, 2048);
     const bool news = !was || c->value("message", "") != msg;
     p.cond(condition::kPodCreationFailed, true, r.reason, msg);
     p.status["reason"] = r.reason;
     p.status["message"] = msg;
     if (news)
-      p.actions.insert(p.actions.begin(), Action{ActionKind::Event, "events", p.spec.name, {}, event_type::kWarning,
-                                                 reason::kPodCreationFailed, msg + "; retrying with back-off"});
+      p.actions.insert(p.actions.begin(), Action{ActionKind::Event,
+                                                 "events",
+                                                 p.spec.name,
+                                                 {},
+                                                 event_type::kWarning,
+                                                 reason::kPodCreationFailed,
+                                                 msg + "; retrying with back-off"});
   } else if (was) {
     const std::string old_reason = c->value("reason", "");
     const bool created = !p.in.refusal;  // else: nothing left to create (suspended, waiting to restart)
@@ -181,8 +185,8 @@ void run(Pass& p) {
 
   ensure_owned_objects(p);
   const Gang g = observe_gang(p);
-  const bool settled = policy::restarting(p, g) || policy::fatal_exit(p, g) || policy::completion(p, g) ||
-                       policy::rank_failure(p, g);
+  const bool settled =
+      policy::restarting(p, g) || policy::fatal_exit(p, g) || policy::completion(p, g) || policy::rank_failure(p, g);
   if (!settled) keep_gang(p, g);
   note_refusal(p);
 }

@@ -18,9 +18,9 @@
 namespace ppu::op {
 
 struct ReconcileOptions {
-  double restart_backoff_s = 10;       // first gang restart waits this long; doubles each time
-  double restart_backoff_max_s = 300;  // cap of the exponential back-off
-  bool network_policy = true;          // own a NetworkPolicy per job (build_network_policy)
+  double restart_backoff_s = 10;                // first gang restart waits this long; doubles each time
+  double restart_backoff_max_s = 300;           // cap of the exponential back-off
+  bool network_policy = true;                   // own a NetworkPolicy per job (build_network_policy)
   std::vector<std::string> metrics_namespaces;  // may scrape the ranks' metrics port
 };
 
@@ -31,9 +31,9 @@ struct ReconcileOptions {
 struct CreationRefusal {
   std::string resource;  // "pods", "services", ...
   std::string name;
-  long code = 0;         // HTTP status
-  std::string reason;    // QuotaExceeded | PodSecurity | AdmissionWebhook | Forbidden | Invalid | <Status.reason>
-  std::string message;   // the server's message
+  long code = 0;        // HTTP status
+  std::string reason;   // QuotaExceeded | PodSecurity | AdmissionWebhook | Forbidden | Invalid | <Status.reason>
+  std::string message;  // the server's message
 };
 
 inline constexpr const char* kRefusedCondition = condition::kPodCreationFailed;
@@ -46,14 +46,14 @@ struct ScrapedProgress {
 };
 
 struct Observed {
-  json job;                          // the PPUJob (with metadata.resourceVersion)
-  std::vector<json> pods;            // pods labelled ppu.dev/job=<name> and owned by the job
-  std::optional<json> service;       // <job>
-  std::optional<json> config_map;    // <job>-config
+  json job;                            // the PPUJob (with metadata.resourceVersion)
+  std::vector<json> pods;              // pods labelled ppu.dev/job=<name> and owned by the job
+  std::optional<json> service;         // <job>
+  std::optional<json> config_map;      // <job>-config
   std::optional<json> network_policy;  // <job>
   std::optional<ScrapedProgress> progress;
   std::optional<CreationRefusal> refusal;
-  int64_t now = 0;                   // Unix seconds
+  int64_t now = 0;  // Unix seconds
   ReconcileOptions options;
 };
 

@@ -31,8 +31,8 @@ std::string format_rfc3339_micro(double t) {
 std::optional<int64_t> parse_rfc3339(const std::string& s) {
   std::tm tm{};
   int consumed = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6)
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec, &consumed) != 6)
     return std::nullopt;
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
@@ -46,9 +46,7 @@ std::optional<int64_t> parse_rfc3339(const std::string& s) {
 }
 
 int64_t now_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double now_seconds_precise() {

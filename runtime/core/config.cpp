@@ -191,13 +191,11 @@ struct Reader {
     known.insert(key);
     YAML::Node node = find(root, key);
     if (!node.IsDefined() || node.IsNull()) return;
-    if (!node.IsScalar())
-      throw ConfigError(origin + ": config key '" + key + "' must be " + expected);
+    if (!node.IsScalar()) throw ConfigError(origin + ": config key '" + key + "' must be " + expected);
     try {
       out = node.as<T>();
     } catch (const YAML::Exception&) {
-      throw ConfigError(origin + ": config key '" + key + "' must be " + expected + ", got '" +
-                        node.Scalar() + "'");
+      throw ConfigError(origin + ": config key '" + key + "' must be " + expected + ", got '" + node.Scalar() + "'");
     }
   }
   void operator()(const std::string& k, int& v) { read_scalar(k, v, "an integer"); }
@@ -229,10 +227,8 @@ struct Writer {
   }
   template <class T>
   void operator()(const std::string& k, T& v) {
-    if constexpr (std::is_enum_v<T>)
-      slot(k) = name_in_table(v);
-    else
-      slot(k) = v;
+    if constexpr (std::is_enum_v<T>) slot(k) = name_in_table(v);
+    else slot(k) = v;
   }
 };
 
@@ -249,8 +245,7 @@ void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vect
 
 void apply_override(YAML::Node& root, const std::string& assignment) {
   auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw ConfigError("--set '" + assignment + "': expected dotted.key=value");
+  if (eq == std::string::npos || eq == 0) throw ConfigError("--set '" + assignment + "': expected dotted.key=value");
   const std::string key = assignment.substr(0, eq);
   const std::string value = assignment.substr(eq + 1);
   auto parts = split_dots(key);
@@ -428,8 +423,8 @@ void validate_config(const Config& c, int world_size) {
   require(m.d_model > 0, "config key 'model.d_model' must be > 0, got " + str(m.d_model));
   require(m.heads > 0 && m.d_model % m.heads == 0,
           "config key 'model.heads' (" + str(m.heads) + ") must divide model.d_model (" + str(m.d_model) + ")");
-  require(m.head_dim() % 2 == 0, "model.d_model / model.heads must be even for rotary embeddings, got " +
-                                     str(m.head_dim()));
+  require(m.head_dim() % 2 == 0,
+          "model.d_model / model.heads must be even for rotary embeddings, got " + str(m.head_dim()));
   require(m.vocab > 1, "config key 'model.vocab' must be > 1, got " + str(m.vocab));
   require(m.seq_len > 1, "config key 'model.seq_len' must be > 1, got " + str(m.seq_len));
   require(c.ranks >= 1, "config key 'ranks' must be >= 1, got " + str(c.ranks));
@@ -461,7 +456,8 @@ void validate_config(const Config& c, int world_size) {
 
   const auto& out = c.outer;
   require(out.lr > 0, "config key 'outer.lr' must be > 0, got " + str(out.lr));
-  require(out.momentum >= 0 && out.momentum < 1, "config key 'outer.momentum' must be in [0, 1), got " + str(out.momentum));
+  require(out.momentum >= 0 && out.momentum < 1,
+          "config key 'outer.momentum' must be in [0, 1), got " + str(out.momentum));
   require(out.sync_every >= 1, "config key 'outer.sync_every' must be >= 1, got " + str(out.sync_every));
   require(out.layers_per_fragment >= 0,
           "config key 'outer.layers_per_fragment' must be >= 0, got " + str(out.layers_per_fragment));
@@ -472,7 +468,8 @@ void validate_config(const Config& c, int world_size) {
   require(!(out.grouping == Grouping::Slices && c.method == Method::Ppu && c.slicing.mode == SliceMode::Horizontal),
           "config key 'outer.grouping' is 'slices' but slicing.mode=horizontal has no MLP slices to group by");
 
-  require(c.data.source != DataSource::Shards || !c.data.path.empty(), "config key 'data.path' is required when data.source=shards");
+  require(c.data.source != DataSource::Shards || !c.data.path.empty(),
+          "config key 'data.path' is required when data.source=shards");
   require(c.data.synthetic_order >= 1, "config key 'data.synthetic_order' must be >= 1");
   require(c.data.synthetic_support >= 2 && c.data.synthetic_support <= m.vocab,
           "config key 'data.synthetic_support' must be in [2, model.vocab], got " + str(c.data.synthetic_support));

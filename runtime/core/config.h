@@ -26,17 +26,17 @@ enum class Method { Ppu, DiLoCo, StreamingDiLoCo, Ddp };  // method
 // none | mlp | mlp+heads (§2.2) and the Appendix A.2 ablations: mlp+heads+wo (W_O sliced by
 // head group too) and horizontal (each rank trains the MLPs of 1/N of the layers).
 enum class SliceMode { None, Mlp, MlpHeads, MlpHeadsWo, Horizontal };  // slicing.mode
-enum class Jacobian { Full, Slice, SliceRandom };          // slicing.jacobian: full | slice | slice+random
-enum class InnerOptimizerKind { AdamW, Sgd };              // inner.optimizer: adamw | sgd
-enum class LrScheduleKind { Cosine, Constant };            // inner.schedule: cosine | constant
-enum class OuterOptimizerKind { Nesterov, Average };       // outer.optimizer: nesterov | average
-enum class Grouping { Layers, Slices };                    // outer.grouping: layers | slices
-enum class WireDtype { Fp32, Bf16, Int8 };                 // outer.delta_dtype: fp32 | bf16 | int8
-enum class FinalSync { Average, None };                    // outer.final_sync: average | none
-enum class DataSource { Synthetic, Shards };               // data.source: synthetic | shards
-enum class Device { Cpu, Cuda };                           // train.device: cpu | cuda
-enum class Dtype { Fp32, Bf16 };                           // train.dtype: fp32 | bf16
-enum class Collective { Ring, Direct };                    // network.collective: ring | direct
+enum class Jacobian { Full, Slice, SliceRandom };                      // slicing.jacobian: full | slice | slice+random
+enum class InnerOptimizerKind { AdamW, Sgd };                          // inner.optimizer: adamw | sgd
+enum class LrScheduleKind { Cosine, Constant };                        // inner.schedule: cosine | constant
+enum class OuterOptimizerKind { Nesterov, Average };                   // outer.optimizer: nesterov | average
+enum class Grouping { Layers, Slices };                                // outer.grouping: layers | slices
+enum class WireDtype { Fp32, Bf16, Int8 };                             // outer.delta_dtype: fp32 | bf16 | int8
+enum class FinalSync { Average, None };                                // outer.final_sync: average | none
+enum class DataSource { Synthetic, Shards };                           // data.source: synthetic | shards
+enum class Device { Cpu, Cuda };                                       // train.device: cpu | cuda
+enum class Dtype { Fp32, Bf16 };                                       // train.dtype: fp32 | bf16
+enum class Collective { Ring, Direct };                                // network.collective: ring | direct
 
 std::string choice_name(Activation v);
 std::string choice_name(Method v);
@@ -79,27 +79,27 @@ struct InnerConfig {
   double weight_decay = 0.1;
   int warmup_steps = 1500;
   LrScheduleKind schedule = LrScheduleKind::Cosine;
-  double min_lr_ratio = 0.1;        // cosine decays to lr * min_lr_ratio at train.steps (the paper's floor is unstated)
+  double min_lr_ratio = 0.1;  // cosine decays to lr * min_lr_ratio at train.steps (the paper's floor is unstated)
   int batch_size = 16;
-  double grad_clip = 1.0;           // max global L2 norm of this rank's trainable gradients; 0 = off (the paper does not clip)
-  bool decay_embedding = true;      // weight decay on the tied embedding / output head
-  bool decay_norms = false;         // weight decay on LayerNorm weights and biases
+  double grad_clip = 1.0;  // max global L2 norm of this rank's trainable gradients; 0 = off (the paper does not clip)
+  bool decay_embedding = true;  // weight decay on the tied embedding / output head
+  bool decay_norms = false;     // weight decay on LayerNorm weights and biases
 };
 
 struct OuterConfig {
   OuterOptimizerKind optimizer = OuterOptimizerKind::Nesterov;  // average: plain averaging of the deltas
   double lr = 0.4;
   double momentum = 0.9;
-  int sync_every = 100;           // H
+  int sync_every = 100;  // H
   // Layers per streaming fragment. PPU with 0 syncs every parameter at once (one fragment);
   // Streaming DiLoCo always streams and uses 3 when this is 0; DiLoCo ignores it (one
   // fragment). See core/streaming_schedule.
   int layers_per_fragment = 3;
   Grouping grouping = Grouping::Layers;  // slices: Appendix A.1
-  int overlap_steps = 0;          // tau: inner steps a fragment's all-reduce may run in background
-  double overlap_alpha = 0.0;     // Streaming DiLoCo's merge after an overlapped sync: θ_k ← α θ_k + (1−α) θ
+  int overlap_steps = 0;                 // tau: inner steps a fragment's all-reduce may run in background
+  double overlap_alpha = 0.0;  // Streaming DiLoCo's merge after an overlapped sync: θ_k ← α θ_k + (1−α) θ
   WireDtype delta_dtype = WireDtype::Fp32;  // wire precision; sums are fp32
-  bool error_feedback = false;    // bf16/int8: carry each sync's encoding error into the next one
+  bool error_feedback = false;              // bf16/int8: carry each sync's encoding error into the next one
   // After the last step, a fragment whose schedule has no sync there: "average" folds its
   // trailing local progress into θ with one plain count-normalised average (no momentum, no
   // outer lr); "none" leaves θ at its last scheduled sync and drops that progress.
@@ -108,7 +108,7 @@ struct OuterConfig {
 
 struct DataConfig {
   DataSource source = DataSource::Synthetic;
-  std::string path;                  // dataset directory for shards (or a synthetic one written by ppu-data)
+  std::string path;  // dataset directory for shards (or a synthetic one written by ppu-data)
   std::string tokenizer;
   int64_t synthetic_train_tokens = 2000000;
   int64_t synthetic_val_tokens = 100000;
@@ -119,17 +119,17 @@ struct DataConfig {
 struct TrainConfig {
   int64_t steps = 1000;
   uint64_t seed = 0;
-  int eval_every = 100;    // 0 = only at the end
+  int eval_every = 100;  // 0 = only at the end
   int eval_batches = 8;
   int log_every = 10;
-  int threads = 0;         // intra-op threads; 0 = LibTorch default
+  int threads = 0;  // intra-op threads; 0 = LibTorch default
   Device device = Device::Cpu;
-  Dtype dtype = Dtype::Fp32;    // bf16: bf16 compute with fp32 masters of the trainable slices (§3.1)
-  bool recompute = false;       // per-block activation recomputation
+  Dtype dtype = Dtype::Fp32;  // bf16: bf16 compute with fp32 masters of the trainable slices (§3.1)
+  bool recompute = false;     // per-block activation recomputation
 };
 
 struct CheckpointConfig {
-  std::string dir;   // empty = no checkpoints; PPU_CHECKPOINT_DIR overrides
+  std::string dir;  // empty = no checkpoints; PPU_CHECKPOINT_DIR overrides
   int every_rounds = 1;
   int keep = 3;
 };
@@ -139,9 +139,9 @@ struct MetricsConfig {
 };
 
 struct NetworkConfig {
-  double bandwidth_gb_per_s = 0;   // ppu-plan's per-link bandwidth; 0 = unlimited
-  double timeout_s = 300;          // collective and rendezvous timeout
-  double message_bytes = 0;        // ppu-plan: override M (bytes per sync) instead of the model's
+  double bandwidth_gb_per_s = 0;             // ppu-plan's per-link bandwidth; 0 = unlimited
+  double timeout_s = 300;                    // collective and rendezvous timeout
+  double message_bytes = 0;                  // ppu-plan: override M (bytes per sync) instead of the model's
   Collective collective = Collective::Ring;  // all-reduce schedule (docs/COMMUNICATION.md)
 };
 

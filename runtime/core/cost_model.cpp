@@ -6,8 +6,7 @@ namespace ppu {
 
 StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, double rho_attn, double rho_mlp,
                      double rho_out, double rho_mlp_input) {
-  const double B = batch, S = seq_len, H = model.d_model, L = model.layers, F = model.mlp_hidden(),
-               V = model.vocab;
+  const double B = batch, S = seq_len, H = model.d_model, L = model.layers, F = model.mlp_hidden(), V = model.vocab;
   const double emb = B * S * H;
   const double attn_scores = 4 * B * S * S * H;  // QK^T and AV
   const double mha = 8 * B * S * H * H + attn_scores;
@@ -17,7 +16,9 @@ StepFlops step_flops(const ModelSpec& model, int64_t batch, int64_t seq_len, dou
 
   // Appendix C: (10 + 6 rho_attn) B S H^2 = Q/K/V input Jacobian 6, their weight gradients
   // 6 rho_attn, W_O input Jacobian 2 and W_O weight gradient 2 (here 2 rho_out).
-  auto mha_bwd = [&](double rho, double rho_o) { return 8 * B * S * S * H + (8 + 6 * rho + 2 * rho_o) * B * S * H * H; };
+  auto mha_bwd = [&](double rho, double rho_o) {
+    return 8 * B * S * S * H + (8 + 6 * rho + 2 * rho_o) * B * S * H * H;
+  };
   auto ffn_bwd = [&](double rho, double rho_in) { return 4 * rho_in * B * S * H * F + 4 * rho * B * S * H * F; };
 
   StepFlops f;

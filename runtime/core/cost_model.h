@@ -13,11 +13,11 @@
 namespace ppu {
 
 struct StepFlops {
-  double forward = 0;         // Appendix C forward, incl. embedding and softmax terms
-  double backward = 0;        // backward with rho_attn and rho_mlp of this rank
-  double backward_full = 0;   // the same backward with rho = 1
-  double backward_matmul = 0; // the matmul part of `backward` only (what a MAC counter sees)
-  double forward_matmul = 0;  // the matmul part of `forward`
+  double forward = 0;          // Appendix C forward, incl. embedding and softmax terms
+  double backward = 0;         // backward with rho_attn and rho_mlp of this rank
+  double backward_full = 0;    // the same backward with rho = 1
+  double backward_matmul = 0;  // the matmul part of `backward` only (what a MAC counter sees)
+  double forward_matmul = 0;   // the matmul part of `forward`
   double executed() const { return forward + backward; }
   double full() const { return forward + backward_full; }
 };
@@ -68,18 +68,18 @@ double delta_bytes(int64_t elements, WireDtype delta_dtype, int64_t row_length);
 // sends and receives exactly 2(K-1) chunk payloads per all-reduce. The runtime sizes its
 // buffers with this function, and ppu-plan predicts bytes with it.
 struct WireLayout {
-  int64_t block = 1;           // values per codec block
-  int64_t chunk_elements = 0;  // values per chunk (a multiple of block)
-  int64_t chunk_bytes = 0;     // encoded bytes of one chunk on the wire
+  int64_t block = 1;                         // values per codec block
+  int64_t chunk_elements = 0;                // values per chunk (a multiple of block)
+  int64_t chunk_bytes = 0;                   // encoded bytes of one chunk on the wire
   int64_t padded_elements(int ranks) const;  // K chunks
-  int64_t bytes_per_rank(int ranks) const;  // sent (= received) per rank per all-reduce: 2(K-1) chunks
+  int64_t bytes_per_rank(int ranks) const;   // sent (= received) per rank per all-reduce: 2(K-1) chunks
 };
 WireLayout wire_layout(int64_t elements, int ranks, WireDtype dtype, int64_t row_length);
 
 // Figure 2: simulated wall-clock to a target loss under limited bandwidth.
 struct WallClockPoint {
   double bandwidth_gb_per_s;
-  double ddp_step_seconds, ddp_hours;        // max(compute, comm), every step
+  double ddp_step_seconds, ddp_hours;          // max(compute, comm), every step
   double lowcomm_step_seconds, lowcomm_hours;  // compute + comm / H, needs token_ratio x the steps
   double speedup() const { return ddp_hours / lowcomm_hours; }
 };
@@ -90,13 +90,14 @@ struct WallClockInputs {
   double lowcomm_message_bytes;  // delta bytes per outer round (all fragments)
   int ranks;
   int sync_every;
-  double ddp_steps;              // steps DDP needs to reach the target
-  double token_ratio;            // low-comm tokens / DDP tokens to the same loss (paper: 44B/26B)
+  double ddp_steps;    // steps DDP needs to reach the target
+  double token_ratio;  // low-comm tokens / DDP tokens to the same loss (paper: 44B/26B)
   // Bytes one rank sends per DDP step / per outer round (wire_layout); 0 = the ideal ring's
   // 2(K-1)/K of the message. Communication time is these bytes over the per-link bandwidth.
   double ddp_wire_bytes = 0;
   double lowcomm_wire_bytes = 0;
 };
-std::vector<WallClockPoint> simulate_wall_clock(const WallClockInputs& in, const std::vector<double>& bandwidths_gb_per_s);
+std::vector<WallClockPoint> simulate_wall_clock(const WallClockInputs& in,
+                                                const std::vector<double>& bandwidths_gb_per_s);
 
 }  // namespace ppu

@@ -14,7 +14,7 @@ namespace ppu {
 enum class Activation { Relu, Gelu };  // model.activation: relu | gelu (exact, erf)
 
 struct ModelSpec {
-  std::string preset;        // empty when fully explicit
+  std::string preset;  // empty when fully explicit
   int layers = 0;
   int d_model = 0;
   int heads = 0;
@@ -34,10 +34,10 @@ std::vector<std::string> model_preset_names();
 enum class ParamRole { Embedding, Norm, AttnQ, AttnK, AttnV, AttnOut, MlpUp, MlpDown };
 
 struct ParamInfo {
-  std::string name;             // e.g. "blocks.3.mlp.up.weight"
-  std::vector<int64_t> shape;   // PyTorch layout: Linear weights are [out_features, in_features]
+  std::string name;            // e.g. "blocks.3.mlp.up.weight"
+  std::vector<int64_t> shape;  // PyTorch layout: Linear weights are [out_features, in_features]
   ParamRole role;
-  int layer;                    // block index, or -1 for embeddings and the final norm
+  int layer;  // block index, or -1 for embeddings and the final norm
   int64_t numel() const;
 };
 

@@ -2,12 +2,12 @@
 // FLOPs, communication, and the Figure 2 wall-clock simulation) as a table or JSON.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
 
 #include "core/config.h"
 #include "core/plan_report.h"
@@ -17,11 +17,12 @@ namespace {
 // Measures the compute time of a full-backward step with a short single-rank `ppu-train` run.
 double measure_step_seconds(const std::string& config_path, const std::vector<std::string>& overrides, int steps) {
   const auto dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
-  auto train = dir / "ppu-train";                                       // installed side by side
+  auto train = dir / "ppu-train";                                                    // installed side by side
   if (!std::filesystem::exists(train)) train = dir / ".." / "engine" / "ppu-train";  // build tree
   if (!std::filesystem::exists(train))
     throw std::runtime_error("--measure-steps needs ppu-train next to ppu-plan (looked in " + dir.string() + ")");
-  const auto summary = std::filesystem::temp_directory_path() / ("ppu-plan-measure-" + std::to_string(getpid()) + ".json");
+  const auto summary =
+      std::filesystem::temp_directory_path() / ("ppu-plan-measure-" + std::to_string(getpid()) + ".json");
   std::string cmd = "env -u RANK -u WORLD_SIZE '" + train.string() + "'";
   if (!config_path.empty()) cmd += " --config '" + config_path + "'";
   for (const auto& o : overrides) cmd += " --set '" + o + "'";
@@ -50,9 +51,11 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON object instead of a table");
   app.add_option("--bandwidths", bandwidths, "per-link GB/s values for the Figure 2 simulation")->delimiter(',');
   app.add_option("--step-seconds", options.step_seconds, "compute time of one full-backward step (Figure 2)");
-  app.add_option("--measure-steps", measure_steps, "measure the step time with a short ppu-train run of this many steps");
+  app.add_option("--measure-steps", measure_steps,
+                 "measure the step time with a short ppu-train run of this many steps");
   app.add_option("--ddp-steps", options.ddp_steps, "steps DDP needs to reach the target loss (default train.steps)");
-  app.add_option("--token-ratio", options.token_ratio, "tokens the low-comm method needs relative to DDP (paper: 44/26)");
+  app.add_option("--token-ratio", options.token_ratio,
+                 "tokens the low-comm method needs relative to DDP (paper: 44/26)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,8 +9,7 @@ int64_t ParamSlice::trainable_numel() const {
   return param.numel() / param.shape[dim] * (end - begin);
 }
 
-SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int slices, int rank,
-                     Jacobian jacobian)
+SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int slices, int rank, Jacobian jacobian)
     : mode_(mode),
       jacobian_(jacobian),
       world_size_(world_size),
@@ -18,7 +17,8 @@ SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int
       rank_(rank) {
   check_slicing(model, mode, world_size, slices_);
   if (rank < 0 || rank >= world_size)
-    throw ConfigError("RANK=" + std::to_string(rank) + " is outside [0, WORLD_SIZE=" + std::to_string(world_size) + ")");
+    throw ConfigError("RANK=" + std::to_string(rank) + " is outside [0, WORLD_SIZE=" + std::to_string(world_size) +
+                      ")");
   const bool heads = mode == SliceMode::MlpHeads || mode == SliceMode::MlpHeadsWo;
 
   const int n_idx = slice_index();

@@ -26,10 +26,10 @@ namespace ppu {
 
 struct ParamSlice {
   ParamInfo param;
-  int dim = -1;          // dimension the trainable range runs along; -1 = whole tensor trainable
-  int64_t begin = 0;     // trainable range [begin, end) along `dim`; empty = frozen on this rank
+  int dim = -1;       // dimension the trainable range runs along; -1 = whole tensor trainable
+  int64_t begin = 0;  // trainable range [begin, end) along `dim`; empty = frozen on this rank
   int64_t end = 0;
-  int owners = 1;        // m: number of ranks that train each element of this parameter
+  int owners = 1;  // m: number of ranks that train each element of this parameter
 
   bool sliced() const { return dim >= 0; }
   bool frozen() const { return sliced() && end == begin; }

@@ -30,7 +30,7 @@ struct FragmentPiece {
 };
 
 struct Fragment {
-  std::string name;   // "layers.0-2", "embeddings", "slice.1", "attention"
+  std::string name;  // "layers.0-2", "embeddings", "slice.1", "attention"
   std::vector<FragmentPiece> pieces;
   int64_t numel = 0;
 };

@@ -14,12 +14,9 @@ namespace {
 constexpr uint64_t kLoaderTag = 0x6c6f616465722121ULL;
 
 void check_shape(const char* who, int batch, int seq_len) {
-  if (batch < 1)
-    throw std::invalid_argument(std::string(who) + ": batch must be >= 1, got " +
-                                std::to_string(batch));
+  if (batch < 1) throw std::invalid_argument(std::string(who) + ": batch must be >= 1, got " + std::to_string(batch));
   if (seq_len < 1)
-    throw std::invalid_argument(std::string(who) + ": seq_len must be >= 1, got " +
-                                std::to_string(seq_len));
+    throw std::invalid_argument(std::string(who) + ": seq_len must be >= 1, got " + std::to_string(seq_len));
 }
 
 }  // namespace
@@ -43,12 +40,10 @@ TokenDataset TokenDataset::load_checked(const std::string& dir) {
   const DatasetMeta meta = read_dataset_meta(dir);
   TokenShard train = read_token_shard((fs::path(dir) / kTrainShardName).string());
   TokenShard val = read_token_shard((fs::path(dir) / kValShardName).string());
-  auto agree = [&](const char* name, uint64_t shard_value, uint64_t meta_value,
-                   const char* what) {
+  auto agree = [&](const char* name, uint64_t shard_value, uint64_t meta_value, const char* what) {
     if (shard_value != meta_value)
-      throw std::runtime_error((fs::path(dir) / name).string() + ": " + what + " " +
-                               std::to_string(shard_value) + " disagrees with meta.json (" +
-                               std::to_string(meta_value) + ")");
+      throw std::runtime_error((fs::path(dir) / name).string() + ": " + what + " " + std::to_string(shard_value) +
+                               " disagrees with meta.json (" + std::to_string(meta_value) + ")");
   };
   agree(kTrainShardName, train.vocab, meta.vocab, "vocab");
   agree(kValShardName, val.vocab, meta.vocab, "vocab");
@@ -86,8 +81,7 @@ TokenBatch TokenDataset::eval_batch(uint64_t i, int batch, int seq_len) const {
   const uint64_t windows = eval_windows(seq_len);
   if (windows == 0)
     throw std::invalid_argument("eval_batch: val split has " + std::to_string(val.size()) +
-                                " tokens, fewer than one window of seq_len+1 = " +
-                                std::to_string(window));
+                                " tokens, fewer than one window of seq_len+1 = " + std::to_string(window));
   TokenBatch out{batch, seq_len, {}};
   out.tokens.reserve(batch * window);
   for (int b = 0; b < batch; ++b) {
@@ -100,8 +94,7 @@ TokenBatch TokenDataset::eval_batch(uint64_t i, int batch, int seq_len) const {
   return out;
 }
 
-RankLoader::RankLoader(const TokenDataset& dataset, int rank, int world_size, uint64_t seed,
-                       int batch, int seq_len)
+RankLoader::RankLoader(const TokenDataset& dataset, int rank, int world_size, uint64_t seed, int batch, int seq_len)
     : dataset_(&dataset), rank_(rank), seed_(seed), batch_(batch), seq_len_(seq_len) {
   check_shape("RankLoader", batch, seq_len);
   if (world_size < 1 || rank < 0 || rank >= world_size)
@@ -114,10 +107,9 @@ RankLoader::RankLoader(const TokenDataset& dataset, int rank, int world_size, ui
   end_ = static_cast<uint64_t>((k + 1) * n / kk);
   const uint64_t window = static_cast<uint64_t>(seq_len) + 1;
   if (end_ - begin_ < window)
-    throw std::invalid_argument(
-        "RankLoader: rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
-        " gets " + std::to_string(end_ - begin_) + " of " + std::to_string(n) +
-        " train tokens, fewer than one window of seq_len+1 = " + std::to_string(window));
+    throw std::invalid_argument("RankLoader: rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
+                                " gets " + std::to_string(end_ - begin_) + " of " + std::to_string(n) +
+                                " train tokens, fewer than one window of seq_len+1 = " + std::to_string(window));
 }
 
 TokenBatch RankLoader::next() { return batch_at(position_++); }
@@ -126,8 +118,7 @@ TokenBatch RankLoader::batch_at(uint64_t i) const {
   const uint64_t window = static_cast<uint64_t>(seq_len_) + 1;
   const uint64_t starts = end_ - begin_ - window + 1;
   // A fresh generator per (seed, rank, batch): no dependence on earlier batches.
-  CounterRng rng(hash_combine(
-      hash_combine(hash_combine(kLoaderTag, seed_), static_cast<uint64_t>(rank_)), i));
+  CounterRng rng(hash_combine(hash_combine(hash_combine(kLoaderTag, seed_), static_cast<uint64_t>(rank_)), i));
   TokenBatch out{batch_, seq_len_, {}};
   out.tokens.reserve(static_cast<size_t>(batch_) * window);
   for (int b = 0; b < batch_; ++b) {

@@ -60,10 +60,9 @@ class RankLoader {
  public:
   // `dataset` must outlive the loader. Throws std::invalid_argument naming the rank and the
   // sizes when D_k is shorter than seq_len + 1, or when an argument is out of range.
-  RankLoader(const TokenDataset& dataset, int rank, int world_size, uint64_t seed, int batch,
-             int seq_len);
+  RankLoader(const TokenDataset& dataset, int rank, int world_size, uint64_t seed, int batch, int seq_len);
 
-  TokenBatch next();                    // batch position(), then advances
+  TokenBatch next();                      // batch position(), then advances
   TokenBatch batch_at(uint64_t i) const;  // batch i, without moving
   uint64_t position() const { return position_; }
   void seek(uint64_t position) { position_ = position; }

@@ -30,8 +30,10 @@ void write_dataset(const std::string& dir, DatasetMeta meta, const std::vector<i
   if (meta.entropy_rate_nats) j["entropy_rate_nats"] = *meta.entropy_rate_nats;
   if (meta.synthetic) {
     const auto& s = *meta.synthetic;
-    j["synthetic"] = {{"vocab", s.vocab},     {"order", s.order},
-                      {"support", s.support}, {"zipf_exponent", s.zipf_exponent},
+    j["synthetic"] = {{"vocab", s.vocab},
+                      {"order", s.order},
+                      {"support", s.support},
+                      {"zipf_exponent", s.zipf_exponent},
                       {"seed", s.seed}};
   }
   if (!meta.inputs.empty()) j["inputs"] = meta.inputs;

@@ -18,13 +18,13 @@ namespace ppu::data {
 
 struct DatasetMeta {
   uint64_t vocab = 0;
-  std::string source;                        // "synthetic" | "text"
-  std::optional<double> entropy_rate_nats;   // the perplexity floor is exp() of it
-  std::string tokenizer;                     // e.g. "tokenizer.model"; "" for synthetic
+  std::string source;                       // "synthetic" | "text"
+  std::optional<double> entropy_rate_nats;  // the perplexity floor is exp() of it
+  std::string tokenizer;                    // e.g. "tokenizer.model"; "" for synthetic
   uint64_t train_tokens = 0;
   uint64_t val_tokens = 0;
   std::optional<SyntheticCorpusOptions> synthetic;
-  std::vector<std::string> inputs;           // text files the tokens came from
+  std::vector<std::string> inputs;  // text files the tokens came from
 };
 
 inline constexpr const char* kTrainShardName = "train.bin";

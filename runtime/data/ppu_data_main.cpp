@@ -46,8 +46,8 @@ struct FlagError : std::runtime_error {
 
 int run_synthetic(const SyntheticArgs& a) {
   if (a.corpus.support > a.corpus.vocab)
-    throw FlagError("--support " + std::to_string(a.corpus.support) +
-                    " must not exceed --vocab " + std::to_string(a.corpus.vocab));
+    throw FlagError("--support " + std::to_string(a.corpus.support) + " must not exceed --vocab " +
+                    std::to_string(a.corpus.vocab));
   const SyntheticCorpus corpus(a.corpus);
   DatasetMeta meta;
   meta.vocab = a.corpus.vocab;
@@ -57,8 +57,8 @@ int run_synthetic(const SyntheticArgs& a) {
   write_dataset(a.out, meta, corpus.generate(a.train_tokens, 0), corpus.generate(a.val_tokens, 1));
   const double h = corpus.entropy_rate_nats();
   std::printf("wrote %s: %llu train + %llu val tokens, vocab %u\n", a.out.c_str(),
-              static_cast<unsigned long long>(a.train_tokens),
-              static_cast<unsigned long long>(a.val_tokens), a.corpus.vocab);
+              static_cast<unsigned long long>(a.train_tokens), static_cast<unsigned long long>(a.val_tokens),
+              a.corpus.vocab);
   std::printf("entropy floor: %.6f nats/token, perplexity floor %.6f\n", h, std::exp(h));
   return 0;
 }
@@ -73,12 +73,11 @@ int run_text(const TextArgs& a, bool vocab_given) {
 
   std::optional<Tokenizer> tok;
   if (!a.tokenizer.empty()) {
-    if (!fs::is_regular_file(a.tokenizer))
-      throw FlagError("--tokenizer " + a.tokenizer + ": no such file");
+    if (!fs::is_regular_file(a.tokenizer)) throw FlagError("--tokenizer " + a.tokenizer + ": no such file");
     tok.emplace(Tokenizer::load(a.tokenizer));
     if (vocab_given && tok->vocab_size() != a.vocab)
-      throw FlagError("--vocab " + std::to_string(a.vocab) + " disagrees with --tokenizer " +
-                      a.tokenizer + " (vocab " + std::to_string(tok->vocab_size()) + ")");
+      throw FlagError("--vocab " + std::to_string(a.vocab) + " disagrees with --tokenizer " + a.tokenizer + " (vocab " +
+                      std::to_string(tok->vocab_size()) + ")");
     // The directory must be self-contained: copy the model in under the standard name.
     if (!fs::exists(model_path) || !fs::equivalent(a.tokenizer, model_path))
       fs::copy_file(a.tokenizer, model_path, fs::copy_options::overwrite_existing);
@@ -107,8 +106,8 @@ int run_text(const TextArgs& a, bool vocab_given) {
   meta.tokenizer = "tokenizer.model";
   for (const auto& in : a.inputs) meta.inputs.push_back(fs::absolute(in).string());
   write_dataset(a.out, meta, tokens, val);
-  std::printf("wrote %s: %zu train + %zu val tokens, vocab %u, tokenizer %s\n", a.out.c_str(),
-              tokens.size(), val.size(), tok->vocab_size(), model_path.c_str());
+  std::printf("wrote %s: %zu train + %zu val tokens, vocab %u, tokenizer %s\n", a.out.c_str(), tokens.size(),
+              val.size(), tok->vocab_size(), model_path.c_str());
   return 0;
 }
 
@@ -121,14 +120,16 @@ int main(int argc, char** argv) {
   SyntheticArgs syn;
   CLI::App* s = app.add_subcommand("synthetic", "synthetic corpus with an exact entropy floor");
   s->add_option("--out", syn.out, "output dataset directory")->required();
-  s->add_option("--vocab", syn.corpus.vocab, "vocabulary size")
-      ->capture_default_str()->check(CLI::Range(2u, 1u << 31));
+  s->add_option("--vocab", syn.corpus.vocab, "vocabulary size")->capture_default_str()->check(CLI::Range(2u, 1u << 31));
   s->add_option("--order", syn.corpus.order, "context length k the next token depends on")
-      ->capture_default_str()->check(CLI::Range(0u, 64u));
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 64u));
   s->add_option("--support", syn.corpus.support, "symbols with non-zero probability per context")
-      ->capture_default_str()->check(CLI::Range(1u, 1u << 31));
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 31));
   s->add_option("--zipf", syn.corpus.zipf_exponent, "Zipf exponent of the base distribution")
-      ->capture_default_str()->check(CLI::Range(0.0, 100.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
   s->add_option("--train-tokens", syn.train_tokens, "train split length")->capture_default_str();
   s->add_option("--val-tokens", syn.val_tokens, "val split length")->capture_default_str();
   s->add_option("--seed", syn.corpus.seed, "seed of the process")->capture_default_str();
@@ -138,15 +139,17 @@ int main(int argc, char** argv) {
   t->add_option("--input", txt.inputs, "text file (repeatable)")->required()->take_all();
   t->add_option("--out", txt.out, "output dataset directory")->required();
   CLI::Option* vocab_opt = t->add_option("--vocab", txt.vocab, "tokenizer vocabulary size")
-                               ->capture_default_str()->check(CLI::Range(16u, 1u << 20));
+                               ->capture_default_str()
+                               ->check(CLI::Range(16u, 1u << 20));
   t->add_option("--tokenizer", txt.tokenizer, "use this existing .model instead of training");
-  t->add_option("--val-fraction", txt.val_fraction, "tail fraction of tokens held out for val")
-      ->capture_default_str();
+  t->add_option("--val-fraction", txt.val_fraction, "tail fraction of tokens held out for val")->capture_default_str();
   t->add_option("--model-type", txt.model_type, "SentencePiece model type")
-      ->capture_default_str()->check(CLI::IsMember({"bpe", "unigram"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bpe", "unigram"}));
   t->add_option("--seed", txt.seed, "tokenizer training seed")->capture_default_str();
   t->add_option("--threads", txt.threads, "tokenizer training threads (1 = deterministic)")
-      ->capture_default_str()->check(CLI::Range(1u, 1024u));
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1024u));
 
   try {
     app.parse(argc, argv);

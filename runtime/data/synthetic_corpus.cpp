@@ -21,15 +21,12 @@ constexpr uint64_t kStreamTag = 0x73747265616d2121ULL;
 
 SyntheticCorpus::SyntheticCorpus(const SyntheticCorpusOptions& options) : options_(options) {
   if (options.vocab < 2 || options.vocab > (1u << 31))
-    throw std::invalid_argument("synthetic corpus: vocab must be in [2, 2^31], got " +
-                                std::to_string(options.vocab));
+    throw std::invalid_argument("synthetic corpus: vocab must be in [2, 2^31], got " + std::to_string(options.vocab));
   if (options.support < 1 || options.support > options.vocab)
-    throw std::invalid_argument("synthetic corpus: support must be in [1, vocab=" +
-                                std::to_string(options.vocab) + "], got " +
-                                std::to_string(options.support));
+    throw std::invalid_argument("synthetic corpus: support must be in [1, vocab=" + std::to_string(options.vocab) +
+                                "], got " + std::to_string(options.support));
   if (options.order > 64)
-    throw std::invalid_argument("synthetic corpus: order must be <= 64, got " +
-                                std::to_string(options.order));
+    throw std::invalid_argument("synthetic corpus: order must be <= 64, got " + std::to_string(options.order));
   if (!(options.zipf_exponent >= 0.0) || !std::isfinite(options.zipf_exponent))
     throw std::invalid_argument("synthetic corpus: zipf exponent must be finite and >= 0");
 
@@ -74,8 +71,7 @@ std::vector<double> SyntheticCorpus::next_token_distribution(const uint32_t* con
 uint32_t SyntheticCorpus::sample_symbol(double u) const {
   const auto it = std::upper_bound(cdf_.begin(), cdf_.end(), u);
   // u can exceed the last partial sum by rounding; that mass belongs to the last symbol.
-  return it == cdf_.end() ? static_cast<uint32_t>(cdf_.size() - 1)
-                          : static_cast<uint32_t>(it - cdf_.begin());
+  return it == cdf_.end() ? static_cast<uint32_t>(cdf_.size() - 1) : static_cast<uint32_t>(it - cdf_.begin());
 }
 
 std::vector<int32_t> SyntheticCorpus::generate(uint64_t count, uint64_t stream) const {

@@ -34,8 +34,7 @@ inline constexpr uint32_t kTokenShardVersion = 1;
 inline constexpr size_t kTokenShardHeaderBytes = 64;
 
 // Throws ShardError if a token is outside [0, vocab) or vocab is 0 or > 2^31.
-void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens,
-                       uint64_t vocab);
+void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens, uint64_t vocab);
 
 TokenShard read_token_shard(const std::string& path);
 

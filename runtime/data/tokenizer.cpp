@@ -9,8 +9,7 @@
 
 namespace ppu::data {
 
-Tokenizer::Tokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp)
-    : sp_(std::move(sp)) {}
+Tokenizer::Tokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp) : sp_(std::move(sp)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
@@ -25,8 +24,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& inputs, const std::st
   for (const auto& in : inputs)
     if (!std::ifstream(in)) throw std::runtime_error(in + ": cannot open tokenizer input");
   if (options.model_type != "bpe" && options.model_type != "unigram")
-    throw std::invalid_argument("tokenizer model type must be bpe or unigram, got " +
-                                options.model_type);
+    throw std::invalid_argument("tokenizer model type must be bpe or unigram, got " + options.model_type);
 
   std::string joined;
   for (const auto& in : inputs) joined += (joined.empty() ? "" : ",") + in;
@@ -49,17 +47,14 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& inputs, const std::st
   };
   sentencepiece::SetRandomGeneratorSeed(options.seed);
   const auto status = sentencepiece::SentencePieceTrainer::Train(kwargs);
-  if (!status.ok())
-    throw std::runtime_error("SentencePiece training failed: " + status.ToString());
+  if (!status.ok()) throw std::runtime_error("SentencePiece training failed: " + status.ToString());
   return load(model_path);
 }
 
 Tokenizer Tokenizer::load(const std::string& model_path) {
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = sp->Load(model_path);
-  if (!status.ok())
-    throw std::runtime_error(model_path + ": cannot load SentencePiece model: " +
-                             status.ToString());
+  if (!status.ok()) throw std::runtime_error(model_path + ": cannot load SentencePiece model: " + status.ToString());
   return Tokenizer(std::move(sp));
 }
 
@@ -91,8 +86,7 @@ void Tokenizer::encode_file(const std::string& path, std::vector<int32_t>& out) 
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const auto status = sp_->Encode(line, &ids);
-    if (!status.ok())
-      throw std::runtime_error(path + ": SentencePiece encode failed: " + status.ToString());
+    if (!status.ok()) throw std::runtime_error(path + ": SentencePiece encode failed: " + status.ToString());
     out.insert(out.end(), ids.begin(), ids.end());
     out.push_back(eos);
   }

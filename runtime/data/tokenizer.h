@@ -23,7 +23,7 @@ struct TokenizerTrainOptions {
   std::string model_type = "bpe";  // "bpe" | "unigram"
   uint32_t seed = 0;
   uint32_t threads = 1;
-  double character_coverage = 1.0;    // 1.0: every character in the data gets a piece
+  double character_coverage = 1.0;   // 1.0: every character in the data gets a piece
   uint64_t max_sentences = 2000000;  // lines sampled for training (input_sentence_size)
 };
 

@@ -15,8 +15,8 @@ torch::Tensor read_scalar(torch::serialize::InputArchive& archive, const std::st
 
 void require_checkpoint_format(int format, const std::string& where) {
   if (format == kCheckpointFormat) return;
-  throw CheckpointFormatError(where + " is in checkpoint format " + std::to_string(format) + ", this ppu-train reads format " +
-                              std::to_string(kCheckpointFormat) +
+  throw CheckpointFormatError(where + " is in checkpoint format " + std::to_string(format) +
+                              ", this ppu-train reads format " + std::to_string(kCheckpointFormat) +
                               " only: resume it with the ppu-train that wrote it, or move it away to start afresh");
 }
 

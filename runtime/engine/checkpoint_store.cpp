@@ -49,7 +49,8 @@ std::vector<int64_t> rounds_in(const std::string& dir) {
 }
 
 // Reads `name` from checkpoint `dir` and checks it against the manifest; "" when fine.
-std::string verify(const std::string& dir, const nlohmann::json& manifest, const std::string& name, std::string& bytes) {
+std::string verify(const std::string& dir, const nlohmann::json& manifest, const std::string& name,
+                   std::string& bytes) {
   if (!manifest["files"].contains(name)) return "manifest does not list " + name;
   try {
     bytes = read_file_bytes(dir + "/" + name);
@@ -58,7 +59,8 @@ std::string verify(const std::string& dir, const nlohmann::json& manifest, const
   }
   const auto& entry = manifest["files"][name];
   if (bytes.size() != entry["bytes"].get<size_t>())
-    return name + " has " + std::to_string(bytes.size()) + " bytes, manifest says " + std::to_string(entry["bytes"].get<size_t>());
+    return name + " has " + std::to_string(bytes.size()) + " bytes, manifest says " +
+           std::to_string(entry["bytes"].get<size_t>());
   if (checksum(bytes) != entry["fnv1a64"].get<std::string>()) return name + " fails its checksum";
   return "";
 }
@@ -102,7 +104,7 @@ VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, con
     rejected += "\n  " + round_name(r) + ": " + problem;
   }
   throw NoValidCheckpoint("checkpoint directory '" + dir + "' has no valid checkpoint" +
-                           (rejected.empty() ? std::string(" (no round-* directories)") : ":" + rejected));
+                          (rejected.empty() ? std::string(" (no round-* directories)") : ":" + rejected));
 }
 
 CheckpointStore::CheckpointStore(std::string dir, int keep, Collectives& collectives)
@@ -116,15 +118,16 @@ std::string CheckpointStore::rank_file() const {
   return buf;
 }
 
-void CheckpointStore::save(int64_t round, const Writer& rank_part, const Writer& global_part, const std::string& config_yaml) {
+void CheckpointStore::save(int64_t round, const Writer& rank_part, const Writer& global_part,
+                           const std::string& config_yaml) {
   const std::string dir = round_dir(round);
   fs::create_directories(dir);
   const std::string mine = serialize(rank_part);
   atomic_write_file(dir + "/" + rank_file(), mine);
 
   // Every rank reports its file's checksum to rank 0 through an all-gather of fixed width.
-  auto info = torch::tensor({static_cast<int64_t>(mine.size()), static_cast<int64_t>(fnv1a64(mine.data(), mine.size()))},
-                            torch::kInt64);
+  auto info = torch::tensor(
+      {static_cast<int64_t>(mine.size()), static_cast<int64_t>(fnv1a64(mine.data(), mine.size()))}, torch::kInt64);
   const auto all = collectives_.allgather(info);
   if (collectives_.rank() == 0) {
     const std::string global = serialize(global_part);

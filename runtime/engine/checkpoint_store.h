@@ -41,9 +41,10 @@ struct VerifiedCheckpointFile {
   std::string path;         // the round directory
   std::string config_yaml;  // the run's config, from the manifest
   int world_size = 0;
-  std::string bytes;        // the file's content
+  std::string bytes;  // the file's content
 };
-VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name, int64_t round = -1);
+VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name,
+                                                     int64_t round = -1);
 
 class CheckpointStore {
  public:

@@ -58,8 +58,8 @@ struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntrop
 
 }  // namespace
 
-torch::Tensor chunked_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets,
-                                    int64_t chunk) {
+torch::Tensor chunked_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                    const torch::Tensor& targets, int64_t chunk) {
   TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && targets.dim() == 1 && chunk > 0,
               "chunked_cross_entropy: hidden [N, d], weight [V, d], targets [N], chunk > 0");
   return ChunkedCrossEntropy::apply(hidden.contiguous(), weight, targets.contiguous(), chunk);

@@ -14,7 +14,7 @@ namespace ppu {
 
 // hidden: [N, d]; weight: [vocab, d] (the tied embedding); targets: int64 [N]. Returns an fp32
 // scalar. Gradients flow to hidden and weight (in their dtypes).
-torch::Tensor chunked_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets,
-                                    int64_t chunk);
+torch::Tensor chunked_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                    const torch::Tensor& targets, int64_t chunk);
 
 }  // namespace ppu

@@ -16,9 +16,7 @@ namespace ppu {
 
 namespace {
 
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
-}
+bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
 
 }  // namespace
 
@@ -37,10 +35,11 @@ RendezvousInfo rendezvous_from_env() {
   info.world_size = env_int(contract::env::kWorldSize, 1);
   info.master_addr = env_string(contract::env::kMasterAddr, info.master_addr);
   info.master_port = env_int(contract::env::kMasterPort, 29500);
-  if (info.world_size < 1) throw std::invalid_argument("WORLD_SIZE must be >= 1, got " + std::to_string(info.world_size));
+  if (info.world_size < 1)
+    throw std::invalid_argument("WORLD_SIZE must be >= 1, got " + std::to_string(info.world_size));
   if (info.rank < 0 || info.rank >= info.world_size)
-    throw std::invalid_argument("RANK=" + std::to_string(info.rank) + " is outside [0, WORLD_SIZE=" +
-                                std::to_string(info.world_size) + ")");
+    throw std::invalid_argument("RANK=" + std::to_string(info.rank) +
+                                " is outside [0, WORLD_SIZE=" + std::to_string(info.world_size) + ")");
   if (info.master_port <= 0 || info.master_port > 65535)
     throw std::invalid_argument("MASTER_PORT=" + std::to_string(info.master_port) + " is not a TCP port");
   return info;
@@ -64,8 +63,7 @@ Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds t
       gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
     else if (is_loopback(info.master_addr))
       gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    else
-      gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    else gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, info.rank, info.world_size, gloo);
 #ifdef PPU_WITH_CUDA
     if (nccl_device >= 0) {

@@ -12,14 +12,20 @@ namespace {
 
 // Tags: 14 bits of sequence, 1 bit of phase, 15 bits of step; stays a positive int.
 int message_tag(uint32_t sequence, int phase, int step) {
-  return static_cast<int>(((sequence & 0x3FFFu) << 16) | (static_cast<uint32_t>(phase) << 15) | static_cast<uint32_t>(step));
+  return static_cast<int>(((sequence & 0x3FFFu) << 16) | (static_cast<uint32_t>(phase) << 15) |
+                          static_cast<uint32_t>(step));
 }
 
 class Exchange {
  public:
   Exchange(Collectives& col, const WireCodec& codec, const WireLayout& layout, uint32_t sequence)
-      : col_(col), codec_(codec), chunk_(layout.chunk_elements), bytes_(layout.chunk_bytes), sequence_(sequence),
-        K_(col.world_size()), r_(col.rank()) {}
+      : col_(col),
+        codec_(codec),
+        chunk_(layout.chunk_elements),
+        bytes_(layout.chunk_bytes),
+        sequence_(sequence),
+        K_(col.world_size()),
+        r_(col.rank()) {}
 
   torch::Tensor payload() { return torch::empty({bytes_}, torch::kUInt8); }
   uint8_t* data(torch::Tensor& p) { return p.data_ptr<uint8_t>(); }
@@ -35,7 +41,7 @@ class Exchange {
       encode(values, dst);
       codec_.decode(data(dst), chunk_, residual);
       for (int64_t i = 0; i < chunk_; ++i) std::swap(values[i], residual[i]);  // values <- decoded
-      for (int64_t i = 0; i < chunk_; ++i) residual[i] -= values[i];            // residual <- x - decoded
+      for (int64_t i = 0; i < chunk_; ++i) residual[i] -= values[i];           // residual <- x - decoded
     } else {
       encode(values, dst);
       codec_.decode(data(dst), chunk_, values);

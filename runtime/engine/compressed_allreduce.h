@@ -43,8 +43,7 @@ struct FeedbackState {
 // `sequence`: one number per all-reduce, taken in the same order on every rank
 // (Collectives::next_sequence()); it separates the messages of concurrent all-reduces.
 // `schedule`: network.collective (ring | direct); `dtype`: the wire precision.
-AllreduceStats compressed_allreduce(Collectives& collectives, torch::Tensor& flat, WireDtype dtype,
-                                    int64_t row_length, Collective schedule, uint32_t sequence,
-                                    FeedbackState* feedback = nullptr);
+AllreduceStats compressed_allreduce(Collectives& collectives, torch::Tensor& flat, WireDtype dtype, int64_t row_length,
+                                    Collective schedule, uint32_t sequence, FeedbackState* feedback = nullptr);
 
 }  // namespace ppu

@@ -14,9 +14,9 @@
 namespace ppu {
 
 struct BlasInfo {
-  std::string library;  // resolved path of the loaded libblas.so.3 (or libopenblas), "" if none
-  std::string variant;  // "openmp", "pthread", "serial" or "unknown" (from the path)
-  int threads = 0;      // openblas_get_num_threads(), 0 when the BLAS is not OpenBLAS
+  std::string library;     // resolved path of the loaded libblas.so.3 (or libopenblas), "" if none
+  std::string variant;     // "openmp", "pthread", "serial" or "unknown" (from the path)
+  int threads = 0;         // openblas_get_num_threads(), 0 when the BLAS is not OpenBLAS
   std::string libtorch;    // TORCH_VERSION of the headers built against, e.g. "1.13.0"
   std::string torch_blas;  // BLAS_INFO of at::show_config(): "generic", "mkl", "open"..., "" if absent
 };

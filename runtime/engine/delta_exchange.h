@@ -23,7 +23,8 @@ struct ExchangeOptions {
 
 // Starts the exchange; `flat` (and `feedback`) must stay alive until finish() has returned.
 // finish() throws PeerError when a peer died or timed out.
-std::function<AllreduceStats()> start_delta_sum(Collectives& collectives, torch::Tensor& flat, const ExchangeOptions& options);
+std::function<AllreduceStats()> start_delta_sum(Collectives& collectives, torch::Tensor& flat,
+                                                const ExchangeOptions& options);
 
 // The same, on the calling thread.
 AllreduceStats exchange_delta_sum(Collectives& collectives, torch::Tensor& flat, const ExchangeOptions& options);

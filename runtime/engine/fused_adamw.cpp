@@ -27,14 +27,15 @@ inline void update(float* p, const float* g, float* m, float* v, int64_t n, cons
 
 }  // namespace
 
-bool fused_adamw_step(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& exp_avg, torch::Tensor& exp_avg_sq,
-                      const AdamWHyper& h) {
+bool fused_adamw_step(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& exp_avg,
+                      torch::Tensor& exp_avg_sq, const AdamWHyper& h) {
   const auto f32 = torch::kFloat32;
   if (param.scalar_type() != f32 || grad.scalar_type() != f32 || exp_avg.scalar_type() != f32 ||
       exp_avg_sq.scalar_type() != f32 || !param.device().is_cpu())
     return false;
   if (!grad.is_contiguous() || !exp_avg.is_contiguous() || !exp_avg_sq.is_contiguous()) return false;
-  if (grad.numel() != param.numel() || exp_avg.numel() != param.numel() || exp_avg_sq.numel() != param.numel()) return false;
+  if (grad.numel() != param.numel() || exp_avg.numel() != param.numel() || exp_avg_sq.numel() != param.numel())
+    return false;
   // Rows: contiguous parameter = one row; a 2-D view with contiguous rows = size(0) rows.
   int64_t row_length = param.numel(), row_stride = 0;
   if (!param.is_contiguous()) {
@@ -44,10 +45,14 @@ bool fused_adamw_step(torch::Tensor& param, const torch::Tensor& grad, torch::Te
   }
   const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
   const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(h.step));
-  const Coefficients c{static_cast<float>(1 - h.lr * h.weight_decay), static_cast<float>(h.beta1),
-                       static_cast<float>(1 - h.beta1),       static_cast<float>(h.beta2),
-                       static_cast<float>(1 - h.beta2),       static_cast<float>(std::sqrt(bc2)),
-                       static_cast<float>(h.eps),             static_cast<float>(-h.lr / bc1)};
+  const Coefficients c{static_cast<float>(1 - h.lr * h.weight_decay),
+                       static_cast<float>(h.beta1),
+                       static_cast<float>(1 - h.beta1),
+                       static_cast<float>(h.beta2),
+                       static_cast<float>(1 - h.beta2),
+                       static_cast<float>(std::sqrt(bc2)),
+                       static_cast<float>(h.eps),
+                       static_cast<float>(-h.lr / bc1)};
   float* p = param.data_ptr<float>();
   const float* g = grad.data_ptr<float>();
   float* m = exp_avg.data_ptr<float>();

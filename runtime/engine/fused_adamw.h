@@ -18,7 +18,7 @@ struct AdamWHyper {
 };
 
 // False (and nothing changed) when the layout is not one of the supported ones.
-bool fused_adamw_step(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& exp_avg, torch::Tensor& exp_avg_sq,
-                      const AdamWHyper& h);
+bool fused_adamw_step(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& exp_avg,
+                      torch::Tensor& exp_avg_sq, const AdamWHyper& h);
 
 }  // namespace ppu

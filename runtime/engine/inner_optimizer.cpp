@@ -13,15 +13,17 @@ namespace ppu {
 
 #if TORCH_VERSION_MAJOR >= 2
 namespace {
-template <class Key> Key optimizer_state_key(c10::TensorImpl* impl) {
+template <class Key>
+Key optimizer_state_key(c10::TensorImpl* impl) {
   if constexpr (std::is_same_v<Key, std::string>) return c10::str(impl);
   else return impl;
 }
 }  // namespace
 #endif
 
-InnerOptimizer::InnerOptimizer(const InnerConfig& config, int64_t total_steps, const std::vector<torch::Tensor>& trainable,
-                               const std::vector<bool>& decay_mask, const std::vector<torch::Tensor>& masters)
+InnerOptimizer::InnerOptimizer(const InnerConfig& config, int64_t total_steps,
+                               const std::vector<torch::Tensor>& trainable, const std::vector<bool>& decay_mask,
+                               const std::vector<torch::Tensor>& masters)
     : config_(config), total_steps_(total_steps), params_(masters.empty() ? trainable : masters) {
   TORCH_CHECK(decay_mask.empty() || decay_mask.size() == trainable.size(), "InnerOptimizer: one decay flag per tensor");
   TORCH_CHECK(masters.empty() || masters.size() == trainable.size(), "InnerOptimizer: one master per trainable tensor");
@@ -29,23 +31,24 @@ InnerOptimizer::InnerOptimizer(const InnerConfig& config, int64_t total_steps, c
   for (size_t i = 0; i < leaves_.size(); ++i) master_index_[params_[i].unsafeGetTensorImpl()] = static_cast<int64_t>(i);
   std::vector<torch::Tensor> decay, no_decay;
   for (size_t i = 0; i < params_.size(); ++i) {
-    TORCH_CHECK(leaves_.empty() || (params_[i].sizes() == leaves_[i].sizes() && params_[i].scalar_type() == torch::kFloat32),
-                "InnerOptimizer: master ", i, " must be fp32 of its tensor's shape");
+    TORCH_CHECK(
+        leaves_.empty() || (params_[i].sizes() == leaves_[i].sizes() && params_[i].scalar_type() == torch::kFloat32),
+        "InnerOptimizer: master ", i, " must be fp32 of its tensor's shape");
     const bool decays = decay_mask.empty() ? params_[i].dim() >= 2 : decay_mask[i];
     (decays ? decay : no_decay).push_back(params_[i]);
   }
   if (config.optimizer == InnerOptimizerKind::Sgd) {
-    auto options = [&](double wd) { return std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(config.lr).weight_decay(wd)); };
+    auto options = [&](double wd) {
+      return std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(config.lr).weight_decay(wd));
+    };
     std::vector<torch::optim::OptimizerParamGroup> groups;
     if (!decay.empty()) groups.emplace_back(decay, options(config.weight_decay));
     if (!no_decay.empty()) groups.emplace_back(no_decay, options(0.0));
     optimizer_ = std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(config.lr));
   } else {
     auto options = [&](double wd) {
-      return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(config.lr)
-                                                              .betas({config.beta1, config.beta2})
-                                                              .eps(config.eps)
-                                                              .weight_decay(wd));
+      return std::make_unique<torch::optim::AdamWOptions>(
+          torch::optim::AdamWOptions(config.lr).betas({config.beta1, config.beta2}).eps(config.eps).weight_decay(wd));
     };
     std::vector<torch::optim::OptimizerParamGroup> groups;
     if (!decay.empty()) groups.emplace_back(decay, options(config.weight_decay));

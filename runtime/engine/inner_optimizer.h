@@ -42,10 +42,10 @@ class InnerOptimizer {
 
   InnerConfig config_;
   int64_t total_steps_;
-  std::vector<torch::Tensor> params_;  // what the optimiser steps: the masters, else the leaves
-  std::vector<torch::Tensor> leaves_;  // mixed precision: the bf16 leaves the gradients land in
+  std::vector<torch::Tensor> params_;                      // what the optimiser steps: the masters, else the leaves
+  std::vector<torch::Tensor> leaves_;                      // mixed precision: the bf16 leaves the gradients land in
   std::unordered_map<const void*, int64_t> master_index_;  // master's TensorImpl -> index
-  double grad_scale_ = 1.0;  // mixed precision: this step's clipping factor
+  double grad_scale_ = 1.0;                                // mixed precision: this step's clipping factor
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 };
 

@@ -43,7 +43,8 @@ std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
 MatmulFlopCounter::MatmulFlopCounter() {
   if (g_active.exchange(true)) throw std::logic_error("MatmulFlopCounter instances must not overlap");
   g_multiply_adds = 0;
-  handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&on_op).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+  handle_ =
+      at::addGlobalCallback(at::RecordFunctionCallback(&on_op).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
 }
 
 MatmulFlopCounter::~MatmulFlopCounter() {

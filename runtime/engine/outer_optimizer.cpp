@@ -65,7 +65,8 @@ OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool overlapped) {
   std::vector<torch::Tensor> deltas;
   for (const auto& piece : pieces) {
     // θ_k in fp32: the master where trainable (mixed precision), else the weights themselves.
-    const auto local = model_.load_fp32(piece.param_index, piece.dim, piece.begin, piece.end - piece.begin).to(torch::kCPU);
+    const auto local =
+        model_.load_fp32(piece.param_index, piece.dim, piece.begin, piece.end - piece.begin).to(torch::kCPU);
     const auto global = region(global_[piece.param_index], piece);
     auto delta = torch::zeros_like(global);
     int dim;
@@ -164,7 +165,8 @@ void OuterOptimizer::save(torch::serialize::OutputArchive& archive) const {
 void OuterOptimizer::save_feedback(torch::serialize::OutputArchive& archive) const {
   for (size_t f = 0; f < feedback_.size(); ++f) {
     const auto& fb = feedback_[f];
-    archive.write("feedback." + std::to_string(f) + ".contribution", fb.contribution.defined() ? fb.contribution : torch::empty({0}));
+    archive.write("feedback." + std::to_string(f) + ".contribution",
+                  fb.contribution.defined() ? fb.contribution : torch::empty({0}));
     archive.write("feedback." + std::to_string(f) + ".result", fb.result.defined() ? fb.result : torch::empty({0}));
   }
 }

@@ -35,11 +35,11 @@
 namespace ppu {
 
 struct SyncResult {
-  int64_t bytes_sent = 0;      // bytes this rank put on the wire
-  int64_t bytes_received = 0;  // bytes this rank took off the wire
-  double seconds = 0;          // wall time the training thread spent in the sync, waiting included
-  double wait_seconds = 0;     // of which blocked waiting for the exchange to complete
-  double exchange_seconds = 0; // wall time of the exchange itself (overlapped or not)
+  int64_t bytes_sent = 0;       // bytes this rank put on the wire
+  int64_t bytes_received = 0;   // bytes this rank took off the wire
+  double seconds = 0;           // wall time the training thread spent in the sync, waiting included
+  double wait_seconds = 0;      // of which blocked waiting for the exchange to complete
+  double exchange_seconds = 0;  // wall time of the exchange itself (overlapped or not)
 };
 
 class OuterOptimizer {
@@ -51,15 +51,15 @@ class OuterOptimizer {
   // A synchronisation whose exchange is in flight.
   struct InFlight {
     int fragment = -1;
-    torch::Tensor flat;                  // the deltas, then their sum
-    bool overlapped = false;             // merge with α instead of adopting θ
-    bool plain_average = false;          // θ ← θ + Δ instead of the outer optimiser
+    torch::Tensor flat;          // the deltas, then their sum
+    bool overlapped = false;     // merge with α instead of adopting θ
+    bool plain_average = false;  // θ ← θ + Δ instead of the outer optimiser
     std::function<AllreduceStats()> wait;
     SyncResult result;
   };
 
-  SyncResult sync(int fragment);                    // begin + finish, no overlap
-  SyncResult average(int fragment);                 // the final plain average, no overlap
+  SyncResult sync(int fragment);     // begin + finish, no overlap
+  SyncResult average(int fragment);  // the final plain average, no overlap
   InFlight begin(int fragment, bool overlapped);
   SyncResult finish(InFlight& sync);
 

@@ -5,8 +5,8 @@
 // runs it once before starting any rank.
 // Exit codes (docs/METRICS.md): 0 done, 1 runtime failure, 2 config/usage error,
 // 3 peer failure or timeout, 4 missing or unusable data.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   std::string summary_path;
   bool check_only = false;
   app.add_option("--config", config_path, "YAML training config (default: $PPU_CONFIG)");
-  app.add_flag("--check", check_only, "validate the config, device, dtype and dataset for this RANK/WORLD_SIZE, then exit");
+  app.add_flag("--check", check_only,
+               "validate the config, device, dtype and dataset for this RANK/WORLD_SIZE, then exit");
   app.add_option("--set", overrides, "override a config key: dotted.key=value (repeatable)");
   app.add_option("--summary", summary_path, "write a JSON summary of the run to this file at exit");
   try {
@@ -58,7 +59,9 @@ int main(int argc, char** argv) {
   }
 
   // ppu-launch prefixes each line with the rank itself.
-  const std::string rank_tag = std::getenv(ppu::contract::env::kLogPrefixed) ? "" : "[rank " + ppu::env_string(ppu::contract::env::kRank, "0") + "] ";
+  const std::string rank_tag = std::getenv(ppu::contract::env::kLogPrefixed)
+                                   ? ""
+                                   : "[rank " + ppu::env_string(ppu::contract::env::kRank, "0") + "] ";
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e " + rank_tag + "%^%l%$ %v");
   try {
     const ppu::Config config = ppu::load_config(config_path, overrides);
@@ -78,9 +81,9 @@ int main(int argc, char** argv) {
       std::ofstream probe(summary_path, std::ios::app);
       if (!probe) throw ppu::ConfigError("--summary: cannot write '" + summary_path + "'");
     }
-    spdlog::info("rank {} of {}: method {}, slicing {} N={}, model {} layers d={} heads={}", env.rendezvous.rank, env.rendezvous.world_size,
-                 ppu::method_name(config.method), ppu::slice_mode_name(config.slicing.mode), config.effective_slices(),
-                 config.model.layers, config.model.d_model, config.model.heads);
+    spdlog::info("rank {} of {}: method {}, slicing {} N={}, model {} layers d={} heads={}", env.rendezvous.rank,
+                 env.rendezvous.world_size, ppu::method_name(config.method), ppu::slice_mode_name(config.slicing.mode),
+                 config.effective_slices(), config.model.layers, config.model.d_model, config.model.heads);
     spdlog::info("BLAS: {} ({} variant, {} threads), {} intra-op threads; LibTorch {} built with BLAS {}",
                  blas.library.empty() ? "none mapped" : blas.library, blas.variant, blas.threads,
                  torch::get_num_threads(), blas.libtorch, blas.torch_blas);
@@ -88,10 +91,13 @@ int main(int argc, char** argv) {
     summary["blas"] = {{"library", blas.library},   {"variant", blas.variant},
                        {"threads", blas.threads},   {"intra_op_threads", torch::get_num_threads()},
                        {"libtorch", blas.libtorch}, {"torch_blas", blas.torch_blas}};
-    spdlog::info("done: eval loss {:.4f} ppl {:.3f}, FLOPs saved {:.1f}%, state {:.1f} MB (full training {:.1f} MB), checksum {}",
-                 summary["eval_loss"].get<double>(), summary["eval_perplexity"].get<double>(),
-                 100 * summary["flops_saved_fraction"].get<double>(), summary["state_bytes"]["total"].get<double>() / 1e6,
-                 summary["state_bytes_full_training"]["total"].get<double>() / 1e6, summary["param_checksum"].get<std::string>());
+    spdlog::info(
+        "done: eval loss {:.4f} ppl {:.3f}, FLOPs saved {:.1f}%, state {:.1f} MB (full training {:.1f} MB), checksum "
+        "{}",
+        summary["eval_loss"].get<double>(), summary["eval_perplexity"].get<double>(),
+        100 * summary["flops_saved_fraction"].get<double>(), summary["state_bytes"]["total"].get<double>() / 1e6,
+        summary["state_bytes_full_training"]["total"].get<double>() / 1e6,
+        summary["param_checksum"].get<std::string>());
     if (!summary_path.empty()) std::ofstream(summary_path) << summary.dump(2) << "\n";
     return 0;
   } catch (const ppu::ConfigError& e) {

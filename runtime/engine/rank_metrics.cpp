@@ -2,8 +2,8 @@
 
 #include "core/job_contract.h"
 
-#include <prometheus/counter.h>
 #include <httplib.h>
+#include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
@@ -59,15 +59,20 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
   auto& r = *registry_;
   // Builders are values: they must live until Register() has been called on them.
   auto gauge = [&](const char* name, const char* help) { return BuildGauge().Name(name).Help(help).Labels(labels); };
-  auto counter = [&](const char* name, const char* help) { return BuildCounter().Name(name).Help(help).Labels(labels); };
+  auto counter = [&](const char* name, const char* help) {
+    return BuildCounter().Name(name).Help(help).Labels(labels);
+  };
   f_.reset(new Families{
-      gauge(contract::metric::kStateBytes, "Training-state memory by the paper's components, measured from live tensors").Register(r),
+      gauge(contract::metric::kStateBytes,
+            "Training-state memory by the paper's components, measured from live tensors")
+          .Register(r),
       gauge("ppu_state_full_training_bytes", "The same component under full (unsliced) training").Register(r),
       one(gauge("ppu_process_resident_memory_bytes", "Resident set size of the rank process"), r),
       one(gauge("ppu_cuda_memory_allocated_bytes", "CUDA memory allocated by tensors"), r),
       one(gauge("ppu_cuda_memory_reserved_bytes", "CUDA memory reserved by the caching allocator"), r),
       one(gauge("ppu_cuda_memory_peak_bytes", "Peak CUDA memory allocated"), r),
-      one(counter(contract::metric::kFlopsExecuted, "FLOPs executed by training steps (Appendix C, partial backward)"), r),
+      one(counter(contract::metric::kFlopsExecuted, "FLOPs executed by training steps (Appendix C, partial backward)"),
+          r),
       one(counter(contract::metric::kFlopsFullBackward, "FLOPs the same steps would cost with a full backward"), r),
       one(gauge("ppu_step_flops_executed", "FLOPs of one inner step"), r),
       one(gauge("ppu_step_flops_full_backward", "FLOPs of one inner step with a full backward"), r),
@@ -86,7 +91,8 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       counter("ppu_outer_syncs_total", "Outer syncs performed").Register(r),
       one(gauge(contract::metric::kCheckpointRound, "Outer round of the newest checkpoint written or resumed from"), r),
       counter("ppu_outer_sync_received_bytes_total", "Bytes this rank took off the wire for syncs").Register(r),
-      counter("ppu_network_wait_seconds_total", "Seconds training was blocked waiting for an exchange to complete").Register(r),
+      counter("ppu_network_wait_seconds_total", "Seconds training was blocked waiting for an exchange to complete")
+          .Register(r),
   });
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {

@@ -39,7 +39,8 @@ class RankMetrics {
   void set_eval(double loss, double floor_perplexity);
   // One sync of `fragment` ("gradients" for DDP): bytes sent and received by this rank, wall
   // seconds in the sync and, of those, seconds blocked waiting for the exchange.
-  void add_sync(const std::string& fragment, double bytes_sent, double bytes_received, double seconds, double wait_seconds);
+  void add_sync(const std::string& fragment, double bytes_sent, double bytes_received, double seconds,
+                double wait_seconds);
   void set_checkpoint_round(double round);
 
  private:

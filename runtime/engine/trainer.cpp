@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <optional>
 
@@ -109,16 +109,20 @@ class Run {
         env_(env),
         ddp_(c.method == Method::Ddp),
         device_(rank_device(c, env)),
-        collectives_(env.rendezvous,
-                     std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)), nccl_device(env, device_)),
+        collectives_(env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)),
+                     nccl_device(env, device_)),
         plan_(SlicePlan::from_config(c, env.rendezvous.world_size, env.rendezvous.rank)),
         schedule_(c, c.model),
         dataset_(load_dataset(c)),
-        loader_(dataset_, env.rendezvous.rank, env.rendezvous.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len),
-        model_(c.model, plan_, c.train.seed, device_, c.train.dtype == Dtype::Bf16 ? torch::kBFloat16 : torch::kFloat32),
+        loader_(dataset_, env.rendezvous.rank, env.rendezvous.world_size, c.train.seed, c.inner.batch_size,
+                c.model.seq_len),
+        model_(c.model, plan_, c.train.seed, device_,
+               c.train.dtype == Dtype::Bf16 ? torch::kBFloat16 : torch::kFloat32),
         inner_(c.inner, c.train.steps, model_.trainable(), decay_mask(c.inner, model_.layout()), model_.masters()),
         outer_(c.outer, model_, schedule_, collectives_, c.network.collective),
-        metrics_(env.metrics_port, {{"rank", std::to_string(env.rendezvous.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
+        metrics_(
+            env.metrics_port,
+            {{"rank", std::to_string(env.rendezvous.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
         flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_)) {
     if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
     model_.set_recompute(c.train.recompute);
@@ -135,7 +139,7 @@ class Run {
     for (int64_t t = p_.step; t < c_.train.steps; ++t) {
       const auto step_start = Clock::now();
       model_.begin_step(t);
-      loss = inner_step(t);                                 // lines 7–10
+      loss = inner_step(t);  // lines 7–10
       step_seconds_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
       p_.step = t + 1;
       if (!ddp_) {
@@ -180,7 +184,9 @@ class Run {
     AllreduceStats wire;
     if (buffer.is_cuda()) {  // NCCL (or Gloo via host): its own ring, bytes from the same layout
       collectives_.allreduce_sum(buffer);
-      wire.bytes_sent = wire.bytes_received = wire_layout(buffer.numel(), env_.rendezvous.world_size, WireDtype::Fp32, 1).bytes_per_rank(env_.rendezvous.world_size);
+      wire.bytes_sent = wire.bytes_received =
+          wire_layout(buffer.numel(), env_.rendezvous.world_size, WireDtype::Fp32, 1)
+              .bytes_per_rank(env_.rendezvous.world_size);
     } else {
       ExchangeOptions options;
       options.schedule = c_.network.collective;
@@ -302,8 +308,8 @@ class Run {
         throw ConfigError("checkpoint " + ckpt->path + " has no parameter " + layout[i].name +
                           " (written for another model?)");
       if (w.sizes() != model_.weights()[i].sizes())
-        throw ConfigError("checkpoint " + ckpt->path + " does not match the model: parameter " + model_.layout()[i].name +
-                          " has shape " + c10::str(w.sizes()));
+        throw ConfigError("checkpoint " + ckpt->path + " does not match the model: parameter " +
+                          model_.layout()[i].name + " has shape " + c10::str(w.sizes()));
       model_.weights()[i].copy_(w);
     }
     for (size_t i = 0; i < model_.masters().size(); ++i) {  // bf16: the fp32 masters, not the rounded weights
@@ -316,7 +322,8 @@ class Run {
     torch::serialize::InputArchive inner;
     ckpt->rank_part.read("inner", inner);
     inner_.load(inner);
-    if (torch::serialize::InputArchive feedback; ckpt->rank_part.try_read("feedback", feedback)) outer_.load_feedback(feedback);
+    if (torch::serialize::InputArchive feedback; ckpt->rank_part.try_read("feedback", feedback))
+      outer_.load_feedback(feedback);
     p_.step = read_int64(ckpt->rank_part, "progress.step");
     p_.rounds = read_int64(ckpt->rank_part, "progress.rounds");
     loader_.seek(read_int64(ckpt->rank_part, "progress.loader_position"));
@@ -337,11 +344,13 @@ class Run {
     const Transformer global(c_.model, global_params(), device_);
     double mine = 0;
     for (int i = env_.rendezvous.rank; i < c_.train.eval_batches; i += env_.rendezvous.world_size) {
-      mine += global.loss(to_tensor(dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len)).to(device_)).item<double>();
+      mine += global.loss(to_tensor(dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len)).to(device_))
+                  .item<double>();
       ++eval_batches_done_;
     }
     double total = 0;
-    for (const auto& part : collectives_.allgather(torch::tensor({mine}, torch::kFloat64))) total += part.item<double>();
+    for (const auto& part : collectives_.allgather(torch::tensor({mine}, torch::kFloat64)))
+      total += part.item<double>();
     const double loss = total / c_.train.eval_batches;
     metrics_.set_eval(loss, floor_perplexity());
     eval_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
@@ -402,8 +411,8 @@ class Run {
     metrics_.set_memory(process_rss_bytes(), cuda.allocated, cuda.reserved, cuda.peak);
     if (p_.step % c_.train.log_every == 0 || p_.step == c_.train.steps) {
       const double eta = done > 0 ? elapsed / done * (c_.train.steps - p_.step) : 0;
-      spdlog::info("step {}/{} loss {:.4f} ppl {:.2f} lr {:.2e} tok/s {:.0f} round {} eta {}", p_.step, c_.train.steps, loss,
-                   std::exp(loss), lr_, tps, p_.rounds, duration(eta));
+      spdlog::info("step {}/{} loss {:.4f} ppl {:.2f} lr {:.2e} tok/s {:.0f} round {} eta {}", p_.step, c_.train.steps,
+                   loss, std::exp(loss), lr_, tps, p_.rounds, duration(eta));
     }
     if (c_.train.eval_every > 0 && p_.step % c_.train.eval_every == 0 && p_.step < c_.train.steps) {
       const double eval = evaluate();
@@ -415,15 +424,22 @@ class Run {
   nlohmann::json summary(double loss, double eval, double seconds, double step_seconds) {
     const StateBytes s = measured_state(), full = full_training_state(s);
     auto bytes = [](const StateBytes& b) {
-      return nlohmann::json{{"weights", b.weights}, {"gradients", b.gradients}, {"inner_optimizer", b.inner_optimizer},
-                            {"outer_optimizer", b.outer_optimizer}, {"offloaded", b.offloaded}, {"total", b.total()}};
+      return nlohmann::json{{"weights", b.weights},
+                            {"gradients", b.gradients},
+                            {"inner_optimizer", b.inner_optimizer},
+                            {"outer_optimizer", b.outer_optimizer},
+                            {"offloaded", b.offloaded},
+                            {"total", b.total()}};
     };
     // DDP has no outer state: its local parameters are the global ones.
     const auto global = global_params();
     nlohmann::json j = {{"rank", env_.rendezvous.rank},
                         {"world_size", env_.rendezvous.world_size},
                         {"method", method_name(c_.method)},
-                        {"slicing", {{"mode", slice_mode_name(plan_.mode())}, {"slices", plan_.slices()}, {"jacobian", choice_name(plan_.jacobian())}}},
+                        {"slicing",
+                         {{"mode", slice_mode_name(plan_.mode())},
+                          {"slices", plan_.slices()},
+                          {"jacobian", choice_name(plan_.jacobian())}}},
                         {"steps", p_.step},
                         {"final_loss", loss},
                         {"eval_loss", eval},
@@ -461,7 +477,8 @@ class Run {
       env_.final_params->clear();
       for (const auto& g : global) {
         const auto flat = g.detach().to(torch::kCPU, torch::kFloat32).contiguous().view({-1});
-        env_.final_params->insert(env_.final_params->end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+        env_.final_params->insert(env_.final_params->end(), flat.data_ptr<float>(),
+                                  flat.data_ptr<float>() + flat.numel());
       }
     }
     return j;
@@ -489,7 +506,7 @@ class Run {
   std::deque<Pending> in_flight_;
   Progress p_;
   double lr_ = 0;
-  double eval_seconds_ = 0;  // all evaluations of this process: not training time
+  double eval_seconds_ = 0;        // all evaluations of this process: not training time
   int64_t eval_batches_done_ = 0;  // eval batches this rank computed (its share of each evaluation)
   int64_t grad_bytes_ = 0;
   std::vector<double> step_seconds_;
@@ -502,10 +519,12 @@ void check_runnable(const Config& config, const RunEnv& env) {
   validate_config(config, env.rendezvous.world_size == 1 ? config.ranks : env.rendezvous.world_size);
   SlicePlan::from_config(config, env.rendezvous.world_size, env.rendezvous.rank);  // RANK within WORLD_SIZE
   if (config.train.device == Device::Cuda && !torch::cuda::is_available())
-    throw ConfigError("config key 'train.device' is 'cuda' but this build or machine has no CUDA device "
-                      "(torch::cuda::is_available() is false)");
+    throw ConfigError(
+        "config key 'train.device' is 'cuda' but this build or machine has no CUDA device "
+        "(torch::cuda::is_available() is false)");
   if (config.train.dtype == Dtype::Bf16 && config.train.device == Device::Cpu &&
-      !at::matmul(torch::ones({2, 2}, torch::kBFloat16), torch::ones({2, 2}, torch::kBFloat16)).equal(torch::full({2, 2}, 2.0, torch::kBFloat16)))
+      !at::matmul(torch::ones({2, 2}, torch::kBFloat16), torch::ones({2, 2}, torch::kBFloat16))
+           .equal(torch::full({2, 2}, 2.0, torch::kBFloat16)))
     throw ConfigError("config key 'train.dtype' is 'bf16' but this LibTorch cannot multiply bf16 matrices on the CPU");
   const auto& d = config.data;
   if (d.source == DataSource::Shards || !d.path.empty()) {

@@ -15,7 +15,7 @@ namespace ppu {
 
 // What a rank learns from its environment besides the config.
 struct RunEnv {
-  RendezvousInfo rendezvous;   // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+  RendezvousInfo rendezvous;  // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
   std::string run_id = "local";
   std::string checkpoint_dir;  // PPU_CHECKPOINT_DIR, else checkpoint.dir
   int metrics_port = 0;        // PPU_METRICS_PORT, else metrics.port

@@ -35,8 +35,11 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
     const auto& sl = plan_.params()[i];
     slices_.push_back(make_weight_slice(t, sl.dim, sl.begin, sl.end));
     if (mixed)  // the master holds the trainable range only, as fp32 of the rounded values
-      masters_.push_back(slices_.back().trainable.detach().to(torch::kFloat32, false, /*copy=*/true)
-                             .contiguous().requires_grad_(true));
+      masters_.push_back(slices_.back()
+                             .trainable.detach()
+                             .to(torch::kFloat32, false, /*copy=*/true)
+                             .contiguous()
+                             .requires_grad_(true));
     weights_.push_back(slices_.back().full);
     trainable_.push_back(slices_.back().trainable);
   }
@@ -46,7 +49,8 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
 
 Transformer::Transformer(const ModelSpec& spec, const std::vector<torch::Tensor>& weights, torch::Device device)
     : spec_(spec), plan_(spec, SliceMode::None, 1, 1, 0), layout_(parameter_layout(spec)) {
-  TORCH_CHECK(weights.size() == layout_.size(), "Transformer view: expected ", layout_.size(), " tensors, got ", weights.size());
+  TORCH_CHECK(weights.size() == layout_.size(), "Transformer view: expected ", layout_.size(), " tensors, got ",
+              weights.size());
   dtype_ = weights.front().scalar_type();
   for (size_t i = 0; i < weights.size(); ++i) {
     TORCH_CHECK(weights[i].sizes() == c10::IntArrayRef(layout_[i].shape), "Transformer view: ", layout_[i].name,
@@ -74,9 +78,7 @@ void Transformer::begin_step(int64_t step) {
   }
 }
 
-int Transformer::jacobian_random_slice(int layer) const {
-  return random_slice_.empty() ? -1 : random_slice_.at(layer);
-}
+int Transformer::jacobian_random_slice(int layer) const { return random_slice_.empty() ? -1 : random_slice_.at(layer); }
 
 void Transformer::init_tables(torch::Device device) {
   const auto& spec = spec_;
@@ -84,8 +86,8 @@ void Transformer::init_tables(torch::Device device) {
   const int64_t hd = spec.head_dim(), half = hd / 2;
   auto inv_freq = torch::pow(10000.0, -torch::arange(0, half, torch::kFloat64) * 2.0 / hd);
   auto pos = torch::arange(0, spec.seq_len, torch::kFloat64);
-  auto angles = torch::outer(pos, inv_freq);                   // [S, hd/2]
-  auto full_angles = torch::cat({angles, angles}, 1);          // [S, hd]
+  auto angles = torch::outer(pos, inv_freq);           // [S, hd/2]
+  auto full_angles = torch::cat({angles, angles}, 1);  // [S, hd]
   // Tables in the compute dtype (an fp32 table would promote bf16 activations to fp32).
   rope_cos_ = full_angles.cos().to(dtype_).to(device);
   rope_sin_ = full_angles.sin().to(dtype_).to(device);
@@ -95,7 +97,8 @@ void Transformer::init_tables(torch::Device device) {
   rope_cos_q_ = (full_angles.cos() * scale).to(dtype_).to(device);
   rope_sin_q_ = (full_angles.sin() * scale).to(dtype_).to(device);
   // Additive causal mask, added by the scores' GEMM itself (baddbmm with beta = 1).
-  causal_bias_ = torch::full({spec.seq_len, spec.seq_len}, -std::numeric_limits<float>::infinity()).triu(1).to(device, dtype_);
+  causal_bias_ =
+      torch::full({spec.seq_len, spec.seq_len}, -std::numeric_limits<float>::infinity()).triu(1).to(device, dtype_);
   fused_attention_ = device.is_cuda();
 }
 
@@ -122,13 +125,15 @@ torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
   auto split = [&](const torch::Tensor& t) { return t.view({B, S, h, hd}).transpose(1, 2).contiguous(); };
   // The explicit path's queries carry 1/sqrt(hd); SDPA applies it itself.
   const bool fused = fused_attention();
-  auto q = rotate(split(partial_linear(x, s(l, kWq))), fused ? rope_cos_ : rope_cos_q_, fused ? rope_sin_ : rope_sin_q_);
+  auto q =
+      rotate(split(partial_linear(x, s(l, kWq))), fused ? rope_cos_ : rope_cos_q_, fused ? rope_sin_ : rope_sin_q_);
   auto k = rotate(split(partial_linear(x, s(l, kWk))), rope_cos_, rope_sin_);
   auto v = split(partial_linear(x, s(l, kWv)));
 #if TORCH_VERSION_MAJOR >= 2
   if (fused) {
     // Flash / memory-efficient kernels on CUDA: the [S, S] scores are never materialised.
-    auto out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true).transpose(1, 2).reshape({B, S, h * hd});
+    auto out =
+        at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true).transpose(1, 2).reshape({B, S, h * hd});
     return partial_linear(out, s(l, kWo));
   }
 #endif

@@ -93,7 +93,8 @@ class Transformer {
   void init_tables(torch::Device device);
   // The master's part overlapping [begin, begin+len) of parameter i along `dim`: its range
   // within the region (rbegin, n) and within the master (mbegin); false when none.
-  bool master_overlap(size_t i, int dim, int64_t begin, int64_t len, int& mdim, int64_t& rbegin, int64_t& mbegin, int64_t& n) const;
+  bool master_overlap(size_t i, int dim, int64_t begin, int64_t len, int& mdim, int64_t& rbegin, int64_t& mbegin,
+                      int64_t& n) const;
   const torch::Tensor& w(int layer, int offset) const { return weights_[1 + layer * kPerBlock + offset]; }
   const WeightSlice& s(int layer, int offset) const { return slices_[1 + layer * kPerBlock + offset]; }
 

@@ -12,7 +12,7 @@ uint16_t to_bf16(float x) {
   uint32_t bits;
   std::memcpy(&bits, &x, 4);
   if (std::isnan(x)) return static_cast<uint16_t>((bits >> 16) | 0x40);  // stay a (quiet) NaN
-  bits += 0x7fff + ((bits >> 16) & 1);  // round to nearest, ties to even
+  bits += 0x7fff + ((bits >> 16) & 1);                                   // round to nearest, ties to even
   return static_cast<uint16_t>(bits >> 16);
 }
 
@@ -30,14 +30,16 @@ void decode_into(const WireCodec& c, const uint8_t* src, int64_t n, float* out) 
       for (int64_t i = 0; i < n; ++i) {
         float v;
         std::memcpy(&v, src + 4 * i, 4);
-        if (Add) out[i] += v; else out[i] = v;
+        if (Add) out[i] += v;
+        else out[i] = v;
       }
       return;
     case WireDtype::Bf16:
       for (int64_t i = 0; i < n; ++i) {
         uint16_t h;
         std::memcpy(&h, src + 2 * i, 2);
-        if (Add) out[i] += from_bf16(h); else out[i] = from_bf16(h);
+        if (Add) out[i] += from_bf16(h);
+        else out[i] = from_bf16(h);
       }
       return;
     case WireDtype::Int8: {
@@ -48,7 +50,8 @@ void decode_into(const WireCodec& c, const uint8_t* src, int64_t n, float* out) 
         std::memcpy(&scale, src + 4 * b, 4);
         for (int64_t i = b * c.block; i < (b + 1) * c.block; ++i) {
           const float v = static_cast<float>(codes[i]) * scale;
-          if (Add) out[i] += v; else out[i] = v;
+          if (Add) out[i] += v;
+          else out[i] = v;
         }
       }
       return;
@@ -69,9 +72,7 @@ int64_t WireCodec::payload_bytes(int64_t n) const {
 
 void WireCodec::encode(const float* src, int64_t n, uint8_t* dst) const {
   switch (dtype) {
-    case WireDtype::Fp32:
-      std::memcpy(dst, src, 4 * n);
-      return;
+    case WireDtype::Fp32: std::memcpy(dst, src, 4 * n); return;
     case WireDtype::Bf16:
       for (int64_t i = 0; i < n; ++i) {
         const uint16_t h = to_bf16(src[i]);
@@ -79,7 +80,8 @@ void WireCodec::encode(const float* src, int64_t n, uint8_t* dst) const {
       }
       return;
     case WireDtype::Int8: {
-      if (n % block != 0) throw std::logic_error("int8 payload of " + std::to_string(n) + " values is not whole blocks");
+      if (n % block != 0)
+        throw std::logic_error("int8 payload of " + std::to_string(n) + " values is not whole blocks");
       const int64_t blocks = n / block;
       auto* codes = reinterpret_cast<int8_t*>(dst + 4 * blocks);
       for (int64_t b = 0; b < blocks; ++b) {

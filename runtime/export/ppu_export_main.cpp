@@ -13,9 +13,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/atomic_file.h"
 #include "core/config.h"
 #include "core/model_spec.h"
-#include "common/atomic_file.h"
 #include "engine/checkpoint_format.h"
 #include "engine/checkpoint_store.h"
 #include "export/safetensors_file.h"
@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ppu-export: a checkpoint's global parameters as safetensors + config.json"};
   std::string checkpoint_dir, out_dir;
   int64_t round = -1;
-  app.add_option("--checkpoint", checkpoint_dir, "checkpoint directory of a run (checkpoint.dir / PPU_CHECKPOINT_DIR)")->required();
+  app.add_option("--checkpoint", checkpoint_dir, "checkpoint directory of a run (checkpoint.dir / PPU_CHECKPOINT_DIR)")
+      ->required();
   app.add_option("--out", out_dir, "directory to write model.safetensors and config.json into")->required();
   app.add_option("--round", round, "export this round instead of the newest valid one")->check(CLI::NonNegativeNumber);
   try {
@@ -96,15 +97,20 @@ int main(int argc, char** argv) {
 
     std::filesystem::create_directories(out_dir);
     ppu::write_safetensors(out_dir + "/model.safetensors", tensors,
-                           {{"format", "pt"}, {"ppu.round", std::to_string(global.round)}, {"ppu.method", ppu::method_name(config.method)}});
+                           {{"format", "pt"},
+                            {"ppu.round", std::to_string(global.round)},
+                            {"ppu.method", ppu::method_name(config.method)}});
     int64_t parameters = 0;
     for (const auto& p : layout) parameters += p.numel();
     const nlohmann::json meta = {{"architecture", architecture(config.model)},
                                  {"parameters", parameters},
                                  {"dtype", "float32"},
-                                 {"source", {{"checkpoint", global.path}, {"round", global.round}, {"world_size", global.world_size},
-                                             {"method", ppu::method_name(config.method)},
-                                             {"parameters", ddp ? "rank 0's (DDP: global)" : "global θ (outer optimiser)"}}},
+                                 {"source",
+                                  {{"checkpoint", global.path},
+                                   {"round", global.round},
+                                   {"world_size", global.world_size},
+                                   {"method", ppu::method_name(config.method)},
+                                   {"parameters", ddp ? "rank 0's (DDP: global)" : "global θ (outer optimiser)"}}},
                                  {"ppu_config", global.config_yaml}};
     ppu::atomic_write_file(out_dir + "/config.json", meta.dump(2) + "\n");
     std::cout << "ppu-export: " << global.path << " -> " << out_dir << "/model.safetensors (" << tensors.size()

@@ -31,10 +31,12 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   std::vector<torch::Tensor> data;
   size_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
-    if (name == "__metadata__" || header.contains(name)) throw std::invalid_argument("safetensors: duplicate or reserved name '" + name + "'");
+    if (name == "__metadata__" || header.contains(name))
+      throw std::invalid_argument("safetensors: duplicate or reserved name '" + name + "'");
     auto t = tensor.detach().to(torch::kCPU).contiguous();
     const size_t bytes = t.nbytes();
-    header[name] = {{"dtype", dtype_name(t.scalar_type())}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", dtype_name(t.scalar_type())}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     data.push_back(std::move(t));
   }

@@ -6,7 +6,6 @@
 // Before starting any rank it runs `ppu-train --check` once with the same config and
 // WORLD_SIZE, so whatever a rank would reject (config for K, device, dtype, dataset) is
 // reported once, with ppu-train's exit code, instead of K times.
-#include <CLI/CLI.hpp>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -14,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <csignal>
@@ -47,7 +47,8 @@ int free_port() {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
   socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     close(fd);
     throw std::runtime_error(std::string("cannot find a free port: ") + std::strerror(errno));
   }
@@ -62,8 +63,8 @@ std::string default_trainer() {
   return "ppu-train";  // from PATH
 }
 
-Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer, const std::vector<std::string>& args,
-            bool check = false) {
+Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer,
+            const std::vector<std::string>& args, bool check = false) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   const pid_t pid = fork();
@@ -217,14 +218,15 @@ int main(int argc, char** argv) {
       return check;
     }
 
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = [](int sig) { g_stop_signal = sig; };
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
 
     for (int r = 0; r < nproc; ++r) {
       std::vector<std::string> args = rank_args;
-      if (!summary_dir.empty()) args.insert(args.end(), {"--summary", summary_dir + "/rank-" + std::to_string(r) + ".json"});
+      if (!summary_dir.empty())
+        args.insert(args.end(), {"--summary", summary_dir + "/rank-" + std::to_string(r) + ".json"});
       else if (r == 0 && !summary.empty()) args.insert(args.end(), {"--summary", summary});
       children.push_back(spawn(r, nproc, master_port, config.metrics.port, trainer, args));
     }

@@ -23,7 +23,7 @@ static void on_child(int sig) {
   errno = saved;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc > 1 && (strcmp(argv[1], "-v") == 0 || strcmp(argv[1], "--version") == 0)) {
     puts("ppu-pause 1");
     return 0;
@@ -33,8 +33,7 @@ int main(int argc, char **argv) {
   stop.sa_handler = on_stop;
   child.sa_handler = on_child;
   child.sa_flags = SA_NOCLDSTOP | SA_RESTART;
-  if (sigaction(SIGINT, &stop, NULL) || sigaction(SIGTERM, &stop, NULL) ||
-      sigaction(SIGCHLD, &child, NULL)) {
+  if (sigaction(SIGINT, &stop, NULL) || sigaction(SIGTERM, &stop, NULL) || sigaction(SIGCHLD, &child, NULL)) {
     perror("pause: sigaction");
     return 1;
   }

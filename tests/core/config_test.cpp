@@ -143,9 +143,12 @@ TEST(Config, ShippedConfigsLoad) {
 }
 
 namespace {
-const std::vector<std::string> kPaperConfigs = {"ddp", "diloco", "streaming-diloco", "streaming-diloco-28b", "mlp-2", "mlp-4",
-                                                "mlp-8", "mlp-8-overtrained", "mlp-16", "mlp-heads-2", "mlp-heads-4"};
-Config paper(const std::string& name) { return load_config(std::string(PPU_SOURCE_DIR) + "/configs/paper/" + name + ".yaml"); }
+const std::vector<std::string> kPaperConfigs = {
+    "ddp",    "diloco",      "streaming-diloco", "streaming-diloco-28b", "mlp-2", "mlp-4", "mlp-8", "mlp-8-overtrained",
+    "mlp-16", "mlp-heads-2", "mlp-heads-4"};
+Config paper(const std::string& name) {
+  return load_config(std::string(PPU_SOURCE_DIR) + "/configs/paper/" + name + ".yaml");
+}
 std::string section(const Config& c, const char* name) { return YAML::Dump(YAML::Load(to_yaml(c))[name]); }
 }  // namespace
 

@@ -10,7 +10,9 @@
 using namespace ppu;
 
 namespace {
-Config paper(const std::string& name) { return load_config(std::string(PPU_SOURCE_DIR) + "/configs/paper/" + name + ".yaml"); }
+Config paper(const std::string& name) {
+  return load_config(std::string(PPU_SOURCE_DIR) + "/configs/paper/" + name + ".yaml");
+}
 }  // namespace
 
 TEST(CostModel, BackwardIsTwiceForwardWithoutSlicing) {
@@ -30,8 +32,9 @@ TEST(CostModel, PartialBackwardSavesTheParameterGradientTerms) {
 }
 
 TEST(CostModel, Table1TrainableParameters) {
-  const std::vector<std::pair<std::string, double>> rows = {{"mlp-2", 0.87}, {"mlp-4", 0.67}, {"mlp-8", 0.57},
-                                                            {"mlp-16", 0.52}, {"mlp-heads-2", 0.72}, {"mlp-heads-4", 0.44}};
+  const std::vector<std::pair<std::string, double>> rows = {{"mlp-2", 0.87},       {"mlp-4", 0.67},
+                                                            {"mlp-8", 0.57},       {"mlp-16", 0.52},
+                                                            {"mlp-heads-2", 0.72}, {"mlp-heads-4", 0.44}};
   for (const auto& [name, billions] : rows) {
     const auto r = plan_report(paper(name));
     EXPECT_NEAR(r["trainable_params"].get<double>() / 1e9, billions, 0.005) << name;
@@ -126,7 +129,9 @@ TEST(CostModel, BytesPerRunCountEveryScheduledSyncAndTheFinalAverage) {
   Config c = load_config("", {"model.preset=tiny", "method=streaming-diloco", "ranks=4", "outer.sync_every=10",
                               "outer.layers_per_fragment=1", "outer.delta_dtype=int8"});
   const StreamingSchedule schedule(c, c.model);
-  auto bytes = [&](int f) { return wire_layout(schedule.fragments()[f].numel, 4, WireDtype::Int8, c.model.d_model).bytes_per_rank(4); };
+  auto bytes = [&](int f) {
+    return wire_layout(schedule.fragments()[f].numel, 4, WireDtype::Int8, c.model.d_model).bytes_per_rank(4);
+  };
   for (const char* finish : {"average", "none"})
     for (int64_t T : {1, 7, 10, 23, 40}) {
       c.train.steps = T;
@@ -177,8 +182,8 @@ TEST(CostModel, TokenBudgetsOfTable1AndFigure1b) {
   // for the MLP+heads rows and Figure 1b's longer Streaming DiLoCo run, 37 B for the overtrained
   // 1/8 MLPs run.
   const std::vector<std::pair<std::string, double>> budgets = {
-      {"streaming-diloco", 26}, {"mlp-2", 26},        {"mlp-4", 26},        {"mlp-8", 26},
-      {"mlp-16", 26},           {"mlp-heads-2", 28},  {"mlp-heads-4", 28},  {"streaming-diloco-28b", 28},
+      {"streaming-diloco", 26}, {"mlp-2", 26},       {"mlp-4", 26},       {"mlp-8", 26},
+      {"mlp-16", 26},           {"mlp-heads-2", 28}, {"mlp-heads-4", 28}, {"streaming-diloco-28b", 28},
       {"mlp-8-overtrained", 37}};
   for (const auto& [name, billions] : budgets) {
     const auto r = plan_report(paper(name));

@@ -43,7 +43,8 @@ YAML::Node lookup(const YAML::Node& root, const std::string& dotted) {
 // tables), so the API server rejects what ppu-train would and admits everything it accepts.
 TEST(CrdDefaults, EnumsAreTheRuntimeChoices) {
   const auto crd = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/manifests/crd/ppu.dev_ppujobs.yaml");
-  const auto training = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["training"];
+  const auto training =
+      crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["training"];
   const auto choices = ppu::config_choices();
   ASSERT_EQ(choices.size(), 14u);
   for (const auto& [key, names] : choices) {
@@ -54,14 +55,16 @@ TEST(CrdDefaults, EnumsAreTheRuntimeChoices) {
     ASSERT_TRUE(schema && schema["enum"]) << key << " has no enum in the CRD";
     std::vector<std::string> crd_names;
     for (const auto& n : schema["enum"]) crd_names.push_back(n.as<std::string>());
-    EXPECT_EQ(std::set<std::string>(crd_names.begin(), crd_names.end()), std::set<std::string>(names.begin(), names.end()))
+    EXPECT_EQ(std::set<std::string>(crd_names.begin(), crd_names.end()),
+              std::set<std::string>(names.begin(), names.end()))
         << key;
   }
 }
 
 TEST(CrdDefaults, EqualTheRuntimeDefaults) {
   const auto crd = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/manifests/crd/ppu.dev_ppujobs.yaml");
-  const auto training = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["training"];
+  const auto training =
+      crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["training"];
   ASSERT_TRUE(training["properties"]) << "spec.training has no properties in the CRD";
   std::map<std::string, YAML::Node> defaults;
   collect_defaults(training["properties"], "", defaults);
@@ -74,7 +77,8 @@ TEST(CrdDefaults, EqualTheRuntimeDefaults) {
     if (mine.Scalar() == value.Scalar()) continue;
     double a = 0, b = 0;
     const bool numeric = YAML::convert<double>::decode(mine, a) && YAML::convert<double>::decode(value, b);
-    EXPECT_TRUE(numeric && a == b) << key << ": CRD default '" << value.Scalar() << "', runtime default '" << mine.Scalar() << "'";
+    EXPECT_TRUE(numeric && a == b) << key << ": CRD default '" << value.Scalar() << "', runtime default '"
+                                   << mine.Scalar() << "'";
   }
 }
 
@@ -122,7 +126,8 @@ TEST(CrdDefaults, CelPresetTablesAreTheRuntimePresets) {
   std::vector<std::string> enum_names;
   for (const auto& n : spec["properties"]["training"]["properties"]["model"]["properties"]["preset"]["enum"])
     enum_names.push_back(n.as<std::string>());
-  EXPECT_EQ(std::set<std::string>(enum_names.begin(), enum_names.end()), std::set<std::string>(names.begin(), names.end()));
+  EXPECT_EQ(std::set<std::string>(enum_names.begin(), enum_names.end()),
+            std::set<std::string>(names.begin(), names.end()));
 
   const std::regex table(R"(self\.training\.model\.(\w+) :\s*\{([^}]*)\}\[self\.training\.model\.preset\])");
   const std::regex entry(R"('([\w-]+)': (\d+))");
@@ -133,18 +138,22 @@ TEST(CrdDefaults, CelPresetTablesAreTheRuntimePresets) {
       const std::string field = (*t)[1];
       const std::string body = (*t)[2];
       std::map<std::string, int> literal;
-      for (std::sregex_iterator e(body.begin(), body.end(), entry); e != end; ++e) literal[(*e)[1]] = std::stoi((*e)[2]);
+      for (std::sregex_iterator e(body.begin(), body.end(), entry); e != end; ++e)
+        literal[(*e)[1]] = std::stoi((*e)[2]);
       EXPECT_EQ(literal.size(), names.size()) << field << " table: " << body;
       for (const auto& name : names) {
         const auto preset = ppu::model_preset(name);
         ASSERT_TRUE(preset.has_value()) << name;
-        const int want = field == "d_model" ? preset->d_model : field == "heads" ? preset->heads
-                         : field == "layers"  ? preset->layers : -1;
+        const int want = field == "d_model"  ? preset->d_model
+                         : field == "heads"  ? preset->heads
+                         : field == "layers" ? preset->layers
+                                             : -1;
         ASSERT_NE(want, -1) << "a CEL table of an unexpected field: " << field;
         EXPECT_EQ(literal[name], want) << "CEL table of model." << field << ", preset " << name;
       }
       fields_checked.insert(field);
     }
   }
-  EXPECT_EQ(fields_checked, (std::set<std::string>{"d_model", "heads", "layers"})) << "the rules' tables were not all found";
+  EXPECT_EQ(fields_checked, (std::set<std::string>{"d_model", "heads", "layers"}))
+      << "the rules' tables were not all found";
 }

@@ -30,7 +30,7 @@ TEST(SlicePlan, MlpSlicesAreDisjointAndCoverTheHiddenDimension) {
 }
 
 TEST(SlicePlan, MlpHeadsSlicesQkvByHeadGroupButNotWo) {
-  const ModelSpec m = tiny();  // 4 heads of 16
+  const ModelSpec m = tiny();                             // 4 heads of 16
   const SlicePlan plan(m, SliceMode::MlpHeads, 4, 2, 3);  // slice 1
   for (const char* name : {"blocks.1.attn.wq.weight", "blocks.1.attn.wk.weight", "blocks.1.attn.wv.weight"}) {
     const auto& p = plan.find(name);

@@ -30,7 +30,7 @@ TEST(StreamingSchedule, EveryFragmentSyncsOncePerRoundAtStaggeredSteps) {
       steps.insert(step);
     }
   for (int f = 0; f < 3; ++f) EXPECT_EQ(syncs[f], 3) << f;
-  EXPECT_EQ(steps.size(), 9u);  // staggered: no two fragments at the same step
+  EXPECT_EQ(steps.size(), 9u);                // staggered: no two fragments at the same step
   EXPECT_EQ(s.due(10), std::vector<int>{2});  // the last fragment closes the round
 }
 
@@ -82,7 +82,8 @@ TEST(StreamingSchedule, DiLoCoHasOneFragment) {
 }
 
 TEST(StreamingSchedule, BySlicesGroupsMlpSlicesAcrossLayers) {
-  const Config c = parse_config("model: {preset: tiny}\nranks: 4\nslicing: {mode: mlp, slices: 4}\nouter: {grouping: slices}\n");
+  const Config c =
+      parse_config("model: {preset: tiny}\nranks: 4\nslicing: {mode: mlp, slices: 4}\nouter: {grouping: slices}\n");
   const StreamingSchedule s(c, c.model);
   ASSERT_EQ(s.fragments().size(), 6u);  // 4 slices + embeddings + attention/norms (Appendix A.1)
   const int64_t mlp_per_slice = 2 * 2 * 64 * 256 / 4;

@@ -48,8 +48,7 @@ TEST(PpuDataCli, SyntheticWritesALoadableDatasetAndPrintsTheFloor) {
   char expected[64];
   std::snprintf(expected, sizeof expected, "%.6f nats", corpus.entropy_rate_nats());
   EXPECT_NE(log.find(expected), std::string::npos) << log;
-  std::snprintf(expected, sizeof expected, "perplexity floor %.6f",
-                std::exp(corpus.entropy_rate_nats()));
+  std::snprintf(expected, sizeof expected, "perplexity floor %.6f", std::exp(corpus.entropy_rate_nats()));
   EXPECT_NE(log.find(expected), std::string::npos) << log;
 
   const TokenDataset ds = TokenDataset::load(out);
@@ -82,16 +81,16 @@ TEST(PpuDataCli, TextTrainsATokenizerThenReusesIt) {
   EXPECT_EQ(read_dataset_meta(dir.file("a")).tokenizer, "tokenizer.model");
 
   // Reusing the tokenizer gives the same tokens; a contradicting --vocab is refused.
-  ASSERT_EQ(ppu_data("text --input " + dir.file("excerpt.txt") + " --out " + dir.file("b") +
-                         " --tokenizer " + dir.file("a/tokenizer.model") + " --val-fraction 0.1",
+  ASSERT_EQ(ppu_data("text --input " + dir.file("excerpt.txt") + " --out " + dir.file("b") + " --tokenizer " +
+                         dir.file("a/tokenizer.model") + " --val-fraction 0.1",
                      &log),
             0)
       << log;
   const TokenDataset b = TokenDataset::load(dir.file("b"));
   EXPECT_EQ(b.train, a.train);
   EXPECT_EQ(b.val, a.val);
-  EXPECT_NE(ppu_data("text --input " + dir.file("excerpt.txt") + " --out " + dir.file("c") +
-                         " --tokenizer " + dir.file("a/tokenizer.model") + " --vocab 999",
+  EXPECT_NE(ppu_data("text --input " + dir.file("excerpt.txt") + " --out " + dir.file("c") + " --tokenizer " +
+                         dir.file("a/tokenizer.model") + " --vocab 999",
                      &log),
             0);
   EXPECT_NE(log.find("--vocab"), std::string::npos) << log;

@@ -27,8 +27,7 @@ TEST(Tokenizer, TrainsOnShakespeareAndRoundTrips) {
   EXPECT_TRUE(std::filesystem::exists(dir.file("t.model")));
 
   for (const std::string line :
-       {"First Citizen:", "Before we proceed any further, hear me speak.",
-        "What say you, 1234 lords?"}) {
+       {"First Citizen:", "Before we proceed any further, hear me speak.", "What say you, 1234 lords?"}) {
     const auto ids = tok.encode(line);
     ASSERT_FALSE(ids.empty());
     for (int32_t id : ids) {

@@ -57,8 +57,8 @@ TEST(OperatorMetricNames, JobsByPhaseCoversEveryPhase) {
 }
 
 Observed running_job_with_failed_rank(int restarts, int backoff_limit) {
-  json job = make_job("demo", 2, {{"phase", phase::kRunning}, {"restartCount", restarts},
-                                  {"startTime", format_rfc3339(kNow)}});
+  json job = make_job("demo", 2,
+                      {{"phase", phase::kRunning}, {"restartCount", restarts}, {"startTime", format_rfc3339(kNow)}});
   job["spec"]["runPolicy"]["backoffLimit"] = backoff_limit;
   Observed in;
   in.job = job;

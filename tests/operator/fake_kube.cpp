@@ -9,9 +9,8 @@ namespace {
 
 const char* kind_of(const std::string& plural) {
   static const std::map<std::string, const char*> kinds = {
-      {"pods", "Pod"},         {"services", "Service"}, {"configmaps", "ConfigMap"},
-      {"events", "Event"},     {"leases", "Lease"},     {"ppujobs", "PPUJob"},
-      {"networkpolicies", "NetworkPolicy"}};
+      {"pods", "Pod"},     {"services", "Service"}, {"configmaps", "ConfigMap"},         {"events", "Event"},
+      {"leases", "Lease"}, {"ppujobs", "PPUJob"},   {"networkpolicies", "NetworkPolicy"}};
   auto it = kinds.find(plural);
   return it == kinds.end() ? "Object" : it->second;
 }
@@ -24,7 +23,7 @@ Response status_response(long code, const std::string& reason, const std::string
     return r;
   }
   r.body = {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
-            {"reason", reason},  {"code", code},       {"message", message}};
+            {"reason", reason}, {"code", code},       {"message", message}};
   r.error = message;
   return r;
 }
@@ -206,7 +205,8 @@ Response FakeKube::replace(const Resource& r, const std::string& ns, const std::
   if (it == objs.end()) return status_response(404, "NotFound", r.plural + " \"" + name + "\" not found");
   const std::string want = in["metadata"].value("resourceVersion", std::string());
   if (!want.empty() && want != it->second["metadata"].value("resourceVersion", std::string()))
-    return status_response(409, "Conflict", "the object has been modified; please apply your changes to the latest version");
+    return status_response(409, "Conflict",
+                           "the object has been modified; please apply your changes to the latest version");
   json obj = it->second;
   if (sub == "status") {
     obj["status"] = in.value("status", json::object());

@@ -31,8 +31,7 @@ class FakeKube : public KubeApi {
   Response remove(const Resource& r, const std::string& ns, const std::string& name,
                   const std::string& propagation = "Background", const std::string& uid = "") override;
   WatchEnd watch(const Resource& r, const std::string& ns, const ListOptions& o, int timeout_s,
-                 const std::function<void(const json&)>& on_event,
-                 const std::function<bool()>& should_stop) override;
+                 const std::function<void(const json&)>& on_event, const std::function<bool()>& should_stop) override;
 
   // The next `times` calls of `verb` (get, list, create, replace, patch, delete, watch) on
   // `plural` answer `status` (0 = no response) without touching the store; times < 0: until

@@ -87,7 +87,9 @@ class OperatorIT : public ::testing::Test {
       if (!p["metadata"].contains("deletionTimestamp")) out.push_back(p);
     return out;
   }
-  std::vector<json> all_pods() { return client_->list(resources::pods, "default").body["items"].get<std::vector<json>>(); }
+  std::vector<json> all_pods() {
+    return client_->list(resources::pods, "default").body["items"].get<std::vector<json>>();
+  }
 
   bool wait_pods(const std::string& job_name, size_t n) {
     return eventually([&] { return pods(job_name).size() == n; });
@@ -98,12 +100,16 @@ class OperatorIT : public ::testing::Test {
                       const std::string& message = "", const std::string& ip = "") {
     json status = {{"phase", phase}};
     if (phase == "Running")
-      status["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"},
-                                           {"lastTransitionTime", format_rfc3339(now_seconds())}}});
+      status["conditions"] =
+          json::array({{{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", format_rfc3339(now_seconds())}}});
     if (!ip.empty()) status["podIP"] = ip;
     if (exit_code >= 0)
       status["containerStatuses"] = json::array(
-          {{{"name", "ppu-train"}, {"ready", false}, {"restartCount", 0}, {"image", "ppu:test"}, {"imageID", ""},
+          {{{"name", "ppu-train"},
+            {"ready", false},
+            {"restartCount", 0},
+            {"image", "ppu:test"},
+            {"imageID", ""},
             {"state", {{"terminated", {{"exitCode", exit_code}, {"message", message}, {"reason", "Error"}}}}}}});
     Response r = client_->merge_patch(resources::pods, "default", pod, {{"status", status}}, "status");
     ASSERT_TRUE(r.ok()) << pod << ": " << r.describe();
@@ -189,8 +195,9 @@ TEST_F(OperatorIT, CelRejectsBadJobsWithMessagesNamingTheField) {
   auto apply = [&](const std::string& yaml, std::string& out) { return env_->kubectl("apply -f -", out, yaml); };
   auto manifest = [](const std::string& name, const std::string& replicas, const std::string& model,
                      const std::string& slicing) {
-    return "apiVersion: ppu.dev/v1alpha1\nkind: PPUJob\nmetadata: {name: " + name + "}\nspec:\n  replicas: " +
-           replicas + "\n  image: ppu:test\n  training: {model: " + model + ", slicing: " + slicing + "}\n";
+    return "apiVersion: ppu.dev/v1alpha1\nkind: PPUJob\nmetadata: {name: " + name +
+           "}\nspec:\n  replicas: " + replicas + "\n  image: ppu:test\n  training: {model: " + model +
+           ", slicing: " + slicing + "}\n";
   };
   std::string out;
   EXPECT_NE(apply(manifest("r", "6", "{preset: tiny}", "{mode: mlp, slices: 4}"), out), 0);
@@ -208,7 +215,8 @@ TEST_F(OperatorIT, CelRejectsBadJobsWithMessagesNamingTheField) {
   // mlp+heads: gpt2-124m has 12 heads (8 does not divide); explicit heads: 16 does.
   EXPECT_NE(apply(manifest("h1", "8", "{preset: gpt2-124m}", "{mode: mlp+heads, slices: 8}"), out), 0);
   EXPECT_NE(out.find("spec.training.model.heads"), std::string::npos) << out;
-  EXPECT_EQ(apply(manifest("h2", "8", "{preset: gpt2-124m, heads: 16}", "{mode: mlp+heads, slices: 8}"), out), 0) << out;
+  EXPECT_EQ(apply(manifest("h2", "8", "{preset: gpt2-124m, heads: 16}", "{mode: mlp+heads, slices: 8}"), out), 0)
+      << out;
   EXPECT_EQ(apply(manifest("h3", "8", "{preset: gpt2-124m}", "{mode: mlp, slices: 8}"), out), 0) << out;
 
   // The ablations: mlp+heads+wo needs N | heads like mlp+heads; horizontal needs N | layers
@@ -230,9 +238,11 @@ TEST_F(OperatorIT, CelRejectsBadJobsWithMessagesNamingTheField) {
   EXPECT_NE(out.find("spec.replicas is immutable"), std::string::npos) << out;
   EXPECT_NE(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"image\":\"other\"}}'", out), 0);
   EXPECT_NE(out.find("spec.image is immutable"), std::string::npos) << out;
-  EXPECT_NE(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"training\":{\"train\":{\"steps\":5}}}}'", out), 0);
+  EXPECT_NE(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"training\":{\"train\":{\"steps\":5}}}}'", out),
+            0);
   EXPECT_NE(out.find("spec.training is immutable"), std::string::npos) << out;
-  ASSERT_EQ(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"runPolicy\":{\"suspend\":true}}}'", out), 0) << out;
+  ASSERT_EQ(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"runPolicy\":{\"suspend\":true}}}'", out), 0)
+      << out;
   EXPECT_EQ(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"replicas\":8}}'", out), 0) << out;
 }
 
@@ -318,10 +328,12 @@ TEST_F(OperatorIT, SuspendDeletesPodsAndResumeRecreatesThem) {
   start_controller(1);
   create_job(job_manifest("s", 2));
   ASSERT_TRUE(wait_pods("s", 2));
-  ASSERT_TRUE(client_->merge_patch(resources::ppujobs, "default", "s", {{"spec", {{"runPolicy", {{"suspend", true}}}}}}).ok());
+  ASSERT_TRUE(
+      client_->merge_patch(resources::ppujobs, "default", "s", {{"spec", {{"runPolicy", {{"suspend", true}}}}}}).ok());
   ASSERT_TRUE(eventually([&] { return phase("s") == "Suspended"; })) << job("s").dump();
   EXPECT_TRUE(wait_pods("s", 0));
-  ASSERT_TRUE(client_->merge_patch(resources::ppujobs, "default", "s", {{"spec", {{"runPolicy", {{"suspend", false}}}}}}).ok());
+  ASSERT_TRUE(
+      client_->merge_patch(resources::ppujobs, "default", "s", {{"spec", {{"runPolicy", {{"suspend", false}}}}}}).ok());
   EXPECT_TRUE(wait_pods("s", 2));
   EXPECT_TRUE(eventually([&] { return phase("s") == "Pending"; })) << job("s").dump();
   EXPECT_EQ(restarts("s"), 0);
@@ -360,10 +372,19 @@ TEST_F(OperatorIT, ActiveDeadlineFailsTheJob) {
 
 TEST_F(OperatorIT, OperatorKilledMidReconcileLeavesNoDuplicatePods) {
   std::string log = env_->dir() + "/operator.log";
-  std::vector<std::string> argv = {PPU_OPERATOR_BIN, "--kubeconfig", env_->kubeconfig(), "--namespace", "default",
-                                   "--metrics-addr", "127.0.0.1:" + std::to_string(testing::free_port()),
-                                   "--health-addr", "127.0.0.1:" + std::to_string(testing::free_port()),
-                                   "--workers", "1", "--scrape-interval", "0"};
+  std::vector<std::string> argv = {PPU_OPERATOR_BIN,
+                                   "--kubeconfig",
+                                   env_->kubeconfig(),
+                                   "--namespace",
+                                   "default",
+                                   "--metrics-addr",
+                                   "127.0.0.1:" + std::to_string(testing::free_port()),
+                                   "--health-addr",
+                                   "127.0.0.1:" + std::to_string(testing::free_port()),
+                                   "--workers",
+                                   "1",
+                                   "--scrape-interval",
+                                   "0"};
   testing::Process op = testing::spawn(argv, log);
   create_job(job_manifest("big", 32, 4));
   // Kill it while it is still creating the gang.
@@ -441,7 +462,8 @@ TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
   ASSERT_TRUE(eventually([&] { return job("mx")["status"].value("outerRound", 0) == 7; })) << job("mx").dump();
   EXPECT_EQ(job("mx")["status"]["perplexity"], "42.500");
   std::string exposition = prometheus::TextSerializer().Serialize(metrics_.registry()->Collect());
-  EXPECT_NE(exposition.find("ppu_job_outer_round{job=\"mx\",namespace=\"default\"} 7"), std::string::npos) << exposition;
+  EXPECT_NE(exposition.find("ppu_job_outer_round{job=\"mx\",namespace=\"default\"} 7"), std::string::npos)
+      << exposition;
   EXPECT_NE(exposition.find("ppu_job_flops_saved_ratio{job=\"mx\",namespace=\"default\"} 0.25"), std::string::npos);
   EXPECT_NE(exposition.find("ppu_job_state_bytes{component=\"weights\",job=\"mx\",namespace=\"default\"} 200"),
             std::string::npos);
@@ -497,7 +519,8 @@ TEST_F(OperatorIT, BinaryServesHealthAndMetricsAndRejectsBadFlags) {
 }
 
 TEST_F(OperatorIT, KubeClientCrudApplyConflictsAndWatch) {
-  json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+  json cm = {{"apiVersion", "v1"},
+             {"kind", "ConfigMap"},
              {"metadata", {{"name", "c1"}, {"namespace", "default"}, {"labels", {{"ppu.dev/job", "x"}}}}},
              {"data", {{"a", "1"}}}};
   ASSERT_TRUE(client_->create(resources::configmaps, "default", cm).ok());
@@ -546,7 +569,8 @@ TEST_F(OperatorIT, KubeClientCrudApplyConflictsAndWatch) {
     auto c = inf.get("default", "c1");
     return c && c->at("metadata").contains("deletionTimestamp");
   }));
-  ASSERT_TRUE(client_->merge_patch(resources::configmaps, "default", "c1", {{"metadata", {{"finalizers", nullptr}}}}).ok());
+  ASSERT_TRUE(
+      client_->merge_patch(resources::configmaps, "default", "c1", {{"metadata", {{"finalizers", nullptr}}}}).ok());
   EXPECT_TRUE(eventually([&] { return deleted.load() == 1 && !inf.get("default", "c1"); }));
   EXPECT_EQ(client_->remove(resources::configmaps, "default", "c1").status, 404);
   inf.stop();
@@ -561,15 +585,27 @@ TEST_F(OperatorIT, RbacManifestAllowsEveryVerbTheOperatorUses) {
   ASSERT_EQ(env_->kubectl(std::string("apply -f ") + PPU_SOURCE_DIR + "/manifests/rbac/", out), 0) << out;
   const std::string as = " --as=system:serviceaccount:ppu-system:ppu-operator";
   const std::vector<std::pair<std::string, std::string>> needed = {
-      {"get", "ppujobs.ppu.dev"},        {"list", "ppujobs.ppu.dev"},     {"watch", "ppujobs.ppu.dev"},
+      {"get", "ppujobs.ppu.dev"},
+      {"list", "ppujobs.ppu.dev"},
+      {"watch", "ppujobs.ppu.dev"},
       {"delete", "ppujobs.ppu.dev"},  // ttlSecondsAfterFinished
       {"update", "ppujobs.ppu.dev/status"},
-      {"create", "pods"},   {"delete", "pods"},   {"list", "pods"},   {"watch", "pods"},
-      {"create", "services"}, {"list", "services"}, {"watch", "services"},
-      {"create", "configmaps"}, {"patch", "configmaps"}, {"list", "configmaps"}, {"watch", "configmaps"},
+      {"create", "pods"},
+      {"delete", "pods"},
+      {"list", "pods"},
+      {"watch", "pods"},
+      {"create", "services"},
+      {"list", "services"},
+      {"watch", "services"},
+      {"create", "configmaps"},
+      {"patch", "configmaps"},
+      {"list", "configmaps"},
+      {"watch", "configmaps"},
       {"create", "events"},
-      {"create", "networkpolicies.networking.k8s.io"}, {"patch", "networkpolicies.networking.k8s.io"},
-      {"list", "networkpolicies.networking.k8s.io"}, {"watch", "networkpolicies.networking.k8s.io"}};
+      {"create", "networkpolicies.networking.k8s.io"},
+      {"patch", "networkpolicies.networking.k8s.io"},
+      {"list", "networkpolicies.networking.k8s.io"},
+      {"watch", "networkpolicies.networking.k8s.io"}};
   for (const auto& [verb, res] : needed) {
     std::string sub = res.find('/') != std::string::npos ? " --subresource=" + res.substr(res.find('/') + 1) : "";
     std::string r = res.substr(0, res.find('/'));
@@ -577,7 +613,8 @@ TEST_F(OperatorIT, RbacManifestAllowsEveryVerbTheOperatorUses) {
         << "manifests/rbac/ does not allow '" << verb << " " << res << "': " << out;
   }
   for (const char* verb : {"get", "create", "update"})
-    EXPECT_EQ(env_->kubectl(std::string("auth can-i ") + verb + " leases.coordination.k8s.io -n ppu-system" + as, out), 0)
+    EXPECT_EQ(env_->kubectl(std::string("auth can-i ") + verb + " leases.coordination.k8s.io -n ppu-system" + as, out),
+              0)
         << "leader election needs " << verb << " on leases: " << out;
   // --metrics-auth=token (the chart's default) reviews scrapers' tokens: cluster-scoped creates.
   for (const char* res : {"tokenreviews.authentication.k8s.io", "subjectaccessreviews.authorization.k8s.io"})
@@ -595,19 +632,19 @@ TEST_F(OperatorIT, RbacManifestGrantsEverythingTheOperatorUses) {
   RestConfig admin = load_kubeconfig(env_->kubeconfig());
   std::string ca_path = env_->dir() + "/sa-ca.crt", kc_path = env_->dir() + "/sa-kubeconfig";
   std::ofstream(ca_path) << admin.ca_pem;
-  std::ofstream(kc_path) << "apiVersion: v1\nkind: Config\ncurrent-context: sa\nclusters:\n- name: c\n  cluster: {server: \""
-                         << admin.server << "\", certificate-authority: " << ca_path
-                         << "}\nusers:\n- name: sa\n  user: {token: \"" << token
-                         << "\"}\ncontexts:\n- name: sa\n  context: {cluster: c, user: sa}\n";
+  std::ofstream(kc_path)
+      << "apiVersion: v1\nkind: Config\ncurrent-context: sa\nclusters:\n- name: c\n  cluster: {server: \""
+      << admin.server << "\", certificate-authority: " << ca_path << "}\nusers:\n- name: sa\n  user: {token: \""
+      << token << "\"}\ncontexts:\n- name: sa\n  context: {cluster: c, user: sa}\n";
   // The service account itself may not create PPUJobs.
   KubeClient sa(load_kubeconfig(kc_path));
   EXPECT_EQ(sa.create(resources::ppujobs, "default", job_manifest("nope", 2)).status, 403);
 
   std::string log = env_->dir() + "/operator-sa.log";
-  testing::Process op = testing::spawn(
-      {PPU_OPERATOR_BIN, "--kubeconfig", kc_path, "--leader-elect", "--leader-elect-namespace", "ppu-system",
-       "--health-addr", "0", "--metrics-addr", "0", "--restart-backoff", "1s"},
-      log);
+  testing::Process op =
+      testing::spawn({PPU_OPERATOR_BIN, "--kubeconfig", kc_path, "--leader-elect", "--leader-elect-namespace",
+                      "ppu-system", "--health-addr", "0", "--metrics-addr", "0", "--restart-backoff", "1s"},
+                     log);
   create_job(job_manifest("rb", 2));
   ASSERT_TRUE(wait_pods("rb", 2));
   set_all("rb", "Running");

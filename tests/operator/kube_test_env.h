@@ -28,7 +28,7 @@ class KubeTestEnv {
 
 struct Process {
   pid_t pid = -1;
-  void kill_hard();           // SIGKILL and reap
+  void kill_hard();                      // SIGKILL and reap
   int terminate(double timeout_s = 30);  // SIGTERM, wait; returns the exit status (-1 if killed)
 };
 Process spawn(const std::vector<std::string>& argv, const std::string& log_path);

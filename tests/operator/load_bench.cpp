@@ -8,15 +8,15 @@
 // Usage: ppu-operator-load [--jobs 100] [--ranks 32] [--workers 4]
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
-#include <thread>
 
 #include "kube_client.h"
 #include "kube_test_env.h"
@@ -83,9 +83,8 @@ int main(int argc, char** argv) {
   const int metrics_port = testing::free_port();
   testing::Process op = testing::spawn(
       {PPU_OPERATOR_BIN, "--kubeconfig", env.kubeconfig(), "--namespace", "default", "--workers",
-       std::to_string(workers), "--metrics-addr", "127.0.0.1:" + std::to_string(metrics_port),
-       "--health-addr", "127.0.0.1:" + std::to_string(testing::free_port()), "--scrape-interval", "0",
-       "--log-level", "warn"},
+       std::to_string(workers), "--metrics-addr", "127.0.0.1:" + std::to_string(metrics_port), "--health-addr",
+       "127.0.0.1:" + std::to_string(testing::free_port()), "--scrape-interval", "0", "--log-level", "warn"},
       env.dir() + "/operator.log");
   std::this_thread::sleep_for(std::chrono::seconds(1));
   long rss_idle = proc_kb(op.pid, "VmRSS");

@@ -42,7 +42,8 @@ TEST(Flags, ErrorsNameTheFlag) {
 
 TEST(Rfc3339, RoundTrips) {
   EXPECT_EQ(format_rfc3339(0), "1970-01-01T00:00:00Z");
-  EXPECT_EQ(*parse_rfc3339("2026-11-22T03:59:10Z"), *parse_rfc3339(format_rfc3339(*parse_rfc3339("2026-11-22T03:59:10Z"))));
+  EXPECT_EQ(*parse_rfc3339("2026-11-22T03:59:10Z"),
+            *parse_rfc3339(format_rfc3339(*parse_rfc3339("2026-11-22T03:59:10Z"))));
   EXPECT_EQ(*parse_rfc3339("2026-11-22T03:59:10.123456Z"), *parse_rfc3339("2026-11-22T03:59:10Z"));
   EXPECT_FALSE(parse_rfc3339("yesterday").has_value());
 }

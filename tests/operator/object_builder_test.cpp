@@ -40,8 +40,8 @@ TEST(ObjectBuilder, CheckpointClaimAndSchedulingPassThrough) {
   json job = testing::make_job("demo", 2);
   job["spec"]["checkpoint"] = {{"claimName", "ckpt"}};
   job["spec"]["data"] = {{"volumeSource", {{"hostPath", {{"path", "/srv/data"}}}}}};
-  job["spec"]["scheduling"] = {{"schedulerName", "volcano"}, {"nodeSelector", {{"gpu", "h100"}}},
-                               {"priorityClassName", "high"}};
+  job["spec"]["scheduling"] = {
+      {"schedulerName", "volcano"}, {"nodeSelector", {{"gpu", "h100"}}}, {"priorityClassName", "high"}};
   job["spec"]["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
   json pod = build_pod(parse_job(job), 0, 0);
   const json& vols = pod["spec"]["volumes"];

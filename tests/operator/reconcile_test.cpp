@@ -127,8 +127,11 @@ TEST(Reconcile, FailedRankTearsDownTheGangAndCountsARestart) {
 }
 
 TEST(Reconcile, RestartingWaitsForOldPodsThenBackoffThenRecreates) {
-  json job = make_job("demo", 2, {{"phase", "Restarting"}, {"restartCount", 1},
-                                  {"startTime", format_rfc3339(kNow)}, {"nextRestartTime", format_rfc3339(kNow + 5)}});
+  json job = make_job("demo", 2,
+                      {{"phase", "Restarting"},
+                       {"restartCount", 1},
+                       {"startTime", format_rfc3339(kNow)},
+                       {"nextRestartTime", format_rfc3339(kNow + 5)}});
   // Old pods still visible: delete, create nothing.
   auto old = gang(job, 2, "Failed");
   Decision d1 = reconcile(observe(job, old));
@@ -233,7 +236,8 @@ TEST(Reconcile, AllSucceededCompletesAndCleanPolicyRunningKeepsPods) {
 }
 
 TEST(Reconcile, CleanPodPolicyAllDeletesFinishedPods) {
-  json job = make_job("demo", 2, {{"phase", "Succeeded"}, {"restartCount", 0}, {"completionTime", format_rfc3339(kNow)}});
+  json job =
+      make_job("demo", 2, {{"phase", "Succeeded"}, {"restartCount", 0}, {"completionTime", format_rfc3339(kNow)}});
   job["spec"]["runPolicy"]["cleanPodPolicy"] = "All";
   auto pods = gang(job, 2, "Succeeded");
   Decision d = reconcile(observe(job, pods));
@@ -252,7 +256,8 @@ TEST(Reconcile, TtlDeletesTheJobOnlyWhenDue) {
 }
 
 TEST(Reconcile, SuspendDeletesPodsAndResumeRecreates) {
-  json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow - 100)}});
+  json job =
+      make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow - 100)}});
   job["spec"]["runPolicy"]["suspend"] = true;
   Decision d = reconcile(observe(job, gang(job, 2, "Running")));
   EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 2);

@@ -101,8 +101,9 @@ class SecurityIT : public ::testing::Test {
 
 TEST_F(SecurityIT, RestrictedNamespaceAdmitsEveryRankAndRefusalsAreVisibleThenRecover) {
   kubectl("create namespace secure");
-  kubectl("label namespace secure pod-security.kubernetes.io/enforce=restricted "
-          "pod-security.kubernetes.io/enforce-version=latest");
+  kubectl(
+      "label namespace secure pod-security.kubernetes.io/enforce=restricted "
+      "pod-security.kubernetes.io/enforce-version=latest");
   start_controller();
 
   // Defaults: every rank admitted by PodSecurity "restricted".
@@ -133,7 +134,8 @@ TEST_F(SecurityIT, RestrictedNamespaceAdmitsEveryRankAndRefusalsAreVisibleThenRe
   EXPECT_EQ((*c)["reason"], "PodSecurity");
   EXPECT_NE((*c)["message"].get<std::string>().find("violates PodSecurity \"restricted:latest\""), std::string::npos)
       << *c;
-  EXPECT_NE((*c)["message"].get<std::string>().find("runAsUser=0"), std::string::npos) << "the server's own words: " << *c;
+  EXPECT_NE((*c)["message"].get<std::string>().find("runAsUser=0"), std::string::npos)
+      << "the server's own words: " << *c;
   EXPECT_EQ(st["reason"], "PodSecurity");
   EXPECT_TRUE(job_pods("secure", "rooty").empty());
   out = kubectl("get ppj rooty -n secure");
@@ -145,8 +147,8 @@ TEST_F(SecurityIT, RestrictedNamespaceAdmitsEveryRankAndRefusalsAreVisibleThenRe
   EXPECT_EQ(events("secure", kRefusedCondition)[0]["type"], "Warning");
 
   // ... and once the override is removed, the job proceeds on its own.
-  ASSERT_TRUE(client_->merge_patch(resources::ppujobs, "secure", "rooty", {{"spec", {{"podSecurityContext", nullptr}}}})
-                  .ok());
+  ASSERT_TRUE(
+      client_->merge_patch(resources::ppujobs, "secure", "rooty", {{"spec", {{"podSecurityContext", nullptr}}}}).ok());
   ASSERT_TRUE(eventually([&] { return job_pods("secure", "rooty").size() == 2; }, 120))
       << status("secure", "rooty").dump();
   ASSERT_TRUE(eventually([&] { return condition_status("secure", "rooty", kRefusedCondition) == "False"; }))
@@ -163,9 +165,10 @@ TEST_F(SecurityIT, ZeroPodQuotaRefusalIsVisibleDeduplicatedAndRecoversWhenRaised
   // Measured against this kube-apiserver: a quota whose status is still empty refuses nothing;
   // admission compares against status.hard, which kube-controller-manager fills in. Play it.
   auto set_quota = [&](const std::string& n) {
-    ASSERT_TRUE(client_->merge_patch(Resource{"", "v1", "resourcequotas"}, "tight", "pods",
-                                     {{"spec", {{"hard", {{"pods", n}}}}}})
-                    .ok());
+    ASSERT_TRUE(
+        client_
+            ->merge_patch(Resource{"", "v1", "resourcequotas"}, "tight", "pods", {{"spec", {{"hard", {{"pods", n}}}}}})
+            .ok());
     Response r = client_->merge_patch(Resource{"", "v1", "resourcequotas"}, "tight", "pods",
                                       {{"status", {{"hard", {{"pods", n}}}, {"used", {{"pods", "0"}}}}}}, "status");
     ASSERT_TRUE(r.ok()) << r.describe();
@@ -227,8 +230,9 @@ TEST_F(SecurityIT, NetworkPolicySelectsExactlyTheJobsPodsAndPorts) {
   create_job(a);
   create_job(job_manifest("default", "b", 2));
   // A bystander pod in the same namespace.
-  kubectl("apply -f -", "apiVersion: v1\nkind: Pod\nmetadata: {name: stranger, labels: {app: x}}\n"
-                        "spec: {containers: [{name: c, image: busybox}]}\n");
+  kubectl("apply -f -",
+          "apiVersion: v1\nkind: Pod\nmetadata: {name: stranger, labels: {app: x}}\n"
+          "spec: {containers: [{name: c, image: busybox}]}\n");
   ASSERT_TRUE(eventually([&] { return job_pods("default", "a").size() == 2 && job_pods("default", "b").size() == 2; }));
   Response r = client_->get(resources::networkpolicies, "default", "a");
   ASSERT_TRUE(r.ok()) << r.describe();
@@ -265,8 +269,9 @@ TEST_F(SecurityIT, NetworkPolicySelectsExactlyTheJobsPodsAndPorts) {
   EXPECT_EQ(out, "namespace/monitoring\nnamespace/ppu-system\n");
 
   // Edited by hand (opened to everyone): the operator puts it back.
-  ASSERT_TRUE(client_->merge_patch(resources::networkpolicies, "default", "a",
-                                   {{"spec", {{"ingress", json::array({json::object()})}}}})
+  ASSERT_TRUE(client_
+                  ->merge_patch(resources::networkpolicies, "default", "a",
+                                {{"spec", {{"ingress", json::array({json::object()})}}}})
                   .ok());
   EXPECT_TRUE(eventually([&] {
     return client_->get(resources::networkpolicies, "default", "a").body["spec"]["ingress"] == spec["ingress"];
@@ -297,10 +302,11 @@ TEST_F(SecurityIT, SecurityContextsAreValidatedByTheCrdSchema) {
   r = refusal("bad-policy", {{"podSecurityContext", {{"fsGroupChangePolicy", "Sometimes"}}}});
   EXPECT_EQ(r.status, 422) << r.describe();
   // The GPU override of docs/SECURITY.md is accepted and stored as written.
-  const json gpu_pod = {{"runAsNonRoot", true}, {"runAsUser", 1000}, {"runAsGroup", 1000}, {"fsGroup", 1000},
+  const json gpu_pod = {{"runAsNonRoot", true},       {"runAsUser", 1000},
+                        {"runAsGroup", 1000},         {"fsGroup", 1000},
                         {"supplementalGroups", {44}}, {"seccompProfile", {{"type", "RuntimeDefault"}}}};
-  const json gpu_ctr = {{"allowPrivilegeEscalation", false}, {"readOnlyRootFilesystem", true},
-                        {"capabilities", {{"drop", {"ALL"}}}}};
+  const json gpu_ctr = {
+      {"allowPrivilegeEscalation", false}, {"readOnlyRootFilesystem", true}, {"capabilities", {{"drop", {"ALL"}}}}};
   r = refusal("gpu", {{"podSecurityContext", gpu_pod}, {"securityContext", gpu_ctr}});
   ASSERT_TRUE(r.ok()) << r.describe();
   EXPECT_EQ(job("default", "gpu")["spec"]["podSecurityContext"], gpu_pod);
@@ -334,8 +340,9 @@ TEST_F(SecurityIT, MetricsRefuseUnauthenticatedAndUnauthorizedScrapes) {
   kubectl("create namespace monitoring");
   kubectl("-n monitoring create serviceaccount prometheus");
   kubectl("-n monitoring create serviceaccount stranger");
-  kubectl("create clusterrolebinding prometheus-ppu-metrics --clusterrole=ppu-operator-metrics-reader "
-          "--serviceaccount=monitoring:prometheus");
+  kubectl(
+      "create clusterrolebinding prometheus-ppu-metrics --clusterrole=ppu-operator-metrics-reader "
+      "--serviceaccount=monitoring:prometheus");
   auto token = [&](const std::string& ns, const std::string& sa) {
     std::string out = kubectl("-n " + ns + " create token " + sa + " --duration=1h");
     return out.substr(0, out.find_first_of("\r\n"));
@@ -343,17 +350,17 @@ TEST_F(SecurityIT, MetricsRefuseUnauthenticatedAndUnauthorizedScrapes) {
   RestConfig admin = load_kubeconfig(env_->kubeconfig());
   std::string ca_path = env_->dir() + "/sa-ca.crt", kc_path = env_->dir() + "/sa-kubeconfig";
   std::ofstream(ca_path) << admin.ca_pem;
-  std::ofstream(kc_path) << "apiVersion: v1\nkind: Config\ncurrent-context: sa\nclusters:\n- name: c\n  cluster: {server: \""
-                         << admin.server << "\", certificate-authority: " << ca_path
-                         << "}\nusers:\n- name: sa\n  user: {token: \"" << token("ppu-system", "ppu-operator")
-                         << "\"}\ncontexts:\n- name: sa\n  context: {cluster: c, user: sa}\n";
+  std::ofstream(kc_path)
+      << "apiVersion: v1\nkind: Config\ncurrent-context: sa\nclusters:\n- name: c\n  cluster: {server: \""
+      << admin.server << "\", certificate-authority: " << ca_path << "}\nusers:\n- name: sa\n  user: {token: \""
+      << token("ppu-system", "ppu-operator") << "\"}\ncontexts:\n- name: sa\n  context: {cluster: c, user: sa}\n";
   const int port = testing::free_port();
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
   const std::string log = env_->dir() + "/operator.log";
-  testing::Process op = testing::spawn({PPU_OPERATOR_BIN, "--kubeconfig", kc_path, "--health-addr", "0",
-                                        "--metrics-addr", "127.0.0.1:" + std::to_string(port), "--metrics-auth",
-                                        "token", "--metrics-namespaces", "ppu-system,monitoring"},
-                                       log);
+  testing::Process op = testing::spawn(
+      {PPU_OPERATOR_BIN, "--kubeconfig", kc_path, "--health-addr", "0", "--metrics-addr",
+       "127.0.0.1:" + std::to_string(port), "--metrics-auth", "token", "--metrics-namespaces", "ppu-system,monitoring"},
+      log);
   auto read_log = [&] {
     int rc = 0;
     return testing::run_capture("cat " + log, rc);

@@ -54,7 +54,9 @@ TEST(Security, RankPodsPassRestrictedByDefault) {
 TEST(Security, GivenSecurityContextsReplaceTheDefaultsWhole) {
   json job = make_job("demo", 2);
   // The GPU case of docs/SECURITY.md: an image whose user is 1000, supplemental video group.
-  job["spec"]["podSecurityContext"] = {{"runAsUser", 1000}, {"runAsNonRoot", true}, {"supplementalGroups", {44}},
+  job["spec"]["podSecurityContext"] = {{"runAsUser", 1000},
+                                       {"runAsNonRoot", true},
+                                       {"supplementalGroups", {44}},
                                        {"seccompProfile", {{"type", "RuntimeDefault"}}}};
   job["spec"]["securityContext"] = {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}};
   job["spec"]["scheduling"] = {{"automountServiceAccountToken", true}};

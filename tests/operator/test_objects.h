@@ -34,15 +34,14 @@ inline json make_pod(const json& job, int rank, const std::string& phase) {
   json pod = build_pod(parse_job(job), rank, 0);
   pod["metadata"]["uid"] = "pod-" + std::to_string(rank);
   pod["status"] = {{"phase", phase}};
-  if (phase == "Running")
-    pod["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  if (phase == "Running") pod["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
   return pod;
 }
 
 inline json with_exit(json pod, int code, const std::string& message) {
   pod["status"]["phase"] = code == 0 ? "Succeeded" : "Failed";
-  pod["status"]["containerStatuses"] = json::array(
-      {{{"name", "ppu-train"}, {"state", {{"terminated", {{"exitCode", code}, {"message", message}}}}}}});
+  pod["status"]["containerStatuses"] =
+      json::array({{{"name", "ppu-train"}, {"state", {{"terminated", {{"exitCode", code}, {"message", message}}}}}}});
   return pod;
 }
 

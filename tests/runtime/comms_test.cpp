@@ -60,11 +60,12 @@ TEST_P(AllreduceAcrossRanks, BitIdenticalOnEveryRankCloseToTheExactSumWithPredic
   const double err = (out[0].to(torch::kFloat64) - exact).abs().max().item<double>();
   // Tolerances: one rounding per hop (ring) or per contribution (direct), plus the result's.
   const double hops = schedule == "ring" ? K : 2;
-  const double tol = dtype == "fp32" ? 1e-5 * sum_abs_max : dtype == "bf16" ? hops * sum_abs_max * std::ldexp(1.0, -8)
-                                                                           : hops * sum_abs_max / 254;
+  const double tol = dtype == "fp32"   ? 1e-5 * sum_abs_max
+                     : dtype == "bf16" ? hops * sum_abs_max * std::ldexp(1.0, -8)
+                                       : hops * sum_abs_max / 254;
   EXPECT_LE(err, tol) << dtype << " " << schedule;
-  std::cout << "[ measured ] K=" << K << " " << dtype << " " << schedule << ": max |error| / sum of max|x_k| = "
-            << err / sum_abs_max << "\n";
+  std::cout << "[ measured ] K=" << K << " " << dtype << " " << schedule
+            << ": max |error| / sum of max|x_k| = " << err / sum_abs_max << "\n";
   if (dtype != "fp32") {
     EXPECT_GT(err, 0) << "a lossy codec cannot be exact";
   }
@@ -76,7 +77,8 @@ TEST_P(AllreduceAcrossRanks, BitIdenticalOnEveryRankCloseToTheExactSumWithPredic
 }
 
 INSTANTIATE_TEST_SUITE_P(Comms, AllreduceAcrossRanks,
-                         ::testing::Combine(::testing::Values(2, 3, 4, 8, 16), ::testing::Values("fp32", "bf16", "int8"),
+                         ::testing::Combine(::testing::Values(2, 3, 4, 8, 16),
+                                            ::testing::Values("fp32", "bf16", "int8"),
                                             ::testing::Values("ring", "direct")),
                          [](const auto& param_info) {
                            return "K" + std::to_string(std::get<0>(param_info.param)) + "_" +
@@ -98,7 +100,8 @@ TEST(ErrorFeedback, RepeatedInt8SumsAverageToTheExactSum) {
       mean[r] = torch::zeros({n});
       for (int i = 0; i < R; ++i) {
         auto x = input[r].clone();
-        compressed_allreduce(col, x, WireDtype::Int8, 64, Collective::Direct, col.next_sequence(), feedback ? &state : nullptr);
+        compressed_allreduce(col, x, WireDtype::Int8, 64, Collective::Direct, col.next_sequence(),
+                             feedback ? &state : nullptr);
         mean[r] += x / R;
       }
     });
@@ -113,9 +116,9 @@ TEST(ErrorFeedback, RepeatedInt8SumsAverageToTheExactSum) {
 
 TEST(OverlapMerge, LocalBecomesAlphaLocalPlusOneMinusAlphaGlobal) {
   for (double alpha : {0.0, 0.25, 0.5, 1.0}) {
-    Config c = parse_config("", {"model.preset=tiny", "method=diloco", "outer.optimizer=average",
-                                 "outer.layers_per_fragment=0", "ranks=2", "outer.overlap_steps=1",
-                                 "outer.overlap_alpha=" + std::to_string(alpha)});
+    Config c = parse_config(
+        "", {"model.preset=tiny", "method=diloco", "outer.optimizer=average", "outer.layers_per_fragment=0", "ranks=2",
+             "outer.overlap_steps=1", "outer.overlap_alpha=" + std::to_string(alpha)});
     const StreamingSchedule schedule(c, c.model);
     std::vector<std::vector<torch::Tensor>> init(2), local(2), global(2);
     run_ranks(2, [&](int r, const RunEnv& env) {
@@ -133,11 +136,12 @@ TEST(OverlapMerge, LocalBecomesAlphaLocalPlusOneMinusAlphaGlobal) {
     });
     for (int r = 0; r < 2; ++r)
       for (size_t i = 0; i < init[r].size(); ++i) {
-        const auto theta = init[r][i] + 1.5;                  // average of Δ = (1 + 2) / 2
-        const auto theta_k = init[r][i] + (r + 1) + 10.0;     // local after the τ steps
+        const auto theta = init[r][i] + 1.5;               // average of Δ = (1 + 2) / 2
+        const auto theta_k = init[r][i] + (r + 1) + 10.0;  // local after the τ steps
         EXPECT_TRUE(torch::allclose(global[r][i], theta, 0, 1e-5)) << i;
         const auto expected = theta_k * alpha + theta * (1 - alpha);
-        EXPECT_TRUE(torch::allclose(local[r][i], expected, 0, 1e-5)) << "alpha " << alpha << " rank " << r << " param " << i;
+        EXPECT_TRUE(torch::allclose(local[r][i], expected, 0, 1e-5))
+            << "alpha " << alpha << " rank " << r << " param " << i;
       }
   }
 }
@@ -166,7 +170,8 @@ TEST_P(MeasuredBytes, EqualPpuPlanPredictionForEveryMethodAndDtype) {
     const auto job = train_job(c, K);
     const std::string what = cs.method + " " + cs.dtype + " " + cs.collective + " K=" + std::to_string(K);
     for (int r = 0; r < K; ++r) {
-      EXPECT_EQ(job.summaries[r]["bytes_sent"].get<double>(), plan["bytes_sent_per_run"].get<double>()) << what << " rank " << r;
+      EXPECT_EQ(job.summaries[r]["bytes_sent"].get<double>(), plan["bytes_sent_per_run"].get<double>())
+          << what << " rank " << r;
       EXPECT_EQ(job.summaries[r]["bytes_received"].get<double>(), plan["bytes_received_per_run"].get<double>()) << what;
       EXPECT_EQ(job.summaries[r]["param_checksum"], job.summaries[0]["param_checksum"]) << what << " rank " << r;
     }

@@ -21,10 +21,19 @@ using ppu::testing::train_job;
 namespace {
 
 Config tiny_job(const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = {"model.preset=tiny", "model.seq_len=32", "train.steps=12", "train.eval_every=0",
-                                  "train.eval_batches=1", "train.log_every=100", "inner.batch_size=2",
-                                  "inner.warmup_steps=2", "outer.sync_every=4", "outer.layers_per_fragment=1",
-                                  "data.synthetic_train_tokens=40000", "data.synthetic_val_tokens=4000", "ranks=4"};
+  std::vector<std::string> all = {"model.preset=tiny",
+                                  "model.seq_len=32",
+                                  "train.steps=12",
+                                  "train.eval_every=0",
+                                  "train.eval_batches=1",
+                                  "train.log_every=100",
+                                  "inner.batch_size=2",
+                                  "inner.warmup_steps=2",
+                                  "outer.sync_every=4",
+                                  "outer.layers_per_fragment=1",
+                                  "data.synthetic_train_tokens=40000",
+                                  "data.synthetic_val_tokens=4000",
+                                  "ranks=4"};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return parse_config("", all);
 }
@@ -103,8 +112,8 @@ TEST(Distributed, PpuWithOneSliceIsBitIdenticalToStreamingDiLoCo) {
 
 TEST(Distributed, InnerSgdOneStepOuterLrOneEqualsDdp) {
   // DiLoCo with H = 1, inner SGD, outer SGD lr 1 without momentum: θ + mean(−lr g_k) = DDP.
-  const std::vector<std::string> sgd = {"inner.optimizer=sgd", "inner.lr=0.05", "inner.weight_decay=0",
-                                        "inner.grad_clip=0", "inner.schedule=constant", "inner.warmup_steps=0"};
+  const std::vector<std::string> sgd = {"inner.optimizer=sgd", "inner.lr=0.05",           "inner.weight_decay=0",
+                                        "inner.grad_clip=0",   "inner.schedule=constant", "inner.warmup_steps=0"};
   auto with = [&](std::vector<std::string> extra) {
     extra.insert(extra.end(), sgd.begin(), sgd.end());
     return tiny_job(extra);
@@ -147,11 +156,16 @@ TEST(Distributed, CompressedDeltasStayCloseToFp32AndSendFewerBytes) {
 
 TEST(Distributed, EverySlicingModeLowersTheLoss) {
   const std::vector<std::vector<std::string>> modes = {
-      {"slicing.mode=none"}, {"slicing.mode=mlp"}, {"slicing.mode=mlp+heads"}, {"slicing.mode=mlp+heads+wo"},
-      {"slicing.mode=horizontal"}, {"slicing.mode=mlp", "slicing.jacobian=slice"},
+      {"slicing.mode=none"},
+      {"slicing.mode=mlp"},
+      {"slicing.mode=mlp+heads"},
+      {"slicing.mode=mlp+heads+wo"},
+      {"slicing.mode=horizontal"},
+      {"slicing.mode=mlp", "slicing.jacobian=slice"},
       {"slicing.mode=mlp", "slicing.jacobian=slice+random", "slicing.slices=4", "ranks=4"}};
   for (const auto& mode : modes) {
-    std::vector<std::string> o = {"slicing.slices=2", "train.steps=40", "inner.lr=3e-3", "data.synthetic_support=4", "ranks=2"};
+    std::vector<std::string> o = {"slicing.slices=2", "train.steps=40", "inner.lr=3e-3", "data.synthetic_support=4",
+                                  "ranks=2"};
     o.insert(o.end(), mode.begin(), mode.end());
     const Config c = tiny_job(o);
     const auto job = train_job(c, c.ranks);
@@ -164,7 +178,8 @@ TEST(Distributed, EverySlicingModeLowersTheLoss) {
 namespace {
 
 // The flattened values of fragment `f` of `schedule` out of a layout-order parameter vector.
-std::vector<float> fragment_values(const Config& c, const StreamingSchedule& schedule, int f, const std::vector<float>& flat) {
+std::vector<float> fragment_values(const Config& c, const StreamingSchedule& schedule, int f,
+                                   const std::vector<float>& flat) {
   const auto layout = parameter_layout(c.model);
   std::vector<int64_t> offset(layout.size() + 1, 0);
   for (size_t i = 0; i < layout.size(); ++i) offset[i + 1] = offset[i] + layout[i].numel();
@@ -198,7 +213,8 @@ TEST(Distributed, NoFragmentTakesAnOuterStepItsScheduleDidNotContain) {
   const auto at14 = run(14, "none"), at13 = run(13, "none"), at12 = run(12, "none");
   EXPECT_EQ(fragment_values(c, schedule, 0, at14.params), fragment_values(c, schedule, 0, at13.params));
   EXPECT_EQ(fragment_values(c, schedule, 2, at14.params), fragment_values(c, schedule, 2, at12.params));
-  EXPECT_NE(fragment_values(c, schedule, 1, at14.params), fragment_values(c, schedule, 1, at13.params)) << "synced at 14";
+  EXPECT_NE(fragment_values(c, schedule, 1, at14.params), fragment_values(c, schedule, 1, at13.params))
+      << "synced at 14";
 
   // outer.final_sync = average folds the trailing steps of fragments 0 and 2 into θ and leaves
   // fragment 1's scheduled step alone; it costs one exchange per such fragment, as ppu-plan says.
@@ -208,7 +224,8 @@ TEST(Distributed, NoFragmentTakesAnOuterStepItsScheduleDidNotContain) {
   EXPECT_NE(fragment_values(c, schedule, 2, averaged.params), fragment_values(c, schedule, 2, at14.params));
   EXPECT_GT(averaged.summaries[0]["bytes_sent"].get<double>(), at14.summaries[0]["bytes_sent"].get<double>());
   EXPECT_EQ(averaged.summaries[0]["final_sync"], "average");
-  for (int r = 1; r < 4; ++r) EXPECT_EQ(averaged.summaries[r]["param_checksum"], averaged.summaries[0]["param_checksum"]);
+  for (int r = 1; r < 4; ++r)
+    EXPECT_EQ(averaged.summaries[r]["param_checksum"], averaged.summaries[0]["param_checksum"]);
 }
 
 TEST(Distributed, FinalAverageIsThePlainCountNormalisedMeanWithoutMomentum) {
@@ -233,8 +250,8 @@ TEST(Distributed, EvaluationIsOfTheGlobalParametersAndDoneOncePerJob) {
   // not, so an evaluation of θ_k would differ from one of θ. The summary's eval loss must be
   // that of the final global parameters, the same on every rank, and the eval batches of each
   // evaluation are shared out: the ranks together evaluate each batch once.
-  const Config c = tiny_job({"slicing.slices=2", "train.steps=14", "outer.final_sync=none", "train.eval_batches=6",
-                             "train.eval_every=5"});
+  const Config c = tiny_job(
+      {"slicing.slices=2", "train.steps=14", "outer.final_sync=none", "train.eval_batches=6", "train.eval_every=5"});
   const auto job = train_job(c, 4);
   const double eval = job.summaries[0]["eval_loss"].get<double>();
   int64_t batches = 0;
@@ -266,16 +283,20 @@ TEST(Distributed, EvaluationIsOfTheGlobalParametersAndDoneOncePerJob) {
   double total = 0;
   for (int i = 0; i < 6; ++i) {
     const auto b = dataset.eval_batch(i, c.inner.batch_size, c.model.seq_len);
-    const auto tokens = torch::tensor(at::ArrayRef<int32_t>(b.tokens), torch::kInt32).to(torch::kLong).view({b.batch, b.seq_len + 1});
+    const auto tokens =
+        torch::tensor(at::ArrayRef<int32_t>(b.tokens), torch::kInt32).to(torch::kLong).view({b.batch, b.seq_len + 1});
     total += global.loss(tokens).item<double>();
   }
   EXPECT_NEAR(eval, total / 6, 1e-9);
 }
 
 TEST(Distributed, PlanMatchesMeasuredStateAndFlopsForEverySlicingMode) {
-  const std::vector<std::vector<std::string>> modes = {
-      {"slicing.mode=mlp"}, {"slicing.mode=mlp+heads"}, {"slicing.mode=mlp+heads+wo"}, {"slicing.mode=horizontal"},
-      {"slicing.mode=mlp", "slicing.jacobian=slice"}, {"slicing.mode=mlp", "slicing.jacobian=slice+random"}};
+  const std::vector<std::vector<std::string>> modes = {{"slicing.mode=mlp"},
+                                                       {"slicing.mode=mlp+heads"},
+                                                       {"slicing.mode=mlp+heads+wo"},
+                                                       {"slicing.mode=horizontal"},
+                                                       {"slicing.mode=mlp", "slicing.jacobian=slice"},
+                                                       {"slicing.mode=mlp", "slicing.jacobian=slice+random"}};
   for (const auto& mode : modes) {
     std::vector<std::string> o = {"slicing.slices=2", "ranks=2", "train.steps=3"};
     o.insert(o.end(), mode.begin(), mode.end());
@@ -298,7 +319,8 @@ TEST(Distributed, PlanMatchesMeasuredStateAndFlopsForEverySlicingMode) {
 TEST(Distributed, OverlappedSyncsKeepRanksConsistentAndStillTrain) {
   // Streaming DiLoCo's merge (α = 0.5 by default) keeps half of the τ local steps, so this
   // short run uses a learning rate and corpus on which both variants clearly learn.
-  const std::vector<std::string> learnable = {"slicing.slices=2", "train.steps=24", "inner.lr=3e-3", "data.synthetic_support=4"};
+  const std::vector<std::string> learnable = {"slicing.slices=2", "train.steps=24", "inner.lr=3e-3",
+                                              "data.synthetic_support=4"};
   auto with = [&](std::vector<std::string> extra) {
     extra.insert(extra.begin(), learnable.begin(), learnable.end());
     return tiny_job(extra);
@@ -312,5 +334,6 @@ TEST(Distributed, OverlappedSyncsKeepRanksConsistentAndStillTrain) {
   EXPECT_EQ(overlapped.summaries[0]["bytes_received"], plain.summaries[0]["bytes_received"]);
   EXPECT_LT(overlapped.summaries[0]["eval_loss"].get<double>(), std::log(256.0) - 0.3);
   // Waiting: the overlapped run hides part of each exchange behind τ steps.
-  EXPECT_GE(overlapped.summaries[0]["sync_seconds"].get<double>(), overlapped.summaries[0]["network_wait_seconds"].get<double>());
+  EXPECT_GE(overlapped.summaries[0]["sync_seconds"].get<double>(),
+            overlapped.summaries[0]["network_wait_seconds"].get<double>());
 }

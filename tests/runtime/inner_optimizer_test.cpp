@@ -22,10 +22,10 @@ Params make_params(uint64_t seed) {
   Params p;
   p.full_row = at::normal(0, 1, {12, 8}, gen);
   p.full_col = at::normal(0, 1, {8, 12}, gen);
-  p.trainable = {at::normal(0, 1, {6, 5}, gen).requires_grad_(true),                 // whole matrix
-                 make_weight_slice(p.full_row, 0, 3, 6).trainable,                   // rows
-                 make_weight_slice(p.full_col, 1, 4, 8).trainable,                   // columns: strided
-                 at::normal(0, 1, {7}, gen).requires_grad_(true)};                   // vector, no decay
+  p.trainable = {at::normal(0, 1, {6, 5}, gen).requires_grad_(true),  // whole matrix
+                 make_weight_slice(p.full_row, 0, 3, 6).trainable,    // rows
+                 make_weight_slice(p.full_col, 1, 4, 8).trainable,    // columns: strided
+                 at::normal(0, 1, {7}, gen).requires_grad_(true)};    // vector, no decay
   return p;
 }
 
@@ -114,7 +114,8 @@ TEST(InnerOptimizer, WeightDecayExclusionsFollowTheConfig) {
       c.decay_embedding = embedding;
       c.decay_norms = norms;
       const std::vector<ParamRole> roles = {ParamRole::Embedding, ParamRole::Norm, ParamRole::MlpUp};
-      std::vector<torch::Tensor> params = {torch::ones({4, 3}).requires_grad_(true), torch::ones({3}).requires_grad_(true),
+      std::vector<torch::Tensor> params = {torch::ones({4, 3}).requires_grad_(true),
+                                           torch::ones({3}).requires_grad_(true),
                                            torch::ones({6, 3}).requires_grad_(true)};
       std::vector<bool> mask;
       for (auto r : roles) mask.push_back(applies_weight_decay(c, r));

@@ -19,10 +19,19 @@ using ppu::testing::train_job;
 namespace {
 
 Config tiny_job(const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = {"model.preset=tiny", "model.seq_len=32", "train.steps=12", "train.eval_every=0",
-                                  "train.eval_batches=2", "train.log_every=100", "inner.batch_size=2",
-                                  "inner.warmup_steps=2", "outer.sync_every=4", "outer.layers_per_fragment=1",
-                                  "data.synthetic_train_tokens=40000", "data.synthetic_val_tokens=4000", "ranks=2",
+  std::vector<std::string> all = {"model.preset=tiny",
+                                  "model.seq_len=32",
+                                  "train.steps=12",
+                                  "train.eval_every=0",
+                                  "train.eval_batches=2",
+                                  "train.log_every=100",
+                                  "inner.batch_size=2",
+                                  "inner.warmup_steps=2",
+                                  "outer.sync_every=4",
+                                  "outer.layers_per_fragment=1",
+                                  "data.synthetic_train_tokens=40000",
+                                  "data.synthetic_val_tokens=4000",
+                                  "ranks=2",
                                   "slicing.slices=2"};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return parse_config("", all);
@@ -33,13 +42,19 @@ Config tiny_job(const std::vector<std::string>& overrides) {
 TEST(MixedPrecisionJob, MeasuredStateEqualsThePlanForEverySlicingModeAndDtype) {
   const std::vector<std::vector<std::string>> modes = {
       {"slicing.mode=none", "slicing.slices=1", "method=streaming-diloco"},
-      {"slicing.mode=mlp"}, {"slicing.mode=mlp+heads"}, {"slicing.mode=mlp+heads+wo"}, {"slicing.mode=horizontal"},
+      {"slicing.mode=mlp"},
+      {"slicing.mode=mlp+heads"},
+      {"slicing.mode=mlp+heads+wo"},
+      {"slicing.mode=horizontal"},
       {"slicing.mode=mlp", "outer.layers_per_fragment=0"},  // one fragment (no streaming)
-      {"slicing.mode=mlp", "slicing.jacobian=slice+random"}, {"slicing.mode=mlp+heads", "train.recompute=true"},
-      {"slicing.mode=mlp", "outer.grouping=slices"}, {"slicing.mode=mlp", "outer.overlap_steps=1", "inner.optimizer=sgd"},
+      {"slicing.mode=mlp", "slicing.jacobian=slice+random"},
+      {"slicing.mode=mlp+heads", "train.recompute=true"},
+      {"slicing.mode=mlp", "outer.grouping=slices"},
+      {"slicing.mode=mlp", "outer.overlap_steps=1", "inner.optimizer=sgd"},
       {"method=diloco", "slicing.mode=none", "slicing.slices=1"},
       {"method=ddp", "slicing.mode=none", "slicing.slices=1"}};
-  const std::vector<std::string> components = {"weights", "gradients", "inner_optimizer", "outer_optimizer", "offloaded", "total"};
+  const std::vector<std::string> components = {"weights",         "gradients", "inner_optimizer",
+                                               "outer_optimizer", "offloaded", "total"};
   for (const std::string dtype : {"fp32", "bf16"}) {
     for (const auto& mode : modes) {
       // 4 steps = one round: every fragment has taken its first outer step (its momentum exists).
@@ -82,7 +97,8 @@ TEST(MixedPrecisionJob, Bf16RunReachesTheLossOfTheFp32Run) {
   EXPECT_EQ(bf16.summaries[1]["eval_loss"], bf16.summaries[0]["eval_loss"]);
   EXPECT_NE(bf16.summaries[0]["param_checksum"], fp32.summaries[0]["param_checksum"]);
   // bf16 state: 2 bytes per weight + 4 per trainable element, against 4 per weight in fp32.
-  const double total = fp32.summaries[0]["total_params"].get<double>(), trainable = fp32.summaries[0]["trainable_params"].get<double>();
+  const double total = fp32.summaries[0]["total_params"].get<double>(),
+               trainable = fp32.summaries[0]["trainable_params"].get<double>();
   EXPECT_EQ(bf16.summaries[0]["state_bytes"]["weights"].get<double>(), 2 * total + 4 * trainable);
   EXPECT_EQ(fp32.summaries[0]["state_bytes"]["weights"].get<double>(), 4 * total);
 }
@@ -94,8 +110,8 @@ TEST(MixedPrecisionJob, Bf16ResumeIsBitIdentical) {
   namespace fs = std::filesystem;
   const auto dir = fs::temp_directory_path() / ("ppu-bf16-resume-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  const Config c = tiny_job({"train.dtype=bf16", "train.steps=12", "checkpoint.every_rounds=1", "slicing.mode=mlp+heads",
-                             "outer.overlap_steps=1"});
+  const Config c = tiny_job({"train.dtype=bf16", "train.steps=12", "checkpoint.every_rounds=1",
+                             "slicing.mode=mlp+heads", "outer.overlap_steps=1"});
   auto run = [&] {
     std::vector<nlohmann::json> out(2);
     run_ranks(2, [&](int r, RunEnv env) {

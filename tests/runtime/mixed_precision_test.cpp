@@ -30,16 +30,19 @@ struct Case {
   SliceMode mode;
   int world, slices, rank;
   SlicePlan plan() const { return SlicePlan(spec(), mode, world, slices, rank); }
-  std::string name() const { return slice_mode_name(mode) + " N=" + std::to_string(slices) + " rank=" + std::to_string(rank); }
+  std::string name() const {
+    return slice_mode_name(mode) + " N=" + std::to_string(slices) + " rank=" + std::to_string(rank);
+  }
 };
 
 std::vector<Case> cases() {
-  return {{SliceMode::None, 1, 1, 0},       {SliceMode::Mlp, 2, 2, 1},        {SliceMode::Mlp, 4, 4, 2},
-          {SliceMode::MlpHeads, 4, 4, 3},   {SliceMode::MlpHeadsWo, 4, 2, 1}, {SliceMode::Horizontal, 2, 2, 1}};
+  return {{SliceMode::None, 1, 1, 0},     {SliceMode::Mlp, 2, 2, 1},        {SliceMode::Mlp, 4, 4, 2},
+          {SliceMode::MlpHeads, 4, 4, 3}, {SliceMode::MlpHeadsWo, 4, 2, 1}, {SliceMode::Horizontal, 2, 2, 1}};
 }
 
 double rel_error(const torch::Tensor& a, const torch::Tensor& ref) {
-  return (a.to(torch::kFloat64) - ref.to(torch::kFloat64)).norm().item<double>() / ref.to(torch::kFloat64).norm().item<double>();
+  return (a.to(torch::kFloat64) - ref.to(torch::kFloat64)).norm().item<double>() /
+         ref.to(torch::kFloat64).norm().item<double>();
 }
 
 // Current and peak bytes the CPU allocator handed out while installed (c10's memory reports,
@@ -189,7 +192,8 @@ TEST(MixedPrecision, StoringFp32ValuesRoundsTheWorkingWeightsAndSetsTheMasters) 
   EXPECT_TRUE(torch::equal(w, values.to(torch::kBFloat16)));
   EXPECT_TRUE(torch::equal(bf.masters()[up], values.narrow(0, F / 2, F / 2)));  // exact fp32
   EXPECT_TRUE(torch::equal(bf.load_fp32(up, -1, 0, 0).narrow(0, F / 2, F / 2), values.narrow(0, F / 2, F / 2)));
-  EXPECT_TRUE(torch::equal(bf.load_fp32(up, -1, 0, 0).narrow(0, 0, F / 2), values.narrow(0, 0, F / 2).to(torch::kBFloat16).to(torch::kFloat32)));
+  EXPECT_TRUE(torch::equal(bf.load_fp32(up, -1, 0, 0).narrow(0, 0, F / 2),
+                           values.narrow(0, 0, F / 2).to(torch::kBFloat16).to(torch::kFloat32)));
   // A region straddling frozen and trainable rows (a by-slice fragment piece).
   const auto part = at::normal(0, 1, {F / 2, w.size(1)}, gen);
   bf.store_fp32(up, 0, F / 4, F / 2, part);
@@ -237,7 +241,8 @@ TEST(ChunkedCrossEntropy, TransformerLossAndGradientsMatchThePlainHead) {
   b.backward();
   for (size_t i = 0; i < plain.trainable().size(); ++i) {
     if (!plain.trainable()[i].grad().defined() || plain.trainable()[i].numel() == 0) continue;
-    EXPECT_TRUE(torch::allclose(chunked.trainable()[i].grad(), plain.trainable()[i].grad(), 1e-3, 1e-6)) << plain.layout()[i].name;
+    EXPECT_TRUE(torch::allclose(chunked.trainable()[i].grad(), plain.trainable()[i].grad(), 1e-3, 1e-6))
+        << plain.layout()[i].name;
   }
 }
 
@@ -267,7 +272,7 @@ TEST(ChunkedCrossEntropy, PeakMemoryIsLowerThanThePlainOne) {
   std::printf("peak allocated: plain %.1f MiB, chunked %.1f MiB (fp32 logits %.1f MiB)\n", plain / 1048576.0,
               chunked / 1048576.0, logits_bytes / 1048576.0);
   EXPECT_NEAR(loss_plain, loss_chunked, 1e-4);
-  EXPECT_GE(plain, logits_bytes);         // the plain one holds at least the full logits
-  EXPECT_LT(chunked, logits_bytes / 2);   // the chunked one never does
+  EXPECT_GE(plain, logits_bytes);        // the plain one holds at least the full logits
+  EXPECT_LT(chunked, logits_bytes / 2);  // the chunked one never does
   EXPECT_LT(chunked * 4, plain);
 }

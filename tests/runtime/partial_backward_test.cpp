@@ -79,8 +79,8 @@ TEST(PartialBackward, TrainableSliceGradientsEqualFullAutograd) {
         ++sliced;
       }
       ASSERT_EQ(g.sizes(), want.sizes()) << describe(c) << " " << sl.param.name;
-      EXPECT_TRUE(torch::allclose(g, want, 1e-4, 1e-6)) << describe(c) << " " << sl.param.name
-                                                          << " max diff " << (g - want).abs().max().item<float>();
+      EXPECT_TRUE(torch::allclose(g, want, 1e-4, 1e-6))
+          << describe(c) << " " << sl.param.name << " max diff " << (g - want).abs().max().item<float>();
     }
     EXPECT_EQ(sliced, sliced_per_model(c)) << describe(c);
   }
@@ -164,8 +164,10 @@ TEST(PartialBackward, FrozenSlicesHaveNoGradientBuffersOrOptimizerState) {
 }
 
 TEST(PartialBackward, FrozenElementsAreBitUnchangedAfterManySteps) {
-  const std::vector<Case> all = {{SliceMode::MlpHeads, 4, 2, 3}, {SliceMode::MlpHeadsWo, 4, 2, 2},
-                                 {SliceMode::Horizontal, 2, 2, 1}, {SliceMode::Mlp, 4, 2, 1, Jacobian::SliceRandom}};
+  const std::vector<Case> all = {{SliceMode::MlpHeads, 4, 2, 3},
+                                 {SliceMode::MlpHeadsWo, 4, 2, 2},
+                                 {SliceMode::Horizontal, 2, 2, 1},
+                                 {SliceMode::Mlp, 4, 2, 1, Jacobian::SliceRandom}};
   for (const auto& c : all) {
     Transformer model(spec(), c.plan(), 11);
     std::vector<torch::Tensor> before;
@@ -195,7 +197,8 @@ TEST(PartialBackward, FrozenElementsAreBitUnchangedAfterManySteps) {
         EXPECT_TRUE(torch::equal(now.narrow(sl.dim, 0, sl.begin), before[i].narrow(sl.dim, 0, sl.begin))) << what;
       }
       if (sl.end < extent) {
-        EXPECT_TRUE(torch::equal(now.narrow(sl.dim, sl.end, extent - sl.end), before[i].narrow(sl.dim, sl.end, extent - sl.end)))
+        EXPECT_TRUE(torch::equal(now.narrow(sl.dim, sl.end, extent - sl.end),
+                                 before[i].narrow(sl.dim, sl.end, extent - sl.end)))
             << what;
       }
     }
@@ -319,10 +322,13 @@ TEST(DetachedJacobian, OnlyGradientsBelowADetachedMlpChange) {
         if (full.layout()[i].name == top) t = i;
         if (full.layout()[i].name == bottom) b = i;
       }
-      EXPECT_TRUE(torch::allclose(detached.trainable()[t].grad(), full.trainable()[t].grad(), 1e-4, 1e-6)) << describe(c) << top;
-      EXPECT_FALSE(torch::allclose(detached.trainable()[b].grad(), full.trainable()[b].grad(), 1e-3, 1e-5)) << describe(c) << bottom;
+      EXPECT_TRUE(torch::allclose(detached.trainable()[t].grad(), full.trainable()[t].grad(), 1e-4, 1e-6))
+          << describe(c) << top;
+      EXPECT_FALSE(torch::allclose(detached.trainable()[b].grad(), full.trainable()[b].grad(), 1e-3, 1e-5))
+          << describe(c) << bottom;
     }
-    EXPECT_FALSE(torch::allclose(detached.trainable()[0].grad(), full.trainable()[0].grad(), 1e-3, 1e-5)) << describe(c);
+    EXPECT_FALSE(torch::allclose(detached.trainable()[0].grad(), full.trainable()[0].grad(), 1e-3, 1e-5))
+        << describe(c);
   }
 }
 

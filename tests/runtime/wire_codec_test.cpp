@@ -57,4 +57,3 @@ TEST(WireLayout, BytesPerRankApproachTwiceTheMessageAndDoNotGrowWithK) {
     }
   }
 }
-
