@@ -1,11 +1,14 @@
-# syntax=docker/dockerfile:1.6
 # PPU container image: ppu-train, ppu-launch, ppu-plan, ppu-data, ppu-export and ppu-operator, non-root.
 #
 # Without a registry (Debian's podman/buildah 1.28; the base image comes from debootstrap):
 #   scripts/build-image.sh                       # = base image + podman build, prints time and size
-# With Docker BuildKit (same file; the FROM line's default pulls debian:bookworm):
+# With Docker BuildKit, also without a registry (a private dockerd, the same debootstrap base):
+#   scripts/build-image-buildkit.sh              # = DOCKER_BUILDKIT=1 docker build, checks, cleanup
+# or with any BuildKit where a registry is at hand (the FROM line's default pulls debian:bookworm):
 #   docker build -t ppu:cpu .                                   # CPU: Debian's LibTorch 1.13
 #   docker build -t ppu:cuda --build-arg VARIANT=cuda .         # CUDA: PyTorch 2.x LibTorch + NCCL
+# No `# syntax=` line: BuildKit would fetch that frontend image from a registry; the built-in
+# Dockerfile frontend reads this file.
 #
 # Two stages, both FROM the base image: no FROM names a stage through an ARG (buildah 1.28
 # cannot resolve `FROM deps-${VARIANT}`: "image not known"); VARIANT is a plain build arg read

@@ -20,6 +20,10 @@ for s in $(grep -oE 'scripts/[A-Za-z0-9_./-]+\.sh' "$DF" | sort -u); do
   pass "Dockerfile's $s exists"
 done
 expect_grep '^RUN scripts/install-deps.sh' "$DF" "build deps come from CI's scripts/install-deps.sh"
+if grep -qiE '^# *syntax *=' "$DF"; then
+  fail "Dockerfile has a '# syntax=' directive: BuildKit would pull that frontend image from a registry"
+fi
+pass "no '# syntax=' directive: BuildKit's built-in frontend builds it without a registry"
 expect_grep 'scripts/build.sh /build' "$DF" "the build is CI's scripts/build.sh"
 expect_grep '^ARG DEBIAN=debian:bookworm$' "$DF" "build and runtime on Debian bookworm, as CI"
 expect_grep '^ARG VARIANT=cpu$' "$DF" "CPU variant by default"
