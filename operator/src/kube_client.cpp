@@ -229,8 +229,13 @@ size_t watch_chunk(char* data, size_t size, size_t n, void* user) {
     st->buffer.erase(0, pos + 1);
     if (line.empty()) continue;
     json ev = json::parse(line, nullptr, false);
-    if (ev.is_discarded()) continue;
-    if (ev.value("type", "") == "ERROR" && ev.contains("object") && ev["object"].value("code", 0) == 410) {
+    // Only watch events reach the handler: {"type": "...", "object": {...}}. A failed request's
+    // Status body (e.g. a 503 while the API server restarts) or any other value is skipped;
+    // the transfer's HTTP status then ends the watch as an error.
+    if (ev.is_discarded() || !ev.is_object() || !ev.contains("type") || !ev["type"].is_string() ||
+        !ev.contains("object") || !ev["object"].is_object())
+      continue;
+    if (ev["type"] == "ERROR" && ev["object"].value("code", 0) == 410) {
       st->gone = true;
       return 0;  // abort the transfer: the caller must relist
     }
