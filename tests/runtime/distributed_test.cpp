@@ -16,27 +16,10 @@
 
 using namespace ppu;
 using ppu::testing::run_ranks;
+using ppu::testing::tiny_job;
 using ppu::testing::train_job;
 
 namespace {
-
-Config tiny_job(const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = {"model.preset=tiny",
-                                  "model.seq_len=32",
-                                  "train.steps=12",
-                                  "train.eval_every=0",
-                                  "train.eval_batches=1",
-                                  "train.log_every=100",
-                                  "inner.batch_size=2",
-                                  "inner.warmup_steps=2",
-                                  "outer.sync_every=4",
-                                  "outer.layers_per_fragment=1",
-                                  "data.synthetic_train_tokens=40000",
-                                  "data.synthetic_val_tokens=4000",
-                                  "ranks=4"};
-  all.insert(all.end(), overrides.begin(), overrides.end());
-  return parse_config("", all);
-}
 
 // K = 4 ranks of `model_config` with N = 2 slices and one fragment. Rank k moves every element it
 // trains by k + 1, then `exchange` (the outer sync or the final average) runs on the outer

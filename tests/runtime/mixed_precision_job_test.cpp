@@ -18,23 +18,11 @@ using ppu::testing::train_job;
 
 namespace {
 
+// The shared tiny job on K = 2 ranks with N = 2 slices and two eval batches.
 Config tiny_job(const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = {"model.preset=tiny",
-                                  "model.seq_len=32",
-                                  "train.steps=12",
-                                  "train.eval_every=0",
-                                  "train.eval_batches=2",
-                                  "train.log_every=100",
-                                  "inner.batch_size=2",
-                                  "inner.warmup_steps=2",
-                                  "outer.sync_every=4",
-                                  "outer.layers_per_fragment=1",
-                                  "data.synthetic_train_tokens=40000",
-                                  "data.synthetic_val_tokens=4000",
-                                  "ranks=2",
-                                  "slicing.slices=2"};
+  std::vector<std::string> all = {"train.eval_batches=2", "ranks=2", "slicing.slices=2"};
   all.insert(all.end(), overrides.begin(), overrides.end());
-  return parse_config("", all);
+  return ppu::testing::tiny_job(all);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 
 #include <exception>
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,9 +24,10 @@ inline int free_port() {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
+  const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  if (fd >= 0) close(fd);
+  if (!ok) throw std::runtime_error("free_port: no loopback port to bind");
   return ntohs(addr.sin_port);
 }
 
@@ -33,6 +36,7 @@ inline void run_ranks(int world, const std::function<void(int, const RunEnv&)>& 
   const int port = free_port();
   std::vector<std::exception_ptr> errors(world);
   std::vector<std::thread> threads;
+  threads.reserve(world);
   for (int r = 0; r < world; ++r)
     threads.emplace_back([&, r] {
       RunEnv env;
@@ -54,6 +58,26 @@ struct JobResult {
   std::vector<nlohmann::json> summaries;
   std::vector<float> params;  // rank 0's final global parameters
 };
+
+// The tiny synthetic job the multi-rank tests share (2 layers, seq 32, 12 steps, H = 4, one
+// layer per fragment, K = 4), with `overrides` applied after it (later keys win).
+inline Config tiny_job(const std::vector<std::string>& overrides) {
+  std::vector<std::string> all = {"model.preset=tiny",
+                                  "model.seq_len=32",
+                                  "train.steps=12",
+                                  "train.eval_every=0",
+                                  "train.eval_batches=1",
+                                  "train.log_every=100",
+                                  "inner.batch_size=2",
+                                  "inner.warmup_steps=2",
+                                  "outer.sync_every=4",
+                                  "outer.layers_per_fragment=1",
+                                  "data.synthetic_train_tokens=40000",
+                                  "data.synthetic_val_tokens=4000",
+                                  "ranks=4"};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return parse_config("", all);
+}
 
 inline JobResult train_job(const Config& config, int world) {
   JobResult result;
