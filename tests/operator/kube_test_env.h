@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/free_port.h"
+
 namespace ppu::op::testing {
 
 class KubeTestEnv {
@@ -35,7 +37,7 @@ Process spawn(const std::vector<std::string>& argv, const std::string& log_path)
 
 // Polls `pred` every 50 ms until true or `timeout_s` passes (a safety net, never a timing claim).
 bool eventually(const std::function<bool()>& pred, double timeout_s = 60);
-int free_port();
+using ppu::testing::free_port;  // a free loopback port (tests/common/free_port.h)
 std::string run_capture(const std::string& shell_cmd, int& rc);
 
 }  // namespace ppu::op::testing

@@ -5,29 +5,15 @@
 // behaviour: a segfault of OperatorIT.WatchDroppedOrApiserverRestartedRecovers).
 #include <CivetServer.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "../common/free_port.h"
 #include "kube_client.h"
 
 namespace ppu::op {
 namespace {
-
-int loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // Serves one fixed response to every request under its path.
 struct Canned : CivetHandler {
@@ -43,7 +29,7 @@ struct Canned : CivetHandler {
 };
 
 TEST(WatchStream, OnlyWellFormedEventsReachTheHandler) {
-  const int port = loopback_port();
+  const int port = ppu::testing::free_port();
   const std::string status_line =
       R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server is shutting down","code":503})";
   Canned failing(503, status_line + "\n");

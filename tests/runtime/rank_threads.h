@@ -2,34 +2,16 @@
 // process group rendezvousing on a free loopback port, and returns their summaries.
 #pragma once
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <exception>
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../common/free_port.h"
 #include "engine/trainer.h"
 
 namespace ppu::testing {
-
-inline int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  if (fd >= 0) close(fd);
-  if (!ok) throw std::runtime_error("free_port: no loopback port to bind");
-  return ntohs(addr.sin_port);
-}
 
 // Runs body(rank, env) on K threads with rendezvous set up; rethrows the first failure.
 inline void run_ranks(int world, const std::function<void(int, const RunEnv&)>& body) {
