@@ -90,9 +90,17 @@ std::string name_in_table(E value) {
 }
 
 template <class E>
-std::string choices(E value) {
+std::vector<std::string> names_of() {
+  std::vector<std::string> names;
+  for (const auto& entry : table(E{})) names.push_back(entry.first);
+  return names;
+}
+
+// "a | b | c": the allowed names of a choice, for error messages.
+template <class E>
+std::string choices() {
   std::string s;
-  for (const auto& entry : table(value)) s += (s.empty() ? "" : " | ") + entry.first;
+  for (const auto& name : names_of<E>()) s += (s.empty() ? "" : " | ") + name;
   return s;
 }
 
@@ -288,7 +296,7 @@ template <class E>
 E parse_choice(const std::string& key, const std::string& name) {
   for (const auto& [spelling, value] : table(E{}))
     if (spelling == name) return value;
-  throw ConfigError("config key '" + key + "' is '" + name + "'; expected one of " + choices(E{}));
+  throw ConfigError("config key '" + key + "' is '" + name + "'; expected one of " + choices<E>());
 }
 template Activation parse_choice<Activation>(const std::string&, const std::string&);
 template Method parse_choice<Method>(const std::string&, const std::string&);
@@ -304,15 +312,6 @@ template DataSource parse_choice<DataSource>(const std::string&, const std::stri
 template Device parse_choice<Device>(const std::string&, const std::string&);
 template Dtype parse_choice<Dtype>(const std::string&, const std::string&);
 template Collective parse_choice<Collective>(const std::string&, const std::string&);
-
-namespace {
-template <class E>
-std::vector<std::string> names_of() {
-  std::vector<std::string> names;
-  for (const auto& entry : table(E{})) names.push_back(entry.first);
-  return names;
-}
-}  // namespace
 
 std::vector<std::pair<std::string, std::vector<std::string>>> config_choices() {
   return {{"model.activation", names_of<Activation>()},
