@@ -24,10 +24,14 @@ tools() {
   echo "$d"
 }
 
+# Ports come from below the kernel's ephemeral range, so no outgoing connection of a test
+# running beside this one (ctest -j) can hold them as its source port.
+PORT_LO=20000
+PORT_HI=$(( $(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768) - 1 ))
 free_port() {  # a random port nothing listens on (pure bash: connecting must fail)
   local p
   while true; do
-    p=$(( 20000 + RANDOM % 40000 ))
+    p=$(( PORT_LO + RANDOM % (PORT_HI - PORT_LO) ))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
   done
 }
@@ -42,6 +46,44 @@ wait_ready() {  # url, what, pidfile
     sleep 0.2
   done
   echo "kube-test-env: $2 not ready after 60 s; see $DIR/$2.log" >&2; return 1
+}
+
+write_env() {  # the ports this control plane uses, for start_apiserver and the tests
+  cat >"$DIR/env" <<ENV
+TOOLS=$TOOLS
+ETCD_PORT=$ETCD_PORT
+ETCD_PEER_PORT=$ETCD_PEER_PORT
+APISERVER_PORT=$APISERVER_PORT
+KUBECONFIG=$DIR/kubeconfig
+KUBECTL=$TOOLS/kubectl
+ENV
+}
+
+start_etcd() {  # etcd on fresh ports; a port lost to a race between probe and bind means a retry
+  local attempt pid
+  for attempt in 1 2 3 4 5; do
+    ETCD_PORT=$(free_port); ETCD_PEER_PORT=$(free_port); APISERVER_PORT=$(free_port)
+    [[ $ETCD_PORT != "$ETCD_PEER_PORT" && $ETCD_PORT != "$APISERVER_PORT" &&
+       $ETCD_PEER_PORT != "$APISERVER_PORT" ]] || continue
+    write_env
+    rm -rf "$DIR/etcd"; mkdir -p "$DIR/etcd"
+    "$TOOLS/etcd" --data-dir "$DIR/etcd" --name ppu-test \
+      --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+      --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+      --initial-cluster "ppu-test=http://127.0.0.1:$ETCD_PEER_PORT" \
+      --unsafe-no-fsync >"$DIR/etcd.log" 2>&1 &
+    pid=$!; echo "$pid" >"$DIR/etcd.pid"
+    for _ in $(seq 1 300); do
+      curl -sf "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1 && return 0
+      alive "$pid" || break
+      sleep 0.1
+    done
+    echo "kube-test-env: etcd attempt $attempt failed (ports $ETCD_PORT/$ETCD_PEER_PORT); last log lines:" >&2
+    tail -5 "$DIR/etcd.log" >&2
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  echo "kube-test-env: etcd did not become healthy in 5 attempts; see $DIR/etcd.log" >&2
+  exit 1
 }
 
 start_apiserver() {
@@ -84,15 +126,7 @@ case "$cmd" in
 start)
   TOOLS="$(tools)"
   mkdir -p "$DIR/pki" "$DIR/certs" "$DIR/etcd"
-  ETCD_PORT=$(free_port); ETCD_PEER_PORT=$(free_port); APISERVER_PORT=$(free_port)
-  cat >"$DIR/env" <<ENV
-TOOLS=$TOOLS
-ETCD_PORT=$ETCD_PORT
-ETCD_PEER_PORT=$ETCD_PEER_PORT
-APISERVER_PORT=$APISERVER_PORT
-KUBECONFIG=$DIR/kubeconfig
-KUBECTL=$TOOLS/kubectl
-ENV
+  echo "TOOLS=$TOOLS" >"$DIR/env"
   # Client CA + admin certificate (system:masters bypasses RBAC) + service-account key pair.
   ( cd "$DIR/pki"
     openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj "/CN=ppu-test-ca" 2>/dev/null
@@ -100,14 +134,13 @@ ENV
     openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out admin.crt -days 2 2>/dev/null
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null )
-  "$TOOLS/etcd" --data-dir "$DIR/etcd" --name ppu-test \
-    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
-    --initial-cluster "ppu-test=http://127.0.0.1:$ETCD_PEER_PORT" \
-    --unsafe-no-fsync >"$DIR/etcd.log" 2>&1 &
-  echo $! >"$DIR/etcd.pid"
-  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$ETCD_PORT/health" >/dev/null && break; sleep 0.1; done
-  start_apiserver
+  start_etcd
+  for attempt in 1 2 3 4 5; do  # the apiserver's port can be lost the same way as etcd's
+    : >"$DIR/kube-apiserver.log"
+    start_apiserver && break
+    grep -q "address already in use" "$DIR/kube-apiserver.log" && ((attempt < 5)) || exit 1
+    APISERVER_PORT=$(free_port); write_env
+  done
   "$TOOLS/kubectl" config --kubeconfig="$DIR/kubeconfig" set-cluster test \
       --server="https://127.0.0.1:$APISERVER_PORT" --certificate-authority="$DIR/certs/apiserver.crt" --embed-certs >/dev/null
   "$TOOLS/kubectl" config --kubeconfig="$DIR/kubeconfig" set-credentials admin \
