@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   auto gen = at::detail::createCPUGenerator(0);
   const auto tokens = at::randint(0, m.vocab, {batch, m.seq_len + 1}, gen, torch::kLong).to(device);
   std::vector<Transformer> models;
+  models.reserve(variants.size());
   for (const auto& v : variants) models.emplace_back(m, SlicePlan(m, v.mode, v.slices, v.slices, 0), 0, device);
   // CUDA runs asynchronously: wait for the device before reading the clock (no-op on CPU).
   auto sync = [&](const torch::Tensor& t) {

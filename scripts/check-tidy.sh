@@ -37,7 +37,7 @@ trap 'rm -f "$log"' EXIT
 status=0
 printf '%s\n' "${files[@]}" | xargs -P "${PPU_TIDY_JOBS:-2}" -n 4 "$tidy" -p "$build" --quiet >"$log" 2>&1 || status=$?
 if ((status != 0)); then
-  grep -E 'warning:|error:' "$log" | sort -u | head -100
+  grep -E 'warning:|error:|Error while processing' "$log" | sort -u | head -100
   echo "check-tidy: FAIL: clang-tidy reported the findings above in ${#files[@]} files ($scope)"
   exit 1
 fi

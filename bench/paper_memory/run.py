@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Table 1's memory, measured: one inner step of the real 1.3 B model per paper config, on CPU.
 
-usage: run.py BUILD_DIR [--configs mlp-4 ...] [--seq-len 128] [--with-outer-step] [--out DIR]
+usage: run.py BUILD_DIR [--configs mlp-4 ...] [--seq-len 128] [--with-outer-step] [--host-state-dir DIR] [--out DIR]
 
 For each configs/paper/*.yaml of Table 1 (opt-in: it needs ~15 GB of RAM and a few minutes per
 config), ppu-train runs solo as rank 0 of the config's K = 32 (the rank's own slice plan,
@@ -11,6 +11,9 @@ The outer momentum is allocated at a fragment's first sync, which one step does 
 the config's H: it is measured as 0 unless --with-outer-step sets H = 1, so that every fragment
 takes its outer step once (that run holds fp32 θ and momentum of all 1.3 B parameters, +5.1 GB).
 A config that does not fit in this machine's RAM is reported as such (killed), not skipped.
+--host-state-dir DIR puts θ and the momentum in file-backed mappings in DIR
+(outer.host_state_dir): the disk then plays the part of §3.1's host memory, which is how
+Streaming DiLoCo's every-parameter-trainable state fits beside its θ in 24 GiB.
 It prints, per config, the training-state memory measured from the tensors that exist
 (ppu-train's summary, by the paper's components), ppu-plan's model of the same run
 (runtime_memory_bytes: fp32 θ and momentum of every parameter on the host) and of §3.1's
@@ -34,7 +37,7 @@ COMPONENTS = ["weights", "gradients", "inner_optimizer", "outer_optimizer", "off
 GB = 1e9
 
 
-def run_one(build, name, seq_len, work, outer_step):
+def run_one(build, name, seq_len, work, outer_step, host_state_dir):
     config = os.path.join(ROOT, "configs", "paper", name + ".yaml")
     sets = ["train.device=cpu", "train.steps=1", "train.eval_every=0", "train.eval_batches=1", "train.log_every=1",
             "train.recompute=true", "train.threads=2", "inner.batch_size=1", f"model.seq_len={seq_len}",
@@ -42,6 +45,8 @@ def run_one(build, name, seq_len, work, outer_step):
             "data.synthetic_val_tokens=4000", "checkpoint.dir=", "metrics.port=0"]
     if outer_step:
         sets.append("outer.sync_every=1")
+    if host_state_dir:
+        sets.append(f"outer.host_state_dir={host_state_dir}")
     summary = os.path.join(work, name + ".json")
     cmd = [os.path.join(build, "runtime", "engine", "ppu-train"), "--config", config, "--summary", summary]
     for s in sets:
@@ -69,7 +74,7 @@ def run_one(build, name, seq_len, work, outer_step):
     return {"config": name, "dtype": s.get("dtype", "?"), "trainable_params": s["trainable_params"],
             "total_params": s["total_params"], "measured": s["state_bytes"], "plan_runtime": p["runtime_memory_bytes"],
             "plan_device": p["memory_bytes"], "peak_rss_bytes": peak_kib * 1024, "seconds": time.time() - start,
-            "table1_gb": TABLE1_GB.get(name)}
+            "table1_gb": TABLE1_GB.get(name), "host_state_dir": host_state_dir or ""}
 
 
 def table(rows):
@@ -84,7 +89,8 @@ def table(rows):
             first = i == 0
             out.append("| {} | {} | {} | {:.3f} | {:.3f} | {:.3f} | {} |".format(
                 r["config"] if first else "", f"{r['trainable_params'] / 1e9:.3f} / {r['total_params'] / 1e9:.3f}" if first else "",
-                c, r["measured"].get(c, 0) / GB, r["plan_runtime"].get(c, 0) / GB, r["plan_device"].get(c, 0) / GB,
+                c + (" (file-backed)" if r.get("host_state_dir") and c in ("offloaded", "outer_optimizer") else ""),
+                r["measured"].get(c, 0) / GB, r["plan_runtime"].get(c, 0) / GB, r["plan_device"].get(c, 0) / GB,
                 (f"{r['table1_gb']:.2f}" if r["table1_gb"] else "—") if c == "total" else ""))
         out.append(f"| | | peak RSS | {r['peak_rss_bytes'] / GB:.3f} | | | |")
     return "\n".join(out) + "\n"
@@ -97,13 +103,14 @@ def main():
                                                       "streaming-diloco"])
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--with-outer-step", action="store_true", help="H = 1: every fragment syncs once (+5.1 GB)")
+    ap.add_argument("--host-state-dir", default="", help="outer.host_state_dir: θ and momentum in files there")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "paper-memory"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for name in a.configs:
-            row = run_one(a.build, name, a.seq_len, work, a.with_outer_step)
+            row = run_one(a.build, name, a.seq_len, work, a.with_outer_step, a.host_state_dir)
             rows.append(row)
             if "failed" in row:
                 continue

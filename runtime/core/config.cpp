@@ -143,6 +143,7 @@ void visit_fields(Config& c, V& v) {
   v("outer.overlap_alpha", c.outer.overlap_alpha);
   v("outer.error_feedback", c.outer.error_feedback);
   v("outer.final_sync", c.outer.final_sync);
+  v("outer.host_state_dir", c.outer.host_state_dir);
   v("data.source", c.data.source);
   v("data.path", c.data.path);
   v("data.tokenizer", c.data.tokenizer);

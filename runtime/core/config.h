@@ -104,6 +104,9 @@ struct OuterConfig {
   // trailing local progress into θ with one plain count-normalised average (no momentum, no
   // outer lr); "none" leaves θ at its last scheduled sync and drops that progress.
   FinalSync final_sync = FinalSync::Average;
+  // Where θ and the outer momentum live: "" = host memory; a directory = file-backed mappings in
+  // it (engine/host_store.h), for CPU-only runs whose RAM the inner state already fills.
+  std::string host_state_dir;
 };
 
 struct DataConfig {

@@ -23,6 +23,15 @@
 namespace ppu {
 
 struct LoadedCheckpoint {
+  // Move-only, declared so: InputArchive's copy constructor takes a non-const reference, which
+  // std::optional's defaulted copy cannot match under clang.
+  LoadedCheckpoint() = default;
+  LoadedCheckpoint(const LoadedCheckpoint&) = delete;
+  LoadedCheckpoint& operator=(const LoadedCheckpoint&) = delete;
+  LoadedCheckpoint(LoadedCheckpoint&&) = default;
+  LoadedCheckpoint& operator=(LoadedCheckpoint&&) = default;
+  ~LoadedCheckpoint() = default;
+
   int64_t round = 0;
   std::string path;
   torch::serialize::InputArchive rank_part;

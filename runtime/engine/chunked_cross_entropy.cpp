@@ -13,8 +13,8 @@ torch::Tensor chunk_logits(const torch::Tensor& hidden, const torch::Tensor& wei
 }
 
 struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntropy> {
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor hidden, torch::Tensor weight, torch::Tensor targets,
-                               int64_t chunk) {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
+                               const torch::Tensor& targets, int64_t chunk) {
     ctx->save_for_backward({hidden, weight, targets});
     ctx->saved_data["chunk"] = chunk;
     const int64_t N = hidden.size(0);

@@ -28,7 +28,7 @@ std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
   else if (std::strcmp(name, "aten::addmm") == 0) first = 1;
   else if (std::strcmp(name, "aten::bmm") == 0) first = 0, batched = true;
   else if (std::strcmp(name, "aten::baddbmm") == 0) first = 1, batched = true;
-  if (first < 0 || inputs.size() < static_cast<size_t>(first + 2)) return nullptr;
+  if (first < 0 || inputs.size() < static_cast<size_t>(first) + 2) return nullptr;
   const auto& a = inputs[first];
   const auto& b = inputs[first + 1];
   if (!a.isTensor() || !b.isTensor()) return nullptr;

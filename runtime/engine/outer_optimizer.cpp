@@ -33,9 +33,14 @@ bool trainable_part(const ParamSlice& slice, const FragmentPiece& piece, int& di
 
 OuterOptimizer::OuterOptimizer(const OuterConfig& config, Transformer& model, const StreamingSchedule& schedule,
                                Collectives& collectives, Collective collective)
-    : config_(config), model_(model), schedule_(schedule), collectives_(collectives), collective_(collective) {
+    : config_(config),
+      model_(model),
+      schedule_(schedule),
+      collectives_(collectives),
+      collective_(collective),
+      host_(config.host_state_dir) {
   for (const auto& w : model.weights()) {
-    global_.push_back(w.detach().to(torch::kCPU, torch::kFloat32, false, /*copy=*/true));
+    global_.push_back(host_.copy_of(w));
     momentum_.emplace_back();
   }
   feedback_.resize(schedule.fragments().size());
@@ -110,16 +115,14 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
     offset += n;
 
     // Line 14: the outer step on the pseudo-gradient g = −Δ.
-    if (sync.plain_average) {
-      global.add_(delta);
-    } else if (config_.optimizer == OuterOptimizerKind::Nesterov) {
+    if (!sync.plain_average && config_.optimizer == OuterOptimizerKind::Nesterov) {
       auto& m = momentum_[piece.param_index];
-      if (!m.defined()) m = torch::zeros_like(global_[piece.param_index]);
+      if (!m.defined()) m = host_.zeros(global_[piece.param_index].sizes());
       auto buf = region(m, piece);
       auto g = -delta;
       buf.mul_(config_.momentum).add_(g);
       global.sub_(g.add(buf, config_.momentum), config_.lr);
-    } else {
+    } else {  // outer.optimizer average, or a sync that only averages (plain_average)
       global.add_(delta);
     }
     // θ_k ← θ, or after an overlapped exchange Streaming DiLoCo's α·θ_k + (1−α)·θ.
@@ -182,7 +185,7 @@ void OuterOptimizer::load(torch::serialize::InputArchive& archive) {
       throw std::runtime_error("checkpoint global parameter " + name + " has shape " + c10::str(g.sizes()) +
                                ", the model's is " + c10::str(global_[i].sizes()));
     global_[i].copy_(g);
-    momentum_[i] = m.defined() && m.numel() > 0 ? m.clone() : torch::Tensor();
+    momentum_[i] = m.defined() && m.numel() > 0 ? host_.copy_of(m) : torch::Tensor();
   }
 }
 

@@ -4,7 +4,8 @@
 //   Δ   = (Σ_k Δ_k) ⊙ 1/m, m = number of ranks training each element    (line 13)
 //   θ   ← OuterOpt(θ, Δ): Nesterov SGD on the pseudo-gradient −Δ, or θ + Δ ("average")
 //   θ_k ← θ for the whole fragment (frozen slices pick up the other ranks' progress)
-// θ and the Nesterov momentum are fp32 tensors in host memory; only the fragment being
+// θ and the Nesterov momentum are fp32 tensors in host memory (or, with outer.host_state_dir,
+// in file-backed mappings: engine/host_store.h); only the fragment being
 // synchronised is copied to and from the model's device. With train.dtype bf16, θ_k's
 // trainable elements are the model's fp32 masters (deltas are taken from them), frozen ones the
 // bf16 weights (their delta is 0 anyway), and θ_k ← θ writes the masters and the rounded
@@ -30,6 +31,7 @@
 #include "core/streaming_schedule.h"
 #include "engine/collectives.h"
 #include "engine/delta_exchange.h"
+#include "engine/host_store.h"
 #include "engine/transformer.h"
 
 namespace ppu {
@@ -79,6 +81,7 @@ class OuterOptimizer {
   const StreamingSchedule& schedule_;
   Collectives& collectives_;
   Collective collective_;
+  HostStore host_;                       // where global_ and momentum_ live (memory or files)
   std::vector<torch::Tensor> global_;    // fp32, host
   std::vector<torch::Tensor> momentum_;  // fp32, host; allocated on a fragment's first sync
   std::vector<FeedbackState> feedback_;  // per fragment, with outer.error_feedback

@@ -16,9 +16,9 @@ std::vector<int64_t> output_sizes(const torch::Tensor& x, const torch::Tensor& w
 struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFunction> {
   // `trainable` is an input only so that autograd routes its gradient here; the forward
   // reads the same storage through `full`.
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, [[maybe_unused]] torch::Tensor trainable,
-                               torch::Tensor full, int64_t dim, int64_t begin, int64_t end,
-                               std::vector<int64_t> input_keep) {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               [[maybe_unused]] const torch::Tensor& trainable, const torch::Tensor& full, int64_t dim,
+                               int64_t begin, int64_t end, const std::vector<int64_t>& input_keep) {
     ctx->save_for_backward({x});
     ctx->saved_data["full"] = full;
     ctx->saved_data["dim"] = dim;
@@ -79,7 +79,7 @@ struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFun
 
 }  // namespace
 
-WeightSlice make_weight_slice(torch::Tensor full, int dim, int64_t begin, int64_t end) {
+WeightSlice make_weight_slice(const torch::Tensor& full, int dim, int64_t begin, int64_t end) {
   WeightSlice w;
   w.dim = dim;
   w.begin = begin;

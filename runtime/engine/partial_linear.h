@@ -29,7 +29,7 @@ struct WeightSlice {
 
 // Makes the trainable view of `full` for the range [begin, end) along `dim` (dim -1: all; an
 // empty range: frozen, with a zero-element trainable leaf so every parameter keeps its slot).
-WeightSlice make_weight_slice(torch::Tensor full, int dim, int64_t begin, int64_t end);
+WeightSlice make_weight_slice(const torch::Tensor& full, int dim, int64_t begin, int64_t end);
 
 // y = x W^T with the partial backward described above. x: [..., in].
 torch::Tensor partial_linear(const torch::Tensor& x, const WeightSlice& w);

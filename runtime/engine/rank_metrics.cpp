@@ -123,38 +123,39 @@ void RankMetrics::set_state(const StateBytes& m, const StateBytes& full) {
   put(f_->state_full, full);
 }
 
-void RankMetrics::set_memory(double rss, double alloc, double reserved, double peak) {
+void RankMetrics::set_memory(double rss_bytes, double cuda_allocated, double cuda_reserved, double cuda_peak) {
   if (!f_) return;
-  f_->rss.Set(rss);
-  f_->cuda_allocated.Set(alloc);
-  f_->cuda_reserved.Set(reserved);
-  f_->cuda_peak.Set(peak);
+  f_->rss.Set(rss_bytes);
+  f_->cuda_allocated.Set(cuda_allocated);
+  f_->cuda_reserved.Set(cuda_reserved);
+  f_->cuda_peak.Set(cuda_peak);
 }
 
-void RankMetrics::add_step(double flops, double flops_full, double tokens) {
+void RankMetrics::add_step(double flops_executed, double flops_full, double tokens) {
   if (!f_) return;
-  f_->flops.Increment(flops);
+  f_->flops.Increment(flops_executed);
   f_->flops_full.Increment(flops_full);
-  f_->step_flops.Set(flops);
+  f_->step_flops.Set(flops_executed);
   f_->step_flops_full.Set(flops_full);
   f_->tokens.Increment(tokens);
 }
 
-void RankMetrics::set_progress(double step, double target, double loss, double tps, double round) {
+void RankMetrics::set_progress(double step, double steps_target, double loss, double tokens_per_second,
+                               double outer_round) {
   if (!f_) return;
   f_->step.Set(step);
-  f_->steps_target.Set(target);
+  f_->steps_target.Set(steps_target);
   f_->loss.Set(loss);
   f_->train_ppl.Set(std::exp(loss));
-  f_->tokens_per_second.Set(tps);
-  f_->outer_round.Set(round);
+  f_->tokens_per_second.Set(tokens_per_second);
+  f_->outer_round.Set(outer_round);
 }
 
-void RankMetrics::set_eval(double loss, double floor_ppl) {
+void RankMetrics::set_eval(double loss, double floor_perplexity) {
   if (!f_) return;
   f_->eval_loss.Set(loss);
   f_->eval_ppl.Set(std::exp(loss));
-  if (floor_ppl > 0) f_->floor.Add({}).Set(floor_ppl);
+  if (floor_perplexity > 0) f_->floor.Add({}).Set(floor_perplexity);
 }
 
 void RankMetrics::add_sync(const std::string& fragment, double bytes_sent, double bytes_received, double seconds,

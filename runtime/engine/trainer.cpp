@@ -23,6 +23,7 @@
 #include "engine/collectives.h"
 #include "engine/delta_exchange.h"
 #include "engine/device_memory.h"
+#include "engine/host_store.h"
 #include "engine/inner_optimizer.h"
 #include "engine/outer_optimizer.h"
 #include "engine/rank_metrics.h"
@@ -67,6 +68,7 @@ std::string checksum_hex(const std::vector<torch::Tensor>& tensors) {
 
 std::vector<bool> decay_mask(const InnerConfig& inner, const std::vector<ParamInfo>& layout) {
   std::vector<bool> mask;
+  mask.reserve(layout.size());
   for (const auto& p : layout) mask.push_back(applies_weight_decay(inner, p.role));
   return mask;
 }
@@ -526,6 +528,7 @@ void check_runnable(const Config& config, const RunEnv& env) {
       !at::matmul(torch::ones({2, 2}, torch::kBFloat16), torch::ones({2, 2}, torch::kBFloat16))
            .equal(torch::full({2, 2}, 2.0, torch::kBFloat16)))
     throw ConfigError("config key 'train.dtype' is 'bf16' but this LibTorch cannot multiply bf16 matrices on the CPU");
+  const HostStore host_state(config.outer.host_state_dir);  // throws if it names no writable directory
   const auto& d = config.data;
   if (d.source == DataSource::Shards || !d.path.empty()) {
     // The checks of TokenDataset::load that need no more than meta.json and the file list (the

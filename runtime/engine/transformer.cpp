@@ -181,19 +181,26 @@ namespace {
 // Runs `block` without keeping its activations; the backward runs it again with autograd on
 // and back-propagates through it (re-entrant, as torch.utils.checkpoint does). The block's
 // weight gradients accumulate into the trainable leaves during that inner backward.
+// The model travels to the backward in the context's saved data (IValues only) as a capsule.
+struct ModelRef : torch::CustomClassHolder {
+  explicit ModelRef(const Transformer* m) : model(m) {}
+  const Transformer* model;
+};
+
 struct RecomputedBlock : public torch::autograd::Function<RecomputedBlock> {
   // `model` must outlive the backward (it owns the weights the graph refers to anyway).
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, int64_t model, int64_t layer) {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const Transformer* model,
+                               int64_t layer) {
     ctx->save_for_backward({x});
-    ctx->saved_data["model"] = model;
+    ctx->saved_data["model"] = c10::IValue::make_capsule(c10::make_intrusive<ModelRef>(model));
     ctx->saved_data["layer"] = layer;
     torch::NoGradGuard no_grad;
-    return reinterpret_cast<const Transformer*>(model)->block(x, static_cast<int>(layer));
+    return model->block(x, static_cast<int>(layer));
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_out) {
     auto x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
-    const auto* model = reinterpret_cast<const Transformer*>(ctx->saved_data["model"].toInt());
+    const auto* model = static_cast<const ModelRef*>(ctx->saved_data["model"].toCapsule().get())->model;
     torch::Tensor y;
     {
       torch::AutoGradMode enable(true);
@@ -212,9 +219,8 @@ torch::Tensor Transformer::loss(const torch::Tensor& tokens) const {
   auto targets = tokens.narrow(1, 1, S);
   const auto& emb = weights_.front();
   auto x = F::embedding(inputs, emb);
-  const auto self = reinterpret_cast<int64_t>(this);
   for (int l = 0; l < spec_.layers; ++l)
-    x = recompute_ && torch::GradMode::is_enabled() ? RecomputedBlock::apply(x, self, l) : block(x, l);
+    x = recompute_ && torch::GradMode::is_enabled() ? RecomputedBlock::apply(x, this, int64_t{l}) : block(x, l);
   const size_t n = weights_.size();
   x = torch::layer_norm(x, {spec_.d_model}, weights_[n - 2], weights_[n - 1]);
   if (loss_chunk_ > 0)  // tied output head, chunked: the [B*S, vocab] fp32 logits never exist

@@ -20,11 +20,12 @@ struct WireCodec {
   WireDtype dtype = WireDtype::Fp32;
   int64_t block = 1;  // values per int8 scale; 1 for fp32/bf16
 
-  int64_t payload_bytes(int64_t values) const;
-  void encode(const float* src, int64_t values, uint8_t* dst) const;
+  // Each call handles n values.
+  int64_t payload_bytes(int64_t n) const;
+  void encode(const float* src, int64_t n, uint8_t* dst) const;
   // out[i] = decoded value; decode_add: acc[i] += decoded value (fp32 arithmetic).
-  void decode(const uint8_t* src, int64_t values, float* out) const;
-  void decode_add(const uint8_t* src, int64_t values, float* acc) const;
+  void decode(const uint8_t* src, int64_t n, float* out) const;
+  void decode_add(const uint8_t* src, int64_t n, float* acc) const;
 };
 
 }  // namespace ppu

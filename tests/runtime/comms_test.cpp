@@ -40,6 +40,9 @@ class AllreduceAcrossRanks : public ::testing::TestWithParam<std::tuple<int, std
 
 TEST_P(AllreduceAcrossRanks, BitIdenticalOnEveryRankCloseToTheExactSumWithPredictedBytes) {
   const auto [K, dtype, schedule] = GetParam();
+  // Plain locals for the lambda: capturing structured bindings is C++20 (this is C++17).
+  const auto wire = parse_choice<WireDtype>("outer.delta_dtype", dtype);
+  const auto collective = parse_choice<Collective>("network.collective", schedule);
   const int64_t n = 5000;  // not a multiple of K·block: exercises padding
   const int64_t row = 64;
   std::vector<torch::Tensor> out(K);
@@ -47,8 +50,7 @@ TEST_P(AllreduceAcrossRanks, BitIdenticalOnEveryRankCloseToTheExactSumWithPredic
   for (int r = 0; r < K; ++r) out[r] = rank_input(r, n);
   run_ranks(K, [&](int r, const RunEnv& env) {
     Collectives col(env.rendezvous, std::chrono::seconds(60));
-    stats[r] = compressed_allreduce(col, out[r], parse_choice<WireDtype>("outer.delta_dtype", dtype), row,
-                                    parse_choice<Collective>("network.collective", schedule), col.next_sequence());
+    stats[r] = compressed_allreduce(col, out[r], wire, row, collective, col.next_sequence());
   });
   auto exact = torch::zeros({n}, torch::kFloat64);
   double sum_abs_max = 0;
@@ -69,7 +71,7 @@ TEST_P(AllreduceAcrossRanks, BitIdenticalOnEveryRankCloseToTheExactSumWithPredic
   if (dtype != "fp32") {
     EXPECT_GT(err, 0) << "a lossy codec cannot be exact";
   }
-  const auto expected = wire_layout(n, K, parse_choice<WireDtype>("outer.delta_dtype", dtype), row).bytes_per_rank(K);
+  const auto expected = wire_layout(n, K, wire, row).bytes_per_rank(K);
   for (int r = 0; r < K; ++r) {
     EXPECT_EQ(stats[r].bytes_sent, expected) << "rank " << r;
     EXPECT_EQ(stats[r].bytes_received, expected) << "rank " << r;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 
 #include "core/config.h"
@@ -112,6 +114,26 @@ TEST(Distributed, InnerSgdOneStepOuterLrOneEqualsDdp) {
   }
   EXPECT_LT(max_diff, 2e-5) << "float-reduction tolerance";
   EXPECT_GT(max_moved, 1e-3) << "the runs must actually train";
+}
+
+TEST(Distributed, OuterStateInFilesGivesTheSameModelAndLeavesNothingBehind) {
+  // Streaming DiLoCo: every fragment syncs with Nesterov momentum, so θ and the momentum both
+  // live in the directory's mappings; the run must be bit-identical to the in-memory one.
+  char templ[] = "/tmp/ppu-outer-state-test-XXXXXX";
+  const std::string dir = ::mkdtemp(templ);
+  const auto in_memory = train_job(tiny_job({"method=streaming-diloco"}), 4);
+  const auto in_files = train_job(tiny_job({"method=streaming-diloco", "outer.host_state_dir=" + dir}), 4);
+  EXPECT_EQ(in_files.summaries[0]["param_checksum"], in_memory.summaries[0]["param_checksum"]);
+  EXPECT_EQ(in_files.params, in_memory.params);
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+  const RunEnv solo;
+  try {
+    check_runnable(tiny_job({"outer.host_state_dir=" + dir}), solo);
+    ADD_FAILURE() << "a missing outer.host_state_dir must stop the run before any work";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("outer.host_state_dir"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Distributed, SameConfigAndSeedGiveTheSameChecksum) {

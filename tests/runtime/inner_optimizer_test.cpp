@@ -118,6 +118,7 @@ TEST(InnerOptimizer, WeightDecayExclusionsFollowTheConfig) {
                                            torch::ones({3}).requires_grad_(true),
                                            torch::ones({6, 3}).requires_grad_(true)};
       std::vector<bool> mask;
+      mask.reserve(roles.size());
       for (auto r : roles) mask.push_back(applies_weight_decay(c, r));
       InnerOptimizer inner(c, 10, params, mask);
       for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);

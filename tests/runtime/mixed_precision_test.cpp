@@ -153,6 +153,7 @@ TEST(MixedPrecision, FrozenSlicesHaveNoFp32CopyAndTheMastersCoverTheTrainableSli
     InnerOptimizer inner(ic, 10, bf.trainable(), {}, bf.masters());
     const auto before = bf.fp32_weights();
     std::vector<torch::Tensor> before_copy;
+    before_copy.reserve(before.size());
     for (const auto& t : before) before_copy.push_back(t.clone());
     bf.loss(batch(1)).backward();
     int64_t grad_bytes = 0;

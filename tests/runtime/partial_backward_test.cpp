@@ -274,7 +274,7 @@ TEST(DetachedJacobian, MlpInputGradientIsTheKeptSlicesTermsExactly) {
     const auto gA = G.mm(V.narrow(1, b, len));
     return (gA * (H.narrow(1, b, len) > 0).to(torch::kFloat32)).mm(W.narrow(0, b, len));
   };
-  auto run = [&](std::vector<int64_t> keep, torch::Tensor& gW, torch::Tensor& gV) {
+  auto run = [&](const std::vector<int64_t>& keep, torch::Tensor& gW, torch::Tensor& gV) {
     auto up = make_weight_slice(W.clone(), 0, k * F / N, (k + 1) * F / N);
     auto down = make_weight_slice(V.clone(), 1, k * F / N, (k + 1) * F / N);
     up.input_keep = down.input_keep = keep;

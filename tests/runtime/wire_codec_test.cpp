@@ -26,6 +26,7 @@ std::vector<float> roundtrip(const WireCodec& c, const std::vector<float>& x) {
 
 TEST(WireCodec, Bf16RoundsToNearestAndInt8StaysWithinHalfAStep) {
   std::vector<float> x;
+  x.reserve(256);
   for (int i = 0; i < 256; ++i) x.push_back(std::sin(0.37f * i) * (1 + i % 7) * 0.01f);
   const auto b = roundtrip({WireDtype::Bf16, 1}, x);
   for (size_t i = 0; i < x.size(); ++i) EXPECT_LE(std::fabs(b[i] - x[i]), std::fabs(x[i]) * std::ldexp(1.0f, -8)) << i;
