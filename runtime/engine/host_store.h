@@ -22,7 +22,7 @@ class HostStore {
   bool on_disk() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
 
-  torch::Tensor zeros(at::IntArrayRef shape) const;  // fp32, CPU
+  torch::Tensor zeros(at::IntArrayRef shape) const;     // fp32, CPU
   torch::Tensor copy_of(const torch::Tensor& t) const;  // fp32 CPU copy of t (any device/dtype)
 
  private:

@@ -77,7 +77,75 @@ struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFun
   }
 };
 
+struct StackedLinearFunction : public torch::autograd::Function<StackedLinearFunction> {
+  // `a`, `b`, `c` (the parts' trainable leaves) are inputs only so that autograd routes their
+  // gradients here. `rows`: per part, [begin, end) of its trainable rows in `stacked`.
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, [[maybe_unused]] const torch::Tensor& a,
+                               [[maybe_unused]] const torch::Tensor& b, [[maybe_unused]] const torch::Tensor& c,
+                               const torch::Tensor& stacked, const std::vector<int64_t>& rows) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["stacked"] = stacked;
+    ctx->saved_data["rows"] = rows;
+    return x.reshape({-1, x.size(-1)}).mm(stacked.t()).view(output_sizes(x, stacked));
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto x = ctx->get_saved_variables()[0];
+    const auto stacked = ctx->saved_data["stacked"].toTensor();
+    const auto rows = ctx->saved_data["rows"].toIntVector();
+    const auto x2 = x.reshape({-1, x.size(-1)});
+    const auto g2 = grad_outputs[0].contiguous().view({-1, stacked.size(0)});
+    variable_list out(6);
+    if (ctx->needs_input_grad(0)) out[0] = g2.mm(stacked).view(x.sizes());
+
+    // The trainable rows' columns of dL/dy, adjacent ranges merged (all of them when every
+    // part is whole), then one GEMM for all parts.
+    std::vector<torch::Tensor> columns;
+    int64_t run_begin = 0, run_end = 0, trainable_rows = 0;
+    for (size_t p = 0; p < 3; ++p) {
+      const int64_t begin = rows[2 * p], end = rows[2 * p + 1];
+      if (end == begin) continue;
+      trainable_rows += end - begin;
+      if (run_end == begin && run_end > run_begin) {
+        run_end = end;
+        continue;
+      }
+      if (run_end > run_begin) columns.push_back(g2.narrow(1, run_begin, run_end - run_begin));
+      run_begin = begin;
+      run_end = end;
+    }
+    if (run_end > run_begin) columns.push_back(g2.narrow(1, run_begin, run_end - run_begin));
+    torch::Tensor gw;  // [trainable_rows, in]
+    if (!columns.empty()) gw = (columns.size() == 1 ? columns[0] : torch::cat(columns, 1)).t().mm(x2);
+    int64_t at = 0;
+    for (size_t p = 0; p < 3; ++p) {
+      const int64_t n = rows[2 * p + 1] - rows[2 * p];
+      if (ctx->needs_input_grad(1 + p))
+        out[1 + p] = n > 0 ? gw.narrow(0, at, n) : torch::zeros({0, x2.size(1)}, g2.options());
+      at += n;
+    }
+    TORCH_CHECK(at == trainable_rows, "stacked_partial_linear: inconsistent trainable rows");
+    return out;
+  }
+};
+
 }  // namespace
+
+bool stackable(const WeightSlice& w) { return (w.dim == -1 || w.dim == 0) && w.input_keep.empty(); }
+
+torch::Tensor stacked_partial_linear(const torch::Tensor& x, const torch::Tensor& stacked, const WeightSlice& a,
+                                     const WeightSlice& b, const WeightSlice& c) {
+  std::vector<int64_t> rows;
+  int64_t offset = 0;
+  for (const WeightSlice* w : {&a, &b, &c}) {
+    TORCH_CHECK(stackable(*w), "stacked_partial_linear: a part is sliced by columns or keeps input ranges");
+    const int64_t out = w->full.size(0);
+    rows.insert(rows.end(), {offset + (w->dim < 0 ? 0 : w->begin), offset + (w->dim < 0 ? out : w->end)});
+    offset += out;
+  }
+  TORCH_CHECK(offset == stacked.size(0), "stacked_partial_linear: the parts do not make up the stacked weight");
+  return StackedLinearFunction::apply(x, a.trainable, b.trainable, c.trainable, stacked, rows);
+}
 
 WeightSlice make_weight_slice(const torch::Tensor& full, int dim, int64_t begin, int64_t end) {
   WeightSlice w;

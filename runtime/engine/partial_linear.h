@@ -34,4 +34,15 @@ WeightSlice make_weight_slice(const torch::Tensor& full, int dim, int64_t begin,
 // y = x W^T with the partial backward described above. x: [..., in].
 torch::Tensor partial_linear(const torch::Tensor& x, const WeightSlice& w);
 
+// Several weights that read the same input (the attention's Q, K and V) as one GEMM: `stacked`
+// holds their rows one after the other, [Σ out_p, in], and each part's `full` is its block of
+// rows (a view of `stacked`). Forward: y = x stackedᵀ, [..., Σ out_p], the parts' outputs side
+// by side. Backward, with the contract of partial_linear: dL/dx = dL/dy stacked in one GEMM;
+// the weight gradient of every part's trainable rows in one GEMM (the columns of dL/dy that
+// belong to them, gathered first when they are not adjacent); frozen rows get none. Every
+// part must be stackable(): whole (dim -1) or sliced by rows (dim 0), without input_keep.
+bool stackable(const WeightSlice& w);
+torch::Tensor stacked_partial_linear(const torch::Tensor& x, const torch::Tensor& stacked, const WeightSlice& a,
+                                     const WeightSlice& b, const WeightSlice& c);
+
 }  // namespace ppu

@@ -278,8 +278,12 @@ class Run {
         p_.rounds,
         [&](torch::serialize::OutputArchive& a) {
           const auto& layout = model_.layout();
-          for (size_t i = 0; i < model_.weights().size(); ++i)
-            a.write("model.weight." + layout[i].name, model_.weights()[i].detach().to(torch::kCPU));
+          for (size_t i = 0; i < model_.weights().size(); ++i) {
+            // A view (W_q, W_k, W_v share one buffer) is cloned: an archive stores whole storages.
+            auto w = model_.weights()[i].detach().to(torch::kCPU);
+            if (w.storage().nbytes() != w.nbytes()) w = w.clone();
+            a.write("model.weight." + layout[i].name, w);
+          }
           for (size_t i = 0; i < model_.masters().size(); ++i)
             a.write("model.master." + layout[i].name, model_.masters()[i].detach().to(torch::kCPU));
           torch::serialize::OutputArchive inner;

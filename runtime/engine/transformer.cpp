@@ -43,8 +43,28 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
     weights_.push_back(slices_.back().full);
     trainable_.push_back(slices_.back().trainable);
   }
+  for (int l = 0; l < spec.layers; ++l) stack_qkv(l);
   init_tables(device);
   begin_step(0);
+}
+
+void Transformer::stack_qkv(int l) {
+  const size_t q = 1 + static_cast<size_t>(l) * kPerBlock + kWq;
+  if (!stackable(slices_[q]) || !stackable(slices_[q + 1]) || !stackable(slices_[q + 2])) return;
+  torch::NoGradGuard no_grad;
+  const auto stacked = torch::cat({weights_[q], weights_[q + 1], weights_[q + 2]}, 0);
+  const int64_t d = weights_[q].size(0);
+  for (size_t j = 0; j < 3; ++j) {
+    // Each parameter becomes its block of rows; its trainable leaf a view of that (the master,
+    // bf16 only, is a separate tensor and keeps its values).
+    const auto& old = slices_[q + j];
+    slices_[q + j] =
+        make_weight_slice(stacked.narrow(0, static_cast<int64_t>(j) * d, d).detach(), old.dim, old.begin, old.end);
+    weights_[q + j] = slices_[q + j].full;
+    trainable_[q + j] = slices_[q + j].trainable;
+  }
+  if (qkv_.empty()) qkv_.resize(spec_.layers);
+  qkv_[l] = stacked;
 }
 
 Transformer::Transformer(const ModelSpec& spec, const std::vector<torch::Tensor>& weights, torch::Device device)
@@ -125,10 +145,25 @@ torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
   auto split = [&](const torch::Tensor& t) { return t.view({B, S, h, hd}).transpose(1, 2).contiguous(); };
   // The explicit path's queries carry 1/sqrt(hd); SDPA applies it itself.
   const bool fused = fused_attention();
-  auto q =
-      rotate(split(partial_linear(x, s(l, kWq))), fused ? rope_cos_ : rope_cos_q_, fused ? rope_sin_ : rope_sin_q_);
-  auto k = rotate(split(partial_linear(x, s(l, kWk))), rope_cos_, rope_sin_);
-  auto v = split(partial_linear(x, s(l, kWv)));
+  torch::Tensor q, k, v;
+  if (!qkv_.empty() && qkv_[l].defined()) {
+    // One GEMM for Q, K and V ([B, S, 3·h·hd]), then one copy into [3, B, h, S, hd]; unbind's
+    // backward stacks the three gradients back in one copy too.
+    auto parts = stacked_partial_linear(x, qkv_[l], s(l, kWq), s(l, kWk), s(l, kWv))
+                     .view({B, S, 3, h, hd})
+                     .permute({2, 0, 3, 1, 4})
+                     .contiguous()
+                     .unbind(0);
+    q = parts[0];
+    k = parts[1];
+    v = parts[2];
+  } else {
+    q = split(partial_linear(x, s(l, kWq)));
+    k = split(partial_linear(x, s(l, kWk)));
+    v = split(partial_linear(x, s(l, kWv)));
+  }
+  q = rotate(q, fused ? rope_cos_ : rope_cos_q_, fused ? rope_sin_ : rope_sin_q_);
+  k = rotate(k, rope_cos_, rope_sin_);
 #if TORCH_VERSION_MAJOR >= 2
   if (fused) {
     // Flash / memory-efficient kernels on CUDA: the [S, S] scores are never materialised.

@@ -91,6 +91,10 @@ class Transformer {
   torch::Tensor mlp(const torch::Tensor& x, int layer) const;
   torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
   void init_tables(torch::Device device);
+  // Puts layer l's W_q, W_k, W_v in one [3d, d] buffer (qkv_[l]) whose row blocks become the
+  // three parameters, when their slicing allows (stackable): the attention then projects in
+  // one GEMM. The evaluation view keeps three GEMMs (its tensors are the caller's).
+  void stack_qkv(int layer);
   // The master's part overlapping [begin, begin+len) of parameter i along `dim`: its range
   // within the region (rbegin, n) and within the master (mbegin); false when none.
   bool master_overlap(size_t i, int dim, int64_t begin, int64_t len, int& mdim, int64_t& rbegin, int64_t& mbegin,
@@ -109,6 +113,7 @@ class Transformer {
   std::vector<WeightSlice> slices_;
   std::vector<torch::Tensor> trainable_;
   std::vector<torch::Tensor> masters_;  // bf16 only
+  std::vector<torch::Tensor> qkv_;      // per layer: stacked W_q, W_k, W_v (or undefined)
   torch::ScalarType dtype_ = torch::kFloat32;
   int64_t loss_chunk_ = 0;
   torch::Tensor rope_cos_, rope_sin_;      // [S, head_dim]

@@ -79,8 +79,7 @@ TEST(HostStore, OnDiskTensorsAreUnlinkedMappingsThatHoldTheirValuesAndVanishWhen
 TEST(HostStore, ABadDirectoryIsAConfigErrorNamingTheKey) {
   const TempDir dir;
   const auto missing = (dir.path / "absent").string();
-  EXPECT_NE(config_error_of(missing).find("outer.host_state_dir '" + missing + "': not a directory"),
-            std::string::npos)
+  EXPECT_NE(config_error_of(missing).find("outer.host_state_dir '" + missing + "': not a directory"), std::string::npos)
       << config_error_of(missing);
   const auto file = dir.path / "a-file";
   std::ofstream(file) << "x";

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <array>
+#include <map>
 #include <set>
 
 #include "core/cost_model.h"
@@ -131,6 +133,70 @@ TEST(PartialBackward, WholeWeightPathEqualsPlainAutograd) {
   ASSERT_TRUE(w.trainable.grad().defined());
   EXPECT_TRUE(w.trainable.grad().is_contiguous());
   EXPECT_TRUE(torch::allclose(w.trainable.grad(), w_ref.grad(), 1e-5, 1e-6));
+}
+
+TEST(PartialBackward, StackedQkvEqualsThreeSeparateProjections) {
+  // stacked_partial_linear (one GEMM for Q, K and V) against three partial_linear calls on the
+  // same weights: output, dL/dx and every trainable range's gradient, for whole parts, row
+  // slices that are adjacent or not, and a frozen part.
+  torch::manual_seed(2);
+  const int64_t d = 12, in = 10;
+  const auto x0 = torch::randn({2, 7, in});
+  const auto G = torch::randn({2, 7, 3 * d});
+  struct Range {
+    int dim;
+    int64_t begin, end;
+  };
+  const std::vector<std::array<Range, 3>> cases = {
+      {{{-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}}},  // full training: one contiguous run
+      {{{0, 3, 6}, {0, 3, 6}, {0, 3, 6}}},     // the same heads of each: three runs
+      {{{0, 6, 12}, {0, 0, 6}, {-1, 0, 0}}},   // adjacent across parts: merged
+      {{{0, 0, 0}, {-1, 0, 0}, {0, 0, 0}}}};   // frozen parts
+  for (const auto& ranges : cases) {
+    const auto stacked = torch::randn({3 * d, in});
+    std::vector<WeightSlice> parts, separate;
+    for (int p = 0; p < 3; ++p) {
+      const auto& r = ranges[p];
+      parts.push_back(make_weight_slice(stacked.narrow(0, p * d, d).detach(), r.dim, r.begin, r.end));
+      separate.push_back(make_weight_slice(stacked.narrow(0, p * d, d).clone(), r.dim, r.begin, r.end));
+    }
+    auto x = x0.clone().requires_grad_(true), x_ref = x0.clone().requires_grad_(true);
+    const auto y = stacked_partial_linear(x, stacked, parts[0], parts[1], parts[2]);
+    const auto y_ref = torch::cat(
+        {partial_linear(x_ref, separate[0]), partial_linear(x_ref, separate[1]), partial_linear(x_ref, separate[2])},
+        -1);
+    EXPECT_TRUE(torch::allclose(y, y_ref, 1e-5, 1e-6));
+    (y * G).sum().backward();
+    (y_ref * G).sum().backward();
+    EXPECT_TRUE(torch::allclose(x.grad(), x_ref.grad(), 1e-5, 1e-6));
+    for (int p = 0; p < 3; ++p) {
+      const auto& g = parts[p].trainable.grad();
+      ASSERT_TRUE(g.defined()) << p;
+      EXPECT_EQ(g.sizes(), separate[p].trainable.grad().sizes()) << p;
+      EXPECT_TRUE(torch::allclose(g, separate[p].trainable.grad(), 1e-5, 1e-6)) << p;
+    }
+  }
+  // A part sliced by columns cannot be stacked.
+  const auto w = torch::randn({d, in});
+  EXPECT_FALSE(stackable(make_weight_slice(w, 1, 0, 2)));
+  EXPECT_TRUE(stackable(make_weight_slice(w.clone(), 0, 0, 2)));
+}
+
+TEST(PartialBackward, ModelStacksQkvIntoOneBufferWhenTheSlicingAllows) {
+  // W_q, W_k, W_v of a block are consecutive row blocks of one buffer (so attention runs one
+  // GEMM) for every slicing mode of the method and the ablations: each slices them by rows or not at all.
+  const auto d = spec().d_model;
+  for (const auto& c : cases()) {
+    Transformer model(spec(), c.plan(), 7);
+    std::map<std::string, torch::Tensor> by_name;
+    for (size_t i = 0; i < model.layout().size(); ++i) by_name[model.layout()[i].name] = model.weights()[i];
+    for (int l = 0; l < spec().layers; ++l) {
+      const std::string p = "blocks." + std::to_string(l) + ".attn.";
+      const auto &q = by_name.at(p + "wq.weight"), &k = by_name.at(p + "wk.weight"), &v = by_name.at(p + "wv.weight");
+      EXPECT_EQ(static_cast<char*>(k.data_ptr()) - static_cast<char*>(q.data_ptr()), d * d * 4) << describe(c);
+      EXPECT_EQ(static_cast<char*>(v.data_ptr()) - static_cast<char*>(k.data_ptr()), d * d * 4) << describe(c);
+    }
+  }
 }
 
 TEST(PartialBackward, FrozenSlicesHaveNoGradientBuffersOrOptimizerState) {
