@@ -165,15 +165,18 @@ TEST(PartialBackward, StackedQkvEqualsThreeSeparateProjections) {
     const auto y_ref = torch::cat(
         {partial_linear(x_ref, separate[0]), partial_linear(x_ref, separate[1]), partial_linear(x_ref, separate[2])},
         -1);
-    EXPECT_TRUE(torch::allclose(y, y_ref, 1e-5, 1e-6));
+    // One GEMM over 3d rows against three of d rows: the same products summed in another
+    // order (dL/dx sums 36 of them per element, of size ~1), so absolute tolerance 1e-5.
+    EXPECT_TRUE(torch::allclose(y, y_ref, 1e-5, 1e-5));
     (y * G).sum().backward();
     (y_ref * G).sum().backward();
-    EXPECT_TRUE(torch::allclose(x.grad(), x_ref.grad(), 1e-5, 1e-6));
+    EXPECT_TRUE(torch::allclose(x.grad(), x_ref.grad(), 1e-5, 1e-5))
+        << "max diff " << (x.grad() - x_ref.grad()).abs().max().item<double>();
     for (int p = 0; p < 3; ++p) {
       const auto& g = parts[p].trainable.grad();
       ASSERT_TRUE(g.defined()) << p;
       EXPECT_EQ(g.sizes(), separate[p].trainable.grad().sizes()) << p;
-      EXPECT_TRUE(torch::allclose(g, separate[p].trainable.grad(), 1e-5, 1e-6)) << p;
+      EXPECT_TRUE(torch::allclose(g, separate[p].trainable.grad(), 1e-5, 1e-5)) << p;
     }
   }
   // A part sliced by columns cannot be stacked.
