@@ -4,7 +4,7 @@
 #    runtime/common, runtime/data, runtime/launch and operator/ (their headers through them);
 #  - and the LibTorch-based sources (runtime/engine, runtime/export, bench, tests/runtime) that
 #    changed since BASE (default HEAD~1: the commit being landed; PPU_TIDY_BASE overrides, "" = none).
-#    Each of those parses LibTorch's headers, ~33 s apiece here, so the whole set (~6 min on
+#    Each of those parses LibTorch's headers, ~33 s apiece here, so the whole set (~11 min on
 #    2 cores) is linted only when asked: PPU_TIDY_ALL=1.
 #   scripts/check-tidy.sh BUILD_DIR      (a configured build with compile_commands.json)
 # Needs clang-tidy (scripts/install-deps.sh --test).

@@ -125,7 +125,7 @@ kill_pidfile() {
 case "$cmd" in
 start)
   TOOLS="$(tools)"
-  mkdir -p "$DIR/pki" "$DIR/certs" "$DIR/etcd"
+  mkdir -p "$DIR/pki" "$DIR/certs"  # start_etcd makes a fresh $DIR/etcd per attempt
   echo "TOOLS=$TOOLS" >"$DIR/env"
   # Client CA + admin certificate (system:masters bypasses RBAC) + service-account key pair.
   ( cd "$DIR/pki"

@@ -20,7 +20,6 @@ class HostStore {
   explicit HostStore(std::string dir = "");
 
   bool on_disk() const { return !dir_.empty(); }
-  const std::string& dir() const { return dir_; }
 
   torch::Tensor zeros(at::IntArrayRef shape) const;     // fp32, CPU
   torch::Tensor copy_of(const torch::Tensor& t) const;  // fp32 CPU copy of t (any device/dtype)
