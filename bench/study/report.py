@@ -4,7 +4,7 @@
 Contract: `report.py OUT` reads OUT/runs/NAME-sSEED/{rank-*.json, run.log, rusage, done} and
 writes OUT/table.md (one row per grid row, seeds averaged, spread shown), OUT/summary.json (the
 numbers behind it), OUT/*.dat and, with gnuplot, OUT/loss_vs_tokens.png, OUT/loss_vs_flops.png,
-OUT/memory.png, OUT/ppl_vs_n.png. Fields used from the rank summaries: eval_loss,
+OUT/memory.png, OUT/ppl_vs_n.png and, when the grid's `-noclip` rows ran, OUT/clipping.png. Fields used from the rank summaries: eval_loss,
 eval_perplexity, tokens, steps, world_size, flops_executed, flops_full_backward,
 flops_saved_fraction, state_bytes, bytes_sent, seconds. Eval curves come from rank 0's
 "eval step N loss X" log lines (evaluations of the global θ, the same on every rank). Exits non-zero naming the run when an input is missing.
@@ -32,6 +32,7 @@ def load_run(d):
         m = EVAL.match(line)
         if m:
             curve.append((int(m.group(1)), float(m.group(2))))
+    sets = open(os.path.join(d, "sets")).read().split()
     r0 = s[0]
     k = r0["world_size"]
     tok_per_step = r0["tokens"] / r0["steps"] * k
@@ -48,6 +49,7 @@ def load_run(d):
         "curve": curve, "slices": r0.get("slicing", {}).get("slices", 1),
         "mode": r0.get("slicing", {}).get("mode", "none"), "method": r0["method"],
         "jacobian": r0.get("slicing", {}).get("jacobian", "full"),
+        "clipped": not any(re.fullmatch(r"inner\.grad_clip=0(\.0*)?", kv) for kv in sets),
     }
 
 
@@ -98,10 +100,13 @@ def main():
             f.write(f"reference 1 {sum(ppl) / len(ppl):.4f} {(max(ppl) - min(ppl)) / 2:.4f} {len(ppl)}\n")
         for name, rs in sorted(runs.items(), key=lambda kv: (kv[1][0][1]["mode"], kv[1][0][1]["slices"])):
             r = rs[0][1]
-            if r["method"] == "ppu" and r["jacobian"] == "full":  # App. D's variants are not points of N
+            # App. D's variants and the clipping check are not points of N
+            if r["method"] == "ppu" and r["jacobian"] == "full" and r["clipped"]:
                 ppl = sum(x["eval_perplexity"] for _, x in rs) / len(rs)
                 f.write(f"{r['mode']} {r['slices']} {ppl:.4f}\n")
     plot(out, list(runs))
+    if any(n + NOCLIP in runs for n in runs):
+        plot_clipping(out, runs)
     print(open(os.path.join(out, "table.md")).read(), end="")
 
 
@@ -176,6 +181,28 @@ set xrange [1.6:10]; set xtics (2, 4, 8)
 set xlabel 'N (slices)'; set ylabel 'eval perplexity'
 plot {sd_line}'ppl_vs_n.dat' using 2:(strcol(1) eq "mlp" ? $3 : 1/0) title '1/N MLPs (N = 2: mean of its seeds)' with linespoints lw 2 pt 7 lc rgb '#d62728', \\
      '' using 2:(strcol(1) eq "mlp+heads" ? $3 : 1/0) title '1/N MLPs + 1/N heads' with linespoints lw 2 pt 5 dt 2 lc rgb '#9467bd'
+"""
+    subprocess.run(["gnuplot"], input=script, text=True, cwd=out, check=True)
+
+
+NOCLIP = "-noclip"
+
+
+def plot_clipping(out, runs):
+    """clipping.png: each row that has a `-noclip` twin, clipped (solid) and not (dashed)."""
+    pairs = [n for n in runs if not n.endswith(NOCLIP) and n + NOCLIP in runs]
+    styles = []
+    for i, n in enumerate(pairs):
+        for suffix, dt in [("", 1), (NOCLIP, 2)]:
+            styles.append(f"'curve-{n}{suffix}.dat' using ($2/1e6):4 with linespoints lw 2 pt {i + 4} "
+                          f"lc rgb '{COLOURS[i + 3]}' dt {dt} title '{n}{suffix or ' (clip 1.0)'}'")
+    script = f"""
+set terminal pngcairo size 1000,600 font ',11' noenhanced
+set output 'clipping.png'
+set title 'Eval loss of θ with the inner gradient clipped at 1.0 (solid) and not clipped (dashed)'
+set grid; set key top right box opaque
+set xlabel 'tokens, all ranks (millions)'; set ylabel 'eval loss (nats/token)'
+plot {", ".join(styles)}
 """
     subprocess.run(["gnuplot"], input=script, text=True, cwd=out, check=True)
 
