@@ -91,6 +91,8 @@ def main():
     with open(os.path.join(out, "memory.dat"), "w") as f:
         f.write("run " + " ".join(COMPONENTS) + "\n")
         for name, rs in runs.items():
+            if name.endswith(NOCLIP):  # the same state as its clipped twin
+                continue
             f.write(name + " " + " ".join("%.4f" % (rs[0][1]["state"][c] * mb) for c in COMPONENTS) + "\n")
     with open(os.path.join(out, "ppl_vs_n.dat"), "w") as f:
         f.write("# mode N mean_ppl; 'reference' is Streaming DiLoCo (every parameter on every rank)\n")
@@ -176,7 +178,7 @@ set boxwidth 0.7; set xtics rotate by -30
 plot for [c=2:6] 'memory.dat' using c:xtic(1) title columnheader(c)
 set output 'ppl_vs_n.png'
 set title 'Eval perplexity of θ vs N (PPU), equal tokens'
-set key inside top left box opaque; set style data linespoints; set xtics norotate; set logscale x 2; set autoscale y
+set key below box; set bmargin 9; set style data linespoints; set xtics norotate; set logscale x 2; set autoscale y
 set xrange [1.6:10]; set xtics (2, 4, 8)
 set xlabel 'N (slices)'; set ylabel 'eval perplexity'
 plot {sd_line}'ppl_vs_n.dat' using 2:(strcol(1) eq "mlp" ? $3 : 1/0) title '1/N MLPs (N = 2: mean of its seeds)' with linespoints lw 2 pt 7 lc rgb '#d62728', \\
