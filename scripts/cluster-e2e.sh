@@ -15,7 +15,9 @@
 #      Go module: Debian's 2.42 is built without Kubernetes discovery);
 #   5. the same job again, one rank's container killed with SIGKILL a third of the way through:
 #      gang restart, the new gang resumes from the checkpoint on the volume, Succeeded, and every
-#      rank's final param_checksum equals the uninterrupted run's.
+#      rank's final param_checksum equals the uninterrupted run's;
+#   6. manifests/samples/cpu-tiny.yaml applied as shipped (its image name is an alias that
+#      `cluster.sh load-image --as` gave the built image) runs to Succeeded.
 # Prints how long each phase took. Needs root.
 #
 # Usage: scripts/cluster-e2e.sh [--keep] [--rebuild-image]
@@ -32,7 +34,7 @@ for a in "$@"; do
   case "$a" in
     --keep) KEEP=1 ;;
     --rebuild-image) REBUILD=1 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "cluster-e2e: unknown flag '$a' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -78,7 +80,10 @@ eval "$(bash "$CL" up | tail -1)"
 source "$PPU_CLUSTER_DIR/env"   # TOOLS
 kubectl() { "$TOOLS/kubectl" "$@"; }
 phase "cluster up"
-bash "$CL" load-image "$IMAGE"
+# Also under the samples' image name, so that a sample applied as shipped finds it (step 6).
+SAMPLE_IMAGE="$(sed -n 's/^  image: *//p' "$ROOT/manifests/samples/cpu-tiny.yaml")"
+[[ -n "$SAMPLE_IMAGE" ]] || die "manifests/samples/cpu-tiny.yaml names no spec.image"
+bash "$CL" load-image "$IMAGE" --as "$SAMPLE_IMAGE"
 phase "image into containerd"
 
 # ---- 1. the operator, in-cluster --------------------------------------------------------------
@@ -267,6 +272,14 @@ for r in 0 1 2 3; do
 done
 say "killed job Succeeded after $rc gang restart(s) with param_checksum $REF_SUM, equal to the uninterrupted run"
 phase "kill, gang restart, resume"
+
+# ---- 6. a sample as a user applies it: no edits, the default namespace -------------------------
+kubectl apply -f "$ROOT/manifests/samples/cpu-tiny.yaml" >/dev/null
+NS=default wait_phase cpu-tiny Succeeded 600
+line="$(kubectl get ppj cpu-tiny --no-headers)"
+say "samples/cpu-tiny.yaml as shipped ($SAMPLE_IMAGE): $line"
+kubectl delete -f "$ROOT/manifests/samples/cpu-tiny.yaml" --wait=true >/dev/null
+phase "sample as shipped"
 
 "$HELM" uninstall ppu-operator -n "$OPNS" >/dev/null
 phase "helm uninstall"

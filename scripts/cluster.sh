@@ -7,7 +7,9 @@
 #   scripts/cluster.sh down                 stop every process, remove every mount, interface,
 #                                           cgroup and file it made
 #   scripts/cluster.sh status               exit 0 when the API server answers and the node is Ready
-#   scripts/cluster.sh load-image NAME      copy a podman image into the node's containerd
+#   scripts/cluster.sh load-image NAME [--as NAME2]...
+#                                           copy a podman image into the node's containerd, also
+#                                           named NAME2 (e.g. the samples' image, so they run as shipped)
 #   scripts/cluster.sh netns CMD...         run CMD inside the cluster's network namespace (exec'd:
 #                                           it keeps the caller's PID; `down` stops it too)
 #
@@ -539,7 +541,13 @@ cmd_status() {
 }
 
 cmd_load_image() {
-  local image="${1:?load-image needs an image name}"
+  local image="${1:?load-image needs an image name}" aliases=() a
+  shift
+  while [[ $# -gt 0 ]]; do
+    [[ $1 == --as && $# -ge 2 ]] || die "load-image: expected '--as NAME', got '$*'"
+    aliases+=("$2")
+    shift 2
+  done
   [[ -f "$DIR/holder.pid" ]] || die "no cluster (scripts/cluster.sh up)"
   podman image exists "$image" || die "podman has no image '$image' (scripts/build-image.sh)"
   local tar="$DIR/images/$(echo "$image" | tr '/:' '__').tar"
@@ -547,6 +555,13 @@ cmd_load_image() {
   podman save --format docker-archive -o "$tar" "$image" 2>/dev/null
   in_ns ctr -a "$DIR/run/containerd.sock" -n k8s.io images import "$tar" >&2
   rm -f "$tar"
+  # podman names a local image localhost/NAME; containerd keeps that name.
+  local ref="$image"
+  [[ $ref == */* ]] || ref="localhost/$ref"
+  [[ $ref == *:* ]] || ref="$ref:latest"
+  for a in "${aliases[@]}"; do
+    in_ns ctr -a "$DIR/run/containerd.sock" -n k8s.io images tag --force "$ref" "$a" >&2
+  done
 }
 
 case "${1:-}" in

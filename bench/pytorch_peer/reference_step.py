@@ -155,19 +155,26 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=a.lr, betas=(0.9, 0.99), eps=1e-8)
     gen = torch.Generator().manual_seed(1)
-    times = []
+    times, phases = [], {}
     for step in range(a.warmup + a.steps):
         tokens = torch.randint(0, a.vocab, (a.batch, a.seq_len + 1), generator=gen)
         start = time.perf_counter()
         loss = model.loss(tokens)
+        t_forward = time.perf_counter()
         loss.backward()
+        t_backward = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         loss.item()
+        end = time.perf_counter()
         if step >= a.warmup:
-            times.append(time.perf_counter() - start)
+            times.append(end - start)
+            for name, t in [("forward", t_forward - start), ("backward", t_backward - t_forward),
+                            ("optimizer", end - t_backward)]:
+                phases.setdefault(name, []).append(t)
     print(json.dumps({"median_step_seconds": statistics.median(times), "mean_step_seconds": statistics.mean(times),
+                      "phases_median": {k: statistics.median(v) for k, v in phases.items()},
                       "steps": len(times), "blas": loaded_blas(), "threads": torch.get_num_threads(),
                       "torch": torch.__version__}))
 

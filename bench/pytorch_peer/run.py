@@ -65,7 +65,7 @@ def ours(build, shape, mode, slices, steps, threads):
         run([os.path.join(build, "runtime/engine/ppu-train"), "--config", os.path.join(SRC, "configs/tiny.yaml"),
              *sets(shape, mode, slices, steps + 2, threads), "--summary", path], env=env)
         s = json.load(open(path))
-        return s["inner_step_seconds_median"], s["blas"]["library"]
+        return s["inner_step_seconds_median"], s["blas"]["library"], s["inner_step_phases_median"]
 
 
 def reference(shape, mode, slices, steps, threads):
@@ -76,7 +76,7 @@ def reference(shape, mode, slices, steps, threads):
                "--seq-len", str(m["model.seq_len"]), "--batch", str(m["inner.batch_size"]), "--slices", str(slices),
                "--mode", mode, "--steps", str(steps), "--warmup", "2", "--threads", str(threads)], env=env)
     r = json.loads(out.strip().splitlines()[-1])
-    return r["median_step_seconds"], r["blas"]
+    return r["median_step_seconds"], r["blas"], r["phases_median"]
 
 
 def plan_flops(build, shape, mode, slices):
@@ -84,6 +84,21 @@ def plan_flops(build, shape, mode, slices):
                *sets(shape, mode, slices, 10, 1), "--json"])
     f = json.loads(out)["flops_per_step"]
     return f["forward"] + f["backward"]
+
+
+def print_phases(rows, phases):
+    """Where each step's time goes, ours vs the reference: each phase's median over repetitions of
+    its per-run median. Ours also times taking the batch (the reference draws it before its
+    clock starts); `optimizer` is clipping + AdamW (+ zeroing the gradients)."""
+    print("Per phase, seconds (median over repetitions); ours/ref > 1 means ours is slower there")
+    print(f"{'shape':<10} {'slicing':<18} {'phase':<10} {'ours':>8} {'ref':>8} {'ours/ref':>8}")
+    for shape, name in rows:
+        mine, theirs = phases[((shape, name), "ours")], phases[((shape, name), "ref")]
+        for ph in ("batch", "forward", "backward", "optimizer"):
+            o = statistics.median(p.get(ph, 0) for p in mine)
+            r = statistics.median(p[ph] for p in theirs) if ph in theirs[0] else None
+            ratio = f"{o / r:8.3f}" if r else f"{'-':>8}"
+            print(f"{shape:<10} {name:<18} {ph:<10} {o:8.4f} {r if r is not None else float('nan'):8.4f} {ratio}")
 
 
 def main():
@@ -100,6 +115,7 @@ def main():
         sys.exit("pytorch_peer: /usr/bin/python3 cannot import torch; run `bash scripts/install-deps.sh --bench`")
     rows = [(shape, name) for shape in a.rows.split(",") for name in SLICINGS]
     times = {(r, who): [] for r in rows for who in ("ours", "ref")}
+    phases = {(r, who): [] for r in rows for who in ("ours", "ref")}  # per repetition: {phase: median s}
     blas, peaks = {}, []
     for rep in range(a.reps):
         # This VM's speed drifts by tens of percent over minutes (host contention), so the GEMM
@@ -111,10 +127,11 @@ def main():
             mode, slices = SLICINGS[name]
             for who in (("ours", "ref") if rep % 2 == 0 else ("ref", "ours")):
                 if who == "ours":
-                    t, blas["ours"] = ours(build, shape, mode, slices, a.steps, a.threads)
+                    t, blas["ours"], ph = ours(build, shape, mode, slices, a.steps, a.threads)
                 else:
-                    t, blas["ref"] = reference(shape, mode, slices, a.steps, a.threads)
+                    t, blas["ref"], ph = reference(shape, mode, slices, a.steps, a.threads)
                 times[((shape, name), who)].append(t)
+                phases[((shape, name), who)].append(ph)
             print(f"rep {rep + 1}/{a.reps} {shape:>9} {name:<17} ours {times[((shape, name), 'ours')][-1]:.4f} s  "
                   f"reference {times[((shape, name), 'ref')][-1]:.4f} s  (GEMM peak {peaks[-1]['gflops']:.0f})",
                   file=sys.stderr, flush=True)
@@ -139,6 +156,7 @@ def main():
         print(f"{shape:<10} {name:<18} {o:>11.4f} {r:>10.4f} {spread:>21} {100 * mfu_o:>7.1f}% {100 * mfu_r:>7.1f}%")
         results.append({"shape": shape, "slicing": name, "ours_s": o, "ref_s": r, "speedup": ratio,
                         "paired_ratios": ratios, "matmul_flops": flops, "mfu_ours": mfu_o, "mfu_ref": mfu_r})
+    print_phases(rows, phases)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"peak_gflops": peak, "peaks": peaks, "rows": results, "blas": blas}, f, indent=2)

@@ -27,6 +27,7 @@
 #include "engine/inner_optimizer.h"
 #include "engine/outer_optimizer.h"
 #include "engine/rank_metrics.h"
+#include "engine/step_phases.h"
 #include "engine/transformer.h"
 
 namespace ppu {
@@ -162,14 +163,20 @@ class Run {
  private:
   // X ~ D_k; g on I_train only (partial backward); InnerOpt on the trainable slices.
   double inner_step(int64_t t) {
+    phases_.start();
     const auto tokens = to_tensor(loader_.next()).to(device_);
+    phases_.lap(StepPhases::kBatch);
     auto loss = model_.loss(tokens);
+    phases_.lap(StepPhases::kForward);
     loss.backward();
     grad_bytes_ = 0;
     for (const auto& p : model_.trainable())
       if (p.grad().defined()) grad_bytes_ += p.grad().nbytes();
+    phases_.lap(StepPhases::kBackward);
     if (ddp_) allreduce_gradients();
+    phases_.lap(StepPhases::kAllreduce);
     lr_ = inner_.step(t);
+    phases_.lap(StepPhases::kOptimizer);
     p_.tokens += static_cast<double>(tokens.size(0)) * (tokens.size(1) - 1);
     p_.flops += flops_.executed();
     p_.flops_full += flops_.full();
@@ -366,12 +373,7 @@ class Run {
   // Median wall time of one inner step (lines 7–10: batch, forward, backward, optimiser) after
   // this process's first two steps; outer syncs, evaluation and logging are not in it. Benches
   // compare it with other implementations of the same step.
-  double steady_inner_step_seconds() const {
-    if (step_seconds_.size() < 3) return 0;
-    std::vector<double> steady(step_seconds_.begin() + 2, step_seconds_.end());
-    std::nth_element(steady.begin(), steady.begin() + steady.size() / 2, steady.end());
-    return steady[steady.size() / 2];
-  }
+  double steady_inner_step_seconds() const { return median_after(step_seconds_, kWarmupSteps); }
 
   double floor_perplexity() const { return dataset_.entropy_rate_nats ? std::exp(*dataset_.entropy_rate_nats) : 0; }
 
@@ -471,7 +473,8 @@ class Run {
                         {"eval_parameters", "global"},
                         {"final_sync", choice_name(ddp_ ? FinalSync::None : c_.outer.final_sync)},
                         {"step_seconds", step_seconds},
-                        {"inner_step_seconds_median", steady_inner_step_seconds()}};
+                        {"inner_step_seconds_median", steady_inner_step_seconds()},
+                        {"inner_step_phases_median", phases_.medians(kWarmupSteps)}};
     if (floor_perplexity() > 0) j["eval_perplexity_floor"] = floor_perplexity();
     if (device_.is_cuda()) {
       // Only on CUDA, so CPU summaries keep their keys; peak is since the process started.
@@ -516,6 +519,8 @@ class Run {
   int64_t eval_batches_done_ = 0;  // eval batches this rank computed (its share of each evaluation)
   int64_t grad_bytes_ = 0;
   std::vector<double> step_seconds_;
+  StepPhases phases_;                             // the same steps as step_seconds_, phase by phase
+  static constexpr std::size_t kWarmupSteps = 2;  // left out of the medians
 };
 
 }  // namespace

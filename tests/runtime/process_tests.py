@@ -178,6 +178,13 @@ def case_equivalence():
     print(sums)
     if len(set(sums)) != 1:
         fail("PPU with N=1 and Streaming DiLoCo disagree")
+    # Where each step's time went: every phase reported, the computing ones non-zero.
+    phases = summary(os.path.join(work, "ppu", "rank-0.json"))["inner_step_phases_median"]
+    print("phases", phases)
+    if sorted(phases) != ["backward", "batch", "forward", "gradient_allreduce", "optimizer"]:
+        fail(f"inner_step_phases_median has keys {sorted(phases)}")
+    if min(phases.values()) < 0 or not all(phases[p] > 0 for p in ("forward", "backward", "optimizer")):
+        fail(f"inner_step_phases_median {phases}: a computing phase took no time")
 
 
 def case_metrics():
