@@ -18,8 +18,8 @@ struct Coefficients {
 // where the CPU has it. Vector sqrt and division round like the scalar ones, and no FMA is
 // contracted (AVX2 only), so the results are bit-identical to the scalar loop.
 __attribute__((target_clones("avx2", "default"))) void update(float* __restrict p, const float* __restrict g,
-                                                               float* __restrict m, float* __restrict v, int64_t n,
-                                                               const Coefficients& c) {
+                                                              float* __restrict m, float* __restrict v, int64_t n,
+                                                              const Coefficients& c) {
   for (int64_t i = 0; i < n; ++i) {
     const float gi = g[i];
     const float mi = m[i] * c.beta1 + c.one_minus_beta1 * gi;
