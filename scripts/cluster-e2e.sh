@@ -278,6 +278,9 @@ kubectl apply -f "$ROOT/manifests/samples/cpu-tiny.yaml" >/dev/null
 NS=default wait_phase cpu-tiny Succeeded 600
 line="$(kubectl get ppj cpu-tiny --no-headers)"
 say "samples/cpu-tiny.yaml as shipped ($SAMPLE_IMAGE): $line"
+ppl="$(kubectl get ppj cpu-tiny -o jsonpath='{.status.perplexity}')"
+# It must have learned: uniform guessing over the tiny preset's 256 tokens is perplexity 256.
+awk -v p="$ppl" 'BEGIN { exit !(p + 0 > 0 && p + 0 < 64) }' || die "cpu-tiny sample ends at perplexity '$ppl' (>= 64: it did not learn)"
 kubectl delete -f "$ROOT/manifests/samples/cpu-tiny.yaml" --wait=true >/dev/null
 phase "sample as shipped"
 
