@@ -75,8 +75,14 @@ std::optional<std::string> WorkQueue::get() {
     if (shutdown_) return std::nullopt;
     promote_due_locked();
     if (!queue_.empty()) break;
-    if (delayed_.empty()) cv_.wait(l);
-    else cv_.wait_until(l, delayed_.begin()->first);
+    if (delayed_.empty()) {
+      cv_.wait(l);
+    } else {
+      // A copy: wait_until re-reads its deadline after waking, by which time another thread
+      // may have erased that timer (add_after keeps one per key).
+      const Clock::time_point deadline = delayed_.begin()->first;
+      cv_.wait_until(l, deadline);
+    }
   }
   std::string key = queue_.front();
   queue_.pop_front();

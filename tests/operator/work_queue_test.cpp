@@ -62,5 +62,19 @@ TEST(WorkQueue, ShutdownWakesBlockedWorkers) {
   EXPECT_FALSE(got.has_value());
 }
 
+// A worker waits for the earliest timer while another thread replaces that timer with an
+// earlier one (which erases it): the worker must not read the erased deadline (the ASan lane
+// caught wait_until re-reading it through a reference), and gets the key at the new time.
+TEST(WorkQueue, ReplacingTheTimerAWorkerWaitsOnIsSafe) {
+  WorkQueue q;
+  q.add_after("a", 30.0);
+  std::optional<std::string> got;
+  std::thread t([&] { got = q.get(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the worker block on the 30 s timer
+  q.add_after("a", 0.01);
+  t.join();
+  EXPECT_EQ(got, std::optional<std::string>("a"));
+}
+
 }  // namespace
 }  // namespace ppu::op
