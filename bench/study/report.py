@@ -32,7 +32,6 @@ def load_run(d):
         m = EVAL.match(line)
         if m:
             curve.append((int(m.group(1)), float(m.group(2))))
-    sets = open(os.path.join(d, "sets")).read().split()
     r0 = s[0]
     k = r0["world_size"]
     tok_per_step = r0["tokens"] / r0["steps"] * k
@@ -49,7 +48,6 @@ def load_run(d):
         "curve": curve, "slices": r0.get("slicing", {}).get("slices", 1),
         "mode": r0.get("slicing", {}).get("mode", "none"), "method": r0["method"],
         "jacobian": r0.get("slicing", {}).get("jacobian", "full"),
-        "clipped": not any(re.fullmatch(r"inner\.grad_clip=0(\.0*)?", kv) for kv in sets),
     }
 
 
@@ -103,7 +101,7 @@ def main():
         for name, rs in sorted(runs.items(), key=lambda kv: (kv[1][0][1]["mode"], kv[1][0][1]["slices"])):
             r = rs[0][1]
             # App. D's variants and the clipping check are not points of N
-            if r["method"] == "ppu" and r["jacobian"] == "full" and r["clipped"]:
+            if r["method"] == "ppu" and r["jacobian"] == "full" and not name.endswith(NOCLIP):
                 ppl = sum(x["eval_perplexity"] for _, x in rs) / len(rs)
                 f.write(f"{r['mode']} {r['slices']} {ppl:.4f}\n")
     plot(out, list(runs))
