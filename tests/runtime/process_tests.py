@@ -23,6 +23,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,19 @@ LAUNCH = os.path.join(BIN, "runtime", "launch", "ppu-launch")
 TINY = os.path.join(SRC, "configs", "tiny.yaml")
 BASE = ["--set", "train.steps=100", "--set", "outer.sync_every=10", "--set", "train.eval_every=0",
         "--set", "train.log_every=5", "--set", "model.seq_len=32"]
+
+
+def free_port():
+    """A TCP port free now and below the kernel's ephemeral range (32768+), where a neighbouring
+    test's outgoing connection could take it between this check and the server's bind."""
+    while True:
+        port = random.randint(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
 
 
 def fail(msg):
@@ -105,7 +119,7 @@ def case_resume():
 
 def case_dead_peer():
     work = tempfile.mkdtemp(prefix="ppu-peer-")
-    port = str(random.randint(20000, 40000))
+    port = str(free_port())
     procs = []
     for rank in range(2):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
@@ -191,13 +205,17 @@ def case_metrics():
     # A live scrape of a training rank passes `promtool check metrics` and carries the
     # series docs/METRICS.md promises.
     import urllib.request
-    port = random.randint(40000, 50000)
+    port = free_port()
     proc = subprocess.Popen([TRAIN, "--config", TINY, *BASE, "--set", "train.steps=100000", "--set",
                              f"metrics.port={port}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
+        seen = []
         for line in proc.stdout:
+            seen.append(line)
             if "step 20/" in line:
                 break
+        else:
+            fail("ppu-train ended before step 20:\n" + "".join(seen[-20:]))
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     finally:
         proc.kill()
