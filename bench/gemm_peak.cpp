@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   }
   const auto blas = ppu::loaded_blas();
   std::cout
-      << nlohmann::json{{"gflops", best}, {"per_size", per_size}, {"threads", threads}, {"blas", blas.library}}.dump()
+      << nlohmann::json{{"gflops", best}, {"per_size", per_size}, {"threads", threads}, {"blas", blas.library}, {"core", blas.core}}.dump()
       << std::endl;
   return 0;
 }

@@ -12,9 +12,10 @@ written the way a PyTorch user would write it, not tuned against our C++.
 usage: reference_step.py --layers L --d-model D --heads H --vocab V --seq-len S --batch B
                          --slices N --mode {none,mlp,mlp+heads} --steps T --warmup W --threads P
 Prints one JSON line: median and mean seconds per step after W warm-up steps, the BLAS it
-loaded and its thread count.
+loaded, the OpenBLAS core (kernels) it runs and its thread count.
 """
 import argparse
+import ctypes
 import json
 import math
 import statistics
@@ -139,6 +140,16 @@ def loaded_blas():
     return ""
 
 
+def openblas_core(path):
+    """The kernels OpenBLAS runs here (openblas_get_corename), "" when the BLAS is not OpenBLAS."""
+    try:
+        get = ctypes.CDLL(path).openblas_get_corename
+    except (OSError, AttributeError):
+        return ""
+    get.restype = ctypes.c_char_p
+    return get().decode()
+
+
 def main():
     p = argparse.ArgumentParser()
     for name, default in [("layers", 6), ("d-model", 384), ("heads", 8), ("vocab", 4096), ("seq-len", 256),
@@ -175,7 +186,8 @@ def main():
                 phases.setdefault(name, []).append(t)
     print(json.dumps({"median_step_seconds": statistics.median(times), "mean_step_seconds": statistics.mean(times),
                       "phases_median": {k: statistics.median(v) for k, v in phases.items()},
-                      "steps": len(times), "blas": loaded_blas(), "threads": torch.get_num_threads(),
+                      "steps": len(times), "blas": loaded_blas(), "core": openblas_core(loaded_blas()),
+                      "threads": torch.get_num_threads(),
                       "torch": torch.__version__}))
 
 

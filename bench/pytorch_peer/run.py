@@ -2,7 +2,7 @@
 """ppu-train's inner step against a plain PyTorch implementation of the same step, side by side.
 
 usage: bench/pytorch_peer/run.py BUILD_DIR [--reps 3] [--steps 10] [--threads 2] [--rows small,mlp-heavy]
-                                 [--json OUT]
+                                 [--openblas-core auto|NAME] [--json OUT]
 
 In one invocation, for each row (shape x slicing) and each repetition, interleaved:
   - ppu-train runs solo as rank 0 of K = 4 (method ppu; slicing none = full training), no
@@ -14,6 +14,11 @@ In one invocation, for each row (shape x slicing) and each repetition, interleav
 gemm_peak measures this machine's fp32 GEMM peak with the same BLAS and threads (every repetition), and
 ppu-plan gives each configuration's exact matmul FLOPs per step, so each median becomes a
 model-FLOPs utilisation (MFU). Prints a table: seconds per step, tokens/s ratio C++/Python, MFU.
+All three run OpenBLAS with the same kernels: --openblas-core auto (the default) removes
+OPENBLAS_CORETYPE from their environment, so OpenBLAS picks the kernels for this CPU; a NAME
+(e.g. Haswell) sets it for all three. A machine's environment may set OPENBLAS_CORETYPE (this
+project's dev machine sets Haswell, which halves the GEMM rate of its AVX-512 CPU); the bench
+never inherits it silently, prints the core each process ran, and stops if they differ.
 Needs Debian's python3-torch: `bash scripts/install-deps.sh --bench` installs it.
 """
 import argparse
@@ -38,8 +43,12 @@ SHAPES = {
 SLICINGS = {"full": ("none", 1), "1/4 MLPs + heads": ("mlp+heads", 4)}
 
 
+# The environment of every process the bench starts: set by main() from --openblas-core.
+BASE_ENV = dict(os.environ)
+
+
 def run(cmd, env=None):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env if env is not None else BASE_ENV, timeout=3600)
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
     return r.stdout
@@ -61,22 +70,22 @@ def sets(shape, mode, slices, steps, threads):
 def ours(build, shape, mode, slices, steps, threads):
     with tempfile.TemporaryDirectory() as work:
         path = os.path.join(work, "summary.json")
-        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+        env = {k: v for k, v in BASE_ENV.items() if k not in ("RANK", "WORLD_SIZE")}
         run([os.path.join(build, "runtime/engine/ppu-train"), "--config", os.path.join(SRC, "configs/tiny.yaml"),
              *sets(shape, mode, slices, steps + 2, threads), "--summary", path], env=env)
         s = json.load(open(path))
-        return s["inner_step_seconds_median"], s["blas"]["library"], s["inner_step_phases_median"]
+        return s["inner_step_seconds_median"], (s["blas"]["library"], s["blas"]["core"]), s["inner_step_phases_median"]
 
 
 def reference(shape, mode, slices, steps, threads):
     m = SHAPES[shape]
-    env = dict(os.environ, LD_LIBRARY_PATH=OPENBLAS_OPENMP, OMP_NUM_THREADS=str(threads))
+    env = dict(BASE_ENV, LD_LIBRARY_PATH=OPENBLAS_OPENMP, OMP_NUM_THREADS=str(threads))
     out = run(["/usr/bin/python3", os.path.join(HERE, "reference_step.py"), "--layers", str(m["model.layers"]),
                "--d-model", str(m["model.d_model"]), "--heads", str(m["model.heads"]), "--vocab", str(m["model.vocab"]),
                "--seq-len", str(m["model.seq_len"]), "--batch", str(m["inner.batch_size"]), "--slices", str(slices),
                "--mode", mode, "--steps", str(steps), "--warmup", "2", "--threads", str(threads)], env=env)
     r = json.loads(out.strip().splitlines()[-1])
-    return r["median_step_seconds"], r["blas"], r["phases_median"]
+    return r["median_step_seconds"], (r["blas"], r["core"]), r["phases_median"]
 
 
 def plan_flops(build, shape, mode, slices):
@@ -108,8 +117,14 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rows", default="small,mlp-heavy")
+    p.add_argument("--openblas-core", default="auto",
+                   help="OpenBLAS kernels for ppu-train, the reference and the GEMM peak alike: auto (OpenBLAS's "
+                        "choice for this CPU; OPENBLAS_CORETYPE removed) or an OPENBLAS_CORETYPE name")
     p.add_argument("--json", default="")
     a = p.parse_args()
+    BASE_ENV.pop("OPENBLAS_CORETYPE", None)
+    if a.openblas_core != "auto":
+        BASE_ENV["OPENBLAS_CORETYPE"] = a.openblas_core
     build = os.path.abspath(a.build)
     if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
         sys.exit("pytorch_peer: /usr/bin/python3 cannot import torch; run `bash scripts/install-deps.sh --bench`")
@@ -136,7 +151,11 @@ def main():
                   f"reference {times[((shape, name), 'ref')][-1]:.4f} s  (GEMM peak {peaks[-1]['gflops']:.0f})",
                   file=sys.stderr, flush=True)
     peak = max(p["gflops"] for p in peaks)
-    print(f"BLAS: ppu-train {blas['ours']}, reference {blas['ref']}; {a.threads} threads; fp32 GEMM peak "
+    cores = {"ppu-train": blas["ours"][1], "reference": blas["ref"][1], "gemm_peak": peaks[0].get("core", "")}
+    if len(set(cores.values())) != 1:
+        sys.exit(f"pytorch_peer: the processes ran different OpenBLAS kernels {cores}; the comparison is void")
+    print(f"OpenBLAS core: {cores['ppu-train']} (--openblas-core {a.openblas_core}) in all three processes")
+    print(f"BLAS: ppu-train {blas['ours'][0]}, reference {blas['ref'][0]}; {a.threads} threads; fp32 GEMM peak "
           f"{peak:.1f} GFLOP/s (best of {len(peaks)} measurements interleaved with the rows; "
           f"range {min(p['gflops'] for p in peaks):.0f}-{peak:.0f})")
     print("C++/Py = median over repetitions of the paired ratio ref/ours (range in brackets); "
@@ -159,7 +178,8 @@ def main():
     print_phases(rows, phases)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"peak_gflops": peak, "peaks": peaks, "rows": results, "blas": blas}, f, indent=2)
+            json.dump({"peak_gflops": peak, "peaks": peaks, "rows": results, "blas": blas, "openblas_core": cores},
+                      f, indent=2)
 
 
 if __name__ == "__main__":

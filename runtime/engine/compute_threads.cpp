@@ -14,6 +14,7 @@ namespace ppu {
 namespace {
 
 using GetThreads = int (*)();
+using GetCoreName = char* (*)();
 using SetThreads = void (*)(int);
 
 int collect_blas(struct dl_phdr_info* info, size_t, void* data) {
@@ -53,9 +54,22 @@ BlasInfo loaded_blas() {
   for (const char* v : {"openmp", "pthread", "serial"})
     if (info.library.find(std::string("openblas-") + v) != std::string::npos) info.variant = v;
   if (auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))) info.threads = get();
+  if (auto get = reinterpret_cast<GetCoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"))) info.core = get();
+  if (const char* forced = std::getenv("OPENBLAS_CORETYPE")) info.core_env = forced;
+  info.cpu_avx512 = __builtin_cpu_supports("avx512f");
   info.libtorch = TORCH_VERSION;
   info.torch_blas = build_setting(at::show_config(), "BLAS_INFO");
   return info;
+}
+
+std::string blas_core_warning(const BlasInfo& blas) {
+  if (blas.core_env.empty() || blas.core.empty() || !blas.cpu_avx512) return "";
+  // OpenBLAS's x86-64 cores with AVX-512 kernels (0.3.21 names; later ones add to the list).
+  for (const char* wide : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (blas.core == wide) return "";
+  return "OPENBLAS_CORETYPE=" + blas.core_env + " in the environment makes OpenBLAS run its " + blas.core +
+         " kernels on a CPU with AVX-512; unset it to let OpenBLAS choose (about 2x the GEMM rate on "
+         "the project's dev machine, docs/BENCHMARKS.md)";
 }
 
 }  // namespace ppu

@@ -55,4 +55,8 @@ MatmulFlopCounter::~MatmulFlopCounter() {
 double MatmulFlopCounter::flops() const { return 2.0 * static_cast<double>(g_multiply_adds.load()); }
 void MatmulFlopCounter::reset() { g_multiply_adds = 0; }
 
+void MatmulFlopCounter::add_multiply_adds(uint64_t multiply_adds) {
+  if (g_active.load(std::memory_order_relaxed)) g_multiply_adds.fetch_add(multiply_adds, std::memory_order_relaxed);
+}
+
 }  // namespace ppu

@@ -84,13 +84,21 @@ int main(int argc, char** argv) {
     spdlog::info("rank {} of {}: method {}, slicing {} N={}, model {} layers d={} heads={}", env.rendezvous.rank,
                  env.rendezvous.world_size, ppu::method_name(config.method), ppu::slice_mode_name(config.slicing.mode),
                  config.effective_slices(), config.model.layers, config.model.d_model, config.model.heads);
-    spdlog::info("BLAS: {} ({} variant, {} threads), {} intra-op threads; LibTorch {} built with BLAS {}",
+    spdlog::info("BLAS: {} ({} variant, {} threads, core {}{}), {} intra-op threads; LibTorch {} built with BLAS {}",
                  blas.library.empty() ? "none mapped" : blas.library, blas.variant, blas.threads,
+                 blas.core.empty() ? "-" : blas.core, blas.core_env.empty() ? "" : " set by OPENBLAS_CORETYPE",
                  torch::get_num_threads(), blas.libtorch, blas.torch_blas);
+    if (const auto warning = ppu::blas_core_warning(blas); !warning.empty()) spdlog::warn("{}", warning);
     auto summary = ppu::train(config, env);
-    summary["blas"] = {{"library", blas.library},   {"variant", blas.variant},
-                       {"threads", blas.threads},   {"intra_op_threads", torch::get_num_threads()},
-                       {"libtorch", blas.libtorch}, {"torch_blas", blas.torch_blas}};
+    summary["blas"] = {{"library", blas.library},
+                       {"variant", blas.variant},
+                       {"threads", blas.threads},
+                       {"intra_op_threads", torch::get_num_threads()},
+                       {"libtorch", blas.libtorch},
+                       {"torch_blas", blas.torch_blas},
+                       {"core", blas.core},
+                       {"core_env", blas.core_env},
+                       {"cpu_avx512", blas.cpu_avx512}};
     spdlog::info(
         "done: eval loss {:.4f} ppl {:.3f}, FLOPs saved {:.1f}%, state {:.1f} MB (full training {:.1f} MB), checksum "
         "{}",

@@ -8,6 +8,7 @@
 
 #include "data/counter_rng.h"
 #include "engine/chunked_cross_entropy.h"
+#include "engine/cpu_attention.h"
 
 namespace ppu {
 
@@ -172,6 +173,10 @@ torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
     return partial_linear(out, s(l, kWo));
   }
 #endif
+  if (cpu_attention_supports(q)) {  // one (batch, head) pair per core at a time, one GEMM per product
+    auto out = causal_attention_cpu(q, k, v).transpose(1, 2).reshape({B, S, h * hd});
+    return partial_linear(out, s(l, kWo));
+  }
   // scores = causal_bias + q k^T in one GEMM per head, then softmax; [B*h, S, S].
   auto scores = torch::baddbmm(causal_bias_.narrow(0, 0, S).narrow(1, 0, S), q.view({B * h, S, hd}),
                                k.view({B * h, S, hd}).transpose(1, 2));

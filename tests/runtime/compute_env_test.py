@@ -11,6 +11,10 @@ configured size. With a PyTorch 2.x wheel's LibTorch (BLAS_INFO "mkl", linked st
 by LibTorch's own pool) no OpenBLAS other than the OpenMP one may be mapped and the intra-op pool
 must have the configured size. It prints the machine's libblas.so.3 alternative, so a pass on a
 machine whose alternative is the pthread variant shows the binary does not depend on it.
+
+On OpenBLAS it also checks the kernel report: with OPENBLAS_CORETYPE unset the summary names the
+core OpenBLAS chose and no forced core; with OPENBLAS_CORETYPE=Haswell it names Haswell as forced,
+and on a CPU with AVX-512 the log warns that the environment holds OpenBLAS to AVX2 kernels.
 """
 import json
 import os
@@ -28,28 +32,48 @@ def fail(msg):
     sys.exit(1)
 
 
-alternative = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
-print("machine's libblas.so.3 alternative:", alternative)
-for threads in (1, 2):
+def train(threads, coretype):
+    """ppu-train's summary "blas" block and its log, OPENBLAS_CORETYPE set to `coretype` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    env["OMP_NUM_THREADS"] = "7"
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
     with tempfile.TemporaryDirectory() as work:
         out = os.path.join(work, "summary.json")
         proc = subprocess.run([TRAIN, "--config", TINY, "--set", "train.steps=2", "--set", "train.eval_every=0",
                                "--set", f"train.threads={threads}", "--summary", out],
-                              capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "7"})
+                              capture_output=True, text=True, timeout=300, env=env)
         if proc.returncode != 0:
             fail(f"ppu-train exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-        blas = json.load(open(out))["blas"]
-        print(f"train.threads={threads}: {blas}")
-        if blas["intra_op_threads"] != threads:
-            fail(f"LibTorch's intra-op pool has {blas['intra_op_threads']} threads, want {threads}")
-        if blas["torch_blas"] == "mkl":  # a 2.x wheel: MKL inside libtorch_cpu, no BLAS to map
-            if blas["library"] and blas["variant"] != "openmp":
-                fail(f"LibTorch {blas['libtorch']} uses MKL, but ppu-train also mapped {blas['library']!r}")
-            continue
-        if blas["torch_blas"] not in ("generic", "open"):
-            fail(f"LibTorch {blas['libtorch']} was built with BLAS {blas['torch_blas']!r}, which this test does not know")
-        if "openblas-openmp" not in blas["library"] or blas["variant"] != "openmp":
-            fail(f"ppu-train loaded {blas['library']!r}, not the OpenMP OpenBLAS")
-        if blas["threads"] != threads:
-            fail(f"OpenBLAS's pool has {blas['threads']} threads, want {threads}")
+        return json.load(open(out))["blas"], proc.stdout + proc.stderr
+
+
+alternative = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+print("machine's libblas.so.3 alternative:", alternative)
+for threads in (1, 2):
+    blas, _ = train(threads, None)
+    print(f"train.threads={threads}: {blas}")
+    if blas["intra_op_threads"] != threads:
+        fail(f"LibTorch's intra-op pool has {blas['intra_op_threads']} threads, want {threads}")
+    if blas["torch_blas"] == "mkl":  # a 2.x wheel: MKL inside libtorch_cpu, no BLAS to map
+        if blas["library"] and blas["variant"] != "openmp":
+            fail(f"LibTorch {blas['libtorch']} uses MKL, but ppu-train also mapped {blas['library']!r}")
+        continue
+    if blas["torch_blas"] not in ("generic", "open"):
+        fail(f"LibTorch {blas['libtorch']} was built with BLAS {blas['torch_blas']!r}, which this test does not know")
+    if "openblas-openmp" not in blas["library"] or blas["variant"] != "openmp":
+        fail(f"ppu-train loaded {blas['library']!r}, not the OpenMP OpenBLAS")
+    if blas["threads"] != threads:
+        fail(f"OpenBLAS's pool has {blas['threads']} threads, want {threads}")
+    if not blas["core"] or blas["core_env"]:
+        fail(f"with OPENBLAS_CORETYPE unset the summary should name OpenBLAS's own core, not a forced one: {blas}")
+
+if blas["torch_blas"] != "mkl" and blas["variant"] == "openmp":
+    forced, log = train(1, "Haswell")
+    print("OPENBLAS_CORETYPE=Haswell:", forced)
+    if forced["core"] != "Haswell" or forced["core_env"] != "Haswell":
+        fail(f"OPENBLAS_CORETYPE=Haswell: the summary should name Haswell as forced: {forced}")
+    warned = "OPENBLAS_CORETYPE=Haswell in the environment" in log
+    if warned != forced["cpu_avx512"]:
+        fail(f"AVX-512 CPU: {forced['cpu_avx512']}, but the log {'has' if warned else 'lacks'} the forced-core warning")
 print("PASS compute-env")
