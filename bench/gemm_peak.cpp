@@ -38,8 +38,12 @@ int main(int argc, char** argv) {
     best = std::max(best, size_best);
   }
   const auto blas = ppu::loaded_blas();
-  std::cout
-      << nlohmann::json{{"gflops", best}, {"per_size", per_size}, {"threads", threads}, {"blas", blas.library}, {"core", blas.core}}.dump()
-      << std::endl;
+  std::cout << nlohmann::json{{"gflops", best},
+                              {"per_size", per_size},
+                              {"threads", threads},
+                              {"blas", blas.library},
+                              {"core", blas.core}}
+                   .dump()
+            << std::endl;
   return 0;
 }

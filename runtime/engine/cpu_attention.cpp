@@ -23,14 +23,14 @@ using torch::autograd::variable_list;
 // OpenMP OpenBLAS sees a parallel region and runs it on the calling core alone.
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
-              a, lda, b, ldb, 0.0f, c, ldc);
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
+              lda, b, ldb, 0.0f, c, ldc);
 }
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
           double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0,
-              a, lda, b, ldb, 0.0, c, ldc);
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a,
+              lda, b, ldb, 0.0, c, ldc);
 }
 
 // The first element of pair p of a contiguous [pairs, S, *] tensor.
@@ -72,7 +72,7 @@ void backward_pairs(const torch::Tensor& q, const torch::Tensor& k, const torch:
     auto dp = scratch.select(0, 0), ds = scratch.select(0, 1);
     const T* prob = pair_ptr<T>(probs, p);
     const T* go = pair_ptr<T>(grad_out, p);
-    gemm(true, false, S, hd, S, prob, S, go, hd, pair_ptr<T>(gv, p), hd);              // dV = Pᵀ dO
+    gemm(true, false, S, hd, S, prob, S, go, hd, pair_ptr<T>(gv, p), hd);             // dV = Pᵀ dO
     gemm(false, true, S, S, hd, go, hd, pair_ptr<T>(v, p), hd, dp.data_ptr<T>(), S);  // dP = dO Vᵀ
     // dS = P ⊙ (dP − rowsum(dP ⊙ P)): zero where P is (the masked positions).
     at::_softmax_backward_data_out(ds, dp, probs.select(0, p), 1, q.scalar_type());
