@@ -21,121 +21,199 @@ using torch::autograd::variable_list;
 
 // Row-major C[m, n] = op(A)[m, k] · op(B)[k, n], one BLAS call. Inside at::parallel_for the
 // OpenMP OpenBLAS sees a parallel region and runs it on the calling core alone.
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-          int ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
-              lda, b, ldb, 0.0f, c, ldc);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b,
+              static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
 }
 
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
-          double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a,
-              lda, b, ldb, 0.0, c, ldc);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(lda), b,
+              static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
 }
 
-// The first element of pair p of a contiguous [pairs, S, *] tensor.
+// Where pair p = (batch b, head j) lives: its rows in qkv (and its gradient) and in the output.
+struct Geometry {
+  int64_t B, S, h, hd;
+  int64_t D() const { return h * hd; }
+  int64_t pairs() const { return B * h; }
+  // part 0, 1, 2: the pair's Q, K, V rows (row stride 3·D).
+  int64_t qkv_offset(int64_t p, int part) const { return (p / h) * S * 3 * D() + part * D() + (p % h) * hd; }
+  int64_t out_offset(int64_t p) const { return (p / h) * S * D() + (p % h) * hd; }
+};
+
+// dst (contiguous [S, hd]) = the rows of src (row stride ld), each rotated by its position's
+// table rows: x ⊙ cos + (−x₂, x₁) ⊙ sin, the operations of Transformer::rotate in its order.
 template <typename T>
-T* pair_ptr(const torch::Tensor& t, int64_t p) {
-  return t.data_ptr<T>() + p * t.size(1) * t.size(2);
+void rotate_rows(const T* src, int64_t ld, const T* cos, const T* sin, int64_t S, int64_t hd, T* dst) {
+  const int64_t half = hd / 2;
+  for (int64_t s = 0; s < S; ++s, src += ld, cos += hd, sin += hd, dst += hd) {
+    for (int64_t i = 0; i < half; ++i) dst[i] = src[i] * cos[i] + -src[i + half] * sin[i];
+    for (int64_t i = half; i < hd; ++i) dst[i] = src[i] * cos[i] + src[i - half] * sin[i];
+  }
 }
 
-// Runs fn(p, scratch) for every pair p on the intra-op pool; `scratch` is a [buffers, S, S]
-// tensor of the calling core, reused across its pairs.
-template <typename Fn>
-void for_each_pair(int64_t pairs, int64_t S, int64_t buffers, const torch::TensorOptions& options, const Fn& fn) {
-  at::parallel_for(0, pairs, 1, [&](int64_t begin, int64_t end) {
-    auto scratch = torch::empty({buffers, S, S}, options);
-    for (int64_t p = begin; p < end; ++p) fn(p, scratch);
+// The transpose of rotate_rows: dst's rows (row stride ld) = the gradient of its input, given
+// the gradient of its output in src (contiguous [S, hd]).
+template <typename T>
+void unrotate_rows(const T* src, const T* cos, const T* sin, int64_t S, int64_t hd, T* dst, int64_t ld) {
+  const int64_t half = hd / 2;
+  for (int64_t s = 0; s < S; ++s, src += hd, cos += hd, sin += hd, dst += ld) {
+    for (int64_t i = 0; i < half; ++i) dst[i] = src[i] * cos[i] + src[i + half] * sin[i + half];
+    for (int64_t i = half; i < hd; ++i) dst[i] = src[i] * cos[i] + -src[i - half] * sin[i - half];
+  }
+}
+
+// One core's scratch, reused across its pairs: `squares` [S, S] tensors (ATen's softmax kernels
+// take tensors) and `rows` [S, hd] buffers.
+template <typename T>
+struct Workspace {
+  Workspace(int64_t squares, int64_t rows, const Geometry& g, const torch::TensorOptions& options)
+      : buffer(torch::empty({squares * g.S * g.S + rows * g.S * g.hd}, options)) {
+    for (int64_t i = 0; i < squares; ++i) square.push_back(buffer.narrow(0, i * g.S * g.S, g.S * g.S).view({g.S, g.S}));
+    for (int64_t i = 0; i < rows; ++i) row.push_back(buffer.data_ptr<T>() + squares * g.S * g.S + i * g.S * g.hd);
+  }
+  torch::Tensor buffer;
+  std::vector<torch::Tensor> square;
+  std::vector<T*> row;
+};
+
+// Runs fn(p, workspace) for every pair p on the intra-op pool, one workspace per core.
+template <typename T, typename Fn>
+void for_each_pair(const Geometry& g, int64_t squares, int64_t rows, const torch::TensorOptions& options,
+                   const Fn& fn) {
+  at::parallel_for(0, g.pairs(), 1, [&](int64_t begin, int64_t end) {
+    Workspace<T> ws(squares, rows, g, options);
+    for (int64_t p = begin; p < end; ++p) fn(p, ws);
   });
 }
 
 template <typename T>
-void forward_pairs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, torch::Tensor& probs,
+const T* table(const RotaryTables& rope, int which) {
+  const torch::Tensor* t[] = {&rope.cos_q, &rope.sin_q, &rope.cos_k, &rope.sin_k};
+  return t[which]->data_ptr<T>();
+}
+
+// The pair's rotated queries and keys into rows 0 and 1 of the workspace.
+template <typename T>
+void rotate_pair(const T* qkv, int64_t p, const Geometry& g, const RotaryTables& rope, Workspace<T>& ws) {
+  rotate_rows(qkv + g.qkv_offset(p, 0), 3 * g.D(), table<T>(rope, 0), table<T>(rope, 1), g.S, g.hd, ws.row[0]);
+  rotate_rows(qkv + g.qkv_offset(p, 1), 3 * g.D(), table<T>(rope, 2), table<T>(rope, 3), g.S, g.hd, ws.row[1]);
+}
+
+template <typename T>
+void forward_pairs(const torch::Tensor& qkv, const Geometry& g, const RotaryTables& rope, torch::Tensor& probs,
                    torch::Tensor& out) {
-  const int S = static_cast<int>(q.size(1)), hd = static_cast<int>(q.size(2));
-  for_each_pair(q.size(0), S, 1, q.options(), [&](int64_t p, torch::Tensor& scratch) {
-    auto scores = scratch.select(0, 0);
-    T* s = scores.data_ptr<T>();
-    gemm(false, true, S, S, hd, pair_ptr<T>(q, p), hd, pair_ptr<T>(k, p), hd, s, S);  // Q Kᵀ
-    for (int i = 0; i + 1 < S; ++i) std::fill(s + i * S + i + 1, s + (i + 1) * S, -std::numeric_limits<T>::infinity());
+  const int64_t S = g.S, hd = g.hd;
+  const T* x = qkv.data_ptr<T>();
+  for_each_pair<T>(g, 1, 2, qkv.options(), [&](int64_t p, Workspace<T>& ws) {
+    rotate_pair(x, p, g, rope, ws);
+    T* s = ws.square[0].template data_ptr<T>();
+    gemm(false, true, S, S, hd, ws.row[0], hd, ws.row[1], hd, s, S);  // Q Kᵀ
+    for (int64_t i = 0; i + 1 < S; ++i)
+      std::fill(s + i * S + i + 1, s + (i + 1) * S, -std::numeric_limits<T>::infinity());
     auto prob = probs.select(0, p);
-    at::_softmax_out(prob, scores, 1, false);
-    gemm(false, false, S, hd, S, prob.data_ptr<T>(), S, pair_ptr<T>(v, p), hd, pair_ptr<T>(out, p), hd);  // P V
+    at::_softmax_out(prob, ws.square[0], 1, false);
+    gemm(false, false, S, hd, S, prob.data_ptr<T>(), S, x + g.qkv_offset(p, 2), 3 * g.D(),  // P V
+         out.data_ptr<T>() + g.out_offset(p), g.D());
   });
 }
 
 template <typename T>
-void backward_pairs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& probs,
-                    const torch::Tensor& grad_out, torch::Tensor& gq, torch::Tensor& gk, torch::Tensor& gv) {
-  const int S = static_cast<int>(q.size(1)), hd = static_cast<int>(q.size(2));
-  for_each_pair(q.size(0), S, 2, q.options(), [&](int64_t p, torch::Tensor& scratch) {
-    auto dp = scratch.select(0, 0), ds = scratch.select(0, 1);
-    const T* prob = pair_ptr<T>(probs, p);
-    const T* go = pair_ptr<T>(grad_out, p);
-    gemm(true, false, S, hd, S, prob, S, go, hd, pair_ptr<T>(gv, p), hd);             // dV = Pᵀ dO
-    gemm(false, true, S, S, hd, go, hd, pair_ptr<T>(v, p), hd, dp.data_ptr<T>(), S);  // dP = dO Vᵀ
+void backward_pairs(const torch::Tensor& qkv, const Geometry& g, const RotaryTables& rope, const torch::Tensor& probs,
+                    const torch::Tensor& grad_out, torch::Tensor& grad_qkv) {
+  const int64_t S = g.S, hd = g.hd, ld = 3 * g.D();
+  const T* x = qkv.data_ptr<T>();
+  T* gx = grad_qkv.data_ptr<T>();
+  for_each_pair<T>(g, 2, 4, qkv.options(), [&](int64_t p, Workspace<T>& ws) {
+    rotate_pair(x, p, g, rope, ws);
+    const T* prob = probs.data_ptr<T>() + p * S * S;
+    const T* go = grad_out.data_ptr<T>() + g.out_offset(p);
+    T* dp = ws.square[0].template data_ptr<T>();
+    gemm(true, false, S, hd, S, prob, S, go, g.D(), gx + g.qkv_offset(p, 2), ld);  // dV = Pᵀ dO
+    gemm(false, true, S, S, hd, go, g.D(), x + g.qkv_offset(p, 2), ld, dp, S);     // dP = dO Vᵀ
     // dS = P ⊙ (dP − rowsum(dP ⊙ P)): zero where P is (the masked positions).
-    at::_softmax_backward_data_out(ds, dp, probs.select(0, p), 1, q.scalar_type());
-    const T* d = ds.data_ptr<T>();
-    gemm(false, false, S, hd, S, d, S, pair_ptr<T>(k, p), hd, pair_ptr<T>(gq, p), hd);  // dQ = dS K
-    gemm(true, false, S, hd, S, d, S, pair_ptr<T>(q, p), hd, pair_ptr<T>(gk, p), hd);   // dK = dSᵀ Q
+    at::_softmax_backward_data_out(ws.square[1], ws.square[0], probs.select(0, p), 1, qkv.scalar_type());
+    const T* ds = ws.square[1].template data_ptr<T>();
+    gemm(false, false, S, hd, S, ds, S, ws.row[1], hd, ws.row[2], hd);  // dQ = dS K (rotated)
+    gemm(true, false, S, hd, S, ds, S, ws.row[0], hd, ws.row[3], hd);   // dK = dSᵀ Q (rotated)
+    unrotate_rows(ws.row[2], table<T>(rope, 0), table<T>(rope, 1), S, hd, gx + g.qkv_offset(p, 0), ld);
+    unrotate_rows(ws.row[3], table<T>(rope, 2), table<T>(rope, 3), S, hd, gx + g.qkv_offset(p, 1), ld);
   });
 }
 
-uint64_t pair_products(const torch::Tensor& q3, int products) {
-  return static_cast<uint64_t>(products) * q3.size(0) * q3.size(1) * q3.size(1) * q3.size(2);
+uint64_t pair_products(const Geometry& g, int products) {
+  return static_cast<uint64_t>(products) * g.pairs() * g.S * g.S * g.hd;
 }
 
-struct CausalAttentionFunction : public torch::autograd::Function<CausalAttentionFunction> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v) {
-    const int64_t B = q.size(0), h = q.size(1), S = q.size(2), hd = q.size(3);
-    const auto q3 = q.view({B * h, S, hd}), k3 = k.view({B * h, S, hd}), v3 = v.view({B * h, S, hd});
-    auto probs = torch::empty({B * h, S, S}, q.options());
-    auto out = torch::empty({B * h, S, hd}, q.options());
-    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "causal_attention_cpu",
-                               [&] { forward_pairs<scalar_t>(q3, k3, v3, probs, out); });
-    MatmulFlopCounter::add_multiply_adds(pair_products(q3, 2));
-    ctx->save_for_backward({q3, k3, v3, probs});
-    return out.view({B, h, S, hd});
+struct CausalSelfAttentionFunction : public torch::autograd::Function<CausalSelfAttentionFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& qkv, int64_t heads,
+                               const torch::Tensor& cos_q, const torch::Tensor& sin_q, const torch::Tensor& cos_k,
+                               const torch::Tensor& sin_k) {
+    const Geometry g{qkv.size(0), qkv.size(1), heads, qkv.size(2) / (3 * heads)};
+    const RotaryTables rope{cos_q, sin_q, cos_k, sin_k};
+    auto probs = torch::empty({g.pairs(), g.S, g.S}, qkv.options());
+    auto out = torch::empty({g.B, g.S, g.D()}, qkv.options());
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "causal_self_attention_cpu",
+                               [&] { forward_pairs<scalar_t>(qkv, g, rope, probs, out); });
+    MatmulFlopCounter::add_multiply_adds(pair_products(g, 2));
+    ctx->save_for_backward({qkv, probs, cos_q, sin_q, cos_k, sin_k});
+    ctx->saved_data["heads"] = heads;
+    return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
-    const auto &q3 = saved[0], &k3 = saved[1], &v3 = saved[2], &probs = saved[3];
-    const auto shape = grad_outputs[0].sizes().vec();
-    const auto go = grad_outputs[0].contiguous().view(q3.sizes());
-    auto gq = torch::empty_like(q3), gk = torch::empty_like(k3), gv = torch::empty_like(v3);
-    AT_DISPATCH_FLOATING_TYPES(q3.scalar_type(), "causal_attention_cpu_backward",
-                               [&] { backward_pairs<scalar_t>(q3, k3, v3, probs, go, gq, gk, gv); });
-    MatmulFlopCounter::add_multiply_adds(pair_products(q3, 4));
-    return {gq.view(shape), gk.view(shape), gv.view(shape)};
+    const auto &qkv = saved[0], &probs = saved[1];
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    const Geometry g{qkv.size(0), qkv.size(1), heads, qkv.size(2) / (3 * heads)};
+    const RotaryTables rope{saved[2], saved[3], saved[4], saved[5]};
+    const auto go = grad_outputs[0].contiguous();
+    auto grad_qkv = torch::empty_like(qkv);  // every element is written: dQ, dK, dV of every pair
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "causal_self_attention_cpu_backward",
+                               [&] { backward_pairs<scalar_t>(qkv, g, rope, probs, go, grad_qkv); });
+    MatmulFlopCounter::add_multiply_adds(pair_products(g, 4));
+    return {grad_qkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-bool cpu_attention_supports(const torch::Tensor& q) {
-  return q.device().is_cpu() && (q.scalar_type() == torch::kFloat32 || q.scalar_type() == torch::kFloat64);
+bool cpu_attention_supports(const torch::Tensor& x) {
+  return x.device().is_cpu() && (x.scalar_type() == torch::kFloat32 || x.scalar_type() == torch::kFloat64);
 }
 
-torch::Tensor causal_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-  TORCH_CHECK(cpu_attention_supports(q), "causal_attention_cpu: q must be a float or double CPU tensor");
-  TORCH_CHECK(q.dim() == 4 && q.is_contiguous() && k.is_contiguous() && v.is_contiguous(),
-              "causal_attention_cpu: q, k, v must be contiguous [B, h, S, hd]");
-  TORCH_CHECK(k.sizes() == q.sizes() && v.sizes() == q.sizes(), "causal_attention_cpu: q, k, v shapes differ");
-  TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(),
-              "causal_attention_cpu: q, k, v dtypes differ");
-  TORCH_CHECK(q.size(2) <= std::numeric_limits<int>::max() / q.size(2), "causal_attention_cpu: sequence too long");
-  return CausalAttentionFunction::apply(q, k, v);
+torch::Tensor causal_self_attention_cpu(const torch::Tensor& qkv, int64_t heads, const RotaryTables& rope) {
+  const char* fn = "causal_self_attention_cpu: ";
+  TORCH_CHECK(cpu_attention_supports(qkv), fn, "qkv must be a float or double CPU tensor");
+  TORCH_CHECK(qkv.dim() == 3 && qkv.is_contiguous(), fn, "qkv must be a contiguous [B, S, 3·h·hd] tensor");
+  TORCH_CHECK(heads > 0 && qkv.size(2) % (3 * heads) == 0, fn, "qkv's last dimension ", qkv.size(2),
+              " is not 3 × heads (", heads, ") × head_dim");
+  const int64_t S = qkv.size(1), hd = qkv.size(2) / (3 * heads);
+  TORCH_CHECK(hd % 2 == 0, fn, "head_dim ", hd, " must be even (rotary pairs)");
+  TORCH_CHECK(S <= std::numeric_limits<int>::max() / std::max<int64_t>(S, 3 * heads * hd), fn, "sequence too long");
+  torch::Tensor tables[4];
+  const torch::Tensor* given[] = {&rope.cos_q, &rope.sin_q, &rope.cos_k, &rope.sin_k};
+  for (int i = 0; i < 4; ++i) {
+    const auto& t = *given[i];
+    TORCH_CHECK(t.defined() && t.dim() == 2 && t.size(0) >= S && t.size(1) == hd, fn,
+                "rotary tables must be [>= S, head_dim] = [>= ", S, ", ", hd, "]");
+    TORCH_CHECK(t.scalar_type() == qkv.scalar_type() && t.device() == qkv.device(), fn,
+                "rotary tables must have qkv's dtype and device");
+    tables[i] = t.narrow(0, 0, S).contiguous();
+  }
+  return CausalSelfAttentionFunction::apply(qkv, heads, tables[0], tables[1], tables[2], tables[3]);
 }
 
 #else  // no CBLAS in this build: the ATen composition is the CPU path
 
 bool cpu_attention_supports(const torch::Tensor&) { return false; }
 
-torch::Tensor causal_attention_cpu(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
-  TORCH_CHECK(false, "causal_attention_cpu: this build has no CBLAS (PPU_OPENBLAS_OPENMP_DIR was empty)");
+torch::Tensor causal_self_attention_cpu(const torch::Tensor&, int64_t, const RotaryTables&) {
+  TORCH_CHECK(false, "causal_self_attention_cpu: this build has no CBLAS (PPU_OPENBLAS_OPENMP_DIR was empty)");
 }
 
 #endif

@@ -139,32 +139,27 @@ torch::Tensor Transformer::rotate(const torch::Tensor& x, const torch::Tensor& c
   return x * cos.narrow(0, 0, S) + rotated * sin.narrow(0, 0, S);
 }
 
+torch::Tensor Transformer::project_qkv(const torch::Tensor& x, int l) const {
+  if (!qkv_.empty() && qkv_[l].defined())  // one GEMM for Q, K and V
+    return stacked_partial_linear(x, qkv_[l], s(l, kWq), s(l, kWk), s(l, kWv));
+  return torch::cat({partial_linear(x, s(l, kWq)), partial_linear(x, s(l, kWk)), partial_linear(x, s(l, kWv))}, -1);
+}
+
 torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
   const int64_t B = x.size(0), S = x.size(1), h = spec_.heads, hd = spec_.head_dim();
-  // Heads-major and contiguous, [B, h, S, hd]: the batched matmuls below then run on B*h
-  // contiguous matrices (no hidden copies in matmul's reshape, forward or backward).
-  auto split = [&](const torch::Tensor& t) { return t.view({B, S, h, hd}).transpose(1, 2).contiguous(); };
-  // The explicit path's queries carry 1/sqrt(hd); SDPA applies it itself.
+  const auto qkv = project_qkv(x, l);  // [B, S, 3·h·hd]
   const bool fused = fused_attention();
-  torch::Tensor q, k, v;
-  if (!qkv_.empty() && qkv_[l].defined()) {
-    // One GEMM for Q, K and V ([B, S, 3·h·hd]), then one copy into [3, B, h, S, hd]; unbind's
-    // backward stacks the three gradients back in one copy too.
-    auto parts = stacked_partial_linear(x, qkv_[l], s(l, kWq), s(l, kWk), s(l, kWv))
-                     .view({B, S, 3, h, hd})
-                     .permute({2, 0, 3, 1, 4})
-                     .contiguous()
-                     .unbind(0);
-    q = parts[0];
-    k = parts[1];
-    v = parts[2];
-  } else {
-    q = split(partial_linear(x, s(l, kWq)));
-    k = split(partial_linear(x, s(l, kWk)));
-    v = split(partial_linear(x, s(l, kWv)));
+  if (!fused && cpu_attention_supports(qkv)) {  // rotary, scores, softmax, PV and layouts in one pass per head
+    auto out = causal_self_attention_cpu(qkv, h, {rope_cos_q_, rope_sin_q_, rope_cos_, rope_sin_});
+    return partial_linear(out, s(l, kWo));
   }
-  q = rotate(q, fused ? rope_cos_ : rope_cos_q_, fused ? rope_sin_ : rope_sin_q_);
-  k = rotate(k, rope_cos_, rope_sin_);
+  // Heads-major and contiguous, [B, h, S, hd], in one copy (unbind's backward stacks the three
+  // gradients back in one copy too): the batched matmuls below then run on B*h contiguous
+  // matrices. The explicit path's queries carry 1/sqrt(hd); SDPA applies it itself.
+  auto parts = qkv.view({B, S, 3, h, hd}).permute({2, 0, 3, 1, 4}).contiguous().unbind(0);
+  auto q = rotate(parts[0], fused ? rope_cos_ : rope_cos_q_, fused ? rope_sin_ : rope_sin_q_);
+  auto k = rotate(parts[1], rope_cos_, rope_sin_);
+  const auto& v = parts[2];
 #if TORCH_VERSION_MAJOR >= 2
   if (fused) {
     // Flash / memory-efficient kernels on CUDA: the [S, S] scores are never materialised.
@@ -173,10 +168,6 @@ torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
     return partial_linear(out, s(l, kWo));
   }
 #endif
-  if (cpu_attention_supports(q)) {  // one (batch, head) pair per core at a time, one GEMM per product
-    auto out = causal_attention_cpu(q, k, v).transpose(1, 2).reshape({B, S, h * hd});
-    return partial_linear(out, s(l, kWo));
-  }
   // scores = causal_bias + q k^T in one GEMM per head, then softmax; [B*h, S, S].
   auto scores = torch::baddbmm(causal_bias_.narrow(0, 0, S).narrow(1, 0, S), q.view({B * h, S, hd}),
                                k.view({B * h, S, hd}).transpose(1, 2));

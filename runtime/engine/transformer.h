@@ -88,6 +88,8 @@ class Transformer {
 
  private:
   torch::Tensor attention(const torch::Tensor& x, int layer) const;
+  // [B, S, 3·h·hd]: Q | K | V of layer l, heads-major within each.
+  torch::Tensor project_qkv(const torch::Tensor& x, int layer) const;
   torch::Tensor mlp(const torch::Tensor& x, int layer) const;
   torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
   void init_tables(torch::Device device);

@@ -1,7 +1,9 @@
-// causal_attention_cpu against the composition it replaces (baddbmm with the causal bias,
-// softmax, bmm, differentiated by autograd): values, the gradients of q, k and v, and the FLOPs
-// the counter sees; one position, short and long pairs, a pair count the two cores do not
-// divide, and the MLP-heavy bench's head shape in fp32.
+// causal_self_attention_cpu against the composition it replaces (view/permute of the stacked
+// projection, rotary as cat/mul/add, baddbmm with the causal bias, softmax, bmm, transpose),
+// differentiated by autograd: values, the gradient of qkv, and the FLOPs the counter sees; one
+// position, short and long pairs, a pair count the two cores do not divide, and the MLP-heavy
+// bench's head shape in fp32. The rotary tables are random (not cos/sin of angles, whose two
+// halves are equal), so a mixed-up half in the rotation or its transpose shows.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -16,11 +18,22 @@ namespace {
 
 #if PPU_HAVE_CBLAS
 
-torch::Tensor reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-  const int64_t B = q.size(0), h = q.size(1), S = q.size(2), hd = q.size(3);
-  const auto bias = torch::full({S, S}, -std::numeric_limits<double>::infinity(), q.options()).triu(1);
+torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const int64_t S = x.size(2), half = x.size(3) / 2;
+  const auto rotated = torch::cat({-x.narrow(3, half, half), x.narrow(3, 0, half)}, 3);
+  return x * cos.narrow(0, 0, S) + rotated * sin.narrow(0, 0, S);
+}
+
+torch::Tensor reference(const torch::Tensor& qkv, int64_t h, const RotaryTables& rope) {
+  const int64_t B = qkv.size(0), S = qkv.size(1), hd = qkv.size(2) / (3 * h);
+  const auto parts = qkv.view({B, S, 3, h, hd}).permute({2, 0, 3, 1, 4}).unbind(0);  // [B, h, S, hd] each
+  const auto q = rotate(parts[0], rope.cos_q, rope.sin_q), k = rotate(parts[1], rope.cos_k, rope.sin_k);
+  const auto bias = torch::full({S, S}, -std::numeric_limits<double>::infinity(), qkv.options()).triu(1);
   auto scores = torch::baddbmm(bias, q.reshape({B * h, S, hd}), k.reshape({B * h, S, hd}).transpose(1, 2));
-  return torch::bmm(torch::softmax(scores, -1), v.reshape({B * h, S, hd})).view({B, h, S, hd});
+  return torch::bmm(torch::softmax(scores, -1), parts[2].reshape({B * h, S, hd}))
+      .view({B, h, S, hd})
+      .transpose(1, 2)
+      .reshape({B, S, h * hd});
 }
 
 struct Shape {
@@ -29,42 +42,52 @@ struct Shape {
   double rtol, atol;
 };
 
+RotaryTables random_tables(const Shape& c) {
+  const auto opts = torch::TensorOptions().dtype(c.dtype);
+  auto t = [&] { return torch::randn({c.S + 3, c.hd}, opts); };  // more rows than positions
+  return {t(), t(), t(), t()};
+}
+
 class CpuAttention : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(CpuAttention, MatchesTheCompositionForwardAndBackward) {
   const auto& c = GetParam();
   torch::manual_seed(7);
   const auto opts = torch::TensorOptions().dtype(c.dtype);
-  auto make = [&] { return (torch::randn({c.B, c.h, c.S, c.hd}, opts) * 0.5).requires_grad_(true); };
-  auto q = make(), k = make(), v = make();
-  const auto upstream = torch::randn({c.B, c.h, c.S, c.hd}, opts);
+  const auto qkv = (torch::randn({c.B, c.S, 3 * c.h * c.hd}, opts) * 0.5).requires_grad_(true);
+  const auto rope = random_tables(c);
+  const auto upstream = torch::randn({c.B, c.S, c.h * c.hd}, opts);
 
-  const auto ours = causal_attention_cpu(q, k, v);
-  const auto grads = torch::autograd::grad({ours}, {q, k, v}, {upstream});
-  const auto ref = reference(q, k, v);
-  const auto ref_grads = torch::autograd::grad({ref}, {q, k, v}, {upstream});
+  const auto ours = causal_self_attention_cpu(qkv, c.h, rope);
+  const auto grad = torch::autograd::grad({ours}, {qkv}, {upstream})[0];
+  const auto ref = reference(qkv, c.h, rope);
+  const auto ref_grad = torch::autograd::grad({ref}, {qkv}, {upstream})[0];
 
   EXPECT_TRUE(ours.is_contiguous());
+  EXPECT_EQ(ours.sizes(), ref.sizes());
   EXPECT_EQ(ours.scalar_type(), c.dtype);
   EXPECT_TRUE(torch::allclose(ours, ref, c.rtol, c.atol)) << (ours - ref).abs().max().item<double>();
-  const char* names[] = {"q", "k", "v"};
-  for (int i = 0; i < 3; ++i)
-    EXPECT_TRUE(torch::allclose(grads[i], ref_grads[i], c.rtol, c.atol))
-        << "d" << names[i] << " differs by " << (grads[i] - ref_grads[i]).abs().max().item<double>();
+  const int64_t D = c.h * c.hd;
+  const char* names[] = {"dQ", "dK", "dV"};
+  for (int i = 0; i < 3; ++i) {
+    const auto mine = grad.narrow(2, i * D, D), theirs = ref_grad.narrow(2, i * D, D);
+    EXPECT_TRUE(torch::allclose(mine, theirs, c.rtol, c.atol))
+        << names[i] << " differs by " << (mine - theirs).abs().max().item<double>();
+  }
 }
 
 TEST_P(CpuAttention, TheCounterSeesTheCompositionsFlops) {
   const auto& c = GetParam();
   const auto opts = torch::TensorOptions().dtype(c.dtype);
-  auto make = [&] { return torch::randn({c.B, c.h, c.S, c.hd}, opts).requires_grad_(true); };
-  auto q = make(), k = make(), v = make();
+  const auto qkv = torch::randn({c.B, c.S, 3 * c.h * c.hd}, opts).requires_grad_(true);
+  const auto rope = random_tables(c);
   auto count = [&](auto attend) {
     MatmulFlopCounter counter;
     attend().sum().backward();
     return counter.flops();
   };
-  const double ours = count([&] { return causal_attention_cpu(q, k, v); });
-  const double ref = count([&] { return reference(q, k, v); });
+  const double ours = count([&] { return causal_self_attention_cpu(qkv, c.h, rope); });
+  const double ref = count([&] { return reference(qkv, c.h, rope); });
   // QKᵀ and PV forward, dV, dP, dQ and dK backward: six products of S·S·hd multiply-adds per pair.
   EXPECT_DOUBLE_EQ(ours, 6.0 * 2 * c.B * c.h * c.S * c.S * c.hd);
   EXPECT_DOUBLE_EQ(ours, ref);
@@ -76,24 +99,30 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
                          ::testing::Values(Shape{1, 1, 1, 4, torch::kFloat64, 1e-12, 1e-12},
                                            Shape{2, 3, 12, 8, torch::kFloat64, 1e-12, 1e-12},
                                            Shape{3, 5, 160, 16, torch::kFloat64, 1e-10, 1e-12},
-                                           Shape{2, 12, 128, 64, torch::kFloat32, 1e-4, 1e-5}));
+                                           Shape{2, 12, 128, 64, torch::kFloat32, 1e-4, 1e-4}));
 
 TEST(CpuAttentionInput, RejectsWhatItDoesNotTake) {
-  const auto q = torch::randn({1, 2, 4, 8});
-  EXPECT_TRUE(cpu_attention_supports(q));
-  EXPECT_FALSE(cpu_attention_supports(q.to(torch::kBFloat16)));
-  EXPECT_THROW(causal_attention_cpu(q.transpose(2, 3).contiguous().transpose(2, 3), q, q), c10::Error);
-  EXPECT_THROW(causal_attention_cpu(q, torch::randn({1, 2, 4, 4}), q), c10::Error);
-  EXPECT_THROW(causal_attention_cpu(q, q.to(torch::kFloat64), q), c10::Error);
-  EXPECT_THROW(causal_attention_cpu(q.to(torch::kBFloat16), q, q), c10::Error);
+  const auto qkv = torch::randn({1, 4, 48});  // B 1, S 4, 2 heads of 8 (3 · 2 · 8)
+  const auto t = torch::randn({4, 8});
+  const RotaryTables rope{t, t, t, t};
+  EXPECT_TRUE(cpu_attention_supports(qkv));
+  EXPECT_FALSE(cpu_attention_supports(qkv.to(torch::kBFloat16)));
+  EXPECT_NO_THROW(causal_self_attention_cpu(qkv, 2, rope));
+  EXPECT_THROW(causal_self_attention_cpu(torch::randn({1, 4, 96}).narrow(2, 0, 48), 2, rope), c10::Error);  // strided
+  EXPECT_THROW(causal_self_attention_cpu(qkv, 5, rope), c10::Error);                       // 48 is not 3·5·hd
+  EXPECT_THROW(causal_self_attention_cpu(torch::randn({1, 4, 42}), 2, rope), c10::Error);  // 3 · 2 · 7: odd head_dim
+  EXPECT_THROW(causal_self_attention_cpu(qkv.to(torch::kBFloat16), 2, rope), c10::Error);
+  EXPECT_THROW(causal_self_attention_cpu(qkv, 2, {t.narrow(0, 0, 3), t, t, t}), c10::Error);  // fewer rows than S
+  EXPECT_THROW(causal_self_attention_cpu(qkv, 2, {t, t.to(torch::kFloat64), t, t}), c10::Error);
+  EXPECT_THROW(causal_self_attention_cpu(qkv, 2, {t, t, torch::Tensor(), t}), c10::Error);
 }
 
 #else
 
 TEST(CpuAttentionInput, WithoutCblasTheCompositionIsThePath) {
-  EXPECT_FALSE(cpu_attention_supports(torch::randn({1, 2, 4, 8})));
-  EXPECT_THROW(causal_attention_cpu(torch::randn({1, 2, 4, 8}), torch::randn({1, 2, 4, 8}), torch::randn({1, 2, 4, 8})),
-               c10::Error);
+  const auto t = torch::randn({4, 8});
+  EXPECT_FALSE(cpu_attention_supports(torch::randn({1, 4, 48})));
+  EXPECT_THROW(causal_self_attention_cpu(torch::randn({1, 4, 48}), 2, {t, t, t, t}), c10::Error);
 }
 
 #endif
