@@ -9,7 +9,7 @@ namespace ppu {
 namespace {
 
 struct Coefficients {
-  float decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bc2, eps, neg_step_size;
+  float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bc2, eps, neg_step_size;
 };
 
 // The same sequence of float operations, element by element, as LibTorch's unfused AdamW.
@@ -21,7 +21,7 @@ __attribute__((target_clones("avx2", "default"))) void update(float* __restrict 
                                                               float* __restrict m, float* __restrict v, int64_t n,
                                                               const Coefficients& c) {
   for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i];
+    const float gi = g[i] * c.grad_scale;
     const float mi = m[i] * c.beta1 + c.one_minus_beta1 * gi;
     const float vi = v[i] * c.beta2 + c.one_minus_beta2 * gi * gi;
     m[i] = mi;
@@ -51,7 +51,8 @@ bool fused_adamw_step(torch::Tensor& param, const torch::Tensor& grad, torch::Te
   }
   const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
   const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(h.step));
-  const Coefficients c{static_cast<float>(1 - h.lr * h.weight_decay),
+  const Coefficients c{h.grad_scale,
+                       static_cast<float>(1 - h.lr * h.weight_decay),
                        static_cast<float>(h.beta1),
                        static_cast<float>(1 - h.beta1),
                        static_cast<float>(h.beta2),

@@ -5,7 +5,9 @@
 // about ten separate tensor operations, each a full pass over memory; AdamW is memory-bound, so
 // one pass is several times faster (bench: bench/pytorch_peer, tests: InnerOptimizer.*).
 // Handles contiguous parameters and 2-D views whose rows are contiguous (the column slices of
-// PartialLinear); `grad`, `exp_avg`, `exp_avg_sq` must be contiguous float tensors.
+// PartialLinear); `grad`, `exp_avg`, `exp_avg_sq` must be contiguous float tensors. The update
+// reads each gradient element times `grad_scale` (gradient-norm clipping's factor), the float
+// product `grad.mul_(scale)` would have stored, without that extra pass over the gradient.
 #pragma once
 
 #include <torch/torch.h>
@@ -14,7 +16,8 @@ namespace ppu {
 
 struct AdamWHyper {
   double lr, beta1, beta2, eps, weight_decay;
-  int64_t step;  // 1-based, after increment
+  int64_t step;             // 1-based, after increment
+  float grad_scale = 1.0f;  // clipping factor applied to the gradient (1: none)
 };
 
 // False (and nothing changed) when the layout is not one of the supported ones.

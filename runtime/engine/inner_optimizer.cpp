@@ -83,14 +83,28 @@ double InnerOptimizer::step(int64_t step) {
     zero_grad();
     return lr;
   }
-  if (config_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params_, config_.grad_clip);
   if (adamw) {
+    // The clipping factor goes into the AdamW pass instead of a pass of its own over every gradient.
+    clip_scale_ = config_.grad_clip > 0 ? clip_factor(params_, config_.grad_clip) : 1.0f;
     fused_step(*adamw);
   } else {
+    if (config_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params_, config_.grad_clip);
     optimizer_->step();
   }
   zero_grad();
   return lr;
+}
+
+// clip_grad_norm_'s factor, computed as it does (the 2-norm of the per-tensor norms, then
+// max_norm / (norm + 1e-6) clamped to at most 1, in the gradients' dtype), without scaling the
+// gradients: min(1, that) is what its mul_ multiplies every gradient element by.
+float InnerOptimizer::clip_factor(const std::vector<torch::Tensor>& params, double max_norm) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : params)
+    if (p.grad().defined()) norms.push_back(p.grad().norm(2));
+  if (norms.empty()) return 1.0f;
+  const auto total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
+  return torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0).item<float>();
 }
 
 // Master i's gradient: leaf i's bf16 gradient as fp32, times the clipping factor.
@@ -136,8 +150,12 @@ void InnerOptimizer::fused_step(torch::optim::AdamW& adamw) {
       st.step(st.step() + 1);
       auto grad = p.grad().contiguous();
       auto m = st.exp_avg(), v = st.exp_avg_sq();
-      const AdamWHyper h{o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), st.step()};
+      // Mixed precision: master_grad already applied the clipping factor.
+      const float scale = leaves_.empty() ? clip_scale_ : 1.0f;
+      const AdamWHyper h{o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), st.step(),
+                         scale};
       if (!fused_adamw_step(p, grad, m, v, h)) {
+        if (scale != 1.0f) grad = grad * scale;
         // Same update as torch::optim::AdamW::step, as tensor operations.
         const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
         const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(h.step));

@@ -39,6 +39,7 @@ class InnerOptimizer {
  private:
   void fused_step(torch::optim::AdamW& adamw);
   bool master_grad(size_t i);
+  static float clip_factor(const std::vector<torch::Tensor>& params, double max_norm);
 
   InnerConfig config_;
   int64_t total_steps_;
@@ -46,6 +47,7 @@ class InnerOptimizer {
   std::vector<torch::Tensor> leaves_;                      // mixed precision: the bf16 leaves the gradients land in
   std::unordered_map<const void*, int64_t> master_index_;  // master's TensorImpl -> index
   double grad_scale_ = 1.0;                                // mixed precision: this step's clipping factor
+  float clip_scale_ = 1.0f;  // fp32 AdamW: this step's clipping factor, applied inside the AdamW pass
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 };
 

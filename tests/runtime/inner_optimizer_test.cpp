@@ -1,6 +1,6 @@
 // The fused AdamW of InnerOptimizer against LibTorch's own torch::optim::AdamW, on the layouts a
 // rank trains: whole matrices, row slices and column slices (strided views of a full weight),
-// vectors without weight decay; and its state survives a save/load round trip.
+// vectors without weight decay, with and without gradient clipping; and its state survives a save/load round trip.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -39,12 +39,16 @@ void set_grads(const std::vector<torch::Tensor>& params, int step) {
 
 }  // namespace
 
-TEST(InnerOptimizer, FusedAdamWMatchesLibTorchAdamW) {
+// grad_clip 0: no clipping; 1: the random gradients' norm (~10) is clipped, the factor folded
+// into the fused pass; 1000: clip_grad_norm_'s factor is clamped to 1.
+class FusedAdamWClip : public ::testing::TestWithParam<double> {};
+
+TEST_P(FusedAdamWClip, MatchesLibTorchAdamWAfterClipGradNorm) {
   InnerConfig c;
   c.lr = 1e-2;
   c.warmup_steps = 0;
   c.schedule = LrScheduleKind::Constant;
-  c.grad_clip = 0;
+  c.grad_clip = GetParam();
   auto ours = make_params(1), ref = make_params(1);
   ASSERT_FALSE(ours.trainable[2].is_contiguous());
   InnerOptimizer inner(c, 10, ours.trainable);
@@ -61,6 +65,7 @@ TEST(InnerOptimizer, FusedAdamWMatchesLibTorchAdamW) {
     set_grads(ours.trainable, step);
     set_grads(ref.trainable, step);
     inner.step(step);
+    if (c.grad_clip > 0) torch::nn::utils::clip_grad_norm_(ref.trainable, c.grad_clip);
     reference.step();
   }
   for (size_t i = 0; i < ours.trainable.size(); ++i)
@@ -71,6 +76,8 @@ TEST(InnerOptimizer, FusedAdamWMatchesLibTorchAdamW) {
   EXPECT_TRUE(torch::equal(ours.full_row.narrow(0, 6, 6), make_params(1).full_row.narrow(0, 6, 6)));
   EXPECT_EQ(inner.state_bytes(), 2 * 4 * (30 + 24 + 32 + 7));
 }
+
+INSTANTIATE_TEST_SUITE_P(InnerOptimizer, FusedAdamWClip, ::testing::Values(0.0, 1.0, 1000.0));
 
 TEST(InnerOptimizer, StateRoundTripsThroughACheckpoint) {
   InnerConfig c;
