@@ -6,8 +6,9 @@ usage: ppu_export_eval.py EXPORT_DIR DATASET_DIR --batches N --batch-size B [--j
 Reads EXPORT_DIR/config.json and EXPORT_DIR/model.safetensors (written by ppu-export), builds
 the decoder its `architecture` describes from plain torch.nn.functional calls (no code shared
 with the C++ runtime), and prints the mean next-token cross-entropy over the first N eval
-batches of DATASET_DIR/val.bin, batched exactly as ppu-train's evaluation does: batch i holds
-the windows (i*B + b) mod W of seq_len+1 tokens, W = len(val) // (seq_len+1). With --json it
+batches of DATASET_DIR/val.bin, batched exactly as ppu-train's evaluation of N batches does:
+row j = i*B + b of the M = N*B rows is window floor(j*W/M) of seq_len+1 tokens when M <= W =
+len(val) // (seq_len+1) (evenly spread over the split), else window j mod W. With --json it
 prints {"eval_loss": ..., "batches": N, "tokens": ...}.
 
 The safetensors file is parsed here against the format's rules (8-byte little-endian header
@@ -132,10 +133,15 @@ def main():
     windows = len(val) // window
     if windows == 0:
         sys.exit(f"{args.dataset_dir}: val split shorter than one window of {window} tokens")
-    total, per_batch = 0.0, []
+    per_batch = []
+    m = args.batches * args.batch_size
+
+    def window_of(j):
+        return j * windows // m if m <= windows else j % windows
+
     with torch.no_grad():
         for i in range(args.batches):
-            rows = [(i * args.batch_size + b) % windows for b in range(args.batch_size)]
+            rows = [window_of(i * args.batch_size + b) for b in range(args.batch_size)]
             batch = torch.stack([val[r * window:(r + 1) * window] for r in rows])
             per_batch.append(model.loss_sum(batch) / (args.batch_size * arch["seq_len"]))
     loss = sum(per_batch) / len(per_batch)  # ppu-train: the mean of the batches' mean losses

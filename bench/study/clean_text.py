@@ -3,7 +3,9 @@
 
 Contract: `clean_text.py --format rst|pod|html|plain --out OUT.txt FILE...` reads every FILE (sorted
 order is the caller's job), drops markup, code and tables, and writes paragraphs of at least
-MIN_WORDS words to OUT.txt, one per line, UTF-8, in input order. Deterministic; stdlib only.
+MIN_WORDS words to OUT.txt, one per line, UTF-8, in input order, with a blank line after each
+input file's paragraphs: each source file is one document to `ppu-data text`, which shuffles
+documents and splits train/validation between them. Deterministic; stdlib only.
 Prints "<format>: N files, P paragraphs, B bytes" on stdout. Errors name the file or flag.
 """
 import argparse
@@ -144,17 +146,21 @@ def main():
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     cleaner = {"rst": clean_rst, "pod": clean_pod, "html": clean_html, "plain": clean_plain}[args.format]
-    paras = []
+    paras, docs = 0, []
     for path in args.files:
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
-                paras.extend(cleaner(f.readlines()))
+                doc = cleaner(f.readlines())
         except OSError as e:
             sys.exit(f"clean_text.py: cannot read input file {path}: {e.strerror}")
-    data = "".join(p + "\n" for p in paras)
+        if doc:
+            docs.append("".join(p + "\n" for p in doc))
+            paras += len(doc)
+    data = "\n".join(docs)
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(data)
-    print(f"{args.format}: {len(args.files)} files, {len(paras)} paragraphs, {len(data.encode())} bytes")
+    print(f"{args.format}: {len(args.files)} files, {len(docs)} documents, {paras} paragraphs, "
+          f"{len(data.encode())} bytes")
 
 
 if __name__ == "__main__":

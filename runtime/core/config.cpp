@@ -69,6 +69,10 @@ const Table<DataSource>& table(DataSource) {
   static const Table<DataSource> t = {{"synthetic", DataSource::Synthetic}, {"shards", DataSource::Shards}};
   return t;
 }
+const Table<DataSampling>& table(DataSampling) {
+  static const Table<DataSampling> t = {{"iid", DataSampling::Iid}, {"contiguous", DataSampling::Contiguous}};
+  return t;
+}
 const Table<Device>& table(Device) {
   static const Table<Device> t = {{"cpu", Device::Cpu}, {"cuda", Device::Cuda}};
   return t;
@@ -147,6 +151,7 @@ void visit_fields(Config& c, V& v) {
   v("data.source", c.data.source);
   v("data.path", c.data.path);
   v("data.tokenizer", c.data.tokenizer);
+  v("data.sampling", c.data.sampling);
   v("data.synthetic_train_tokens", c.data.synthetic_train_tokens);
   v("data.synthetic_val_tokens", c.data.synthetic_val_tokens);
   v("data.synthetic_order", c.data.synthetic_order);
@@ -310,6 +315,7 @@ template Grouping parse_choice<Grouping>(const std::string&, const std::string&)
 template WireDtype parse_choice<WireDtype>(const std::string&, const std::string&);
 template FinalSync parse_choice<FinalSync>(const std::string&, const std::string&);
 template DataSource parse_choice<DataSource>(const std::string&, const std::string&);
+template DataSampling parse_choice<DataSampling>(const std::string&, const std::string&);
 template Device parse_choice<Device>(const std::string&, const std::string&);
 template Dtype parse_choice<Dtype>(const std::string&, const std::string&);
 template Collective parse_choice<Collective>(const std::string&, const std::string&);
@@ -326,6 +332,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> config_choices() {
           {"outer.delta_dtype", names_of<WireDtype>()},
           {"outer.final_sync", names_of<FinalSync>()},
           {"data.source", names_of<DataSource>()},
+          {"data.sampling", names_of<DataSampling>()},
           {"train.device", names_of<Device>()},
           {"train.dtype", names_of<Dtype>()},
           {"network.collective", names_of<Collective>()}};
@@ -342,6 +349,7 @@ std::string choice_name(Grouping v) { return name_in_table(v); }
 std::string choice_name(WireDtype v) { return name_in_table(v); }
 std::string choice_name(FinalSync v) { return name_in_table(v); }
 std::string choice_name(DataSource v) { return name_in_table(v); }
+std::string choice_name(DataSampling v) { return name_in_table(v); }
 std::string choice_name(Device v) { return name_in_table(v); }
 std::string choice_name(Dtype v) { return name_in_table(v); }
 std::string choice_name(Collective v) { return name_in_table(v); }

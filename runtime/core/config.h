@@ -34,6 +34,7 @@ enum class Grouping { Layers, Slices };                                // outer.
 enum class WireDtype { Fp32, Bf16, Int8 };                             // outer.delta_dtype: fp32 | bf16 | int8
 enum class FinalSync { Average, None };                                // outer.final_sync: average | none
 enum class DataSource { Synthetic, Shards };                           // data.source: synthetic | shards
+enum class DataSampling { Iid, Contiguous };                           // data.sampling: iid | contiguous
 enum class Device { Cpu, Cuda };                                       // train.device: cpu | cuda
 enum class Dtype { Fp32, Bf16 };                                       // train.dtype: fp32 | bf16
 enum class Collective { Ring, Direct };                                // network.collective: ring | direct
@@ -49,6 +50,7 @@ std::string choice_name(Grouping v);
 std::string choice_name(WireDtype v);
 std::string choice_name(FinalSync v);
 std::string choice_name(DataSource v);
+std::string choice_name(DataSampling v);
 std::string choice_name(Device v);
 std::string choice_name(Dtype v);
 std::string choice_name(Collective v);
@@ -113,6 +115,10 @@ struct DataConfig {
   DataSource source = DataSource::Synthetic;
   std::string path;  // dataset directory for shards (or a synthetic one written by ppu-data)
   std::string tokenizer;
+  // iid: every rank samples windows from the whole train split, a stream per (seed, rank), as
+  // DistributedSampler(shuffle=True) does. contiguous: rank k samples only inside the k-th
+  // contiguous 1/K of the split (non-IID ranks, for federated-style experiments).
+  DataSampling sampling = DataSampling::Iid;
   int64_t synthetic_train_tokens = 2000000;
   int64_t synthetic_val_tokens = 100000;
   int synthetic_order = 1;  // order-1 contexts are learnable by small models in minutes

@@ -1,5 +1,6 @@
 #include "data/data_loader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -75,36 +76,51 @@ uint64_t TokenDataset::eval_windows(int seq_len) const {
   return val.size() / (static_cast<uint64_t>(seq_len) + 1);
 }
 
-TokenBatch TokenDataset::eval_batch(uint64_t i, int batch, int seq_len) const {
+TokenBatch TokenDataset::eval_batch(uint64_t i, int batch, int seq_len, uint64_t batches) const {
   check_shape("eval_batch", batch, seq_len);
+  if (i >= batches)
+    throw std::invalid_argument("eval_batch: batch " + std::to_string(i) + " of an evaluation of " +
+                                std::to_string(batches) + " batches");
   const uint64_t window = static_cast<uint64_t>(seq_len) + 1;
   const uint64_t windows = eval_windows(seq_len);
   if (windows == 0)
     throw std::invalid_argument("eval_batch: val split has " + std::to_string(val.size()) +
                                 " tokens, fewer than one window of seq_len+1 = " + std::to_string(window));
+  const auto rows = static_cast<unsigned __int128>(batches) * static_cast<uint64_t>(batch);
   TokenBatch out{batch, seq_len, {}};
   out.tokens.reserve(batch * window);
   for (int b = 0; b < batch; ++b) {
-    // Wrapping keeps every index valid; callers wanting each window once use
-    // eval_windows() / batch batches.
-    const uint64_t w = (i * static_cast<uint64_t>(batch) + b) % windows;
+    const auto j = static_cast<unsigned __int128>(i) * static_cast<uint64_t>(batch) + static_cast<uint64_t>(b);
+    // Spread over the whole split when there are enough windows: a val split built from many
+    // sources is read from every one of them, not from whichever comes first.
+    const uint64_t w = rows <= windows ? static_cast<uint64_t>(j * windows / rows) : static_cast<uint64_t>(j % windows);
     const auto start = val.begin() + static_cast<std::ptrdiff_t>(w * window);
     out.tokens.insert(out.tokens.end(), start, start + static_cast<std::ptrdiff_t>(window));
   }
   return out;
 }
 
-RankLoader::RankLoader(const TokenDataset& dataset, int rank, int world_size, uint64_t seed, int batch, int seq_len)
+uint64_t TokenDataset::eval_tokens(int batch, int seq_len, uint64_t batches) const {
+  if (batch < 1 || seq_len < 1) return 0;
+  const uint64_t rows = batches * static_cast<uint64_t>(batch);
+  return std::min(rows, eval_windows(seq_len)) * (static_cast<uint64_t>(seq_len) + 1);
+}
+
+RankLoader::RankLoader(const TokenDataset& dataset, int rank, int world_size, uint64_t seed, int batch, int seq_len,
+                       RankSampling sampling)
     : dataset_(&dataset), rank_(rank), seed_(seed), batch_(batch), seq_len_(seq_len) {
   check_shape("RankLoader", batch, seq_len);
   if (world_size < 1 || rank < 0 || rank >= world_size)
     throw std::invalid_argument("RankLoader: rank " + std::to_string(rank) +
                                 " is not in [0, world_size=" + std::to_string(world_size) + ")");
   const uint64_t n = dataset.train.size();
-  const auto k = static_cast<unsigned __int128>(rank);
-  const auto kk = static_cast<unsigned __int128>(world_size);
-  begin_ = static_cast<uint64_t>(k * n / kk);
-  end_ = static_cast<uint64_t>((k + 1) * n / kk);
+  end_ = n;
+  if (sampling == RankSampling::Contiguous) {
+    const auto k = static_cast<unsigned __int128>(rank);
+    const auto kk = static_cast<unsigned __int128>(world_size);
+    begin_ = static_cast<uint64_t>(k * n / kk);
+    end_ = static_cast<uint64_t>((k + 1) * n / kk);
+  }
   const uint64_t window = static_cast<uint64_t>(seq_len) + 1;
   if (end_ - begin_ < window)
     throw std::invalid_argument("RankLoader: rank " + std::to_string(rank) + " of " + std::to_string(world_size) +

@@ -1,6 +1,7 @@
 // ppu-data: builds dataset directories (train.bin, val.bin, meta.json[, tokenizer.model]).
 //   ppu-data synthetic --out DIR [...]   synthetic corpus with an exact entropy floor
-//   ppu-data text --input FILE... --out DIR [...]   SentencePiece tokenizer + token shards
+//   ppu-data text --input FILE... --out DIR [...]   SentencePiece tokenizer + token shards, split
+//                                                   into train/val by whole shuffled documents
 // Errors are one line on stderr naming the bad flag; exit status is non-zero.
 #include <CLI/CLI.hpp>
 
@@ -14,6 +15,7 @@
 
 #include "data/dataset_dir.h"
 #include "data/synthetic_corpus.h"
+#include "data/text_documents.h"
 #include "data/tokenizer.h"
 
 namespace fs = std::filesystem;
@@ -34,6 +36,7 @@ struct TextArgs {
   uint32_t vocab = 4096;
   std::string tokenizer;
   double val_fraction = 0.05;
+  std::string document_separator;  // empty: paragraphs are the documents
   std::string model_type = "bpe";
   uint32_t seed = 0;
   uint32_t threads = 1;
@@ -90,15 +93,33 @@ int run_text(const TextArgs& a, bool vocab_given) {
     tok.emplace(Tokenizer::train(a.inputs, model_path, opts));
   }
 
-  std::vector<int32_t> tokens;
-  for (const auto& in : a.inputs) tok->encode_file(in, tokens);
-  // Val is the tail of the concatenated stream: contiguous text, never seen in training.
-  const auto n_val = static_cast<size_t>(std::ceil(tokens.size() * a.val_fraction));
-  if (n_val == 0 || n_val >= tokens.size())
-    throw FlagError("--val-fraction " + std::to_string(a.val_fraction) + " leaves an empty split (" +
-                    std::to_string(tokens.size()) + " tokens)");
-  std::vector<int32_t> val(tokens.end() - static_cast<std::ptrdiff_t>(n_val), tokens.end());
-  tokens.resize(tokens.size() - n_val);
+  // Whole documents, shuffled, go to train or validation: validation draws from every input and
+  // the train split is not ordered by source (a contiguous per-rank partition of an ordered split
+  // would hand each rank one source).
+  std::vector<std::vector<int32_t>> docs;
+  for (const auto& in : a.inputs) {
+    for (const auto& lines : read_documents(in, a.document_separator)) {
+      std::vector<int32_t> ids;
+      tok->encode_lines(lines, ids);
+      ids.push_back(tok->eos_id());  // the boundary: a blank line or the separator line
+      docs.push_back(std::move(ids));
+    }
+  }
+  std::vector<uint64_t> counts;
+  counts.reserve(docs.size());
+  for (const auto& d : docs) counts.push_back(d.size());
+  DocumentSplit split;
+  try {
+    split = split_documents(counts, a.val_fraction, a.seed);
+  } catch (const std::invalid_argument& e) {
+    throw FlagError("--val-fraction " + std::to_string(a.val_fraction) + ": " + e.what());
+  }
+  auto gather = [&](const std::vector<size_t>& which) {
+    std::vector<int32_t> out;
+    for (const size_t d : which) out.insert(out.end(), docs[d].begin(), docs[d].end());
+    return out;
+  };
+  const std::vector<int32_t> tokens = gather(split.train), val = gather(split.val);
 
   DatasetMeta meta;
   meta.vocab = tok->vocab_size();
@@ -106,8 +127,8 @@ int run_text(const TextArgs& a, bool vocab_given) {
   meta.tokenizer = "tokenizer.model";
   for (const auto& in : a.inputs) meta.inputs.push_back(fs::absolute(in).string());
   write_dataset(a.out, meta, tokens, val);
-  std::printf("wrote %s: %zu train + %zu val tokens, vocab %u, tokenizer %s\n", a.out.c_str(), tokens.size(),
-              val.size(), tok->vocab_size(), model_path.c_str());
+  std::printf("wrote %s: %zu train + %zu val tokens (%zu + %zu documents), vocab %u, tokenizer %s\n", a.out.c_str(),
+              tokens.size(), val.size(), split.train.size(), split.val.size(), tok->vocab_size(), model_path.c_str());
   return 0;
 }
 
@@ -142,11 +163,16 @@ int main(int argc, char** argv) {
                                ->capture_default_str()
                                ->check(CLI::Range(16u, 1u << 20));
   t->add_option("--tokenizer", txt.tokenizer, "use this existing .model instead of training");
-  t->add_option("--val-fraction", txt.val_fraction, "tail fraction of tokens held out for val")->capture_default_str();
+  t->add_option("--val-fraction", txt.val_fraction,
+                "fraction of tokens held out for val, as whole documents drawn at random (--seed)")
+      ->capture_default_str();
+  t->add_option("--document-separator", txt.document_separator,
+                "a line equal to this ends a document (default: blank lines, i.e. paragraphs are documents)");
   t->add_option("--model-type", txt.model_type, "SentencePiece model type")
       ->capture_default_str()
       ->check(CLI::IsMember({"bpe", "unigram"}));
-  t->add_option("--seed", txt.seed, "tokenizer training seed")->capture_default_str();
+  t->add_option("--seed", txt.seed, "seed of the tokenizer training and of the document shuffle")
+      ->capture_default_str();
   t->add_option("--threads", txt.threads, "tokenizer training threads (1 = deterministic)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1024u));

@@ -79,18 +79,30 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
 void Tokenizer::encode_file(const std::string& path, std::vector<int32_t>& out) const {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path + ": cannot open for encoding");
-  const int32_t eos = eos_id();
-  if (eos < 0) throw std::runtime_error("tokenizer has no </s> piece to end lines with");
+  std::vector<std::string> lines;
   std::string line;
-  std::vector<int> ids;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  if (in.bad()) throw std::runtime_error(path + ": read failed");
+  try {
+    encode_lines(lines, out);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+}
+
+void Tokenizer::encode_lines(const std::vector<std::string>& lines, std::vector<int32_t>& out) const {
+  const int32_t eos = eos_id();
+  if (eos < 0) throw std::runtime_error("tokenizer has no </s> piece to end lines with");
+  std::vector<int> ids;
+  for (const auto& line : lines) {
     const auto status = sp_->Encode(line, &ids);
-    if (!status.ok()) throw std::runtime_error(path + ": SentencePiece encode failed: " + status.ToString());
+    if (!status.ok()) throw std::runtime_error("SentencePiece encode failed: " + status.ToString());
     out.insert(out.end(), ids.begin(), ids.end());
     out.push_back(eos);
   }
-  if (in.bad()) throw std::runtime_error(path + ": read failed");
 }
 
 }  // namespace ppu::data

@@ -46,6 +46,8 @@ class Tokenizer {
   std::string decode(const std::vector<int32_t>& ids) const;
   // Appends the encoding of every line of `path` (pieces + </s> per line) to `out`.
   void encode_file(const std::string& path, std::vector<int32_t>& out) const;
+  // The same for lines already in memory (without line ends).
+  void encode_lines(const std::vector<std::string>& lines, std::vector<int32_t>& out) const;
 
  private:
   explicit Tokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp);

@@ -118,7 +118,8 @@ class Run {
         schedule_(c, c.model),
         dataset_(load_dataset(c)),
         loader_(dataset_, env.rendezvous.rank, env.rendezvous.world_size, c.train.seed, c.inner.batch_size,
-                c.model.seq_len),
+                c.model.seq_len,
+                c.data.sampling == DataSampling::Contiguous ? data::RankSampling::Contiguous : data::RankSampling::Iid),
         model_(c.model, plan_, c.train.seed, device_,
                c.train.dtype == Dtype::Bf16 ? torch::kBFloat16 : torch::kFloat32),
         inner_(c.inner, c.train.steps, model_.trainable(), decay_mask(c.inner, model_.layout()), model_.masters()),
@@ -357,8 +358,8 @@ class Run {
     const Transformer global(c_.model, global_params(), device_);
     double mine = 0;
     for (int i = env_.rendezvous.rank; i < c_.train.eval_batches; i += env_.rendezvous.world_size) {
-      mine += global.loss(to_tensor(dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len)).to(device_))
-                  .item<double>();
+      const auto batch = dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len, c_.train.eval_batches);
+      mine += global.loss(to_tensor(batch).to(device_)).item<double>();
       ++eval_batches_done_;
     }
     double total = 0;
@@ -470,6 +471,10 @@ class Run {
                         {"seconds", seconds},
                         {"eval_seconds", eval_seconds_},
                         {"eval_batches_evaluated", eval_batches_done_},
+                        {"eval_tokens", dataset_.eval_tokens(c_.inner.batch_size, c_.model.seq_len,
+                                                             static_cast<uint64_t>(c_.train.eval_batches))},
+                        {"val_tokens", dataset_.val.size()},
+                        {"data_sampling", choice_name(c_.data.sampling)},
                         {"eval_parameters", "global"},
                         {"final_sync", choice_name(ddp_ ? FinalSync::None : c_.outer.final_sync)},
                         {"step_seconds", step_seconds},

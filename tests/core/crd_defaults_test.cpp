@@ -46,7 +46,7 @@ TEST(CrdDefaults, EnumsAreTheRuntimeChoices) {
   const auto training =
       crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["training"];
   const auto choices = ppu::config_choices();
-  ASSERT_EQ(choices.size(), 14u);
+  ASSERT_EQ(choices.size(), 15u);
   for (const auto& [key, names] : choices) {
     const auto dot = key.find('.');
     const auto schema = dot == std::string::npos

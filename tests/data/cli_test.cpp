@@ -1,14 +1,18 @@
 // ppu-data end to end: the directories it writes load back through TokenDataset.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
 
+#include "data/counter_rng.h"
 #include "data/data_loader.h"
 #include "data/dataset_dir.h"
 #include "data/synthetic_corpus.h"
+#include "data/text_documents.h"
+#include "data/tokenizer.h"
 #include "test_dirs.h"
 
 namespace ppu::data {
@@ -76,8 +80,18 @@ TEST(PpuDataCli, TextTrainsATokenizerThenReusesIt) {
   EXPECT_EQ(a.vocab, 512u);
   EXPECT_EQ(a.source, "text");
   EXPECT_FALSE(a.entropy_rate_nats.has_value());
-  const double frac = static_cast<double>(a.val.size()) / (a.train.size() + a.val.size());
-  EXPECT_NEAR(frac, 0.1, 0.001);
+  // Whole paragraphs go to val until it holds ceil(10 %) of the tokens: it overshoots by less than
+  // the longest paragraph (its lines' tokens plus one </s> per line and one for the boundary).
+  const Tokenizer tok = Tokenizer::load(dir.file("a/tokenizer.model"));
+  size_t longest = 0;
+  for (const auto& doc : read_documents(dir.file("excerpt.txt"), "")) {
+    std::vector<int32_t> ids;
+    tok.encode_lines(doc, ids);
+    longest = std::max(longest, ids.size() + 1);
+  }
+  const auto want = static_cast<size_t>(std::ceil(0.1 * static_cast<double>(a.train.size() + a.val.size())));
+  EXPECT_GE(a.val.size(), want);
+  EXPECT_LT(a.val.size(), want + longest);
   EXPECT_EQ(read_dataset_meta(dir.file("a")).tokenizer, "tokenizer.model");
 
   // Reusing the tokenizer gives the same tokens; a contradicting --vocab is refused.
@@ -94,6 +108,83 @@ TEST(PpuDataCli, TextTrainsATokenizerThenReusesIt) {
                      &log),
             0);
   EXPECT_NE(log.find("--vocab"), std::string::npos) << log;
+}
+
+// Two "domains" with disjoint alphabets (a-m and n-z), one file each, many paragraphs: the
+// validation split holds both in proportion, and the train split is shuffled by document, so
+// both its halves hold both domains (a concatenation in file order would give one to each).
+TEST(PpuDataCli, TextSplitsWholeShuffledDocumentsFromEveryInput) {
+  ScratchDir dir;
+  uint64_t state = 12345;
+  auto word = [&](char first) {
+    std::string w;
+    const int len = 3 + static_cast<int>((state = mix64(state)) % 5);
+    for (int i = 0; i < len; ++i) w += static_cast<char>(first + (state = mix64(state)) % 13);
+    return w;
+  };
+  for (const auto& [name, first] : {std::pair<std::string, char>{"a.txt", 'a'}, {"b.txt", 'n'}}) {
+    std::ofstream out(dir.file(name));
+    for (int doc = 0; doc < 300; ++doc) {
+      for (int line = 0; line < 3; ++line) {
+        for (int w = 0; w < 10; ++w) out << (w ? " " : "") << word(first);
+        out << "\n";
+      }
+      out << "\n";
+    }
+  }
+  std::string log;
+  ASSERT_EQ(ppu_data("text --input " + dir.file("a.txt") + " --input " + dir.file("b.txt") + " --out " +
+                         dir.file("ds") + " --vocab 320 --val-fraction 0.1 --seed 3",
+                     &log),
+            0)
+      << log;
+  EXPECT_NE(log.find("documents"), std::string::npos) << log;
+  const TokenDataset ds = TokenDataset::load(dir.file("ds"));
+  const Tokenizer tok = Tokenizer::load(dir.file("ds/tokenizer.model"));
+  // Counts of domain-a and domain-b tokens in [begin, end) (control tokens decode to nothing).
+  auto domains = [&](const std::vector<int32_t>& tokens, size_t begin, size_t end) {
+    std::pair<int, int> n{0, 0};
+    for (size_t i = begin; i < end; ++i) {
+      for (const char ch : tok.decode({tokens[i]})) {
+        if (ch >= 'a' && ch <= 'm') {
+          ++n.first;
+          break;
+        }
+        if (ch >= 'n' && ch <= 'z') {
+          ++n.second;
+          break;
+        }
+      }
+    }
+    return n;
+  };
+  // About 60 of the 600 equal-sized paragraphs are in val: each domain's count is hypergeometric
+  // around 30 (σ ≈ 3.7); a fifth of the tokens (12 paragraphs) is 4.9σ below. Each train half
+  // holds ~270 paragraphs (σ ≈ 5.8 around 135): a fifth is 9σ below.
+  const auto [val_a, val_b] = domains(ds.val, 0, ds.val.size());
+  EXPECT_GT(val_a, (val_a + val_b) / 5) << val_a << " " << val_b;
+  EXPECT_GT(val_b, (val_a + val_b) / 5) << val_a << " " << val_b;
+  const size_t half = ds.train.size() / 2;
+  for (const auto& [begin, end] : {std::pair<size_t, size_t>{0, half}, {half, ds.train.size()}}) {
+    const auto [a, b] = domains(ds.train, begin, end);
+    EXPECT_GT(a, (a + b) / 5) << begin;
+    EXPECT_GT(b, (a + b) / 5) << begin;
+  }
+  // The same seed gives the same split; another seed another one.
+  ASSERT_EQ(
+      ppu_data("text --input " + dir.file("a.txt") + " --input " + dir.file("b.txt") + " --out " + dir.file("again") +
+                   " --tokenizer " + dir.file("ds/tokenizer.model") + " --val-fraction 0.1 --seed 3",
+               &log),
+      0)
+      << log;
+  EXPECT_EQ(TokenDataset::load(dir.file("again")).val, ds.val);
+  ASSERT_EQ(
+      ppu_data("text --input " + dir.file("a.txt") + " --input " + dir.file("b.txt") + " --out " + dir.file("other") +
+                   " --tokenizer " + dir.file("ds/tokenizer.model") + " --val-fraction 0.1 --seed 4",
+               &log),
+      0)
+      << log;
+  EXPECT_NE(TokenDataset::load(dir.file("other")).val, ds.val);
 }
 
 }  // namespace

@@ -287,7 +287,7 @@ TEST(Distributed, EvaluationIsOfTheGlobalParametersAndDoneOncePerJob) {
   torch::NoGradGuard no_grad;
   double total = 0;
   for (int i = 0; i < 6; ++i) {
-    const auto b = dataset.eval_batch(i, c.inner.batch_size, c.model.seq_len);
+    const auto b = dataset.eval_batch(i, c.inner.batch_size, c.model.seq_len, 6);
     const auto tokens =
         torch::tensor(at::ArrayRef<int32_t>(b.tokens), torch::kInt32).to(torch::kLong).view({b.batch, b.seq_len + 1});
     total += global.loss(tokens).item<double>();
