@@ -31,6 +31,7 @@ inline constexpr const char* kRunId = "PPU_RUN_ID";                  // the run_
 inline constexpr const char* kCheckpointDir = "PPU_CHECKPOINT_DIR";  // overrides checkpoint.dir
 inline constexpr const char* kMetricsPort = "PPU_METRICS_PORT";      // overrides metrics.port
 inline constexpr const char* kLogPrefixed = "PPU_LOG_PREFIXED";      // ppu-launch prefixes lines itself
+inline constexpr const char* kOneDnn = "PPU_ONEDNN";                 // off: no oneDNN (the AVX2-only bf16 path)
 }  // namespace env
 
 // ppu-train writes its last error line here when the file is writable; the pod template sets

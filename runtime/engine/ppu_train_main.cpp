@@ -20,6 +20,7 @@
 #include "engine/checkpoint_format.h"
 #include "engine/collectives.h"
 #include "engine/compute_threads.h"
+#include "engine/onednn_switch.h"
 #include "engine/trainer.h"
 
 namespace {
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e " + rank_tag + "%^%l%$ %v");
   try {
     const ppu::Config config = ppu::load_config(config_path, overrides);
+    const ppu::OneDnnState onednn = ppu::apply_onednn_env();  // before any op runs
     ppu::RunEnv env;
     env.rendezvous = ppu::rendezvous_from_env();
     env.run_id = ppu::env_string(ppu::contract::env::kRunId, "local");
@@ -89,7 +91,11 @@ int main(int argc, char** argv) {
                  blas.core.empty() ? "-" : blas.core, blas.core_env.empty() ? "" : " set by OPENBLAS_CORETYPE",
                  torch::get_num_threads(), blas.libtorch, blas.torch_blas);
     if (const auto warning = ppu::blas_core_warning(blas); !warning.empty()) spdlog::warn("{}", warning);
+    spdlog::info("oneDNN: {}; bf16 matmuls on {}",
+                 onednn.enabled ? "on" : (onednn.available ? "off (PPU_ONEDNN)" : "absent"),
+                 onednn.bf16_matmul ? "oneDNN" : "ATen's own kernels");
     auto summary = ppu::train(config, env);
+    summary["onednn"] = {{"enabled", onednn.enabled}, {"bf16_matmul", onednn.bf16_matmul}};
     summary["blas"] = {{"library", blas.library},
                        {"variant", blas.variant},
                        {"threads", blas.threads},

@@ -15,6 +15,10 @@ machine whose alternative is the pthread variant shows the binary does not depen
 On OpenBLAS it also checks the kernel report: with OPENBLAS_CORETYPE unset the summary names the
 core OpenBLAS chose and no forced core; with OPENBLAS_CORETYPE=Haswell it names Haswell as forced,
 and on a CPU with AVX-512 the log warns that the environment holds OpenBLAS to AVX2 kernels.
+
+And the oneDNN switch (engine/onednn_switch.h): the summary's "onednn" block says whether oneDNN
+is on and where bf16 matmuls go; PPU_ONEDNN=off turns it off (bf16 matmuls on ATen's own kernels,
+whatever the CPU); any other value stops ppu-train with the configuration exit code, naming it.
 """
 import json
 import os
@@ -32,12 +36,14 @@ def fail(msg):
     sys.exit(1)
 
 
-def train(threads, coretype):
-    """ppu-train's summary "blas" block and its log, OPENBLAS_CORETYPE set to `coretype` (None: unset)."""
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+def train(threads, coretype, onednn=None, block="blas"):
+    """ppu-train's summary block `block` and its log, OPENBLAS_CORETYPE set to `coretype` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "PPU_ONEDNN")}
     env["OMP_NUM_THREADS"] = "7"
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
+    if onednn is not None:
+        env["PPU_ONEDNN"] = onednn
     with tempfile.TemporaryDirectory() as work:
         out = os.path.join(work, "summary.json")
         proc = subprocess.run([TRAIN, "--config", TINY, "--set", "train.steps=2", "--set", "train.eval_every=0",
@@ -45,7 +51,7 @@ def train(threads, coretype):
                               capture_output=True, text=True, timeout=300, env=env)
         if proc.returncode != 0:
             fail(f"ppu-train exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-        return json.load(open(out))["blas"], proc.stdout + proc.stderr
+        return json.load(open(out))[block], proc.stdout + proc.stderr
 
 
 alternative = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
@@ -76,4 +82,18 @@ if blas["torch_blas"] != "mkl" and blas["variant"] == "openmp":
     warned = "OPENBLAS_CORETYPE=Haswell in the environment" in log
     if warned != forced["cpu_avx512"]:
         fail(f"AVX-512 CPU: {forced['cpu_avx512']}, but the log {'has' if warned else 'lacks'} the forced-core warning")
+default, log = train(1, None, block="onednn")
+print("oneDNN by default:", default)
+if default["bf16_matmul"] and not default["enabled"]:
+    fail(f"bf16 matmuls on oneDNN with oneDNN off: {default}")
+off, log = train(1, None, onednn="off", block="onednn")
+print("PPU_ONEDNN=off:", off)
+if off != {"enabled": False, "bf16_matmul": False} or "bf16 matmuls on ATen's own kernels" not in log:
+    fail(f"PPU_ONEDNN=off: the summary should say oneDNN is off and bf16 matmuls on ATen's kernels: {off}")
+with tempfile.TemporaryDirectory() as work:
+    env = dict(os.environ, PPU_ONEDNN="sometimes")
+    proc = subprocess.run([TRAIN, "--config", TINY, "--set", "train.steps=2"], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=work)
+    if proc.returncode != 2 or "PPU_ONEDNN" not in proc.stderr:
+        fail(f"PPU_ONEDNN=sometimes: want exit 2 naming PPU_ONEDNN, got {proc.returncode}: {proc.stderr[-500:]}")
 print("PASS compute-env")
