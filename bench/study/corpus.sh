@@ -3,7 +3,8 @@
 #   corpus.sh --full  OUT   English prose from Debian documentation packages (PKGS below):
 #                           `apt-get download` + `dpkg-deb -x` into OUT/debs (nothing is
 #                           installed), cleaned to prose by clean_text.py, tokenised by
-#                           `ppu-data text --vocab 4096` into OUT/data (train/val shards).
+#                           `ppu-data text --vocab 2048` into OUT/data (train/val shards; each
+#                           source file is one document, split train/val at random, seed 0).
 #   corpus.sh --small OUT   the same pipeline on ../shared/data/tinyshakespeare.txt (vocab 1024).
 # OUT/MANIFEST records every package's name, version and .deb sha256, the cleaned text's sha256
 # and the token counts. A finished OUT (OUT/data/meta.json present) is reused.
@@ -48,7 +49,7 @@ else
     $(find "$OUT/debs/x-postgresql-doc-15" -name '*.html' | sort)
   python3 "$HERE/clean_text.py" --format html --out "$OUT/text/git-doc.txt" \
     $(find "$OUT/debs/x-git-doc" -name '*.html' | sort)
-  VOCAB=4096
+  VOCAB=2048
 fi
 for f in "$OUT"/text/*.txt; do
   echo "text $(basename "$f") bytes $(stat -c %s "$f") sha256 $(sha256sum < "$f" | cut -d' ' -f1)" >> "$OUT/MANIFEST"

@@ -23,7 +23,7 @@ if ((QUICK)); then
   OUT=${OUT:-$ROOT/out/study-quick}; K=4
   bash "$HERE/corpus.sh" --small "$OUT/corpus"
   EXTRA=(--set model.layers=2 --set model.d_model=64 --set model.vocab=1024 --set model.seq_len=64
-         --set train.steps=40 --set train.eval_every=10 --set train.eval_batches=2
+         --set train.steps=40 --set train.eval_every=10 --set train.eval_batches=2 --set train.log_every=10
          --set inner.warmup_steps=5 --set inner.batch_size=4 --set outer.sync_every=10)
 else
   OUT=${OUT:-$ROOT/out/study}; K=8
@@ -32,13 +32,53 @@ else
 fi
 mkdir -p "$OUT/runs"
 
-jobs=()   # "name seed sets"
+# The inner learning rate, chosen once for every method (docs/REPRODUCTION.md): DDP, the
+# synchronous baseline, trains 20 % of the study's steps (its own cosine schedule over them) at
+# each candidate; the lowest final eval loss wins and every row of the grid uses it. The choice is
+# kept in OUT/inner_lr (delete it to choose again); the sweep's runs stay in OUT/lr-sweep.
+if ((QUICK)); then
+  LR_CANDIDATES=(); INNER_LR=""
+else
+  LR_CANDIDATES=(1e-3 3e-3 1e-2); INNER_LR=""
+fi
+if [[ ${#LR_CANDIDATES[@]} -gt 0 && ! -s $OUT/inner_lr ]]; then
+  best=""; best_loss=""
+  for lr in "${LR_CANDIDATES[@]}"; do
+    d=$OUT/lr-sweep/lr-$lr; mkdir -p "$d"
+    if [[ ! -f $d/done ]]; then
+      echo "lr sweep: DDP at inner.lr=$lr, 400 steps"
+      "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" --set ranks=$K --set data.path="$OUT/corpus/data" \
+        --set method=ddp --set inner.lr=$lr --set train.steps=400 --set inner.warmup_steps=12 --set train.eval_every=0 \
+        --summary-dir "$d" > "$d/run.log" 2>&1 || { echo "run.sh: lr sweep at $lr failed; see $d/run.log" >&2; exit 1; }
+      touch "$d/done"
+    fi
+    loss=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["eval_loss"])' "$d/rank-0.json")
+    echo "lr sweep: inner.lr=$lr eval loss $loss"
+    if [[ -z $best ]] || python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$loss" "$best_loss"; then
+      best=$lr; best_loss=$loss
+    fi
+  done
+  echo "$best" > "$OUT/inner_lr"
+fi
+[[ -s $OUT/inner_lr ]] && INNER_LR=$(cat "$OUT/inner_lr") && echo "inner.lr = $INNER_LR for every row ($OUT/inner_lr)"
+[[ -n $INNER_LR ]] && EXTRA+=(--set inner.lr=$INNER_LR)
+
+# Order: the paired rows seed by seed (every paired row's seed 0, then seed 1, ...), so a study
+# stopped part-way has whole pairs; then the one-seed rows.
+paired=(); single=()   # "name|seed|sets"
 while IFS=$'\t' read -r name seeds sets tag; do
   [[ -z $name || $name == \#* || $seeds == - ]] && continue
-  ((QUICK)) && [[ $tag != quick ]] && continue
+  ((QUICK)) && [[ ,$tag, != *,quick,* ]] && continue
   ((QUICK)) && seeds=${seeds%%,*}
-  for s in ${seeds//,/ }; do jobs+=("$name|$s|$sets"); done
+  for s in ${seeds//,/ }; do
+    if [[ ,$tag, == *,paired,* ]]; then paired+=("$s|$name|$sets"); else single+=("$name|$s|$sets"); fi
+  done
 done < "$HERE/grid.tsv"
+jobs=()
+while IFS='|' read -r s name sets; do
+  [[ -n $name ]] && jobs+=("$name|$s|$sets")
+done < <(printf '%s\n' "${paired[@]}" | sort -s -t'|' -k1,1n)
+jobs+=("${single[@]}")
 
 n=${#jobs[@]}; i=0; spent=0; measured=0; t_start=$(date +%s)
 for job in "${jobs[@]}"; do

@@ -94,6 +94,7 @@ with tempfile.TemporaryDirectory() as work:
     env = dict(os.environ, PPU_ONEDNN="sometimes")
     proc = subprocess.run([TRAIN, "--config", TINY, "--set", "train.steps=2"], capture_output=True, text=True,
                           timeout=300, env=env, cwd=work)
-    if proc.returncode != 2 or "PPU_ONEDNN" not in proc.stderr:
-        fail(f"PPU_ONEDNN=sometimes: want exit 2 naming PPU_ONEDNN, got {proc.returncode}: {proc.stderr[-500:]}")
+    said = proc.stdout + proc.stderr
+    if proc.returncode != 2 or "PPU_ONEDNN is 'sometimes'" not in said:
+        fail(f"PPU_ONEDNN=sometimes: want exit 2 naming PPU_ONEDNN, got {proc.returncode}: {said[-500:]}")
 print("PASS compute-env")
