@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # study_quick_pipeline: bench/study/run.sh --quick writes the corpus manifest, one summary per
-# rank for every quick grid row, table.md with a row per run, summary.json and four PNG plots;
+# rank for every quick grid row, table.md with a row per run, paired.md (one seed: no interval),
+# summary.json (runs, unigram entropy, paired) and five PNG plots;
 # a second invocation skips every finished run; a bad flag is a one-line error naming it.
 # Usage: quick_test.sh BUILD_DIR SOURCE_DIR SHARED_DIR. Prints "PASS study-quick" or "FAIL: ...".
 set -uo pipefail
@@ -25,9 +26,18 @@ for n in $names; do
   grep -q "eval step 10 loss" "$d/run.log" || fail "run $n logged no eval curve"
 done
 [[ $(grep -c "^| " "$OUT/table.md") -eq $(( $(wc -w <<< "$names") + 1 )) ]] || fail "table.md has extra or missing rows"
-python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert all(v["peak_rss"] > 1 << 20 and v["bytes_sent"] > 0 for v in s.values())' "$OUT/summary.json" \
-  || fail "summary.json lacks peak RSS or bytes sent"
-for p in loss_vs_tokens loss_vs_flops memory ppl_vs_n; do
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert sorted(s["runs"]) == sorted(sys.argv[2].split()) and all(v["peak_rss"] > 1 << 20 and v["bytes_sent"] > 0 for v in s["runs"].values())' "$OUT/summary.json" "$names" \
+  || fail "summary.json lacks a run, peak RSS or bytes sent"
+python3 -c 'import json,sys; u=json.load(open(sys.argv[1]))["unigram"]; assert 0 < u["nats_per_token"] < 7.5 and u["vocab"] == 1024' "$OUT/summary.json" \
+  || fail "summary.json lacks the unigram entropy of the val split"
+paired=$(awk -F'\t' '$4 ~ /(^|,)quick(,|$)/ && $4 ~ /(^|,)paired(,|$)/ && $1 != "streaming-diloco" {print $1}' "$SRC/bench/study/grid.tsv")
+[[ -n $paired ]] || fail "grid.tsv marks no quick row paired"
+for n in $paired; do   # one seed under --quick: a difference, but no interval or verdict
+  grep -q "^| $n | 0 | [-+][0-9.]* | [-+][0-9.]* | n/a (one seed) |" "$OUT/paired.md" || fail "paired.md has no one-seed row for $n"
+  python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["paired"][sys.argv[2]]; assert p["n"] == 1 and p["verdict"] == "n/a (one seed)"' "$OUT/summary.json" "$n" \
+    || fail "summary.json has no one-seed paired entry for $n"
+done
+for p in loss_vs_tokens loss_vs_flops memory ppl_vs_n paired; do
   [[ $(head -c 8 "$OUT/$p.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "$p.png is not a PNG"
   [[ $(stat -c %s "$OUT/$p.png") -gt 3000 ]] || fail "$p.png is too small to hold a plot"
 done
