@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "cache_pruning.h"
 #include "job_spec.h"
@@ -150,6 +151,15 @@ void Controller::process(const std::string& key) {
   if (metrics_) {
     const json st = in.job.value("status", json::object());
     metrics_->set_job_status(ns, name, st.value("readyRanks", 0), spec.replicas, st.value("restartCount", 0));
+    // A final result (the status this pass wrote, else the one observed) sets the job's gauges,
+    // also after an operator restart, when no scrape will ever run for the finished job.
+    json current = st;
+    for (const auto& a : d.actions)
+      if (r.ok && a.kind == ActionKind::UpdateStatus && a.body.contains("status")) current = a.body["status"];
+    const json res = current.value("result", json::object());
+    if (res.contains("outerRound") && res.contains("perplexity") && res["perplexity"].is_string())
+      metrics_->set_job_result(ns, name, res["outerRound"].get<int64_t>(),
+                               std::strtod(res["perplexity"].get<std::string>().c_str(), nullptr));
     metrics_->reconcile_done(r.ok ? "success" : (r.conflict ? "conflict" : "error"), secs);
   }
   bool refusal_cleared = false;

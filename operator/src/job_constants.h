@@ -25,6 +25,9 @@ inline constexpr const char* kSuspended = "Suspended";
 inline constexpr const char* kSucceeded = "Succeeded";
 inline constexpr const char* kFailed = "Failed";
 inline constexpr const char* kPodCreationFailed = "PodCreationFailed";
+// True: status.outerRound/perplexity/lastCheckpointRound/result are the ranks' own final results
+// (their termination messages); False: a rank succeeded without a readable result.
+inline constexpr const char* kResultReported = "ResultReported";
 }  // namespace condition
 
 // Reasons: of events, of conditions and of status.reason (the same word where they coincide).
@@ -37,6 +40,9 @@ inline constexpr const char* kGangRestart = "GangRestart";
 inline constexpr const char* kAllRanksRunning = "AllRanksRunning";
 inline constexpr const char* kRunning = "Running";  // event when the job enters Running
 inline constexpr const char* kAllRanksSucceeded = "AllRanksSucceeded";
+inline constexpr const char* kRanksReported = "RanksReported";  // ResultReported True
+inline constexpr const char* kResultMissing = "ResultMissing";  // ResultReported False
+inline constexpr const char* kRanksDisagree = "RanksDisagree";  // ranks ended with different parameters
 inline constexpr const char* kSuspended = "Suspended";
 inline constexpr const char* kResumed = "Resumed";
 inline constexpr const char* kDeadlineExceeded = "DeadlineExceeded";

@@ -38,6 +38,14 @@ std::optional<FatalExit> fatal_exit(const json& pod) {
   return std::nullopt;
 }
 
+std::string termination_message(const json& pod) {
+  const json st = pod.value("status", json::object());
+  for (const auto& cs : st.value("containerStatuses", json::array()))
+    if (cs.contains("state") && cs["state"].contains("terminated"))
+      return cs["state"]["terminated"].value("message", std::string());
+  return "";
+}
+
 std::string failure_reason(const json& pod) {
   const json st = pod.value("status", json::object());
   std::string reason = st.value("reason", std::string());

@@ -21,6 +21,9 @@ struct FatalExit {
   int exit_code = 0;
   std::string message;  // the container's termination message (what ppu-train wrote last)
 };
+// The termination message of the pod's (first) terminated container, "" if none.
+std::string termination_message(const json& pod);
+
 // A container of the pod terminated with exit code 2 or 4.
 std::optional<FatalExit> fatal_exit(const json& pod);
 // Why a pod counts as failed ("Evicted", "NodeLost", "Error: exit code 1", ...), for events.

@@ -108,6 +108,13 @@ void OperatorMetrics::set_job(const std::string& ns, const std::string& job, con
   if (m.tokens_per_second) job_gauge(tps_, ns, job).Set(*m.tokens_per_second);
 }
 
+void OperatorMetrics::set_job_result(const std::string& ns, const std::string& job, int64_t outer_round,
+                                     double perplexity) {
+  std::lock_guard<std::mutex> l(mu_);
+  job_gauge(round_, ns, job).Set(static_cast<double>(outer_round));
+  job_gauge(ppl_, ns, job).Set(perplexity);
+}
+
 void OperatorMetrics::remove_job(const std::string& ns, const std::string& job) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = per_job_.find(ns + "/" + job);

@@ -32,6 +32,8 @@ class OperatorMetrics {
   void set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ranks_ready, int ranks_total,
                int restarts);
   void set_job_status(const std::string& ns, const std::string& job, int ranks_ready, int ranks_total, int restarts);
+  // A finished job's final round and perplexity (status.result), which no scrape follows.
+  void set_job_result(const std::string& ns, const std::string& job, int64_t outer_round, double perplexity);
   void remove_job(const std::string& ns, const std::string& job);
 
  private:

@@ -1,5 +1,12 @@
 // Completion and TTL: how a job ends (Succeeded when every rank succeeded, Failed from the
 // other policies) and what happens after: cleanPodPolicy, then ttlSecondsAfterFinished.
+// A succeeded job's final status comes from the ranks' results (their termination messages,
+// core/run_result.h), never from the last metrics scrape, which is always older.
+#include <cstdio>
+#include <map>
+#include <optional>
+
+#include "core/run_result.h"
 #include "reconcile_pass.h"
 #include "rfc3339.h"
 
@@ -39,12 +46,91 @@ void finished(Pass& p) {
   }
 }
 
+namespace {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+std::string decimal(double v, const char* format) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// The figures a run reports while it runs, removed when no final result replaces them: a stale
+// scrape must not read as the job's result.
+void forget_progress(Pass& p) {
+  for (const char* k : {"outerRound", "perplexity", "lastCheckpointRound", "result"}) p.status.erase(k);
+}
+
+}  // namespace
+
 bool completion(Pass& p, const Gang& g) {
   int succeeded = 0;
   for (const auto& [r, pod] : g.by_rank)
     if (pod_phase(*pod) == pod_phase_name::kSucceeded) ++succeeded;
   if (succeeded < g.size) return false;
-  finish(p, true, reason::kAllRanksSucceeded, "all " + std::to_string(g.size) + " ranks finished");
+  const std::string all = "all " + std::to_string(g.size) + " ranks finished";
+
+  std::map<int, RunResult> results;
+  std::vector<int> missing;
+  for (const auto& [r, pod] : g.by_rank) {
+    if (auto res = parse_run_result(termination_message(*pod))) results[r] = *res;
+    else missing.push_back(r);
+  }
+  if (!missing.empty()) {
+    forget_progress(p);
+    const std::string why = "rank(s) " + rank_list(missing) +
+                            " ended without a readable result (an older image, or a truncated termination "
+                            "message): the final round, perplexity and checkpoint are unknown";
+    p.cond(condition::kResultReported, false, reason::kResultMissing, why);
+    p.event(event_type::kWarning, reason::kResultMissing, why);
+    finish(p, true, reason::kAllRanksSucceeded, all + "; final figures missing");
+    return true;
+  }
+
+  // Every rank ends with the same global parameters; if not, the result is not the job's.
+  std::map<std::string, std::vector<int>> by_checksum;
+  for (const auto& [r, res] : results) by_checksum[res.checksum].push_back(r);
+  if (by_checksum.size() > 1) {
+    forget_progress(p);
+    std::string which;
+    for (const auto& [sum, ranks] : by_checksum)
+      which += (which.empty() ? "" : "; ") + sum + " on rank(s) " + rank_list(ranks);
+    const std::string why = "the ranks ended with different global parameters (" + which + ")";
+    p.cond(condition::kResultReported, false, reason::kRanksDisagree, why);
+    finish(p, false, reason::kRanksDisagree, why);
+    return true;
+  }
+
+  const RunResult& first = results.begin()->second;
+  int64_t tokens = 0, steps = 0;
+  double seconds = 0;
+  for (const auto& [r, res] : results) {
+    tokens += res.tokens;
+    steps = std::max(steps, res.steps);
+    seconds = std::max(seconds, res.seconds);
+  }
+  p.status["outerRound"] = first.round;
+  p.status["perplexity"] = decimal(first.perplexity, "%.3f");
+  if (first.checkpoint_round >= 0) p.status["lastCheckpointRound"] = first.checkpoint_round;
+  else p.status.erase("lastCheckpointRound");
+  p.status["result"] = {{"outerRound", first.round},
+                        {"evalLoss", decimal(first.eval_loss, "%.6f")},
+                        {"perplexity", decimal(first.perplexity, "%.4f")},
+                        {"steps", steps},
+                        {"tokens", tokens},
+                        {"durationSeconds", decimal(seconds, "%.1f")},
+                        {"parameterChecksum", first.checksum},
+                        {"ranksReported", static_cast<int>(results.size())}};
+  if (first.checkpoint_round >= 0) p.status["result"]["lastCheckpointRound"] = first.checkpoint_round;
+  p.cond(condition::kResultReported, true, reason::kRanksReported,
+         "final figures from the termination messages of all " + std::to_string(g.size) + " ranks");
+  finish(p, true, reason::kAllRanksSucceeded,
+         all + ": round " + std::to_string(first.round) + ", eval perplexity " + decimal(first.perplexity, "%.3f"));
   return true;
 }
 

@@ -68,8 +68,10 @@ void count_ranks(Pass& p) {
   p.status["observedGeneration"] = p.spec.generation;
 }
 
+// Live figures from the last scrape, while the job runs; a finished job's status is its result
+// (policy_completion.cpp) and no later scrape may overwrite it.
 void copy_progress(Pass& p) {
-  if (!p.in.progress) return;
+  if (!p.in.progress || p.phase() == phase::kSucceeded || p.phase() == phase::kFailed) return;
   const auto& pr = *p.in.progress;
   if (pr.outer_round) p.status["outerRound"] = *pr.outer_round;
   if (pr.checkpoint_round) p.status["lastCheckpointRound"] = *pr.checkpoint_round;

@@ -26,16 +26,18 @@ inline constexpr const char* kWorldSize = "WORLD_SIZE";
 inline constexpr const char* kLocalRank = "LOCAL_RANK";
 inline constexpr const char* kMasterAddr = "MASTER_ADDR";
 inline constexpr const char* kMasterPort = "MASTER_PORT";
-inline constexpr const char* kConfig = "PPU_CONFIG";                 // path of the training YAML
-inline constexpr const char* kRunId = "PPU_RUN_ID";                  // the run_id label of every metric
-inline constexpr const char* kCheckpointDir = "PPU_CHECKPOINT_DIR";  // overrides checkpoint.dir
-inline constexpr const char* kMetricsPort = "PPU_METRICS_PORT";      // overrides metrics.port
-inline constexpr const char* kLogPrefixed = "PPU_LOG_PREFIXED";      // ppu-launch prefixes lines itself
-inline constexpr const char* kOneDnn = "PPU_ONEDNN";                 // off: no oneDNN (the AVX2-only bf16 path)
+inline constexpr const char* kConfig = "PPU_CONFIG";                       // path of the training YAML
+inline constexpr const char* kRunId = "PPU_RUN_ID";                        // the run_id label of every metric
+inline constexpr const char* kCheckpointDir = "PPU_CHECKPOINT_DIR";        // overrides checkpoint.dir
+inline constexpr const char* kMetricsPort = "PPU_METRICS_PORT";            // overrides metrics.port
+inline constexpr const char* kLogPrefixed = "PPU_LOG_PREFIXED";            // ppu-launch prefixes lines itself
+inline constexpr const char* kOneDnn = "PPU_ONEDNN";                       // off: no oneDNN (the AVX2-only bf16 path)
+inline constexpr const char* kTerminationLogPath = "PPU_TERMINATION_LOG";  // tests: write the message here
 }  // namespace env
 
-// ppu-train writes its last error line here when the file is writable; the pod template sets
-// it as terminationMessagePath, so the operator can quote it in the job's Failed condition.
+// ppu-train writes its last error line here when the file is writable, or on success its result
+// (core/run_result.h); the pod template sets it as terminationMessagePath, so the operator can
+// quote a failure in the job's Failed condition and set a finished job's status from the results.
 inline constexpr const char* kTerminationLog = "/dev/termination-log";
 
 // Rank metrics the operator aggregates into job metrics (the full list: docs/METRICS.md).

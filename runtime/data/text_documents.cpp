@@ -59,9 +59,9 @@ DocumentSplit split_documents(const std::vector<uint64_t>& tokens, double val_fr
     }
   }
   if (split.val.empty() || split.train.empty() || in_val == total)
-    throw std::invalid_argument("cannot split " + std::to_string(tokens.size()) + " documents (" +
-                                std::to_string(total) + " tokens) into non-empty train and validation sets at fraction " +
-                                std::to_string(val_fraction));
+    throw std::invalid_argument(
+        "cannot split " + std::to_string(tokens.size()) + " documents (" + std::to_string(total) +
+        " tokens) into non-empty train and validation sets at fraction " + std::to_string(val_fraction));
   return split;
 }
 

@@ -16,7 +16,8 @@ OneDnnState apply_onednn_env() {
     if (v == "off") {
       at::globalContext().setUserEnabledMkldnn(false);
     } else if (v != "on" && !v.empty()) {
-      throw std::invalid_argument(std::string("environment variable ") + contract::env::kOneDnn + " is '" + v + "'; expected on or off");
+      throw std::invalid_argument(std::string("environment variable ") + contract::env::kOneDnn + " is '" + v +
+                                  "'; expected on or off");
     }
   }
   return onednn_state();

@@ -16,6 +16,7 @@
 #include "common/env.h"
 #include "core/config.h"
 #include "core/job_contract.h"
+#include "core/run_result.h"
 #include "data/token_shard.h"
 #include "engine/checkpoint_format.h"
 #include "engine/collectives.h"
@@ -25,11 +26,14 @@
 
 namespace {
 
-// Kubernetes copies this file into the pod's status, so the operator can explain a failure.
-// The kubelet creates the file; outside a pod it does not exist and nothing is written.
+// Kubernetes copies this file into the pod's status: the failure reason in plain text, or on
+// success the run's result (core/run_result.h) from which the operator sets the final status.
+// The kubelet creates the file; outside a pod it does not exist and nothing is written
+// (PPU_TERMINATION_LOG names another path, for tests).
 void write_termination_message(const std::string& message) {
-  const char* path = ppu::contract::kTerminationLog;
-  if (!std::filesystem::exists(path)) return;
+  const char* override_path = std::getenv(ppu::contract::env::kTerminationLogPath);
+  const char* path = override_path ? override_path : ppu::contract::kTerminationLog;
+  if (!override_path && !std::filesystem::exists(path)) return;
   std::ofstream out(path);
   if (out) out << message << "\n";
 }
@@ -113,6 +117,17 @@ int main(int argc, char** argv) {
         summary["state_bytes_full_training"]["total"].get<double>() / 1e6,
         summary["param_checksum"].get<std::string>());
     if (!summary_path.empty()) std::ofstream(summary_path) << summary.dump(2) << "\n";
+    // The operator sets a finished job's status from these (the last scrape is always older).
+    ppu::RunResult result;
+    result.round = summary["outer_rounds"].get<int64_t>();
+    result.eval_loss = summary["eval_loss"].get<double>();
+    result.perplexity = summary["eval_perplexity"].get<double>();
+    result.steps = summary["steps"].get<int64_t>();
+    result.tokens = summary["tokens"].get<int64_t>();
+    result.checkpoint_round = summary["last_checkpoint_round"].get<int64_t>();
+    result.seconds = summary["seconds"].get<double>();
+    result.checksum = summary["param_checksum"].get<std::string>();
+    write_termination_message(ppu::format_run_result(result));
     return 0;
   } catch (const ppu::ConfigError& e) {
     return fail(ppu::contract::exit_code::kConfigError, std::string("configuration error: ") + e.what());

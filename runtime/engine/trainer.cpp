@@ -307,6 +307,7 @@ class Run {
         },
         [&](torch::serialize::OutputArchive& a) { outer_.save(a); }, to_yaml(c_));
     metrics_.set_checkpoint_round(p_.rounds);
+    last_checkpoint_round_ = p_.rounds;
     spdlog::info("checkpoint round {} written to {}", p_.rounds, store_->dir());
   }
 
@@ -344,6 +345,7 @@ class Run {
     for (const auto& [name, value] : totals()) *value = read_double(ckpt->rank_part, "totals." + name);
     outer_.load(ckpt->global_part);
     metrics_.set_checkpoint_round(ckpt->round);
+    last_checkpoint_round_ = ckpt->round;
     spdlog::info("resumed from {} at step {} (round {})", ckpt->path, p_.step, p_.rounds);
   }
 
@@ -462,6 +464,7 @@ class Run {
                         {"trainable_params", plan_.trainable_parameters()},
                         {"total_params", plan_.total_parameters()},
                         {"outer_rounds", p_.rounds},
+                        {"last_checkpoint_round", last_checkpoint_round_},
                         {"bytes_sent", p_.bytes_sent},
                         {"bytes_received", p_.bytes_received},
                         {"bytes_allreduced", p_.bytes_sent},  // alias of bytes_sent (DESIGN.md's name)
@@ -520,8 +523,9 @@ class Run {
   std::deque<Pending> in_flight_;
   Progress p_;
   double lr_ = 0;
-  double eval_seconds_ = 0;        // all evaluations of this process: not training time
-  int64_t eval_batches_done_ = 0;  // eval batches this rank computed (its share of each evaluation)
+  double eval_seconds_ = 0;             // all evaluations of this process: not training time
+  int64_t last_checkpoint_round_ = -1;  // written or resumed from; -1: none
+  int64_t eval_batches_done_ = 0;       // eval batches this rank computed (its share of each evaluation)
   int64_t grad_bytes_ = 0;
   std::vector<double> step_seconds_;
   StepPhases phases_;                             // the same steps as step_seconds_, phase by phase

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
 #endif
   if (!listing)  // ctest's discovery parses the listing
     std::printf("[ kernels  ] oneDNN %s, bf16 matmuls on %s; OpenBLAS core %s%s\n", onednn.enabled ? "on" : "off",
-              onednn.bf16_matmul ? "oneDNN" : "ATen's own kernels", blas.core.empty() ? "-" : blas.core.c_str(),
-              blas.core_env.empty() ? " (its own choice)" : " (OPENBLAS_CORETYPE)");
+                onednn.bf16_matmul ? "oneDNN" : "ATen's own kernels", blas.core.empty() ? "-" : blas.core.c_str(),
+                blas.core_env.empty() ? " (its own choice)" : " (OPENBLAS_CORETYPE)");
   return RUN_ALL_TESTS();
 }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "controller.h"
+#include "core/run_result.h"
 #include "kube_client.h"
 #include "kube_test_env.h"
 #include "leader_election.h"
@@ -353,6 +354,37 @@ TEST_F(OperatorIT, AllRanksSucceededCompletesAndTtlDeletesTheJob) {
   EXPECT_EQ(pods("ok").size(), 2u) << "cleanPodPolicy Running keeps finished pods";
   EXPECT_TRUE(eventually([&] { return client_->get(resources::ppujobs, "default", "ok").status == 404; }))
       << "ttlSecondsAfterFinished";
+}
+
+// The ranks' termination messages (ppu-train's result on success) set the final status through
+// a real apiserver: the CRD's status schema keeps every field, kubectl's columns read them.
+TEST_F(OperatorIT, SucceededJobStatusIsTheRanksResults) {
+  start_controller(1);
+  create_job(job_manifest("res", 2));
+  ASSERT_TRUE(wait_pods("res", 2));
+  set_all("res", "Running");
+  RunResult r;
+  r.round = 20;
+  r.eval_loss = 2.1695;
+  r.perplexity = 8.7542;
+  r.steps = 200;
+  r.tokens = 409600;
+  r.checkpoint_round = 20;
+  r.seconds = 61.2;
+  r.checksum = "7905be7a33aa0be4";
+  for (const auto& p : pods("res")) set_pod_status(p["metadata"]["name"], "Succeeded", 0, format_run_result(r));
+  ASSERT_TRUE(eventually([&] { return phase("res") == "Succeeded"; })) << job("res").dump();
+  const json st = job("res")["status"];
+  EXPECT_EQ(st["outerRound"], 20) << st.dump();
+  EXPECT_EQ(st["perplexity"], "8.754");
+  EXPECT_EQ(st["lastCheckpointRound"], 20);
+  EXPECT_EQ(st["result"]["evalLoss"], "2.169500");
+  EXPECT_EQ(st["result"]["tokens"], 2 * 409600);
+  EXPECT_EQ(st["result"]["parameterChecksum"], "7905be7a33aa0be4");
+  bool reported = false;
+  for (const auto& c : st["conditions"])
+    if (c["type"] == "ResultReported") reported = c["status"] == "True";
+  EXPECT_TRUE(reported) << st.dump();
 }
 
 TEST_F(OperatorIT, ActiveDeadlineFailsTheJob) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/run_result.h"
 #include "job_constants.h"
 #include "reconciler.h"
 #include "rfc3339.h"
@@ -58,8 +59,22 @@ struct Row {
 
 std::ostream& operator<<(std::ostream& os, const Row& r) { return os << r.name; }
 
+// A succeeded rank's termination message, as ppu-train writes it (core/run_result.h).
+std::string rank_result() {
+  RunResult r;
+  r.round = 10;
+  r.eval_loss = 2.5;
+  r.perplexity = 12.18;
+  r.steps = 100;
+  r.tokens = 6400;
+  r.checkpoint_round = 10;
+  r.seconds = 5;
+  r.checksum = "00ff00ff00ff00ff";
+  return format_run_result(r);
+}
+
 json pod_in(const json& job, int rank, const std::string& state) {
-  if (state == "Succeeded") return with_exit(make_pod(job, rank, "Running"), 0, "");
+  if (state == "Succeeded") return with_exit(make_pod(job, rank, "Running"), 0, rank_result());
   if (state == "Failed") return with_exit(make_pod(job, rank, "Running"), 1, "boom");
   if (state == "exit2") return with_exit(make_pod(job, rank, "Running"), 2, "unknown key model.dmodel");
   if (state == "exit4") return with_exit(make_pod(job, rank, "Running"), 4, "data.path missing");

@@ -17,6 +17,9 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
                    with ppu-train's exit code, before starting any rank
        checkpoint-format  a checkpoint of another format is refused (exit 4, naming it), never
                    loaded or replaced; ppu-export refuses it too
+       result-message  on success every rank's termination message (PPU_TERMINATION_LOG here)
+                   is its result (core/run_result.h) and equals its --summary; on a failure
+                   it is the reason in plain text
 """
 import json
 import os
@@ -330,6 +333,48 @@ def case_runtime_failure():
     print(f"ok metrics port {port} taken -> exit 1: {out.strip().splitlines()[-1]}")
 
 
-{"metrics": case_metrics, "runtime-failure": case_runtime_failure, "checkpoint-format": case_checkpoint_format, "launch-check": case_launch_check, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
+def case_result_message():
+    work = tempfile.mkdtemp(prefix="ppu-result-")
+    ckpt = os.path.join(work, "ckpt")
+    env = dict(os.environ, PPU_TERMINATION_LOG=os.path.join(work, "termination-log"))
+    # Two ranks by hand, each with its own message file (a pod has one per container).
+    port = free_port()
+    procs = []
+    for rank in range(2):
+        e = dict(env, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                 PPU_TERMINATION_LOG=os.path.join(work, f"termination-log-{rank}"))
+        procs.append(subprocess.Popen([TRAIN, "--config", TINY, *BASE, "--set", "ranks=2", "--set", "slicing.slices=2",
+                                       "--set", "checkpoint.dir=" + ckpt, "--summary",
+                                       os.path.join(work, f"rank-{rank}.json")],
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e))
+    for rank, p in enumerate(procs):
+        out = p.communicate(timeout=600)[0]
+        if p.returncode != 0:
+            fail(f"rank {rank} exited {p.returncode}:\n{out[-3000:]}")
+    for rank in range(2):
+        text = open(os.path.join(work, f"termination-log-{rank}")).read()
+        if len(text.encode()) > 1024:
+            fail(f"rank {rank}'s result is {len(text.encode())} bytes, more than 1024")
+        res, s = json.loads(text), summary(os.path.join(work, f"rank-{rank}.json"))
+        want = {"ppu_result": 1, "round": s["outer_rounds"], "eval_loss": s["eval_loss"],
+                "perplexity": s["eval_perplexity"], "steps": s["steps"], "tokens": s["tokens"],
+                "checkpoint_round": s["last_checkpoint_round"], "checksum": s["param_checksum"]}
+        for k, v in want.items():
+            if res.get(k) != v:
+                fail(f"rank {rank}'s result has {k}={res.get(k)!r}, its summary {v!r}: {text}")
+        if res["checkpoint_round"] != res["round"] or res["round"] < 1:
+            fail(f"rank {rank}: last checkpoint round {res['checkpoint_round']} is not the final round {res['round']}")
+        print(f"ok rank {rank} result: {text.strip()}")
+    # A failure leaves the reason, in plain text.
+    bad = subprocess.run([TRAIN, "--config", TINY, "--set", "model.layers=0"], capture_output=True, text=True,
+                         timeout=120, env=env)
+    text = open(env["PPU_TERMINATION_LOG"]).read()
+    if bad.returncode != 2 or "model.layers" not in text or text.lstrip().startswith("{"):
+        fail(f"a bad config should leave its reason as the message, got exit {bad.returncode}: {text!r}")
+    print(f"ok failure message: {text.strip()}")
+    shutil.rmtree(work)
+
+
+{"metrics": case_metrics, "result-message": case_result_message, "runtime-failure": case_runtime_failure, "checkpoint-format": case_checkpoint_format, "launch-check": case_launch_check, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
  "launch-fail": case_launch_fail, "equivalence": case_equivalence}[CASE]()
 print("PASS", CASE)
