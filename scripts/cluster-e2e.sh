@@ -17,7 +17,8 @@
 #      gang restart, the new gang resumes from the checkpoint on the volume, Succeeded, and every
 #      rank's final param_checksum equals the uninterrupted run's;
 #   6. manifests/samples/cpu-tiny.yaml applied as shipped (its image name is an alias that
-#      `cluster.sh load-image --as` gave the built image) runs to Succeeded.
+#      `cluster.sh load-image --as` gave the built image) runs to Succeeded, and its final status
+#      (round, perplexity, checkpoint round, ResultReported) is what the ranks' logs report.
 # Prints how long each phase took. Needs root.
 #
 # Usage: scripts/cluster-e2e.sh [--keep] [--rebuild-image]
@@ -281,6 +282,19 @@ say "samples/cpu-tiny.yaml as shipped ($SAMPLE_IMAGE): $line"
 ppl="$(kubectl get ppj cpu-tiny -o jsonpath='{.status.perplexity}')"
 # It must have learned: uniform guessing over the tiny preset's 256 tokens is perplexity 256.
 awk -v p="$ppl" 'BEGIN { exit !(p + 0 > 0 && p + 0 < 64) }' || die "cpu-tiny sample ends at perplexity '$ppl' (>= 64: it did not learn)"
+# Its final status is the ranks' own result (issue 31), read back a while after completion, when
+# the last scrape is long over: rank 0's `done:` line and the round its last checkpoint names.
+sleep 20
+done_ppl="$(kubectl logs cpu-tiny-rank-0 | sed -n 's/.* done: eval loss [0-9.]* ppl \([0-9.]*\),.*/\1/p' | tail -1)"
+last_ckpt="$(kubectl logs cpu-tiny-rank-0 | sed -n 's/.* checkpoint round \([0-9]*\) written.*/\1/p' | tail -1)"
+st_round="$(NS=default ppj cpu-tiny outerRound)"; st_ppl="$(NS=default ppj cpu-tiny perplexity)"
+st_ckpt="$(NS=default ppj cpu-tiny lastCheckpointRound)"
+reported="$(kubectl get ppj cpu-tiny -o jsonpath='{.status.conditions[?(@.type=="ResultReported")].status}')"
+[[ "$reported" == True ]] || die "cpu-tiny: condition ResultReported is '$reported', not True"
+[[ -n "$done_ppl" && "$st_ppl" == "$done_ppl" ]] || die "cpu-tiny: status.perplexity '$st_ppl' is not the ranks' final '$done_ppl'"
+[[ "$st_round" == "$((200 / 10))" ]] || die "cpu-tiny: status.outerRound '$st_round', the run ends at round 20"
+[[ "$st_ckpt" == "$last_ckpt" ]] || die "cpu-tiny: status.lastCheckpointRound '$st_ckpt', last written '${last_ckpt:-none}'"
+say "cpu-tiny's final status is the ranks' result: round $st_round, perplexity $st_ppl, checkpoint round $st_ckpt"
 kubectl delete -f "$ROOT/manifests/samples/cpu-tiny.yaml" --wait=true >/dev/null
 phase "sample as shipped"
 
