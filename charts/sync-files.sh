@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies the chart's single-source files into charts/ppu-operator/files and dashboards/: a Helm
 # chart can only read files inside its own folder, and symlinks do not survive `helm package`.
-# Sources of truth: manifests/crd/ppu.dev_ppujobs.yaml and dashboards/*.json.
+# Sources of truth: manifests/crd/ppu.dev_ppujobs.yaml, manifests/samples/cpu-tiny.yaml (printed by
+# NOTES.txt, so the install notes run a sample without a clone) and dashboards/*.json.
 #
 # Usage: charts/sync-files.sh          copy
 #        charts/sync-files.sh --check  exit 1 (listing the files) when a copy differs or is stale
@@ -9,7 +10,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CHART="$ROOT/charts/ppu-operator"
 
-pairs=("$ROOT/manifests/crd/ppu.dev_ppujobs.yaml:$CHART/files/ppu.dev_ppujobs.yaml")
+pairs=("$ROOT/manifests/crd/ppu.dev_ppujobs.yaml:$CHART/files/ppu.dev_ppujobs.yaml"
+       "$ROOT/manifests/samples/cpu-tiny.yaml:$CHART/files/samples/cpu-tiny.yaml")
 for f in "$ROOT"/dashboards/*.json; do pairs+=("$f:$CHART/dashboards/$(basename "$f")"); done
 
 check=0; [[ "${1:-}" == "--check" ]] && check=1

@@ -31,7 +31,8 @@ for doc in re.split(r"^---\s*$", text, flags=re.M):
                      and not l.startswith("# Source:"))
     files.setdefault(m.group(1), []).append(body.strip("\n") + "\n")
 dest = {"serviceaccount": "rbac/serviceaccount.yaml", "rbac": "rbac/rbac.yaml",
-        "deployment": "operator/deployment.yaml", "service": "operator/service.yaml"}
+        "deployment": "operator/deployment.yaml", "service": "operator/service.yaml",
+        "networkpolicy": "operator/networkpolicy.yaml"}
 for name, docs in files.items():
     if name not in dest:
         sys.exit(f"generate.sh: unexpected template {name}.yaml in the default render")
@@ -54,7 +55,8 @@ metadata:
 NS
 
 rc=0
-for f in operator/namespace.yaml rbac/serviceaccount.yaml rbac/rbac.yaml operator/deployment.yaml operator/service.yaml; do
+for f in operator/namespace.yaml rbac/serviceaccount.yaml rbac/rbac.yaml operator/deployment.yaml operator/service.yaml \
+         operator/networkpolicy.yaml; do
   if [[ "${1:-}" == "--check" ]]; then
     cmp -s "$tmp/$f" "$ROOT/manifests/$f" || { echo "out of date: manifests/$f (run manifests/generate.sh)" >&2; rc=1; }
   else

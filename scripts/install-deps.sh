@@ -13,9 +13,12 @@ PKGS=(
 # python3-torch is the same LibTorch 1.13 the build links) and linux-perf for profiling.
 # gnuplot-nox draws the study plots (bench/study/report.py); python3-torch also runs the
 # independent evaluation of ppu-export's output in the suite (scripts/ppu_export_eval.py).
+# python3-venv: --test also installs checkov, the chart's policy scanner (tests/packaging/
+# checkov_test.sh), pinned, from PyPI into a venv of its own (scripts/install-checkov.sh).
+TEST=0
 for a in "$@"; do
   case "$a" in
-    --test) PKGS+=(etcd-server prometheus openssl python3 python3-torch gnuplot-nox clang-format clang-tidy) ;;
+    --test) TEST=1; PKGS+=(etcd-server prometheus openssl python3 python3-venv python3-torch gnuplot-nox clang-format clang-tidy) ;;
     --bench) PKGS+=(python3 python3-torch linux-perf) ;;
     *) echo "install-deps.sh: unknown flag '$a' (use --test, --bench)" >&2; exit 2 ;;
   esac
@@ -29,4 +32,7 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if ((TEST)); then
+  bash "$(dirname "${BASH_SOURCE[0]}")/install-checkov.sh" >/dev/null
 fi

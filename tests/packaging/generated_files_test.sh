@@ -2,6 +2,7 @@
 # Single sources of truth stay single: every copied or generated packaging file must equal what
 # its generator writes now.
 #   charts/ppu-operator/files/ppu.dev_ppujobs.yaml == manifests/crd/ppu.dev_ppujobs.yaml
+#   charts/ppu-operator/files/samples/cpu-tiny.yaml == manifests/samples/cpu-tiny.yaml (NOTES.txt)
 #   charts/ppu-operator/dashboards/*.json          == dashboards/*.json
 #   dashboards/*.json                               == dashboards/generate.py
 #   manifests/samples/paper-*.yaml                  == configs/paper/*.yaml via generate.py
@@ -9,7 +10,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 "$ROOT/charts/sync-files.sh" --check || fail "chart copies out of date"
-pass "chart's CRD and dashboard copies equal their sources"
+pass "chart's CRD, sample and dashboard copies equal their sources"
 python3 "$ROOT/dashboards/generate.py" --check || fail "dashboards out of date"
 pass "dashboards/*.json equal dashboards/generate.py's output"
 python3 "$ROOT/manifests/samples/generate.py" --check || fail "samples out of date"

@@ -45,6 +45,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- default .Release.Namespace .Values.watchNamespace -}}
 {{- end -}}
 
+{{/* repository@digest when image.digest is set, else repository:tag (tag defaults to appVersion). */}}
 {{- define "ppu-operator.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
