@@ -98,11 +98,11 @@ TEST(FinalStatus, ComesFromTheRanksResultsNotTheLastScrape) {
   const json st = status_of(d);
   ASSERT_FALSE(st.is_null());
   EXPECT_EQ(st["phase"], "Succeeded");
-  EXPECT_EQ(st["outerRound"], 20);         // not the scrape's 15
-  EXPECT_EQ(st["perplexity"], "8.754");    // not 9.082
+  EXPECT_EQ(st["outerRound"], 20);       // not the scrape's 15
+  EXPECT_EQ(st["perplexity"], "8.754");  // not 9.082
   EXPECT_EQ(st["lastCheckpointRound"], 20);
   EXPECT_EQ(st["result"]["evalLoss"], "2.169512");
-  EXPECT_EQ(st["result"]["tokens"], 2 * 409600);  // summed over the ranks
+  EXPECT_EQ(st["result"]["tokens"], 2 * 409600);       // summed over the ranks
   EXPECT_EQ(st["result"]["durationSeconds"], "62.2");  // the longest rank
   EXPECT_EQ(st["result"]["parameterChecksum"], "7905be7a33aa0be4");
   EXPECT_EQ(st["result"]["ranksReported"], 2);
@@ -121,8 +121,8 @@ TEST(FinalStatus, ComesFromTheRanksResultsNotTheLastScrape) {
 }
 
 TEST(FinalStatus, DisagreeingChecksumsAreNotACleanSuccess) {
-  const Decision d = reconcile(finished_gang({format_run_result(result(0, "aaaa")), format_run_result(result(1)),
-                                              format_run_result(result(2, "aaaa"))}));
+  const Decision d = reconcile(finished_gang(
+      {format_run_result(result(0, "aaaa")), format_run_result(result(1)), format_run_result(result(2, "aaaa"))}));
   const json st = status_of(d);
   EXPECT_EQ(st["phase"], "Failed");
   EXPECT_EQ(st["reason"], "RanksDisagree");
