@@ -7,6 +7,10 @@
 // OPENBLAS_CORETYPE when it loads, so when it must change the binary re-executes itself once.
 // Unset: the environment as it is. It prints the path it ran on, so a failure says which.
 // tests/runtime/CMakeLists.txt registers each suite under every combination.
+// OpenBLAS's Haswell kernels need AVX2 and FMA, and OPENBLAS_CORETYPE forces them without
+// checking the CPU (one without them would die of SIGILL), so on such a CPU blas-haswell runs
+// OpenBLAS's own choice and the kernels line says so: the suites pass or fail on their numerics,
+// never on an instruction the CPU lacks.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -25,10 +29,13 @@ namespace {
   std::exit(2);
 }
 
+bool cpu_runs_haswell_kernels() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
 // Sets PPU_ONEDNN and OPENBLAS_CORETYPE from PPU_TEST_KERNELS; re-executes when the latter changed.
-void apply_kernel_selection(char** argv) {
+// Returns a note for the kernels line when the selection could not be honoured ("" otherwise).
+std::string apply_kernel_selection(char** argv) {
   const char* raw = std::getenv("PPU_TEST_KERNELS");
-  if (!raw) return;
+  if (!raw) return "";
   const std::string value = raw;
   const auto comma = value.find(',');
   if (comma == std::string::npos) usage(value);
@@ -37,8 +44,12 @@ void apply_kernel_selection(char** argv) {
   if (blas != "blas-own" && blas != "blas-haswell") usage(value);
   ::setenv("PPU_ONEDNN", onednn == "onednn-off" ? "off" : "on", 1);
   const char* current = std::getenv("OPENBLAS_CORETYPE");
-  const std::string want = blas == "blas-haswell" ? "Haswell" : "";
-  if ((current ? std::string(current) : std::string()) == want) return;
+  const bool haswell = blas == "blas-haswell" && cpu_runs_haswell_kernels();
+  const std::string want = haswell ? "Haswell" : "";
+  const std::string note = blas == "blas-haswell" && !haswell
+                               ? " (blas-haswell: this CPU lacks AVX2/FMA, so OpenBLAS's own core runs instead)"
+                               : "";
+  if ((current ? std::string(current) : std::string()) == want) return note;
   if (std::getenv("PPU_TEST_KERNELS_REEXEC")) {
     std::fprintf(stderr, "PPU_TEST_KERNELS: OPENBLAS_CORETYPE still wrong after re-executing\n");
     std::exit(2);
@@ -57,7 +68,7 @@ void apply_kernel_selection(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  apply_kernel_selection(argv);
+  const std::string note = apply_kernel_selection(argv);
   ::testing::InitGoogleTest(&argc, argv);
   const ppu::OneDnnState onednn = ppu::apply_onednn_env();
   const ppu::BlasInfo blas = ppu::loaded_blas();
@@ -67,8 +78,8 @@ int main(int argc, char** argv) {
   const bool listing = ::testing::GTEST_FLAG(list_tests);
 #endif
   if (!listing)  // ctest's discovery parses the listing
-    std::printf("[ kernels  ] oneDNN %s, bf16 matmuls on %s; OpenBLAS core %s%s\n", onednn.enabled ? "on" : "off",
+    std::printf("[ kernels  ] oneDNN %s, bf16 matmuls on %s; OpenBLAS core %s%s%s\n", onednn.enabled ? "on" : "off",
                 onednn.bf16_matmul ? "oneDNN" : "ATen's own kernels", blas.core.empty() ? "-" : blas.core.c_str(),
-                blas.core_env.empty() ? " (its own choice)" : " (OPENBLAS_CORETYPE)");
+                blas.core_env.empty() ? " (its own choice)" : " (OPENBLAS_CORETYPE)", note.c_str());
   return RUN_ALL_TESTS();
 }

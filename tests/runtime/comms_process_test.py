@@ -62,15 +62,26 @@ def run(name, extra):
     return summaries[0]
 
 
+# Bounds against the fp32 run. Bytes, derived: bf16 sends exactly 2/4 of fp32's payload and int8
+# (1 + 4/64)/4 = 0.266 (one fp32 scale per block of d_model = 64 values; docs/BENCHMARKS.md
+# measures 0.500 and 0.266), each with the same padding; 0.6 and 0.35 leave room for padding only.
+# Eval loss, a documented margin: a lossy codec changes every outer step by a rounding of the
+# deltas (≤ 2^-8 relative for bf16, half a step of max/127 per block for int8), which moves the
+# eval loss by a few 1e-3 nats (docs/BENCHMARKS.md: −0.0034 bf16, +0.0032 int8 and +0.024 int8
+# with error feedback, 4 ranks, 200 steps). 2 % of the fp32 loss is ≥ 0.038 nats even at the
+# corpus's floor (1.90 nats: support 8, seed 0), 1.6× the largest of those, and more at the loss
+# these 30 steps reach (printed per run). The ranks run train.threads = 1 (configs/tiny.yaml): no
+# thread count enters, only the CPU's kernels, whose rounding differences are far below these.
+BF16_BYTES, INT8_BYTES, LOSS_REL = 0.6, 0.35, 0.02
 fp32 = run("streaming-fp32-ring", ["method=streaming-diloco"])
 for collective in ("ring", "direct"):
     for dtype, extra in (("bf16", []), ("int8", ["outer.error_feedback=true"])):
         s = run("streaming-%s-%s" % (dtype, collective),
                 ["method=streaming-diloco", "outer.delta_dtype=" + dtype, "network.collective=" + collective] + extra)
         s_fp32 = fp32["eval_loss"]
-        if s["bytes_sent"] >= fp32["bytes_sent"] * (0.6 if dtype == "bf16" else 0.35):
+        if s["bytes_sent"] >= fp32["bytes_sent"] * (BF16_BYTES if dtype == "bf16" else INT8_BYTES):
             fail("%s/%s sent %s bytes, not less than fp32's %s" % (dtype, collective, s["bytes_sent"], fp32["bytes_sent"]))
-        if abs(s["eval_loss"] - s_fp32) > 0.02 * s_fp32:
+        if abs(s["eval_loss"] - s_fp32) > LOSS_REL * s_fp32:
             fail("%s/%s eval loss %.4f is not within 2%% of fp32's %.4f" % (dtype, collective, s["eval_loss"], s_fp32))
 run("diloco-int8-direct", ["method=diloco", "outer.delta_dtype=int8", "network.collective=direct"])
 run("ddp-direct", ["method=ddp", "network.collective=direct", "train.steps=6"])

@@ -60,7 +60,14 @@ TEST_P(AllreduceAcrossRanks, BitIdenticalOnEveryRankCloseToTheExactSumWithPredic
   }
   for (int r = 1; r < K; ++r) EXPECT_TRUE(torch::equal(out[r], out[0])) << "rank " << r << " differs";
   const double err = (out[0].to(torch::kFloat64) - exact).abs().max().item<double>();
-  // Tolerances: one rounding per hop (ring) or per contribution (direct), plus the result's.
+  // Tolerances, derived (all relative to Σ_k max|x_k|, which bounds every partial sum): one
+  // rounding per hop (ring) or per contribution (direct), plus the result's. bf16 rounds to
+  // nearest (relative error ≤ 2^-8); int8 to half a step of its block's max/127 (≤ Σ/254). fp32
+  // sums K values in plain float adds, so ≤ (K − 1)·2^-24 ≈ 9e-7 for K = 16; 1e-5 is ≥ 10× that.
+  // The sums are scalar fp32 adds in a fixed order, the same on every CPU (the inputs, torch::randn,
+  // differ in their last bits between ATen's AVX2 and other kernels, which moves nothing here).
+  // Observed (docs/COMMUNICATION.md): fp32 ~3e-8; bf16 ≤ 0.0024 against ≥ 0.0078 (K = 2);
+  // int8 ≤ 0.0052 against ≥ 0.0079.
   const double hops = schedule == "ring" ? K : 2;
   const double tol = dtype == "fp32"   ? 1e-5 * sum_abs_max
                      : dtype == "bf16" ? hops * sum_abs_max * std::ldexp(1.0, -8)
@@ -113,6 +120,10 @@ TEST(ErrorFeedback, RepeatedInt8SumsAverageToTheExactSum) {
   }
   std::cout << "[ measured ] max |mean of " << R << " int8 sums - exact|: without feedback " << mean_error[false]
             << ", with " << mean_error[true] << "\n";
+  // Without feedback the mean keeps the whole error of one int8 sum; with it the residuals carried
+  // to the next sum telescope, leaving about one round's residual spread over R sums: a ratio near
+  // 1/R = 0.06. Documented margin: observed 0.0092 / 0.117 = 0.079 (docs/COMMUNICATION.md), and
+  // the bound 0.25 = 4/R is 3× that. Deterministic scalar int8 arithmetic: the same on every CPU.
   EXPECT_LT(mean_error[true], 0.25 * mean_error[false]);
 }
 
@@ -136,6 +147,9 @@ TEST(OverlapMerge, LocalBecomesAlphaLocalPlusOneMinusAlphaGlobal) {
       for (const auto& w : model.weights()) local[r].push_back(w.clone());
       for (const auto& g : outer.global()) global[r].push_back(g.clone());
     });
+    // Derived tolerance: θ_k = θ + (r + 1), Δ, their sum, the exact halving, θ + Δ, + 10 and the
+    // merge α·θ_k + (1 − α)·θ are a handful of fp32 roundings at magnitudes below 16 (½ulp =
+    // 4.8e-7 there): ≲ 8 of them ≈ 4e-6, 2.6× below 1e-5. Plain fp32 arithmetic on any CPU.
     for (int r = 0; r < 2; ++r)
       for (size_t i = 0; i < init[r].size(); ++i) {
         const auto theta = init[r][i] + 1.5;               // average of Δ = (1 + 2) / 2

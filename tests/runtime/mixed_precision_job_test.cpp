@@ -78,9 +78,19 @@ TEST(MixedPrecisionJob, Bf16RunReachesTheLossOfTheFp32Run) {
   const auto bf16 = train_job(with("bf16"), 2);
   const double l32 = fp32.summaries[0]["eval_loss"].get<double>(), l16 = bf16.summaries[0]["eval_loss"].get<double>();
   std::printf("eval loss after 24 steps: fp32 %.4f, bf16 %.4f (uniform %.4f)\n", l32, l16, std::log(256.0));
-  EXPECT_LT(l32, std::log(256.0) - 0.3);
-  EXPECT_LT(l16, std::log(256.0) - 0.3);
-  EXPECT_NEAR(l16, l32, 0.05);
+  // Learnability: 0.3 nats below uniform guessing (log 256), as in distributed_test.cpp. Observed
+  // 4.9978 (fp32) and 4.9989 (bf16) on an AVX-512 Zen 4 (docs/RUNTIME.md), 0.25 nats below.
+  constexpr double kLearnedNats = 0.3;
+  // bf16 vs fp32, a documented margin. The bf16 run's eval loss is itself computed in bf16: by
+  // the bound of mixed_precision_test.cpp (5·√D·2^-8 per token for D = 30 forward operations,
+  // i.e. 0.107, averaged over the T = 2 batches · 2 · 32 = 128 eval tokens, κ ≈ 1.1/√128 ≈ 0.1)
+  // that alone may move a loss of 5 by ≈ 0.05; the 24 bf16 training steps add their own drift.
+  // Observed |l16 − l32| = 0.0011 (Zen 4, oneDNN's bf16 GEMM), 45× below 0.05; ATen's bf16 GEMM
+  // (AVX2-only CPUs, PPU_ONEDNN=off) rounds differently but within the same per-operation bound.
+  constexpr double kBf16LossNats = 0.05;
+  EXPECT_LT(l32, std::log(256.0) - kLearnedNats);
+  EXPECT_LT(l16, std::log(256.0) - kLearnedNats);
+  EXPECT_NEAR(l16, l32, kBf16LossNats);
   EXPECT_EQ(bf16.summaries[1]["param_checksum"], bf16.summaries[0]["param_checksum"]);
   EXPECT_EQ(bf16.summaries[1]["eval_loss"], bf16.summaries[0]["eval_loss"]);
   EXPECT_NE(bf16.summaries[0]["param_checksum"], fp32.summaries[0]["param_checksum"]);

@@ -80,13 +80,20 @@ def case_resume():
     proc = subprocess.Popen([LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args, "--summary-dir",
                              os.path.join(work, "run1")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     rounds_seen = set()
+    seen_at = []  # when each round's first checkpoint line arrived
     target_round = random.randint(2, 5)
     for line in proc.stdout:
         if "checkpoint round" in line:
-            rounds_seen.add(line.split("checkpoint round")[1].split()[0])
+            r = line.split("checkpoint round")[1].split()[0]
+            if r not in rounds_seen:
+                rounds_seen.add(r)
+                seen_at.append(time.monotonic())
         if len(rounds_seen) >= target_round:
             break
-    time.sleep(random.uniform(0.0, 0.3))
+    # A random moment after that checkpoint: up to 0.3 s, but never more than half a round as this
+    # CPU runs them, so a fast machine cannot finish the remaining 5+ rounds before the kill.
+    round_s = (seen_at[-1] - seen_at[0]) / (len(seen_at) - 1) if len(seen_at) > 1 else 0.0
+    time.sleep(random.uniform(0.0, min(0.3, 0.5 * round_s)))
     children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     if len(children) != 4:
         fail(f"expected 4 rank processes under ppu-launch, found {children}")
