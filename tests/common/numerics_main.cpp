@@ -46,9 +46,9 @@ std::string apply_kernel_selection(char** argv) {
   const char* current = std::getenv("OPENBLAS_CORETYPE");
   const bool haswell = blas == "blas-haswell" && cpu_runs_haswell_kernels();
   const std::string want = haswell ? "Haswell" : "";
-  const std::string note = blas == "blas-haswell" && !haswell
-                               ? " (blas-haswell: this CPU lacks AVX2/FMA, so OpenBLAS's own core runs instead)"
-                               : "";
+  std::string note = blas == "blas-haswell" && !haswell
+                         ? " (blas-haswell: this CPU lacks AVX2/FMA, so OpenBLAS's own core runs instead)"
+                         : "";
   if ((current ? std::string(current) : std::string()) == want) return note;
   if (std::getenv("PPU_TEST_KERNELS_REEXEC")) {
     std::fprintf(stderr, "PPU_TEST_KERNELS: OPENBLAS_CORETYPE still wrong after re-executing\n");
