@@ -11,12 +11,14 @@ mkdir -p "$dir"
 # -dev packages for headers and CMake/pkg-config files, their shared libraries for linking
 # and running, and what their CMake configs look for (prometheus-cpp finds CURL, ZLIB,
 # civetweb; cpp-httplib's .pc names brotli, ssl, zlib). pkgconf: find_package(PkgConfig).
+# protobuf: ppu-export reads the SentencePiece model proto with it (export/hf_tokenizer.h).
 pkgs=(
   libyaml-cpp-dev libyaml-cpp0.7
   libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
   prometheus-cpp-dev libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libprometheus-cpp-push1.0
   civetweb libcivetweb-dev libcivetweb1 libcurl4-openssl-dev libcurl4 zlib1g-dev libbrotli-dev libbrotli1 libssl-dev
   libsentencepiece-dev libsentencepiece0
+  libprotobuf-dev libprotobuf32 libprotobuf-lite32
   nlohmann-json3-dev libcli11-dev
   libcpp-httplib-dev libcpp-httplib0.11
   libgtest-dev libgmock-dev googletest

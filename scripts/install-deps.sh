@@ -6,7 +6,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates
   libtorch-dev libopenblas0-openmp libopenblas-dev
   prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libsentencepiece-dev sentencepiece nlohmann-json3-dev libcurl4-openssl-dev libssl-dev
+  libsentencepiece-dev sentencepiece libprotobuf-dev nlohmann-json3-dev libcurl4-openssl-dev libssl-dev
   libgtest-dev libgmock-dev libcli11-dev libgloo-dev libcpp-httplib-dev libcivetweb-dev libjemalloc-dev
 )
 # --test: what the suite adds. --bench: the PyTorch reference of bench/pytorch_peer (Debian's
@@ -14,7 +14,8 @@ PKGS=(
 # gnuplot-nox draws the study plots (bench/study/report.py); python3-torch also runs the
 # independent evaluation of ppu-export's output in the suite (scripts/ppu_export_eval.py).
 # python3-venv: --test also installs checkov, the chart's policy scanner (tests/packaging/
-# checkov_test.sh), pinned, from PyPI into a venv of its own (scripts/install-checkov.sh).
+# checkov_test.sh), pinned, from PyPI into a venv of its own (scripts/install-checkov.sh), and
+# the Hugging Face stack the export tests load models with (scripts/install-hf-venv.sh).
 TEST=0
 for a in "$@"; do
   case "$a" in
@@ -35,4 +36,5 @@ if ((${#missing[@]})); then
 fi
 if ((TEST)); then
   bash "$(dirname "${BASH_SOURCE[0]}")/install-checkov.sh" >/dev/null
+  bash "$(dirname "${BASH_SOURCE[0]}")/install-hf-venv.sh" >/dev/null
 fi

@@ -57,7 +57,11 @@ def load_safetensors(path):
 
 
 def read_val_tokens(dataset_dir):
-    path = os.path.join(dataset_dir, "val.bin")
+    return read_shard(os.path.join(dataset_dir, "val.bin"))
+
+
+def read_shard(path):
+    """The tokens of a PPU token shard (data/token_shard.h) as int64."""
     with open(path, "rb") as f:
         blob = f.read()
     if blob[:8] != b"PPUTOKS\0":

@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "common/env.h"
+#include "common/termination_message.h"
 #include "core/config.h"
 #include "core/job_contract.h"
 #include "core/run_result.h"
@@ -26,21 +27,9 @@
 
 namespace {
 
-// Kubernetes copies this file into the pod's status: the failure reason in plain text, or on
-// success the run's result (core/run_result.h) from which the operator sets the final status.
-// The kubelet creates the file; outside a pod it does not exist and nothing is written
-// (PPU_TERMINATION_LOG names another path, for tests).
-void write_termination_message(const std::string& message) {
-  const char* override_path = std::getenv(ppu::contract::env::kTerminationLogPath);
-  const char* path = override_path ? override_path : ppu::contract::kTerminationLog;
-  if (!override_path && !std::filesystem::exists(path)) return;
-  std::ofstream out(path);
-  if (out) out << message << "\n";
-}
-
 int fail(int code, const std::string& message) {
   spdlog::error("{}", message);
-  write_termination_message(message);
+  ppu::write_termination_message(message);
   return code;
 }
 
@@ -127,7 +116,7 @@ int main(int argc, char** argv) {
     result.checkpoint_round = summary["last_checkpoint_round"].get<int64_t>();
     result.seconds = summary["seconds"].get<double>();
     result.checksum = summary["param_checksum"].get<std::string>();
-    write_termination_message(ppu::format_run_result(result));
+    ppu::write_termination_message(ppu::format_run_result(result));
     return 0;
   } catch (const ppu::ConfigError& e) {
     return fail(ppu::contract::exit_code::kConfigError, std::string("configuration error: ") + e.what());

@@ -11,7 +11,6 @@
 #include <optional>
 
 #include "common/env.h"
-#include "common/fnv1a.h"
 #include "core/cost_model.h"
 #include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
@@ -27,6 +26,7 @@
 #include "engine/inner_optimizer.h"
 #include "engine/outer_optimizer.h"
 #include "engine/rank_metrics.h"
+#include "engine/run_dataset.h"
 #include "engine/step_phases.h"
 #include "engine/transformer.h"
 
@@ -35,37 +35,6 @@ namespace ppu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-data::TokenDataset load_dataset(const Config& c) {
-  if (c.data.source == DataSource::Shards || !c.data.path.empty()) {
-    auto ds = data::TokenDataset::load(c.data.path);
-    if (ds.vocab > static_cast<uint32_t>(c.model.vocab))
-      throw ConfigError("data.path '" + c.data.path + "' has vocabulary " + std::to_string(ds.vocab) +
-                        " but model.vocab is " + std::to_string(c.model.vocab));
-    return ds;
-  }
-  data::SyntheticDatasetOptions o;
-  o.corpus.vocab = c.model.vocab;
-  o.corpus.order = c.data.synthetic_order;
-  o.corpus.support = c.data.synthetic_support;
-  o.corpus.seed = c.train.seed;
-  o.train_tokens = c.data.synthetic_train_tokens;
-  o.val_tokens = c.data.synthetic_val_tokens;
-  return data::TokenDataset::synthetic(o);
-}
-
-torch::Tensor to_tensor(const data::TokenBatch& b) {
-  return torch::tensor(at::ArrayRef<int32_t>(b.tokens), torch::kInt32).to(torch::kLong).view({b.batch, b.seq_len + 1});
-}
-
-std::string checksum_hex(const std::vector<torch::Tensor>& tensors) {
-  uint64_t h = kFnv1a64Offset;
-  for (const auto& t : tensors) {
-    const auto c = t.to(torch::kCPU).contiguous();  // no copy for CPU tensors (DDP on CUDA needs it)
-    h = fnv1a64(c.data_ptr(), c.nbytes(), h);
-  }
-  return hex64(h);
-}
 
 std::vector<bool> decay_mask(const InnerConfig& inner, const std::vector<ParamInfo>& layout) {
   std::vector<bool> mask;
@@ -358,12 +327,9 @@ class Run {
     const auto start = Clock::now();
     torch::NoGradGuard no_grad;
     const Transformer global(c_.model, global_params(), device_);
-    double mine = 0;
-    for (int i = env_.rendezvous.rank; i < c_.train.eval_batches; i += env_.rendezvous.world_size) {
-      const auto batch = dataset_.eval_batch(i, c_.inner.batch_size, c_.model.seq_len, c_.train.eval_batches);
-      mine += global.loss(to_tensor(batch).to(device_)).item<double>();
-      ++eval_batches_done_;
-    }
+    const int rank = env_.rendezvous.rank, stride = env_.rendezvous.world_size;
+    const double mine = eval_loss_sum(global, dataset_, c_, rank, stride, device_);
+    eval_batches_done_ += rank < c_.train.eval_batches ? (c_.train.eval_batches - 1 - rank) / stride + 1 : 0;
     double total = 0;
     for (const auto& part : collectives_.allgather(torch::tensor({mine}, torch::kFloat64)))
       total += part.item<double>();
@@ -470,7 +436,7 @@ class Run {
                         {"bytes_allreduced", p_.bytes_sent},  // alias of bytes_sent (DESIGN.md's name)
                         {"network_wait_seconds", p_.network_wait_seconds},
                         {"sync_seconds", p_.sync_seconds},
-                        {"param_checksum", checksum_hex(global)},
+                        {"param_checksum", parameter_checksum(global)},
                         {"seconds", seconds},
                         {"eval_seconds", eval_seconds_},
                         {"eval_batches_evaluated", eval_batches_done_},

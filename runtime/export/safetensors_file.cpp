@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -49,6 +50,42 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   file += json;
   for (const auto& t : data) file.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
   atomic_write_file(path, file);
+}
+
+std::vector<std::string> write_safetensors_model(const std::string& dir,
+                                                 const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                                                 uint64_t max_shard_bytes,
+                                                 const std::map<std::string, std::string>& metadata) {
+  using Shard = std::vector<std::pair<std::string, torch::Tensor>>;
+  std::vector<Shard> shards(1);
+  uint64_t total = 0, in_shard = 0;
+  for (const auto& named : tensors) {
+    const uint64_t bytes = named.second.nbytes();
+    if (in_shard > 0 && in_shard + bytes > max_shard_bytes) {
+      shards.emplace_back();
+      in_shard = 0;
+    }
+    shards.back().push_back(named);
+    in_shard += bytes;
+    total += bytes;
+  }
+  if (shards.size() == 1) {
+    write_safetensors(dir + "/model.safetensors", tensors, metadata);
+    return {"model.safetensors"};
+  }
+  std::vector<std::string> files;
+  nlohmann::json weight_map = nlohmann::json::object();
+  for (size_t i = 0; i < shards.size(); ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+    write_safetensors(dir + "/" + name, shards[i], metadata);
+    for (const auto& named : shards[i]) weight_map[named.first] = name;
+    files.emplace_back(name);
+  }
+  const nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+  atomic_write_file(dir + "/model.safetensors.index.json", index.dump(2) + "\n");
+  files.emplace_back("model.safetensors.index.json");
+  return files;
 }
 
 }  // namespace ppu

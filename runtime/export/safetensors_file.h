@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -19,5 +20,15 @@ namespace ppu {
 // are copied to contiguous CPU memory (little-endian hosts only, as the format requires).
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// The Hugging Face layout of a model's weights in `dir`: model.safetensors when the tensors'
+// bytes fit `max_shard_bytes`, else model-00001-of-0000N.safetensors ... (tensors in the given
+// order, a new shard whenever the next tensor would overflow; a tensor is never split) plus
+// model.safetensors.index.json {"metadata": {"total_size"}, "weight_map": {name: file}}, as
+// transformers' save_pretrained writes. Every shard carries `metadata`. Returns the files written.
+std::vector<std::string> write_safetensors_model(const std::string& dir,
+                                                 const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                                                 uint64_t max_shard_bytes,
+                                                 const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace ppu

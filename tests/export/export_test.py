@@ -5,7 +5,7 @@ usage: export_test.py BUILD_DIR SOURCE_DIR
 
 For PPU (1/2 MLPs + heads, streaming, K = 4) and DDP (K = 2): ppu-launch trains the tiny model
 on a dataset directory to a step that ends a round, so the newest checkpoint holds the final
-global θ (after outer.final_sync); ppu-export writes it as safetensors + config.json; and
+global θ (after outer.final_sync); ppu-export --format ppu writes it as safetensors + config.json; and
 scripts/ppu_export_eval.py, an independent PyTorch implementation of the architecture (Debian's
 python3-torch), must reproduce the summary's eval_loss on the same validation tokens within
 1e-4. Then the refusals: a corrupt newest checkpoint is skipped (the previous round is
@@ -58,7 +58,7 @@ def train_and_export(work, name, nproc, sets):
     if r.returncode != 0:
         fail(f"{name}: training failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
     want = json.load(open(os.path.join(summaries, "rank-0.json")))["eval_loss"]
-    e = run([EXPORT, "--checkpoint", ckpt, "--out", out])
+    e = run([EXPORT, "--checkpoint", ckpt, "--out", out, "--format", "ppu"])
     if e.returncode != 0:
         fail(f"{name}: ppu-export exited {e.returncode}:\n{e.stdout}{e.stderr}")
     config = json.load(open(os.path.join(out, "config.json")))
@@ -107,7 +107,7 @@ with open(newest, "r+b") as f:
     f.seek(-1, 1)
     f.write(bytes([byte[0] ^ 0xFF]))
 older = os.path.join(work, "older")
-e = run([EXPORT, "--checkpoint", ckpt, "--out", older])
+e = run([EXPORT, "--checkpoint", ckpt, "--out", older, "--format", "ppu"])
 if e.returncode != 0 or json.load(open(os.path.join(older, "config.json")))["source"]["round"] != 2:
     fail(f"with round 3 corrupt, ppu-export should export round 2:\n{e.stdout}{e.stderr}")
 # The comparison above can tell parameters apart: round 2's θ evaluates differently.
