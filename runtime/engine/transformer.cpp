@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/model_constants.h"
 #include "data/counter_rng.h"
 #include "engine/chunked_cross_entropy.h"
 #include "engine/cpu_attention.h"
@@ -103,9 +104,9 @@ int Transformer::jacobian_random_slice(int layer) const { return random_slice_.e
 
 void Transformer::init_tables(torch::Device device) {
   const auto& spec = spec_;
-  // Rotary embeddings: pairs (i, i + hd/2) rotate by pos * 10000^(-2i/hd).
+  // Rotary embeddings: pairs (i, i + hd/2) rotate by pos * kRopeBase^(-2i/hd).
   const int64_t hd = spec.head_dim(), half = hd / 2;
-  auto inv_freq = torch::pow(10000.0, -torch::arange(0, half, torch::kFloat64) * 2.0 / hd);
+  auto inv_freq = torch::pow(kRopeBase, -torch::arange(0, half, torch::kFloat64) * 2.0 / hd);
   auto pos = torch::arange(0, spec.seq_len, torch::kFloat64);
   auto angles = torch::outer(pos, inv_freq);           // [S, hd/2]
   auto full_angles = torch::cat({angles, angles}, 1);  // [S, hd]
@@ -203,8 +204,8 @@ torch::Tensor Transformer::mlp(const torch::Tensor& x, int l) const {
 
 torch::Tensor Transformer::block(const torch::Tensor& x, int l) const {
   const std::vector<int64_t> d{spec_.d_model};
-  auto h = x + attention(torch::layer_norm(x, d, w(l, kLn1W), w(l, kLn1B)), l);
-  return h + mlp(torch::layer_norm(h, d, w(l, kLn2W), w(l, kLn2B)), l);
+  auto h = x + attention(torch::layer_norm(x, d, w(l, kLn1W), w(l, kLn1B), kLayerNormEps), l);
+  return h + mlp(torch::layer_norm(h, d, w(l, kLn2W), w(l, kLn2B), kLayerNormEps), l);
 }
 
 namespace {
@@ -253,7 +254,7 @@ torch::Tensor Transformer::loss(const torch::Tensor& tokens) const {
   for (int l = 0; l < spec_.layers; ++l)
     x = recompute_ && torch::GradMode::is_enabled() ? RecomputedBlock::apply(x, this, int64_t{l}) : block(x, l);
   const size_t n = weights_.size();
-  x = torch::layer_norm(x, {spec_.d_model}, weights_[n - 2], weights_[n - 1]);
+  x = torch::layer_norm(x, {spec_.d_model}, weights_[n - 2], weights_[n - 1], kLayerNormEps);
   if (loss_chunk_ > 0)  // tied output head, chunked: the [B*S, vocab] fp32 logits never exist
     return chunked_cross_entropy(x.reshape({-1, spec_.d_model}), emb, targets.reshape({-1}), loss_chunk_);
   auto logits = torch::matmul(x, emb.t());  // tied output head

@@ -1,15 +1,14 @@
 #include "export/hf_model.h"
 
+#include <map>
 #include <stdexcept>
 
 #include "core/config.h"
+#include "core/model_constants.h"
 
 namespace ppu {
 
 namespace {
-
-// Offsets within a block's run of parameter_layout (core/model_spec.h).
-enum { kLn1W, kLn1B, kWq, kWk, kWv, kWo, kLn2W, kLn2B, kUp, kDown, kPerBlock };
 
 nlohmann::json token_id(int id) { return id >= 0 ? nlohmann::json(id) : nlohmann::json(nullptr); }
 
@@ -24,36 +23,40 @@ torch::Tensor fuse_qkv(const torch::Tensor& wq, const torch::Tensor& wk, const t
 
 NamedTensors gpt_neox_tensors(const ModelSpec& spec, const std::vector<torch::Tensor>& params,
                               torch::ScalarType dtype) {
-  const size_t expected = 1 + static_cast<size_t>(spec.layers) * kPerBlock + 2;
-  if (params.size() != expected)
+  // By parameter_layout's names (the contract), not by position.
+  const auto layout = parameter_layout(spec);
+  if (params.size() != layout.size())
     throw std::invalid_argument("gpt_neox_tensors: " + std::to_string(params.size()) + " parameters, the layout has " +
-                                std::to_string(expected));
+                                std::to_string(layout.size()));
+  std::map<std::string, torch::Tensor> ours;
+  for (size_t i = 0; i < layout.size(); ++i) ours.emplace(layout[i].name, params[i]);
   NamedTensors out;
   const auto add = [&](const std::string& name, const torch::Tensor& t) {
     out.emplace_back(name, t.to(dtype).contiguous().clone());
   };
-  add("gpt_neox.embed_in.weight", params[0]);
+  add("gpt_neox.embed_in.weight", ours.at("tok_emb.weight"));
   for (int l = 0; l < spec.layers; ++l) {
-    const auto w = [&](int offset) { return params[1 + static_cast<size_t>(l) * kPerBlock + offset]; };
+    const std::string b = "blocks." + std::to_string(l) + ".";
+    const auto w = [&](const std::string& name) { return ours.at(b + name); };
     const std::string p = "gpt_neox.layers." + std::to_string(l) + ".";
-    add(p + "input_layernorm.weight", w(kLn1W));
-    add(p + "input_layernorm.bias", w(kLn1B));
-    add(p + "attention.query_key_value.weight", fuse_qkv(w(kWq), w(kWk), w(kWv), spec.heads));
-    add(p + "attention.dense.weight", w(kWo));
-    add(p + "post_attention_layernorm.weight", w(kLn2W));
-    add(p + "post_attention_layernorm.bias", w(kLn2B));
-    add(p + "mlp.dense_h_to_4h.weight", w(kUp));
-    add(p + "mlp.dense_h_to_4h.bias", torch::zeros({w(kUp).size(0)}));
-    add(p + "mlp.dense_4h_to_h.weight", w(kDown));
-    add(p + "mlp.dense_4h_to_h.bias", torch::zeros({w(kDown).size(0)}));
+    add(p + "input_layernorm.weight", w("ln1.weight"));
+    add(p + "input_layernorm.bias", w("ln1.bias"));
+    add(p + "attention.query_key_value.weight",
+        fuse_qkv(w("attn.wq.weight"), w("attn.wk.weight"), w("attn.wv.weight"), spec.heads));
+    add(p + "attention.dense.weight", w("attn.wo.weight"));
+    add(p + "post_attention_layernorm.weight", w("ln2.weight"));
+    add(p + "post_attention_layernorm.bias", w("ln2.bias"));
+    add(p + "mlp.dense_h_to_4h.weight", w("mlp.up.weight"));
+    add(p + "mlp.dense_h_to_4h.bias", torch::zeros({spec.mlp_hidden()}));
+    add(p + "mlp.dense_4h_to_h.weight", w("mlp.down.weight"));
+    add(p + "mlp.dense_4h_to_h.bias", torch::zeros({spec.d_model}));
   }
-  add("gpt_neox.final_layer_norm.weight", params[expected - 2]);
-  add("gpt_neox.final_layer_norm.bias", params[expected - 1]);
+  add("gpt_neox.final_layer_norm.weight", ours.at("ln_f.weight"));
+  add("gpt_neox.final_layer_norm.bias", ours.at("ln_f.bias"));
   return out;
 }
 
 nlohmann::json gpt_neox_config(const ModelSpec& spec, const SpecialTokenIds& ids, torch::ScalarType dtype) {
-  constexpr double kRopeBase = 10000.0;  // engine/transformer.cpp
   return {
       {"architectures", {"GPTNeoXForCausalLM"}},
       {"model_type", "gpt_neox"},
@@ -64,7 +67,7 @@ nlohmann::json gpt_neox_config(const ModelSpec& spec, const SpecialTokenIds& ids
       {"intermediate_size", spec.mlp_hidden()},
       {"hidden_act", choice_name(spec.activation)},  // transformers' "gelu" is the exact (erf) GELU, as ours
       {"max_position_embeddings", spec.seq_len},
-      {"layer_norm_eps", 1e-5},
+      {"layer_norm_eps", kLayerNormEps},
       {"use_parallel_residual", false},
       {"attention_bias", false},
       {"tie_word_embeddings", true},

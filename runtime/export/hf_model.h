@@ -18,8 +18,8 @@
 // The attention has no biases (attention_bias false).
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <utility>
@@ -34,8 +34,7 @@ using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
 // `params`: the model's parameters in parameter_layout order (fp32). Returns the GPT-NeoX
 // tensors in `dtype` (contiguous, new storage), in the order of the table above.
-NamedTensors gpt_neox_tensors(const ModelSpec& spec, const std::vector<torch::Tensor>& params,
-                              torch::ScalarType dtype);
+NamedTensors gpt_neox_tensors(const ModelSpec& spec, const std::vector<torch::Tensor>& params, torch::ScalarType dtype);
 
 // W_q, W_k, W_v ([d, d] each, head-major rows) as GPT-NeoX's fused [3d, d] query_key_value.
 torch::Tensor fuse_qkv(const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv, int heads);

@@ -27,7 +27,8 @@ enum PieceType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnu
 constexpr int kModelType = 3, kSplitByWhitespace = 22, kWhitespaceAsSuffix = 24, kByteFallback = 35;  // TrainerSpec
 constexpr int kUnkId = 40, kBosId = 41, kEosId = 42, kPadId = 43;
 enum ModelType { kUnigram = 1, kBpe = 2 };
-constexpr int kNormName = 1, kCharsMap = 2, kDummyPrefix = 3, kRemoveExtraSpaces = 4, kEscapeSpaces = 5;  // NormalizerSpec
+constexpr int kNormName = 1, kCharsMap = 2, kDummyPrefix = 3, kRemoveExtraSpaces = 4,
+              kEscapeSpaces = 5;  // NormalizerSpec
 }  // namespace spm
 
 // A parsed message: for each field number its last value (proto3/proto2 "last one wins") and,
@@ -87,7 +88,8 @@ json bpe_merges(const std::vector<Piece>& pieces, const std::map<std::string, in
   for (const auto& [text, id] : normal_ids)
     for (size_t cut : inner_boundaries(text)) {
       auto l = normal_ids.find(text.substr(0, cut)), r = normal_ids.find(text.substr(cut));
-      if (l != normal_ids.end() && r != normal_ids.end()) ranked.emplace_back(-pieces[id].score, id, l->second, r->second);
+      if (l != normal_ids.end() && r != normal_ids.end())
+        ranked.emplace_back(-pieces[id].score, id, l->second, r->second);
     }
   std::sort(ranked.begin(), ranked.end());
   json merges = json::array();
@@ -143,8 +145,8 @@ HfTokenizerFiles hf_tokenizer_files(const std::string& path, int64_t model_max_l
                              " has no exact Hugging Face equivalent (BPE and Unigram do)");
   if (trainer.flag(spm::kWhitespaceAsSuffix, false) || !norm.flag(spm::kEscapeSpaces, true) ||
       !trainer.flag(spm::kSplitByWhitespace, true))
-    throw std::runtime_error(path +
-                             ": the model's whitespace handling (suffix, unescaped or unsplit) is not exported exactly");
+    throw std::runtime_error(
+        path + ": the model's whitespace handling (suffix, unescaped or unsplit) is not exported exactly");
   const bool byte_fallback = trainer.flag(spm::kByteFallback, false);
   const bool dummy_prefix = norm.flag(spm::kDummyPrefix, true);
 

@@ -26,8 +26,8 @@ std::string method_phrase(const Config& c) {
 std::string model_card(const ModelCardFacts& f) {
   const Config& c = f.config;
   std::ostringstream o;
-  o << "---\nlibrary_name: transformers\npipeline_tag: text-generation\ntags:\n  - ppu\n  - "
-    << choice_name(c.method) << "\n  - gpt_neox\n---\n\n";
+  o << "---\nlibrary_name: transformers\npipeline_tag: text-generation\ntags:\n  - ppu\n  - " << choice_name(c.method)
+    << "\n  - gpt_neox\n---\n\n";
   o << "# " << f.name << "\n\n";
   o << "A " << total_parameters(c.model) << "-parameter decoder (" << c.model.layers << " layers, d_model "
     << c.model.d_model << ", " << c.model.heads << " heads, " << choice_name(c.model.activation) << " MLP, vocabulary "
@@ -52,8 +52,7 @@ std::string model_card(const ModelCardFacts& f) {
   if (f.eval_loss)
     o << "| eval loss | " << *f.eval_loss << " nats/token, perplexity " << std::exp(*f.eval_loss) << ", over "
       << f.eval_tokens << " validation tokens (these parameters in fp32) |\n";
-  else
-    o << "| eval loss | not measured: the dataset was not readable when exporting |\n";
+  else o << "| eval loss | not measured: the dataset was not readable when exporting |\n";
   o << "| parameter checksum | " << f.parameter_checksum << " (FNV-1a 64 of the fp32 parameters) |\n\n";
   o << "## Use\n\n";
   if (f.has_tokenizer)

@@ -19,7 +19,7 @@ struct ModelCardFacts {
   Config config;
   int world_size = 0;
   int64_t round = 0;
-  double tokens_trained = 0;       // all ranks
+  double tokens_trained = 0;        // all ranks
   std::optional<double> eval_loss;  // nats/token; nullopt when the dataset was not readable
   int64_t eval_tokens = 0;          // target tokens the evaluation scored
   std::string dtype;                // float32 | bfloat16

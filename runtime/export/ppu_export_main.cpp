@@ -31,6 +31,7 @@
 #include "common/termination_message.h"
 #include "core/config.h"
 #include "core/job_contract.h"
+#include "core/model_constants.h"
 #include "core/model_spec.h"
 #include "data/dataset_dir.h"
 #include "engine/checkpoint_format.h"
@@ -90,7 +91,7 @@ double rank_tokens(const std::string& bytes) {
 }
 
 json ppu_architecture(const ppu::ModelSpec& m) {
-  // The constants of runtime/engine/transformer.cpp, so a reimplementation needs nothing else.
+  // Every constant of the architecture (core/model_spec.h), so a reimplementation needs nothing else.
   return {{"type", "ppu-decoder"},
           {"layers", m.layers},
           {"d_model", m.d_model},
@@ -100,8 +101,8 @@ json ppu_architecture(const ppu::ModelSpec& m) {
           {"vocab", m.vocab},
           {"seq_len", m.seq_len},
           {"activation", ppu::choice_name(m.activation)},  // relu, or gelu (exact, erf)
-          {"norm", {{"type", "layernorm"}, {"eps", 1e-5}, {"position", "pre"}}},
-          {"rotary", {{"base", 10000.0}, {"pairing", "halves"}, {"applies_to", "q,k"}}},
+          {"norm", {{"type", "layernorm"}, {"eps", ppu::kLayerNormEps}, {"position", "pre"}}},
+          {"rotary", {{"base", ppu::kRopeBase}, {"pairing", "halves"}, {"applies_to", "q,k"}}},
           {"attention", {{"causal", true}, {"scale", "1/sqrt(head_dim)"}}},
           {"linear_bias", false},
           {"tied_embedding", true}};
