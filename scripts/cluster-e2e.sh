@@ -18,7 +18,12 @@
 #      rank's final param_checksum equals the uninterrupted run's;
 #   6. manifests/samples/cpu-tiny.yaml applied as shipped (its image name is an alias that
 #      `cluster.sh load-image --as` gave the built image) runs to Succeeded, and its final status
-#      (round, perplexity, checkpoint round, ResultReported) is what the ranks' logs report.
+#      (round, perplexity, checkpoint round, ResultReported) is what the ranks' logs report;
+#   7. manifests/samples/cpu-tiny-export.yaml (a PVC and a PPUJob with spec.export) applied as
+#      shipped: it Succeeds, the operator's export Job writes the model (Exported=True, column
+#      EXPORT ModelExported, status.export at the last checkpoint round); the PPUJob is deleted
+#      (its export Job goes with it) and a pod that mounts the claim, as a server would, finds the
+#      Hugging Face directory there: model.safetensors, and a config.json of model_type gpt_neox.
 # Prints how long each phase took. Needs root.
 #
 # Usage: scripts/cluster-e2e.sh [--keep] [--rebuild-image]
@@ -35,7 +40,7 @@ for a in "$@"; do
   case "$a" in
     --keep) KEEP=1 ;;
     --rebuild-image) REBUILD=1 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "cluster-e2e: unknown flag '$a' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -297,6 +302,69 @@ reported="$(kubectl get ppj cpu-tiny -o jsonpath='{.status.conditions[?(@.type==
 say "cpu-tiny's final status is the ranks' result: round $st_round, perplexity $st_ppl, checkpoint round $st_ckpt"
 kubectl delete -f "$ROOT/manifests/samples/cpu-tiny.yaml" --wait=true >/dev/null
 phase "sample as shipped"
+
+# ---- 7. the trained model leaves as a Hugging Face directory on the volume (issue 30) ----------
+EXPORT_SAMPLE="$ROOT/manifests/samples/cpu-tiny-export.yaml"
+# The sample's PPUJob name and checkpoint claim, as "NAME CLAIM".
+read -r XJOB XCLAIM < <(python3 -c 'import sys, yaml
+d = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "PPUJob")
+print(d["metadata"]["name"], d["spec"]["checkpoint"]["claimName"])' "$EXPORT_SAMPLE")
+[[ -n "$XJOB" && -n "$XCLAIM" ]] || die "$EXPORT_SAMPLE names no PPUJob with spec.checkpoint.claimName"
+kubectl apply -f "$EXPORT_SAMPLE" >/dev/null
+NS=default wait_phase "$XJOB" Succeeded 600
+exported() { kubectl get ppj "$XJOB" -o jsonpath="{.status.conditions[?(@.type==\"Exported\")].$1}"; }
+for ((i = 0; i < 300; i += 2)); do
+  why="$(exported reason)"
+  [[ "$why" == ModelExported || "$why" == ExportFailed ]] && break
+  sleep 2
+done
+[[ "$why" == ModelExported ]] || die "$XJOB: condition Exported is '$why': $(exported message)"
+[[ "$(kubectl get ppj "$XJOB" --no-headers)" == *ModelExported* ]] || die "$XJOB: column EXPORT does not say ModelExported"
+x_path="$(NS=default ppj "$XJOB" export.path)"
+x_round="$(NS=default ppj "$XJOB" export.round)"
+x_last="$(NS=default ppj "$XJOB" lastCheckpointRound)"
+[[ "$x_path" == model && -n "$x_round" && "$x_round" == "$x_last" ]] \
+  || die "$XJOB: status.export path '$x_path' round '$x_round' (want model, the last checkpoint round '$x_last')"
+say "$XJOB exported: $(exported message)"
+# Deleting the job takes its export Job with it (garbage collection), never the model on the claim.
+kubectl delete ppj "$XJOB" --wait=true >/dev/null
+for ((i = 0; i < 60; i++)); do kubectl get job "$XJOB-export" >/dev/null 2>&1 || break; sleep 1; done
+kubectl get job "$XJOB-export" >/dev/null 2>&1 && die "Job $XJOB-export outlived its PPUJob"
+# A pod that mounts the claim read-only, as a model server would, under the restricted profile.
+kubectl apply -f - >/dev/null <<MANIFEST
+apiVersion: v1
+kind: Pod
+metadata: {name: model-reader, namespace: default}
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  securityContext: {runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: reader
+    image: $SAMPLE_IMAGE
+    command: [sh, -c, 'ls -1 /models/$x_path && echo ---- && cat /models/$x_path/config.json']
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+    volumeMounts: [{name: models, mountPath: /models, readOnly: true}]
+  volumes: [{name: models, persistentVolumeClaim: {claimName: $XCLAIM, readOnly: true}}]
+MANIFEST
+for ((i = 0; i < 120; i += 2)); do
+  p="$(kubectl get pod model-reader -o jsonpath='{.status.phase}')"
+  [[ "$p" == Succeeded || "$p" == Failed ]] && break
+  sleep 2
+done
+listing="$(kubectl logs model-reader 2>&1 || true)"
+[[ "$p" == Succeeded ]] || die "the model reader pod ended '$p': $listing"
+python3 - "$listing" <<'CHECK' || die "claim $XCLAIM holds no Hugging Face GPT-NeoX model under $x_path/: $listing"
+import json, sys
+files, _, config = sys.argv[1].partition("----\n")
+names = set(files.split())
+assert "config.json" in names and ({"model.safetensors", "model.safetensors.index.json"} & names), names
+assert json.loads(config)["model_type"] == "gpt_neox", config
+CHECK
+say "a pod mounting claim $XCLAIM after the PPUJob is gone reads $x_path/: $(tr '\n' ' ' <<<"${listing%%----*}")"
+kubectl delete pod model-reader --wait=true >/dev/null
+kubectl delete pvc "$XCLAIM" --wait=true >/dev/null
+phase "export sample: the model on the volume"
 
 "$HELM" uninstall ppu-operator -n "$OPNS" >/dev/null
 phase "helm uninstall"

@@ -12,4 +12,6 @@ void prune_pod(json& pod) {
       for (const char* unused : {"image", "imageID", "containerID"}) cs.erase(unused);
 }
 
+void prune_job(json& job) { job.erase("spec"); }
+
 }  // namespace ppu::op

@@ -10,5 +10,8 @@ namespace ppu::op {
 
 // Drops spec and the status fields the operator never reads (images, host addresses, QoS class).
 void prune_pod(json& pod);
+// An export Job (export_job.h) is read by its metadata (uid, annotations, deletionTimestamp) and
+// status conditions: its spec, a whole pod template, is dropped.
+void prune_job(json& job);
 
 }  // namespace ppu::op

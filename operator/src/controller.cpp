@@ -6,7 +6,9 @@
 #include <cstdlib>
 
 #include "cache_pruning.h"
+#include "job_constants.h"
 #include "job_spec.h"
+#include "job_status.h"
 #include "rfc3339.h"
 
 namespace ppu::op {
@@ -25,18 +27,25 @@ Controller::Controller(KubeApi& client, ControllerOptions opts, OperatorMetrics*
     : client_(client), opts_(std::move(opts)), metrics_(metrics), executor_(client) {
   jobs_ = std::make_unique<Informer>(client_, resources::ppujobs, opts_.ns, "",
                                      [this](const json& o, Informer::Change c) { on_job(o, c); });
-  auto owned = [this](const json& o, Informer::Change) { on_owned(o); };
+  auto owned = [this](const json& o, Informer::Change) { on_owned(o, kJobLabel); };
   pods_ = std::make_unique<Informer>(client_, resources::pods, opts_.ns, kJobLabel, owned, prune_pod);
   services_ = std::make_unique<Informer>(client_, resources::services, opts_.ns, kJobLabel, owned);
   configmaps_ = std::make_unique<Informer>(client_, resources::configmaps, opts_.ns, kJobLabel, owned);
   if (opts_.reconcile.network_policy)
     netpols_ = std::make_unique<Informer>(client_, resources::networkpolicies, opts_.ns, kJobLabel, owned);
+  // The export Job's status changes (Complete, Failed) and its pods' (the termination message)
+  // each bring a pass of the PPUJob, like the rank pods' do.
+  export_jobs_ = std::make_unique<Informer>(client_, resources::jobs, opts_.ns, kJobLabel, owned, prune_job);
+  export_pods_ = std::make_unique<Informer>(
+      client_, resources::pods, opts_.ns, kExportLabel,
+      [this](const json& o, Informer::Change) { on_owned(o, kExportLabel); }, prune_pod, kExportLabel);
 }
 
 Controller::~Controller() { stop(); }
 
 void Controller::start_informers() {
-  for (Informer* i : {pods_.get(), services_.get(), configmaps_.get(), netpols_.get(), jobs_.get()})
+  for (Informer* i : {pods_.get(), services_.get(), configmaps_.get(), netpols_.get(), export_jobs_.get(),
+                      export_pods_.get(), jobs_.get()})
     if (i) i->start();
 }
 
@@ -55,13 +64,14 @@ void Controller::stop() {
   queue_.shutdown();
   for (auto& t : workers_)
     if (t.joinable()) t.join();
-  for (Informer* i : {jobs_.get(), pods_.get(), services_.get(), configmaps_.get(), netpols_.get()})
+  for (Informer* i : {jobs_.get(), pods_.get(), services_.get(), configmaps_.get(), netpols_.get(), export_jobs_.get(),
+                      export_pods_.get()})
     if (i) i->stop();
 }
 
 bool Controller::synced() const {
   return jobs_->synced() && pods_->synced() && services_->synced() && configmaps_->synced() &&
-         (!netpols_ || netpols_->synced());
+         (!netpols_ || netpols_->synced()) && export_jobs_->synced() && export_pods_->synced();
 }
 
 void Controller::set_progress(const std::string& key, const ScrapedProgress& p) {
@@ -88,18 +98,22 @@ void Controller::on_job(const json& obj, Informer::Change c) {
   update_phase_gauge();
 }
 
-void Controller::on_owned(const json& obj) {
+void Controller::on_owned(const json& obj, const char* label) {
   const json& md = obj["metadata"];
-  if (!md.contains("labels") || !md["labels"].contains(kJobLabel)) return;
-  queue_.add(md.value("namespace", std::string()) + "/" + md["labels"][kJobLabel].get<std::string>());
+  if (!md.contains("labels") || !md["labels"].contains(label)) return;
+  queue_.add(md.value("namespace", std::string()) + "/" + md["labels"][label].get<std::string>());
 }
 
 void Controller::update_phase_gauge() {
   if (!metrics_) return;
-  std::map<std::string, int> counts;
-  for (const auto& j : jobs_->list())
-    if (j.contains("status") && j["status"].contains("phase")) counts[j["status"]["phase"].get<std::string>()]++;
+  std::map<std::string, int> counts, exports;
+  for (const auto& j : jobs_->list()) {
+    if (!j.contains("status")) continue;
+    if (j["status"].contains("phase")) counts[j["status"]["phase"].get<std::string>()]++;
+    if (const json* c = find_condition(j["status"], condition::kExported)) exports[c->value("reason", "")]++;
+  }
   metrics_->set_jobs_by_phase(counts);
+  metrics_->set_exports_by_reason(exports);
 }
 
 void Controller::worker() {
@@ -131,8 +145,18 @@ void Controller::process(const std::string& key) {
   JobSpec spec = parse_job(*job);
   if (auto s = services_->get(ns, service_name(spec)); s && owned_by(*s, uid)) in.service = s;
   if (auto c = configmaps_->get(ns, config_map_name(spec)); c && owned_by(*c, uid)) in.config_map = c;
-  if (netpols_)
+  if (netpols_) {
     if (auto n = netpols_->get(ns, network_policy_name(spec)); n && owned_by(*n, uid)) in.network_policy = n;
+    if (auto n = netpols_->get(ns, export_network_policy_name(spec)); n && owned_by(*n, uid))
+      in.export_network_policy = n;
+  }
+  if (auto x = export_jobs_->get(ns, export_job_name(spec)); x && owned_by(*x, uid)) {
+    // Its pods are owned by the Job: only those of this incarnation of it.
+    const std::string job_uid = (*x)["metadata"].value("uid", std::string());
+    for (auto& p : export_pods_->by_job(ns, name))
+      if (owned_by(p, job_uid)) in.export_pods.push_back(std::move(p));
+    in.export_job = std::move(x);
+  }
   {
     std::lock_guard<std::mutex> l(progress_mu_);
     auto it = progress_.find(key);

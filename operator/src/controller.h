@@ -1,5 +1,6 @@
-// Controller: informers for PPUJobs and the Pods/Services/ConfigMaps/NetworkPolicies they own
-// (selected by the ppu.dev/job label), a work queue of job keys, and worker threads that run
+// Controller: informers for PPUJobs and the Pods/Services/ConfigMaps/NetworkPolicies/batch Jobs
+// they own (selected by the ppu.dev/job label) plus the export Jobs' pods (label ppu.dev/export),
+// a work queue of job keys, and worker threads that run
 // reconcile() on the cached state and execute the resulting actions. Any change to a job or an
 // owned object enqueues the job; failures are retried with per-job exponential back-off. A
 // creation the API server refused is remembered per job until a pass creates everything, so
@@ -54,7 +55,8 @@ class Controller {
 
  private:
   void on_job(const json& obj, Informer::Change c);
-  void on_owned(const json& obj);
+  // Enqueues the job named by the object's `label` (ppu.dev/job, or ppu.dev/export on export pods).
+  void on_owned(const json& obj, const char* label);
   void worker();
   void process(const std::string& key);
   void update_phase_gauge();
@@ -65,6 +67,7 @@ class Controller {
   Executor executor_;
   WorkQueue queue_;
   std::unique_ptr<Informer> jobs_, pods_, services_, configmaps_, netpols_;  // netpols_ may be null
+  std::unique_ptr<Informer> export_jobs_, export_pods_;                      // batch/v1 Jobs, their pods
   std::vector<std::thread> workers_;
   std::atomic<uint64_t> reconciles_{0};
   std::atomic<bool> stopped_{false};

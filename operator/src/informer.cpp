@@ -9,19 +9,20 @@
 namespace ppu::op {
 
 namespace {
-std::string job_of(const json& obj) {
+std::string job_of(const json& obj, const std::string& label) {
   const json& md = obj["metadata"];
-  if (!md.contains("labels") || !md["labels"].contains(kJobLabel)) return "";
-  return md.value("namespace", std::string()) + "/" + md["labels"][kJobLabel].get<std::string>();
+  if (!md.contains("labels") || !md["labels"].contains(label)) return "";
+  return md.value("namespace", std::string()) + "/" + md["labels"][label].get<std::string>();
 }
 }  // namespace
 
 Informer::Informer(KubeApi& client, Resource resource, std::string ns, std::string label_selector, Handler on_change,
-                   Prune prune)
+                   Prune prune, std::string index_label)
     : client_(client),
       resource_(std::move(resource)),
       ns_(std::move(ns)),
       selector_(std::move(label_selector)),
+      index_label_(std::move(index_label)),
       on_change_(std::move(on_change)),
       prune_(std::move(prune)) {}
 
@@ -67,7 +68,7 @@ void Informer::apply(const json& in, Change c) {
   if (obj.contains("metadata")) obj["metadata"].erase("managedFields");
   if (prune_) prune_(obj);
   const std::string key = object_key(obj);
-  const std::string job = job_of(obj);
+  const std::string job = job_of(obj, index_label_);
   {
     std::lock_guard<std::mutex> l(mu_);
     if (c == Change::Deleted) {

@@ -3,7 +3,8 @@
 // errors and server time-outs; relists on 410 Gone (and reports the objects that vanished
 // meanwhile as deletions). Calls `on_change` for every add/update/delete, from its own thread.
 // An optional `prune` maps each object to what the cache keeps of it (client-go's transform):
-// handlers and getters only ever see pruned objects.
+// handlers and getters only ever see pruned objects. by_job() indexes objects by the value of
+// `index_label` (ppu.dev/job unless told otherwise).
 #pragma once
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "job_spec.h"
 #include "kube_api.h"
 
 namespace ppu::op {
@@ -27,7 +29,7 @@ class Informer {
   using Prune = std::function<void(json& obj)>;
 
   Informer(KubeApi& client, Resource resource, std::string ns, std::string label_selector, Handler on_change,
-           Prune prune = nullptr);
+           Prune prune = nullptr, std::string index_label = kJobLabel);
   ~Informer();
 
   void start();
@@ -36,7 +38,7 @@ class Informer {
 
   std::optional<json> get(const std::string& ns, const std::string& name) const;
   std::vector<json> list() const;
-  // Objects whose ppu.dev/job label is `job` in namespace `ns`.
+  // Objects whose index label (ppu.dev/job by default) is `job` in namespace `ns`.
   std::vector<json> by_job(const std::string& ns, const std::string& job) const;
 
   // Test hook: abort the current watch connection as if the network dropped it.
@@ -51,7 +53,7 @@ class Informer {
 
   KubeApi& client_;
   Resource resource_;
-  std::string ns_, selector_;
+  std::string ns_, selector_, index_label_;
   Handler on_change_;
   Prune prune_;
   std::thread thread_;
@@ -60,7 +62,7 @@ class Informer {
   std::string rv_;
   mutable std::mutex mu_;
   std::map<std::string, json> items_;                       // ns/name → object
-  std::map<std::string, std::set<std::string>> job_index_;  // ns/job → keys
+  std::map<std::string, std::set<std::string>> job_index_;  // ns/<index label value> → keys
 };
 
 }  // namespace ppu::op

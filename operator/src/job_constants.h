@@ -28,6 +28,9 @@ inline constexpr const char* kPodCreationFailed = "PodCreationFailed";
 // True: status.outerRound/perplexity/lastCheckpointRound/result are the ranks' own final results
 // (their termination messages); False: a rank succeeded without a readable result.
 inline constexpr const char* kResultReported = "ResultReported";
+// spec.export of a Succeeded job. True: the model is on the checkpoint volume (status.export says
+// where); False while the export Job runs or is refused, or once it failed (reasons below).
+inline constexpr const char* kExported = "Exported";
 }  // namespace condition
 
 // Reasons: of events, of conditions and of status.reason (the same word where they coincide).
@@ -50,6 +53,14 @@ inline constexpr const char* kBackoffLimitExceeded = "BackoffLimitExceeded";
 inline constexpr const char* kConfigurationError = "ConfigurationError";            // a rank exited 2
 inline constexpr const char* kCheckpointOrDataMissing = "CheckpointOrDataMissing";  // a rank exited 4
 inline constexpr const char* kPodCreationFailed = "PodCreationFailed";              // event of a refusal
+// The export (condition Exported; the same words as events, ExportStarted an event only).
+inline constexpr const char* kExportStarted = "ExportStarted";  // event: the export Job was created
+inline constexpr const char* kExportRunning = "ExportRunning";  // Exported False: ppu-export runs
+inline constexpr const char* kModelExported = "ModelExported";  // Exported True
+inline constexpr const char* kExportFailed = "ExportFailed";    // Exported False, final until the Job is deleted
+inline constexpr const char* kExportJobRefused =
+    "ExportJobRefused";  // Exported False: creating the Job refused, retried
+inline constexpr const char* kExportReasons[] = {kExportRunning, kModelExported, kExportFailed, kExportJobRefused};
 }  // namespace reason
 
 // core/v1 Event.type.

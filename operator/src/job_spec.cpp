@@ -32,12 +32,24 @@ JobSpec parse_job(const json& job) {
     j.run_policy.ttl_seconds_after_finished = rp["ttlSecondsAfterFinished"].get<int64_t>();
   j.run_policy.clean_pod_policy = value_or<std::string>(rp, "cleanPodPolicy", "Running");
   j.run_policy.suspend = value_or<bool>(rp, "suspend", false);
+  if (j.spec.contains("export") && j.spec["export"].is_object()) {
+    const json& x = j.spec["export"];
+    ExportSpec e;
+    e.format = value_or<std::string>(x, "format", e.format);
+    e.dtype = value_or<std::string>(x, "dtype", e.dtype);
+    e.path = value_or<std::string>(x, "path", e.path);
+    e.active_deadline_seconds = value_or<int64_t>(x, "activeDeadlineSeconds", e.active_deadline_seconds);
+    if (x.contains("resources") && x["resources"].is_object()) e.resources = x["resources"];
+    j.model_export = e;
+  }
   return j;
 }
 
 std::string service_name(const JobSpec& j) { return j.name; }
 std::string config_map_name(const JobSpec& j) { return j.name + "-config"; }
 std::string network_policy_name(const JobSpec& j) { return j.name; }
+std::string export_job_name(const JobSpec& j) { return j.name + "-export"; }
+std::string export_network_policy_name(const JobSpec& j) { return j.name + ".export"; }
 std::string pod_name(const JobSpec& j, int rank) { return j.name + "-rank-" + std::to_string(rank); }
 std::string run_id(const JobSpec& j) { return j.ns + "-" + j.name + "-" + j.uid.substr(0, 8); }
 std::string master_addr(const JobSpec& j) { return pod_name(j, 0) + "." + service_name(j) + "." + j.ns + ".svc"; }

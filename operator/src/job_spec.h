@@ -1,6 +1,7 @@
 // JobSpec: a PPUJob's spec read into plain values, with the CRD's defaults applied again (the
 // operator must behave the same on objects created before a default existed). Also the names
-// every object of a job gets: <job> (Service, NetworkPolicy), <job>-config (ConfigMap), <job>-rank-<k> (pods).
+// every object of a job gets: <job> (Service, NetworkPolicy), <job>-config (ConfigMap), <job>-rank-<k> (pods),
+// and for spec.export <job>-export (batch/v1 Job) and <job>.export (its NetworkPolicy).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,9 @@ inline constexpr const char* kRankLabel = "ppu.dev/rank";
 inline constexpr const char* kConfigKey = "config.yaml";
 inline constexpr const char* kConfigPath = "/etc/ppu/config.yaml";
 inline constexpr const char* kCheckpointPath = "/checkpoints";
+// On the export Job's pod, instead of ppu.dev/job (which would make it one of the job's rank
+// pods to the Service and the job's NetworkPolicy): the PPUJob's name.
+inline constexpr const char* kExportLabel = "ppu.dev/export";
 
 struct RunPolicy {
   int backoff_limit = 3;
@@ -29,6 +33,15 @@ struct RunPolicy {
   std::optional<int64_t> ttl_seconds_after_finished;
   std::string clean_pod_policy = "Running";  // All | Running | None
   bool suspend = false;
+};
+
+// spec.export: the model ppu-export writes onto the checkpoint volume once the job Succeeded.
+struct ExportSpec {
+  std::string format = "hf";   // hf | ppu
+  std::string dtype = "fp32";  // fp32 | bf16
+  std::string path = "model";  // directory relative to the checkpoint volume's root
+  int64_t active_deadline_seconds = 3600;
+  json resources;  // spec.export.resources; null: the ranks' cpu and memory (export_job.h)
 };
 
 struct JobSpec {
@@ -39,6 +52,7 @@ struct JobSpec {
   int master_port = 29500;
   int metrics_port = 9100;
   RunPolicy run_policy;
+  std::optional<ExportSpec> model_export;  // nullopt: spec.export absent, nothing is exported
   json spec;  // the raw spec, for passthrough fields (resources, volumes, scheduling, training)
 };
 
@@ -48,6 +62,10 @@ std::string service_name(const JobSpec& j);
 std::string config_map_name(const JobSpec& j);
 std::string pod_name(const JobSpec& j, int rank);
 std::string network_policy_name(const JobSpec& j);  // <job>
+std::string export_job_name(const JobSpec& j);      // <job>-export
+// <job>.export: with a dot, which no PPUJob that can run has in its name (its pods' hostnames
+// <job>-rank-<k> are DNS labels), so no job's own NetworkPolicy <job> can take this name.
+std::string export_network_policy_name(const JobSpec& j);
 // <namespace>-<job>-<first 8 characters of the uid>: unique per job object, stable across restarts.
 std::string run_id(const JobSpec& j);
 std::string master_addr(const JobSpec& j);

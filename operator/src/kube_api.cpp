@@ -12,10 +12,11 @@ const Resource events{"", "v1", "events"};
 const Resource leases{"coordination.k8s.io", "v1", "leases"};
 const Resource ppujobs{"ppu.dev", "v1alpha1", "ppujobs"};
 const Resource networkpolicies{"networking.k8s.io", "v1", "networkpolicies"};
+const Resource jobs{"batch", "v1", "jobs"};
 const Resource tokenreviews{"authentication.k8s.io", "v1", "tokenreviews", false};
 const Resource subjectaccessreviews{"authorization.k8s.io", "v1", "subjectaccessreviews", false};
 const Resource& by_plural(const std::string& p) {
-  for (const Resource* r : {&pods, &services, &configmaps, &events, &leases, &ppujobs, &networkpolicies})
+  for (const Resource* r : {&pods, &services, &configmaps, &events, &leases, &ppujobs, &networkpolicies, &jobs})
     if (r->plural == p) return *r;
   throw std::invalid_argument("unknown resource '" + p + "'");
 }

@@ -23,7 +23,7 @@ struct Resource {
 };
 
 namespace resources {
-extern const Resource pods, services, configmaps, events, leases, ppujobs, networkpolicies;
+extern const Resource pods, services, configmaps, events, leases, ppujobs, networkpolicies, jobs;  // jobs: batch/v1
 // Cluster-scoped reviews used to authenticate /metrics scrapers.
 extern const Resource tokenreviews, subjectaccessreviews;
 const Resource& by_plural(const std::string& plural);

@@ -32,13 +32,6 @@ YAML::Node to_yaml(const json& v) {
 
 json labels_for(const JobSpec& j) { return json{{kJobLabel, j.name}}; }
 
-json metadata_for(const JobSpec& j, const std::string& name) {
-  return json{{"name", name},
-              {"namespace", j.ns},
-              {"labels", labels_for(j)},
-              {"ownerReferences", json::array({owner_reference(j)})}};
-}
-
 json env(const std::string& name, const std::string& value) { return json{{"name", name}, {"value", value}}; }
 
 // A claimName becomes a PVC source; otherwise the given volume source, else an emptyDir.
@@ -62,6 +55,50 @@ json owner_reference(const JobSpec& j) {
               {"blockOwnerDeletion", true}};
 }
 
+json object_metadata(const JobSpec& j, const std::string& name) {
+  return json{{"name", name},
+              {"namespace", j.ns},
+              {"labels", labels_for(j)},
+              {"ownerReferences", json::array({owner_reference(j)})}};
+}
+
+JobVolumes job_volumes(const JobSpec& j) {
+  const json& s = j.spec;
+  JobVolumes v;
+  v.mounts.push_back({{"name", "checkpoints"}, {"mountPath", kCheckpointPath}});
+  v.volumes.push_back(volume_from("checkpoints", s.value("checkpoint", json())));
+  if (s.contains("data") && s["data"].is_object()) {
+    v.mounts.push_back(
+        {{"name", "data"}, {"mountPath", s["data"].value("mountPath", std::string("/data"))}, {"readOnly", true}});
+    v.volumes.push_back(volume_from("data", s["data"]));
+  }
+  // The root filesystem is read-only by default: /tmp is where anything else may write.
+  v.mounts.push_back({{"name", "tmp"}, {"mountPath", kTmpPath}});
+  v.volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
+  return v;
+}
+
+json container_security_context(const JobSpec& j) {
+  // Given security contexts replace the defaults whole (no merging): what you write is what runs.
+  const json& s = j.spec;
+  return s.contains("securityContext") && s["securityContext"].is_object() ? s["securityContext"]
+                                                                           : default_container_security_context();
+}
+
+json pod_settings(const JobSpec& j) {
+  const json& s = j.spec;
+  json out = {{"securityContext", s.contains("podSecurityContext") && s["podSecurityContext"].is_object()
+                                      ? s["podSecurityContext"]
+                                      : default_pod_security_context()},
+              // Our binaries never call the API server: no token in the pod unless asked for.
+              {"automountServiceAccountToken", false}};
+  const json sched = s.value("scheduling", json::object());
+  for (const char* k : {"schedulerName", "priorityClassName", "serviceAccountName", "automountServiceAccountToken",
+                        "nodeSelector", "tolerations", "affinity"})
+    if (sched.contains(k)) out[k] = sched[k];
+  return out;
+}
+
 std::string render_training_config(const JobSpec& j) {
   json training = j.spec.value("training", json::object());
   training["ranks"] = j.replicas;
@@ -73,7 +110,7 @@ std::string render_training_config(const JobSpec& j) {
 json build_config_map(const JobSpec& j) {
   return json{{"apiVersion", "v1"},
               {"kind", "ConfigMap"},
-              {"metadata", metadata_for(j, config_map_name(j))},
+              {"metadata", object_metadata(j, config_map_name(j))},
               {"data", {{kConfigKey, render_training_config(j)}}}};
 }
 
@@ -81,7 +118,7 @@ json build_service(const JobSpec& j) {
   // Headless and publishing not-ready addresses: ranks must resolve rank 0 before any is ready.
   return json{{"apiVersion", "v1"},
               {"kind", "Service"},
-              {"metadata", metadata_for(j, service_name(j))},
+              {"metadata", object_metadata(j, service_name(j))},
               {"spec",
                {{"clusterIP", "None"},
                 {"publishNotReadyAddresses", true},
@@ -119,7 +156,7 @@ json build_network_policy(const JobSpec& j, const std::vector<std::string>& metr
          {"ports", json::array({{{"protocol", "TCP"}, {"port", j.metrics_port}}})}});
   return json{{"apiVersion", "networking.k8s.io/v1"},
               {"kind", "NetworkPolicy"},
-              {"metadata", metadata_for(j, network_policy_name(j))},
+              {"metadata", object_metadata(j, network_policy_name(j))},
               {"spec",
                {{"podSelector", {{"matchLabels", labels_for(j)}}},
                 {"policyTypes", json::array({"Ingress"})},
@@ -128,7 +165,7 @@ json build_network_policy(const JobSpec& j, const std::vector<std::string>& metr
 
 json build_pod(const JobSpec& j, int rank, int restart) {
   const json& s = j.spec;
-  json md = metadata_for(j, pod_name(j, rank));
+  json md = object_metadata(j, pod_name(j, rank));
   md["labels"][kRankLabel] = std::to_string(rank);
   md["annotations"] = {{"ppu.dev/restart", std::to_string(restart)}};
 
@@ -140,18 +177,11 @@ json build_pod(const JobSpec& j, int rank, int restart) {
   if (s.contains("env") && s["env"].is_array())
     for (const auto& e : s["env"]) envs.push_back(e);
 
-  json mounts = json::array({{{"name", "ppu-config"}, {"mountPath", "/etc/ppu"}, {"readOnly", true}},
-                             {{"name", "checkpoints"}, {"mountPath", kCheckpointPath}}});
-  json volumes = json::array({{{"name", "ppu-config"}, {"configMap", {{"name", config_map_name(j)}}}},
-                              volume_from("checkpoints", s.value("checkpoint", json()))});
-  if (s.contains("data") && s["data"].is_object()) {
-    mounts.push_back(
-        {{"name", "data"}, {"mountPath", s["data"].value("mountPath", std::string("/data"))}, {"readOnly", true}});
-    volumes.push_back(volume_from("data", s["data"]));
-  }
-  // The root filesystem is read-only by default: /tmp is where anything else may write.
-  mounts.push_back({{"name", "tmp"}, {"mountPath", kTmpPath}});
-  volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
+  const JobVolumes shared = job_volumes(j);
+  json mounts = json::array({{{"name", "ppu-config"}, {"mountPath", "/etc/ppu"}, {"readOnly", true}}});
+  json volumes = json::array({{{"name", "ppu-config"}, {"configMap", {{"name", config_map_name(j)}}}}});
+  for (const auto& m : shared.mounts) mounts.push_back(m);
+  for (const auto& v : shared.volumes) volumes.push_back(v);
 
   json container = {{"name", "ppu-train"},
                     {"image", j.image},
@@ -161,29 +191,18 @@ json build_pod(const JobSpec& j, int rank, int restart) {
                                            {{"name", "metrics"}, {"containerPort", j.metrics_port}}})},
                     {"volumeMounts", mounts},
                     {"terminationMessagePath", contract::kTerminationLog},
-                    {"terminationMessagePolicy", "FallbackToLogsOnError"}};
+                    {"terminationMessagePolicy", kTerminationMessagePolicy}};
   if (s.contains("args")) container["args"] = s["args"];
   if (s.contains("resources")) container["resources"] = s["resources"];
   if (s.contains("imagePullPolicy")) container["imagePullPolicy"] = s["imagePullPolicy"];
-  // Given security contexts replace the defaults whole (no merging): what you write is what runs.
-  container["securityContext"] = s.contains("securityContext") && s["securityContext"].is_object()
-                                     ? s["securityContext"]
-                                     : default_container_security_context();
+  container["securityContext"] = container_security_context(j);
 
-  json spec = {{"restartPolicy", "Never"},
-               {"hostname", pod_name(j, rank)},
-               {"subdomain", service_name(j)},
-               {"containers", json::array({container})},
-               {"volumes", volumes},
-               {"securityContext", s.contains("podSecurityContext") && s["podSecurityContext"].is_object()
-                                       ? s["podSecurityContext"]
-                                       : default_pod_security_context()},
-               // ppu-train never calls the API server: no token in the pod unless asked for.
-               {"automountServiceAccountToken", false}};
-  const json sched = s.value("scheduling", json::object());
-  for (const char* k : {"schedulerName", "priorityClassName", "serviceAccountName", "automountServiceAccountToken",
-                        "nodeSelector", "tolerations", "affinity"})
-    if (sched.contains(k)) spec[k] = sched[k];
+  json spec = pod_settings(j);
+  spec["restartPolicy"] = "Never";
+  spec["hostname"] = pod_name(j, rank);
+  spec["subdomain"] = service_name(j);
+  spec["containers"] = json::array({container});
+  spec["volumes"] = volumes;
 
   return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};
 }

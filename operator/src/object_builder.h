@@ -4,6 +4,8 @@
 // metrics port to the named monitoring namespaces), and the rank pods with the rendezvous
 // environment of DESIGN.md and a security context that passes the "restricted" Pod Security
 // Standard unless spec.podSecurityContext / spec.securityContext replace it. Pure functions.
+// The pieces every pod of a job shares (metadata, volumes, security, scheduling) are public:
+// the export Job (export_job.h) is built from them too.
 #pragma once
 
 #include <string>
@@ -30,6 +32,25 @@ json default_pod_security_context();
 json default_container_security_context();
 // Writable emptyDirs a read-only root filesystem needs: /tmp.
 inline constexpr const char* kTmpPath = "/tmp";
+// The container writes its last line (error, or result) to contract::kTerminationLog; if it dies
+// before writing one, the kubelet keeps the tail of its log instead.
+inline constexpr const char* kTerminationMessagePolicy = "FallbackToLogsOnError";
 json owner_reference(const JobSpec& j);
+
+// What every pod of a job shares, rank pods and the export Job's pod (export_job.h) alike.
+// name, namespace, the ppu.dev/job label and the controller owner reference to the PPUJob.
+json object_metadata(const JobSpec& j, const std::string& name);
+// The checkpoint volume at /checkpoints (spec.checkpoint; an emptyDir when absent), spec.data
+// read-only at its mountPath, and an emptyDir at /tmp: volumes and the container's mounts.
+struct JobVolumes {
+  json volumes = json::array();
+  json mounts = json::array();
+};
+JobVolumes job_volumes(const JobSpec& j);
+// spec.securityContext, else the default container context (replaced whole, never merged).
+json container_security_context(const JobSpec& j);
+// Pod-level settings: spec.podSecurityContext (else the default), no service-account token unless
+// spec.scheduling asks for one, and spec.scheduling's fields passed through.
+json pod_settings(const JobSpec& j);
 
 }  // namespace ppu::op

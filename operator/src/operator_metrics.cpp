@@ -37,6 +37,8 @@ OperatorMetrics::OperatorMetrics()
                     .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                                      0.5, 1, 2.5, 5, 10})),
       jobs_(gauge_family(*registry_, "ppu_operator_jobs", "PPUJobs by phase")),
+      exports_(gauge_family(*registry_, "ppu_operator_job_exports",
+                            "PPUJobs with spec.export by the reason of their Exported condition")),
       restarts_(BuildCounter()
                     .Name("ppu_operator_gang_restarts_total")
                     .Help("Gang restarts performed by this operator")
@@ -70,6 +72,13 @@ void OperatorMetrics::set_jobs_by_phase(const std::map<std::string, int>& counts
   for (const char* p : phase::kAll) {
     auto it = counts.find(p);
     jobs_.Add({{"phase", p}}).Set(it == counts.end() ? 0 : it->second);
+  }
+}
+
+void OperatorMetrics::set_exports_by_reason(const std::map<std::string, int>& counts) {
+  for (const char* r : reason::kExportReasons) {
+    auto it = counts.find(r);
+    exports_.Add({{"reason", r}}).Set(it == counts.end() ? 0 : it->second);
   }
 }
 

@@ -1,6 +1,7 @@
 // OperatorMetrics: every series ppu-operator exports (docs/METRICS.md, "Operator"), in one
 // prometheus-cpp registry: its own health (reconciles, errors, queue depth, latency, jobs by
-// phase, gang restarts) and the per-job gauges built from scraped rank metrics. Thread-safe.
+// phase, exports by outcome, gang restarts) and the per-job gauges built from scraped rank
+// metrics. Thread-safe.
 #pragma once
 
 #include <map>
@@ -27,6 +28,8 @@ class OperatorMetrics {
   void set_queue_depth(size_t depth);
   void gang_restart();
   void set_jobs_by_phase(const std::map<std::string, int>& counts);
+  // PPUJobs by the reason of their Exported condition (every reason of reason::kExportReasons, 0 if none).
+  void set_exports_by_reason(const std::map<std::string, int>& counts);
 
   // Per-job series (labels namespace, job); remove_job drops them when the job goes away.
   void set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ranks_ready, int ranks_total,
@@ -46,6 +49,7 @@ class OperatorMetrics {
   prometheus::Gauge& depth_;
   prometheus::Histogram& duration_;
   prometheus::Family<prometheus::Gauge>& jobs_;
+  prometheus::Family<prometheus::Gauge>& exports_;
   prometheus::Counter& restarts_;
   prometheus::Family<prometheus::Gauge>& state_bytes_;
   prometheus::Family<prometheus::Gauge>& flops_exec_;

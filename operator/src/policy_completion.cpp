@@ -1,5 +1,6 @@
 // Completion and TTL: how a job ends (Succeeded when every rank succeeded, Failed from the
-// other policies) and what happens after: cleanPodPolicy, then ttlSecondsAfterFinished.
+// other policies) and what happens after: cleanPodPolicy, the export (policy_export.cpp), then
+// ttlSecondsAfterFinished, which waits for the export.
 // A succeeded job's final status comes from the ranks' results (their termination messages,
 // core/run_result.h), never from the last metrics scrape, which is always older.
 #include <cstdio>
@@ -38,6 +39,10 @@ void finished(Pass& p) {
   const auto& policy = p.spec.run_policy.clean_pod_policy;
   if (policy == "All") p.delete_pods_if([](const json&) { return true; });
   else if (policy == "Running") p.delete_pods_if(pod_active);
+  export_model(p);
+  // Deleting the job would take the export Job with it: wait until it ended (a change of its
+  // status brings the next pass). The TTL still counts from completionTime.
+  if (export_pending(p)) return;
   if (p.spec.run_policy.ttl_seconds_after_finished) {
     auto done = parse_rfc3339(p.status.value("completionTime", std::string()));
     int64_t at = done.value_or(p.in.now) + *p.spec.run_policy.ttl_seconds_after_finished;

@@ -102,9 +102,16 @@ namespace policy {
 // Completion and TTL (policy_completion.cpp).
 // Enters Succeeded or Failed: completion time, conditions, event, active pods removed, then finished().
 void finish(Pass& p, bool succeeded, const std::string& why, const std::string& message);
-// In Succeeded/Failed: cleanPodPolicy (All | Running | None), then ttlSecondsAfterFinished
-// deletes the job (or requeues for when it is due).
+// In Succeeded/Failed: cleanPodPolicy (All | Running | None), the export (export_model), then
+// ttlSecondsAfterFinished deletes the job (or requeues for when it is due) once no export is pending.
 void finished(Pass& p);
+
+// Export (policy_export.cpp).
+// Succeeded with spec.export: the export Job is created once and followed; condition Exported and
+// status.export report it. Never changes the phase.
+void export_model(Pass& p);
+// An export is asked for and has not ended (neither ModelExported nor ExportFailed): TTL waits.
+bool export_pending(const Pass& p);
 // All K ranks Succeeded => the job Succeeded.
 bool completion(Pass& p, const Gang& g);
 

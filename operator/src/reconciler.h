@@ -2,8 +2,8 @@
 // the objects it owns, the latest scraped job metrics and the time — to a list of actions.
 // Level-triggered: running it again on the same state asks for the same (idempotent) actions,
 // so a crashed or restarted operator simply continues. See docs/OPERATOR.md for the phases.
-// The decision is made by one policy per concern (restart, completion/TTL, suspend, deadline:
-// policy_*.cpp over the shared pass of reconcile_pass.h); reconciler.cpp orders them.
+// The decision is made by one policy per concern (restart, completion/TTL, suspend, deadline,
+// export: policy_*.cpp over the shared pass of reconcile_pass.h); reconciler.cpp orders them.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +51,11 @@ struct Observed {
   std::optional<json> service;         // <job>
   std::optional<json> config_map;      // <job>-config
   std::optional<json> network_policy;  // <job>
+  // spec.export (export_job.h): the batch/v1 Job <job>-export, the pods it made (label
+  // ppu.dev/export=<job>, owned by that Job) and the NetworkPolicy <job>.export.
+  std::optional<json> export_job;
+  std::vector<json> export_pods;
+  std::optional<json> export_network_policy;
   std::optional<ScrapedProgress> progress;
   std::optional<CreationRefusal> refusal;
   int64_t now = 0;  // Unix seconds

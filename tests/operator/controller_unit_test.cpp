@@ -1,6 +1,8 @@
 // Unit tests of the whole controller loop (informers -> work queue -> reconcile -> executor)
 // against FakeKube: a job gets its gang, a failed rank restarts it once, and the gang-restart
-// counter counts that restart exactly once (from the decision, not from an event's text).
+// counter counts that restart exactly once (from the decision, not from an event's text); a job
+// with spec.export gets one export Job when it succeeds, and that Job's pod and status, seen
+// through their own informers, make the model's place the job's status.
 #include <gtest/gtest.h>
 
 #include <prometheus/text_serializer.h>
@@ -9,9 +11,12 @@
 #include <thread>
 
 #include "controller.h"
+#include "core/run_result.h"
 #include "fake_kube.h"
 #include "job_constants.h"
+#include "job_status.h"
 #include "operator_metrics.h"
+#include "rfc3339.h"
 #include "test_objects.h"
 
 namespace ppu::op {
@@ -100,6 +105,66 @@ TEST(ControllerLoop, CreatesTheGangRestartsItOnceAndCountsTheRestartOnce) {
   EXPECT_EQ(restart_events, 1);
   c.stop();
   EXPECT_EQ(gang_restarts(metrics), 1) << "one restart, counted once";
+}
+
+TEST(ControllerLoop, ExportsOnceTheJobSucceededAndRecordsWhereTheModelIs) {
+  FakeKube kube;
+  json job = testing::with_export(testing::make_job("demo", 2));
+  job["metadata"].erase("uid");
+  job["metadata"].erase("resourceVersion");
+  kube.put(resources::ppujobs, job);
+  OperatorMetrics metrics;
+  ControllerOptions opts;
+  opts.workers = 2;
+  Controller c(kube, opts, &metrics);
+  c.start_informers();
+  c.start_workers();
+
+  ASSERT_TRUE(eventually([&] { return kube.objects(resources::pods, "ns1").size() == 2; }));
+  RunResult result;
+  result.round = 10;
+  result.perplexity = 9.5;
+  result.checkpoint_round = 10;
+  result.checksum = "00ff00ff00ff00ff";
+  for (const char* name : {"demo-rank-0", "demo-rank-1"}) {
+    auto pod = kube.peek(resources::pods, "ns1", name);
+    ASSERT_TRUE(pod.has_value()) << name;
+    (*pod)["status"] = {
+        {"phase", pod_phase_name::kSucceeded},
+        {"containerStatuses",
+         json::array({{{"name", "ppu-train"},
+                       {"state", {{"terminated", {{"exitCode", 0}, {"message", format_run_result(result)}}}}}}})}};
+    kube.put(resources::pods, *pod);
+  }
+  ASSERT_TRUE(eventually([&] { return job_phase(kube) == phase::kSucceeded; })) << job_phase(kube);
+  ASSERT_TRUE(eventually([&] { return kube.peek(resources::jobs, "ns1", "demo-export").has_value(); }));
+  EXPECT_TRUE(kube.peek(resources::networkpolicies, "ns1", "demo.export").has_value());
+
+  // The Job controller's part: its pod ends with ppu-export's report, then the Job is Complete.
+  json x = *kube.peek(resources::jobs, "ns1", "demo-export");
+  kube.put(resources::pods,
+           testing::make_export_pod(
+               x, 0, R"({"version":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":10})"));
+  x["status"] = {{"conditions", json::array({{{"type", "Complete"}, {"status", "True"}}})},
+                 {"completionTime", format_rfc3339(now_seconds())}};
+  kube.put(resources::jobs, x);
+
+  ASSERT_TRUE(eventually([&] {
+    auto j = kube.peek(resources::ppujobs, "ns1", "demo");
+    return j && j->contains("status") && (*j)["status"].contains("export") &&
+           (*j)["status"]["export"].value("round", -1) == 10;
+  })) << kube.peek(resources::ppujobs, "ns1", "demo")->dump();
+  const json st = (*kube.peek(resources::ppujobs, "ns1", "demo"))["status"];
+  const json* exported = find_condition(st, condition::kExported);
+  ASSERT_NE(exported, nullptr);
+  EXPECT_EQ((*exported)["status"], "True");
+  EXPECT_EQ(st["phase"], phase::kSucceeded);
+  EXPECT_EQ(kube.objects(resources::jobs, "ns1").size(), 1u) << "one export Job";
+  EXPECT_TRUE(eventually([&] {
+    const std::string text = prometheus::TextSerializer().Serialize(metrics.registry()->Collect());
+    return text.find("ppu_operator_job_exports{reason=\"ModelExported\"} 1") != std::string::npos;
+  }));
+  c.stop();
 }
 
 }  // namespace

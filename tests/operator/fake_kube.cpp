@@ -9,8 +9,8 @@ namespace {
 
 const char* kind_of(const std::string& plural) {
   static const std::map<std::string, const char*> kinds = {
-      {"pods", "Pod"},     {"services", "Service"}, {"configmaps", "ConfigMap"},         {"events", "Event"},
-      {"leases", "Lease"}, {"ppujobs", "PPUJob"},   {"networkpolicies", "NetworkPolicy"}};
+      {"pods", "Pod"},     {"services", "Service"}, {"configmaps", "ConfigMap"},          {"events", "Event"},
+      {"leases", "Lease"}, {"ppujobs", "PPUJob"},   {"networkpolicies", "NetworkPolicy"}, {"jobs", "Job"}};
   auto it = kinds.find(plural);
   return it == kinds.end() ? "Object" : it->second;
 }

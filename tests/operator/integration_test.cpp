@@ -98,7 +98,8 @@ class OperatorIT : public ::testing::Test {
 
   // Plays the kubelet: writes a pod's phase (and optionally an exit code) via pods/status.
   void set_pod_status(const std::string& pod, const std::string& phase, int exit_code = -1,
-                      const std::string& message = "", const std::string& ip = "") {
+                      const std::string& message = "", const std::string& ip = "",
+                      const std::string& container = "ppu-train") {
     json status = {{"phase", phase}};
     if (phase == "Running")
       status["conditions"] =
@@ -106,7 +107,7 @@ class OperatorIT : public ::testing::Test {
     if (!ip.empty()) status["podIP"] = ip;
     if (exit_code >= 0)
       status["containerStatuses"] = json::array(
-          {{{"name", "ppu-train"},
+          {{{"name", container},
             {"ready", false},
             {"restartCount", 0},
             {"image", "ppu:test"},
@@ -125,6 +126,75 @@ class OperatorIT : public ::testing::Test {
     return s;
   }
 
+  // Every rank of `job_name` Succeeded with ppu-train's result for `round` (its termination message).
+  void succeed_all(const std::string& job_name, int64_t round) {
+    RunResult r;
+    r.round = round;
+    r.eval_loss = 2.1695;
+    r.perplexity = 8.7542;
+    r.steps = round * 10;
+    r.tokens = 4096;
+    r.checkpoint_round = round;
+    r.seconds = 12.5;
+    r.checksum = "7905be7a33aa0be4";
+    for (const auto& p : pods(job_name)) set_pod_status(p["metadata"]["name"], "Succeeded", 0, format_run_result(r));
+  }
+
+  // Plays the Job controller for an export Job: creates its pod from the Job's template (so the
+  // API server validates that template as a pod), ends it with `exit_code` and termination message
+  // `message`, then writes the Job's terminal status, as kube-controller-manager would.
+  void finish_export(const std::string& job_name, int exit_code, const std::string& message) {
+    Response x = client_->get(resources::jobs, "default", job_name);
+    ASSERT_TRUE(x.ok()) << x.describe();
+    const json& tmpl = x.body["spec"]["template"];
+    const std::string pod_name = job_name + "-" + std::to_string(++export_pods_);
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", pod_name},
+                  {"namespace", "default"},
+                  {"labels", tmpl["metadata"]["labels"]},
+                  {"ownerReferences", json::array({{{"apiVersion", "batch/v1"},
+                                                    {"kind", "Job"},
+                                                    {"name", job_name},
+                                                    {"uid", x.body["metadata"]["uid"]},
+                                                    {"controller", true},
+                                                    {"blockOwnerDeletion", true}}})}}},
+                {"spec", tmpl["spec"]}};
+    Response created = client_->create(resources::pods, "default", pod);
+    ASSERT_TRUE(created.ok()) << "the export Job's pod template is not a valid pod: " << created.describe();
+    set_pod_status(pod_name, "Running");
+    set_pod_status(pod_name, exit_code == 0 ? "Succeeded" : "Failed", exit_code, message, "", "ppu-export");
+    const std::string now = format_rfc3339(now_seconds());
+    json status = {{"startTime", now}};
+    auto cond = [&](const char* type, const std::string& why, const std::string& msg) {
+      return json{{"type", type},  {"status", "True"}, {"lastProbeTime", now},
+                  {"reason", why}, {"message", msg},   {"lastTransitionTime", now}};
+    };
+    if (exit_code == 0) {
+      status["succeeded"] = 1;
+      status["completionTime"] = now;
+      status["conditions"] =
+          json::array({cond("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods"),
+                       cond("Complete", "CompletionsReached", "Reached expected number of succeeded pods")});
+    } else {
+      const std::string why = "Container ppu-export for pod default/" + pod_name + " failed with exit code " +
+                              std::to_string(exit_code) + " matching FailJob rule at index 0";
+      status["failed"] = 1;
+      status["conditions"] =
+          json::array({cond("FailureTarget", "PodFailurePolicy", why), cond("Failed", "PodFailurePolicy", why)});
+    }
+    Response r = client_->merge_patch(resources::jobs, "default", job_name, {{"status", status}}, "status");
+    ASSERT_TRUE(r.ok()) << r.describe();
+  }
+
+  json exported_condition(const std::string& name) {
+    json st = job(name).value("status", json::object());
+    for (const auto& c : st.value("conditions", json::array()))
+      if (c.value("type", "") == "Exported") return c;
+    return json();
+  }
+
   bool has_event(const std::string& reason) {
     Response r = client_->list(resources::events, "default");
     for (const auto& e : r.body["items"])
@@ -137,6 +207,7 @@ class OperatorIT : public ::testing::Test {
   OperatorMetrics metrics_;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<MetricsScraper> scraper_;
+  int export_pods_ = 0;
 };
 
 std::string env_value(const json& pod, const std::string& name) {
@@ -385,6 +456,146 @@ TEST_F(OperatorIT, SucceededJobStatusIsTheRanksResults) {
   for (const auto& c : st["conditions"])
     if (c["type"] == "ResultReported") reported = c["status"] == "True";
   EXPECT_TRUE(reported) << st.dump();
+}
+
+// Issue 30: a Succeeded job with spec.export gets exactly one export Job (ppu-export on the
+// checkpoint volume, owned by the job, from the same image), and that Job's end is the job's
+// Exported condition and status.export; the job stays Succeeded either way.
+TEST_F(OperatorIT, SucceededJobIsExportedByOneJobAndTheModelIsRecorded) {
+  start_controller(1);
+  json m = job_manifest("exp", 2);
+  m["spec"]["checkpoint"] = {{"claimName", "exp-ckpt"}};
+  m["spec"]["export"] = {{"dtype", "bf16"}};
+  m["spec"]["resources"] = {{"limits", {{"cpu", "2"}, {"memory", "1Gi"}}}};
+  const std::string uid = create_job(m)["metadata"]["uid"];
+  ASSERT_TRUE(wait_pods("exp", 2));
+  set_all("exp", "Running");
+  EXPECT_EQ(client_->get(resources::jobs, "default", "exp-export").status, 404) << "no export before success";
+  succeed_all("exp", 20);
+  ASSERT_TRUE(eventually([&] { return phase("exp") == "Succeeded"; })) << job("exp").dump();
+  ASSERT_TRUE(eventually([&] { return client_->get(resources::jobs, "default", "exp-export").ok(); }));
+
+  const json x = client_->get(resources::jobs, "default", "exp-export").body;
+  EXPECT_EQ(x["metadata"]["ownerReferences"][0]["kind"], "PPUJob");
+  EXPECT_EQ(x["metadata"]["ownerReferences"][0]["uid"], uid);
+  EXPECT_EQ(x["metadata"]["ownerReferences"][0]["controller"], true);
+  EXPECT_EQ(x["spec"]["backoffLimit"], 2);
+  const json& tmpl = x["spec"]["template"];
+  EXPECT_EQ(tmpl["metadata"]["labels"]["ppu.dev/export"], "exp");
+  EXPECT_FALSE(tmpl["metadata"]["labels"].contains("ppu.dev/job")) << "the export pod is not a rank";
+  const json& c = tmpl["spec"]["containers"][0];
+  EXPECT_EQ(c["image"], "ppu:test");
+  EXPECT_EQ(c["command"], json::array({"ppu-export"}));
+  EXPECT_EQ(c["args"], json::array({"--checkpoint", "/checkpoints", "--out", "/checkpoints/model", "--format", "hf",
+                                    "--dtype", "bf16"}));
+  EXPECT_EQ(c["terminationMessagePolicy"], "FallbackToLogsOnError");
+  EXPECT_EQ(c["resources"]["limits"]["memory"], "1Gi");
+  EXPECT_EQ(c["volumeMounts"][0]["mountPath"], "/checkpoints");
+  EXPECT_EQ(tmpl["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], "exp-ckpt");
+  EXPECT_EQ(tmpl["spec"]["securityContext"]["runAsNonRoot"], true);
+  Response np = client_->get(resources::networkpolicies, "default", "exp.export");
+  ASSERT_TRUE(np.ok()) << np.describe();
+  EXPECT_EQ(np.body["spec"]["podSelector"]["matchLabels"], (json{{"ppu.dev/export", "exp"}}));
+  EXPECT_FALSE(np.body["spec"].contains("ingress")) << np.body.dump();
+  ASSERT_TRUE(eventually([&] { return exported_condition("exp").value("reason", "") == "ExportRunning"; }))
+      << job("exp").dump();
+  std::string out;
+  ASSERT_EQ(env_->kubectl("get ppj exp", out), 0) << out;
+  EXPECT_NE(out.find("EXPORT"), std::string::npos) << out;
+  EXPECT_NE(out.find("ExportRunning"), std::string::npos) << out;
+
+  finish_export("exp-export", 0,
+                R"({"version":1,"format":"hf","dtype":"bf16","path":"/checkpoints/model","round":20})");
+  ASSERT_TRUE(eventually([&] { return exported_condition("exp").value("status", "") == "True"; })) << job("exp").dump();
+  const json st = job("exp")["status"];
+  EXPECT_EQ(st["phase"], "Succeeded");
+  EXPECT_EQ(exported_condition("exp")["reason"], "ModelExported");
+  EXPECT_EQ(st["export"],
+            (json{{"path", "model"}, {"format", "hf"}, {"dtype", "bf16"}, {"claimName", "exp-ckpt"}, {"round", 20}}))
+      << st.dump();
+  ASSERT_EQ(env_->kubectl("get ppj exp -o wide", out), 0) << out;
+  EXPECT_NE(out.find("ModelExported"), std::string::npos) << out;
+  EXPECT_NE(out.find("model"), std::string::npos) << out;
+  EXPECT_TRUE(eventually([&] { return has_event("ExportStarted") && has_event("ModelExported"); }));
+  ListOptions o;
+  o.label_selector = "ppu.dev/job=exp";
+  EXPECT_EQ(client_->list(resources::jobs, "default", o).body["items"].size(), 1u) << "exactly one export Job";
+}
+
+TEST_F(OperatorIT, FailedExportIsAReasonOnTheSucceededJobAndDeletingItsJobRetries) {
+  start_controller(1);
+  json m = job_manifest("xf", 2);
+  m["spec"]["checkpoint"] = {{"claimName", "xf-ckpt"}};
+  m["spec"]["export"] = json::object();
+  create_job(m);
+  ASSERT_TRUE(wait_pods("xf", 2));
+  set_all("xf", "Running");
+  succeed_all("xf", 5);
+  ASSERT_TRUE(eventually([&] { return client_->get(resources::jobs, "default", "xf-export").ok(); }));
+  const std::string first_uid = client_->get(resources::jobs, "default", "xf-export").body["metadata"]["uid"];
+  finish_export("xf-export", 4, "no valid checkpoint in /checkpoints: round-000005: global.pt fails its checksum");
+  ASSERT_TRUE(eventually([&] { return exported_condition("xf").value("reason", "") == "ExportFailed"; }))
+      << job("xf").dump();
+  const json c = exported_condition("xf");
+  EXPECT_EQ(c["status"], "False");
+  const std::string msg = c["message"];
+  EXPECT_NE(msg.find("exited with code 4: no valid checkpoint in /checkpoints"), std::string::npos) << msg;
+  const json st = job("xf")["status"];
+  EXPECT_EQ(st["phase"], "Succeeded") << "the training succeeded; only its export failed";
+  EXPECT_FALSE(st.contains("reason")) << st.dump();
+  EXPECT_FALSE(st.contains("export")) << st.dump();
+  EXPECT_TRUE(eventually([&] { return has_event("ExportFailed"); }));
+  std::string out;
+  ASSERT_EQ(env_->kubectl("get ppj xf", out), 0) << out;
+  EXPECT_NE(out.find("ExportFailed"), std::string::npos) << out;
+
+  // Deleting the failed Job asks for another attempt: a new Job, and the condition runs again.
+  ASSERT_TRUE(client_->remove(resources::jobs, "default", "xf-export").ok());
+  ASSERT_TRUE(eventually([&] {
+    Response x = client_->get(resources::jobs, "default", "xf-export");
+    return x.ok() && x.body["metadata"]["uid"] != first_uid;
+  }));
+  EXPECT_TRUE(eventually([&] { return exported_condition("xf").value("reason", "") == "ExportRunning"; }))
+      << job("xf").dump();
+}
+
+TEST_F(OperatorIT, CelRejectsAnExportThatCannotOutliveThePodsOrWouldCollide) {
+  auto apply = [&](const std::string& name, const std::string& checkpoint, const std::string& exp, std::string& out) {
+    const std::string yaml = "apiVersion: ppu.dev/v1alpha1\nkind: PPUJob\nmetadata: {name: " + name +
+                             "}\nspec:\n  replicas: 2\n  image: ppu:test\n  training: {model: {preset: tiny}, "
+                             "slicing: {mode: mlp, slices: 2}}\n" +
+                             (checkpoint.empty() ? "" : "  checkpoint: " + checkpoint + "\n") + "  export: " + exp +
+                             "\n";
+    return env_->kubectl("apply -f -", out, yaml);
+  };
+  std::string out;
+  EXPECT_NE(apply("e1", "{volumeSource: {emptyDir: {}}}", "{}", out), 0);
+  EXPECT_NE(out.find("spec.export needs a checkpoint volume that outlives the pods"), std::string::npos) << out;
+  EXPECT_NE(apply("e2", "", "{}", out), 0) << "no checkpoint volume: an emptyDir";
+  EXPECT_NE(out.find("spec.export"), std::string::npos) << out;
+  EXPECT_NE(apply("e3", "{volumeSource: {ephemeral: {volumeClaimTemplate: {spec: {}}}}}", "{}", out), 0);
+  EXPECT_NE(out.find("spec.export"), std::string::npos) << out;
+  for (const char* bad : {"../up", "/abs", "a/./b", "a//b", "model/"}) {
+    EXPECT_NE(apply("p", "{claimName: c}", std::string("{path: \"") + bad + "\"}", out), 0) << bad;
+    EXPECT_NE(out.find("spec.export.path"), std::string::npos) << bad << ": " << out;
+  }
+  EXPECT_NE(apply("r", "{claimName: c}", "{path: round-000012}", out), 0);
+  EXPECT_NE(out.find("checkpoint store"), std::string::npos) << out;
+  EXPECT_NE(apply("f", "{claimName: c}", "{format: onnx}", out), 0);
+  EXPECT_NE(out.find("spec.export.format"), std::string::npos) << out;
+  EXPECT_NE(apply("d", "{claimName: c}", "{dtype: fp16}", out), 0);
+  EXPECT_NE(out.find("spec.export.dtype"), std::string::npos) << out;
+
+  ASSERT_EQ(apply("ok1", "{claimName: c}", "{}", out), 0) << out;
+  EXPECT_EQ(job("ok1")["spec"]["export"],
+            (json{{"format", "hf"}, {"dtype", "fp32"}, {"path", "model"}, {"activeDeadlineSeconds", 3600}}))
+      << "the defaults are the CRD's";
+  EXPECT_EQ(apply("ok2", "{volumeSource: {persistentVolumeClaim: {claimName: c}}}", "{path: models/v1.2_final}", out),
+            0)
+      << out;
+  EXPECT_EQ(
+      apply("ok3", "{volumeSource: {nfs: {server: nfs.example, path: /ckpt}}}", "{format: ppu, dtype: bf16}", out), 0)
+      << out;
 }
 
 TEST_F(OperatorIT, ActiveDeadlineFailsTheJob) {
@@ -637,7 +848,12 @@ TEST_F(OperatorIT, RbacManifestAllowsEveryVerbTheOperatorUses) {
       {"create", "networkpolicies.networking.k8s.io"},
       {"patch", "networkpolicies.networking.k8s.io"},
       {"list", "networkpolicies.networking.k8s.io"},
-      {"watch", "networkpolicies.networking.k8s.io"}};
+      {"watch", "networkpolicies.networking.k8s.io"},
+      {"create", "jobs.batch"},  // spec.export: the export Job
+      {"get", "jobs.batch"},
+      {"list", "jobs.batch"},
+      {"watch", "jobs.batch"},
+      {"delete", "jobs.batch"}};  // replaced when spec.export changes
   for (const auto& [verb, res] : needed) {
     std::string sub = res.find('/') != std::string::npos ? " --subresource=" + res.substr(res.find('/') + 1) : "";
     std::string r = res.substr(0, res.find('/'));

@@ -279,7 +279,8 @@ for v in "list ppujobs.ppu.dev -A" "watch ppujobs.ppu.dev -A" "update ppujobs.pp
          "create pods -n x" "delete pods -n x" "create services -n x" "patch configmaps -n x" \
          "create events -n x" "update leases.coordination.k8s.io -n ppu-system" "delete ppujobs.ppu.dev -n x" \
          "create networkpolicies.networking.k8s.io -n x" "patch networkpolicies.networking.k8s.io -n x" \
-         "watch networkpolicies.networking.k8s.io -A" "create tokenreviews.authentication.k8s.io" \
+         "watch networkpolicies.networking.k8s.io -A" "create jobs.batch -n x" "watch jobs.batch -A" \
+         "delete jobs.batch -n x" "create tokenreviews.authentication.k8s.io" \
          "create subjectaccessreviews.authorization.k8s.io"; do
   # shellcheck disable=SC2086
   [[ "$(can $v)" == yes ]] || fail "operator ServiceAccount cannot $v"

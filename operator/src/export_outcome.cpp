@@ -1,0 +1,85 @@
+#include "export_outcome.h"
+
+#include "job_constants.h"
+#include "job_status.h"
+#include "rfc3339.h"
+
+namespace ppu::op {
+
+namespace {
+
+const json* true_condition(const json& job, const char* type) {
+  const auto st = job.find("status");
+  if (st == job.end() || !st->is_object()) return nullptr;
+  const auto conditions = st->find("conditions");
+  if (conditions == st->end() || !conditions->is_array()) return nullptr;
+  for (const auto& c : *conditions)
+    if (c.is_object() && c.value("type", "") == type && c.value("status", "") == "True") return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+ExportState export_state(const json& job) {
+  // FailureTarget alone means "failing, pods still terminating": not finished yet.
+  if (true_condition(job, "Complete")) return ExportState::Succeeded;
+  if (true_condition(job, "Failed")) return ExportState::Failed;
+  return ExportState::Running;
+}
+
+std::string export_job_failure(const json& job) {
+  const json* c = true_condition(job, "Failed");
+  if (!c) return "";
+  const std::string why = c->value("reason", std::string()), what = c->value("message", std::string());
+  return why.empty() ? what : what.empty() ? why : why + ": " + what;
+}
+
+std::optional<ExportResult> parse_export_result(const std::string& message) {
+  const json j = json::parse(message, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  const auto integer = [&](const char* k) { return j.contains(k) && j[k].is_number_integer(); };
+  const auto text = [&](const char* k) { return j.contains(k) && j[k].is_string(); };
+  if (!integer("version") || j["version"].get<int64_t>() != ExportResult::kVersion) return std::nullopt;
+  if (!text("format") || !text("dtype") || !text("path") || !integer("round")) return std::nullopt;
+  ExportResult r;
+  r.format = j["format"].get<std::string>();
+  r.dtype = j["dtype"].get<std::string>();
+  r.path = j["path"].get<std::string>();
+  r.round = j["round"].get<int64_t>();
+  return r;
+}
+
+std::optional<ExportPodReport> last_export_report(const std::vector<json>& pods, const std::string& phase) {
+  const json* newest = nullptr;
+  std::string newest_at;
+  for (const auto& p : pods) {
+    if (pod_phase(p) != phase) continue;
+    const json md = p.value("metadata", json::object());
+    // RFC 3339 in UTC sorts as text; the name breaks a tie (same second) deterministically.
+    const std::string at = md.value("creationTimestamp", std::string()) + " " + md.value("name", std::string());
+    if (!newest || at > newest_at) newest = &p, newest_at = at;
+  }
+  if (!newest) return std::nullopt;
+  const json st = newest->value("status", json::object());
+  for (const auto& cs : st.value("containerStatuses", json::array()))
+    if (cs.contains("state") && cs["state"].contains("terminated")) {
+      const json& t = cs["state"]["terminated"];
+      return ExportPodReport{t.value("exitCode", 0), t.value("message", std::string())};
+    }
+  return std::nullopt;
+}
+
+bool export_pod_unsettled(const std::vector<json>& pods) {
+  for (const auto& p : pods) {
+    const std::string ph = pod_phase(p);
+    if ((ph == pod_phase_name::kPending || ph == pod_phase_name::kRunning) && !pod_terminating(p)) return true;
+  }
+  return false;
+}
+
+std::optional<int64_t> export_completion_time(const json& job) {
+  const json st = job.value("status", json::object());
+  return st.is_object() ? parse_rfc3339(st.value("completionTime", std::string())) : std::nullopt;
+}
+
+}  // namespace ppu::op

@@ -1,0 +1,45 @@
+// Reading an export back (export_job.h): the state of its batch/v1 Job (condition Complete or
+// Failed set True by the Job controller), and what ppu-export said in its pod's termination
+// message: on success one line of JSON,
+//   {"version":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":20}
+// on failure its error line (or, if it died without writing one, the tail of its log).
+// parse_export_result() accepts exactly that shape, version 1, and nullopt for anything else.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ppu::op {
+
+using json = nlohmann::json;
+
+enum class ExportState { Running, Succeeded, Failed };
+ExportState export_state(const json& job);
+// "<reason>: <message>" of the Job's Failed condition ("" when there is none).
+std::string export_job_failure(const json& job);
+
+struct ExportResult {
+  static constexpr int kVersion = 1;
+  std::string format, dtype, path;
+  int64_t round = 0;  // the checkpoint round the model was read from
+};
+std::optional<ExportResult> parse_export_result(const std::string& message);
+
+// What an export pod's container said as it ended.
+struct ExportPodReport {
+  int exit_code = 0;
+  std::string message;  // its termination message
+};
+// The newest (by creationTimestamp) of `pods` in phase `phase` whose container terminated.
+std::optional<ExportPodReport> last_export_report(const std::vector<json>& pods, const std::string& phase);
+// One of `pods` is still Pending or Running and not being deleted: its end has not reached the
+// cache yet, though its Job may already say Complete or Failed (two watches, no common order).
+bool export_pod_unsettled(const std::vector<json>& pods);
+// The Job's status.completionTime (Unix seconds), if set.
+std::optional<int64_t> export_completion_time(const json& job);
+
+}  // namespace ppu::op
