@@ -168,6 +168,7 @@ void visit_fields(Config& c, V& v) {
   v("checkpoint.dir", c.checkpoint.dir);
   v("checkpoint.every_rounds", c.checkpoint.every_rounds);
   v("checkpoint.keep", c.checkpoint.keep);
+  v("checkpoint.start_over_if_unusable", c.checkpoint.start_over_if_unusable);
   v("metrics.port", c.metrics.port);
   v("network.bandwidth_gb_per_s", c.network.bandwidth_gb_per_s);
   v("network.timeout_s", c.network.timeout_s);

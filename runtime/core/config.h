@@ -141,6 +141,9 @@ struct CheckpointConfig {
   std::string dir;  // empty = no checkpoints; PPU_CHECKPOINT_DIR overrides
   int every_rounds = 1;
   int keep = 3;
+  // Every checkpoint in dir unusable (corrupt, another format, model or world size): false stops
+  // the run with exit 4 naming each; true trains from step 0 and replaces them. Never a fallback.
+  bool start_over_if_unusable = false;
 };
 
 struct MetricsConfig {

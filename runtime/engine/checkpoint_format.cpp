@@ -7,7 +7,7 @@ namespace {
 torch::Tensor read_scalar(torch::serialize::InputArchive& archive, const std::string& key) {
   torch::Tensor t;
   if (!archive.try_read(key, t) || !t.defined() || t.numel() != 1)
-    throw std::runtime_error("checkpoint field '" + key + "' is missing or not a scalar");
+    throw CheckpointError("checkpoint field '" + key + "' is missing or not a scalar");
   return t;
 }
 

@@ -7,10 +7,13 @@
 //  - global part (global.pt): "outer.global.<param>" and "outer.momentum.<param>" (an empty
 //    tensor: no momentum yet), OuterOptimizer::save;
 //  - manifest.json: "format": kCheckpointFormat (CheckpointStore).
-// <param> is the parameter's layout name (core/model_spec: e.g. "layers.3.mlp.up.weight").
+// <param> is the parameter's layout name (core/model_spec: e.g. "blocks.3.mlp.up.weight").
 // A checkpoint of another format is refused with a CheckpointFormatError naming its path, its
 // format and this build's; it is never loaded and never skipped in favour of starting over,
 // which would write new rounds beside (and prune) the state the job could not read.
+// Every checkpoint that cannot be used (another format, corrupt, a field missing, another model)
+// is a CheckpointError: ppu-train and ppu-export exit 4 on it (core/job_contract.h), so the
+// operator fails the job with the reason instead of restarting it into the same fault.
 #pragma once
 
 #include <torch/torch.h>
@@ -25,9 +28,14 @@ namespace ppu {
 // key in the manifest. 2: named fields as above.
 inline constexpr int kCheckpointFormat = 2;
 
-class CheckpointFormatError : public std::runtime_error {
+class CheckpointError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+class CheckpointFormatError : public CheckpointError {
+ public:
+  using CheckpointError::CheckpointError;
 };
 
 // The manifest's format (1 when it has none, as format-1 manifests did); throws
@@ -36,7 +44,7 @@ void require_checkpoint_format(int format, const std::string& where);
 
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, int64_t value);
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, double value);
-// Throw std::runtime_error naming `key` when it is missing or not a one-element tensor.
+// Throw CheckpointError naming `key` when it is missing or not a one-element tensor.
 int64_t read_int64(torch::serialize::InputArchive& archive, const std::string& key);
 double read_double(torch::serialize::InputArchive& archive, const std::string& key);
 

@@ -150,7 +150,7 @@ void CheckpointStore::save(int64_t round, const Writer& rank_part, const Writer&
   collectives_.barrier();
 }
 
-std::optional<LoadedCheckpoint> CheckpointStore::load_latest() {
+std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_unusable) {
   // Rank 0's listing decides the candidates, so every rank walks the same sequence.
   auto rounds = rounds_in(dir_);
   auto count = torch::tensor({static_cast<int64_t>(collectives_.rank() == 0 ? rounds.size() : 0)}, torch::kInt64);
@@ -160,9 +160,17 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest() {
     for (size_t i = 0; i < rounds.size(); ++i) list[i] = rounds[i];
   collectives_.allreduce_sum(list);
 
+  std::vector<std::string> rejected, rejected_dirs;  // "DIR: why" and DIR, newest first
   for (int64_t i = 0; i < count.item<int64_t>(); ++i) {
     const int64_t round = list[i].item<int64_t>();
     const std::string dir = round_dir(round);
+    // No manifest: a save that never finished (the manifest is its commit), not a checkpoint.
+    auto written = torch::tensor({static_cast<int64_t>(fs::exists(dir + "/" + kManifest) ? 1 : 0)}, torch::kInt64);
+    collectives_.allreduce_sum(written);
+    if (written.item<int64_t>() != collectives_.world_size()) {
+      spdlog::info("ignoring {}: no manifest, a checkpoint whose save did not finish", dir);
+      continue;
+    }
     std::string problem, mine, global;
     nlohmann::json manifest;
     try {
@@ -178,7 +186,10 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest() {
     auto ok = torch::tensor({static_cast<int64_t>(problem.empty() ? 1 : 0)}, torch::kInt64);
     collectives_.allreduce_sum(ok);
     if (ok.item<int64_t>() != collectives_.world_size()) {
-      spdlog::warn("skipping checkpoint {}: {}", dir, problem.empty() ? "another rank rejected it" : problem);
+      if (problem.empty()) problem = "another rank rejected it";
+      spdlog::warn("skipping checkpoint {}: {}", dir, problem);
+      rejected.push_back(dir + ": " + problem);
+      rejected_dirs.push_back(dir);
       continue;
     }
     // Intact on every rank (the same manifest everywhere, so every rank decides alike): one of
@@ -192,7 +203,24 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest() {
     loaded.global_part.load_from(global_in);
     return loaded;
   }
-  return std::nullopt;
+  if (rejected.empty()) return std::nullopt;  // a new run: nothing was ever checkpointed here
+  std::string all;
+  for (const auto& r : rejected) all += (all.empty() ? "" : "; ") + r;
+  if (start_over_if_unusable) {
+    spdlog::warn(
+        "every checkpoint in {} is unusable ({}); starting from step 0 as checkpoint.start_over_if_unusable "
+        "asks: they are removed",
+        dir_, all);
+    // Removed, not left beside the new rounds: a stale higher round would otherwise outlive
+    // the pruning and be the first candidate of the next resume.
+    if (collectives_.rank() == 0)
+      for (const auto& d : rejected_dirs) fs::remove_all(d);
+    collectives_.barrier();
+    return std::nullopt;
+  }
+  throw CheckpointError("every checkpoint in " + dir_ + " is unusable: " + all +
+                        ". Nothing was loaded or changed; repair or move them, or set "
+                        "checkpoint.start_over_if_unusable=true to train from step 0 and replace them");
 }
 
 }  // namespace ppu

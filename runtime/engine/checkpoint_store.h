@@ -7,8 +7,11 @@
 //  - loading walks checkpoints newest first; a rank accepts one only if the manifest parses,
 //    the world size matches and its own file and global.pt match their checksums; ranks agree
 //    through an all-reduce, so all of them resume from the same one. Each rejected checkpoint
-//    is skipped with a warning that names it and says why. An intact checkpoint of another
-//    format (engine/checkpoint_format.h) throws CheckpointFormatError instead.
+//    is skipped with a warning that names it and says why; a round without a manifest is a save
+//    that never finished and is ignored. When checkpoints exist and every one is rejected, the
+//    run stops (CheckpointError naming each and why: exit 4) unless the caller asked to start
+//    over; it never silently trains from step 0 over them. An intact checkpoint of another
+//    format (engine/checkpoint_format.h) throws CheckpointFormatError.
 #pragma once
 
 #include <torch/torch.h>
@@ -18,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/checkpoint_format.h"
 #include "engine/collectives.h"
 
 namespace ppu {
@@ -42,8 +46,8 @@ struct LoadedCheckpoint {
 // `round` when >= 0) whose manifest parses and whose file `name` (e.g. "global.pt",
 // "rank-00000.pt") matches the manifest's size and checksum. Throws NoValidCheckpoint naming
 // the directory and every rejected round with its reason when there is none (NoValidCheckpoint).
-struct NoValidCheckpoint : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct NoValidCheckpoint : CheckpointError {
+  using CheckpointError::CheckpointError;
 };
 struct VerifiedCheckpointFile {
   int64_t round = 0;
@@ -62,8 +66,10 @@ class CheckpointStore {
   using Writer = std::function<void(torch::serialize::OutputArchive&)>;
   // Collective: every rank calls it at the same round.
   void save(int64_t round, const Writer& rank_part, const Writer& global_part, const std::string& config_yaml);
-  // Collective: the newest checkpoint valid on every rank, or nullopt.
-  std::optional<LoadedCheckpoint> load_latest();
+  // Collective: the newest checkpoint valid on every rank; nullopt when there is none (or every
+  // one is unusable and `start_over_if_unusable`); throws CheckpointError when every one is
+  // unusable and the caller did not ask to start over.
+  std::optional<LoadedCheckpoint> load_latest(bool start_over_if_unusable = false);
 
   const std::string& dir() const { return dir_; }
 

@@ -3,10 +3,10 @@
 //
 // The buffer is cut into K equal chunks of whole codec blocks (core/cost_model wire_layout).
 // Reduce-scatter, then all-gather, each moving K-1 chunk payloads out of and into every rank:
-//  - Schedule::Ring: step s, rank r sends chunk (r-s) to r+1 and adds chunk (r-s-1) from r-1
+//  - Collective::Ring: step s, rank r sends chunk (r-s) to r+1 and adds chunk (r-s-1) from r-1
 //    (the partial sum is re-encoded at every hop, as in prime's ring); all-gather forwards the
 //    owner's payload bytes around the ring unchanged.
-//  - Schedule::Direct: rank r receives chunk r from every rank (one all-to-all: each
+//  - Collective::Direct: rank r receives chunk r from every rank (one all-to-all: each
 //    contribution is encoded exactly once, as in torchft's quantised all-reduce), adds them in
 //    rank order, and sends the encoded sum to every rank.
 // Reductions run in fp32 in a fixed order, each chunk's sum is computed by one owner rank and

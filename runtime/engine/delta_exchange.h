@@ -1,8 +1,9 @@
 // DeltaExchange: the SUM over ranks of one flat fp32 CPU buffer (Algorithm 1, line 13, and
 // DDP's gradient all-reduce), in the wire precision outer.delta_dtype (fp32 | bf16 | int8),
 // by compressed_allreduce's ring or direct schedule (network.collective). The exchange runs
-// on a communication thread so training can go on (outer.overlap_steps); finish() waits for
-// it, leaves the sum in the buffer and returns the bytes this rank sent and received.
+// on a communication thread so training can go on (outer.overlap_steps); the function that
+// start_delta_sum returns waits for it, leaves the sum in the buffer and returns the bytes this
+// rank sent and received.
 #pragma once
 
 #include <torch/torch.h>
@@ -21,8 +22,8 @@ struct ExchangeOptions {
   FeedbackState* feedback = nullptr;  // error-feedback residuals of this buffer, or none
 };
 
-// Starts the exchange; `flat` (and `feedback`) must stay alive until finish() has returned.
-// finish() throws PeerError when a peer died or timed out.
+// Starts the exchange and returns the function that waits for it (and throws PeerError when a
+// peer died or timed out); `flat` (and `feedback`) must stay alive until it has returned.
 std::function<AllreduceStats()> start_delta_sum(Collectives& collectives, torch::Tensor& flat,
                                                 const ExchangeOptions& options);
 

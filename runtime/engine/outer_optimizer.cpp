@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "engine/checkpoint_format.h"
 #include "engine/delta_exchange.h"
 
 namespace ppu {
@@ -180,10 +181,13 @@ void OuterOptimizer::load(torch::serialize::InputArchive& archive) {
     const auto& name = model_.layout()[i].name;
     torch::Tensor g, m;
     if (!archive.try_read("outer.global." + name, g) || !archive.try_read("outer.momentum." + name, m))
-      throw std::runtime_error("checkpoint has no outer state (global θ and momentum) of parameter " + name);
+      throw CheckpointError("no outer state (global θ and momentum) of parameter " + name);
     if (!g.defined() || g.sizes() != global_[i].sizes())
-      throw std::runtime_error("checkpoint global parameter " + name + " has shape " + c10::str(g.sizes()) +
-                               ", the model's is " + c10::str(global_[i].sizes()));
+      throw CheckpointError("global parameter " + name + " has shape " + c10::str(g.sizes()) + ", the model's is " +
+                            c10::str(global_[i].sizes()));
+    if (m.defined() && m.numel() > 0 && m.sizes() != global_[i].sizes())
+      throw CheckpointError("outer momentum of " + name + " has shape " + c10::str(m.sizes()) + ", the model's is " +
+                            c10::str(global_[i].sizes()));
     global_[i].copy_(g);
     momentum_[i] = m.defined() && m.numel() > 0 ? host_.copy_of(m) : torch::Tensor();
   }

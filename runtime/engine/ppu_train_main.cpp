@@ -4,7 +4,7 @@
 // --check only validates (config for WORLD_SIZE, device, dtype, dataset) and exits: ppu-launch
 // runs it once before starting any rank.
 // Exit codes (docs/METRICS.md): 0 done, 1 runtime failure, 2 config/usage error,
-// 3 peer failure or timeout, 4 missing or unusable data.
+// 3 peer failure or timeout, 4 missing or unusable data or checkpoint.
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     return fail(ppu::contract::exit_code::kPeerFailure, std::string("peer failure: ") + e.what());
   } catch (const ppu::data::ShardError& e) {
     return fail(ppu::contract::exit_code::kDataError, std::string("data error: ") + e.what());
-  } catch (const ppu::CheckpointFormatError& e) {
+  } catch (const ppu::CheckpointError& e) {  // corrupt, another format, a field missing: never retried
     return fail(ppu::contract::exit_code::kDataError, std::string("checkpoint error: ") + e.what());
   } catch (const std::exception& e) {
     return fail(ppu::contract::exit_code::kRuntimeFailure, std::string("error: ") + e.what());

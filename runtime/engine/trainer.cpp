@@ -282,40 +282,49 @@ class Run {
 
   void resume() {
     if (!store_) return;
-    auto ckpt = store_->load_latest();
+    auto ckpt = store_->load_latest(c_.checkpoint.start_over_if_unusable);
     if (!ckpt) return;
+    try {
+      load_from(*ckpt);
+    } catch (const std::exception& e) {  // a field missing or of another shape, a malformed archive (c10::Error)
+      throw CheckpointError("checkpoint " + ckpt->path + " cannot be loaded: " + e.what());
+    }
+    metrics_.set_checkpoint_round(ckpt->round);
+    last_checkpoint_round_ = ckpt->round;
+    spdlog::info("resumed from {} at step {} (round {})", ckpt->path, p_.step, p_.rounds);
+  }
+
+  // Every field of the checkpoint into this rank's state; throws naming the field that is
+  // missing or does not fit the model (resume() adds the checkpoint's path).
+  void load_from(LoadedCheckpoint& ckpt) {
     torch::NoGradGuard no_grad;
     const auto& layout = model_.layout();
     for (size_t i = 0; i < model_.weights().size(); ++i) {
       torch::Tensor w;
-      if (!ckpt->rank_part.try_read("model.weight." + layout[i].name, w))
-        throw ConfigError("checkpoint " + ckpt->path + " has no parameter " + layout[i].name +
-                          " (written for another model?)");
+      if (!ckpt.rank_part.try_read("model.weight." + layout[i].name, w))
+        throw CheckpointError("it has no parameter " + layout[i].name + " (written for another model?)");
       if (w.sizes() != model_.weights()[i].sizes())
-        throw ConfigError("checkpoint " + ckpt->path + " does not match the model: parameter " +
-                          model_.layout()[i].name + " has shape " + c10::str(w.sizes()));
+        throw CheckpointError("it does not match the model: parameter " + model_.layout()[i].name + " has shape " +
+                              c10::str(w.sizes()));
       model_.weights()[i].copy_(w);
     }
     for (size_t i = 0; i < model_.masters().size(); ++i) {  // bf16: the fp32 masters, not the rounded weights
       torch::Tensor m;
-      if (!ckpt->rank_part.try_read("model.master." + layout[i].name, m) || m.sizes() != model_.masters()[i].sizes())
-        throw ConfigError("checkpoint " + ckpt->path + " has no fp32 master of parameter " + model_.layout()[i].name +
-                          " (written by a run with another train.dtype?)");
+      if (!ckpt.rank_part.try_read("model.master." + layout[i].name, m) || m.sizes() != model_.masters()[i].sizes())
+        throw CheckpointError("it has no fp32 master of parameter " + model_.layout()[i].name +
+                              " (written by a run with another train.dtype?)");
       model_.masters()[i].detach().copy_(m);
     }
     torch::serialize::InputArchive inner;
-    ckpt->rank_part.read("inner", inner);
+    ckpt.rank_part.read("inner", inner);
     inner_.load(inner);
-    if (torch::serialize::InputArchive feedback; ckpt->rank_part.try_read("feedback", feedback))
+    if (torch::serialize::InputArchive feedback; ckpt.rank_part.try_read("feedback", feedback))
       outer_.load_feedback(feedback);
-    p_.step = read_int64(ckpt->rank_part, "progress.step");
-    p_.rounds = read_int64(ckpt->rank_part, "progress.rounds");
-    loader_.seek(read_int64(ckpt->rank_part, "progress.loader_position"));
-    for (const auto& [name, value] : totals()) *value = read_double(ckpt->rank_part, "totals." + name);
-    outer_.load(ckpt->global_part);
-    metrics_.set_checkpoint_round(ckpt->round);
-    last_checkpoint_round_ = ckpt->round;
-    spdlog::info("resumed from {} at step {} (round {})", ckpt->path, p_.step, p_.rounds);
+    p_.step = read_int64(ckpt.rank_part, "progress.step");
+    p_.rounds = read_int64(ckpt.rank_part, "progress.rounds");
+    loader_.seek(read_int64(ckpt.rank_part, "progress.loader_position"));
+    for (const auto& [name, value] : totals()) *value = read_double(ckpt.rank_part, "totals." + name);
+    outer_.load(ckpt.global_part);
   }
 
   // Held-out loss of the global θ (the model the method yields at this point: each fragment

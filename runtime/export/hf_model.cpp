@@ -15,10 +15,10 @@ nlohmann::json token_id(int id) { return id >= 0 ? nlohmann::json(id) : nlohmann
 }  // namespace
 
 torch::Tensor fuse_qkv(const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv, int heads) {
-  const int64_t d = wq.size(1), hd = wq.size(0) / heads;
+  const int64_t h = heads, d = wq.size(1), hd = wq.size(0) / h;
   // [heads, 3, hd, d]: per head its q rows, k rows, v rows; then flattened to [3·heads·hd, d].
-  return torch::stack({wq.reshape({heads, hd, d}), wk.reshape({heads, hd, d}), wv.reshape({heads, hd, d})}, 1)
-      .reshape({3 * heads * hd, d});
+  return torch::stack({wq.reshape({h, hd, d}), wk.reshape({h, hd, d}), wv.reshape({h, hd, d})}, 1)
+      .reshape({3 * h * hd, d});
 }
 
 NamedTensors gpt_neox_tensors(const ModelSpec& spec, const std::vector<torch::Tensor>& params,

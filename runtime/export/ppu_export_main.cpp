@@ -47,10 +47,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using ppu::CheckpointError;  // every unusable checkpoint: missing, corrupt, another format or model
 
-struct CheckpointError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -279,13 +277,9 @@ int main(int argc, char** argv) {
     return run(o);
   } catch (const ppu::ExportRefused& e) {
     return fail(kConfigError, e.what());
-  } catch (const CheckpointError& e) {
+  } catch (const CheckpointError& e) {  // also NoValidCheckpoint and CheckpointFormatError
     return fail(kDataError, e.what());
   } catch (const DataError& e) {
-    return fail(kDataError, e.what());
-  } catch (const ppu::NoValidCheckpoint& e) {  // missing, or every round corrupt
-    return fail(kDataError, e.what());
-  } catch (const ppu::CheckpointFormatError& e) {  // intact, but written by another format
     return fail(kDataError, e.what());
   } catch (const std::exception& e) {
     return fail(kRuntimeFailure, std::string("error: ") + e.what());

@@ -17,6 +17,10 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
                    with ppu-train's exit code, before starting any rank
        checkpoint-format  a checkpoint of another format is refused (exit 4, naming it), never
                    loaded or replaced; ppu-export refuses it too
+       unusable-checkpoints  when every checkpoint is unusable (global.pt deleted from every round;
+                   one whose outer state is missing) the run exits 4 naming them and changes
+                   nothing; checkpoint.start_over_if_unusable=true trains from step 0 instead;
+                   a round without a manifest (a save that never finished) is not a checkpoint
        result-message  on success every rank's termination message (PPU_TERMINATION_LOG here)
                    is its result (core/run_result.h) and equals its --summary; on a failure
                    it is the reason in plain text
@@ -382,6 +386,90 @@ def case_result_message():
     shutil.rmtree(work)
 
 
-{"metrics": case_metrics, "result-message": case_result_message, "runtime-failure": case_runtime_failure, "checkpoint-format": case_checkpoint_format, "launch-check": case_launch_check, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
+def fnv1a64(data):
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def case_unusable_checkpoints():
+    # Every checkpoint unusable must stop the run (exit 4, each named, nothing changed), never
+    # start over beside them; starting over is the explicit checkpoint.start_over_if_unusable.
+    work = tempfile.mkdtemp(prefix="ppu-unusable-")
+    ckpt = os.path.join(work, "ckpt")
+    args = ["--set", "train.steps=30", "--set", "checkpoint.dir=" + ckpt]
+    r = launch(args, os.path.join(work, "run1"))
+    if r.returncode != 0:
+        fail("the first run failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
+    rounds = sorted(d for d in os.listdir(ckpt) if d.startswith("round-"))
+    if len(rounds) < 2:
+        fail(f"expected at least two checkpoints, found {rounds}")
+
+    def listing():
+        return {d: {f: os.path.getsize(os.path.join(ckpt, d, f)) for f in os.listdir(os.path.join(ckpt, d))}
+                for d in sorted(os.listdir(ckpt))}
+
+    def refused(what, expect_named, names_the_key):
+        before = listing()
+        r = launch(args + ["--set", "train.steps=60"], os.path.join(work, "refused"))
+        out = r.stdout + r.stderr
+        missing = [n for n in expect_named if n not in out]
+        if r.returncode != 4 or missing or (names_the_key and "start_over_if_unusable" not in out):
+            fail(f"{what}: exit {r.returncode}, expected 4 naming {missing or expect_named} and the key:\n{out[-4000:]}")
+        if listing() != before:
+            fail(f"{what}: the refused run changed the checkpoint directory: {before} -> {listing()}")
+        if "resumed from" in out or "step 5/" in out:
+            fail(f"{what}: the refused run trained:\n{out[-3000:]}")
+        print(f"ok {what} -> exit 4: {[l for l in out.splitlines() if 'unusable' in l or 'outer state' in l][0].strip()}")
+
+    # 1. The newest round's global.pt holds no outer state (its checksum matches, so the store
+    #    accepts it and the load fails): the fault is the checkpoint's, exit 4, not a restart loop.
+    newest = os.path.join(ckpt, rounds[-1])
+    with open(os.path.join(newest, "manifest.json")) as f:
+        manifest = json.load(f)
+    original = open(os.path.join(newest, "global.pt"), "rb").read()
+    stand_in = open(os.path.join(newest, "rank-00000.pt"), "rb").read()  # a valid archive without outer.*
+    with open(os.path.join(newest, "global.pt"), "wb") as f:
+        f.write(stand_in)
+    saved = manifest["files"]["global.pt"]
+    manifest["files"]["global.pt"] = {"bytes": len(stand_in), "fnv1a64": fnv1a64(stand_in)}
+    with open(os.path.join(newest, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+    refused("missing outer state", [newest, "no outer state"], names_the_key=False)
+    with open(os.path.join(newest, "global.pt"), "wb") as f:
+        f.write(original)
+    manifest["files"]["global.pt"] = saved
+    with open(os.path.join(newest, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+
+    # 2. global.pt deleted from every round: every round is named, the directory is untouched.
+    for d in rounds:
+        os.remove(os.path.join(ckpt, d, "global.pt"))
+    refused("global.pt deleted from every round", [os.path.join(ckpt, d) for d in rounds], names_the_key=True)
+
+    # 3. Starting over is a choice: the run trains from step 0 and its rounds replace the old ones.
+    r = launch(args + ["--set", "checkpoint.start_over_if_unusable=true"], os.path.join(work, "over"))
+    out = r.stdout + r.stderr
+    if r.returncode != 0 or "resumed from" in out or "starting from step 0" not in out:
+        fail(f"start_over_if_unusable=true: exit {r.returncode}, expected 0 and a fresh start:\n{out[-3000:]}")
+    if not all(os.path.exists(os.path.join(ckpt, d, "global.pt")) for d in os.listdir(ckpt)):
+        fail(f"after starting over, some round still lacks global.pt: {listing()}")
+    print("ok start_over_if_unusable=true trains from step 0 and replaces the rounds")
+
+    # 4. A round without a manifest is a save that never finished: a first run that crashed in
+    #    its first save starts from step 0 (exit 0), it is not failed for it.
+    shutil.rmtree(ckpt)
+    os.makedirs(os.path.join(ckpt, "round-000001"))
+    open(os.path.join(ckpt, "round-000001", "rank-00000.pt"), "wb").write(b"partial")
+    r = launch(args, os.path.join(work, "incomplete"))
+    out = r.stdout + r.stderr
+    if r.returncode != 0 or "no manifest" not in out:
+        fail(f"an unfinished save only: exit {r.returncode}, expected 0 and the round ignored:\n{out[-3000:]}")
+    print("ok a round without a manifest is ignored, the run starts from step 0")
+    shutil.rmtree(work)
+
+
+{"metrics": case_metrics, "unusable-checkpoints": case_unusable_checkpoints, "result-message": case_result_message, "runtime-failure": case_runtime_failure, "checkpoint-format": case_checkpoint_format, "launch-check": case_launch_check, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
  "launch-fail": case_launch_fail, "equivalence": case_equivalence}[CASE]()
 print("PASS", CASE)
