@@ -23,23 +23,25 @@ using ppu::testing::train_job;
 
 namespace {
 
-// K = 4 ranks of `model_config` with N = 2 slices and one fragment. Rank k moves every element it
-// trains by k + 1, then `exchange` (the outer sync or the final average) runs on the outer
-// optimiser of `outer_config`. Records θ before, the global θ after, and θ_k after, per rank;
-// `inspect` sees each rank's outer optimiser afterwards.
+// K ranks of `model_config` (its slicing.slices = N) with one fragment. Rank k moves every
+// element it trains by k + 1, then `exchange` (the outer sync or the final average) runs on the
+// outer optimiser of `outer_config`. Records θ before, the global θ after, and θ_k after, per
+// rank; `inspect` sees each rank's outer optimiser afterwards.
 struct MovedByRank {
   using PerRank = std::vector<std::vector<torch::Tensor>>;
-  PerRank before = PerRank(4), after = PerRank(4), local = PerRank(4);
+  explicit MovedByRank(int ranks) : world(ranks), before(ranks), after(ranks), local(ranks) {}
+  int world;
+  PerRank before, after, local;
 };
 MovedByRank move_by_rank_then(const Config& model_config, const OuterConfig& outer_config,
                               const std::function<void(OuterOptimizer&)>& exchange,
-                              const std::function<void(int, OuterOptimizer&)>& inspect = {}) {
+                              const std::function<void(int, OuterOptimizer&)>& inspect = {}, int world = 4) {
   const StreamingSchedule schedule(model_config, model_config.model);
-  MovedByRank run;
-  run_ranks(4, [&](int r, const RunEnv& env) {
+  MovedByRank run(world);
+  run_ranks(world, [&](int r, const RunEnv& env) {
     torch::NoGradGuard no_grad;
     Collectives col(env.rendezvous, std::chrono::seconds(60));
-    Transformer model(model_config.model, SlicePlan::from_config(model_config, 4, r), 0);
+    Transformer model(model_config.model, SlicePlan::from_config(model_config, world, r), 0);
     OuterOptimizer outer(outer_config, model, schedule, col);
     for (const auto& w : model.weights()) run.before[r].push_back(w.clone());
     for (const auto& t : model.trainable()) t.add_(static_cast<float>(r + 1));
@@ -51,32 +53,36 @@ MovedByRank move_by_rank_then(const Config& model_config, const OuterConfig& out
   return run;
 }
 
-// The applied update is the mean over each element's owners: with N = 2, slice 0 is owned by
-// ranks {0, 2} and moves by (1 + 3) / 2 = 2, slice 1 by {1, 3}: 3; unsliced elements by
-// (1 + 2 + 3 + 4) / 4 = 2.5. Every rank holds the same global θ.
+// The applied update is the mean over each element's owners: slice n is owned by ranks
+// {n, n + N, ..., n + K − N}, which moved it by n + 1, n + N + 1, ..., so it moves by
+// n + 1 + (K − N) / 2 (K = 4, N = 2: slice 0 by 2, slice 1 by 3); unsliced elements by the mean
+// over all ranks, (K + 1) / 2. Every rank holds the same global θ.
 //
-// Derived tolerance: θ + (k + 1), the delta θ_k − θ, the owners' fp32 sum (≤ 3 additions of
-// values ≤ 4), the exact division by m ∈ {2, 4}, θ + Δ and "after − before" are each rounded once,
-// at magnitudes below 16 (|θ| ≤ 1: LayerNorm weights): at most 2·½ulp(4) + 3·½ulp(8) + 2·½ulp(4)
-// ≈ 2.4e-6 on any CPU (plain fp32 adds, no kernel choice involved). 1e-5 is 4× that.
-constexpr double kOwnerMeanAtol = 1e-5;
+// Derived tolerance: θ + (k + 1), the delta θ_k − θ, the owners' fp32 sum, the exact division by
+// m (a power of two here), θ + Δ and "after − before" are each rounded once (plain fp32 adds, no
+// kernel choice involved). At K = 8 the values are below 16 (|θ| ≤ 1: LayerNorm weights;
+// ½ulp ≤ 4.8e-7) and the sum of eight below 64 (≤ 7 additions, ½ulp ≤ 1.9e-6): at most
+// 4·4.8e-7 + 7·1.9e-6 ≈ 1.5e-5 on any CPU; K = 4 stays below 2.4e-6. 5e-5 is 3× the K = 8 bound.
+constexpr double kOwnerMeanAtol = 5e-5;
 
 void expect_owner_mean(const Config& model_config, const MovedByRank& run) {
-  const SlicePlan plan0 = SlicePlan::from_config(model_config, 4, 0);
+  const int k = run.world, n_slices = model_config.slicing.slices;
+  const SlicePlan plan0 = SlicePlan::from_config(model_config, k, 0);
   for (size_t i = 0; i < plan0.params().size(); ++i) {
     const auto& sl = plan0.params()[i];
     const auto moved = run.after[0][i] - run.before[0][i];
-    for (int r = 1; r < 4; ++r)
+    for (int r = 1; r < k; ++r)
       EXPECT_TRUE(torch::equal(run.after[r][i], run.after[0][i])) << "ranks disagree on " << sl.param.name;
     if (!sl.sliced()) {
-      EXPECT_TRUE(torch::allclose(moved, torch::full_like(moved, 2.5), 0, kOwnerMeanAtol)) << sl.param.name;
+      EXPECT_TRUE(torch::allclose(moved, torch::full_like(moved, (k + 1) / 2.0), 0, kOwnerMeanAtol)) << sl.param.name;
       continue;
     }
     const int64_t extent = sl.param.shape[sl.dim];
-    for (int n = 0; n < 2; ++n) {
-      const auto part = moved.narrow(sl.dim, n * extent / 2, extent / 2);
-      EXPECT_TRUE(torch::allclose(part, torch::full_like(part, n + 2.0), 0, kOwnerMeanAtol))
-          << sl.param.name << " slice " << n;
+    for (int n = 0; n < n_slices; ++n) {
+      const auto part = moved.narrow(sl.dim, n * extent / n_slices, extent / n_slices);
+      const double owners_mean = n + 1 + (k - n_slices) / 2.0;
+      EXPECT_TRUE(torch::allclose(part, torch::full_like(part, owners_mean), 0, kOwnerMeanAtol))
+          << sl.param.name << " slice " << n << " of " << n_slices << " at K = " << k;
     }
   }
 }
@@ -84,15 +90,18 @@ void expect_owner_mean(const Config& model_config, const MovedByRank& run) {
 }  // namespace
 
 TEST(Distributed, CountNormalisationAveragesOverTheOwnersOfEachElement) {
-  // K = 4, N = 2: slice 0 is owned by ranks {0, 2}, slice 1 by {1, 3}; the rest by all four.
-  // Rank k moves every element it trains by (k + 1); frozen elements stay put. The applied
-  // update ("average", i.e. θ += Δ) must be the mean over the owners: slice n moves by
-  // ((n + 1) + (n + 3)) / 2 = n + 2, everything else by (1 + 2 + 3 + 4) / 4 = 2.5.
-  const Config c = tiny_job({"slicing.mode=mlp+heads", "slicing.slices=2", "outer.optimizer=average", "method=diloco"});
-  Config ppu = c;
-  ppu.method = Method::Ppu;
-  ppu.outer.layers_per_fragment = 0;  // one fragment: every element in one sync
-  expect_owner_mean(ppu, move_by_rank_then(ppu, c.outer, [](OuterOptimizer& outer) { outer.sync(0); }));
+  // Rank k moves every element it trains by (k + 1); frozen elements stay put. The applied update
+  // ("average", i.e. θ += Δ) must be the mean over the owners of each element. K = 4, N = 2: two
+  // owners per slice; K = 8, N = 4: two owners per slice of a quarter (the study's 1/4 MLPs).
+  for (const auto& [world, slices] : {std::pair{4, 2}, std::pair{8, 4}}) {
+    const Config c = tiny_job({"slicing.mode=mlp+heads", "slicing.slices=" + std::to_string(slices),
+                               "outer.optimizer=average", "method=diloco"});
+    Config ppu = c;
+    ppu.method = Method::Ppu;
+    ppu.outer.layers_per_fragment = 0;  // one fragment: every element in one sync
+    expect_owner_mean(ppu, move_by_rank_then(
+                               ppu, c.outer, [](OuterOptimizer& outer) { outer.sync(0); }, {}, world));
+  }
 }
 
 TEST(Distributed, PpuWithOneSliceIsBitIdenticalToStreamingDiLoCo) {
