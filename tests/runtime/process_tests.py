@@ -290,16 +290,21 @@ def case_launch_check():
     shutil.rmtree(work)
 
 
-def case_checkpoint_format():
-    # A checkpoint of another format (engine/checkpoint_format.h) is refused with exit 4 naming
-    # its path and both formats; the job neither loads it nor starts over beside it.
-    work = tempfile.mkdtemp(prefix="ppu-ckpt-format-")
+def checkpointed_run(prefix):
+    """A finished 30-step run with checkpoints: (work dir, checkpoint dir, its args, its rounds)."""
+    work = tempfile.mkdtemp(prefix=prefix)
     ckpt = os.path.join(work, "ckpt")
     args = ["--set", "train.steps=30", "--set", "checkpoint.dir=" + ckpt]
     r = launch(args, os.path.join(work, "run1"))
     if r.returncode != 0:
         fail("the first run failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
-    rounds = sorted(d for d in os.listdir(ckpt) if d.startswith("round-"))
+    return work, ckpt, args, sorted(d for d in os.listdir(ckpt) if d.startswith("round-"))
+
+
+def case_checkpoint_format():
+    # A checkpoint of another format (engine/checkpoint_format.h) is refused with exit 4 naming
+    # its path and both formats; the job neither loads it nor starts over beside it.
+    work, ckpt, args, rounds = checkpointed_run("ppu-ckpt-format-")
     newest = os.path.join(ckpt, rounds[-1])
     with open(os.path.join(newest, "manifest.json")) as f:
         manifest = json.load(f)
@@ -396,13 +401,7 @@ def fnv1a64(data):
 def case_unusable_checkpoints():
     # Every checkpoint unusable must stop the run (exit 4, each named, nothing changed), never
     # start over beside them; starting over is the explicit checkpoint.start_over_if_unusable.
-    work = tempfile.mkdtemp(prefix="ppu-unusable-")
-    ckpt = os.path.join(work, "ckpt")
-    args = ["--set", "train.steps=30", "--set", "checkpoint.dir=" + ckpt]
-    r = launch(args, os.path.join(work, "run1"))
-    if r.returncode != 0:
-        fail("the first run failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
-    rounds = sorted(d for d in os.listdir(ckpt) if d.startswith("round-"))
+    work, ckpt, args, rounds = checkpointed_run("ppu-unusable-")
     if len(rounds) < 2:
         fail(f"expected at least two checkpoints, found {rounds}")
 
