@@ -247,7 +247,7 @@ checksum() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pa
 REF_SUM="$(checksum "$REFDIR/summary-rank-0.json")"
 for r in 1 2 3; do [[ "$(checksum "$REFDIR/summary-rank-$r.json")" == "$REF_SUM" ]] || die "ref ranks disagree on param_checksum"; done
 say "ref Succeeded, param_checksum $REF_SUM on all 4 ranks"
-# Its final status is the ranks' own result (issue 31), read back a while after completion, when
+# Its final status is the ranks' own result, read back a while after completion, when
 # the last scrape is long over, against what rank 0's summary on the volume says.
 sleep 20
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$REFDIR/summary-rank-0.json" "$1"; }
@@ -331,7 +331,7 @@ say "cpu-tiny's final status is the run's result: round $st_round, perplexity $s
 kubectl delete -f "$ROOT/manifests/samples/cpu-tiny.yaml" --wait=true >/dev/null
 phase "sample as shipped"
 
-# ---- 7. the trained model leaves as a Hugging Face directory on the volume (issue 30) ----------
+# ---- 7. the trained model leaves as a Hugging Face directory on the volume --------------------
 EXPORT_SAMPLE="$ROOT/manifests/samples/cpu-tiny-export.yaml"
 # The sample's PPUJob name and checkpoint claim, as "NAME CLAIM".
 read -r XJOB XCLAIM < <(python3 -c 'import sys, yaml

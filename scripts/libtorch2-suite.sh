@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the whole project against the CUDA LibTorch 2.x inside a PyTorch wheel and runs the
 # whole CPU test suite (every ctest label but `cluster`) with that build, on a machine without a
-# GPU or CUDA toolkit (issue 9). A CUDA LibTorch runs without a GPU; it only needs its CUDA
+# GPU or CUDA toolkit. A CUDA LibTorch runs without a GPU; it only needs its CUDA
 # runtime libraries (cudart, cuDNN, NCCL, nvshmem, cuBLAS...), which come from the nvidia-*
 # wheels PyTorch depends on.
 #

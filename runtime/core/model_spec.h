@@ -26,7 +26,7 @@ struct ModelSpec {
   int head_dim() const { return d_model / heads; }
 };
 
-// The presets of the issue: tiny (unit tests), small (CPU demo), GPT-2 124M/350M, GPT-3 XL (1.3B).
+// The presets: tiny (unit tests), small (CPU demo), GPT-2 124M/350M, GPT-3 XL (1.3B).
 std::optional<ModelSpec> model_preset(const std::string& name);
 std::vector<std::string> model_preset_names();
 

@@ -1,4 +1,4 @@
-// What a checkpoint holds, by name and with a version (issue 12). Every component writes and
+// What a checkpoint holds, by name and with a version. Every component writes and
 // reads its own named fields, so no reader re-aligns positional tensors by hand:
 //  - rank part (rank-NNNNN.pt): "model.weight.<param>" and, in bf16 runs, "model.master.<param>"
 //    (the fp32 masters); "inner" (the inner optimiser's own archive); "feedback" (error-feedback

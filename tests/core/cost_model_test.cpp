@@ -110,7 +110,7 @@ TEST(CostModel, WallClockFavoursLowCommunicationOnSlowLinks) {
 }
 
 TEST(CostModel, BytesPerRankPerSyncDoNotGrowWithK) {
-  // Issue 14: an all-gather made every rank receive (K-1)·M·b. The ring/direct all-reduce
+  // A regression: an all-gather once made every rank receive (K-1)·M·b. The ring/direct all-reduce
   // sends and receives 2(K-1)/K·M·b per rank, below 2·M·b for every K.
   for (const char* dtype : {"fp32", "bf16", "int8"}) {
     const double b = std::string(dtype) == "fp32" ? 4 : std::string(dtype) == "bf16" ? 2 : 1 + 4.0 / 2048;

@@ -1,4 +1,4 @@
-// Unit tests of the export (issue 30): the policy (operator/src/policy_export.cpp) decides from
+// Unit tests of the export: the policy (operator/src/policy_export.cpp) decides from
 // the observed PPUJob, its export Job and that Job's pods; the builder (export_job.cpp) makes the
 // Job from the rank pods' own pieces; export_outcome.cpp reads ppu-export's termination message.
 #include <gtest/gtest.h>

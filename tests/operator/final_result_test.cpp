@@ -34,7 +34,7 @@ RunResult result(int rank, const std::string& checksum = "7905be7a33aa0be4") {
   return r;
 }
 
-// A running job whose last scrape saw round 15 and perplexity 9.082 (what the user saw).
+// A running job whose last scrape saw round 15 and perplexity 9.082 (what a user once saw at the end of a run).
 Observed finished_gang(const std::vector<std::string>& messages) {
   json job = make_job("demo", static_cast<int>(messages.size()),
                       {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow - 120)}});

@@ -458,7 +458,7 @@ TEST_F(OperatorIT, SucceededJobStatusIsTheRanksResults) {
   EXPECT_TRUE(reported) << st.dump();
 }
 
-// Issue 30: a Succeeded job with spec.export gets exactly one export Job (ppu-export on the
+// A Succeeded job with spec.export gets exactly one export Job (ppu-export on the
 // checkpoint volume, owned by the job, from the same image), and that Job's end is the job's
 // Exported condition and status.export; the job stays Succeeded either way.
 TEST_F(OperatorIT, SucceededJobIsExportedByOneJobAndTheModelIsRecorded) {
