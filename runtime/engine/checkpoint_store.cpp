@@ -160,7 +160,7 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_
     for (size_t i = 0; i < rounds.size(); ++i) list[i] = rounds[i];
   collectives_.allreduce_sum(list);
 
-  std::vector<std::string> rejected, rejected_dirs;  // "DIR: why" and DIR, newest first
+  std::vector<std::pair<std::string, std::string>> rejected;  // (DIR, why), newest first
   for (int64_t i = 0; i < count.item<int64_t>(); ++i) {
     const int64_t round = list[i].item<int64_t>();
     const std::string dir = round_dir(round);
@@ -188,8 +188,7 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_
     if (ok.item<int64_t>() != collectives_.world_size()) {
       if (problem.empty()) problem = "another rank rejected it";
       spdlog::warn("skipping checkpoint {}: {}", dir, problem);
-      rejected.push_back(dir + ": " + problem);
-      rejected_dirs.push_back(dir);
+      rejected.emplace_back(dir, problem);
       continue;
     }
     // Intact on every rank (the same manifest everywhere, so every rank decides alike): one of
@@ -205,7 +204,7 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_
   }
   if (rejected.empty()) return std::nullopt;  // a new run: nothing was ever checkpointed here
   std::string all;
-  for (const auto& r : rejected) all += (all.empty() ? "" : "; ") + r;
+  for (const auto& [dir, why] : rejected) all += (all.empty() ? "" : "; ") + dir + ": " + why;
   if (start_over_if_unusable) {
     spdlog::warn(
         "every checkpoint in {} is unusable ({}); starting from step 0 as checkpoint.start_over_if_unusable "
@@ -214,7 +213,7 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_
     // Removed, not left beside the new rounds: a stale higher round would otherwise outlive
     // the pruning and be the first candidate of the next resume.
     if (collectives_.rank() == 0)
-      for (const auto& d : rejected_dirs) fs::remove_all(d);
+      for (const auto& [dir, why] : rejected) fs::remove_all(dir);
     collectives_.barrier();
     return std::nullopt;
   }
