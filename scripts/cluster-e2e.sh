@@ -243,15 +243,17 @@ say "kubectl get ppj ref: $line"
 
 wait_phase ref Succeeded 900
 REFDIR="$(pv_dir ckpt-ref)"
-checksum() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["param_checksum"])' "$1"; }
+summary_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }  # FILE KEY
+checksum() { summary_field "$1" param_checksum; }
 REF_SUM="$(checksum "$REFDIR/summary-rank-0.json")"
 for r in 1 2 3; do [[ "$(checksum "$REFDIR/summary-rank-$r.json")" == "$REF_SUM" ]] || die "ref ranks disagree on param_checksum"; done
 say "ref Succeeded, param_checksum $REF_SUM on all 4 ranks"
 # Its final status is the ranks' own result, read back a while after completion, when
 # the last scrape is long over, against what rank 0's summary on the volume says.
 sleep 20
-field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$REFDIR/summary-rank-0.json" "$1"; }
-[[ "$(kubectl -n "$NS" get ppj ref -o jsonpath='{.status.conditions[?(@.type=="ResultReported")].status}')" == True ]] ||
+field() { summary_field "$REFDIR/summary-rank-0.json" "$1"; }
+REPORTED='conditions[?(@.type=="ResultReported")].status'  # ppj JOB "$REPORTED": the condition's status
+[[ "$(ppj ref "$REPORTED")" == True ]] ||
   die "ref: condition ResultReported is not True: $(kubectl -n "$NS" get ppj ref -o jsonpath='{.status.conditions}')"
 st_round="$(ppj ref outerRound)"; st_ppl="$(ppj ref perplexity)"; st_ckpt="$(ppj ref lastCheckpointRound)"
 [[ "$st_round" == "$(field outer_rounds)" && "$st_round" == "$ROUNDS" ]] ||
@@ -308,7 +310,7 @@ awk -v p="$ppl" 'BEGIN { exit !(p + 0 > 0 && p + 0 < 64) }' || die "cpu-tiny sam
 # the run, read back a while after completion: the same training section run here with
 # ppu-launch (checkpoints on, as the operator sets them) ends at the same round and perplexity.
 sleep 20
-reported="$(kubectl get ppj cpu-tiny -o jsonpath='{.status.conditions[?(@.type=="ResultReported")].status}')"
+reported="$(NS=default ppj cpu-tiny "$REPORTED")"
 [[ "$reported" == True ]] || die "cpu-tiny: condition ResultReported is '$reported', not True"
 LAUNCH="${PPU_BUILD:-$ROOT/build}/runtime/launch/ppu-launch"
 [[ -x "$LAUNCH" ]] || die "$LAUNCH not built (scripts/build.sh build, or set PPU_BUILD): step 6 compares with a local run"
@@ -318,7 +320,7 @@ t = yaml.safe_load(open(sys.argv[1]))["spec"]["training"]; t["ranks"] = 4
 yaml.safe_dump(t, open(sys.argv[2], "w"))' "$ROOT/manifests/samples/cpu-tiny.yaml" "$LOCAL/training.yaml"
 "$LAUNCH" --nproc 4 --config "$LOCAL/training.yaml" --set checkpoint.dir="$LOCAL/ckpt" --summary-dir "$LOCAL" \
   >"$LOCAL/run.log" 2>&1 || die "the local run of cpu-tiny's training section failed: $(tail -3 "$LOCAL/run.log")"
-loc() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$LOCAL/rank-0.json" "$1"; }
+loc() { summary_field "$LOCAL/rank-0.json" "$1"; }
 loc_ppl="$(python3 -c 'import sys; print("%.3f" % float(sys.argv[1]))' "$(loc eval_perplexity)")"
 st_round="$(NS=default ppj cpu-tiny outerRound)"; st_ppl="$(NS=default ppj cpu-tiny perplexity)"
 st_ckpt="$(NS=default ppj cpu-tiny lastCheckpointRound)"
