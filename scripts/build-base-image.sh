@@ -12,20 +12,17 @@
 # Prints the image name on its last line. Needs root, debootstrap and podman
 # (scripts/cluster.sh deps installs them).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 NAME="${PPU_BASE_IMAGE:-localhost/ppu-debian:bookworm}"
 CACHE="${PPU_BASE_CACHE:-${HOME:-/root}/.cache/ppu-base-image/bookworm.tar}"
-FORCE=0
-for a in "$@"; do
-  case "$a" in
-    --force) FORCE=1 ;;
-    --print-name) echo "$NAME"; exit 0 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
-    *) echo "build-base-image: unknown flag '$a' (try --help)" >&2; exit 2 ;;
-  esac
-done
+ppu_tool_flags build-base-image 2,14 --print-name -- "$@"
+if [[ $PRINT_ONLY == 1 ]]; then
+  echo "$NAME"
+  exit 0
+fi
 for t in debootstrap podman; do
-  command -v "$t" >/dev/null || { echo "build-base-image: $t not found (bash scripts/cluster.sh deps)" >&2; exit 1; }
+  command -v "$t" >/dev/null || ppu_die build-base-image "$t not found (bash scripts/cluster.sh deps)"
 done
 if [[ $FORCE == 0 ]] && podman image exists "$NAME"; then echo "$NAME"; exit 0; fi
 
@@ -40,11 +37,9 @@ mirror() {
   awk '$1=="deb" && $3=="bookworm" {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true
 }
 MIRROR="${PPU_DEBIAN_MIRROR:-$(mirror | head -1)}"
-[[ -n "$MIRROR" ]] || { echo "build-base-image: no bookworm archive in /etc/apt/sources*; set PPU_DEBIAN_MIRROR" >&2; exit 1; }
+[[ -n "$MIRROR" ]] || ppu_die build-base-image "no bookworm archive in /etc/apt/sources*; set PPU_DEBIAN_MIRROR"
 
-mkdir -p "$(dirname "$CACHE")"
-exec 9>"$CACHE.lock"
-flock 9
+ppu_lock "$CACHE.lock"
 if [[ $FORCE == 1 || ! -s "$CACHE" ]]; then
   start=$(date +%s)
   rootfs="$(mktemp -d /var/tmp/ppu-rootfs.XXXXXX)"

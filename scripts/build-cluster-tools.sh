@@ -15,48 +15,34 @@
 #   GO                     go binary to prefer (scripts/go-toolchain.sh installs one if needed)
 # Prints the directory on its last line.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-K8SMOD="$ROOT/tests/cluster/tools"
-DNSMOD="$ROOT/tests/cluster/coredns"
-PROMMOD="$ROOT/tests/cluster/prometheus"
-modver() { awk -v m="$2" '($1=="require" && $2==m) {print $3} ($1==m) {print $2}' "$1/go.mod" | head -1; }
-VERSION="$(modver "$K8SMOD" k8s.io/kubernetes)"
-APIVERSION="$(modver "$ROOT/tests/operator/kube-tools" k8s.io/kubernetes)"
-DNSVERSION="$(modver "$DNSMOD" github.com/coredns/coredns)"
-[[ -n "$VERSION" && -n "$DNSVERSION" ]] || { echo "build-cluster-tools: cannot read versions from $K8SMOD/go.mod or $DNSMOD/go.mod" >&2; exit 1; }
+K8SMOD="$PPU_REPO/tests/cluster/tools"
+DNSMOD="$PPU_REPO/tests/cluster/coredns"
+PROMMOD="$PPU_REPO/tests/cluster/prometheus"
+VERSION="$(ppu_modver "$K8SMOD" k8s.io/kubernetes)"
+APIVERSION="$(ppu_modver "$PPU_REPO/tests/operator/kube-tools" k8s.io/kubernetes)"
+DNSVERSION="$(ppu_modver "$DNSMOD" github.com/coredns/coredns)"
+[[ -n "$VERSION" && -n "$DNSVERSION" ]] \
+  || ppu_die build-cluster-tools "cannot read versions from $K8SMOD/go.mod or $DNSMOD/go.mod"
 if [[ "$VERSION" != "$APIVERSION" ]]; then
-  echo "build-cluster-tools: tests/cluster/tools/go.mod pins k8s.io/kubernetes $VERSION but tests/operator/kube-tools/go.mod pins $APIVERSION; they must agree" >&2
-  exit 1
+  ppu_die build-cluster-tools "tests/cluster/tools/go.mod pins k8s.io/kubernetes $VERSION but" \
+    "tests/operator/kube-tools/go.mod pins $APIVERSION; they must agree"
 fi
 OUT="${PPU_CLUSTER_TOOLS_DIR:-${HOME:-/root}/.cache/ppu-cluster-tools/$VERSION-coredns$DNSVERSION}"
 
-PRINT_ONLY=0; FORCE=0; PROM=0
-for a in "$@"; do
-  case "$a" in
-    --print-dir) PRINT_ONLY=1 ;;
-    --force) FORCE=1 ;;
-    --prometheus) PROM=1 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-    *) echo "build-cluster-tools: unknown flag '$a' (try --help)" >&2; exit 2 ;;
-  esac
-done
-if [[ $PRINT_ONLY == 1 ]]; then echo "$OUT"; exit 0; fi
+PROM=0
+ppu_tool_flags build-cluster-tools 2,16 --print-dir --prometheus=PROM -- "$@"
+if [[ $PRINT_ONLY == 1 ]]; then
+  echo "$OUT"
+  exit 0
+fi
 
-KUBE_TOOLS="$("$ROOT/scripts/build-kube-tools.sh" | tail -1)"
-GO="$("$ROOT/scripts/go-toolchain.sh" | tail -1)"
-[[ -x "$GO" ]] || { echo "build-cluster-tools: no Go toolchain (set GO=/path/to/go)" >&2; exit 1; }
+KUBE_TOOLS="$("$PPU_REPO/scripts/build-kube-tools.sh" | tail -1)"
+ppu_go build-cluster-tools
+ppu_lock "$OUT/.lock"
 
-mkdir -p "$OUT"
-exec 9>"$OUT/.lock"
-flock 9
-
-major="${VERSION#v}"; major="${major%%.*}"
-minor="${VERSION#v*.}"; minor="${minor%%.*}"
-LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$VERSION \
- -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor \
- -X k8s.io/client-go/pkg/version.gitVersion=$VERSION \
- -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+LDFLAGS="$(ppu_kube_ldflags "$VERSION")"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 
 build() {  # build NAME DIR PKG LDFLAGS
@@ -73,13 +59,13 @@ for tool in kubelet kube-scheduler kube-controller-manager; do
 done
 build coredns "$DNSMOD" . "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$DNSVERSION"
 if [[ $PROM == 1 ]]; then
-  PROMVERSION="$(modver "$PROMMOD" github.com/prometheus/prometheus)"   # v0.X.Y = Prometheus 2.X.Y
+  PROMVERSION="$(ppu_modver "$PROMMOD" github.com/prometheus/prometheus)"   # v0.X.Y = Prometheus 2.X.Y
   build prometheus "$PROMMOD" github.com/prometheus/prometheus/cmd/prometheus \
     "-s -w -X github.com/prometheus/common/version.Version=2.${PROMVERSION#v0.}"
 fi
 
-if [[ $FORCE == 1 || ! -x "$OUT/pause" || "$ROOT/tests/cluster/pause.c" -nt "$OUT/pause" ]]; then
-  cc -Os -static -Wall -Werror -o "$OUT/pause.tmp" "$ROOT/tests/cluster/pause.c"
+if [[ $FORCE == 1 || ! -x "$OUT/pause" || "$PPU_REPO/tests/cluster/pause.c" -nt "$OUT/pause" ]]; then
+  cc -Os -static -Wall -Werror -o "$OUT/pause.tmp" "$PPU_REPO/tests/cluster/pause.c"
   strip "$OUT/pause.tmp"
   mv "$OUT/pause.tmp" "$OUT/pause"
 fi

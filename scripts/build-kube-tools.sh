@@ -8,39 +8,23 @@
 #   GO              go binary to prefer (scripts/go-toolchain.sh installs one if none is new enough)
 # Prints the directory that holds kube-apiserver, kubectl and etcd on its last line.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-MODDIR="$ROOT/tests/operator/kube-tools"
-VERSION="$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$MODDIR/go.mod")"
-[[ -n "$VERSION" ]] || { echo "build-kube-tools: cannot read the k8s.io/kubernetes version from $MODDIR/go.mod" >&2; exit 1; }
+MODDIR="$PPU_REPO/tests/operator/kube-tools"
+VERSION="$(ppu_modver "$MODDIR" k8s.io/kubernetes)"
+[[ -n "$VERSION" ]] || ppu_die build-kube-tools "cannot read the k8s.io/kubernetes version from $MODDIR/go.mod"
 OUT="${PPU_TOOLS_DIR:-${HOME:-/root}/.cache/ppu-kube-tools/$VERSION}"
 
-PRINT_ONLY=0; FORCE=0
-for a in "$@"; do
-  case "$a" in
-    --print-dir) PRINT_ONLY=1 ;;
-    --force) FORCE=1 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
-    *) echo "build-kube-tools: unknown flag '$a' (try --help)" >&2; exit 2 ;;
-  esac
-done
-if [[ $PRINT_ONLY == 1 ]]; then echo "$OUT"; exit 0; fi
+ppu_tool_flags build-kube-tools 2,9 --print-dir -- "$@"
+if [[ $PRINT_ONLY == 1 ]]; then
+  echo "$OUT"
+  exit 0
+fi
 
-GO="$("$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh" | tail -1)"
-[[ -x "$GO" ]] || { echo "build-kube-tools: no Go toolchain (set GO=/path/to/go)" >&2; exit 1; }
+ppu_go build-kube-tools
+ppu_lock "$OUT/.lock"
 
-mkdir -p "$OUT"
-# Serialise concurrent callers (two ctest fixtures, two engineers) on one lock.
-exec 9>"$OUT/.lock"
-flock 9
-
-major="${VERSION#v}"; major="${major%%.*}"
-minor="${VERSION#v*.}"; minor="${minor%%.*}"
-LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$VERSION \
- -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor \
- -X k8s.io/client-go/pkg/version.gitVersion=$VERSION \
- -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor"
-
+LDFLAGS="$(ppu_kube_ldflags "$VERSION")"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 cd "$MODDIR"
 for tool in kube-apiserver kubectl; do
@@ -49,13 +33,10 @@ for tool in kube-apiserver kubectl; do
   echo "build-kube-tools: building $tool $VERSION into $OUT (first time takes many minutes)" >&2
   nice "$GO" build -trimpath -ldflags "$LDFLAGS" -o "$OUT/$tool.tmp" "k8s.io/kubernetes/cmd/$tool"
   mv "$OUT/$tool.tmp" "$OUT/$tool"
-  echo "build-kube-tools: $tool built in $(( $(date +%s) - start )) s" >&2
+  echo "build-kube-tools: $tool built in $(($(date +%s) - start)) s" >&2
 done
 
 ETCD="${PPU_ETCD:-$(command -v etcd || echo /usr/bin/etcd)}"
-if [[ ! -x "$ETCD" ]]; then
-  echo "build-kube-tools: etcd not found; install Debian's etcd-server (apt-get install etcd-server)" >&2
-  exit 1
-fi
+[[ -x "$ETCD" ]] || ppu_die build-kube-tools "etcd not found; install Debian's etcd-server (apt-get install etcd-server)"
 ln -sf "$ETCD" "$OUT/etcd"
 echo "$OUT"

@@ -10,11 +10,12 @@
 #   GO              a go binary to try first
 #   PPU_TOOLS_DIR   cache root (default: $HOME/.cache/ppu-tools); toolchain at <root>/go<ver>/
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # helm v3.18 needs go >= 1.24.0; the kube-tools module needs 1.22. The pin is what we fetch.
 MIN="${PPU_GO_MIN:-1.24.0}"
 PIN="${PPU_GO_PIN:-1.24.6}"
-CACHE="${PPU_TOOLS_DIR:-${HOME:-/root}/.cache/ppu-tools}/go$PIN"
+CACHE="$PPU_TOOLS_CACHE/go$PIN"
 
 # 0 when version $1 >= $2 (dotted numbers).
 version_ge() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" == "$2" ]]; }
@@ -26,17 +27,13 @@ for candidate in "${GO:-}" "$(command -v go || true)" /usr/local/go/bin/go "$CAC
   if [[ -n "$v" ]] && version_ge "$v" "$MIN"; then echo "$candidate"; exit 0; fi
 done
 
-mkdir -p "$(dirname "$CACHE")"
-exec 9>"$CACHE.lock"
-flock 9
+ppu_lock "$CACHE.lock"
 if [[ ! -x "$CACHE/bin/go" ]]; then
   boot="$(command -v go || true)"
   [[ -x /usr/lib/go/bin/go ]] && boot=/usr/lib/go/bin/go
   if [[ -z "$boot" ]]; then
-    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
     echo "go-toolchain: no Go on this machine; installing Debian's golang-go to bootstrap" >&2
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends golang-go >&2
+    ppu_apt_install go-toolchain golang-go
     boot=/usr/lib/go/bin/go
   fi
   case "$(uname -m)" in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; *) arch="$(uname -m)" ;; esac
@@ -47,7 +44,7 @@ if [[ ! -x "$CACHE/bin/go" ]]; then
   # A private module cache: the files are copied out, and the bootstrap's cache stays clean.
   dir="$(cd "$scratch" && GOPATH="$scratch/gopath" GOFLAGS=-mod=mod GO111MODULE=on "$boot" mod download -json "$module" \
          | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')"
-  [[ -d "$dir" ]] || { echo "go-toolchain: download of $module failed" >&2; exit 1; }
+  [[ -d "$dir" ]] || ppu_die go-toolchain "download of $module failed"
   rm -rf "$CACHE.tmp"
   cp -r "$dir" "$CACHE.tmp"
   chmod -R u+w "$CACHE.tmp"
@@ -56,5 +53,5 @@ if [[ ! -x "$CACHE/bin/go" ]]; then
   mv "$CACHE.tmp" "$CACHE"
 fi
 v="$(go_version "$CACHE/bin/go")"
-version_ge "$v" "$MIN" || { echo "go-toolchain: $CACHE/bin/go is $v, need >= $MIN" >&2; exit 1; }
+version_ge "$v" "$MIN" || ppu_die go-toolchain "$CACHE/bin/go is $v, need >= $MIN"
 echo "$CACHE/bin/go"

@@ -13,44 +13,25 @@
 #                        python3-venv, which install-deps.sh --test installs)
 # Prints the path of the checkov binary on its last line. Needs the network only to install.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PINNED=3.3.30
 VERSION="${PPU_CHECKOV_VERSION:-$PINNED}"
-ROOT_CACHE="${PPU_TOOLS_DIR:-${HOME:-/root}/.cache/ppu-tools}"
-OUT="$ROOT_CACHE/checkov-$VERSION"
+OUT="$PPU_TOOLS_CACHE/checkov-$VERSION"
 BIN="$OUT/bin/checkov"
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-PRINT_ONLY=0; FORCE=0
-for a in "$@"; do
-  case "$a" in
-    --print-path) PRINT_ONLY=1 ;;
-    --force) FORCE=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
-    *) echo "install-checkov: unknown flag '$a' (try --help)" >&2; exit 2 ;;
-  esac
-done
-if [[ $PRINT_ONLY == 1 ]]; then echo "$BIN"; exit 0; fi
+ppu_tool_flags install-checkov 2,14 --print-path -- "$@"
+if [[ $PRINT_ONLY == 1 ]]; then
+  echo "$BIN"
+  exit 0
+fi
 
-mkdir -p "$ROOT_CACHE"
-# Serialise concurrent callers; a venv cannot be moved once made, so it is built in place and
-# marked complete (.installed) only after pip succeeded.
-exec 9>"$ROOT_CACHE/.checkov-$VERSION.lock"
-flock 9
-
+ppu_lock "$PPU_TOOLS_CACHE/.checkov-$VERSION.lock"
 if [[ $FORCE == 1 || ! -f "$OUT/.installed" || ! -x "$BIN" ]]; then
-  start=$(date +%s)
-  echo "install-checkov: installing checkov $VERSION into $OUT" >&2
-  rm -rf "$OUT"
-  "${PYTHON:-python3}" -m venv "$OUT" \
-    || { echo "install-checkov: '${PYTHON:-python3} -m venv' failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
   constraints=()
-  [[ "$VERSION" == "$PINNED" ]] && constraints=(-c "$HERE/checkov-constraints.txt")
-  PIP_DISABLE_PIP_VERSION_CHECK=1 "$OUT/bin/pip" install --quiet --no-cache-dir \
-    "${constraints[@]}" "checkov==$VERSION"
-  touch "$OUT/.installed"
-  echo "install-checkov: installed in $(( $(date +%s) - start )) s" >&2
+  [[ "$VERSION" == "$PINNED" ]] && constraints=(-c "$PPU_REPO/scripts/checkov-constraints.txt")
+  ppu_venv_install install-checkov "$OUT" "${PYTHON:-python3}" -- "${constraints[@]}" "checkov==$VERSION"
 fi
 got="$(CKV_SKIP_PACKAGE_UPDATE_CHECK=true "$BIN" --version 2>/dev/null | tail -1)"
-[[ "$got" == "$VERSION" ]] || { echo "install-checkov: $BIN reports '$got', expected $VERSION (rerun with --force)" >&2; exit 1; }
+[[ "$got" == "$VERSION" ]] || ppu_die install-checkov "$BIN reports '$got', expected $VERSION (rerun with --force)"
 echo "$BIN"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build, the demo and the test suite need (DESIGN.md, "Dependencies").
 # Idempotent: packages already present are left alone; needs root (or sudo) on Debian bookworm.
+# Self-contained, unlike the tool scripts (scripts/lib.sh): the Dockerfile copies it alone.
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates

@@ -9,37 +9,22 @@
 #   PPU_TOOLS_DIR  cache root (default: $HOME/.cache/ppu-tools); the venv is <root>/hf-<hash>
 # Prints the venv's python on its last line. Needs the network only to install.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REQS="$HERE/hf-requirements.txt"
-ROOT_CACHE="${PPU_TOOLS_DIR:-${HOME:-/root}/.cache/ppu-tools}"
-OUT="$ROOT_CACHE/hf-$(sha256sum "$REQS" | cut -c1-12)"
+REQS="$PPU_REPO/scripts/hf-requirements.txt"
+OUT="$PPU_TOOLS_CACHE/hf-$(sha256sum "$REQS" | cut -c1-12)"
 PY="$OUT/bin/python"
 
-PRINT_ONLY=0; FORCE=0
-for a in "$@"; do
-  case "$a" in
-    --print-path) PRINT_ONLY=1 ;;
-    --force) FORCE=1 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-    *) echo "install-hf-venv: unknown flag '$a' (try --help)" >&2; exit 2 ;;
-  esac
-done
-if [[ $PRINT_ONLY == 1 ]]; then echo "$PY"; exit 0; fi
+ppu_tool_flags install-hf-venv 2,10 --print-path -- "$@"
+if [[ $PRINT_ONLY == 1 ]]; then
+  echo "$PY"
+  exit 0
+fi
 
-mkdir -p "$ROOT_CACHE"
-exec 9>"$OUT.lock"
-flock 9
+ppu_lock "$OUT.lock"
 if [[ $FORCE == 1 || ! -f "$OUT/.installed" ]]; then
-  start=$(date +%s)
-  echo "install-hf-venv: installing $REQS into $OUT" >&2
-  rm -rf "$OUT"
-  /usr/bin/python3 -m venv --system-site-packages "$OUT" \
-    || { echo "install-hf-venv: venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
-  PIP_DISABLE_PIP_VERSION_CHECK=1 "$OUT/bin/pip" install --quiet --no-cache-dir -r "$REQS"
-  touch "$OUT/.installed"
-  echo "install-hf-venv: installed in $(( $(date +%s) - start )) s" >&2
+  ppu_venv_install install-hf-venv "$OUT" /usr/bin/python3 --system-site-packages -- -r "$REQS"
 fi
 "$PY" -c 'import torch, transformers, tokenizers, sentencepiece' \
-  || { echo "install-hf-venv: $OUT cannot import torch/transformers (is python3-torch installed? rerun with --force)" >&2; exit 1; }
+  || ppu_die install-hf-venv "$OUT cannot import torch/transformers (is python3-torch installed? rerun with --force)"
 echo "$PY"
