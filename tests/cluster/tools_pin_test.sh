@@ -4,8 +4,8 @@
 #   (kubelet, scheduler and controller-manager match the kube-apiserver the operator tests use),
 #   and replaces every k8s.io staging module with the matching v0.<minor>.<patch>;
 # - tools.go names the three commands scripts/build-cluster-tools.sh builds;
-# - CoreDNS is an exact release, and main.go compiles in every plugin the Corefile in
-#   scripts/cluster.sh uses;
+# - CoreDNS is an exact release, and main.go compiles in every plugin the Corefile that
+#   scripts/cluster.sh writes (scripts/cluster/config.sh) uses;
 # - the pause program (tests/cluster/pause.c) builds statically, sleeps, and exits 0 on SIGTERM.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -29,7 +29,8 @@ done
 ok "tools.go and build-cluster-tools.sh name kubelet, kube-scheduler, kube-controller-manager"
 dns="$(ver "$ROOT/tests/cluster/coredns/go.mod" github.com/coredns/coredns)"
 [[ "$dns" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "CoreDNS pin '$dns' is not an exact release"
-corefile="$(sed -n '/cat >"$c\/Corefile" <<EOF/,/^EOF/p' "$ROOT/scripts/cluster.sh")"
+corefile="$(sed -n '/cat >"$c\/Corefile" <<EOF/,/^EOF/p' "$ROOT/scripts/cluster/config.sh")"
+[[ -n "$corefile" ]] || fail "no Corefile heredoc in scripts/cluster/config.sh"
 for plugin in $(grep -oE '^    [a-z]+' <<<"$corefile" | sort -u); do
   pkg="$plugin"; [[ "$plugin" == prometheus ]] && pkg=metrics   # directive name != package name
   grep -q "\"github.com/coredns/coredns/plugin/$pkg\"" "$ROOT/tests/cluster/coredns/main.go" \
