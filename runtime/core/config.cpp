@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/decimal.h"
+
 namespace ppu {
 
 namespace {
@@ -108,72 +110,25 @@ std::string choices() {
   return s;
 }
 
-// Every key of the schema, in one place, for both reading and writing. The model keys other
-// than `preset` are visited after the preset has been applied (see Reader).
-template <class V>
-void visit_fields(Config& c, V& v) {
-  v("model.layers", c.model.layers);
-  v("model.d_model", c.model.d_model);
-  v("model.heads", c.model.heads);
-  v("model.vocab", c.model.vocab);
-  v("model.seq_len", c.model.seq_len);
-  v("model.activation", c.model.activation);
-  v("method", c.method);
-  v("ranks", c.ranks);
-  v("slicing.mode", c.slicing.mode);
-  v("slicing.slices", c.slicing.slices);
-  v("slicing.jacobian", c.slicing.jacobian);
-  v("inner.optimizer", c.inner.optimizer);
-  v("inner.lr", c.inner.lr);
-  v("inner.beta1", c.inner.beta1);
-  v("inner.beta2", c.inner.beta2);
-  v("inner.eps", c.inner.eps);
-  v("inner.weight_decay", c.inner.weight_decay);
-  v("inner.warmup_steps", c.inner.warmup_steps);
-  v("inner.schedule", c.inner.schedule);
-  v("inner.min_lr_ratio", c.inner.min_lr_ratio);
-  v("inner.batch_size", c.inner.batch_size);
-  v("inner.grad_clip", c.inner.grad_clip);
-  v("inner.decay_embedding", c.inner.decay_embedding);
-  v("inner.decay_norms", c.inner.decay_norms);
-  v("outer.optimizer", c.outer.optimizer);
-  v("outer.lr", c.outer.lr);
-  v("outer.momentum", c.outer.momentum);
-  v("outer.sync_every", c.outer.sync_every);
-  v("outer.layers_per_fragment", c.outer.layers_per_fragment);
-  v("outer.grouping", c.outer.grouping);
-  v("outer.overlap_steps", c.outer.overlap_steps);
-  v("outer.delta_dtype", c.outer.delta_dtype);
-  v("outer.overlap_alpha", c.outer.overlap_alpha);
-  v("outer.error_feedback", c.outer.error_feedback);
-  v("outer.final_sync", c.outer.final_sync);
-  v("outer.host_state_dir", c.outer.host_state_dir);
-  v("data.source", c.data.source);
-  v("data.path", c.data.path);
-  v("data.tokenizer", c.data.tokenizer);
-  v("data.sampling", c.data.sampling);
-  v("data.synthetic_train_tokens", c.data.synthetic_train_tokens);
-  v("data.synthetic_val_tokens", c.data.synthetic_val_tokens);
-  v("data.synthetic_order", c.data.synthetic_order);
-  v("data.synthetic_support", c.data.synthetic_support);
-  v("train.steps", c.train.steps);
-  v("train.seed", c.train.seed);
-  v("train.eval_every", c.train.eval_every);
-  v("train.eval_batches", c.train.eval_batches);
-  v("train.log_every", c.train.log_every);
-  v("train.threads", c.train.threads);
-  v("train.device", c.train.device);
-  v("train.dtype", c.train.dtype);
-  v("train.recompute", c.train.recompute);
-  v("checkpoint.dir", c.checkpoint.dir);
-  v("checkpoint.every_rounds", c.checkpoint.every_rounds);
-  v("checkpoint.keep", c.checkpoint.keep);
-  v("checkpoint.start_over_if_unusable", c.checkpoint.start_over_if_unusable);
-  v("metrics.port", c.metrics.port);
-  v("network.bandwidth_gb_per_s", c.network.bandwidth_gb_per_s);
-  v("network.timeout_s", c.network.timeout_s);
-  v("network.message_bytes", c.network.message_bytes);
-  v("network.collective", c.network.collective);
+bool from_preset(FromPreset) { return true; }
+template <class T>
+bool from_preset(const T&) {
+  return false;
+}
+
+// Calls v(KeyMeta, field) for every key of config_keys.h, in file order; `C` is Config or const
+// Config. model.preset is not visited: it is read first (parse_config) and decides the defaults
+// of the other model keys.
+template <class C, class V>
+void visit_fields(C& c, V& v) {
+#define PPU_VISIT_SECTION_KEY(section, name, type, default_value, bounds, doc) \
+  v(KeyMeta{#section "." #name, bounds, doc, from_preset(default_value)}, c.section.name);
+#define PPU_VISIT_TOP_KEY(section, name, type, default_value, bounds, doc) v(KeyMeta{#name, bounds, doc}, c.name);
+  PPU_MODEL_KEYS(PPU_VISIT_SECTION_KEY)
+  PPU_TOP_KEYS(PPU_VISIT_TOP_KEY)
+  PPU_SECTION_KEYS(PPU_VISIT_SECTION_KEY)
+#undef PPU_VISIT_SECTION_KEY
+#undef PPU_VISIT_TOP_KEY
 }
 
 std::vector<std::string> split_dots(const std::string& key) {
@@ -213,18 +168,18 @@ struct Reader {
       throw ConfigError(origin + ": config key '" + key + "' must be " + expected + ", got '" + node.Scalar() + "'");
     }
   }
-  void operator()(const std::string& k, int& v) { read_scalar(k, v, "an integer"); }
-  void operator()(const std::string& k, int64_t& v) { read_scalar(k, v, "an integer"); }
-  void operator()(const std::string& k, uint64_t& v) { read_scalar(k, v, "a non-negative integer"); }
-  void operator()(const std::string& k, double& v) { read_scalar(k, v, "a number"); }
-  void operator()(const std::string& k, bool& v) { read_scalar(k, v, "true or false"); }
-  void operator()(const std::string& k, std::string& v) { read_scalar(k, v, "a string"); }
+  void operator()(const KeyMeta& m, int& v) { read_scalar(m.key, v, "an integer"); }
+  void operator()(const KeyMeta& m, int64_t& v) { read_scalar(m.key, v, "an integer"); }
+  void operator()(const KeyMeta& m, uint64_t& v) { read_scalar(m.key, v, "a non-negative integer"); }
+  void operator()(const KeyMeta& m, double& v) { read_scalar(m.key, v, "a number"); }
+  void operator()(const KeyMeta& m, bool& v) { read_scalar(m.key, v, "true or false"); }
+  void operator()(const KeyMeta& m, std::string& v) { read_scalar(m.key, v, "a string"); }
   template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
-  void operator()(const std::string& key, E& out) {
+  void operator()(const KeyMeta& m, E& out) {
     std::string name = name_in_table(out);
-    read_scalar(key, name, "a string");
+    read_scalar(m.key, name, "a string");
     try {
-      out = parse_choice<E>(key, name);
+      out = parse_choice<E>(m.key, name);
     } catch (const ConfigError& e) {
       throw ConfigError(origin + ": " + e.what());
     }
@@ -241,9 +196,67 @@ struct Writer {
     return node[parts.back()];
   }
   template <class T>
-  void operator()(const std::string& k, T& v) {
-    if constexpr (std::is_enum_v<T>) slot(k) = name_in_table(v);
-    else slot(k) = v;
+  void operator()(const KeyMeta& m, const T& v) {
+    if constexpr (std::is_enum_v<T>) slot(m.key) = name_in_table(v);
+    else slot(m.key) = v;
+  }
+};
+
+// The bound a value breaks, as "must be > 0", "must be in [0, 1)"; empty when it keeps it.
+std::string broken_bound(const Bounds& b, double v) {
+  const bool low = b.has_min && (b.min_open ? !(v > b.min) : !(v >= b.min));
+  const bool high = b.has_max && (b.max_open ? !(v < b.max) : !(v <= b.max));
+  if (!low && !high) return "";
+  if (b.has_min && b.has_max)
+    return std::string("must be in ") + (b.min_open ? "(" : "[") + shortest_decimal(b.min) + ", " +
+           shortest_decimal(b.max) + (b.max_open ? ")" : "]");
+  if (b.has_min) return std::string("must be ") + (b.min_open ? "> " : ">= ") + shortest_decimal(b.min);
+  return std::string("must be ") + (b.max_open ? "< " : "<= ") + shortest_decimal(b.max);
+}
+
+// Checks every numeric key against its bounds.
+struct BoundsChecker {
+  template <class T>
+  void operator()(const KeyMeta& m, const T& v) {
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      const std::string broken = broken_bound(m.bounds, static_cast<double>(v));
+      if (!broken.empty())
+        throw ConfigError("config key '" + std::string(m.key) + "' " + broken + ", got " + shortest_decimal(v));
+    }
+  }
+};
+
+// Turns every key into a KeySchema row, its default read from a default Config.
+struct Describer {
+  std::vector<KeySchema> rows;
+  template <class T>
+  void operator()(const KeyMeta& m, const T& v) {
+    KeySchema row{m.key, KeyType::String, std::nullopt, {}, m.bounds, m.doc};
+    if constexpr (std::is_same_v<T, bool>) {
+      row.type = KeyType::Bool;
+      row.default_value = v ? "true" : "false";
+    } else if constexpr (std::is_same_v<T, int>) {
+      row.type = KeyType::Int;
+      row.default_value = std::to_string(v);
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      row.type = KeyType::Int64;
+      row.default_value = std::to_string(v);
+    } else if constexpr (std::is_same_v<T, uint64_t>) {
+      row.type = KeyType::UInt64;
+      row.default_value = std::to_string(v);
+    } else if constexpr (std::is_same_v<T, double>) {
+      row.type = KeyType::Double;
+      row.default_value = shortest_decimal(v);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      row.default_value = v;
+    } else {
+      static_assert(std::is_enum_v<T>, "a config key of a type config_schema() cannot describe");
+      row.type = KeyType::Choice;
+      row.default_value = name_in_table(v);
+      row.choices = names_of<T>();
+    }
+    if (m.from_preset) row.default_value.reset();
+    rows.push_back(std::move(row));
   }
 };
 
@@ -305,38 +318,38 @@ E parse_choice(const std::string& key, const std::string& name) {
     if (spelling == name) return value;
   throw ConfigError("config key '" + key + "' is '" + name + "'; expected one of " + choices<E>());
 }
-template Activation parse_choice<Activation>(const std::string&, const std::string&);
-template Method parse_choice<Method>(const std::string&, const std::string&);
-template SliceMode parse_choice<SliceMode>(const std::string&, const std::string&);
-template Jacobian parse_choice<Jacobian>(const std::string&, const std::string&);
-template InnerOptimizerKind parse_choice<InnerOptimizerKind>(const std::string&, const std::string&);
-template LrScheduleKind parse_choice<LrScheduleKind>(const std::string&, const std::string&);
-template OuterOptimizerKind parse_choice<OuterOptimizerKind>(const std::string&, const std::string&);
-template Grouping parse_choice<Grouping>(const std::string&, const std::string&);
-template WireDtype parse_choice<WireDtype>(const std::string&, const std::string&);
-template FinalSync parse_choice<FinalSync>(const std::string&, const std::string&);
-template DataSource parse_choice<DataSource>(const std::string&, const std::string&);
-template DataSampling parse_choice<DataSampling>(const std::string&, const std::string&);
-template Device parse_choice<Device>(const std::string&, const std::string&);
-template Dtype parse_choice<Dtype>(const std::string&, const std::string&);
-template Collective parse_choice<Collective>(const std::string&, const std::string&);
+template <class E>
+std::vector<std::string> choice_names() {
+  return names_of<E>();
+}
 
-std::vector<std::pair<std::string, std::vector<std::string>>> config_choices() {
-  return {{"model.activation", names_of<Activation>()},
-          {"method", names_of<Method>()},
-          {"slicing.mode", names_of<SliceMode>()},
-          {"slicing.jacobian", names_of<Jacobian>()},
-          {"inner.optimizer", names_of<InnerOptimizerKind>()},
-          {"inner.schedule", names_of<LrScheduleKind>()},
-          {"outer.optimizer", names_of<OuterOptimizerKind>()},
-          {"outer.grouping", names_of<Grouping>()},
-          {"outer.delta_dtype", names_of<WireDtype>()},
-          {"outer.final_sync", names_of<FinalSync>()},
-          {"data.source", names_of<DataSource>()},
-          {"data.sampling", names_of<DataSampling>()},
-          {"train.device", names_of<Device>()},
-          {"train.dtype", names_of<Dtype>()},
-          {"network.collective", names_of<Collective>()}};
+#define PPU_INSTANTIATE_CHOICE(E)                                     \
+  template E parse_choice<E>(const std::string&, const std::string&); \
+  template std::vector<std::string> choice_names<E>();
+PPU_INSTANTIATE_CHOICE(Activation)
+PPU_INSTANTIATE_CHOICE(Method)
+PPU_INSTANTIATE_CHOICE(SliceMode)
+PPU_INSTANTIATE_CHOICE(Jacobian)
+PPU_INSTANTIATE_CHOICE(InnerOptimizerKind)
+PPU_INSTANTIATE_CHOICE(LrScheduleKind)
+PPU_INSTANTIATE_CHOICE(OuterOptimizerKind)
+PPU_INSTANTIATE_CHOICE(Grouping)
+PPU_INSTANTIATE_CHOICE(WireDtype)
+PPU_INSTANTIATE_CHOICE(FinalSync)
+PPU_INSTANTIATE_CHOICE(DataSource)
+PPU_INSTANTIATE_CHOICE(DataSampling)
+PPU_INSTANTIATE_CHOICE(Device)
+PPU_INSTANTIATE_CHOICE(Dtype)
+PPU_INSTANTIATE_CHOICE(Collective)
+#undef PPU_INSTANTIATE_CHOICE
+
+std::vector<KeySchema> config_schema() {
+  const Config defaults;
+  Describer describer;
+  describer.rows.push_back(
+      {"model.preset", KeyType::String, kDefaultModelPreset, model_preset_names(), kAny, kModelPresetDoc});
+  visit_fields(defaults, describer);
+  return describer.rows;
 }
 
 std::string choice_name(Activation v) { return name_in_table(v); }
@@ -379,8 +392,8 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
 
   Config config;
   Reader reader{root, origin, {}};
-  std::string preset = "small";
-  reader("model.preset", preset);
+  std::string preset = kDefaultModelPreset;
+  reader.read_scalar("model.preset", preset, "a string");
   auto spec = model_preset(preset);
   if (!spec) {
     std::string names;
@@ -427,16 +440,15 @@ void check_slicing(const ModelSpec& m, SliceMode mode, int world_size, int n) {
 }
 
 void validate_config(const Config& c, int world_size) {
+  BoundsChecker bounds;
+  visit_fields(c, bounds);
+
+  // Rules that relate keys (bounds of single keys are config_keys.h's).
   const auto& m = c.model;
-  require(m.layers > 0, "config key 'model.layers' must be > 0, got " + str(m.layers));
-  require(m.d_model > 0, "config key 'model.d_model' must be > 0, got " + str(m.d_model));
-  require(m.heads > 0 && m.d_model % m.heads == 0,
+  require(m.d_model % m.heads == 0,
           "config key 'model.heads' (" + str(m.heads) + ") must divide model.d_model (" + str(m.d_model) + ")");
   require(m.head_dim() % 2 == 0,
           "model.d_model / model.heads must be even for rotary embeddings, got " + str(m.head_dim()));
-  require(m.vocab > 1, "config key 'model.vocab' must be > 1, got " + str(m.vocab));
-  require(m.seq_len > 1, "config key 'model.seq_len' must be > 1, got " + str(m.seq_len));
-  require(c.ranks >= 1, "config key 'ranks' must be >= 1, got " + str(c.ranks));
   require(world_size >= 1, "WORLD_SIZE must be >= 1, got " + str(world_size));
 
   if (c.method == Method::Ppu && c.slicing.mode != SliceMode::None)
@@ -451,59 +463,22 @@ void validate_config(const Config& c, int world_size) {
                 (jac == Jacobian::Slice ? "1" : "2"));
   }
 
-  const auto& in = c.inner;
-  require(in.lr > 0, "config key 'inner.lr' must be > 0, got " + str(in.lr));
-  require(in.beta1 >= 0 && in.beta1 < 1, "config key 'inner.beta1' must be in [0, 1), got " + str(in.beta1));
-  require(in.beta2 >= 0 && in.beta2 < 1, "config key 'inner.beta2' must be in [0, 1), got " + str(in.beta2));
-  require(in.eps > 0, "config key 'inner.eps' must be > 0, got " + str(in.eps));
-  require(in.weight_decay >= 0, "config key 'inner.weight_decay' must be >= 0, got " + str(in.weight_decay));
-  require(in.warmup_steps >= 0, "config key 'inner.warmup_steps' must be >= 0, got " + str(in.warmup_steps));
-  require(in.min_lr_ratio >= 0 && in.min_lr_ratio <= 1,
-          "config key 'inner.min_lr_ratio' must be in [0, 1], got " + str(in.min_lr_ratio));
-  require(in.batch_size > 0, "config key 'inner.batch_size' must be > 0, got " + str(in.batch_size));
-  require(in.grad_clip >= 0, "config key 'inner.grad_clip' must be >= 0, got " + str(in.grad_clip));
-
   const auto& out = c.outer;
-  require(out.lr > 0, "config key 'outer.lr' must be > 0, got " + str(out.lr));
-  require(out.momentum >= 0 && out.momentum < 1,
-          "config key 'outer.momentum' must be in [0, 1), got " + str(out.momentum));
-  require(out.sync_every >= 1, "config key 'outer.sync_every' must be >= 1, got " + str(out.sync_every));
-  require(out.layers_per_fragment >= 0,
-          "config key 'outer.layers_per_fragment' must be >= 0, got " + str(out.layers_per_fragment));
-  require(out.overlap_steps >= 0 && out.overlap_steps < out.sync_every,
+  require(out.overlap_steps < out.sync_every,
           "config key 'outer.overlap_steps' must be in [0, outer.sync_every), got " + str(out.overlap_steps));
-  require(out.overlap_alpha >= 0 && out.overlap_alpha <= 1,
-          "config key 'outer.overlap_alpha' must be in [0, 1], got " + str(out.overlap_alpha));
   require(!(out.grouping == Grouping::Slices && c.method == Method::Ppu && c.slicing.mode == SliceMode::Horizontal),
           "config key 'outer.grouping' is 'slices' but slicing.mode=horizontal has no MLP slices to group by");
 
   require(c.data.source != DataSource::Shards || !c.data.path.empty(),
           "config key 'data.path' is required when data.source=shards");
-  require(c.data.synthetic_order >= 1, "config key 'data.synthetic_order' must be >= 1");
-  require(c.data.synthetic_support >= 2 && c.data.synthetic_support <= m.vocab,
+  require(c.data.synthetic_support <= m.vocab,
           "config key 'data.synthetic_support' must be in [2, model.vocab], got " + str(c.data.synthetic_support));
-
-  const auto& t = c.train;
-  require(t.steps > 0, "config key 'train.steps' must be > 0, got " + str(t.steps));
-  require(t.eval_every >= 0, "config key 'train.eval_every' must be >= 0, got " + str(t.eval_every));
-  require(t.eval_batches >= 1, "config key 'train.eval_batches' must be >= 1, got " + str(t.eval_batches));
-  require(t.log_every >= 1, "config key 'train.log_every' must be >= 1, got " + str(t.log_every));
-  require(t.threads >= 0, "config key 'train.threads' must be >= 0, got " + str(t.threads));
-
-  require(c.checkpoint.every_rounds >= 1, "config key 'checkpoint.every_rounds' must be >= 1");
-  require(c.checkpoint.keep >= 1, "config key 'checkpoint.keep' must be >= 1");
-  require(c.metrics.port >= 0 && c.metrics.port <= 65535,
-          "config key 'metrics.port' must be in [0, 65535], got " + str(c.metrics.port));
-  require(c.network.bandwidth_gb_per_s >= 0, "config key 'network.bandwidth_gb_per_s' must be >= 0");
-  require(c.network.timeout_s > 0, "config key 'network.timeout_s' must be > 0");
-  require(c.network.message_bytes >= 0, "config key 'network.message_bytes' must be >= 0");
 }
 
 std::string to_yaml(const Config& config) {
-  Config copy = config;
   Writer writer{YAML::Node(YAML::NodeType::Map)};
-  if (!copy.model.preset.empty()) writer.slot("model.preset") = copy.model.preset;
-  visit_fields(copy, writer);
+  if (!config.model.preset.empty()) writer.slot("model.preset") = config.model.preset;
+  visit_fields(config, writer);
   YAML::Emitter out;
   out << writer.root;
   return std::string(out.c_str()) + "\n";

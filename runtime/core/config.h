@@ -1,15 +1,18 @@
 // Config: the one training schema shared by configs/*.yaml, `ppu-train`, `ppu-plan` and a
-// PPUJob's spec.training (DESIGN.md, "Config keys"). Defaults live here and nowhere else.
-// `load_config` reads YAML, applies `--set dotted.key=value` overrides, rejects unknown keys
-// and invalid combinations with a ConfigError whose message names the key and the value.
+// PPUJob's spec.training. Its keys, types, defaults, bounds and docs are written once, in
+// core/config_keys.h; docs/CONFIG.md is generated from them. `load_config` reads YAML, applies
+// `--set dotted.key=value` overrides, rejects unknown keys and invalid values or combinations
+// with a ConfigError whose message names the key and the value.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/config_keys.h"
 #include "core/model_spec.h"
 
 namespace ppu {
@@ -59,108 +62,54 @@ std::string choice_name(Collective v);
 // value and the allowed names. Instantiated for every choice above.
 template <class E>
 E parse_choice(const std::string& key, const std::string& name);
-// Every choice key with its allowed names in table order, e.g. {"train.dtype", {"fp32", "bf16"}}
-// (the CRD's enums are tested against it).
-std::vector<std::pair<std::string, std::vector<std::string>>> config_choices();
+// The allowed names of a choice in table order, e.g. {"fp32", "bf16"} for Dtype.
+template <class E>
+std::vector<std::string> choice_names();
 
+// One key of config_keys.h as data, for what is rendered from the schema (the CRD's
+// spec.training, docs/CONFIG.md) and for tests.
+enum class KeyType { Int, Int64, UInt64, Double, Bool, String, Choice };
+struct KeySchema {
+  std::string key;  // dotted, e.g. "inner.lr"
+  KeyType type;
+  std::optional<std::string> default_value;  // as a YAML scalar; nullopt: model.preset's value
+  std::vector<std::string> choices;          // the allowed names of a Choice (and of model.preset)
+  Bounds bounds;
+  std::string doc;
+};
+// Every key in file order, model.preset first.
+std::vector<KeySchema> config_schema();
+
+// The sections of a config, declared from config_keys.h: one member per KEY line, with its default.
+#define PPU_DECLARE_KEY(section, name, type, default_value, bounds, doc) type name = default_value;
 struct SlicingConfig {
-  SliceMode mode = SliceMode::Mlp;
-  int slices = 4;  // N
-  // Which MLP slices carry the input gradient (Appendix D): full (every slice, the method),
-  // slice (detach all but this rank's slice k) or slice+random (k plus one other slice drawn
-  // per step and layer).
-  Jacobian jacobian = Jacobian::Full;
+  PPU_SLICING_KEYS(PPU_DECLARE_KEY)
 };
-
 struct InnerConfig {
-  InnerOptimizerKind optimizer = InnerOptimizerKind::AdamW;  // sgd exists for the DDP-equivalence check
-  double lr = 3.0e-4;
-  double beta1 = 0.9;
-  double beta2 = 0.99;
-  double eps = 1.0e-8;
-  double weight_decay = 0.1;
-  int warmup_steps = 1500;
-  LrScheduleKind schedule = LrScheduleKind::Cosine;
-  double min_lr_ratio = 0.1;  // cosine decays to lr * min_lr_ratio at train.steps (the paper's floor is unstated)
-  int batch_size = 16;
-  double grad_clip = 1.0;  // max global L2 norm of this rank's trainable gradients; 0 = off (the paper does not clip)
-  bool decay_embedding = true;  // weight decay on the tied embedding / output head
-  bool decay_norms = false;     // weight decay on LayerNorm weights and biases
+  PPU_INNER_KEYS(PPU_DECLARE_KEY)
 };
-
 struct OuterConfig {
-  OuterOptimizerKind optimizer = OuterOptimizerKind::Nesterov;  // average: plain averaging of the deltas
-  double lr = 0.4;
-  double momentum = 0.9;
-  int sync_every = 100;  // H
-  // Layers per streaming fragment. PPU with 0 syncs every parameter at once (one fragment);
-  // Streaming DiLoCo always streams and uses 3 when this is 0; DiLoCo ignores it (one
-  // fragment). See core/streaming_schedule.
-  int layers_per_fragment = 3;
-  Grouping grouping = Grouping::Layers;  // slices: Appendix A.1
-  int overlap_steps = 0;                 // tau: inner steps a fragment's all-reduce may run in background
-  double overlap_alpha = 0.0;  // Streaming DiLoCo's merge after an overlapped sync: θ_k ← α θ_k + (1−α) θ
-  WireDtype delta_dtype = WireDtype::Fp32;  // wire precision; sums are fp32
-  bool error_feedback = false;              // bf16/int8: carry each sync's encoding error into the next one
-  // After the last step, a fragment whose schedule has no sync there: "average" folds its
-  // trailing local progress into θ with one plain count-normalised average (no momentum, no
-  // outer lr); "none" leaves θ at its last scheduled sync and drops that progress.
-  FinalSync final_sync = FinalSync::Average;
-  // Where θ and the outer momentum live: "" = host memory; a directory = file-backed mappings in
-  // it (engine/host_store.h), for CPU-only runs whose RAM the inner state already fills.
-  std::string host_state_dir;
+  PPU_OUTER_KEYS(PPU_DECLARE_KEY)
 };
-
 struct DataConfig {
-  DataSource source = DataSource::Synthetic;
-  std::string path;  // dataset directory for shards (or a synthetic one written by ppu-data)
-  std::string tokenizer;
-  // iid: every rank samples windows from the whole train split, a stream per (seed, rank), as
-  // DistributedSampler(shuffle=True) does. contiguous: rank k samples only inside the k-th
-  // contiguous 1/K of the split (non-IID ranks, for federated-style experiments).
-  DataSampling sampling = DataSampling::Iid;
-  int64_t synthetic_train_tokens = 2000000;
-  int64_t synthetic_val_tokens = 100000;
-  int synthetic_order = 1;  // order-1 contexts are learnable by small models in minutes
-  int synthetic_support = 16;
+  PPU_DATA_KEYS(PPU_DECLARE_KEY)
 };
-
 struct TrainConfig {
-  int64_t steps = 1000;
-  uint64_t seed = 0;
-  int eval_every = 100;  // 0 = only at the end
-  int eval_batches = 8;
-  int log_every = 10;
-  int threads = 0;  // intra-op threads; 0 = LibTorch default
-  Device device = Device::Cpu;
-  Dtype dtype = Dtype::Fp32;  // bf16: bf16 compute with fp32 masters of the trainable slices (§3.1)
-  bool recompute = false;     // per-block activation recomputation
+  PPU_TRAIN_KEYS(PPU_DECLARE_KEY)
 };
-
 struct CheckpointConfig {
-  std::string dir;  // empty = no checkpoints; PPU_CHECKPOINT_DIR overrides
-  int every_rounds = 1;
-  int keep = 3;
-  // Every checkpoint in dir unusable (corrupt, another format, model or world size): false stops
-  // the run with exit 4 naming each; true trains from step 0 and replaces them. Never a fallback.
-  bool start_over_if_unusable = false;
+  PPU_CHECKPOINT_KEYS(PPU_DECLARE_KEY)
 };
-
 struct MetricsConfig {
-  int port = 0;  // 0 = off; PPU_METRICS_PORT overrides
+  PPU_METRICS_KEYS(PPU_DECLARE_KEY)
 };
-
 struct NetworkConfig {
-  double bandwidth_gb_per_s = 0;             // ppu-plan's per-link bandwidth; 0 = unlimited
-  double timeout_s = 300;                    // collective and rendezvous timeout
-  double message_bytes = 0;                  // ppu-plan: override M (bytes per sync) instead of the model's
-  Collective collective = Collective::Ring;  // all-reduce schedule (docs/COMMUNICATION.md)
+  PPU_NETWORK_KEYS(PPU_DECLARE_KEY)
 };
 
 struct Config {
-  ModelSpec model;
-  Method method = Method::Ppu;
-  int ranks = 4;  // K for planning; at run time WORLD_SIZE wins
+  ModelSpec model;  // model.preset's sizes, then the explicit model.* keys
+  PPU_TOP_KEYS(PPU_DECLARE_KEY)
   SlicingConfig slicing;
   InnerConfig inner;
   OuterConfig outer;
@@ -175,6 +124,7 @@ struct Config {
   // Fragments synchronise in a staggered way (streaming) rather than all at once.
   bool streaming() const;
 };
+#undef PPU_DECLARE_KEY
 
 // Reads `path` (may be empty: defaults only), applies overrides "a.b=value" in order, validates.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});

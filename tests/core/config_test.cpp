@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
+#include <sstream>
 
 #include "core/config.h"
 
@@ -228,4 +231,69 @@ TEST(Config, MissingFileIsNamed) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/x.yaml"), std::string::npos);
   }
+}
+
+// The schema table and the Config structs are one: every key to_yaml writes has a row, and
+// every row is a key to_yaml writes.
+TEST(ConfigSchema, RowsAreExactlyTheKeysOfAConfig) {
+  std::set<std::string> rows;
+  for (const auto& row : config_schema()) EXPECT_TRUE(rows.insert(row.key).second) << "duplicate row " << row.key;
+  std::set<std::string> leaves;
+  const auto collect = [&](const auto& self, const YAML::Node& node, const std::string& prefix) -> void {
+    for (const auto& kv : node) {
+      const std::string key = prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>();
+      if (kv.second.IsMap()) self(self, kv.second, key);
+      else leaves.insert(key);
+    }
+  };
+  collect(collect, YAML::Load(to_yaml(parse_config(""))), "");
+  EXPECT_EQ(rows, leaves);
+  EXPECT_GT(rows.size(), 60u);
+}
+
+// Every bound of the table is enforced: a value just outside it is refused with a message that
+// names the key and the bound, and the same value one step inside (where the key has no rule
+// relating it to another) is accepted.
+TEST(ConfigSchema, EveryBoundRefusesAValueJustOutsideNamingTheKey) {
+  int checked = 0;
+  for (const auto& row : config_schema()) {
+    const Bounds& b = row.bounds;
+    if (!b.has_min && !b.has_max) continue;
+    const bool integral = row.type != KeyType::Double;
+    const double step = integral ? 1 : 1e-9 * std::max(1.0, std::abs(b.has_min ? b.min : b.max));
+    std::vector<double> outside;
+    if (b.has_min) outside.push_back(b.min_open ? b.min : b.min - step);
+    if (b.has_max) outside.push_back(b.max_open ? b.max : b.max + step);
+    for (double v : outside) {
+      std::ostringstream value;
+      value.precision(17);
+      value << v;
+      const std::string e = error_of("model: {preset: tiny}\n", {row.key + "=" + value.str()});
+      EXPECT_NE(e.find("'" + row.key + "' must be"), std::string::npos) << row.key << "=" << value.str() << ": " << e;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 35);
+  EXPECT_EQ(error_of("", {"inner.beta1=0"}), "");  // the closed end of [0, 1) is inside
+  EXPECT_NE(error_of("", {"inner.beta1=1"}).find("must be in [0, 1), got 1"), std::string::npos);
+}
+
+// The defaults the schema reports are the ones a parsed empty config has.
+TEST(ConfigSchema, DefaultsAreAnEmptyConfigsValues) {
+  const YAML::Node parsed = YAML::Load(to_yaml(parse_config("")));
+  int with_default = 0;
+  for (const auto& row : config_schema()) {
+    if (!row.default_value) {
+      EXPECT_EQ(row.key.rfind("model.", 0), 0u) << row.key << ": only model keys default to the preset's";
+      continue;
+    }
+    YAML::Node node = parsed;
+    std::stringstream parts(row.key);
+    for (std::string part; std::getline(parts, part, '.');) node.reset(node[part]);
+    const std::string written = node.Scalar();
+    if (row.type == KeyType::Double) EXPECT_EQ(std::stod(written), std::stod(*row.default_value)) << row.key;
+    else EXPECT_EQ(written, *row.default_value) << row.key;
+    ++with_default;
+  }
+  EXPECT_GT(with_default, 55);
 }

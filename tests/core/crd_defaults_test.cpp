@@ -45,20 +45,23 @@ TEST(CrdDefaults, EnumsAreTheRuntimeChoices) {
   const auto crd = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/manifests/crd/ppu.dev_ppujobs.yaml");
   const auto training =
       crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["training"];
-  const auto choices = ppu::config_choices();
-  ASSERT_EQ(choices.size(), 15u);
-  for (const auto& [key, names] : choices) {
-    const auto dot = key.find('.');
+  int choice_keys = 0;
+  for (const auto& row : ppu::config_schema()) {
+    if (row.choices.empty()) continue;
+    ++choice_keys;
+    const auto dot = row.key.find('.');
     const auto schema = dot == std::string::npos
-                            ? training["properties"][key]
-                            : training["properties"][key.substr(0, dot)]["properties"][key.substr(dot + 1)];
-    ASSERT_TRUE(schema && schema["enum"]) << key << " has no enum in the CRD";
+                            ? training["properties"][row.key]
+                            : training["properties"][row.key.substr(0, dot)]["properties"][row.key.substr(dot + 1)];
+    ASSERT_TRUE(schema && schema["enum"]) << row.key << " has no enum in the CRD";
     std::vector<std::string> crd_names;
     for (const auto& n : schema["enum"]) crd_names.push_back(n.as<std::string>());
     EXPECT_EQ(std::set<std::string>(crd_names.begin(), crd_names.end()),
-              std::set<std::string>(names.begin(), names.end()))
-        << key;
+              std::set<std::string>(row.choices.begin(), row.choices.end()))
+        << row.key;
   }
+  EXPECT_EQ(choice_keys, 16) << "15 choice enums and model.preset";
+  EXPECT_EQ(ppu::choice_names<ppu::Dtype>(), (std::vector<std::string>{"fp32", "bf16"}));
 }
 
 TEST(CrdDefaults, EqualTheRuntimeDefaults) {

@@ -1,0 +1,161 @@
+// The schema of ppu-train's config: one line per key, and the only place a key's name, type,
+// default, bounds and one-line doc are written. From these lists config.h declares the Config
+// structs, config.cpp parses, validates and writes YAML, and `ppu-schema` renders the PPUJob
+// CRD's spec.training and docs/CONFIG.md (both checked in; tests/core/config_schema_test fails
+// when they drift).
+//
+// Adding a key is one KEY(...) line in its section's list below, then
+//   ninja -C build generate-schema     (rewrites the CRD, its chart copy and docs/CONFIG.md)
+// Rules that relate several keys (e.g. overlap_steps < sync_every) are not bounds: they live in
+// validate_config (config.cpp), and the CRD's CEL rules where the API server can check them.
+//
+//   KEY(section, name, type, default, bounds, "doc")
+//     type     int | int64_t | uint64_t | double | bool | std::string | a choice enum (config.h)
+//     bounds   kAny | at_least(x) | above(x) | closed(lo, hi) | half_open(lo, hi)   (numbers only)
+//
+// model's keys are members of ModelSpec (core/model_spec.h) and default to model.preset's values
+// (kFromPreset); model.preset itself is read first (config.cpp), since it decides those defaults.
+#pragma once
+
+#include <limits>
+
+namespace ppu {
+
+// The closed or open interval a numeric key must lie in. Checked by validate_config and written
+// into the CRD as minimum/maximum (exclusiveMinimum/exclusiveMaximum for open ends).
+struct Bounds {
+  bool has_min = false, has_max = false;
+  double min = 0, max = 0;
+  bool min_open = false, max_open = false;
+};
+inline constexpr Bounds kAny{};
+constexpr Bounds at_least(double lo) { return {true, false, lo, 0, false, false}; }
+constexpr Bounds above(double lo) { return {true, false, lo, 0, true, false}; }
+constexpr Bounds closed(double lo, double hi) { return {true, true, lo, hi, false, false}; }
+constexpr Bounds half_open(double lo, double hi) { return {true, true, lo, hi, false, true}; }
+
+// model.preset: read before the other model keys, whose defaults it sets (config.cpp).
+inline constexpr const char* kDefaultModelPreset = "small";
+inline constexpr const char* kModelPresetDoc =
+    "a model shape (layers, d_model, heads, vocab, seq_len); explicit model keys override its values";
+
+// Each section's description, in file order (the CRD and docs/CONFIG.md). "" = the top level.
+struct SectionDoc {
+  const char* name;
+  const char* doc;
+};
+inline constexpr SectionDoc kSectionDocs[] = {
+    {"model", "The transformer's shape: model.preset's sizes, each overridden by an explicit key."},
+    {"", "The method, and K for planning."},
+    {"slicing", "Which part of the model each rank trains (section 2 of the paper)."},
+    {"inner", "The local optimizer every rank runs for H steps between outer rounds."},
+    {"outer", "The outer round: delta exchange, count normalisation, the outer step and streaming."},
+    {"data", "The corpus and how ranks sample it (docs/DATA.md)."},
+    {"train", "Run length, evaluation, logging, device and precision."},
+    {"checkpoint", "Where and how often checkpoints are written, and what an unusable one means."},
+    {"metrics", "rank 0's Prometheus endpoint (docs/METRICS.md)."},
+    {"network", "Collective timeouts and schedule, and ppu-plan's link model."},
+};
+
+// The default column of a model key whose value comes from model.preset.
+struct FromPreset {};
+inline constexpr FromPreset kFromPreset{};
+
+// One key as the visitors of config.cpp see it (the field itself is passed beside it).
+struct KeyMeta {
+  const char* key;  // dotted, e.g. "inner.lr"
+  Bounds bounds;
+  const char* doc;
+  bool from_preset = false;  // no default of its own: model.preset's value
+};
+
+}  // namespace ppu
+
+// clang-format off
+#define PPU_MODEL_KEYS(KEY) \
+  KEY(model, layers,     int,        kFromPreset,      at_least(1), "transformer blocks") \
+  KEY(model, d_model,    int,        kFromPreset,      at_least(1), "residual width; the MLP hidden size is 4*d_model") \
+  KEY(model, heads,      int,        kFromPreset,      at_least(1), "attention heads; must divide d_model into an even head size (rotary)") \
+  KEY(model, vocab,      int,        kFromPreset,      at_least(2), "vocabulary size (the tokenizer's or the synthetic corpus's)") \
+  KEY(model, seq_len,    int,        kFromPreset,      at_least(2), "context length in tokens") \
+  KEY(model, activation, Activation, Activation::Relu, kAny,        "MLP nonlinearity (gelu is the exact, erf one)")
+
+#define PPU_TOP_KEYS(KEY) \
+  KEY(top, method, Method, Method::Ppu, kAny,        "the training method: PPU or one of the baselines it is compared with") \
+  KEY(top, ranks,  int,    4,           at_least(1), "K for ppu-plan; at run time WORLD_SIZE wins (the operator sets it to spec.replicas)")
+
+#define PPU_SLICING_KEYS(KEY) \
+  KEY(slicing, mode,     SliceMode, SliceMode::Mlp, kAny,        "what each rank trains a 1/N slice of: mlp (the method), mlp+heads (also Q/K/V heads), none; mlp+heads+wo and horizontal are Appendix A.2's ablations") \
+  KEY(slicing, slices,   int,       4,              at_least(1), "N; rank k trains slice k mod N, so K must be a multiple of N") \
+  KEY(slicing, jacobian, Jacobian,  Jacobian::Full, kAny,        "which MLP slices carry the input gradient (Appendix D): full is the method; slice and slice+random are its ablations")
+
+#define PPU_INNER_KEYS(KEY) \
+  KEY(inner, optimizer,       InnerOptimizerKind, InnerOptimizerKind::AdamW, kAny,              "the local optimizer (sgd exists for the DDP-equivalence check)") \
+  KEY(inner, lr,              double,             3.0e-4,                    above(0),          "peak learning rate, reached after warmup_steps") \
+  KEY(inner, beta1,           double,             0.9,                       half_open(0, 1),   "AdamW's first-moment decay") \
+  KEY(inner, beta2,           double,             0.99,                      half_open(0, 1),   "AdamW's second-moment decay") \
+  KEY(inner, eps,             double,             1.0e-8,                    above(0),          "AdamW's denominator epsilon") \
+  KEY(inner, weight_decay,    double,             0.1,                       at_least(0),       "decoupled weight decay of the trainable matrices (and per decay_embedding / decay_norms)") \
+  KEY(inner, warmup_steps,    int,                1500,                      at_least(0),       "linear warm-up steps from 0 to lr") \
+  KEY(inner, schedule,        LrScheduleKind,     LrScheduleKind::Cosine,    kAny,              "after warm-up: cosine decay to lr*min_lr_ratio at train.steps, or constant") \
+  KEY(inner, min_lr_ratio,    double,             0.1,                       closed(0, 1),      "the cosine schedule's floor as a fraction of lr") \
+  KEY(inner, batch_size,      int,                16,                        at_least(1),       "sequences per rank per inner step") \
+  KEY(inner, grad_clip,       double,             1.0,                       at_least(0),       "max global L2 norm of a rank's trainable gradients; 0 = off (the paper does not clip)") \
+  KEY(inner, decay_embedding, bool,               true,                      kAny,              "weight decay on the tied embedding / output head") \
+  KEY(inner, decay_norms,     bool,               false,                     kAny,              "weight decay on LayerNorm weights and biases")
+
+#define PPU_OUTER_KEYS(KEY) \
+  KEY(outer, optimizer,           OuterOptimizerKind, OuterOptimizerKind::Nesterov, kAny,            "outer step on the averaged deltas: nesterov, or plain averaging") \
+  KEY(outer, lr,                  double,             0.4,                          above(0),        "outer learning rate") \
+  KEY(outer, momentum,            double,             0.9,                          half_open(0, 1), "outer Nesterov momentum") \
+  KEY(outer, sync_every,          int,                100,                          at_least(1),     "H: inner steps per outer round") \
+  KEY(outer, layers_per_fragment, int,                3,                            at_least(0),     "layers per streaming fragment; 0 = PPU syncs everything at once, Streaming DiLoCo uses 3; DiLoCo ignores it") \
+  KEY(outer, grouping,            Grouping,           Grouping::Layers,             kAny,            "what a streaming fragment is made of: layers, or slices (Appendix A.1)") \
+  KEY(outer, overlap_steps,       int,                0,                            at_least(0),     "tau: inner steps a fragment's all-reduce may run in the background (< sync_every)") \
+  KEY(outer, overlap_alpha,       double,             0.0,                          closed(0, 1),    "Streaming DiLoCo's merge after an overlapped sync: local = alpha*local + (1-alpha)*global") \
+  KEY(outer, delta_dtype,         WireDtype,          WireDtype::Fp32,              kAny,            "precision of the deltas on the wire; sums are fp32") \
+  KEY(outer, error_feedback,      bool,               false,                        kAny,            "bf16/int8 deltas: carry each sync's encoding error into the next one") \
+  KEY(outer, final_sync,          FinalSync,          FinalSync::Average,           kAny,            "after the last step, fragments not due there: one plain count-normalised average of their trailing deltas, or none") \
+  KEY(outer, host_state_dir,      std::string,        "",                           kAny,            "where the fp32 global parameters and outer momentum live: empty = memory, a directory = file-backed mappings in it")
+
+#define PPU_DATA_KEYS(KEY) \
+  KEY(data, source,                 DataSource,   DataSource::Synthetic, kAny,        "synthetic (the built-in corpus) or shards (a ppu-data directory at data.path)") \
+  KEY(data, path,                   std::string,  "",                    kAny,        "the dataset directory written by ppu-data; required for source shards") \
+  KEY(data, tokenizer,              std::string,  "",                    kAny,        "tokenizer file; empty = the dataset directory's own") \
+  KEY(data, sampling,               DataSampling, DataSampling::Iid,     kAny,        "iid: every rank samples the whole train split (a stream per seed and rank); contiguous: rank k only its k-th 1/K (non-IID)") \
+  KEY(data, synthetic_train_tokens, int64_t,      2000000,               at_least(1), "training tokens of the synthetic corpus") \
+  KEY(data, synthetic_val_tokens,   int64_t,      100000,                at_least(1), "validation tokens of the synthetic corpus") \
+  KEY(data, synthetic_order,        int,          1,                     at_least(1), "the synthetic corpus's Markov order") \
+  KEY(data, synthetic_support,      int,          16,                    at_least(2), "next tokens possible after each context in the synthetic corpus (<= model.vocab)")
+
+#define PPU_TRAIN_KEYS(KEY) \
+  KEY(train, steps,        int64_t,  1000,        at_least(1), "inner steps per rank") \
+  KEY(train, seed,         uint64_t, 0,           kAny,        "seeds the initial parameters and every rank's data stream") \
+  KEY(train, eval_every,   int,      100,         at_least(0), "inner steps between evaluations of the global parameters; 0 = only at the end") \
+  KEY(train, eval_batches, int,      8,           at_least(1), "validation batches per evaluation") \
+  KEY(train, log_every,    int,      10,          at_least(1), "inner steps between log lines") \
+  KEY(train, threads,      int,      0,           at_least(0), "intra-op compute threads; 0 = LibTorch's default") \
+  KEY(train, device,       Device,   Device::Cpu, kAny,        "where the model runs") \
+  KEY(train, dtype,        Dtype,    Dtype::Fp32, kAny,        "compute precision; bf16 keeps fp32 masters of the trainable slices (section 3.1)") \
+  KEY(train, recompute,    bool,     false,       kAny,        "recompute each block's activations in the backward pass")
+
+#define PPU_CHECKPOINT_KEYS(KEY) \
+  KEY(checkpoint, dir,                    std::string, "",    kAny,        "checkpoint directory; empty = none. PPU_CHECKPOINT_DIR overrides it (pods: /checkpoints)") \
+  KEY(checkpoint, every_rounds,           int,         1,     at_least(1), "outer rounds between checkpoints") \
+  KEY(checkpoint, keep,                   int,         3,     at_least(1), "checkpoints kept; older ones are deleted") \
+  KEY(checkpoint, start_over_if_unusable, bool,        false, kAny,        "every checkpoint in dir unusable: false stops with exit 4 naming each; true trains from step 0 and replaces them")
+
+#define PPU_METRICS_KEYS(KEY) \
+  KEY(metrics, port, int, 0, closed(0, 65535), "Prometheus /metrics port of rank 0; 0 = off. PPU_METRICS_PORT overrides it (pods: spec.metricsPort)")
+
+#define PPU_NETWORK_KEYS(KEY) \
+  KEY(network, bandwidth_gb_per_s, double,     0,                at_least(0), "ppu-plan's per-link bandwidth in GB/s; 0 = unlimited") \
+  KEY(network, timeout_s,          double,     300,              above(0),    "collective and rendezvous timeout in seconds") \
+  KEY(network, message_bytes,      double,     0,                at_least(0), "ppu-plan: bytes per sync instead of the model's; 0 = the model's") \
+  KEY(network, collective,         Collective, Collective::Ring, kAny,        "all-reduce schedule: ring (reduce-scatter + all-gather) or direct")
+
+// Every section list in file order (the order of to_yaml, the CRD and docs/CONFIG.md).
+#define PPU_SECTION_KEYS(KEY) \
+  PPU_SLICING_KEYS(KEY) PPU_INNER_KEYS(KEY) PPU_OUTER_KEYS(KEY) PPU_DATA_KEYS(KEY) PPU_TRAIN_KEYS(KEY) \
+  PPU_CHECKPOINT_KEYS(KEY) PPU_METRICS_KEYS(KEY) PPU_NETWORK_KEYS(KEY)
+// clang-format on
