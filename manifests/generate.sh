@@ -10,7 +10,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HELM="${HELM:-$("$ROOT/scripts/build-helm.sh" | tail -1)}"
 NS=ppu-system
-tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
 
 "$HELM" template ppu-operator "$ROOT/charts/ppu-operator" --namespace "$NS" \
   --set crds.install=false --set dashboards.enabled=false >"$tmp/all.yaml"
@@ -56,9 +57,12 @@ NS
 
 rc=0
 for f in operator/namespace.yaml rbac/serviceaccount.yaml rbac/rbac.yaml operator/deployment.yaml operator/service.yaml \
-         operator/networkpolicy.yaml; do
+  operator/networkpolicy.yaml; do
   if [[ "${1:-}" == "--check" ]]; then
-    cmp -s "$tmp/$f" "$ROOT/manifests/$f" || { echo "out of date: manifests/$f (run manifests/generate.sh)" >&2; rc=1; }
+    cmp -s "$tmp/$f" "$ROOT/manifests/$f" || {
+      echo "out of date: manifests/$f (run manifests/generate.sh)" >&2
+      rc=1
+    }
   else
     cp "$tmp/$f" "$ROOT/manifests/$f"
   fi

@@ -24,7 +24,10 @@ fi
 for t in debootstrap podman; do
   command -v "$t" >/dev/null || ppu_die build-base-image "$t not found (bash scripts/cluster.sh deps)"
 done
-if [[ $FORCE == 0 ]] && podman image exists "$NAME"; then echo "$NAME"; exit 0; fi
+if [[ $FORCE == 0 ]] && podman image exists "$NAME"; then
+  echo "$NAME"
+  exit 0
+fi
 
 # The archive apt already uses: deb822 .sources (URIs:) or one-line sources.list (deb URL bookworm).
 mirror() {
@@ -64,11 +67,11 @@ if [[ $FORCE == 1 || ! -s "$CACHE" ]]; then
     sh -c 'apt-get update -qq && apt-get dist-upgrade -y -qq && apt-get clean' >&2
   umount "$rootfs/dev" "$rootfs/proc"
   rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/log/*.log \
-         "$rootfs"/tmp/* "$rootfs"/var/tmp/*
+    "$rootfs"/tmp/* "$rootfs"/var/tmp/*
   : >"$rootfs/etc/machine-id"
   tar --numeric-owner --xattrs -C "$rootfs" -cf "$CACHE.tmp" .
   mv "$CACHE.tmp" "$CACHE"
-  echo "build-base-image: rootfs made in $(( $(date +%s) - start )) s ($(du -h "$CACHE" | cut -f1))" >&2
+  echo "build-base-image: rootfs made in $(($(date +%s) - start)) s ($(du -h "$CACHE" | cut -f1))" >&2
 fi
 podman import --change 'CMD ["/bin/bash"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --message "Debian bookworm minbase (debootstrap), scripts/build-base-image.sh" "$CACHE" "$NAME" >&2

@@ -45,21 +45,21 @@ ppu_lock "$OUT/.lock"
 LDFLAGS="$(ppu_kube_ldflags "$VERSION")"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 
-build() {  # build NAME DIR PKG LDFLAGS
+build() { # build NAME DIR PKG LDFLAGS
   local name="$1" dir="$2" pkg="$3" ldflags="$4" start
   if [[ $FORCE == 0 && -x "$OUT/$name" ]]; then return 0; fi
   start=$(date +%s)
   echo "build-cluster-tools: building $name into $OUT (first time takes many minutes)" >&2
   (cd "$dir" && nice "$GO" build -trimpath -ldflags "$ldflags" -o "$OUT/$name.tmp" "$pkg")
   mv "$OUT/$name.tmp" "$OUT/$name"
-  echo "build-cluster-tools: $name built in $(( $(date +%s) - start )) s" >&2
+  echo "build-cluster-tools: $name built in $(($(date +%s) - start)) s" >&2
 }
 for tool in kubelet kube-scheduler kube-controller-manager; do
   build "$tool" "$K8SMOD" "k8s.io/kubernetes/cmd/$tool" "$LDFLAGS"
 done
 build coredns "$DNSMOD" . "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$DNSVERSION"
 if [[ $PROM == 1 ]]; then
-  PROMVERSION="$(ppu_modver "$PROMMOD" github.com/prometheus/prometheus)"   # v0.X.Y = Prometheus 2.X.Y
+  PROMVERSION="$(ppu_modver "$PROMMOD" github.com/prometheus/prometheus)" # v0.X.Y = Prometheus 2.X.Y
   build prometheus "$PROMMOD" github.com/prometheus/prometheus/cmd/prometheus \
     "-s -w -X github.com/prometheus/common/version.Version=2.${PROMVERSION#v0.}"
 fi

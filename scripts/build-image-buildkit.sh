@@ -14,18 +14,38 @@
 # Prints the build time and the image size, and "PASS buildkit-image" last. Needs root.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VARIANT=cpu; EXTRA=()
+VARIANT=cpu
+EXTRA=()
 while (($#)); do
   case "$1" in
-    --variant) VARIANT="${2:?--variant needs cpu or cuda}"; shift 2 ;;
-    --no-cache) EXTRA+=(--no-cache); shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-    *) echo "build-image-buildkit: unknown flag '$1' (try --help)" >&2; exit 2 ;;
+    --variant)
+      VARIANT="${2:?--variant needs cpu or cuda}"
+      shift 2
+      ;;
+    --no-cache)
+      EXTRA+=(--no-cache)
+      shift
+      ;;
+    -h | --help)
+      sed -n '2,15p' "$0"
+      exit 0
+      ;;
+    *)
+      echo "build-image-buildkit: unknown flag '$1' (try --help)" >&2
+      exit 2
+      ;;
   esac
 done
-case "$VARIANT" in cpu|cuda) ;; *) echo "build-image-buildkit: --variant must be cpu or cuda, got '$VARIANT'" >&2; exit 2 ;; esac
+case "$VARIANT" in cpu | cuda) ;; *)
+  echo "build-image-buildkit: --variant must be cpu or cuda, got '$VARIANT'" >&2
+  exit 2
+  ;;
+esac
 log() { echo "build-image-buildkit: $*" >&2; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
 [[ $(id -u) -eq 0 ]] || fail "needs root (it starts a private dockerd)"
 
 # Debian's engine and its own client: a newer CLI (e.g. Docker 23+) sends `docker build` to the
@@ -48,7 +68,10 @@ DPID=""
 cleanup() {
   if [[ -n "$DPID" ]] && kill -0 "$DPID" 2>/dev/null; then
     kill -TERM "$DPID"
-    for _ in $(seq 60); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.5; done
+    for _ in $(seq 60); do
+      kill -0 "$DPID" 2>/dev/null || break
+      sleep 0.5
+    done
     kill -KILL "$DPID" 2>/dev/null || true
   fi
   # dockerd unmounts its overlays on a clean stop; anything left (a killed daemon) goes here.
@@ -58,8 +81,15 @@ cleanup() {
 trap cleanup EXIT
 
 # Rlimits within the caller's hard limits (root cannot raise them in some VMs).
-lim() { local h; h="$(ulimit -H "$1")"; [[ "$h" == unlimited ]] && h="$2"; (( h > $2 )) && h="$2"; echo "$h"; }
-NOFILE="$(lim -n 16384)"; NPROC="$(lim -u 16384)"
+lim() {
+  local h
+  h="$(ulimit -H "$1")"
+  [[ "$h" == unlimited ]] && h="$2"
+  ((h > $2)) && h="$2"
+  echo "$h"
+}
+NOFILE="$(lim -n 16384)"
+NPROC="$(lim -u 16384)"
 log "dockerd $(/usr/sbin/dockerd --version | awk '{print $3}' | tr -d ,) in $STATE (no bridge, no iptables)"
 /usr/sbin/dockerd --host "$SOCK" --data-root "$STATE/data" --exec-root "$STATE/exec" \
   --pidfile "$STATE/run/docker.pid" --bridge=none --iptables=false --ip6tables=false --ip-forward=false \
@@ -68,8 +98,15 @@ log "dockerd $(/usr/sbin/dockerd --version | awk '{print $3}' | tr -d ,) in $STA
   >"$STATE/run/dockerd.log" 2>&1 &
 DPID=$!
 export DOCKER_HOST="$SOCK"
-for _ in $(seq 120); do "$DOCKER" version >/dev/null 2>&1 && break; kill -0 "$DPID" 2>/dev/null || break; sleep 0.5; done
-"$DOCKER" version >/dev/null 2>&1 || { tail -20 "$STATE/run/dockerd.log" >&2; fail "dockerd did not start"; }
+for _ in $(seq 120); do
+  "$DOCKER" version >/dev/null 2>&1 && break
+  kill -0 "$DPID" 2>/dev/null || break
+  sleep 0.5
+done
+"$DOCKER" version >/dev/null 2>&1 || {
+  tail -20 "$STATE/run/dockerd.log" >&2
+  fail "dockerd did not start"
+}
 
 BASE=localhost/ppu-debian:bookworm
 "$DOCKER" import --change 'CMD ["/bin/bash"]' \
@@ -81,10 +118,13 @@ start=$(date +%s)
 DOCKER_BUILDKIT=1 nice "$DOCKER" build --progress=plain --network=host \
   --build-arg "DEBIAN=$BASE" --build-arg "VARIANT=$VARIANT" "${EXTRA[@]}" \
   -t "$TAG" -f "$ROOT/Dockerfile" "$ROOT" >"$STATE/run/build.log" 2>&1 \
-  || { tail -40 "$STATE/run/build.log" >&2; fail "DOCKER_BUILDKIT=1 docker build failed"; }
-secs=$(( $(date +%s) - start ))
+  || {
+    tail -40 "$STATE/run/build.log" >&2
+    fail "DOCKER_BUILDKIT=1 docker build failed"
+  }
+secs=$(($(date +%s) - start))
 grep -q '^#[0-9]' "$STATE/run/build.log" || fail "the build log has no BuildKit steps (the legacy builder ran?)"
-size=$(( $("$DOCKER" image inspect --format '{{.Size}}' "$TAG") / 1000000 ))
+size=$(($("$DOCKER" image inspect --format '{{.Size}}' "$TAG") / 1000000))
 log "$TAG built with BuildKit in $secs s; size $size MB"
 
 user="$("$DOCKER" image inspect --format '{{.Config.User}}' "$TAG")"

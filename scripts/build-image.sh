@@ -14,23 +14,58 @@
 # Prints the image name on its last line.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-TAG=localhost/ppu:dev; VARIANT=cpu; SAVE=""; EXTRA=()
+TAG=localhost/ppu:dev
+VARIANT=cpu
+SAVE=""
+EXTRA=()
 while (($#)); do
   case "$1" in
-    --tag) TAG="${2:?--tag needs a value}"; shift 2 ;;
-    --variant) VARIANT="${2:?--variant needs cpu or cuda}"; shift 2 ;;
-    --save) SAVE="${2:?--save needs a file}"; shift 2 ;;
-    --no-cache) EXTRA+=(--no-cache); shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
-    *) echo "build-image: unknown flag '$1' (try --help)" >&2; exit 2 ;;
+    --tag)
+      TAG="${2:?--tag needs a value}"
+      shift 2
+      ;;
+    --variant)
+      VARIANT="${2:?--variant needs cpu or cuda}"
+      shift 2
+      ;;
+    --save)
+      SAVE="${2:?--save needs a file}"
+      shift 2
+      ;;
+    --no-cache)
+      EXTRA+=(--no-cache)
+      shift
+      ;;
+    -h | --help)
+      sed -n '2,14p' "$0"
+      exit 0
+      ;;
+    *)
+      echo "build-image: unknown flag '$1' (try --help)" >&2
+      exit 2
+      ;;
   esac
 done
-case "$VARIANT" in cpu|cuda) ;; *) echo "build-image: --variant must be cpu or cuda, got '$VARIANT'" >&2; exit 2 ;; esac
-command -v podman >/dev/null || { echo "build-image: podman not found (bash scripts/cluster.sh deps)" >&2; exit 1; }
+case "$VARIANT" in cpu | cuda) ;; *)
+  echo "build-image: --variant must be cpu or cuda, got '$VARIANT'" >&2
+  exit 2
+  ;;
+esac
+command -v podman >/dev/null || {
+  echo "build-image: podman not found (bash scripts/cluster.sh deps)" >&2
+  exit 1
+}
 
 # A value for each rlimit that root can certainly set: at most the current hard limit.
-lim() { local h; h="$(ulimit -H "$1")"; [[ "$h" == unlimited ]] && h="$2"; (( h > $2 )) && h="$2"; echo "$h"; }
-NOFILE="$(lim -n 16384)"; NPROC="$(lim -u 16384)"
+lim() {
+  local h
+  h="$(ulimit -H "$1")"
+  [[ "$h" == unlimited ]] && h="$2"
+  ((h > $2)) && h="$2"
+  echo "$h"
+}
+NOFILE="$(lim -n 16384)"
+NPROC="$(lim -u 16384)"
 
 BASE="$("$ROOT/scripts/build-base-image.sh" | tail -1)"
 start=$(date +%s)
@@ -38,9 +73,9 @@ nice podman build --pull=never --layers --format docker --network=host \
   --ulimit "nofile=$NOFILE:$NOFILE" --ulimit "nproc=$NPROC:$NPROC" \
   --build-arg "DEBIAN=$BASE" --build-arg "VARIANT=$VARIANT" \
   "${EXTRA[@]}" -t "$TAG" -f "$ROOT/Dockerfile" "$ROOT" >&2
-secs=$(( $(date +%s) - start ))
+secs=$(($(date +%s) - start))
 size="$(podman image inspect --format '{{.Size}}' "$TAG")"
-echo "build-image: $TAG built in $secs s; size $(( size / 1000000 )) MB (base $(( $(podman image inspect --format '{{.Size}}' "$BASE") / 1000000 )) MB)" >&2
+echo "build-image: $TAG built in $secs s; size $((size / 1000000)) MB (base $(($(podman image inspect --format '{{.Size}}' "$BASE") / 1000000)) MB)" >&2
 if [[ -n "$SAVE" ]]; then
   rm -f "$SAVE"
   podman save --format docker-archive -o "$SAVE" "$TAG"

@@ -10,11 +10,20 @@ fix=0
 case "${1:-}" in
   "") ;;
   --fix) fix=1 ;;
-  *) echo "check-format: unknown flag '$1' (use --fix)" >&2; exit 2 ;;
+  *)
+    echo "check-format: unknown flag '$1' (use --fix)" >&2
+    exit 2
+    ;;
 esac
-command -v clang-format >/dev/null || { echo "check-format: FAIL: clang-format not found (install-deps.sh --test)"; exit 1; }
+command -v clang-format >/dev/null || {
+  echo "check-format: FAIL: clang-format not found (install-deps.sh --test)"
+  exit 1
+}
 mapfile -t files < <(git ls-files -- '*.c' '*.cc' '*.cpp' '*.cxx' '*.h' '*.hpp')
-((${#files[@]})) || { echo "check-format: FAIL: no C/C++ files found (not a git checkout?)"; exit 1; }
+((${#files[@]})) || {
+  echo "check-format: FAIL: no C/C++ files found (not a git checkout?)"
+  exit 1
+}
 if ((fix)); then
   clang-format -i "${files[@]}"
   echo "check-format: formatted ${#files[@]} files"

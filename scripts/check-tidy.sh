@@ -11,12 +11,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:?usage: check-tidy.sh BUILD_DIR}"
-[[ -f "$build/compile_commands.json" ]] || { echo "check-tidy: FAIL: no $build/compile_commands.json"; exit 1; }
+[[ -f "$build/compile_commands.json" ]] || {
+  echo "check-tidy: FAIL: no $build/compile_commands.json"
+  exit 1
+}
 tidy="$(command -v clang-tidy || true)"
-[[ -n "$tidy" ]] || { echo "check-tidy: FAIL: clang-tidy not found (install-deps.sh --test)"; exit 1; }
+[[ -n "$tidy" ]] || {
+  echo "check-tidy: FAIL: clang-tidy not found (install-deps.sh --test)"
+  exit 1
+}
 mapfile -t files < <(git ls-files -- 'runtime/core/*.cpp' 'runtime/common/*.cpp' 'runtime/data/*.cpp' \
-                                     'runtime/launch/*.cpp' 'operator/src/*.cpp')
-((${#files[@]})) || { echo "check-tidy: FAIL: no sources found"; exit 1; }
+  'runtime/launch/*.cpp' 'operator/src/*.cpp')
+((${#files[@]})) || {
+  echo "check-tidy: FAIL: no sources found"
+  exit 1
+}
 torch_globs=('runtime/engine/*.cpp' 'runtime/export/*.cpp' 'bench/*.cpp' 'tests/runtime/*.cpp')
 if [[ "${PPU_TIDY_ALL:-0}" == 1 ]]; then
   mapfile -t -O "${#files[@]}" files < <(git ls-files -- "${torch_globs[@]}")

@@ -38,23 +38,39 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-e2e}"
 export PPU_CLUSTER_PORT="${PPU_CLUSTER_PORT:-16445}"
-KEEP=0; REBUILD=0
+KEEP=0
+REBUILD=0
 for a in "$@"; do
   case "$a" in
     --keep) KEEP=1 ;;
     --rebuild-image) REBUILD=1 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
-    *) echo "cluster-e2e: unknown flag '$a' (try --help)" >&2; exit 2 ;;
+    -h | --help)
+      sed -n '2,32p' "$0"
+      exit 0
+      ;;
+    *)
+      echo "cluster-e2e: unknown flag '$a' (try --help)" >&2
+      exit 2
+      ;;
   esac
 done
 CL="$ROOT/scripts/cluster.sh"
-IMAGE="${PPU_IMAGE:-localhost/ppu:dev}"   # a podman image; built by scripts/build-image.sh if missing
+IMAGE="${PPU_IMAGE:-localhost/ppu:dev}" # a podman image; built by scripts/build-image.sh if missing
 NS=ppu-e2e
 OPNS=ppu-system
-T0=$(date +%s); TP=$T0
-say() { echo "[cluster-e2e +$(( $(date +%s) - T0 ))s] $*"; }
-die() { echo "FAIL: $*" >&2; exit 1; }
-phase() { local now; now=$(date +%s); echo "[cluster-e2e] phase '$1' took $(( now - TP )) s"; TP=$now; }
+T0=$(date +%s)
+TP=$T0
+say() { echo "[cluster-e2e +$(($(date +%s) - T0))s] $*"; }
+die() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+phase() {
+  local now
+  now=$(date +%s)
+  echo "[cluster-e2e] phase '$1' took $((now - TP)) s"
+  TP=$now
+}
 
 # ---- prerequisites: Debian packages, tools, image, cluster -----------------------------------
 [[ $(id -u) == 0 ]] || die "needs root (containerd, namespaces, cgroups)"
@@ -69,7 +85,10 @@ phase image
 PROM_PID=""
 cleanup() {
   local rc=$?
-  if [[ -n "$PROM_PID" ]]; then kill "$PROM_PID" 2>/dev/null || true; wait "$PROM_PID" 2>/dev/null || true; fi
+  if [[ -n "$PROM_PID" ]]; then
+    kill "$PROM_PID" 2>/dev/null || true
+    wait "$PROM_PID" 2>/dev/null || true
+  fi
   if ((rc != 0)) && [[ -f "$PPU_CLUSTER_DIR/kubeconfig" ]]; then
     echo "--- state at failure" >&2
     kubectl get ppj,pods,pvc -A -o wide >&2 2>/dev/null || true
@@ -84,9 +103,9 @@ cleanup() {
 }
 trap cleanup EXIT
 [[ -f "$PPU_CLUSTER_DIR/holder.pid" ]] && bash "$CL" down
-# shellcheck disable=SC2046
 eval "$(bash "$CL" up | tail -1)"
-source "$PPU_CLUSTER_DIR/env"   # TOOLS
+# shellcheck source=/dev/null # written by cluster.sh up: TOOLS
+source "$PPU_CLUSTER_DIR/env"
 kubectl() { "$TOOLS/kubectl" "$@"; }
 phase "cluster up"
 # Also under the samples' image name, so that a sample applied as shipped finds it (step 6).
@@ -111,7 +130,7 @@ phase "helm install"
 # ---- 2. a PPUJob in a restricted namespace ----------------------------------------------------
 kubectl create namespace "$NS" >/dev/null
 kubectl label namespace "$NS" pod-security.kubernetes.io/enforce=restricted >/dev/null
-job() {  # job NAME CLAIM STEPS: the cpu-tiny sample on our image and a PersistentVolumeClaim
+job() { # job NAME CLAIM STEPS: the cpu-tiny sample on our image and a PersistentVolumeClaim
   cat <<EOF
 apiVersion: v1
 kind: PersistentVolumeClaim
@@ -138,12 +157,13 @@ EOF
   # spec.training: the sample's, longer so that a kill lands mid-run.
   sed -n '/^  training:/,$p' "$ROOT/manifests/samples/cpu-tiny.yaml" | sed "s/steps: 200,/steps: $3,/"
 }
-pv_dir() {  # host directory of the PersistentVolume bound to claim $1
-  local pv; pv="$(kubectl -n "$NS" get pvc "$1" -o jsonpath='{.spec.volumeName}')"
+pv_dir() { # host directory of the PersistentVolume bound to claim $1
+  local pv
+  pv="$(kubectl -n "$NS" get pvc "$1" -o jsonpath='{.spec.volumeName}')"
   kubectl get pv "$pv" -o jsonpath='{.spec.hostPath.path}'
 }
 ppj() { kubectl -n "$NS" get ppj "$1" -o jsonpath="{.status.$2}"; }
-wait_phase() {  # wait_phase JOB PHASE SECONDS
+wait_phase() { # wait_phase JOB PHASE SECONDS
   local i p
   for ((i = 0; i < $3; i += 2)); do
     p="$(ppj "$1" phase)"
@@ -193,7 +213,8 @@ metadata: {name: ppu-e2e-prometheus}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ppu-e2e-prometheus}
 subjects: [{kind: ServiceAccount, name: prometheus, namespace: $OPNS}]
 EOF
-PW="$PPU_CLUSTER_DIR/prometheus"; mkdir -p "$PW"
+PW="$PPU_CLUSTER_DIR/prometheus"
+mkdir -p "$PW"
 kubectl -n "$OPNS" create token prometheus --duration=2h >"$PW/token"
 cp "$PPU_CLUSTER_DIR/pki/ca.crt" "$PW/ca.crt"
 cat >"$PW/prometheus.yml" <<EOF
@@ -243,7 +264,7 @@ say "kubectl get ppj ref: $line"
 
 wait_phase ref Succeeded 900
 REFDIR="$(pv_dir ckpt-ref)"
-summary_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }  # FILE KEY
+summary_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; } # FILE KEY
 checksum() { summary_field "$1" param_checksum; }
 REF_SUM="$(checksum "$REFDIR/summary-rank-0.json")"
 for r in 1 2 3; do [[ "$(checksum "$REFDIR/summary-rank-$r.json")" == "$REF_SUM" ]] || die "ref ranks disagree on param_checksum"; done
@@ -252,16 +273,18 @@ say "ref Succeeded, param_checksum $REF_SUM on all 4 ranks"
 # the last scrape is long over, against what rank 0's summary on the volume says.
 sleep 20
 field() { summary_field "$REFDIR/summary-rank-0.json" "$1"; }
-REPORTED='conditions[?(@.type=="ResultReported")].status'  # ppj JOB "$REPORTED": the condition's status
-[[ "$(ppj ref "$REPORTED")" == True ]] ||
-  die "ref: condition ResultReported is not True: $(kubectl -n "$NS" get ppj ref -o jsonpath='{.status.conditions}')"
-st_round="$(ppj ref outerRound)"; st_ppl="$(ppj ref perplexity)"; st_ckpt="$(ppj ref lastCheckpointRound)"
-[[ "$st_round" == "$(field outer_rounds)" && "$st_round" == "$ROUNDS" ]] ||
-  die "ref: status.outerRound '$st_round', the ranks ended at round $(field outer_rounds) of $ROUNDS"
+REPORTED='conditions[?(@.type=="ResultReported")].status' # ppj JOB "$REPORTED": the condition's status
+[[ "$(ppj ref "$REPORTED")" == True ]] \
+  || die "ref: condition ResultReported is not True: $(kubectl -n "$NS" get ppj ref -o jsonpath='{.status.conditions}')"
+st_round="$(ppj ref outerRound)"
+st_ppl="$(ppj ref perplexity)"
+st_ckpt="$(ppj ref lastCheckpointRound)"
+[[ "$st_round" == "$(field outer_rounds)" && "$st_round" == "$ROUNDS" ]] \
+  || die "ref: status.outerRound '$st_round', the ranks ended at round $(field outer_rounds) of $ROUNDS"
 python3 -c 'import sys; sys.exit(abs(float(sys.argv[1]) - float(sys.argv[2])) > 5e-4 + 1e-9 * float(sys.argv[2]))' \
   "${st_ppl:-nan}" "$(field eval_perplexity)" || die "ref: status.perplexity '$st_ppl' is not the ranks' final $(field eval_perplexity)"
-[[ "$st_ckpt" == "$(field last_checkpoint_round)" ]] ||
-  die "ref: status.lastCheckpointRound '$st_ckpt', the ranks' last written $(field last_checkpoint_round)"
+[[ "$st_ckpt" == "$(field last_checkpoint_round)" ]] \
+  || die "ref: status.lastCheckpointRound '$st_ckpt', the ranks' last written $(field last_checkpoint_round)"
 say "ref's final status is the ranks' result: round $st_round, perplexity $st_ppl, checkpoint round $st_ckpt"
 phase "uninterrupted job"
 
@@ -270,7 +293,9 @@ job kill ckpt-kill "$STEPS" | kubectl apply -f - >/dev/null
 wait_phase kill Running 240
 KDIR="$(pv_dir ckpt-kill)"
 for ((i = 0; i < 600; i++)); do
-  r="$(ppj kill outerRound)"; [[ "$r" =~ ^[0-9]+$ && "$r" -ge $((ROUNDS / 3)) ]] && break; sleep 1
+  r="$(ppj kill outerRound)"
+  [[ "$r" =~ ^[0-9]+$ && "$r" -ge $((ROUNDS / 3)) ]] && break
+  sleep 1
 done
 [[ "$r" =~ ^[0-9]+$ && "$r" -ge $((ROUNDS / 3)) ]] || die "kill job never reached round $((ROUNDS / 3)) (at '$r')"
 [[ "$(ppj kill phase)" == Running ]] || die "kill job finished before the kill (round $r)"
@@ -280,13 +305,16 @@ CID="${CID#containerd://}"
 bash "$CL" netns ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks kill -s SIGKILL "$CID"
 say "killed rank 1's container $CID (status at round $r)"
 for ((i = 0; i < 240; i++)); do
-  rc="$(ppj kill restartCount)"; [[ "$rc" =~ ^[0-9]+$ && "$rc" -ge 1 ]] && break; sleep 1
+  rc="$(ppj kill restartCount)"
+  [[ "$rc" =~ ^[0-9]+$ && "$rc" -ge 1 ]] && break
+  sleep 1
 done
 [[ "$rc" -ge 1 ]] || die "no gang restart after the kill (restartCount '$rc')"
 say "gang restart ($rc)"
 for ((i = 0; i < 240; i++)); do
   resumed="$(kubectl -n "$NS" logs -l ppu.dev/job=kill,ppu.dev/rank=0 --tail=-1 2>/dev/null | grep -m1 'resumed from' || true)"
-  [[ -n "$resumed" ]] && break; sleep 1
+  [[ -n "$resumed" ]] && break
+  sleep 1
 done
 [[ -n "$resumed" ]] || die "the restarted rank 0 never logged 'resumed from' a checkpoint"
 say "restarted rank 0: ${resumed#*] }"
@@ -314,7 +342,9 @@ reported="$(NS=default ppj cpu-tiny "$REPORTED")"
 [[ "$reported" == True ]] || die "cpu-tiny: condition ResultReported is '$reported', not True"
 LAUNCH="${PPU_BUILD:-$ROOT/build}/runtime/launch/ppu-launch"
 [[ -x "$LAUNCH" ]] || die "$LAUNCH not built (scripts/build.sh build, or set PPU_BUILD): step 6 compares with a local run"
-LOCAL="$PPU_CLUSTER_DIR/cpu-tiny-local"; rm -rf "$LOCAL"; mkdir -p "$LOCAL"
+LOCAL="$PPU_CLUSTER_DIR/cpu-tiny-local"
+rm -rf "$LOCAL"
+mkdir -p "$LOCAL"
 python3 -c 'import sys, yaml
 t = yaml.safe_load(open(sys.argv[1]))["spec"]["training"]; t["ranks"] = 4
 yaml.safe_dump(t, open(sys.argv[2], "w"))' "$ROOT/manifests/samples/cpu-tiny.yaml" "$LOCAL/training.yaml"
@@ -322,12 +352,13 @@ yaml.safe_dump(t, open(sys.argv[2], "w"))' "$ROOT/manifests/samples/cpu-tiny.yam
   >"$LOCAL/run.log" 2>&1 || die "the local run of cpu-tiny's training section failed: $(tail -3 "$LOCAL/run.log")"
 loc() { summary_field "$LOCAL/rank-0.json" "$1"; }
 loc_ppl="$(python3 -c 'import sys; print("%.3f" % float(sys.argv[1]))' "$(loc eval_perplexity)")"
-st_round="$(NS=default ppj cpu-tiny outerRound)"; st_ppl="$(NS=default ppj cpu-tiny perplexity)"
+st_round="$(NS=default ppj cpu-tiny outerRound)"
+st_ppl="$(NS=default ppj cpu-tiny perplexity)"
 st_ckpt="$(NS=default ppj cpu-tiny lastCheckpointRound)"
 [[ "$st_round" == "$(loc outer_rounds)" ]] || die "cpu-tiny: status.outerRound '$st_round', the local run ends at round $(loc outer_rounds)"
 [[ "$st_ppl" == "$loc_ppl" ]] || die "cpu-tiny: status.perplexity '$st_ppl', the local run ends at $loc_ppl"
-[[ "$st_ckpt" == "$(loc last_checkpoint_round)" ]] ||
-  die "cpu-tiny: status.lastCheckpointRound '$st_ckpt', the local run's last is $(loc last_checkpoint_round)"
+[[ "$st_ckpt" == "$(loc last_checkpoint_round)" ]] \
+  || die "cpu-tiny: status.lastCheckpointRound '$st_ckpt', the local run's last is $(loc last_checkpoint_round)"
 st_sum="$(kubectl get ppj cpu-tiny -o jsonpath='{.status.result.parameterChecksum}')"
 say "cpu-tiny's final status is the run's result: round $st_round, perplexity $st_ppl, checkpoint round $st_ckpt, as ppu-launch here (parameter checksum in the cluster $st_sum, here $(loc param_checksum))"
 kubectl delete -f "$ROOT/manifests/samples/cpu-tiny.yaml" --wait=true >/dev/null
@@ -358,7 +389,10 @@ x_last="$(NS=default ppj "$XJOB" lastCheckpointRound)"
 say "$XJOB exported: $(exported message)"
 # Deleting the job takes its export Job with it (garbage collection), never the model on the claim.
 kubectl delete ppj "$XJOB" --wait=true >/dev/null
-for ((i = 0; i < 60; i++)); do kubectl get job "$XJOB-export" >/dev/null 2>&1 || break; sleep 1; done
+for ((i = 0; i < 60; i++)); do
+  kubectl get job "$XJOB-export" >/dev/null 2>&1 || break
+  sleep 1
+done
 kubectl get job "$XJOB-export" >/dev/null 2>&1 && die "Job $XJOB-export outlived its PPUJob"
 # A pod that mounts the claim read-only, as a model server would, under the restricted profile.
 kubectl apply -f - >/dev/null <<MANIFEST
@@ -398,4 +432,4 @@ phase "export sample: the model on the volume"
 
 "$HELM" uninstall ppu-operator -n "$OPNS" >/dev/null
 phase "helm uninstall"
-echo "cluster-e2e: all checks passed in $(( $(date +%s) - T0 )) s"
+echo "cluster-e2e: all checks passed in $(($(date +%s) - T0)) s"

@@ -51,7 +51,7 @@ SERVICE_CIDR=10.96.0.0/24
 POD_CIDR=10.244.0.0/24
 PAUSE_IMAGE=localhost/ppu-pause:1
 DEBS=(containerd runc containernetworking-plugins podman buildah debootstrap socat openssl etcd-server
-      iproute2 util-linux curl)
+  iproute2 util-linux curl)
 SYS_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 usage() { sed -n '2,30p' "$0"; }
@@ -78,9 +78,11 @@ cmd_up() {
     command -v "$t" >/dev/null || die "$t not found (bash scripts/cluster.sh deps)"
   done
   [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local ]] || die "CNI plugins missing (bash scripts/cluster.sh deps)"
-  local t0; t0=$(date +%s)
+  local t0
+  t0=$(date +%s)
   TOOLS="$("$ROOT/scripts/build-cluster-tools.sh" | tail -1)"
-  local t_tools=$(( $(date +%s) - t0 ))
+  local t_tools
+  t_tools=$(($(date +%s) - t0))
   mkdir -p "$DIR"/{log,run,etcd,kubelet,containerd,images,volumes}
   echo "TOOLS=$TOOLS" >"$DIR/env"
   pki
@@ -94,39 +96,22 @@ cmd_up() {
   start_containerd
   start_kubelet
   start_addons
-  log "ready in $(( $(date +%s) - t0 )) s (tools ${t_tools} s); logs in $DIR/log"
+  log "ready in $(($(date +%s) - t0)) s (tools ${t_tools} s); logs in $DIR/log"
   echo "export KUBECONFIG=$DIR/kubeconfig"
 }
 
 cmd_status() {
-  [[ -f "$DIR/holder.pid" ]] && kill -0 "$(holder)" 2>/dev/null || { log "not running"; return 1; }
+  if [[ ! -f "$DIR/holder.pid" ]] || ! kill -0 "$(holder)" 2>/dev/null; then
+    log "not running"
+    return 1
+  fi
+  # shellcheck source=/dev/null # written by `up`: TOOLS
   source "$DIR/env"
-  node_ready || { log "node not Ready"; return 1; }
+  node_ready || {
+    log "node not Ready"
+    return 1
+  }
   log "running; export KUBECONFIG=$DIR/kubeconfig"
-}
-
-cmd_load_image() {
-  local image="${1:?load-image needs an image name}" aliases=() a
-  shift
-  while [[ $# -gt 0 ]]; do
-    [[ $1 == --as && $# -ge 2 ]] || die "load-image: expected '--as NAME', got '$*'"
-    aliases+=("$2")
-    shift 2
-  done
-  [[ -f "$DIR/holder.pid" ]] || die "no cluster (scripts/cluster.sh up)"
-  podman image exists "$image" || die "podman has no image '$image' (scripts/build-image.sh)"
-  local tar="$DIR/images/$(echo "$image" | tr '/:' '__').tar"
-  rm -f "$tar"
-  podman save --format docker-archive -o "$tar" "$image" 2>/dev/null
-  in_ns ctr -a "$DIR/run/containerd.sock" -n k8s.io images import "$tar" >&2
-  rm -f "$tar"
-  # podman names a local image localhost/NAME; containerd keeps that name.
-  local ref="$image"
-  [[ $ref == */* ]] || ref="localhost/$ref"
-  [[ $ref == *:* ]] || ref="$ref:latest"
-  for a in "${aliases[@]}"; do
-    in_ns ctr -a "$DIR/run/containerd.sock" -n k8s.io images tag --force "$ref" "$a" >&2
-  done
 }
 
 case "${1:-}" in
@@ -134,8 +119,18 @@ case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
-  load-image) shift; cmd_load_image "$@" ;;
-  netns) shift; [[ -f "$DIR/holder.pid" ]] || die "no cluster"; exec nsenter -t "$(holder)" -n -- "$@" ;;
-  -h|--help|"") usage; [[ -n "${1:-}" ]] ;;
+  load-image)
+    shift
+    cmd_load_image "$@"
+    ;;
+  netns)
+    shift
+    [[ -f "$DIR/holder.pid" ]] || die "no cluster"
+    exec nsenter -t "$(holder)" -n -- "$@"
+    ;;
+  -h | --help | "")
+    usage
+    [[ -n "${1:-}" ]]
+    ;;
   *) die "unknown command '$1' (try --help)" ;;
 esac

@@ -18,29 +18,58 @@ LAUNCH="$ROOT/build/runtime/launch/ppu-launch"
 OPERATOR="$ROOT/build/operator/ppu-operator"
 while (($#)); do
   case "$1" in
-    --train) TRAIN="$2"; shift 2 ;;
-    --launch) LAUNCH="$2"; shift 2 ;;
-    --operator) OPERATOR="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-    *) echo "e2e: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+    --train)
+      TRAIN="$2"
+      shift 2
+      ;;
+    --launch)
+      LAUNCH="$2"
+      shift 2
+      ;;
+    --operator)
+      OPERATOR="$2"
+      shift 2
+      ;;
+    -h | --help)
+      sed -n '2,16p' "$0"
+      exit 0
+      ;;
+    *)
+      echo "e2e: unknown argument '$1' (try --help)" >&2
+      exit 2
+      ;;
   esac
 done
-for b in "$TRAIN" "$LAUNCH" "$OPERATOR"; do [[ -x "$b" ]] || { echo "e2e: $b is not built" >&2; exit 1; }; done
-TRAIN="$(readlink -f "$TRAIN")"; LAUNCH="$(readlink -f "$LAUNCH")"; OPERATOR="$(readlink -f "$OPERATOR")"
+for b in "$TRAIN" "$LAUNCH" "$OPERATOR"; do [[ -x "$b" ]] || {
+  echo "e2e: $b is not built" >&2
+  exit 1
+}; done
+TRAIN="$(readlink -f "$TRAIN")"
+LAUNCH="$(readlink -f "$LAUNCH")"
+OPERATOR="$(readlink -f "$OPERATOR")"
 
-SEED="${E2E_SEED:-$RANDOM}"; RANDOM=$SEED
+SEED="${E2E_SEED:-$RANDOM}"
+RANDOM=$SEED
 W="$(mktemp -d /tmp/ppu-e2e.XXXXXX)"
-NS=default; JOB=e2e; K=2
+NS=default
+JOB=e2e
+K=2
 say() { echo "[e2e $(date +%H:%M:%S)] $*"; }
 die() {
   echo "[e2e] FAIL: $*" >&2
-  for f in "$W"/operator.log "$W"/agent.log; do [[ -f "$f" ]] && { echo "--- tail $f" >&2; tail -25 "$f" >&2; }; done
-  for f in "$W"/agent/$NS/$JOB/*.log; do [[ -f "$f" ]] && { echo "--- tail $f" >&2; tail -5 "$f" >&2; }; done
+  for f in "$W"/operator.log "$W"/agent.log; do [[ -f "$f" ]] && {
+    echo "--- tail $f" >&2
+    tail -25 "$f" >&2
+  }; done
+  for f in "$W/agent/$NS/$JOB"/*.log; do [[ -f "$f" ]] && {
+    echo "--- tail $f" >&2
+    tail -5 "$f" >&2
+  }; done
   exit 1
 }
 PIDS=()
 cleanup() {
-  for ((i=${#PIDS[@]}-1; i>=0; i--)); do kill "${PIDS[i]}" 2>/dev/null || true; done
+  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[i]}" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   "$ROOT/scripts/kube-test-env.sh" stop "$W/kube" >/dev/null 2>&1 || true
   if [[ "${E2E_KEEP:-0}" == 1 ]]; then echo "[e2e] kept $W"; else rm -rf "$W"; fi
@@ -51,6 +80,7 @@ say "seed $SEED, work dir $W"
 
 # 1. Control plane, and the operator installed the way a user would: the chart's manifests.
 "$ROOT/scripts/kube-test-env.sh" start "$W/kube" >/dev/null || die "kube-test-env did not start"
+# shellcheck source=/dev/null # written by kube-test-env.sh start
 source "$W/kube/env"
 K() { "$KUBECTL" --kubeconfig "$W/kube/kubeconfig" "$@"; }
 HELM="$("$ROOT/scripts/build-helm.sh" | tail -1)"
@@ -67,15 +97,20 @@ users: [{name: ppu-operator, user: {token: "$TOKEN"}}]
 contexts: [{name: test, context: {cluster: test, user: ppu-operator, namespace: ppu-system}}]
 current-context: test
 KC
-OP_METRICS=$(free_port); OP_HEALTH=$(free_port)
+OP_METRICS=$(free_port)
+OP_HEALTH=$(free_port)
 "$OPERATOR" --kubeconfig "$W/operator.kubeconfig" --metrics-addr "127.0.0.1:$OP_METRICS" \
   --health-addr "127.0.0.1:$OP_HEALTH" --scrape-interval 2s --restart-backoff 1s >"$W/operator.log" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$OP_HEALTH/readyz" >/dev/null && break; sleep 0.3; done
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$OP_HEALTH/readyz" >/dev/null && break
+  sleep 0.3
+done
 curl -sf "http://127.0.0.1:$OP_HEALTH/readyz" >/dev/null || die "operator not ready"
 say "operator ready (as system:serviceaccount:ppu-system:ppu-operator)"
 
-AGENT_ARGS=(); [[ "${E2E_NO_METRICS:-0}" == 1 ]] && AGENT_ARGS+=(--no-metrics)
+AGENT_ARGS=()
+[[ "${E2E_NO_METRICS:-0}" == 1 ]] && AGENT_ARGS+=(--no-metrics)
 python3 "$ROOT/tests/e2e/node_agent.py" --kube-dir "$W/kube" --work "$W/agent" \
   --bin-dir "$(dirname "$TRAIN")" "${AGENT_ARGS[@]}" >"$W/agent.log" 2>&1 &
 PIDS+=($!)
@@ -101,9 +136,13 @@ phase() { K get ppj "$JOB" -n $NS -o jsonpath='{.status.phase}' 2>/dev/null || t
 
 # 3. Kill one rank at a random moment after the first checkpoint is written.
 CKPT="$W/agent/$NS/$JOB/checkpoints"
-for _ in $(seq 1 600); do [[ -n "$(ls -A "$CKPT" 2>/dev/null)" ]] && break; sleep 0.2; done
+for _ in $(seq 1 600); do
+  [[ -n "$(ls -A "$CKPT" 2>/dev/null)" ]] && break
+  sleep 0.2
+done
 [[ -n "$(ls -A "$CKPT" 2>/dev/null)" ]] || die "no checkpoint written within 120 s"
-DELAY="$((RANDOM % 8)).$((RANDOM % 10))"; VICTIM=$((RANDOM % K))
+DELAY="$((RANDOM % 8)).$((RANDOM % 10))"
+VICTIM=$((RANDOM % K))
 sleep "$DELAY"
 [[ "$(phase)" == Running ]] || die "job is '$(phase)' before the kill: training too short to interrupt"
 PID="$(cat "$W/agent/pids/${NS}_$JOB-rank-$VICTIM.pid")"
@@ -112,7 +151,9 @@ say "killed rank $VICTIM (pid $PID) ${DELAY}s after the first checkpoint"
 
 # 4. The job must finish: gang restarted, resumed from the checkpoint, Succeeded.
 for _ in $(seq 1 900); do
-  p="$(phase)"; [[ "$p" == Succeeded || "$p" == Failed ]] && break; sleep 0.4
+  p="$(phase)"
+  [[ "$p" == Succeeded || "$p" == Failed ]] && break
+  sleep 0.4
 done
 p="$(phase)"
 [[ "$p" == Succeeded ]] || die "job ended '$p': $(K get ppj $JOB -n $NS -o jsonpath='{.status.conditions}')"
@@ -124,7 +165,7 @@ say "ranks resumed: $(grep -h "resumed from" "$W"/agent/$NS/$JOB/*.log | head -1
 
 checksum() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["param_checksum"])' "$1"; }
 JOB_SUM="$(checksum "$W/agent/$NS/$JOB/summary-$JOB-rank-0.json")"
-for ((r=1; r<K; r++)); do
+for ((r = 1; r < K; r++)); do
   [[ "$(checksum "$W/agent/$NS/$JOB/summary-$JOB-rank-$r.json")" == "$JOB_SUM" ]] || die "ranks disagree on param_checksum"
 done
 
@@ -137,7 +178,7 @@ for cfg in "$W/job-config.yaml" "$ROOT/tests/e2e/tiny-job.yaml"; do
   (cd "$W" && "$LAUNCH" --ppu-train "$TRAIN" --nproc $K --config "$cfg" --summary "$W/ref.json" >"$W/ref.log" 2>&1) \
     || die "reference ppu-launch run failed (see $W/ref.log)"
   REF_SUM="$(checksum "$W/ref.json")"
-  [[ "$REF_SUM" == "$JOB_SUM" ]] || die "param_checksum $JOB_SUM (killed and resumed job) != $REF_SUM (uninterrupted run of ${cfg#$W/})"
-  say "param_checksum $JOB_SUM equals the uninterrupted run of ${cfg#$ROOT/}"
+  [[ "$REF_SUM" == "$JOB_SUM" ]] || die "param_checksum $JOB_SUM (killed and resumed job) != $REF_SUM (uninterrupted run of ${cfg#"$W"/})"
+  say "param_checksum $JOB_SUM equals the uninterrupted run of ${cfg#"$ROOT"/}"
 done
 echo "e2e: PASS (seed $SEED)"

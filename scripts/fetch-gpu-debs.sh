@@ -33,5 +33,6 @@ if ((${#missing[@]})); then
   exit 1
 fi
 (cd "$dir" && apt-get download "${pkgs[@]}")
-ls -1 "$dir"/*.deb | wc -l | xargs echo "fetch-gpu-debs: .deb files in $dir:"
+debs=("$dir"/*.deb)
+echo "fetch-gpu-debs: .deb files in $dir: ${#debs[@]}"
 du -sh "$dir"

@@ -12,7 +12,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# helm v3.18 needs go >= 1.24.0; the kube-tools module needs 1.22. The pin is what we fetch.
+# helm v3.18 needs go >= 1.24.0; the kube-tools module needs 1.22, shfmt v3.12.0 1.23. The pin
+# is what we fetch.
 MIN="${PPU_GO_MIN:-1.24.0}"
 PIN="${PPU_GO_PIN:-1.24.6}"
 CACHE="$PPU_TOOLS_CACHE/go$PIN"
@@ -24,7 +25,10 @@ go_version() { "$1" env GOVERSION 2>/dev/null | sed 's/^go//; s/[^0-9.].*$//'; }
 for candidate in "${GO:-}" "$(command -v go || true)" /usr/local/go/bin/go "$CACHE/bin/go"; do
   [[ -n "$candidate" && -x "$candidate" ]] || continue
   v="$(go_version "$candidate")"
-  if [[ -n "$v" ]] && version_ge "$v" "$MIN"; then echo "$candidate"; exit 0; fi
+  if [[ -n "$v" ]] && version_ge "$v" "$MIN"; then
+    echo "$candidate"
+    exit 0
+  fi
 done
 
 ppu_lock "$CACHE.lock"
@@ -43,7 +47,7 @@ if [[ ! -x "$CACHE/bin/go" ]]; then
   trap 'chmod -R u+w "$scratch" 2>/dev/null; rm -rf "$scratch"' EXIT
   # A private module cache: the files are copied out, and the bootstrap's cache stays clean.
   dir="$(cd "$scratch" && GOPATH="$scratch/gopath" GOFLAGS=-mod=mod GO111MODULE=on "$boot" mod download -json "$module" \
-         | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')"
+    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')"
   [[ -d "$dir" ]] || ppu_die go-toolchain "download of $module failed"
   rm -rf "$CACHE.tmp"
   cp -r "$dir" "$CACHE.tmp"

@@ -5,7 +5,7 @@
 # and write logs under $OUT (the device tool's output folder; ./gpu-out elsewhere).
 # Usage (device tool, carry [".gpu-debs"]): bash scripts/gpu-run.sh [DEB_DIR]
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 debs=${1:-.gpu-debs}
 out=${OUT:-$PWD/gpu-out}
 prefix=/tmp/ppu-deps
@@ -36,8 +36,16 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 cmake -S . -B "$build" -G Ninja -DPPU_BUILD_OPERATOR=OFF -DPPU_WITH_CUDA=ON \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$arch_lib/cmake;$torch_cmake" -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$nv_libs:$arch_lib" \
-  >"$out/configure.log" 2>&1 || { log "configure FAILED"; tail -40 "$out/configure.log"; exit 1; }
-ninja -C "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { log "build FAILED"; grep -m20 -A5 "error" "$out/build.log"; exit 1; }
+  >"$out/configure.log" 2>&1 || {
+  log "configure FAILED"
+  tail -40 "$out/configure.log"
+  exit 1
+}
+ninja -C "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || {
+  log "build FAILED"
+  grep -m20 -A5 "error" "$out/build.log"
+  exit 1
+}
 log "build ok"
 
 # 4. Runtime tests (CPU paths, now compiled against LibTorch 2.x), then GPU checks.

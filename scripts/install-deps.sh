@@ -17,12 +17,26 @@ PKGS=(
 # python3-venv: --test also installs checkov, the chart's policy scanner (tests/packaging/
 # checkov_test.sh), pinned, from PyPI into a venv of its own (scripts/install-checkov.sh), and
 # the Hugging Face stack the export tests load models with (scripts/install-hf-venv.sh).
+# --test also installs the lint tools of scripts/check-scripts.sh: Debian's shellcheck, ruff
+# pinned from PyPI into a venv (scripts/install-ruff.sh) and shfmt built from its pinned Go
+# module (scripts/build-shfmt.sh, which installs a Go toolchain if the machine has none new
+# enough). --no-go (with --test) leaves shfmt out: the unit lane, scripts/test.sh --unit, runs
+# no Go-built tool.
 TEST=0
+GO_TOOLS=1
 for a in "$@"; do
   case "$a" in
-    --test) TEST=1; PKGS+=(etcd-server prometheus openssl python3 python3-venv python3-torch gnuplot-nox clang-format clang-tidy) ;;
+    --test)
+      TEST=1
+      PKGS+=(etcd-server prometheus openssl python3 python3-venv python3-torch gnuplot-nox clang-format clang-tidy
+        shellcheck)
+      ;;
+    --no-go) GO_TOOLS=0 ;;
     --bench) PKGS+=(python3 python3-torch linux-perf) ;;
-    *) echo "install-deps.sh: unknown flag '$a' (use --test, --bench)" >&2; exit 2 ;;
+    *)
+      echo "install-deps.sh: unknown flag '$a' (use --test, --no-go, --bench)" >&2
+      exit 2
+      ;;
   esac
 done
 missing=()
@@ -30,7 +44,8 @@ for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
-  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
@@ -38,4 +53,6 @@ fi
 if ((TEST)); then
   bash "$(dirname "${BASH_SOURCE[0]}")/install-checkov.sh" >/dev/null
   bash "$(dirname "${BASH_SOURCE[0]}")/install-hf-venv.sh" >/dev/null
+  bash "$(dirname "${BASH_SOURCE[0]}")/install-ruff.sh" >/dev/null
+  if ((GO_TOOLS)); then bash "$(dirname "${BASH_SOURCE[0]}")/build-shfmt.sh" >/dev/null; fi
 fi

@@ -24,6 +24,7 @@
 #   ppu_apt_install NAME PACKAGE...
 
 PPU_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck disable=SC2034 # used by the scripts that source this file
 PPU_TOOLS_CACHE="${PPU_TOOLS_DIR:-${HOME:-/root}/.cache/ppu-tools}"
 
 # ppu_die NAME MESSAGE...: prints "NAME: MESSAGE" on stderr and exits 1.
@@ -40,6 +41,7 @@ ppu_die() {
 # `--` sets VAR=1 when ARGS has --FLAG (the caller sets VAR's default first). -h/--help prints
 # lines HELP (a sed range, e.g. 2,11: the usage in the calling script's header) and exits 0; any
 # other argument prints "NAME: unknown flag 'ARG' (try --help)" and exits 2.
+# shellcheck disable=SC2034 # PRINT_ONLY and FORCE are its results, read by the caller
 ppu_tool_flags() {
   local name="$1" help="$2" print_flag="$3" arg spec
   shift 3

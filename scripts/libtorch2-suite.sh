@@ -24,8 +24,7 @@
 #   PPU_SKIP_DEPS=1     skip phase 1 (dependencies already installed)
 #   PPU_TEST_JOBS       ctest -j (default 2)
 set -uo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$PWD
+cd "$(dirname "$0")/.." || exit 1
 TORCH_VERSION=${PPU_TORCH_VERSION:-2.15.0}
 HOME_DIR=${PPU_LIBTORCH2_HOME:-/opt/ppu-libtorch2}
 BUILD=${1:-$HOME_DIR/build}
@@ -39,8 +38,16 @@ SUMMARY=$LOG_DIR/summary.txt
 log() { echo "libtorch2-suite: $*" | tee -a "$SUMMARY"; }
 t0=$(date +%s)
 phase_start=$t0
-phase_done() { local now; now=$(date +%s); log "phase $1: $((now - phase_start)) s"; phase_start=$now; }
-fail() { log "FAILED: $*"; exit 1; }
+phase_done() {
+  local now
+  now=$(date +%s)
+  log "phase $1: $((now - phase_start)) s"
+  phase_start=$now
+}
+fail() {
+  log "FAILED: $*"
+  exit 1
+}
 
 # 1. The project's own dependencies (Debian packages, Go-built kube tools and helm).
 if [[ "${PPU_SKIP_DEPS:-0}" != 1 ]]; then
@@ -121,7 +128,7 @@ fi
 log "ppu-train links libtorch_cuda, cudart, cuDNN, NCCL from the wheels and runs"
 
 # 5. The whole CPU suite (cluster label left out, as in scripts/test.sh / CI).
-cd "$BUILD"
+cd "$BUILD" || fail "no build dir $BUILD"
 registered=$(ctest -N -LE cluster "$@" | awk '/^Total Tests:/ {print $3}')
 [[ -n "$registered" && "$registered" -gt 0 ]] || fail "ctest registers no tests in $BUILD"
 status=0
@@ -132,6 +139,9 @@ phase_done test
 log "$(grep -E 'tests passed' "$LOG_DIR/ctest.log" | tail -1)"
 sed -n '/The following tests FAILED/,$p' "$LOG_DIR/ctest.log" | tee -a "$SUMMARY"
 [[ $build_ok == 1 ]] || status=1
-[[ "${executed:-0}" -eq "$registered" ]] || { log "ctest executed ${executed:-0} tests but the build registers $registered"; status=1; }
-log "total $(( $(date +%s) - t0 )) s; logs in $LOG_DIR; rc=$status"
+[[ "${executed:-0}" -eq "$registered" ]] || {
+  log "ctest executed ${executed:-0} tests but the build registers $registered"
+  status=1
+}
+log "total $(($(date +%s) - t0)) s; logs in $LOG_DIR; rc=$status"
 exit "$status"

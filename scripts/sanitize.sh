@@ -17,12 +17,18 @@ lane=${1:-}
 case "$lane" in
   asan) sanitize=address ;;
   tsan) sanitize=thread ;;
-  *) echo "usage: $0 asan|tsan [BUILD_DIR] [cmake args...]" >&2; exit 2 ;;
+  *)
+    echo "usage: $0 asan|tsan [BUILD_DIR] [cmake args...]" >&2
+    exit 2
+    ;;
 esac
 dir=${2:-build/sanitize-$lane}
 shift 2 || shift $#
 jobs=${PPU_BUILD_JOBS:-$(nproc)}
-fail() { echo "sanitize.sh: FAIL $lane: $*"; exit 1; }
+fail() {
+  echo "sanitize.sh: FAIL $lane: $*"
+  exit 1
+}
 
 t0=$SECONDS
 if [[ $lane == asan ]]; then
@@ -41,7 +47,8 @@ cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
 build_s=$((SECONDS - t0))
 
 reports="$(cd "$dir" && pwd)/reports"
-rm -rf "$reports"; mkdir -p "$reports"
+rm -rf "$reports"
+mkdir -p "$reports"
 # Reports go to stderr and, via log_path, to reports/<tool>.<pid>.
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0:log_path=$reports/asan"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
@@ -53,7 +60,8 @@ pattern='ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|: runtime error
 # The canary: each deliberate bug must end its process with a failure and be reported.
 if [[ $lane == asan ]]; then cases=(use-after-free signed-overflow leak); else cases=(data-race); fi
 for c in "${cases[@]}"; do
-  rc=0; "$dir/tests/sanitizers/ppu_sanitizer_canary" "$c" 2>"$reports/canary.stderr" || rc=$?
+  rc=0
+  "$dir/tests/sanitizers/ppu_sanitizer_canary" "$c" 2>"$reports/canary.stderr" || rc=$?
   found="$(cat "$reports"/* | grep -m1 -oE "($pattern).{0,60}" || true)"
   [[ $rc -ne 0 && -n "$found" ]] || fail "canary '$c' was not reported (exit $rc)"
   echo "sanitize.sh: canary '$c' reported (exit $rc): $found"
@@ -75,10 +83,17 @@ if grep -qE "$pattern" "$log"; then
   fail "sanitizer report(s) in the test output (above; all output in $log)"
 fi
 if compgen -G "$reports/*" >/dev/null; then
-  for f in "$reports"/*; do echo "==== $f"; cat "$f"; done
-  fail "$(ls "$reports" | wc -l) sanitizer report(s) (above; kept in $reports)"
+  report_files=("$reports"/*)
+  for f in "${report_files[@]}"; do
+    echo "==== $f"
+    cat "$f"
+  done
+  fail "${#report_files[@]} sanitizer report(s) (above; kept in $reports)"
 fi
 [[ -n "$registered" && "$registered" -gt 0 ]] || fail "the sub-build registers no tests"
 [[ "${executed:-0}" -eq "$registered" ]] || fail "ctest executed ${executed:-0} tests of $registered registered"
-[[ $status -eq 0 ]] || { grep -E 'Failed|\*\*\*' "$log" | head -50; fail "ctest failed (exit $status; output in $log)"; }
+[[ $status -eq 0 ]] || {
+  grep -E 'Failed|\*\*\*' "$log" | head -50
+  fail "ctest failed (exit $status; output in $log)"
+}
 echo "sanitize.sh: PASS $lane: $executed tests, 0 reports; configure+build ${build_s} s, canary+tests ${run_s} s ($dir)"

@@ -14,7 +14,7 @@
 # A -LE given here is kept and still excludes `cluster` (ctest ANDs repeated -LE, so the
 # exclusion is folded into each one).
 # The fast lane, `bash scripts/test.sh --unit` (= -L unit), skips building kube-apiserver,
-# kubectl and helm: no test labelled `unit` runs a Go-built tool.
+# kubectl, helm and shfmt: no test labelled `unit` runs a Go-built tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unit_lane=0
@@ -23,8 +23,10 @@ if [[ "${1:-}" == --unit ]]; then
   shift
   set -- -L unit "$@"
 fi
-bash scripts/install-deps.sh --test
-if ((unit_lane == 0)); then
+if ((unit_lane)); then
+  bash scripts/install-deps.sh --test --no-go
+else
+  bash scripts/install-deps.sh --test
   bash scripts/build-kube-tools.sh
   bash scripts/build-helm.sh
 fi
@@ -35,13 +37,19 @@ cd build
 cluster="${PPU_TEST_CLUSTER:-0}"
 prev=""
 for a in "$@"; do
-  if [[ ( "$prev" == -L || "$prev" == --label-regex ) && "$a" == *cluster* ]]; then cluster=1; fi
+  if [[ ("$prev" == -L || "$prev" == --label-regex) && "$a" == *cluster* ]]; then cluster=1; fi
   prev="$a"
 done
-sel=(); prev=""; has_le=0
+sel=()
+prev=""
+has_le=0
 for a in "$@"; do
-  if [[ "$cluster" != 1 && ( "$prev" == -LE || "$prev" == --label-exclude ) ]]; then a="($a)|cluster"; has_le=1; fi
-  sel+=("$a"); prev="$a"
+  if [[ "$cluster" != 1 && ("$prev" == -LE || "$prev" == --label-exclude) ]]; then
+    a="($a)|cluster"
+    has_le=1
+  fi
+  sel+=("$a")
+  prev="$a"
 done
 if [[ "$cluster" != 1 && $has_le == 0 ]]; then sel+=(-LE cluster); fi
 

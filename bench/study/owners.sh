@@ -8,33 +8,58 @@
 #   owners.sh [--out DIR]          (DIR: run.sh's output, default ./out/study)
 # Env: PPU_BUILD (default ./build).
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${PPU_BUILD:-$ROOT/build}
 OUT=$ROOT/out/study
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --out) [[ $# -ge 2 ]] || { echo "owners.sh: --out needs a directory" >&2; exit 2; }; OUT=$2; shift 2 ;;
-    *) echo "owners.sh: unknown flag '$1' (use --out DIR)" >&2; exit 2 ;;
+    --out)
+      [[ $# -ge 2 ]] || {
+        echo "owners.sh: --out needs a directory" >&2
+        exit 2
+      }
+      OUT=$2
+      shift 2
+      ;;
+    *)
+      echo "owners.sh: unknown flag '$1' (use --out DIR)" >&2
+      exit 2
+      ;;
   esac
 done
 LAUNCH=$BUILD/runtime/launch/ppu-launch
-[[ -x $LAUNCH ]] || { echo "owners.sh: $LAUNCH not built (set PPU_BUILD)" >&2; exit 2; }
-[[ -s $OUT/inner_lr && -d $OUT/corpus/data ]] || { echo "owners.sh: run bench/study/run.sh first ($OUT has no inner_lr or corpus)" >&2; exit 2; }
+[[ -x $LAUNCH ]] || {
+  echo "owners.sh: $LAUNCH not built (set PPU_BUILD)" >&2
+  exit 2
+}
+[[ -s $OUT/inner_lr && -d $OUT/corpus/data ]] || {
+  echo "owners.sh: run bench/study/run.sh first ($OUT has no inner_lr or corpus)" >&2
+  exit 2
+}
 K=4
 for seed in 0 1; do
   for row in "streaming-diloco|method=streaming-diloco" "ppu-mlp-2|method=ppu slicing.mode=mlp slicing.slices=2"; do
-    IFS='|' read -r name sets <<< "$row"
+    IFS='|' read -r name sets <<<"$row"
     dir=$OUT/owners/runs/$name-s$seed
-    if [[ -f $dir/done ]]; then echo "owners: $name seed $seed at K = $K: done, skipped"; continue; fi
-    echo "owners: $name seed $seed at K = $K: running"
-    rm -rf "$dir"; mkdir -p "$dir"
-    keys=(); for kv in $sets; do keys+=(--set "$kv"); done
-    if ! python3 "$HERE/peak_rss.py" "$dir/rusage" -- "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" \
-        --set ranks=$K --set data.path="$OUT/corpus/data" --set train.seed=$seed --set inner.lr="$(cat "$OUT/inner_lr")" \
-        "${keys[@]}" --summary-dir "$dir" > "$dir/run.log" 2>&1; then
-      echo "owners.sh: run $name seed $seed failed; see $dir/run.log" >&2; tail -5 "$dir/run.log" >&2; exit 1
+    if [[ -f $dir/done ]]; then
+      echo "owners: $name seed $seed at K = $K: done, skipped"
+      continue
     fi
-    echo "$sets ranks=$K" > "$dir/sets"; touch "$dir/done"
+    echo "owners: $name seed $seed at K = $K: running"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    keys=()
+    for kv in $sets; do keys+=(--set "$kv"); done
+    if ! python3 "$HERE/peak_rss.py" "$dir/rusage" -- "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" \
+      --set ranks=$K --set data.path="$OUT/corpus/data" --set train.seed=$seed --set inner.lr="$(cat "$OUT/inner_lr")" \
+      "${keys[@]}" --summary-dir "$dir" >"$dir/run.log" 2>&1; then
+      echo "owners.sh: run $name seed $seed failed; see $dir/run.log" >&2
+      tail -5 "$dir/run.log" >&2
+      exit 1
+    fi
+    echo "$sets ranks=$K" >"$dir/sets"
+    touch "$dir/done"
   done
 done
 python3 "$HERE/owners.py" "$OUT"

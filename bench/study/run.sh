@@ -7,26 +7,46 @@
 #          it checks that the pipeline produces its outputs, not the scientific result.
 # Prints "[i/n] NAME seed S ... ETA" before every run. Env: PPU_BUILD (default ./build).
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${PPU_BUILD:-$ROOT/build}
-QUICK=0; OUT=""
+QUICK=0
+OUT=""
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --quick) QUICK=1; shift ;;
-    --out) [[ $# -ge 2 ]] || { echo "run.sh: --out needs a directory" >&2; exit 2; }; OUT=$2; shift 2 ;;
-    *) echo "run.sh: unknown flag '$1' (use --quick, --out DIR)" >&2; exit 2 ;;
+    --quick)
+      QUICK=1
+      shift
+      ;;
+    --out)
+      [[ $# -ge 2 ]] || {
+        echo "run.sh: --out needs a directory" >&2
+        exit 2
+      }
+      OUT=$2
+      shift 2
+      ;;
+    *)
+      echo "run.sh: unknown flag '$1' (use --quick, --out DIR)" >&2
+      exit 2
+      ;;
   esac
 done
 LAUNCH=$BUILD/runtime/launch/ppu-launch
-[[ -x $LAUNCH ]] || { echo "run.sh: $LAUNCH not built (set PPU_BUILD)" >&2; exit 2; }
+[[ -x $LAUNCH ]] || {
+  echo "run.sh: $LAUNCH not built (set PPU_BUILD)" >&2
+  exit 2
+}
 if ((QUICK)); then
-  OUT=${OUT:-$ROOT/out/study-quick}; K=4
+  OUT=${OUT:-$ROOT/out/study-quick}
+  K=4
   bash "$HERE/corpus.sh" --small "$OUT/corpus"
   EXTRA=(--set model.layers=2 --set model.d_model=64 --set model.vocab=1024 --set model.seq_len=64
-         --set train.steps=40 --set train.eval_every=10 --set train.eval_batches=2 --set train.log_every=10
-         --set inner.warmup_steps=5 --set inner.batch_size=4 --set outer.sync_every=10)
+    --set train.steps=40 --set train.eval_every=10 --set train.eval_batches=2 --set train.log_every=10
+    --set inner.warmup_steps=5 --set inner.batch_size=4 --set outer.sync_every=10)
 else
-  OUT=${OUT:-$ROOT/out/study}; K=8
+  OUT=${OUT:-$ROOT/out/study}
+  K=8
   bash "$HERE/corpus.sh" --full "$OUT/corpus"
   EXTRA=()
 fi
@@ -37,35 +57,44 @@ mkdir -p "$OUT/runs"
 # each candidate; the lowest final eval loss wins and every row of the grid uses it. The choice is
 # kept in OUT/inner_lr (delete it to choose again); the sweep's runs stay in OUT/lr-sweep.
 if ((QUICK)); then
-  LR_CANDIDATES=(); INNER_LR=""
+  LR_CANDIDATES=()
+  INNER_LR=""
 else
-  LR_CANDIDATES=(1e-3 3e-3 1e-2); INNER_LR=""
+  LR_CANDIDATES=(1e-3 3e-3 1e-2)
+  INNER_LR=""
 fi
 if [[ ${#LR_CANDIDATES[@]} -gt 0 && ! -s $OUT/inner_lr ]]; then
-  best=""; best_loss=""
+  best=""
+  best_loss=""
   for lr in "${LR_CANDIDATES[@]}"; do
-    d=$OUT/lr-sweep/lr-$lr; mkdir -p "$d"
+    d=$OUT/lr-sweep/lr-$lr
+    mkdir -p "$d"
     if [[ ! -f $d/done ]]; then
       echo "lr sweep: DDP at inner.lr=$lr, 400 steps"
-      "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" --set ranks=$K --set data.path="$OUT/corpus/data" \
-        --set method=ddp --set inner.lr=$lr --set train.steps=400 --set inner.warmup_steps=12 --set train.eval_every=0 \
-        --summary-dir "$d" > "$d/run.log" 2>&1 || { echo "run.sh: lr sweep at $lr failed; see $d/run.log" >&2; exit 1; }
+      "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" --set "ranks=$K" --set data.path="$OUT/corpus/data" \
+        --set method=ddp --set "inner.lr=$lr" --set train.steps=400 --set inner.warmup_steps=12 --set train.eval_every=0 \
+        --summary-dir "$d" >"$d/run.log" 2>&1 || {
+        echo "run.sh: lr sweep at $lr failed; see $d/run.log" >&2
+        exit 1
+      }
       touch "$d/done"
     fi
     loss=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["eval_loss"])' "$d/rank-0.json")
     echo "lr sweep: inner.lr=$lr eval loss $loss"
     if [[ -z $best ]] || python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$loss" "$best_loss"; then
-      best=$lr; best_loss=$loss
+      best=$lr
+      best_loss=$loss
     fi
   done
-  echo "$best" > "$OUT/inner_lr"
+  echo "$best" >"$OUT/inner_lr"
 fi
 [[ -s $OUT/inner_lr ]] && INNER_LR=$(cat "$OUT/inner_lr") && echo "inner.lr = $INNER_LR for every row ($OUT/inner_lr)"
-[[ -n $INNER_LR ]] && EXTRA+=(--set inner.lr=$INNER_LR)
+[[ -n $INNER_LR ]] && EXTRA+=(--set "inner.lr=$INNER_LR")
 
 # Order: the paired rows seed by seed (every paired row's seed 0, then seed 1, ...), so a study
 # stopped part-way has whole pairs; then the one-seed rows.
-paired=(); single=()   # "name|seed|sets"
+paired=()
+single=() # "name|seed|sets"
 while IFS=$'\t' read -r name seeds sets tag; do
   [[ -z $name || $name == \#* || $seeds == - ]] && continue
   ((QUICK)) && [[ ,$tag, != *,quick,* ]] && continue
@@ -73,31 +102,45 @@ while IFS=$'\t' read -r name seeds sets tag; do
   for s in ${seeds//,/ }; do
     if [[ ,$tag, == *,paired,* ]]; then paired+=("$s|$name|$sets"); else single+=("$name|$s|$sets"); fi
   done
-done < "$HERE/grid.tsv"
+done <"$HERE/grid.tsv"
 jobs=()
 while IFS='|' read -r s name sets; do
   [[ -n $name ]] && jobs+=("$name|$s|$sets")
 done < <(printf '%s\n' "${paired[@]}" | sort -s -t'|' -k1,1n)
 jobs+=("${single[@]}")
 
-n=${#jobs[@]}; i=0; spent=0; measured=0; t_start=$(date +%s)
+n=${#jobs[@]}
+i=0
+spent=0
+measured=0
+t_start=$(date +%s)
 for job in "${jobs[@]}"; do
-  IFS='|' read -r name seed sets <<< "$job"; i=$((i + 1))
+  IFS='|' read -r name seed sets <<<"$job"
+  i=$((i + 1))
   dir=$OUT/runs/$name-s$seed
-  if [[ -f $dir/done ]]; then echo "[$i/$n] $name seed $seed: done, skipped"; continue; fi
+  if [[ -f $dir/done ]]; then
+    echo "[$i/$n] $name seed $seed: done, skipped"
+    continue
+  fi
   left=$((n - i + 1))
-  if ((measured)); then eta="ETA $((spent / measured * left))s"; else eta="ETA unknown (no run timed yet)"; fi
+  if ((measured)); then eta="ETA $((spent * left / measured))s"; else eta="ETA unknown (no run timed yet)"; fi
   echo "[$i/$n] $name seed $seed: running; $left left, $eta"
-  rm -rf "$dir"; mkdir -p "$dir"
-  keys=(); for kv in $sets; do keys+=(--set "$kv"); done
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  keys=()
+  for kv in $sets; do keys+=(--set "$kv"); done
   t0=$(date +%s)
   if ! python3 "$HERE/peak_rss.py" "$dir/rusage" -- "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" \
-      --set ranks=$K --set data.path="$OUT/corpus/data" --set train.seed=$seed "${EXTRA[@]}" "${keys[@]}" \
-      --summary-dir "$dir" > "$dir/run.log" 2>&1; then
-    echo "run.sh: run $name seed $seed failed; see $dir/run.log" >&2; tail -5 "$dir/run.log" >&2; exit 1
+    --set "ranks=$K" --set data.path="$OUT/corpus/data" --set "train.seed=$seed" "${EXTRA[@]}" "${keys[@]}" \
+    --summary-dir "$dir" >"$dir/run.log" 2>&1; then
+    echo "run.sh: run $name seed $seed failed; see $dir/run.log" >&2
+    tail -5 "$dir/run.log" >&2
+    exit 1
   fi
-  echo "$sets" > "$dir/sets"; touch "$dir/done"
-  spent=$((spent + $(date +%s) - t0)); measured=$((measured + 1))
+  echo "$sets" >"$dir/sets"
+  touch "$dir/done"
+  spent=$((spent + $(date +%s) - t0))
+  measured=$((measured + 1))
 done
-echo "runs finished in $(( $(date +%s) - t_start ))s; writing the report"
+echo "runs finished in $(($(date +%s) - t_start))s; writing the report"
 python3 "$HERE/report.py" "$OUT"

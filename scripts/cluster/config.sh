@@ -53,7 +53,9 @@ oom_score = 0
 EOF
   # No upstream resolvers: pod DNS is CoreDNS only (the machine has no network but registries).
   echo "options ndots:5" >"$c/resolv.conf"
-  local nofile; nofile="$(ulimit -Hn)"; [[ "$nofile" == unlimited ]] && nofile=1048576
+  local nofile
+  nofile="$(ulimit -Hn)"
+  [[ "$nofile" == unlimited ]] && nofile=1048576
   cat >"$c/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration

@@ -7,42 +7,46 @@
 # Sourced by cluster.sh; defines functions only.
 
 cmd_down() {
-  [[ -d "$DIR" ]] || { log "nothing to stop ($DIR does not exist)"; return 0; }
-  local cg; cg="$(cg_root)"
-  local sig pids round
+  [[ -d "$DIR" ]] || {
+    log "nothing to stop ($DIR does not exist)"
+    return 0
+  }
+  local cg
+  cg="$(cg_root)"
+  local sig round pids=()
   # Processes started with `netns` (e.g. a Prometheus) are outside the cgroup but would keep the
   # network namespace, and the bridge in it, alive: stop them while the holder proves the
   # namespace is still ours (a freed namespace's inode number can be reused by another one).
   local id pid p
-  id="$(cat "$DIR/netns-id" 2>/dev/null || true)"; pid="$(holder || true)"
+  id="$(cat "$DIR/netns-id" 2>/dev/null || true)"
+  pid="$(holder || true)"
   if [[ -n "$id" && -n "$pid" && "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" == "$id" ]]; then
     for round in $(seq 1 20); do
-      pids=""
+      pids=()
       for p in /proc/[0-9]*; do
         [[ "$(readlink "$p/ns/net" 2>/dev/null)" == "$id" ]] || continue
-        grep -qF ":$cg" "$p/cgroup" 2>/dev/null || pids="$pids ${p#/proc/}"
+        grep -qF ":$cg" "$p/cgroup" 2>/dev/null || pids+=("${p#/proc/}")
       done
-      [[ -z "$pids" ]] && break
+      ((${#pids[@]})) || break
       if ((round <= 10)); then sig=TERM; else sig=KILL; fi
-      # shellcheck disable=SC2086
-      kill -"$sig" $pids 2>/dev/null || true
+      kill -"$sig" "${pids[@]}" 2>/dev/null || true
       sleep 0.5
     done
   fi
   # kubelet first, so it does not restart containers while they are being killed.
-  [[ -f "$DIR/run/kubelet.pid" ]] && kill "$(cat "$DIR/run/kubelet.pid")" 2>/dev/null || true
+  if [[ -f "$DIR/run/kubelet.pid" ]]; then kill "$(cat "$DIR/run/kubelet.pid")" 2>/dev/null || true; fi
   for round in $(seq 1 60); do
-    pids="$(cg_pids "$cg")"
-    [[ -z "$pids" ]] && break
+    mapfile -t pids < <(cg_pids "$cg")
+    ((${#pids[@]})) || break
     if ((round <= 10)); then sig=TERM; else sig=KILL; fi
-    kill -"$sig" $pids 2>/dev/null || true
+    kill -"$sig" "${pids[@]}" 2>/dev/null || true
     sleep 0.5
   done
   [[ -z "$(cg_pids "$cg")" ]] || die "processes survive in cgroup $cg: $(cg_pids "$cg" | tr '\n' ' ')"
   local h
   for h in $(cg_hierarchies); do
-    [[ -d "$h$cg" ]] && find "$h$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
-    [[ -d "$h$cg" ]] && die "cannot remove cgroup $h$cg"
+    if [[ -d "$h$cg" ]]; then find "$h$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
+    if [[ -d "$h$cg" ]]; then die "cannot remove cgroup $h$cg"; fi
   done
   if [[ -f "$DIR/created-cgroups" ]]; then
     tac "$DIR/created-cgroups" | while read -r d; do rmdir "$d" 2>/dev/null || log "left cgroup $d (not empty)"; done

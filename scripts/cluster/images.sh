@@ -22,7 +22,8 @@ cmd_load_image() {
   done
   [[ -f "$DIR/holder.pid" ]] || die "no cluster (scripts/cluster.sh up)"
   podman image exists "$image" || die "podman has no image '$image' (scripts/build-image.sh)"
-  local tar="$DIR/images/$(echo "$image" | tr '/:' '__').tar"
+  local tar
+  tar="$DIR/images/$(echo "$image" | tr '/:' '__').tar"
   rm -f "$tar"
   podman save --format docker-archive -o "$tar" "$image" 2>/dev/null
   in_ns ctr -a "$DIR/run/containerd.sock" -n k8s.io images import "$tar" >&2

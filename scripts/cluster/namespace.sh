@@ -7,7 +7,8 @@
 # Sourced by cluster.sh; defines functions only.
 
 make_holder() {
-  local cg; cg="$(cg_root)"
+  local cg
+  cg="$(cg_root)"
   echo "$cg" >"$DIR/cgroup"
   # The path is the caller's memory cgroup + ppu-cluster.<hash>, so the cluster's memory is
   # accounted where the caller's is; in the other hierarchies the missing parents are created
@@ -17,12 +18,14 @@ make_holder() {
   for h in $(cg_hierarchies); do
     rel=""
     for d in $(tr '/' ' ' <<<"$cg/system"); do
-      local parent="$h$rel"; rel="$rel/$d"
+      local parent="$h$rel"
+      rel="$rel/$d"
       if [[ ! -d "$h$rel" ]]; then
         mkdir "$h$rel"
         [[ "$rel" == "$cg"* ]] || echo "$h$rel" >>"$DIR/created-cgroups"
-        if [[ -f "$h$rel/cpuset.cpus" ]]; then  # cpuset children start empty: inherit the parent's
-          cat "$parent/cpuset.cpus" >"$h$rel/cpuset.cpus"; cat "$parent/cpuset.mems" >"$h$rel/cpuset.mems"
+        if [[ -f "$h$rel/cpuset.cpus" ]]; then # cpuset children start empty: inherit the parent's
+          cat "$parent/cpuset.cpus" >"$h$rel/cpuset.cpus"
+          cat "$parent/cpuset.mems" >"$h$rel/cpuset.mems"
         fi
       fi
     done
@@ -32,7 +35,10 @@ make_holder() {
   : >"$DIR/created-paths"
   local mp
   for mp in /run/containerd /run/netns /var/lib/cni /var/log/pods /var/log/containers; do
-    if [[ ! -e "$mp" ]]; then mkdir -p "$mp"; echo "$mp" >>"$DIR/created-paths"; fi
+    if [[ ! -e "$mp" ]]; then
+      mkdir -p "$mp"
+      echo "$mp" >>"$DIR/created-paths"
+    fi
     mkdir -p "$DIR/mnt$mp"
   done
   cat >"$DIR/run/holder.sh" <<EOF
@@ -54,7 +60,13 @@ EOF
     exec unshare --net --mount --propagation private setsid sh "$DIR/run/holder.sh"
   ) >>"$DIR/log/holder.log" 2>&1 </dev/null &
   local i
-  for ((i = 0; i < 50; i++)); do [[ -s "$DIR/holder.pid" ]] && break; sleep 0.1; done
-  [[ -s "$DIR/holder.pid" ]] || { cat "$DIR/log/holder.log" >&2; die "namespace holder did not start"; }
+  for ((i = 0; i < 50; i++)); do
+    [[ -s "$DIR/holder.pid" ]] && break
+    sleep 0.1
+  done
+  [[ -s "$DIR/holder.pid" ]] || {
+    cat "$DIR/log/holder.log" >&2
+    die "namespace holder did not start"
+  }
   readlink "/proc/$(holder)/ns/net" >"$DIR/netns-id"
 }

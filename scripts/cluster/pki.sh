@@ -11,13 +11,18 @@ pki() {
   mkdir -p "$p"
   openssl req -x509 -newkey rsa:2048 -nodes -keyout "$p/ca.key" -out "$p/ca.crt" -days 30 \
     -subj "/CN=ppu-cluster-ca" 2>/dev/null
-  cert() {  # cert NAME SUBJECT [SANs]
+  cert() { # cert NAME SUBJECT [SANs]
     local name="$1" subj="$2" sans="${3:-}"
     openssl req -newkey rsa:2048 -nodes -keyout "$p/$name.key" -out "$p/$name.csr" -subj "$subj" 2>/dev/null
     local ext="$p/$name.ext"
-    { echo "basicConstraints=CA:FALSE"; echo "keyUsage=digitalSignature,keyEncipherment"
-      if [[ -n "$sans" ]]; then echo "extendedKeyUsage=serverAuth,clientAuth"; echo "subjectAltName=$sans"
-      else echo "extendedKeyUsage=clientAuth"; fi; } >"$ext"
+    {
+      echo "basicConstraints=CA:FALSE"
+      echo "keyUsage=digitalSignature,keyEncipherment"
+      if [[ -n "$sans" ]]; then
+        echo "extendedKeyUsage=serverAuth,clientAuth"
+        echo "subjectAltName=$sans"
+      else echo "extendedKeyUsage=clientAuth"; fi
+    } >"$ext"
     openssl x509 -req -in "$p/$name.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
       -out "$p/$name.crt" -days 30 -extfile "$ext" 2>/dev/null
     rm -f "$p/$name.csr" "$ext"
@@ -40,7 +45,7 @@ pki() {
   done
   kubeconfig "$DIR/kubeconfig" "https://127.0.0.1:$PORT" "$p/admin.crt" "$p/admin.key"
 }
-kubeconfig() {  # kubeconfig FILE SERVER CERT KEY (certificates embedded)
+kubeconfig() { # kubeconfig FILE SERVER CERT KEY (certificates embedded)
   cat >"$1" <<EOF
 apiVersion: v1
 kind: Config

@@ -13,7 +13,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 IMAGE="${PPU_IMAGE:-localhost/ppu:dev}"
 MAX_MB="${PPU_IMAGE_MAX_MB:-900}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
 ok() { echo "ok: $*"; }
 
 bash "$ROOT/scripts/cluster.sh" deps
@@ -24,7 +27,13 @@ user="$(podman image inspect --format '{{.Config.User}}' "$IMAGE")"
 [[ "$user" == 65532:65532 ]] || fail "image user is '$user', want 65532:65532"
 ok "image runs as $user by default"
 
-lim() { local h; h="$(ulimit -H "$1")"; [[ "$h" == unlimited ]] && h="$2"; (( h > $2 )) && h="$2"; echo "$h"; }
+lim() {
+  local h
+  h="$(ulimit -H "$1")"
+  [[ "$h" == unlimited ]] && h="$2"
+  ((h > $2)) && h="$2"
+  echo "$h"
+}
 NOFILE="$(lim -n 16384)"
 run() {
   podman run --rm --pull=never --network=none --read-only --tmpfs /tmp:rw,size=512m \
@@ -51,13 +60,13 @@ print(f"ok: 2 ranks trained inside the image; BLAS {s['blas']['library']} ({s['b
 EOF
 
 pkgs="$(podman run --rm --pull=never --network=none --ulimit "nofile=$NOFILE:$NOFILE" --ulimit nproc=4096:4096 \
-          "$IMAGE" dpkg-query -W -f '${Package}\n')"
+  "$IMAGE" dpkg-query -W -f '${Package}\n')"
 for p in libtorch1.13 libopenblas0-openmp libgloo0 libopencv-core406; do
   grep -qx "$p" <<<"$pkgs" && fail "runtime image installs Debian package $p (should carry only the libraries)"
 done
 ok "runtime image holds the libraries, not their Debian packages ($(wc -l <<<"$pkgs") base packages)"
-size=$(( $(podman image inspect --format '{{.Size}}' "$IMAGE") / 1000000 ))
+size=$(($(podman image inspect --format '{{.Size}}' "$IMAGE") / 1000000))
 echo "image $IMAGE: $size MB"
-(( size < MAX_MB )) || fail "image is $size MB, over $MAX_MB MB"
+((size < MAX_MB)) || fail "image is $size MB, over $MAX_MB MB"
 ok "image size $size MB < $MAX_MB MB"
 echo "image_test: all checks passed"

@@ -11,10 +11,17 @@
 # Usage: security_check.sh JOB_NAMESPACE JOB OPERATOR_NAMESPACE OPERATOR_SERVICEACCOUNT
 # Needs KUBECONFIG and PPU_CLUSTER_DIR (set by scripts/cluster-e2e.sh).
 set -euo pipefail
-NS="$1"; JOB="$2"; OPNS="$3"; SA="$4"
+NS="$1"
+JOB="$2"
+OPNS="$3"
+SA="$4"
+# shellcheck source=/dev/null # written by cluster.sh up: TOOLS
 source "$PPU_CLUSTER_DIR/env"
 kubectl() { "$TOOLS/kubectl" "$@"; }
-fail() { echo "FAIL: security: $*" >&2; exit 1; }
+fail() {
+  echo "FAIL: security: $*" >&2
+  exit 1
+}
 ok() { echo "ok: security: $*"; }
 
 [[ "$(kubectl get ns "$NS" -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')" == restricted ]] \
@@ -22,14 +29,15 @@ ok() { echo "ok: security: $*"; }
 ok "namespace $NS enforces pod-security restricted; the rank pods were admitted under it"
 
 tasks="$(ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks ls)"
-cids() {  # cids NAMESPACE SELECTOR: the first container of each matching pod
+cids() { # cids NAMESPACE SELECTOR: the first container of each matching pod
   kubectl -n "$1" get pod -l "$2" -o jsonpath='{range .items[*]}{.status.containerStatuses[0].containerID}{"\n"}{end}'
 }
 rank_cids="$(cids "$NS" "ppu.dev/job=$JOB")"
 op_cids="$(cids "$OPNS" app.kubernetes.io/name=ppu-operator)"
 [[ -n "$rank_cids" ]] || fail "job $JOB has no rank pods"
 [[ -n "$op_cids" ]] || fail "no operator pod in $OPNS"
-n=0; pods=0
+n=0
+pods=0
 for cid in $rank_cids $op_cids; do
   pods=$((pods + 1))
   cid="${cid#containerd://}"
@@ -53,13 +61,13 @@ ok "$((n - $(wc -w <<<"$op_cids"))) rank containers of $JOB and the operator's: 
 who="system:serviceaccount:$OPNS:$SA"
 can() { kubectl auth can-i --as="$who" "$@" 2>/dev/null || true; }
 for allowed in "create pods -n $NS" "delete pods -n $NS" "watch ppujobs.ppu.dev -n $NS" \
-               "update ppujobs.ppu.dev/status -n $NS" "create services -n $NS" "create events -n $NS"; do
+  "update ppujobs.ppu.dev/status -n $NS" "create services -n $NS" "create events -n $NS"; do
   # shellcheck disable=SC2086
   [[ "$(can $allowed)" == yes ]] || fail "the operator's ServiceAccount may not '$allowed', which it needs"
 done
 for denied in "get secrets -n $NS" "list secrets -A" "create deployments.apps -n $NS" "delete nodes" \
-              "create clusterrolebindings.rbac.authorization.k8s.io" "create pods -n $NS --subresource=exec" \
-              "get pods -n $NS --subresource=log" "create serviceaccounts -n $NS" "impersonate users"; do
+  "create clusterrolebindings.rbac.authorization.k8s.io" "create pods -n $NS --subresource=exec" \
+  "get pods -n $NS --subresource=log" "create serviceaccounts -n $NS" "impersonate users"; do
   # shellcheck disable=SC2086
   [[ "$(can $denied)" == no ]] || fail "the operator's ServiceAccount may '$denied', which its RBAC should not grant"
 done
@@ -70,7 +78,7 @@ ok "auth can-i --as=$who: needed verbs allowed, secrets/workloads/nodes/RBAC/exe
 token="$(kubectl -n "$OPNS" create token "$SA" --duration=10m)"
 server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
 as_sa() { kubectl --kubeconfig=/dev/null --server="$server" --certificate-authority="$PPU_CLUSTER_DIR/pki/ca.crt" \
-            --token="$token" "$@"; }
+  --token="$token" "$@"; }
 as_sa -n "$NS" get pods >/dev/null || fail "the operator's token cannot list pods in $NS"
 out="$(as_sa -n "$NS" get secrets 2>&1 || true)"
 [[ "$out" == *Forbidden* || "$out" == *forbidden* ]] || fail "listing secrets with the operator's token was not refused: $out"

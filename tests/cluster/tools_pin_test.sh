@@ -9,7 +9,10 @@
 # - the pause program (tests/cluster/pause.c) builds statically, sleeps, and exits 0 on SIGTERM.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
 ok() { echo "ok: $*"; }
 ver() { awk -v m="$2" '($1=="require" && $2==m) {print $3} ($1==m) {print $2}' "$1" | head -1; }
 k8s="$(ver "$ROOT/tests/cluster/tools/go.mod" k8s.io/kubernetes)"
@@ -31,21 +34,26 @@ dns="$(ver "$ROOT/tests/cluster/coredns/go.mod" github.com/coredns/coredns)"
 [[ "$dns" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "CoreDNS pin '$dns' is not an exact release"
 corefile="$(sed -n '/cat >"$c\/Corefile" <<EOF/,/^EOF/p' "$ROOT/scripts/cluster/config.sh")"
 [[ -n "$corefile" ]] || fail "no Corefile heredoc in scripts/cluster/config.sh"
-for plugin in $(grep -oE '^    [a-z]+' <<<"$corefile" | sort -u); do
-  pkg="$plugin"; [[ "$plugin" == prometheus ]] && pkg=metrics   # directive name != package name
+while read -r plugin; do
+  pkg="$plugin"
+  [[ "$plugin" == prometheus ]] && pkg=metrics # directive name != package name
   grep -q "\"github.com/coredns/coredns/plugin/$pkg\"" "$ROOT/tests/cluster/coredns/main.go" \
     || fail "the Corefile uses plugin '$plugin', which tests/cluster/coredns/main.go does not compile in"
-done
+done < <(grep -oE '^    [a-z]+' <<<"$corefile" | sed 's/^ *//' | sort -u)
 ok "CoreDNS $dns with every plugin the Corefile uses"
 
-W="$(mktemp -d)"; trap 'rm -rf "$W"' EXIT
+W="$(mktemp -d)"
+trap 'rm -rf "$W"' EXIT
 cc -Os -static -Wall -Werror -o "$W/pause" "$ROOT/tests/cluster/pause.c"
 file "$W/pause" 2>/dev/null | grep -q 'statically linked' || ! ldd "$W/pause" >/dev/null 2>&1 || fail "pause is not static"
 [[ "$("$W/pause" --version)" == "ppu-pause 1" ]] || fail "pause --version"
-"$W/pause" 2>/dev/null & pid=$!
+"$W/pause" 2>/dev/null &
+pid=$!
 sleep 0.3
 kill -0 "$pid" 2>/dev/null || fail "pause exited by itself"
-kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
 [[ $rc == 0 ]] || fail "pause exited $rc on SIGTERM, want 0"
 ok "pause: static, sleeps, exits 0 on SIGTERM"
 echo "tools_pin_test: all checks passed"

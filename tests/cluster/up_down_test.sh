@@ -14,29 +14,45 @@ export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-test}"
 export PPU_CLUSTER_PORT="${PPU_CLUSTER_PORT:-16444}"
 CL="$ROOT/scripts/cluster.sh"
 W="$(mktemp -d)"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
 ok() { echo "ok: $*"; }
 netns_pid=""
 cleanup() {
   local rc=$?
   [[ -d "$PPU_CLUSTER_DIR" ]] && bash "$CL" down >/dev/null 2>&1
   [[ -n "$netns_pid" ]] && kill "$netns_pid" 2>/dev/null
-  rm -rf "$W"; exit $rc
+  rm -rf "$W"
+  exit $rc
 }
 trap cleanup EXIT
 
-snapshot() {  # everything the cluster could leave behind on the host
+snapshot() { # everything the cluster could leave behind on the host
   local out="$1"
-  ( set +e +o pipefail   # an empty listing is a result, not an error
-  { echo "## links"; ip -o link show | sed 's/^[0-9]*: //' | awk '{print $1, $2}' | sort
-    echo "## addresses"; ip -o addr show | awk '{print $2, $3, $4}' | sort
-    echo "## routes"; ip route show table all | sort
-    echo "## iptables"; for t in iptables-save ip6tables-save; do command -v $t >/dev/null && $t 2>/dev/null | { grep -v '^#' || true; } | sed 's/\[[0-9]*:[0-9]*\]//'; done
-    echo "## mounts"; awk '{print $5, $9, $10}' /proc/self/mountinfo | sort
-    echo "## cgroups"; for h in $(awk '$3=="cgroup" || $3=="cgroup2" {print $2}' /proc/mounts); do find "$h" -type d 2>/dev/null | grep -i ppu-cluster; done | sort
-    echo "## netns"; ls -1 /run/netns 2>/dev/null | sort
-    echo "## paths"; ls -1d /run/containerd /var/lib/cni /var/log/pods /var/log/containers 2>/dev/null
-  } >"$out"; true )
+  (
+    set +e +o pipefail # an empty listing is a result, not an error
+    {
+      echo "## links"
+      ip -o link show | sed 's/^[0-9]*: //' | awk '{print $1, $2}' | sort
+      echo "## addresses"
+      ip -o addr show | awk '{print $2, $3, $4}' | sort
+      echo "## routes"
+      ip route show table all | sort
+      echo "## iptables"
+      for t in iptables-save ip6tables-save; do command -v $t >/dev/null && $t 2>/dev/null | { grep -v '^#' || true; } | sed 's/\[[0-9]*:[0-9]*\]//'; done
+      echo "## mounts"
+      awk '{print $5, $9, $10}' /proc/self/mountinfo | sort
+      echo "## cgroups"
+      awk '$3=="cgroup" || $3=="cgroup2" {print $2}' /proc/mounts | while read -r h; do find "$h" -type d 2>/dev/null | grep -i ppu-cluster; done | sort
+      echo "## netns"
+      find /run/netns -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort
+      echo "## paths"
+      ls -1d /run/containerd /var/lib/cni /var/log/pods /var/log/containers 2>/dev/null
+    } >"$out"
+    true
+  )
 }
 
 bash "$CL" deps
@@ -45,6 +61,7 @@ snapshot "$W/before"
 [[ ! -e "$PPU_CLUSTER_DIR" ]] || fail "$PPU_CLUSTER_DIR exists before up"
 
 eval "$(bash "$CL" up | tail -1)"
+# shellcheck source=/dev/null # written by cluster.sh up: TOOLS
 source "$PPU_CLUSTER_DIR/env"
 k() { "$TOOLS/kubectl" "$@"; }
 bash "$CL" status
@@ -66,7 +83,10 @@ spec:
     securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: {drop: [ALL]},
                       seccompProfile: {type: RuntimeDefault}, readOnlyRootFilesystem: true}
 EOF
-k wait --for=condition=Ready pod/probe --timeout=120s >/dev/null || { k describe pod probe >&2; fail "probe pod not Ready"; }
+k wait --for=condition=Ready pod/probe --timeout=120s >/dev/null || {
+  k describe pod probe >&2
+  fail "probe pod not Ready"
+}
 ip="$(k get pod probe -o jsonpath='{.status.podIP}')"
 [[ "$ip" == 10.244.0.* ]] || fail "probe pod address '$ip' is not from the CNI range 10.244.0.0/24"
 ok "a pod runs (containerd + runc, pause sandbox) at $ip"
@@ -85,16 +105,23 @@ sleep 0.5
   || fail "cluster.sh netns did not run its command in the cluster's network namespace"
 
 bash "$CL" down
-for ((i = 0; i < 20; i++)); do kill -0 "$netns_pid" 2>/dev/null || break; sleep 0.25; done
+for ((i = 0; i < 20; i++)); do
+  kill -0 "$netns_pid" 2>/dev/null || break
+  sleep 0.25
+done
 kill -0 "$netns_pid" 2>/dev/null && fail "down left the process started with 'cluster.sh netns' (pid $netns_pid) running"
 netns_pid=""
 ok "down stopped the process started with 'cluster.sh netns'"
 snapshot "$W/after"
-if ! diff -u "$W/before" "$W/after" >"$W/diff"; then cat "$W/diff" >&2; fail "down left changes on the host (diff above)"; fi
+if ! diff -u "$W/before" "$W/after" >"$W/diff"; then
+  cat "$W/diff" >&2
+  fail "down left changes on the host (diff above)"
+fi
 ok "host interfaces, addresses, routes, iptables, mounts, cgroups, /run/netns: identical before up and after down"
 leftover="$(grep -l -- "$PPU_CLUSTER_DIR" /proc/[0-9]*/cmdline 2>/dev/null | grep -v "/proc/$$/" || true)"
 for f in $leftover; do
-  p="${f#/proc/}"; p="${p%/cmdline}"
+  p="${f#/proc/}"
+  p="${p%/cmdline}"
   [[ -r "$f" ]] && fail "process $p still mentions $PPU_CLUSTER_DIR: $(tr '\0' ' ' <"$f")"
 done
 if (exec 3<>"/dev/tcp/127.0.0.1/$PPU_CLUSTER_PORT") 2>/dev/null; then fail "relay port $PPU_CLUSTER_PORT still open"; fi

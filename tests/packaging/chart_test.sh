@@ -11,9 +11,15 @@ CHART="$ROOT/charts/ppu-operator"
 W="$(mktemp -d)"
 
 # --- lint ---------------------------------------------------------------------------------
-"$HELM" lint --strict "$CHART" >"$W/lint.txt" 2>&1 || { cat "$W/lint.txt"; fail "helm lint --strict"; }
+"$HELM" lint --strict "$CHART" >"$W/lint.txt" 2>&1 || {
+  cat "$W/lint.txt"
+  fail "helm lint --strict"
+}
 "$HELM" lint --strict "$CHART" --set scope=namespace --set replicas=3 --set serviceMonitor.enabled=true \
-  --set podMonitor.enabled=true >"$W/lint2.txt" 2>&1 || { cat "$W/lint2.txt"; fail "helm lint (non-default)"; }
+  --set podMonitor.enabled=true >"$W/lint2.txt" 2>&1 || {
+  cat "$W/lint2.txt"
+  fail "helm lint (non-default)"
+}
 pass "helm lint --strict, default and non-default values"
 
 # --- default render -----------------------------------------------------------------------
@@ -53,7 +59,7 @@ expect_grep "^  name: ppu-ppu-operator-metrics-reader$" "$D" "metrics-reader nam
 expect_grep "image: ghcr.io/ppu-dev/ppu:0.1.0$" "$D" "image tag defaults to the appVersion"
 # The operator pods' own NetworkPolicy: selects exactly the Deployment's pods, ingress only (egress
 # open), only the metrics and health ports, each from the monitoring namespace by default.
-npcheck() {  # npcheck FILE METRICS_PORT HEALTH_PORT FROM_JSON (expected peers of both rules, or "custom")
+npcheck() { # npcheck FILE METRICS_PORT HEALTH_PORT FROM_JSON (expected peers of both rules, or "custom")
   python3 - "$@" <<'PY'
 import json, sys, yaml
 path, mport, hport, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -180,13 +186,17 @@ PY
 pass "metricsAuth.readers bound to the metrics-reader ClusterRole"
 
 # --- values.schema.json rejects wrong values --------------------------------------------------
-reject() {  # what, helm --set args...
-  local what="$1"; shift
+reject() { # what, helm --set args...
+  local what="$1"
+  shift
   if "$HELM" template ppu "$CHART" "$@" >"$W/bad.yaml" 2>"$W/bad.err"; then
     fail "schema accepted $what ($*)"
   fi
   grep -q "values don't meet the specifications of the schema\|at '/" "$W/bad.err" \
-    || { cat "$W/bad.err"; fail "rejection of $what is not a schema error"; }
+    || {
+      cat "$W/bad.err"
+      fail "rejection of $what is not a schema error"
+    }
   pass "schema rejects $what: $(grep -m1 -E "at '/|additional" "$W/bad.err" | sed 's/^ *- *//')"
 }
 reject "a string replica count" --set replicas=two
@@ -219,15 +229,19 @@ K create namespace team-a >/dev/null
 # commands must work: no link to a page that does not exist, image load commands naming the
 # chart's image, and the sample printed as a heredoc is manifests/samples/cpu-tiny.yaml with the
 # chart's image (and, once the CRD is installed below, accepted by the API server).
-notes() {  # notes OUT helm-args...: the NOTES section of a dry-run install
-  local out="$1"; shift
+notes() { # notes OUT helm-args...: the NOTES section of a dry-run install
+  local out="$1"
+  shift
   # crds.install=false: the test environment has the CRD already (helm would refuse to adopt it).
   "$HELM" install ppu "$CHART" -n ppu-system --dry-run=client --set crds.install=false "$@" >"$W/install.txt" 2>&1 \
-    || { cat "$W/install.txt"; fail "helm install --dry-run=client $*"; }
+    || {
+      cat "$W/install.txt"
+      fail "helm install --dry-run=client $*"
+    }
   sed -n '/^NOTES:$/,$p' "$W/install.txt" | tail -n +2 >"$out"
   [[ -s "$out" ]] || fail "helm install --dry-run=client printed no NOTES ($*)"
 }
-sample_check() {  # sample_check NOTES IMAGE PULLPOLICY NSFLAG: the heredoc is cpu-tiny with IMAGE
+sample_check() { # sample_check NOTES IMAGE PULLPOLICY NSFLAG: the heredoc is cpu-tiny with IMAGE
   python3 - "$@" "$ROOT/manifests/samples/cpu-tiny.yaml" "$W/notes-sample.yaml" <<'PY'
 import re, sys, yaml
 notes, image, policy, nsflag, sample, out = sys.argv[1:]
@@ -266,9 +280,15 @@ N3="$W/notes3.txt"
 notes "$N3" --set image.pullPolicy=Always
 expect_grep "image.pullPolicy is Always" "$N3" "NOTES warn that Always ignores a loaded image"
 
-K apply --dry-run=server -f "$D" >"$W/dry1.txt" 2>&1 || { cat "$W/dry1.txt"; fail "default render rejected by kube-apiserver"; }
+K apply --dry-run=server -f "$D" >"$W/dry1.txt" 2>&1 || {
+  cat "$W/dry1.txt"
+  fail "default render rejected by kube-apiserver"
+}
 pass "default render accepted (server-side dry run, $(grep -c . "$W/dry1.txt") objects)"
-K apply --dry-run=server -f "$N" >"$W/dry2.txt" 2>&1 || { cat "$W/dry2.txt"; fail "non-default render rejected by kube-apiserver"; }
+K apply --dry-run=server -f "$N" >"$W/dry2.txt" 2>&1 || {
+  cat "$W/dry2.txt"
+  fail "non-default render rejected by kube-apiserver"
+}
 pass "non-default render accepted (server-side dry run)"
 
 # Install for real and check what the operator's identity may and may not do.
@@ -276,19 +296,19 @@ K apply -f "$D" >/dev/null
 SA=system:serviceaccount:ppu-system:ppu-ppu-operator
 can() { K auth can-i --as="$SA" "$@" 2>/dev/null; }
 for v in "list ppujobs.ppu.dev -A" "watch ppujobs.ppu.dev -A" "update ppujobs.ppu.dev/status -n x" \
-         "create pods -n x" "delete pods -n x" "create services -n x" "patch configmaps -n x" \
-         "create events -n x" "update leases.coordination.k8s.io -n ppu-system" "delete ppujobs.ppu.dev -n x" \
-         "create networkpolicies.networking.k8s.io -n x" "patch networkpolicies.networking.k8s.io -n x" \
-         "watch networkpolicies.networking.k8s.io -A" "create jobs.batch -n x" "watch jobs.batch -A" \
-         "delete jobs.batch -n x" "create tokenreviews.authentication.k8s.io" \
-         "create subjectaccessreviews.authorization.k8s.io"; do
+  "create pods -n x" "delete pods -n x" "create services -n x" "patch configmaps -n x" \
+  "create events -n x" "update leases.coordination.k8s.io -n ppu-system" "delete ppujobs.ppu.dev -n x" \
+  "create networkpolicies.networking.k8s.io -n x" "patch networkpolicies.networking.k8s.io -n x" \
+  "watch networkpolicies.networking.k8s.io -A" "create jobs.batch -n x" "watch jobs.batch -A" \
+  "delete jobs.batch -n x" "create tokenreviews.authentication.k8s.io" \
+  "create subjectaccessreviews.authorization.k8s.io"; do
   # shellcheck disable=SC2086
   [[ "$(can $v)" == yes ]] || fail "operator ServiceAccount cannot $v"
 done
 pass "operator ServiceAccount has the verbs it needs"
 for v in "get secrets -n x" "create deployments.apps -n x" "update pods -n x" "create ppujobs.ppu.dev -n x" \
-         "create leases.coordination.k8s.io -n x" "list nodes" "create clusterroles.rbac.authorization.k8s.io" \
-         "get /metrics" "create localsubjectaccessreviews.authorization.k8s.io -n x"; do
+  "create leases.coordination.k8s.io -n x" "list nodes" "create clusterroles.rbac.authorization.k8s.io" \
+  "get /metrics" "create localsubjectaccessreviews.authorization.k8s.io -n x"; do
   # shellcheck disable=SC2086
   [[ "$(can $v)" == no ]] || fail "operator ServiceAccount may $v (not least privilege)"
 done
@@ -297,17 +317,24 @@ pass "operator ServiceAccount is denied what it does not use"
 # Plain manifests: generated from the chart, applied to the same server.
 K apply --dry-run=server -f "$ROOT/manifests/operator/namespace.yaml" >/dev/null || fail "manifests/operator/namespace.yaml rejected"
 for f in "$ROOT"/manifests/rbac/*.yaml "$ROOT"/manifests/operator/*.yaml; do
-  K apply --dry-run=server -f "$f" >"$W/m.txt" 2>&1 || { cat "$W/m.txt"; fail "${f#$ROOT/} rejected"; }
-  pass "${f#$ROOT/} accepted (server-side dry run)"
+  K apply --dry-run=server -f "$f" >"$W/m.txt" 2>&1 || {
+    cat "$W/m.txt"
+    fail "${f#"$ROOT"/} rejected"
+  }
+  pass "${f#"$ROOT"/} accepted (server-side dry run)"
 done
 
 # Samples: every PPUJob accepted with strict field validation (unknown training keys fail).
 n=0
 for f in "$ROOT"/manifests/samples/*.yaml; do
-  K apply --dry-run=server --validate=strict -f "$f" >"$W/s.txt" 2>&1 || { cat "$W/s.txt"; fail "sample ${f#$ROOT/} rejected"; }
-  pass "sample ${f#$ROOT/} accepted (server-side dry run)"; n=$((n + 1))
+  K apply --dry-run=server --validate=strict -f "$f" >"$W/s.txt" 2>&1 || {
+    cat "$W/s.txt"
+    fail "sample ${f#"$ROOT"/} rejected"
+  }
+  pass "sample ${f#"$ROOT"/} accepted (server-side dry run)"
+  n=$((n + 1))
 done
-(( n >= 9 )) || fail "expected at least 9 samples, found $n"
+((n >= 9)) || fail "expected at least 9 samples, found $n"
 # ...and the dry run really validates: the same sample with 33 ranks for 2 slices must fail.
 sed 's/^  replicas: 32$/  replicas: 33/' "$ROOT/manifests/samples/paper-mlp-2.yaml" >"$W/broken.yaml"
 if K apply --dry-run=server -f "$W/broken.yaml" >"$W/b.txt" 2>&1; then fail "a PPUJob with 33 ranks and 2 slices was accepted"; fi
@@ -315,6 +342,9 @@ expect_grep "replicas" "$W/b.txt" "a broken sample is rejected naming spec.repli
 # The sample the install notes print (saved above), applied as printed.
 K create namespace notes-a >/dev/null
 K apply -n notes-a --dry-run=server --validate=strict -f "$W/notes-sample-default.yaml" >"$W/ns.txt" 2>&1 \
-  || { cat "$W/ns.txt"; fail "the sample printed by NOTES is rejected by the API server"; }
+  || {
+    cat "$W/ns.txt"
+    fail "the sample printed by NOTES is rejected by the API server"
+  }
 pass "the sample printed by NOTES is accepted (server-side dry run, strict validation)"
 echo "chart_test: all checks passed"

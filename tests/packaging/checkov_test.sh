@@ -19,32 +19,40 @@ CHART="$ROOT/charts/ppu-operator"
 SKIPS="$ROOT/tests/packaging/checkov-skips.yaml"
 CHECKOV="$("$ROOT/scripts/install-checkov.sh" --print-path)"
 [[ -x "$CHECKOV" ]] || fail "checkov not installed at $CHECKOV: run scripts/install-deps.sh --test (or scripts/install-checkov.sh) as the user that runs the tests"
-PY="$(dirname "$CHECKOV")/python"   # the venv's interpreter: it has PyYAML (a checkov dependency)
+PY="$(dirname "$CHECKOV")/python" # the venv's interpreter: it has PyYAML (a checkov dependency)
 W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT
 
 NONET=()
-if unshare -n true 2>/dev/null; then NONET=(unshare -n)
-elif unshare -rn true 2>/dev/null; then NONET=(unshare -rn)
+if unshare -n true 2>/dev/null; then
+  NONET=(unshare -n)
+elif unshare -rn true 2>/dev/null; then
+  NONET=(unshare -rn)
 fi
-if ((${#NONET[@]})); then pass "checkov runs without network (${NONET[*]})"
+if ((${#NONET[@]})); then
+  pass "checkov runs without network (${NONET[*]})"
 else echo "note: no network namespace available; relying on --skip-download and no API key"; fi
 
 # checkov's import checks PyPI for a newer version unless CKV_SKIP_PACKAGE_UPDATE_CHECK is set.
 ckv() { env -u BC_API_KEY -u PRISMA_API_URL CKV_SKIP_PACKAGE_UPDATE_CHECK=true "${NONET[@]}" "$CHECKOV" "$@"; }
 
-scan() {  # scan NAME helm-args...: renders into $W/NAME/chart.yaml, checkov JSON to $W/NAME.json
-  local name="$1"; shift
+scan() { # scan NAME helm-args...: renders into $W/NAME/chart.yaml, checkov JSON to $W/NAME.json
+  local name="$1"
+  shift
   mkdir -p "$W/$name"
   "$HELM" template ppu "$CHART" -n ppu-system "$@" >"$W/$name/chart.yaml" || fail "helm template ($name)"
   # --soft-fail: exit 0 with findings, so a non-zero status means checkov itself failed.
   (cd "$W/$name" && ckv --framework kubernetes -f chart.yaml --skip-download --soft-fail \
-     --output json >"$W/$name.json" 2>"$W/$name.err") \
-    || { cat "$W/$name.err" >&2; fail "checkov did not run ($name)"; }
+    --output json >"$W/$name.json" 2>"$W/$name.err") \
+    || {
+      cat "$W/$name.err" >&2
+      fail "checkov did not run ($name)"
+    }
 }
 
 # The fixed_by values of the skip list, as helm --set arguments.
-mapfile -t FIXES < <("$PY" - "$SKIPS" <<'PY'
+mapfile -t FIXES < <(
+  "$PY" - "$SKIPS" <<'PY'
 import sys, yaml
 for s in yaml.safe_load(open(sys.argv[1]))["skips"]:
     for k, v in (s.get("fixed_by") or {}).items():
@@ -54,7 +62,8 @@ PY
 scan default
 scan hardened --set scope=namespace --set watchNamespace=team-a --set replicas=2 \
   --set serviceMonitor.enabled=true --set podMonitor.enabled=true "${FIXES[@]}"
-want="${CHECKOV%/bin/checkov}"; want="${want##*/checkov-}"
+want="${CHECKOV%/bin/checkov}"
+want="${want##*/checkov-}"
 got="$(ckv --version | tail -1)"
 [[ "$got" == "$want" ]] || fail "checkov at $CHECKOV reports version '$got', expected $want (rerun scripts/install-checkov.sh --force)"
 pass "checkov $got (the version scripts/install-checkov.sh pins)"

@@ -15,10 +15,10 @@ source "$(dirname "$0")/lib.sh"
 DF="$ROOT/Dockerfile"
 BUILD="${1:-}"
 
-for s in $(grep -oE 'scripts/[A-Za-z0-9_./-]+\.sh' "$DF" | sort -u); do
+while read -r s; do
   [[ -x "$ROOT/$s" ]] || fail "Dockerfile runs $s, which does not exist or is not executable"
   pass "Dockerfile's $s exists"
-done
+done < <(grep -oE 'scripts/[A-Za-z0-9_./-]+\.sh' "$DF" | sort -u)
 expect_grep '^RUN scripts/install-deps.sh' "$DF" "build deps come from CI's scripts/install-deps.sh"
 if grep -qiE '^# *syntax *=' "$DF"; then
   fail "Dockerfile has a '# syntax=' directive: BuildKit would pull that frontend image from a registry"
@@ -27,12 +27,13 @@ pass "no '# syntax=' directive: BuildKit's built-in frontend builds it without a
 expect_grep 'scripts/build.sh /build' "$DF" "the build is CI's scripts/build.sh"
 expect_grep '^ARG DEBIAN=debian:bookworm$' "$DF" "build and runtime on Debian bookworm, as CI"
 expect_grep '^ARG VARIANT=cpu$' "$DF" "CPU variant by default"
-expect_grep 'if \[ "\$VARIANT" = cuda \]' "$DF" "RUN steps read VARIANT to pick the CUDA toolchain"
+expect_grep 'if \[ "[$]VARIANT" = cuda \]' "$DF" "RUN steps read VARIANT to pick the CUDA toolchain"
 stages=()
 while read -r from image as name; do
   [[ "$from" == FROM ]] || continue
-  if [[ "$image" != '${DEBIAN}' ]]; then
-    known=0; for st in "${stages[@]}"; do [[ "$image" == "$st" ]] && known=1; done
+  if [[ "$image" != "\${DEBIAN}" ]]; then
+    known=0
+    for st in "${stages[@]}"; do [[ "$image" == "$st" ]] && known=1; done
     [[ $known == 1 ]] || fail "FROM $image is neither \${DEBIAN} nor an earlier stage (buildah 1.28 cannot resolve ARG-built stage names)"
   fi
   [[ "$as" == AS && -n "$name" ]] || fail "FROM $image has no 'AS name'"
@@ -49,20 +50,20 @@ pass "image runs as USER $last_user"
 declared="$(sed -n 's/^ENV PPU_BINARIES="\(.*\)"$/\1/p' "$DF" | tr ' ' '\n' | sort)"
 [[ -n "$declared" ]] || fail "no PPU_BINARIES in the Dockerfile"
 checked="$(sed -n '/^FROM \${DEBIAN} AS runtime/,$p' "$DF" | grep -oE 'for b in [a-z -]+; do' | head -1 \
-           | sed 's/^for b in //; s/; do$//' | tr ' ' '\n' | sort)"
-[[ "$declared" == "$checked" ]] || fail "PPU_BINARIES ($(echo $declared)) differs from the runtime stage's ldd check ($(echo $checked))"
-pass "runtime stage checks the libraries of PPU_BINARIES: $(echo $declared)"
+  | sed 's/^for b in //; s/; do$//' | tr ' ' '\n' | sort)"
+[[ "$declared" == "$checked" ]] || fail "PPU_BINARIES (${declared//$'\n'/ }) differs from the runtime stage's ldd check (${checked//$'\n'/ })"
+pass "runtime stage checks the libraries of PPU_BINARIES: ${declared//$'\n'/ }"
 installed="$(grep -rhoE --include=CMakeLists.txt 'install\(TARGETS [A-Za-z0-9_-]+ RUNTIME' \
-               "$ROOT/runtime" "$ROOT/operator" | awk '{print $2}' | sort -u)"
-[[ "$declared" == "$installed" ]] || fail "Dockerfile ships ($(echo $declared)) but CMake installs ($(echo $installed))"
+  "$ROOT/runtime" "$ROOT/operator" | awk '{print $2}' | sort -u)"
+[[ "$declared" == "$installed" ]] || fail "Dockerfile ships (${declared//$'\n'/ }) but CMake installs (${installed//$'\n'/ })"
 pass "CMake install(TARGETS) rules match the Dockerfile"
 if [[ -n "$BUILD" ]]; then
   # The generated install scripts list what `cmake --install` really puts into bin/.
   generated="$(grep -rhoE --include=cmake_install.cmake '/bin" TYPE EXECUTABLE FILES "[^"]+"' "$BUILD" \
-                 | sed 's|.*/||; s|"$||' | sort -u)"
+    | sed 's|.*/||; s|"$||' | sort -u)"
   [[ -n "$generated" ]] || fail "no executables in $BUILD's cmake_install.cmake files"
   for b in $generated; do grep -qx "$b" <<<"$declared" || fail "$BUILD installs $b, which the Dockerfile does not ship"; done
-  pass "build tree $BUILD installs only shipped binaries ($(echo $generated))"
+  pass "build tree $BUILD installs only shipped binaries (${generated//$'\n'/ })"
 fi
 expect_grep '^build$' "$ROOT/.dockerignore" ".dockerignore excludes build/"
 expect_grep '^build-\*$' "$ROOT/.dockerignore" ".dockerignore excludes build-*/"

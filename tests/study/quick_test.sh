@@ -5,16 +5,25 @@
 # a second invocation skips every finished run; a bad flag is a one-line error naming it.
 # Usage: quick_test.sh BUILD_DIR SOURCE_DIR SHARED_DIR. Prints "PASS study-quick" or "FAIL: ...".
 set -uo pipefail
-BUILD=$1; SRC=$2; SHARED=$3
-fail() { echo "FAIL: $*"; exit 1; }
-OUT=$(mktemp -d /tmp/study-quick.XXXXXX); trap 'rm -rf "$OUT"' EXIT
+BUILD=$1
+SRC=$2
+SHARED=$3
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+OUT=$(mktemp -d /tmp/study-quick.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
 export PPU_BUILD=$BUILD PPU_SHAKESPEARE=$SHARED/data/tinyshakespeare.txt
 
-bash "$SRC/bench/study/run.sh" --quick --out "$OUT" > "$OUT/first.log" 2>&1 || { tail -20 "$OUT/first.log"; fail "run.sh --quick exited non-zero"; }
+bash "$SRC/bench/study/run.sh" --quick --out "$OUT" >"$OUT/first.log" 2>&1 || {
+  tail -20 "$OUT/first.log"
+  fail "run.sh --quick exited non-zero"
+}
 grep -q "^tokens train [0-9]* val [0-9]* vocab 1024$" "$OUT/corpus/MANIFEST" || fail "corpus MANIFEST lacks the token counts"
 grep -q "sha256 [0-9a-f]\{64\}" "$OUT/corpus/MANIFEST" || fail "corpus MANIFEST lacks the input's sha256"
 names=$(awk -F'\t' '$4 ~ /(^|,)quick(,|$)/ {print $1}' "$SRC/bench/study/grid.tsv")
-[[ $(wc -w <<< "$names") -ge 3 ]] || fail "grid.tsv marks fewer than 3 rows quick"
+[[ $(wc -w <<<"$names") -ge 3 ]] || fail "grid.tsv marks fewer than 3 rows quick"
 for n in $names; do
   d=$OUT/runs/$n-s0
   [[ -f $d/done ]] || fail "run $n has no done marker"
@@ -25,7 +34,7 @@ for n in $names; do
   grep -q "^| $n | 0 | [0-9.]* |" "$OUT/table.md" || fail "table.md has no row for $n"
   grep -q "eval step 10 loss" "$d/run.log" || fail "run $n logged no eval curve"
 done
-[[ $(grep -c "^| " "$OUT/table.md") -eq $(( $(wc -w <<< "$names") + 1 )) ]] || fail "table.md has extra or missing rows"
+[[ $(grep -c "^| " "$OUT/table.md") -eq $(($(wc -w <<<"$names") + 1)) ]] || fail "table.md has extra or missing rows"
 python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert sorted(s["runs"]) == sorted(sys.argv[2].split()) and all(v["peak_rss"] > 1 << 20 and v["bytes_sent"] > 0 for v in s["runs"].values())' "$OUT/summary.json" "$names" \
   || fail "summary.json lacks a run, peak RSS or bytes sent"
 # A sanity bound, derived: the uniform model over the 1024 tokens scores log 1024 = 6.93 nats; the
@@ -35,7 +44,7 @@ python3 -c 'import json,sys; u=json.load(open(sys.argv[1]))["unigram"]; assert 0
   || fail "summary.json lacks the unigram entropy of the val split"
 paired=$(awk -F'\t' '$4 ~ /(^|,)quick(,|$)/ && $4 ~ /(^|,)paired(,|$)/ && $1 != "streaming-diloco" {print $1}' "$SRC/bench/study/grid.tsv")
 [[ -n $paired ]] || fail "grid.tsv marks no quick row paired"
-for n in $paired; do   # one seed under --quick: a difference, but no interval or verdict
+for n in $paired; do # one seed under --quick: a difference, but no interval or verdict
   grep -q "^| $n | 0 | [-+][0-9.]* | [-+][0-9.]* | n/a (one seed) |" "$OUT/paired.md" || fail "paired.md has no one-seed row for $n"
   python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["paired"][sys.argv[2]]; assert p["n"] == 1 and p["verdict"] == "n/a (one seed)"' "$OUT/summary.json" "$n" \
     || fail "summary.json has no one-seed paired entry for $n"
@@ -45,8 +54,8 @@ for p in loss_vs_tokens loss_vs_flops memory ppl_vs_n paired; do
   [[ $(stat -c %s "$OUT/$p.png") -gt 3000 ]] || fail "$p.png is too small to hold a plot"
 done
 
-bash "$SRC/bench/study/run.sh" --quick --out "$OUT" > "$OUT/second.log" 2>&1 || fail "second run.sh --quick exited non-zero"
-[[ $(grep -c "done, skipped" "$OUT/second.log") -eq $(wc -w <<< "$names") ]] || fail "resumed run did not skip every finished run"
+bash "$SRC/bench/study/run.sh" --quick --out "$OUT" >"$OUT/second.log" 2>&1 || fail "second run.sh --quick exited non-zero"
+[[ $(grep -c "done, skipped" "$OUT/second.log") -eq $(wc -w <<<"$names") ]] || fail "resumed run did not skip every finished run"
 grep -q "running" "$OUT/second.log" && fail "resumed run re-ran a finished run"
 
 err=$(bash "$SRC/bench/study/run.sh" --bogus 2>&1) && fail "run.sh --bogus exited zero"
