@@ -9,6 +9,7 @@ network, wall time, final eval loss, each relative to the fp32 / tau = 0 baselin
 
 usage: bench/outer_sync_bench.py BUILD_DIR [--config FILE] [--nproc K] [--steps N] [--tau T]
 """
+
 import argparse
 import json
 import os
@@ -24,30 +25,67 @@ p.add_argument("--tau", type=int, default=3)
 args = p.parse_args()
 launch = os.path.join(args.build, "runtime", "launch", "ppu-launch")
 
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 I8 = ["outer.delta_dtype=int8"]
-variants = [("fp32 ring", []), ("bf16 ring", ["outer.delta_dtype=bf16"]), ("int8 ring", I8),
-            ("int8 ring +EF", I8 + ["outer.error_feedback=true"]),
-            ("fp32 direct", ["network.collective=direct"]), ("bf16 direct", ["outer.delta_dtype=bf16", "network.collective=direct"]),
-            ("int8 direct", I8 + ["network.collective=direct"]),
-            ("int8 direct +EF", I8 + ["network.collective=direct", "outer.error_feedback=true"]),
-            (f"fp32 tau={args.tau}", [f"outer.overlap_steps={args.tau}"]),
-            (f"int8 tau={args.tau} +EF", I8 + ["outer.error_feedback=true", f"outer.overlap_steps={args.tau}"])]
+variants = [
+    ("fp32 ring", []),
+    ("bf16 ring", ["outer.delta_dtype=bf16"]),
+    ("int8 ring", I8),
+    ("int8 ring +EF", I8 + ["outer.error_feedback=true"]),
+    ("fp32 direct", ["network.collective=direct"]),
+    ("bf16 direct", ["outer.delta_dtype=bf16", "network.collective=direct"]),
+    ("int8 direct", I8 + ["network.collective=direct"]),
+    ("int8 direct +EF", I8 + ["network.collective=direct", "outer.error_feedback=true"]),
+    (f"fp32 tau={args.tau}", [f"outer.overlap_steps={args.tau}"]),
+    (f"int8 tau={args.tau} +EF", I8 + ["outer.error_feedback=true", f"outer.overlap_steps={args.tau}"]),
+]
 rows = []
 for name, sets in variants:
     out = tempfile.mkdtemp(prefix="ppu-sync-bench-")
-    cmd = [launch, "--nproc", str(args.nproc), "--config", args.config, "--summary-dir", out,
-           "--set", f"train.steps={args.steps}", "--set", "train.eval_every=0", "--set", "train.log_every=100000"]
+    cmd = [
+        launch,
+        "--nproc",
+        str(args.nproc),
+        "--config",
+        args.config,
+        "--summary-dir",
+        out,
+        "--set",
+        f"train.steps={args.steps}",
+        "--set",
+        "train.eval_every=0",
+        "--set",
+        "train.log_every=100000",
+    ]
     for s in sets:
         cmd += ["--set", s]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    runs = [json.load(open(os.path.join(out, f"rank-{r}.json"))) for r in range(args.nproc)]
-    rows.append((name, runs[0]["bytes_sent"], runs[0]["bytes_received"], max(r["network_wait_seconds"] for r in runs),
-                 max(r["seconds"] for r in runs), runs[0]["eval_loss"]))
+    runs = [read_json(os.path.join(out, f"rank-{r}.json")) for r in range(args.nproc)]
+    rows.append(
+        (
+            name,
+            runs[0]["bytes_sent"],
+            runs[0]["bytes_received"],
+            max(r["network_wait_seconds"] for r in runs),
+            max(r["seconds"] for r in runs),
+            runs[0]["eval_loss"],
+        )
+    )
+
 
 base = rows[0]
 print(f"{args.nproc} ranks, {args.steps} steps, config {os.path.basename(args.config)}")
-print(f"{'variant':<18} {'sent/rank':>10} {'received':>10} {'x fp32':>7} {'wait s':>8} {'x base':>7} {'wall s':>8} {'x base':>7} "
-      f"{'eval loss':>10} {'- fp32':>8}")
+print(
+    f"{'variant':<18} {'sent/rank':>10} {'received':>10} {'x fp32':>7} {'wait s':>8} {'x base':>7} {'wall s':>8} {'x base':>7} "
+    f"{'eval loss':>10} {'- fp32':>8}"
+)
 for name, b, rcv, wait, wall, loss in rows:
-    print(f"{name:<18} {b:10.0f} {rcv:10.0f} {b / base[1]:7.3f} {wait:8.3f} {wait / base[3]:7.3f} {wall:8.2f} {wall / base[4]:7.3f} "
-          f"{loss:10.4f} {loss - base[5]:+8.4f}")
+    print(
+        f"{name:<18} {b:10.0f} {rcv:10.0f} {b / base[1]:7.3f} {wait:8.3f} {wait / base[3]:7.3f} {wall:8.2f} {wall / base[4]:7.3f} "
+        f"{loss:10.4f} {loss - base[5]:+8.4f}"
+    )

@@ -10,28 +10,46 @@ per-job series carry the same two labels.
 Usage: dashboards/generate.py            rewrite the JSON files
        dashboards/generate.py --check    exit 1 when a JSON file differs from what this writes
 """
+
 import json
 import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 DS = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
-SEL = 'namespace=~"$namespace", job=~"$job"'   # rank and per-job series of the chosen jobs
+SEL = 'namespace=~"$namespace", job=~"$job"'  # rank and per-job series of the chosen jobs
 RI = "$__rate_interval"
 
 
 def ds_var():
     # A datasource variable (rather than only __inputs) works for both UI import and the
     # Grafana sidecar, which provisions the JSON as-is.
-    return {"name": "DS_PROMETHEUS", "label": "Prometheus", "type": "datasource",
-            "query": "prometheus", "hide": 0, "current": {}, "refresh": 1}
+    return {
+        "name": "DS_PROMETHEUS",
+        "label": "Prometheus",
+        "type": "datasource",
+        "query": "prometheus",
+        "hide": 0,
+        "current": {},
+        "refresh": 1,
+    }
 
 
 def query_var(name, label, query):
-    return {"name": name, "label": label, "type": "query", "datasource": DS,
-            "query": {"query": query, "refId": f"{name}-var"}, "definition": query,
-            "refresh": 2, "includeAll": True, "allValue": ".+", "multi": True,
-            "current": {"selected": True, "text": ["All"], "value": ["$__all"]}, "sort": 1}
+    return {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": DS,
+        "query": {"query": query, "refId": f"{name}-var"},
+        "definition": query,
+        "refresh": 2,
+        "includeAll": True,
+        "allValue": ".+",
+        "multi": True,
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "sort": 1,
+    }
 
 
 JOB_VARS = [
@@ -42,12 +60,24 @@ JOB_VARS = [
 
 def panel(title, targets, kind="timeseries", unit="short", desc="", stack=False):
     """targets: list of (legend, expr)."""
-    p = {"type": kind, "title": title, "description": desc, "datasource": DS,
-         "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-         "targets": [{"refId": chr(ord("A") + i), "datasource": DS, "expr": expr,
-                      "legendFormat": legend, "range": kind == "timeseries",
-                      "instant": kind != "timeseries"}
-                     for i, (legend, expr) in enumerate(targets)]}
+    p = {
+        "type": kind,
+        "title": title,
+        "description": desc,
+        "datasource": DS,
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "targets": [
+            {
+                "refId": chr(ord("A") + i),
+                "datasource": DS,
+                "expr": expr,
+                "legendFormat": legend,
+                "range": kind == "timeseries",
+                "instant": kind != "timeseries",
+            }
+            for i, (legend, expr) in enumerate(targets)
+        ],
+    }
     if kind == "timeseries" and stack:
         p["fieldConfig"]["defaults"]["custom"] = {"stacking": {"mode": "normal"}, "fillOpacity": 40}
     return p
@@ -59,163 +89,386 @@ def dashboard(uid, title, desc, panels, variables):
         p["id"] = i + 1
         p["gridPos"] = {"h": 8, "w": 12, "x": 12 * (i % 2), "y": 8 * (i // 2)}
     return {
-        "__inputs": [{"name": "DS_PROMETHEUS", "label": "Prometheus", "type": "datasource",
-                      "pluginId": "prometheus", "pluginName": "Prometheus"}],
-        "uid": uid, "title": title, "description": desc, "tags": ["ppu"],
-        "timezone": "browser", "schemaVersion": 39, "version": 1, "editable": True,
-        "refresh": "30s", "time": {"from": "now-6h", "to": "now"},
+        "__inputs": [
+            {
+                "name": "DS_PROMETHEUS",
+                "label": "Prometheus",
+                "type": "datasource",
+                "pluginId": "prometheus",
+                "pluginName": "Prometheus",
+            }
+        ],
+        "uid": uid,
+        "title": title,
+        "description": desc,
+        "tags": ["ppu"],
+        "timezone": "browser",
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "refresh": "30s",
+        "time": {"from": "now-6h", "to": "now"},
         "templating": {"list": [ds_var()] + variables},
-        "annotations": {"list": []}, "links": [], "panels": panels,
+        "annotations": {"list": []},
+        "links": [],
+        "panels": panels,
     }
 
 
 def overview():
-    return dashboard("ppu-overview", "PPU / Job overview",
-                     "Phase, ranks, outer round, loss and perplexity, throughput and ETA of PPUJobs.", [
-        panel("Jobs by phase (operator)", [("{{phase}}", "sum by (phase) (ppu_operator_jobs)")],
-              kind="bargauge", desc="PPUJobs the operator sees in each phase."),
-        panel("Ranks ready / total", [
-            ("{{job}} ready", f"ppu_job_ranks_ready{{{SEL}}}"),
-            ("{{job}} total", f"ppu_job_replicas{{{SEL}}}")], kind="stat"),
-        panel("Outer round", [
-            ("{{job}} (ranks, max)", f"max by (namespace, job) (ppu_outer_round{{{SEL}}})"),
-            ("{{job}} (operator)", f"ppu_job_outer_round{{{SEL}}}")], kind="stat"),
-        panel("Gang restarts", [("{{job}}", f"ppu_job_restarts{{{SEL}}}")], kind="stat"),
-        panel("Progress", [("{{job}}", f"100 * max by (namespace, job) (ppu_step{{{SEL}}})"
-                                       f" / max by (namespace, job) (ppu_steps_target{{{SEL}}})")],
-              kind="gauge", unit="percent", desc="Inner steps done of train.steps."),
-        panel("ETA", [("{{job}}",
-                       # steps left / (steps per second), where steps per second =
-                       # tokens/s divided by tokens per step (tokens so far / steps so far).
-                       f"max by (namespace, job) ((ppu_steps_target{{{SEL}}} - ppu_step{{{SEL}}})"
-                       f" * ppu_tokens_total{{{SEL}}}"
-                       f" / clamp_min(ppu_step{{{SEL}}} * ppu_tokens_per_second{{{SEL}}}, 1e-9))")],
-              kind="stat", unit="s", desc="Remaining inner steps at the current per-rank throughput."),
-        panel("Eval perplexity", [
-            ("{{job}} mean over ranks", f"avg by (namespace, job) (ppu_eval_perplexity{{{SEL}}})"),
-            ("{{job}} operator", f"ppu_job_eval_perplexity{{{SEL}}}"),
-            ("{{job}} floor (synthetic corpus)",
-             f"min by (namespace, job) (ppu_eval_perplexity_floor{{{SEL}}})")],
-              desc="Held-out perplexity; the floor is the best achievable on the synthetic corpus."),
-        panel("Training loss per rank", [
-            ("rank {{rank}}", f"ppu_loss{{{SEL}}}"),
-            ("{{job}} eval loss", f"avg by (namespace, job) (ppu_eval_loss{{{SEL}}})"),
-            ("{{job}} operator", f"ppu_job_loss{{{SEL}}}")], desc="nats/token"),
-        panel("Training perplexity per rank", [("rank {{rank}}", f"ppu_train_perplexity{{{SEL}}}")]),
-        panel("Tokens per second", [
-            ("{{job}} (ranks' gauges)", f"sum by (namespace, job) (ppu_tokens_per_second{{{SEL}}})"),
-            ("{{job}} (counter rate)", f"sum by (namespace, job) (rate(ppu_tokens_total{{{SEL}}}[{RI}]))"),
-            ("{{job}} (operator)", f"ppu_job_tokens_per_second{{{SEL}}}")]),
-    ], JOB_VARS)
+    return dashboard(
+        "ppu-overview",
+        "PPU / Job overview",
+        "Phase, ranks, outer round, loss and perplexity, throughput and ETA of PPUJobs.",
+        [
+            panel(
+                "Jobs by phase (operator)",
+                [("{{phase}}", "sum by (phase) (ppu_operator_jobs)")],
+                kind="bargauge",
+                desc="PPUJobs the operator sees in each phase.",
+            ),
+            panel(
+                "Ranks ready / total",
+                [("{{job}} ready", f"ppu_job_ranks_ready{{{SEL}}}"), ("{{job}} total", f"ppu_job_replicas{{{SEL}}}")],
+                kind="stat",
+            ),
+            panel(
+                "Outer round",
+                [
+                    ("{{job}} (ranks, max)", f"max by (namespace, job) (ppu_outer_round{{{SEL}}})"),
+                    ("{{job}} (operator)", f"ppu_job_outer_round{{{SEL}}}"),
+                ],
+                kind="stat",
+            ),
+            panel("Gang restarts", [("{{job}}", f"ppu_job_restarts{{{SEL}}}")], kind="stat"),
+            panel(
+                "Progress",
+                [
+                    (
+                        "{{job}}",
+                        (
+                            f"100 * max by (namespace, job) (ppu_step{{{SEL}}})"
+                            f" / max by (namespace, job) (ppu_steps_target{{{SEL}}})"
+                        ),
+                    )
+                ],
+                kind="gauge",
+                unit="percent",
+                desc="Inner steps done of train.steps.",
+            ),
+            panel(
+                "ETA",
+                [
+                    (
+                        "{{job}}",
+                        # steps left / (steps per second), where steps per second =
+                        # tokens/s divided by tokens per step (tokens so far / steps so far).
+                        (
+                            f"max by (namespace, job) ((ppu_steps_target{{{SEL}}} - ppu_step{{{SEL}}})"
+                            f" * ppu_tokens_total{{{SEL}}}"
+                            f" / clamp_min(ppu_step{{{SEL}}} * ppu_tokens_per_second{{{SEL}}}, 1e-9))"
+                        ),
+                    )
+                ],
+                kind="stat",
+                unit="s",
+                desc="Remaining inner steps at the current per-rank throughput.",
+            ),
+            panel(
+                "Eval perplexity",
+                [
+                    ("{{job}} mean over ranks", f"avg by (namespace, job) (ppu_eval_perplexity{{{SEL}}})"),
+                    ("{{job}} operator", f"ppu_job_eval_perplexity{{{SEL}}}"),
+                    (
+                        "{{job}} floor (synthetic corpus)",
+                        f"min by (namespace, job) (ppu_eval_perplexity_floor{{{SEL}}})",
+                    ),
+                ],
+                desc="Held-out perplexity; the floor is the best achievable on the synthetic corpus.",
+            ),
+            panel(
+                "Training loss per rank",
+                [
+                    ("rank {{rank}}", f"ppu_loss{{{SEL}}}"),
+                    ("{{job}} eval loss", f"avg by (namespace, job) (ppu_eval_loss{{{SEL}}})"),
+                    ("{{job}} operator", f"ppu_job_loss{{{SEL}}}"),
+                ],
+                desc="nats/token",
+            ),
+            panel("Training perplexity per rank", [("rank {{rank}}", f"ppu_train_perplexity{{{SEL}}}")]),
+            panel(
+                "Tokens per second",
+                [
+                    ("{{job}} (ranks' gauges)", f"sum by (namespace, job) (ppu_tokens_per_second{{{SEL}}})"),
+                    ("{{job}} (counter rate)", f"sum by (namespace, job) (rate(ppu_tokens_total{{{SEL}}}[{RI}]))"),
+                    ("{{job}} (operator)", f"ppu_job_tokens_per_second{{{SEL}}}"),
+                ],
+            ),
+        ],
+        JOB_VARS,
+    )
 
 
 def memory():
-    return dashboard("ppu-memory", "PPU / Memory",
-                     "Training-state memory by the paper's five components, per rank, and the saving "
-                     "versus full (unsliced) training.", [
-        panel("State bytes by component per rank", [
-            ("rank {{rank}} {{component}}", f"sum by (rank, component) (ppu_state_bytes{{{SEL}}})")],
-              unit="bytes", stack=True),
-        panel("State per rank vs full training", [
-            ("rank {{rank}} PPU", f"sum by (rank) (ppu_state_bytes{{{SEL}}})"),
-            ("rank {{rank}} full training", f"sum by (rank) (ppu_state_full_training_bytes{{{SEL}}})")],
-              unit="bytes"),
-        panel("Memory saved vs full training", [
-            ("{{job}}", f"100 * (1 - sum by (namespace, job) (ppu_state_bytes{{{SEL}}})"
-                        f" / sum by (namespace, job) (ppu_state_full_training_bytes{{{SEL}}}))")],
-              kind="stat", unit="percent"),
-        panel("Saving by component", [
-            ("{{component}}", f"sum by (component) (ppu_state_full_training_bytes{{{SEL}}})"
-                              f" - sum by (component) (ppu_state_bytes{{{SEL}}})")],
-              kind="bargauge", unit="bytes"),
-        panel("Job state bytes (operator, sum over ranks)", [
-            ("{{job}} {{component}}", f"ppu_job_state_bytes{{{SEL}}}")], unit="bytes", stack=True),
-        panel("Process and CUDA memory per rank", [
-            ("rank {{rank}} RSS", f"ppu_process_resident_memory_bytes{{{SEL}}}"),
-            ("rank {{rank}} CUDA allocated", f"ppu_cuda_memory_allocated_bytes{{{SEL}}}"),
-            ("rank {{rank}} CUDA reserved", f"ppu_cuda_memory_reserved_bytes{{{SEL}}}"),
-            ("rank {{rank}} CUDA peak", f"ppu_cuda_memory_peak_bytes{{{SEL}}}")], unit="bytes"),
-    ], JOB_VARS)
+    return dashboard(
+        "ppu-memory",
+        "PPU / Memory",
+        "Training-state memory by the paper's five components, per rank, and the saving "
+        "versus full (unsliced) training.",
+        [
+            panel(
+                "State bytes by component per rank",
+                [("rank {{rank}} {{component}}", f"sum by (rank, component) (ppu_state_bytes{{{SEL}}})")],
+                unit="bytes",
+                stack=True,
+            ),
+            panel(
+                "State per rank vs full training",
+                [
+                    ("rank {{rank}} PPU", f"sum by (rank) (ppu_state_bytes{{{SEL}}})"),
+                    ("rank {{rank}} full training", f"sum by (rank) (ppu_state_full_training_bytes{{{SEL}}})"),
+                ],
+                unit="bytes",
+            ),
+            panel(
+                "Memory saved vs full training",
+                [
+                    (
+                        "{{job}}",
+                        (
+                            f"100 * (1 - sum by (namespace, job) (ppu_state_bytes{{{SEL}}})"
+                            f" / sum by (namespace, job) (ppu_state_full_training_bytes{{{SEL}}}))"
+                        ),
+                    )
+                ],
+                kind="stat",
+                unit="percent",
+            ),
+            panel(
+                "Saving by component",
+                [
+                    (
+                        "{{component}}",
+                        (
+                            f"sum by (component) (ppu_state_full_training_bytes{{{SEL}}})"
+                            f" - sum by (component) (ppu_state_bytes{{{SEL}}})"
+                        ),
+                    )
+                ],
+                kind="bargauge",
+                unit="bytes",
+            ),
+            panel(
+                "Job state bytes (operator, sum over ranks)",
+                [("{{job}} {{component}}", f"ppu_job_state_bytes{{{SEL}}}")],
+                unit="bytes",
+                stack=True,
+            ),
+            panel(
+                "Process and CUDA memory per rank",
+                [
+                    ("rank {{rank}} RSS", f"ppu_process_resident_memory_bytes{{{SEL}}}"),
+                    ("rank {{rank}} CUDA allocated", f"ppu_cuda_memory_allocated_bytes{{{SEL}}}"),
+                    ("rank {{rank}} CUDA reserved", f"ppu_cuda_memory_reserved_bytes{{{SEL}}}"),
+                    ("rank {{rank}} CUDA peak", f"ppu_cuda_memory_peak_bytes{{{SEL}}}"),
+                ],
+                unit="bytes",
+            ),
+        ],
+        JOB_VARS,
+    )
 
 
 def compute():
-    return dashboard("ppu-compute", "PPU / Compute",
-                     "FLOPs executed (forward + partial backward) versus what a full backward would "
-                     "have cost, and the cumulative saving.", [
-        panel("FLOP rate: executed vs full backward", [
-            ("{{job}} executed", f"sum by (namespace, job) (rate(ppu_flops_executed_total{{{SEL}}}[{RI}]))"),
-            ("{{job}} full backward",
-             f"sum by (namespace, job) (rate(ppu_flops_full_backward_total{{{SEL}}}[{RI}]))")],
-              unit="flops"),
-        panel("Cumulative FLOPs saved", [
-            ("{{job}} %", f"100 * (1 - sum by (namespace, job) (ppu_flops_executed_total{{{SEL}}})"
-                          f" / sum by (namespace, job) (ppu_flops_full_backward_total{{{SEL}}}))")],
-              kind="stat", unit="percent"),
-        panel("Cumulative FLOPs: executed, full, saved", [
-            ("{{job}} executed", f"sum by (namespace, job) (ppu_flops_executed_total{{{SEL}}})"),
-            ("{{job}} full backward", f"sum by (namespace, job) (ppu_flops_full_backward_total{{{SEL}}})"),
-            ("{{job}} saved", f"sum by (namespace, job) (ppu_flops_full_backward_total{{{SEL}}})"
-                              f" - sum by (namespace, job) (ppu_flops_executed_total{{{SEL}}})")]),
-        panel("FLOPs per inner step per rank", [
-            ("rank {{rank}} executed", f"ppu_step_flops_executed{{{SEL}}}"),
-            ("rank {{rank}} full backward", f"ppu_step_flops_full_backward{{{SEL}}}")]),
-        panel("FLOPs saved ratio (operator)", [("{{job}}", f"ppu_job_flops_saved_ratio{{{SEL}}}")],
-              kind="stat", unit="percentunit"),
-        panel("Job FLOPs (operator, sum over ranks)", [
-            ("{{job}} executed", f"ppu_job_flops_executed{{{SEL}}}"),
-            ("{{job}} full backward", f"ppu_job_flops_full_backward{{{SEL}}}")]),
-    ], JOB_VARS)
+    return dashboard(
+        "ppu-compute",
+        "PPU / Compute",
+        "FLOPs executed (forward + partial backward) versus what a full backward would "
+        "have cost, and the cumulative saving.",
+        [
+            panel(
+                "FLOP rate: executed vs full backward",
+                [
+                    ("{{job}} executed", f"sum by (namespace, job) (rate(ppu_flops_executed_total{{{SEL}}}[{RI}]))"),
+                    (
+                        "{{job}} full backward",
+                        f"sum by (namespace, job) (rate(ppu_flops_full_backward_total{{{SEL}}}[{RI}]))",
+                    ),
+                ],
+                unit="flops",
+            ),
+            panel(
+                "Cumulative FLOPs saved",
+                [
+                    (
+                        "{{job}} %",
+                        (
+                            f"100 * (1 - sum by (namespace, job) (ppu_flops_executed_total{{{SEL}}})"
+                            f" / sum by (namespace, job) (ppu_flops_full_backward_total{{{SEL}}}))"
+                        ),
+                    )
+                ],
+                kind="stat",
+                unit="percent",
+            ),
+            panel(
+                "Cumulative FLOPs: executed, full, saved",
+                [
+                    ("{{job}} executed", f"sum by (namespace, job) (ppu_flops_executed_total{{{SEL}}})"),
+                    ("{{job}} full backward", f"sum by (namespace, job) (ppu_flops_full_backward_total{{{SEL}}})"),
+                    (
+                        "{{job}} saved",
+                        (
+                            f"sum by (namespace, job) (ppu_flops_full_backward_total{{{SEL}}})"
+                            f" - sum by (namespace, job) (ppu_flops_executed_total{{{SEL}}})"
+                        ),
+                    ),
+                ],
+            ),
+            panel(
+                "FLOPs per inner step per rank",
+                [
+                    ("rank {{rank}} executed", f"ppu_step_flops_executed{{{SEL}}}"),
+                    ("rank {{rank}} full backward", f"ppu_step_flops_full_backward{{{SEL}}}"),
+                ],
+            ),
+            panel(
+                "FLOPs saved ratio (operator)",
+                [("{{job}}", f"ppu_job_flops_saved_ratio{{{SEL}}}")],
+                kind="stat",
+                unit="percentunit",
+            ),
+            panel(
+                "Job FLOPs (operator, sum over ranks)",
+                [
+                    ("{{job}} executed", f"ppu_job_flops_executed{{{SEL}}}"),
+                    ("{{job}} full backward", f"ppu_job_flops_full_backward{{{SEL}}}"),
+                ],
+            ),
+        ],
+        JOB_VARS,
+    )
 
 
 def communication():
-    return dashboard("ppu-communication", "PPU / Communication",
-                     "Outer synchronisation: bytes sent and received, seconds and network wait per sync, per streaming fragment.", [
-        panel("Bytes per outer sync by fragment", [
-            ("fragment {{fragment}}", f"avg by (fragment) (ppu_outer_sync_bytes_total{{{SEL}}}"
-                                      f" / ppu_outer_syncs_total{{{SEL}}})")], unit="bytes"),
-        panel("Seconds per outer sync by fragment", [
-            ("fragment {{fragment}}", f"avg by (fragment) (ppu_outer_sync_seconds_total{{{SEL}}}"
-                                      f" / ppu_outer_syncs_total{{{SEL}}})")], unit="s"),
-        panel("All-reduce throughput by fragment", [
-            ("fragment {{fragment}}", f"sum by (fragment) (rate(ppu_outer_sync_bytes_total{{{SEL}}}[{RI}]))")],
-              unit="Bps"),
-        panel("Share of time in outer syncs per rank", [
-            ("rank {{rank}}", f"sum by (rank) (rate(ppu_outer_sync_seconds_total{{{SEL}}}[{RI}]))")],
-              unit="percentunit"),
-        panel("Outer syncs by fragment", [
-            ("fragment {{fragment}}", f"max by (fragment) (ppu_outer_syncs_total{{{SEL}}})")], kind="bargauge"),
-        panel("Bytes sent and received per rank", [
-            ("rank {{rank}} sent", f"sum by (rank) (ppu_outer_sync_bytes_total{{{SEL}}})"),
-            ("rank {{rank}} received", f"sum by (rank) (ppu_outer_sync_received_bytes_total{{{SEL}}})")], unit="bytes"),
-        panel("Share of time waiting on the network per rank", [
-            ("rank {{rank}}", f"sum by (rank) (rate(ppu_network_wait_seconds_total{{{SEL}}}[{RI}]))")],
-              unit="percentunit"),
-    ], JOB_VARS)
+    return dashboard(
+        "ppu-communication",
+        "PPU / Communication",
+        "Outer synchronisation: bytes sent and received, seconds and network wait per sync, per streaming fragment.",
+        [
+            panel(
+                "Bytes per outer sync by fragment",
+                [
+                    (
+                        "fragment {{fragment}}",
+                        f"avg by (fragment) (ppu_outer_sync_bytes_total{{{SEL}}} / ppu_outer_syncs_total{{{SEL}}})",
+                    )
+                ],
+                unit="bytes",
+            ),
+            panel(
+                "Seconds per outer sync by fragment",
+                [
+                    (
+                        "fragment {{fragment}}",
+                        f"avg by (fragment) (ppu_outer_sync_seconds_total{{{SEL}}} / ppu_outer_syncs_total{{{SEL}}})",
+                    )
+                ],
+                unit="s",
+            ),
+            panel(
+                "All-reduce throughput by fragment",
+                [("fragment {{fragment}}", f"sum by (fragment) (rate(ppu_outer_sync_bytes_total{{{SEL}}}[{RI}]))")],
+                unit="Bps",
+            ),
+            panel(
+                "Share of time in outer syncs per rank",
+                [("rank {{rank}}", f"sum by (rank) (rate(ppu_outer_sync_seconds_total{{{SEL}}}[{RI}]))")],
+                unit="percentunit",
+            ),
+            panel(
+                "Outer syncs by fragment",
+                [("fragment {{fragment}}", f"max by (fragment) (ppu_outer_syncs_total{{{SEL}}})")],
+                kind="bargauge",
+            ),
+            panel(
+                "Bytes sent and received per rank",
+                [
+                    ("rank {{rank}} sent", f"sum by (rank) (ppu_outer_sync_bytes_total{{{SEL}}})"),
+                    ("rank {{rank}} received", f"sum by (rank) (ppu_outer_sync_received_bytes_total{{{SEL}}})"),
+                ],
+                unit="bytes",
+            ),
+            panel(
+                "Share of time waiting on the network per rank",
+                [("rank {{rank}}", f"sum by (rank) (rate(ppu_network_wait_seconds_total{{{SEL}}}[{RI}]))")],
+                unit="percentunit",
+            ),
+        ],
+        JOB_VARS,
+    )
 
 
 def operator():
-    return dashboard("ppu-operator", "PPU / Operator",
-                     "The controller: reconciles, errors, queue, latency, jobs by phase, gang restarts.", [
-        panel("Reconciles by result", [
-            ("{{result}}", f"sum by (result) (rate(ppu_operator_reconciles_total[{RI}]))")], unit="ops"),
-        panel("Reconcile errors", [
-            ("errors/s", f"sum(rate(ppu_operator_reconcile_errors_total[{RI}]))"),
-            ("total", "sum(ppu_operator_reconcile_errors_total)")]),
-        panel("Work queue depth", [("{{instance}}", "ppu_operator_workqueue_depth")]),
-        panel("Reconcile latency", [
-            ("p50", f"histogram_quantile(0.5, sum by (le) (rate(ppu_operator_reconcile_duration_seconds_bucket[{RI}])))"),
-            ("p99", f"histogram_quantile(0.99, sum by (le) (rate(ppu_operator_reconcile_duration_seconds_bucket[{RI}])))"),
-            ("mean", f"sum(rate(ppu_operator_reconcile_duration_seconds_sum[{RI}]))"
-                     f" / sum(rate(ppu_operator_reconcile_duration_seconds_count[{RI}]))")], unit="s"),
-        panel("Jobs by phase", [("{{phase}}", "sum by (phase) (ppu_operator_jobs)")], stack=True),
-        panel("Gang restarts", [
-            ("total", "sum(ppu_operator_gang_restarts_total)"),
-            ("per hour", "sum(increase(ppu_operator_gang_restarts_total[1h]))")]),
-    ], [])
+    return dashboard(
+        "ppu-operator",
+        "PPU / Operator",
+        "The controller: reconciles, errors, queue, latency, jobs by phase, gang restarts.",
+        [
+            panel(
+                "Reconciles by result",
+                [("{{result}}", f"sum by (result) (rate(ppu_operator_reconciles_total[{RI}]))")],
+                unit="ops",
+            ),
+            panel(
+                "Reconcile errors",
+                [
+                    ("errors/s", f"sum(rate(ppu_operator_reconcile_errors_total[{RI}]))"),
+                    ("total", "sum(ppu_operator_reconcile_errors_total)"),
+                ],
+            ),
+            panel("Work queue depth", [("{{instance}}", "ppu_operator_workqueue_depth")]),
+            panel(
+                "Reconcile latency",
+                [
+                    (
+                        "p50",
+                        f"histogram_quantile(0.5, sum by (le) (rate(ppu_operator_reconcile_duration_seconds_bucket[{RI}])))",
+                    ),
+                    (
+                        "p99",
+                        f"histogram_quantile(0.99, sum by (le) (rate(ppu_operator_reconcile_duration_seconds_bucket[{RI}])))",
+                    ),
+                    (
+                        "mean",
+                        (
+                            f"sum(rate(ppu_operator_reconcile_duration_seconds_sum[{RI}]))"
+                            f" / sum(rate(ppu_operator_reconcile_duration_seconds_count[{RI}]))"
+                        ),
+                    ),
+                ],
+                unit="s",
+            ),
+            panel("Jobs by phase", [("{{phase}}", "sum by (phase) (ppu_operator_jobs)")], stack=True),
+            panel(
+                "Gang restarts",
+                [
+                    ("total", "sum(ppu_operator_gang_restarts_total)"),
+                    ("per hour", "sum(increase(ppu_operator_gang_restarts_total[1h]))"),
+                ],
+            ),
+        ],
+        [],
+    )
 
 
-DASHBOARDS = {"ppu-overview.json": overview, "ppu-memory.json": memory, "ppu-compute.json": compute,
-              "ppu-communication.json": communication, "ppu-operator.json": operator}
+DASHBOARDS = {
+    "ppu-overview.json": overview,
+    "ppu-memory.json": memory,
+    "ppu-compute.json": compute,
+    "ppu-communication.json": communication,
+    "ppu-operator.json": operator,
+}
 
 
 def main():

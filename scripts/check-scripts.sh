@@ -112,10 +112,10 @@ for part in "${parts[@]}"; do
         "$ruff" check --no-cache --force-exclude --fix --quiet "${python_files[@]}" || true
         "$ruff" format --no-cache --force-exclude --quiet "${python_files[@]}"
       fi
-      if ! "$ruff" check --no-cache --force-exclude "${python_files[@]}"; then
+      if ! "$ruff" check --no-cache --force-exclude --quiet "${python_files[@]}"; then
         fail "$version reported the findings above in ${#python_files[@]} Python files (fix them; a deliberate one: '# noqa: CODE  (why)' on its line)"
       fi
-      if ! "$ruff" format --no-cache --force-exclude --check --diff "${python_files[@]}"; then
+      if ! "$ruff" format --no-cache --force-exclude --check --diff --quiet "${python_files[@]}"; then
         fail "$version format would reformat the Python files above (fix: bash scripts/check-scripts.sh ruff --fix)"
       fi
       summary+=("$version: ${#python_files[@]} Python files clean and formatted")

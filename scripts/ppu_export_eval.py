@@ -15,6 +15,7 @@ The safetensors file is parsed here against the format's rules (8-byte little-en
 length, JSON header, 8-byte-aligned data with every byte covered exactly once), so a file this
 script accepts is one any safetensors reader accepts. Needs Debian's python3-torch.
 """
+
 import argparse
 import json
 import math
@@ -33,9 +34,9 @@ def load_safetensors(path):
     (n,) = struct.unpack("<Q", blob[:8])
     if (8 + n) % 8 or 8 + n > len(blob):
         raise ValueError(f"{path}: header length {n} is not aligned or exceeds the file")
-    header = json.loads(blob[8:8 + n].decode("utf-8"))
+    header = json.loads(blob[8 : 8 + n].decode("utf-8"))
     header.pop("__metadata__", None)
-    data = memoryview(blob)[8 + n:]
+    data = memoryview(blob)[8 + n :]
     tensors, spans = {}, []
     for name, entry in header.items():
         begin, end = entry["data_offsets"]
@@ -70,7 +71,7 @@ def read_shard(path):
     if version != 1 or width not in (2, 4):
         raise ValueError(f"{path}: version {version}, {width} bytes per token")
     dtype = torch.int16 if width == 2 else torch.int32
-    tokens = torch.frombuffer(bytearray(blob[64:64 + count * width]), dtype=dtype).to(torch.int64)
+    tokens = torch.frombuffer(bytearray(blob[64 : 64 + count * width]), dtype=dtype).to(torch.int64)
     return tokens & 0xFFFF if width == 2 else tokens  # uint16 stored as int16
 
 
@@ -95,8 +96,9 @@ class Decoder:
         return x * self.cos[:S] + rotated * self.sin[:S]
 
     def norm(self, x, prefix):
-        return torch.nn.functional.layer_norm(x, (x.shape[-1],), self.w[prefix + ".weight"], self.w[prefix + ".bias"],
-                                              self.a["norm"]["eps"])
+        return torch.nn.functional.layer_norm(
+            x, (x.shape[-1],), self.w[prefix + ".weight"], self.w[prefix + ".bias"], self.a["norm"]["eps"]
+        )
 
     def loss_sum(self, tokens):
         a, w = self.a, self.w
@@ -108,7 +110,9 @@ class Decoder:
         for l in range(a["layers"]):
             p = f"blocks.{l}."
             n = self.norm(x, p + "ln1")
-            q, k, v = (n.matmul(w[p + f"attn.{m}.weight"].t()).view(B, S, h, hd).transpose(1, 2) for m in ("wq", "wk", "wv"))
+            q, k, v = (
+                n.matmul(w[p + f"attn.{m}.weight"].t()).view(B, S, h, hd).transpose(1, 2) for m in ("wq", "wk", "wv")
+            )
             q, k = self.rope(q), self.rope(k)
             att = (q.matmul(k.transpose(-1, -2)) / math.sqrt(hd)).masked_fill(mask, float("-inf")).softmax(-1)
             x = x + att.matmul(v).transpose(1, 2).reshape(B, S, h * hd).matmul(w[p + "attn.wo.weight"].t())
@@ -117,7 +121,9 @@ class Decoder:
             hid = torch.relu(hid) if a["activation"] == "relu" else torch.nn.functional.gelu(hid)
             x = x + hid.matmul(w[p + "mlp.down.weight"].t())
         logits = self.norm(x, "ln_f").matmul(w["tok_emb.weight"].t())
-        return torch.nn.functional.cross_entropy(logits.reshape(-1, a["vocab"]).double(), y.reshape(-1), reduction="sum").item()
+        return torch.nn.functional.cross_entropy(
+            logits.reshape(-1, a["vocab"]).double(), y.reshape(-1), reduction="sum"
+        ).item()
 
 
 def main():
@@ -146,12 +152,15 @@ def main():
     with torch.no_grad():
         for i in range(args.batches):
             rows = [window_of(i * args.batch_size + b) for b in range(args.batch_size)]
-            batch = torch.stack([val[r * window:(r + 1) * window] for r in rows])
+            batch = torch.stack([val[r * window : (r + 1) * window] for r in rows])
             per_batch.append(model.loss_sum(batch) / (args.batch_size * arch["seq_len"]))
     loss = sum(per_batch) / len(per_batch)  # ppu-train: the mean of the batches' mean losses
     if args.json:
-        print(json.dumps({"eval_loss": loss, "batches": args.batches,
-                          "tokens": args.batches * args.batch_size * arch["seq_len"]}))
+        print(
+            json.dumps(
+                {"eval_loss": loss, "batches": args.batches, "tokens": args.batches * args.batch_size * arch["seq_len"]}
+            )
+        )
     else:
         print(f"eval loss {loss:.6f} ppl {math.exp(loss):.4f} over {args.batches} batches of {args.batch_size}")
 

@@ -20,8 +20,10 @@ results.json and figure2.png (matplotlib) into --out.
 usage: sudo bench/netns/figure2_bench.py BUILD_DIR [--quick] [--out DIR] [--rates 1000,100,10]
            [--methods ddp,streaming,ppu,ppu-int8] [--set key=value]...
 """
+
 import argparse
 import atexit
+import contextlib
 import json
 import os
 import signal
@@ -42,9 +44,9 @@ args = p.parse_args()
 TRAIN = os.path.join(args.build, "runtime", "engine", "ppu-train")
 PLAN = os.path.join(args.build, "runtime", "core", "ppu-plan")
 K = args.ranks
-TAG = "ppu%d" % os.getpid()  # every name this bench creates starts with it
+TAG = f"ppu{os.getpid()}"  # every name this bench creates starts with it
 SWITCH = TAG + "-sw"
-RANKS = ["%s-r%d" % (TAG, r) for r in range(K)]
+RANKS = [f"{TAG}-r{r}" for r in range(K)]
 created = []
 
 
@@ -77,10 +79,10 @@ def make_network():
     for r, ns in enumerate(RANKS):
         sh("ip", "netns", "add", ns)
         created.append(ns)
-        sh("ip", "-n", SWITCH, "link", "add", "p%d" % r, "type", "veth", "peer", "name", "eth0", "netns", ns)
-        sh("ip", "-n", SWITCH, "link", "set", "p%d" % r, "master", "br0")
-        sh("ip", "-n", SWITCH, "link", "set", "p%d" % r, "up")
-        sh("ip", "-n", ns, "addr", "add", "10.77.0.%d/24" % (r + 1), "dev", "eth0")
+        sh("ip", "-n", SWITCH, "link", "add", f"p{r}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+        sh("ip", "-n", SWITCH, "link", "set", f"p{r}", "master", "br0")
+        sh("ip", "-n", SWITCH, "link", "set", f"p{r}", "up")
+        sh("ip", "-n", ns, "addr", "add", f"10.77.0.{r + 1}/24", "dev", "eth0")
         sh("ip", "-n", ns, "link", "set", "eth0", "up")
         sh("ip", "-n", ns, "link", "set", "lo", "up")
 
@@ -89,15 +91,32 @@ def set_rate(mbit):
     # Both directions of each rank's link: egress of eth0 (rank -> switch) and of pR (switch -> rank).
     burst = max(16000, int(mbit * 1e6 / 8 / 100))  # 10 ms of traffic, at least 16 kB
     for r, ns in enumerate(RANKS):
-        for n, dev in ((ns, "eth0"), (SWITCH, "p%d" % r)):
-            sh("ip", "netns", "exec", n, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "%dmbit" % mbit,
-               "burst", str(burst), "latency", "1s")  # a queue deep enough that TCP is not dropped into timeouts
+        for n, dev in ((ns, "eth0"), (SWITCH, f"p{r}")):
+            sh(
+                "ip",
+                "netns",
+                "exec",
+                n,
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                dev,
+                "root",
+                "tbf",
+                "rate",
+                f"{mbit}mbit",
+                "burst",
+                str(burst),
+                "latency",
+                "1s",
+            )  # a queue deep enough that TCP is not dropped into timeouts
 
 
 def tbf_drops():
     total = 0
     for r, ns in enumerate(RANKS):
-        for n, dev in ((ns, "eth0"), (SWITCH, "p%d" % r)):
+        for n, dev in ((ns, "eth0"), (SWITCH, f"p{r}")):
             out = sh("ip", "netns", "exec", n, "tc", "-s", "qdisc", "show", "dev", dev).stdout.split()
             if "dropped" in out:
                 total += int(out[out.index("dropped") + 1].rstrip(","))
@@ -112,20 +131,50 @@ if args.quick:
     MODEL = ["model.preset=tiny", "model.seq_len=32", "inner.batch_size=4", "train.steps=12", "outer.sync_every=6"]
     RATES = [1000, 10]
 else:
-    MODEL = ["model.preset=tiny", "model.layers=4", "model.d_model=128", "model.heads=4", "model.seq_len=64",
-             "inner.batch_size=4", "train.steps=40", "outer.sync_every=20"]
+    MODEL = [
+        "model.preset=tiny",
+        "model.layers=4",
+        "model.d_model=128",
+        "model.heads=4",
+        "model.seq_len=64",
+        "inner.batch_size=4",
+        "train.steps=40",
+        "outer.sync_every=20",
+    ]
     RATES = [1000, 100, 10]
 if args.rates:
     RATES = [int(x) for x in args.rates.split(",")]
-COMMON = MODEL + ["ranks=%d" % K, "train.eval_every=0", "train.eval_batches=1", "train.log_every=1000", "train.threads=1",
-                  "outer.layers_per_fragment=1", "data.synthetic_train_tokens=100000", "data.synthetic_val_tokens=5000",
-                  "checkpoint.dir=", "metrics.port=0", "network.timeout_s=600"] + args.sets
+COMMON = (
+    MODEL
+    + [
+        f"ranks={K}",
+        "train.eval_every=0",
+        "train.eval_batches=1",
+        "train.log_every=1000",
+        "train.threads=1",
+        "outer.layers_per_fragment=1",
+        "data.synthetic_train_tokens=100000",
+        "data.synthetic_val_tokens=5000",
+        "checkpoint.dir=",
+        "metrics.port=0",
+        "network.timeout_s=600",
+    ]
+    + args.sets
+)
 METHODS = [
     ("DDP", ["method=ddp", "slicing.mode=none"]),  # keys for --methods: ddp, streaming, ppu, ppu-int8
     ("Streaming DiLoCo", ["method=streaming-diloco", "slicing.mode=none"]),
     ("PPU 1/4 MLPs+heads", ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=4"]),
-    ("PPU 1/4, int8 deltas", ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=4", "outer.delta_dtype=int8",
-                              "outer.error_feedback=true"]),
+    (
+        "PPU 1/4, int8 deltas",
+        [
+            "method=ppu",
+            "slicing.mode=mlp+heads",
+            "slicing.slices=4",
+            "outer.delta_dtype=int8",
+            "outer.error_feedback=true",
+        ],
+    ),
 ]
 
 
@@ -134,8 +183,8 @@ if args.methods:
     wanted = args.methods.split(",")
     for w in wanted:
         if w not in keys:
-            raise SystemExit("--methods: unknown method '%s' (expected %s)" % (w, ", ".join(keys)))
-    METHODS = [m for k, m in zip(keys, METHODS) if k in wanted]
+            raise SystemExit(f"--methods: unknown method '{w}' (expected {', '.join(keys)})")
+    METHODS = [m for k, m in zip(keys, METHODS, strict=True) if k in wanted]
 
 
 def sets(kvs):
@@ -150,29 +199,57 @@ def run(kvs, outdir, port):
     before = [tx_bytes(ns) for ns in RANKS]
     drops_before = tbf_drops()
     procs = []
-    for r, ns in enumerate(RANKS):
-        env = ["env", "RANK=%d" % r, "WORLD_SIZE=%d" % K, "MASTER_ADDR=10.77.0.1", "MASTER_PORT=%d" % port,
-               "GLOO_SOCKET_IFNAME=eth0", "OMP_NUM_THREADS=1"]
-        log = open(os.path.join(outdir, "rank-%d.log" % r), "w")
-        procs.append(subprocess.Popen(["ip", "netns", "exec", ns, *env, TRAIN, *sets(kvs), "--summary",
-                                       os.path.join(outdir, "rank-%d.json" % r)], stdout=log, stderr=subprocess.STDOUT))
-    codes = [pr.wait() for pr in procs]
+    with contextlib.ExitStack() as logs:  # each rank's log stays open until the rank exits
+        for r, ns in enumerate(RANKS):
+            env = [
+                "env",
+                f"RANK={r}",
+                f"WORLD_SIZE={K}",
+                "MASTER_ADDR=10.77.0.1",
+                f"MASTER_PORT={port}",
+                "GLOO_SOCKET_IFNAME=eth0",
+                "OMP_NUM_THREADS=1",
+            ]
+            log = logs.enter_context(open(os.path.join(outdir, f"rank-{r}.log"), "w"))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        ns,
+                        *env,
+                        TRAIN,
+                        *sets(kvs),
+                        "--summary",
+                        os.path.join(outdir, f"rank-{r}.json"),
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+        codes = [pr.wait() for pr in procs]
     if any(codes):
-        raise SystemExit("ranks exited %s; logs in %s" % (codes, outdir))
+        raise SystemExit(f"ranks exited {codes}; logs in {outdir}")
     after = [tx_bytes(ns) for ns in RANKS]
-    summaries = [json.load(open(os.path.join(outdir, "rank-%d.json" % r))) for r in range(K)]
-    return summaries, [a - b for a, b in zip(after, before)], tbf_drops() - drops_before
+    summaries = [load_json(os.path.join(outdir, f"rank-{r}.json")) for r in range(K)]
+    return summaries, [a - b for a, b in zip(after, before, strict=True)], tbf_drops() - drops_before
+
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
 
 
 def plan(kvs, mbit):
-    out = sh(PLAN, "--json", *sets(kvs + ["network.bandwidth_gb_per_s=%g" % (mbit / 8000.0)])).stdout
+    out = sh(PLAN, "--json", *sets(kvs + [f"network.bandwidth_gb_per_s={mbit / 8000.0:g}"])).stdout
     return json.loads(out)
 
 
 def main():
     os.makedirs(args.out, exist_ok=True)
     make_network()
-    print("namespaces %s + %d ranks, tbf both directions; no netem on this kernel (no added delay)" % (SWITCH, K))
+    print(f"namespaces {SWITCH} + {K} ranks, tbf both directions; no netem on this kernel (no added delay)")
     load = os.getloadavg()
     results = []
     port = 29600
@@ -182,7 +259,9 @@ def main():
             kvs = COMMON + extra
             port += 1
             start = time.time()
-            summaries, tx, drops = run(kvs, os.path.join(args.out, "%dmbit-%s" % (mbit, name.replace(" ", "_").replace("/", ""))), port)
+            summaries, tx, drops = run(
+                kvs, os.path.join(args.out, f"{mbit}mbit-{name.replace(' ', '_').replace('/', '')}"), port
+            )
             pl = plan(kvs, mbit)
             steps = summaries[0]["steps"]
             tokens = sum(s["tokens"] for s in summaries)
@@ -191,45 +270,68 @@ def main():
             # also wait for it (stragglers: 4 ranks share 2 loaded cores). Both are reported.
             wait = min(s["network_wait_seconds"] for s in summaries) / steps
             wait_max = max(s["network_wait_seconds"] for s in summaries) / steps
-            row = {"mbit": mbit, "method": name, "steps": steps, "tokens": tokens, "seconds": seconds,
-                   "ms_per_1k_tokens": 1000 * seconds / tokens * 1000, "wait_per_step": wait, "wait_per_step_max": wait_max, "tbf_drops": drops,
-                   # ppu-plan's bytes for exactly this run (final flush included) over the link rate.
-                   "plan_comm_per_step": pl["bytes_sent_per_run"] / (mbit * 1e6 / 8) / steps,
-                   "plan_comm_per_step_rounds_only": pl["comm_seconds_per_step_amortised"],
-                   "compute_per_step": seconds / steps - wait,
-                   "bytes_sent": summaries[0]["bytes_sent"], "plan_bytes_sent": pl["bytes_sent_per_run"],
-                   "interface_tx_bytes": tx[0], "checksums_equal": len({s["param_checksum"] for s in summaries}) == 1,
-                   "eval_loss": summaries[0]["eval_loss"], "bench_seconds": time.time() - start}
+            row = {
+                "mbit": mbit,
+                "method": name,
+                "steps": steps,
+                "tokens": tokens,
+                "seconds": seconds,
+                "ms_per_1k_tokens": 1000 * seconds / tokens * 1000,
+                "wait_per_step": wait,
+                "wait_per_step_max": wait_max,
+                "tbf_drops": drops,
+                # ppu-plan's bytes for exactly this run (final flush included) over the link rate.
+                "plan_comm_per_step": pl["bytes_sent_per_run"] / (mbit * 1e6 / 8) / steps,
+                "plan_comm_per_step_rounds_only": pl["comm_seconds_per_step_amortised"],
+                "compute_per_step": seconds / steps - wait,
+                "bytes_sent": summaries[0]["bytes_sent"],
+                "plan_bytes_sent": pl["bytes_sent_per_run"],
+                "interface_tx_bytes": tx[0],
+                "checksums_equal": len({s["param_checksum"] for s in summaries}) == 1,
+                "eval_loss": summaries[0]["eval_loss"],
+                "bench_seconds": time.time() - start,
+            }
             # Predicted wall time: this run's own compute per step plus ppu-plan's communication per step.
             row["plan_ms_per_1k_tokens"] = 1e6 * (row["compute_per_step"] + row["plan_comm_per_step"]) * steps / tokens
             results.append(row)
-            print("%5d Mbit/s  %-22s %8.1f ms/1k tok (plan %8.1f)  wait %7.3f..%7.3f s/step (plan %7.3f)  sent %9.0f B "
-                  "(plan %9.0f, eth0 %9d)  drops %d  ranks agree %s" % (
-                      mbit, name, row["ms_per_1k_tokens"], row["plan_ms_per_1k_tokens"], wait, wait_max,
-                      row["plan_comm_per_step"], row["bytes_sent"], row["plan_bytes_sent"], tx[0], drops,
-                      row["checksums_equal"]), flush=True)
+            print(
+                f"{mbit:5d} Mbit/s  {name:<22} {row['ms_per_1k_tokens']:8.1f} ms/1k tok "
+                f"(plan {row['plan_ms_per_1k_tokens']:8.1f})  wait {wait:7.3f}..{wait_max:7.3f} s/step "
+                f"(plan {row['plan_comm_per_step']:7.3f})  sent {row['bytes_sent']:9.0f} B "
+                f"(plan {row['plan_bytes_sent']:9.0f}, eth0 {tx[0]:9d})  drops {drops:d}  ranks agree {row['checksums_equal']}",
+                flush=True,
+            )
     info = {"ranks": K, "config": COMMON, "load_before": load, "load_after": os.getloadavg(), "results": results}
-    json.dump(info, open(os.path.join(args.out, "results.json"), "w"), indent=1)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(info, f, indent=1)
     plot(results)
-    print("load average before %.2f, after %.2f (2 cores)" % (load[0], os.getloadavg()[0]))
+    print(f"load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f} (2 cores)")
     print("wrote", os.path.join(args.out, "results.json"), "and", os.path.join(args.out, "figure2.png"))
 
 
 def plot(results):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for i, (name, _) in enumerate(METHODS):
         rows = sorted((r for r in results if r["method"] == name), key=lambda r: r["mbit"])
         x = [r["mbit"] for r in rows]
-        color = "C%d" % i
+        color = f"C{i}"
         axes[0].plot(x, [r["ms_per_1k_tokens"] for r in rows], "o-", color=color, label=name + " measured")
-        axes[0].plot(x, [r["plan_ms_per_1k_tokens"] for r in rows], "x--", color=color, alpha=0.7, label=name + " ppu-plan")
+        axes[0].plot(
+            x, [r["plan_ms_per_1k_tokens"] for r in rows], "x--", color=color, alpha=0.7, label=name + " ppu-plan"
+        )
         axes[1].plot(x, [r["wait_per_step"] for r in rows], "o-", color=color, label=name + " measured")
-        axes[1].plot(x, [r["plan_comm_per_step"] for r in rows], "x--", color=color, alpha=0.7, label=name + " ppu-plan")
-    for ax, title, unit in ((axes[0], "Wall time per 1000 tokens (4 ranks)", "ms"),
-                            (axes[1], "Network wait per inner step (last-arriving rank)", "s")):
+        axes[1].plot(
+            x, [r["plan_comm_per_step"] for r in rows], "x--", color=color, alpha=0.7, label=name + " ppu-plan"
+        )
+    for ax, title, unit in (
+        (axes[0], "Wall time per 1000 tokens (4 ranks)", "ms"),
+        (axes[1], "Network wait per inner step (last-arriving rank)", "s"),
+    ):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("link rate per rank (Mbit/s, tc tbf)")
@@ -237,7 +339,9 @@ def plot(results):
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=6.5)
-    fig.suptitle("K=%d ranks in network namespaces, %s" % (K, " ".join(m for m in MODEL if m.startswith("model."))), fontsize=9)
+    fig.suptitle(
+        f"K={K} ranks in network namespaces, {' '.join(m for m in MODEL if m.startswith('model.'))}", fontsize=9
+    )
     fig.tight_layout()
     fig.savefig(os.path.join(args.out, "figure2.png"), dpi=110)
 

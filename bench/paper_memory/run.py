@@ -20,6 +20,7 @@ It prints, per config, the training-state memory measured from the tensors that 
 device accounting (memory_bytes: only the fragment being synced), the process's peak RSS, and
 Table 1's "Memory, GB". Writes OUT/table.md and OUT/results.json.
 """
+
 import argparse
 import json
 import os
@@ -31,18 +32,51 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 # Table 1 of the paper: Memory, GB (per node, bf16, full activation recomputation).
-TABLE1_GB = {"streaming-diloco": 19.36, "mlp-2": 14.87, "mlp-4": 12.77, "mlp-8": 11.72, "mlp-16": 11.19,
-             "mlp-8-overtrained": 11.72, "mlp-heads-2": 13.29, "mlp-heads-4": 10.41, "streaming-diloco-28b": 19.36}
+TABLE1_GB = {
+    "streaming-diloco": 19.36,
+    "mlp-2": 14.87,
+    "mlp-4": 12.77,
+    "mlp-8": 11.72,
+    "mlp-16": 11.19,
+    "mlp-8-overtrained": 11.72,
+    "mlp-heads-2": 13.29,
+    "mlp-heads-4": 10.41,
+    "streaming-diloco-28b": 19.36,
+}
 COMPONENTS = ["weights", "gradients", "inner_optimizer", "outer_optimizer", "offloaded", "total"]
 GB = 1e9
 
 
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_text(path, **kw):
+    with open(path, **kw) as f:
+        return f.read()
+
+
 def run_one(build, name, seq_len, work, outer_step, host_state_dir):
     config = os.path.join(ROOT, "configs", "paper", name + ".yaml")
-    sets = ["train.device=cpu", "train.steps=1", "train.eval_every=0", "train.eval_batches=1", "train.log_every=1",
-            "train.recompute=true", "train.threads=2", "inner.batch_size=1", f"model.seq_len={seq_len}",
-            "inner.warmup_steps=1", "data.source=synthetic", "data.path=", "data.synthetic_train_tokens=20000",
-            "data.synthetic_val_tokens=4000", "checkpoint.dir=", "metrics.port=0"]
+    sets = [
+        "train.device=cpu",
+        "train.steps=1",
+        "train.eval_every=0",
+        "train.eval_batches=1",
+        "train.log_every=1",
+        "train.recompute=true",
+        "train.threads=2",
+        "inner.batch_size=1",
+        f"model.seq_len={seq_len}",
+        "inner.warmup_steps=1",
+        "data.source=synthetic",
+        "data.path=",
+        "data.synthetic_train_tokens=20000",
+        "data.synthetic_val_tokens=4000",
+        "checkpoint.dir=",
+        "metrics.port=0",
+    ]
     if outer_step:
         sets.append("outer.sync_every=1")
     if host_state_dir:
@@ -61,37 +95,76 @@ def run_one(build, name, seq_len, work, outer_step, host_state_dir):
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         why = "killed (out of memory on this machine)" if proc.returncode == -9 else f"exited {proc.returncode}"
-        print(f"{name}: ppu-train {why}; peak RSS {usage.ru_maxrss / 2**20:.1f} GiB\n" + open(log_path).read()[-1500:],
-              file=sys.stderr)
-        return {"config": name, "failed": why, "peak_rss_bytes": usage.ru_maxrss * 1024, "table1_gb": TABLE1_GB.get(name)}
+        print(
+            f"{name}: ppu-train {why}; peak RSS {usage.ru_maxrss / 2**20:.1f} GiB\n" + read_text(log_path)[-1500:],
+            file=sys.stderr,
+        )
+        return {
+            "config": name,
+            "failed": why,
+            "peak_rss_bytes": usage.ru_maxrss * 1024,
+            "table1_gb": TABLE1_GB.get(name),
+        }
     peak_kib = usage.ru_maxrss
-    s = json.load(open(summary))
-    plan = subprocess.run([os.path.join(build, "runtime", "core", "ppu-plan"), "--config", config, "--json", "--set",
-                           f"model.seq_len={seq_len}", "--set", "inner.batch_size=1"], capture_output=True, text=True)
+    s = read_json(summary)
+    plan = subprocess.run(
+        [
+            os.path.join(build, "runtime", "core", "ppu-plan"),
+            "--config",
+            config,
+            "--json",
+            "--set",
+            f"model.seq_len={seq_len}",
+            "--set",
+            "inner.batch_size=1",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if plan.returncode != 0:
         sys.exit(f"{name}: ppu-plan failed: {plan.stderr}")
     p = json.loads(plan.stdout)
-    return {"config": name, "dtype": s.get("dtype", "?"), "trainable_params": s["trainable_params"],
-            "total_params": s["total_params"], "measured": s["state_bytes"], "plan_runtime": p["runtime_memory_bytes"],
-            "plan_device": p["memory_bytes"], "peak_rss_bytes": peak_kib * 1024, "seconds": time.time() - start,
-            "table1_gb": TABLE1_GB.get(name), "host_state_dir": host_state_dir or ""}
+    return {
+        "config": name,
+        "dtype": s.get("dtype", "?"),
+        "trainable_params": s["trainable_params"],
+        "total_params": s["total_params"],
+        "measured": s["state_bytes"],
+        "plan_runtime": p["runtime_memory_bytes"],
+        "plan_device": p["memory_bytes"],
+        "peak_rss_bytes": peak_kib * 1024,
+        "seconds": time.time() - start,
+        "table1_gb": TABLE1_GB.get(name),
+        "host_state_dir": host_state_dir or "",
+    }
 
 
 def table(rows):
-    out = ["| config | trainable / total (B) | component | measured GB | ppu-plan runtime GB | ppu-plan §3.1 device GB | Table 1 GB |",
-           "|---|---|---|---|---|---|---|"]
+    out = [
+        "| config | trainable / total (B) | component | measured GB | ppu-plan runtime GB | ppu-plan §3.1 device GB | Table 1 GB |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if "failed" in r:
-            out.append(f"| {r['config']} | | {r['failed']} at {r['peak_rss_bytes'] / GB:.1f} GB RSS | | | | "
-                       f"{r['table1_gb'] or '—'} |")
+            out.append(
+                f"| {r['config']} | | {r['failed']} at {r['peak_rss_bytes'] / GB:.1f} GB RSS | | | | "
+                f"{r['table1_gb'] or '—'} |"
+            )
             continue
         for i, c in enumerate(COMPONENTS):
             first = i == 0
-            out.append("| {} | {} | {} | {:.3f} | {:.3f} | {:.3f} | {} |".format(
-                r["config"] if first else "", f"{r['trainable_params'] / 1e9:.3f} / {r['total_params'] / 1e9:.3f}" if first else "",
-                c + (" (file-backed)" if r.get("host_state_dir") and c in ("offloaded", "outer_optimizer") else ""),
-                r["measured"].get(c, 0) / GB, r["plan_runtime"].get(c, 0) / GB, r["plan_device"].get(c, 0) / GB,
-                (f"{r['table1_gb']:.2f}" if r["table1_gb"] else "—") if c == "total" else ""))
+            out.append(
+                "| {} | {} | {} | {:.3f} | {:.3f} | {:.3f} | {} |".format(
+                    r["config"] if first else "",
+                    f"{r['trainable_params'] / 1e9:.3f} / {r['total_params'] / 1e9:.3f}" if first else "",
+                    c + (" (file-backed)" if r.get("host_state_dir") and c in ("offloaded", "outer_optimizer") else ""),
+                    r["measured"].get(c, 0) / GB,
+                    r["plan_runtime"].get(c, 0) / GB,
+                    r["plan_device"].get(c, 0) / GB,
+                    (f"{r['table1_gb']:.2f}" if r["table1_gb"] else "—") if c == "total" else "",
+                )
+            )
         out.append(f"| | | peak RSS | {r['peak_rss_bytes'] / GB:.3f} | | | |")
     return "\n".join(out) + "\n"
 
@@ -99,8 +172,11 @@ def table(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build")
-    ap.add_argument("--configs", nargs="*", default=["mlp-heads-4", "mlp-16", "mlp-8", "mlp-4", "mlp-heads-2", "mlp-2",
-                                                      "streaming-diloco"])
+    ap.add_argument(
+        "--configs",
+        nargs="*",
+        default=["mlp-heads-4", "mlp-16", "mlp-8", "mlp-4", "mlp-heads-2", "mlp-2", "streaming-diloco"],
+    )
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--with-outer-step", action="store_true", help="H = 1: every fragment syncs once (+5.1 GB)")
     ap.add_argument("--host-state-dir", default="", help="outer.host_state_dir: θ and momentum in files there")
@@ -114,10 +190,15 @@ def main():
             rows.append(row)
             if "failed" in row:
                 continue
-            print(f"{name}: measured {row['measured']['total'] / GB:.2f} GB, plan {row['plan_runtime']['total'] / GB:.2f} GB, "
-                  f"peak RSS {row['peak_rss_bytes'] / GB:.2f} GB, {row['seconds']:.0f} s", flush=True)
-    json.dump(rows, open(os.path.join(a.out, "results.json"), "w"), indent=1)
-    open(os.path.join(a.out, "table.md"), "w").write(table(rows))
+            print(
+                f"{name}: measured {row['measured']['total'] / GB:.2f} GB, plan {row['plan_runtime']['total'] / GB:.2f} GB, "
+                f"peak RSS {row['peak_rss_bytes'] / GB:.2f} GB, {row['seconds']:.0f} s",
+                flush=True,
+            )
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    with open(os.path.join(a.out, "table.md"), "w") as f:
+        f.write(table(rows))
     print(table(rows), end="")
 
 

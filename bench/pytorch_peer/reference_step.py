@@ -14,6 +14,7 @@ usage: reference_step.py --layers L --d-model D --heads H --vocab V --seq-len S 
 Prints one JSON line: median and mean seconds per step after W warm-up steps, the BLAS it
 loaded, the OpenBLAS core (kernels) it runs and its thread count.
 """
+
 import argparse
 import ctypes
 import json
@@ -39,9 +40,9 @@ class PartialLinearFunction(torch.autograd.Function):
         gx = gy.matmul(ctx.full)
         x2, g2 = x.reshape(-1, x.shape[-1]), gy.reshape(-1, gy.shape[-1])
         if ctx.dim == 0:
-            gw = g2[:, ctx.begin:ctx.end].t().mm(x2)
+            gw = g2[:, ctx.begin : ctx.end].t().mm(x2)
         else:
-            gw = g2.t().mm(x2[:, ctx.begin:ctx.end])
+            gw = g2.t().mm(x2[:, ctx.begin : ctx.end])
         return gx, gw, None, None, None, None
 
 
@@ -77,16 +78,18 @@ class Model:
         for _ in range(a.layers):
             heads_sliced = a.mode == "mlp+heads"
             mlp_sliced = a.mode != "none"
-            self.blocks.append({
-                "ln1": (torch.ones(d, requires_grad=True), torch.zeros(d, requires_grad=True)),
-                "q": sliced((d, d), 0, d, 0.02, heads_sliced),
-                "k": sliced((d, d), 0, d, 0.02, heads_sliced),
-                "v": sliced((d, d), 0, d, 0.02, heads_sliced),
-                "o": Weight(torch.randn(d, d) * resid),
-                "ln2": (torch.ones(d, requires_grad=True), torch.zeros(d, requires_grad=True)),
-                "up": sliced((f, d), 0, f, 0.02, mlp_sliced),
-                "down": sliced((d, f), 1, f, resid, mlp_sliced),
-            })
+            self.blocks.append(
+                {
+                    "ln1": (torch.ones(d, requires_grad=True), torch.zeros(d, requires_grad=True)),
+                    "q": sliced((d, d), 0, d, 0.02, heads_sliced),
+                    "k": sliced((d, d), 0, d, 0.02, heads_sliced),
+                    "v": sliced((d, d), 0, d, 0.02, heads_sliced),
+                    "o": Weight(torch.randn(d, d) * resid),
+                    "ln2": (torch.ones(d, requires_grad=True), torch.zeros(d, requires_grad=True)),
+                    "up": sliced((f, d), 0, f, 0.02, mlp_sliced),
+                    "down": sliced((d, f), 1, f, resid, mlp_sliced),
+                }
+            )
         self.lnf = (torch.ones(d, requires_grad=True), torch.zeros(d, requires_grad=True))
         half = self.hd // 2
         inv_freq = 10000.0 ** (-torch.arange(0, half, dtype=torch.float64) * 2.0 / self.hd)
@@ -98,8 +101,16 @@ class Model:
     def parameters(self):
         ps = [self.emb.trainable]
         for b in self.blocks:
-            ps += [*b["ln1"], b["q"].trainable, b["k"].trainable, b["v"].trainable, b["o"].trainable, *b["ln2"],
-                   b["up"].trainable, b["down"].trainable]
+            ps += [
+                *b["ln1"],
+                b["q"].trainable,
+                b["k"].trainable,
+                b["v"].trainable,
+                b["o"].trainable,
+                *b["ln2"],
+                b["up"].trainable,
+                b["down"].trainable,
+            ]
         return ps + list(self.lnf)
 
     def rotate(self, x):
@@ -152,8 +163,18 @@ def openblas_core(path):
 
 def main():
     p = argparse.ArgumentParser()
-    for name, default in [("layers", 6), ("d-model", 384), ("heads", 8), ("vocab", 4096), ("seq-len", 256),
-                          ("batch", 8), ("slices", 1), ("steps", 12), ("warmup", 2), ("threads", 2)]:
+    for name, default in [
+        ("layers", 6),
+        ("d-model", 384),
+        ("heads", 8),
+        ("vocab", 4096),
+        ("seq-len", 256),
+        ("batch", 8),
+        ("slices", 1),
+        ("steps", 12),
+        ("warmup", 2),
+        ("threads", 2),
+    ]:
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--mode", default="none", choices=["none", "mlp", "mlp+heads"])
     p.add_argument("--lr", type=float, default=3e-4)
@@ -163,8 +184,12 @@ def main():
     params = model.parameters()
     decay = [t for t in params if t.dim() >= 2]
     no_decay = [t for t in params if t.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.99), eps=1e-8)
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=a.lr,
+        betas=(0.9, 0.99),
+        eps=1e-8,
+    )
     gen = torch.Generator().manual_seed(1)
     times, phases = [], {}
     for step in range(a.warmup + a.steps):
@@ -181,14 +206,26 @@ def main():
         end = time.perf_counter()
         if step >= a.warmup:
             times.append(end - start)
-            for name, t in [("forward", t_forward - start), ("backward", t_backward - t_forward),
-                            ("optimizer", end - t_backward)]:
+            for name, t in [
+                ("forward", t_forward - start),
+                ("backward", t_backward - t_forward),
+                ("optimizer", end - t_backward),
+            ]:
                 phases.setdefault(name, []).append(t)
-    print(json.dumps({"median_step_seconds": statistics.median(times), "mean_step_seconds": statistics.mean(times),
-                      "phases_median": {k: statistics.median(v) for k, v in phases.items()},
-                      "steps": len(times), "blas": loaded_blas(), "core": openblas_core(loaded_blas()),
-                      "threads": torch.get_num_threads(),
-                      "torch": torch.__version__}))
+    print(
+        json.dumps(
+            {
+                "median_step_seconds": statistics.median(times),
+                "mean_step_seconds": statistics.mean(times),
+                "phases_median": {k: statistics.median(v) for k, v in phases.items()},
+                "steps": len(times),
+                "blas": loaded_blas(),
+                "core": openblas_core(loaded_blas()),
+                "threads": torch.get_num_threads(),
+                "torch": torch.__version__,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

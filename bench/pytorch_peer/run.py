@@ -21,6 +21,7 @@ project's dev machine sets Haswell, which halves the GEMM rate of its AVX-512 CP
 never inherits it silently, prints the core each process ran, and stops if they differ.
 Needs Debian's python3-torch: `bash scripts/install-deps.sh --bench` installs it.
 """
+
 import argparse
 import json
 import os
@@ -35,10 +36,24 @@ OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
 # name -> model keys; batch is inner.batch_size
 SHAPES = {
-    "small": {"model.preset": "small", "model.layers": 6, "model.d_model": 384, "model.heads": 8, "model.vocab": 4096,
-              "model.seq_len": 256, "inner.batch_size": 8},
-    "mlp-heavy": {"model.preset": "", "model.layers": 4, "model.d_model": 768, "model.heads": 12, "model.vocab": 1024,
-                  "model.seq_len": 128, "inner.batch_size": 8},
+    "small": {
+        "model.preset": "small",
+        "model.layers": 6,
+        "model.d_model": 384,
+        "model.heads": 8,
+        "model.vocab": 4096,
+        "model.seq_len": 256,
+        "inner.batch_size": 8,
+    },
+    "mlp-heavy": {
+        "model.preset": "",
+        "model.layers": 4,
+        "model.d_model": 768,
+        "model.heads": 12,
+        "model.vocab": 1024,
+        "model.seq_len": 128,
+        "inner.batch_size": 8,
+    },
 }
 SLICINGS = {"full": ("none", 1), "1/4 MLPs + heads": ("mlp+heads", 4)}
 
@@ -47,8 +62,15 @@ SLICINGS = {"full": ("none", 1), "1/4 MLPs + heads": ("mlp+heads", 4)}
 BASE_ENV = dict(os.environ)
 
 
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 def run(cmd, env=None):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env if env is not None else BASE_ENV, timeout=3600)
+    r = subprocess.run(
+        cmd, capture_output=True, text=True, env=env if env is not None else BASE_ENV, timeout=3600, check=False
+    )
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
     return r.stdout
@@ -56,9 +78,21 @@ def run(cmd, env=None):
 
 def sets(shape, mode, slices, steps, threads):
     kv = dict(SHAPES[shape])
-    kv.update({"method": "ppu", "ranks": 4, "slicing.mode": mode, "slicing.slices": slices, "train.steps": steps,
-               "train.threads": threads, "train.eval_every": 0, "train.eval_batches": 1, "train.log_every": 1000,
-               "outer.sync_every": steps, "inner.warmup_steps": 1})
+    kv.update(
+        {
+            "method": "ppu",
+            "ranks": 4,
+            "slicing.mode": mode,
+            "slicing.slices": slices,
+            "train.steps": steps,
+            "train.threads": threads,
+            "train.eval_every": 0,
+            "train.eval_batches": 1,
+            "train.log_every": 1000,
+            "outer.sync_every": steps,
+            "inner.warmup_steps": 1,
+        }
+    )
     out = []
     for k, v in kv.items():
         if k == "model.preset" and v == "":
@@ -71,26 +105,67 @@ def ours(build, shape, mode, slices, steps, threads):
     with tempfile.TemporaryDirectory() as work:
         path = os.path.join(work, "summary.json")
         env = {k: v for k, v in BASE_ENV.items() if k not in ("RANK", "WORLD_SIZE")}
-        run([os.path.join(build, "runtime/engine/ppu-train"), "--config", os.path.join(SRC, "configs/tiny.yaml"),
-             *sets(shape, mode, slices, steps + 2, threads), "--summary", path], env=env)
-        s = json.load(open(path))
+        run(
+            [
+                os.path.join(build, "runtime/engine/ppu-train"),
+                "--config",
+                os.path.join(SRC, "configs/tiny.yaml"),
+                *sets(shape, mode, slices, steps + 2, threads),
+                "--summary",
+                path,
+            ],
+            env=env,
+        )
+        s = read_json(path)
         return s["inner_step_seconds_median"], (s["blas"]["library"], s["blas"]["core"]), s["inner_step_phases_median"]
 
 
 def reference(shape, mode, slices, steps, threads):
     m = SHAPES[shape]
     env = dict(BASE_ENV, LD_LIBRARY_PATH=OPENBLAS_OPENMP, OMP_NUM_THREADS=str(threads))
-    out = run(["/usr/bin/python3", os.path.join(HERE, "reference_step.py"), "--layers", str(m["model.layers"]),
-               "--d-model", str(m["model.d_model"]), "--heads", str(m["model.heads"]), "--vocab", str(m["model.vocab"]),
-               "--seq-len", str(m["model.seq_len"]), "--batch", str(m["inner.batch_size"]), "--slices", str(slices),
-               "--mode", mode, "--steps", str(steps), "--warmup", "2", "--threads", str(threads)], env=env)
+    out = run(
+        [
+            "/usr/bin/python3",
+            os.path.join(HERE, "reference_step.py"),
+            "--layers",
+            str(m["model.layers"]),
+            "--d-model",
+            str(m["model.d_model"]),
+            "--heads",
+            str(m["model.heads"]),
+            "--vocab",
+            str(m["model.vocab"]),
+            "--seq-len",
+            str(m["model.seq_len"]),
+            "--batch",
+            str(m["inner.batch_size"]),
+            "--slices",
+            str(slices),
+            "--mode",
+            mode,
+            "--steps",
+            str(steps),
+            "--warmup",
+            "2",
+            "--threads",
+            str(threads),
+        ],
+        env=env,
+    )
     r = json.loads(out.strip().splitlines()[-1])
     return r["median_step_seconds"], (r["blas"], r["core"]), r["phases_median"]
 
 
 def plan_flops(build, shape, mode, slices):
-    out = run([os.path.join(build, "runtime/core/ppu-plan"), "--config", os.path.join(SRC, "configs/tiny.yaml"),
-               *sets(shape, mode, slices, 10, 1), "--json"])
+    out = run(
+        [
+            os.path.join(build, "runtime/core/ppu-plan"),
+            "--config",
+            os.path.join(SRC, "configs/tiny.yaml"),
+            *sets(shape, mode, slices, 10, 1),
+            "--json",
+        ]
+    )
     f = json.loads(out)["flops_per_step"]
     return f["forward"] + f["backward"]
 
@@ -117,16 +192,19 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rows", default="small,mlp-heavy")
-    p.add_argument("--openblas-core", default="auto",
-                   help="OpenBLAS kernels for ppu-train, the reference and the GEMM peak alike: auto (OpenBLAS's "
-                        "choice for this CPU; OPENBLAS_CORETYPE removed) or an OPENBLAS_CORETYPE name")
+    p.add_argument(
+        "--openblas-core",
+        default="auto",
+        help="OpenBLAS kernels for ppu-train, the reference and the GEMM peak alike: auto (OpenBLAS's "
+        "choice for this CPU; OPENBLAS_CORETYPE removed) or an OPENBLAS_CORETYPE name",
+    )
     p.add_argument("--json", default="")
     a = p.parse_args()
     BASE_ENV.pop("OPENBLAS_CORETYPE", None)
     if a.openblas_core != "auto":
         BASE_ENV["OPENBLAS_CORETYPE"] = a.openblas_core
     build = os.path.abspath(a.build)
-    if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True, check=False).returncode != 0:
         sys.exit("pytorch_peer: /usr/bin/python3 cannot import torch; run `bash scripts/install-deps.sh --bench`")
     rows = [(shape, name) for shape in a.rows.split(",") for name in SLICINGS]
     times = {(r, who): [] for r in rows for who in ("ours", "ref")}
@@ -136,50 +214,88 @@ def main():
         # This VM's speed drifts by tens of percent over minutes (host contention), so the GEMM
         # peak is re-measured every repetition, each pair runs back to back, and the order within
         # a pair alternates between repetitions.
-        peaks.append(json.loads(run([os.path.join(build, "bench/gemm_peak"), "--threads", str(a.threads),
-                                     "--sizes", "2048", "--sizes", "3072", "--reps", "3"])))
+        peaks.append(
+            json.loads(
+                run(
+                    [
+                        os.path.join(build, "bench/gemm_peak"),
+                        "--threads",
+                        str(a.threads),
+                        "--sizes",
+                        "2048",
+                        "--sizes",
+                        "3072",
+                        "--reps",
+                        "3",
+                    ]
+                )
+            )
+        )
         for shape, name in rows:
             mode, slices = SLICINGS[name]
-            for who in (("ours", "ref") if rep % 2 == 0 else ("ref", "ours")):
+            for who in ("ours", "ref") if rep % 2 == 0 else ("ref", "ours"):
                 if who == "ours":
                     t, blas["ours"], ph = ours(build, shape, mode, slices, a.steps, a.threads)
                 else:
                     t, blas["ref"], ph = reference(shape, mode, slices, a.steps, a.threads)
                 times[((shape, name), who)].append(t)
                 phases[((shape, name), who)].append(ph)
-            print(f"rep {rep + 1}/{a.reps} {shape:>9} {name:<17} ours {times[((shape, name), 'ours')][-1]:.4f} s  "
-                  f"reference {times[((shape, name), 'ref')][-1]:.4f} s  (GEMM peak {peaks[-1]['gflops']:.0f})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"rep {rep + 1}/{a.reps} {shape:>9} {name:<17} ours {times[((shape, name), 'ours')][-1]:.4f} s  "
+                f"reference {times[((shape, name), 'ref')][-1]:.4f} s  (GEMM peak {peaks[-1]['gflops']:.0f})",
+                file=sys.stderr,
+                flush=True,
+            )
     peak = max(p["gflops"] for p in peaks)
     cores = {"ppu-train": blas["ours"][1], "reference": blas["ref"][1], "gemm_peak": peaks[0].get("core", "")}
     if len(set(cores.values())) != 1:
         sys.exit(f"pytorch_peer: the processes ran different OpenBLAS kernels {cores}; the comparison is void")
     print(f"OpenBLAS core: {cores['ppu-train']} (--openblas-core {a.openblas_core}) in all three processes")
-    print(f"BLAS: ppu-train {blas['ours'][0]}, reference {blas['ref'][0]}; {a.threads} threads; fp32 GEMM peak "
-          f"{peak:.1f} GFLOP/s (best of {len(peaks)} measurements interleaved with the rows; "
-          f"range {min(p['gflops'] for p in peaks):.0f}-{peak:.0f})")
-    print("C++/Py = median over repetitions of the paired ratio ref/ours (range in brackets); "
-          "MFU = matmul FLOPs per step (ppu-plan) / median step time / GEMM peak")
-    print(f"{'shape':<10} {'slicing':<18} {'ours s/step':>11} {'ref s/step':>10} {'C++/Py tok/s':>21} "
-          f"{'MFU ours':>8} {'MFU ref':>8}")
+    print(
+        f"BLAS: ppu-train {blas['ours'][0]}, reference {blas['ref'][0]}; {a.threads} threads; fp32 GEMM peak "
+        f"{peak:.1f} GFLOP/s (best of {len(peaks)} measurements interleaved with the rows; "
+        f"range {min(p['gflops'] for p in peaks):.0f}-{peak:.0f})"
+    )
+    print(
+        "C++/Py = median over repetitions of the paired ratio ref/ours (range in brackets); "
+        "MFU = matmul FLOPs per step (ppu-plan) / median step time / GEMM peak"
+    )
+    print(
+        f"{'shape':<10} {'slicing':<18} {'ours s/step':>11} {'ref s/step':>10} {'C++/Py tok/s':>21} "
+        f"{'MFU ours':>8} {'MFU ref':>8}"
+    )
     results = []
     for shape, name in rows:
         mode, slices = SLICINGS[name]
         to, tr = times[((shape, name), "ours")], times[((shape, name), "ref")]
         o, r = statistics.median(to), statistics.median(tr)
-        ratios = [y / x for x, y in zip(to, tr)]
+        ratios = [y / x for x, y in zip(to, tr, strict=True)]
         ratio = statistics.median(ratios)
         flops = plan_flops(build, shape, mode, slices)
         mfu_o, mfu_r = flops / o / 1e9 / peak, flops / r / 1e9 / peak
         spread = f"{ratio:.3f} [{min(ratios):.2f}-{max(ratios):.2f}]"
         print(f"{shape:<10} {name:<18} {o:>11.4f} {r:>10.4f} {spread:>21} {100 * mfu_o:>7.1f}% {100 * mfu_r:>7.1f}%")
-        results.append({"shape": shape, "slicing": name, "ours_s": o, "ref_s": r, "speedup": ratio,
-                        "paired_ratios": ratios, "matmul_flops": flops, "mfu_ours": mfu_o, "mfu_ref": mfu_r})
+        results.append(
+            {
+                "shape": shape,
+                "slicing": name,
+                "ours_s": o,
+                "ref_s": r,
+                "speedup": ratio,
+                "paired_ratios": ratios,
+                "matmul_flops": flops,
+                "mfu_ours": mfu_o,
+                "mfu_ref": mfu_r,
+            }
+        )
     print_phases(rows, phases)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"peak_gflops": peak, "peaks": peaks, "rows": results, "blas": blas, "openblas_core": cores},
-                      f, indent=2)
+            json.dump(
+                {"peak_gflops": peak, "peaks": peaks, "rows": results, "blas": blas, "openblas_core": cores},
+                f,
+                indent=2,
+            )
 
 
 if __name__ == "__main__":

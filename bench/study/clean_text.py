@@ -8,6 +8,7 @@ input file's paragraphs: each source file is one document to `ppu-data text`, wh
 documents and splits train/validation between them. Deterministic; stdlib only.
 Prints "<format>: N files, P paragraphs, B bytes" on stdout. Errors name the file or flag.
 """
+
 import argparse
 import html.parser
 import re
@@ -51,7 +52,11 @@ def clean_rst(lines):
         if literal_next and indented:
             continue  # literal (code) block after "::"
         literal_next = False
-        if first.lstrip().startswith(("..", ">>>", "|", "+-", "=====")) or indented and first.lstrip().startswith(("..", ">>>")):
+        if (
+            first.lstrip().startswith(("..", ">>>", "|", "+-", "====="))
+            or indented
+            and first.lstrip().startswith(("..", ">>>"))
+        ):
             continue  # directives, comments, doctests, tables
         body = [l for l in para if not RST_UNDERLINE.match(l)]
         if not body:
@@ -159,8 +164,9 @@ def main():
     data = "\n".join(docs)
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(data)
-    print(f"{args.format}: {len(args.files)} files, {len(docs)} documents, {paras} paragraphs, "
-          f"{len(data.encode())} bytes")
+    print(
+        f"{args.format}: {len(args.files)} files, {len(docs)} documents, {paras} paragraphs, {len(data.encode())} bytes"
+    )
 
 
 if __name__ == "__main__":

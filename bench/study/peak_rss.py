@@ -6,6 +6,7 @@ Contract: `peak_rss.py OUT_FILE -- CMD...` runs CMD, waits for it, writes
 The peak is getrusage(RUSAGE_CHILDREN).ru_maxrss: the largest RSS any waited-for descendant
 (here: one ppu-train rank under ppu-launch) ever had.
 """
+
 import resource
 import subprocess
 import sys

@@ -22,10 +22,12 @@ rank); the final point is the summary's eval_loss. rusage is "status peak_rss_by
 (peak_rss.py). Exits non-zero with a message naming the run or file when an input is missing or
 malformed. Python standard library and gnuplot only.
 """
+
 import glob
 import json
 import math
 import os
+import pathlib
 import re
 import struct
 import subprocess
@@ -40,10 +42,20 @@ COMPONENTS = ["weights", "gradients", "inner_optimizer", "outer_optimizer", "off
 # Paper §3.1 items (iv) outer-optimizer state and (v) offloaded parameters: the runtime keeps θ
 # and the outer momentum in fp32 host memory, not on the accelerator (docs/RUNTIME.md).
 HOST = {"outer_optimizer", "offloaded"}
-COMPONENT_TITLE = {"weights": "weights", "gradients": "gradients", "inner_optimizer": "inner AdamW moments",
-                   "outer_optimizer": "outer momentum (host)", "offloaded": "global θ, offloaded (host)"}
-COMPONENT_COLOUR = {"weights": "#4c72b0", "gradients": "#dd8452", "inner_optimizer": "#55a868",
-                    "outer_optimizer": "#8172b3", "offloaded": "#937860"}
+COMPONENT_TITLE = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "inner_optimizer": "inner AdamW moments",
+    "outer_optimizer": "outer momentum (host)",
+    "offloaded": "global θ, offloaded (host)",
+}
+COMPONENT_COLOUR = {
+    "weights": "#4c72b0",
+    "gradients": "#dd8452",
+    "inner_optimizer": "#55a868",
+    "outer_optimizer": "#8172b3",
+    "offloaded": "#937860",
+}
 
 # Method families (memory.png's groups, the loss plots' panels, ppl_vs_n.png's lines). Rows not
 # named here are shown with the ablations.
@@ -55,11 +67,21 @@ LONGER_OF = {"ppu-mlp-8-1.5x": "ppu-mlp-8"}
 LONGER = list(LONGER_OF)
 ABLATION_REFERENCES = ["ppu-mlp-4", "ppu-mlp-heads-4"]  # what the ablations change (ppu-wo-sliced: + heads)
 STYLE = {  # colour, point type; the same in every plot
-    "ddp": ("#000000", 1), "diloco": ("#1f77b4", 2), "streaming-diloco": ("#2ca02c", 5),
-    "ppu-mlp-2": ("#d62728", 7), "ppu-mlp-4": ("#ff7f0e", 9), "ppu-mlp-8": ("#8c564b", 11),
-    "ppu-mlp-8-1.5x": ("#e377c2", 13), "ppu-mlp-heads-2": ("#c5b0d5", 4), "ppu-mlp-heads-4": ("#9467bd", 4),
-    "ppu-mlp-heads-8": ("#5b3d91", 4), "ppu-grouping-slices": ("#17becf", 3), "ppu-wo-sliced": ("#bcbd22", 6),
-    "ppu-horizontal": ("#7f7f7f", 8), "ppu-detach-all-but-k": ("#393b79", 10), "ppu-k-plus-random": ("#843c39", 12),
+    "ddp": ("#000000", 1),
+    "diloco": ("#1f77b4", 2),
+    "streaming-diloco": ("#2ca02c", 5),
+    "ppu-mlp-2": ("#d62728", 7),
+    "ppu-mlp-4": ("#ff7f0e", 9),
+    "ppu-mlp-8": ("#8c564b", 11),
+    "ppu-mlp-8-1.5x": ("#e377c2", 13),
+    "ppu-mlp-heads-2": ("#c5b0d5", 4),
+    "ppu-mlp-heads-4": ("#9467bd", 4),
+    "ppu-mlp-heads-8": ("#5b3d91", 4),
+    "ppu-grouping-slices": ("#17becf", 3),
+    "ppu-wo-sliced": ("#bcbd22", 6),
+    "ppu-horizontal": ("#7f7f7f", 8),
+    "ppu-detach-all-but-k": ("#393b79", 10),
+    "ppu-k-plus-random": ("#843c39", 12),
 }
 EXTRA_COLOURS = ["#637939", "#e7969c", "#6b6ecf", "#b5cf6b", "#ad494a", "#3182bd"]
 MIB = 1 / 2**20
@@ -87,7 +109,7 @@ def read_grid():
     """grid.tsv's rows in order: [(name, tags)]."""
     path = os.path.join(HERE, "grid.tsv")
     try:
-        lines = open(path).read().splitlines()
+        lines = pathlib.Path(path).read_text().splitlines()
     except OSError as e:
         die(f"cannot read the grid {path}: {e}")
     rows = []
@@ -103,7 +125,7 @@ def read_grid():
 def read_shard(path):
     """Token shard (runtime/data/token_shard.h): 64-byte header, then the tokens. -> (vocab, tokens)"""
     try:
-        buf = open(path, "rb").read()
+        buf = pathlib.Path(path).read_bytes()
     except OSError as e:
         die(f"token shard {path} is missing or unreadable ({e.strerror}); the corpus is built by corpus.sh")
     if len(buf) < 64 or buf[:8] != b"PPUTOKS\0":
@@ -136,8 +158,15 @@ def unigram_entropy(data_dir):
         die(f"token shard {val_path} holds no tokens")
     counts, denom = Counter(train), len(train) + vocab
     h = -sum(c * math.log((counts.get(t, 0) + 1) / denom) for t, c in Counter(val).items()) / len(val)
-    return {"nats_per_token": h, "perplexity": math.exp(h), "vocab": vocab, "train_tokens": len(train),
-            "val_tokens": len(val), "smoothing": "add-one over the vocab", "files": [train_path, val_path]}
+    return {
+        "nats_per_token": h,
+        "perplexity": math.exp(h),
+        "vocab": vocab,
+        "train_tokens": len(train),
+        "val_tokens": len(val),
+        "smoothing": "add-one over the vocab",
+        "files": [train_path, val_path],
+    }
 
 
 def field(s, key, where):
@@ -148,14 +177,15 @@ def field(s, key, where):
 
 def load_run(d, name, seed):
     run = f"run {name} seed {seed} ({d})"
-    paths = sorted(glob.glob(os.path.join(d, "rank-*.json")),
-                   key=lambda p: int(re.sub(r"\D", "", os.path.basename(p)) or 0))
+    paths = sorted(
+        glob.glob(os.path.join(d, "rank-*.json")), key=lambda p: int(re.sub(r"\D", "", os.path.basename(p)) or 0)
+    )
     if not paths:
         die(f"{run} has no rank-*.json summary")
     s = []
     for p in paths:
         try:
-            s.append(json.load(open(p)))
+            s.append(json.loads(pathlib.Path(p).read_text()))
         except (OSError, ValueError) as e:
             die(f"{run}: cannot read {os.path.basename(p)}: {e}")
     r0 = s[0]
@@ -163,15 +193,24 @@ def load_run(d, name, seed):
     k = field(r0, "world_size", where)
     if len(s) != k:
         die(f"{run} has {len(s)} rank-*.json summaries for world_size {k}")
-    for p, x in zip(paths, s):
-        for key in ("eval_loss", "eval_perplexity", "tokens", "steps", "flops_executed", "flops_full_backward",
-                    "state_bytes", "bytes_sent", "method"):
+    for p, x in zip(paths, s, strict=True):
+        for key in (
+            "eval_loss",
+            "eval_perplexity",
+            "tokens",
+            "steps",
+            "flops_executed",
+            "flops_full_backward",
+            "state_bytes",
+            "bytes_sent",
+            "method",
+        ):
             field(x, key, f"{run}: {os.path.basename(p)}")
         for c in COMPONENTS + ["total"]:
             if c not in x["state_bytes"]:
                 die(f"{run}: {os.path.basename(p)} has no state_bytes.{c}")
     try:
-        status, peak, wall = open(os.path.join(d, "rusage")).read().split()
+        status, peak, wall = pathlib.Path(d, "rusage").read_text().split()
         status, peak, wall = int(status), int(peak), float(wall)
     except OSError:
         die(f"{run} has no rusage file")
@@ -180,7 +219,7 @@ def load_run(d, name, seed):
     if status != 0:
         die(f"{run}: rusage records exit status {status}, yet the run is marked done")
     try:
-        log = open(os.path.join(d, "run.log"), errors="replace").read().splitlines()
+        log = pathlib.Path(d, "run.log").read_text(errors="replace").splitlines()
     except OSError:
         die(f"{run} has no run.log")
     evals = {}
@@ -196,13 +235,21 @@ def load_run(d, name, seed):
     flops = mean([x["flops_executed"] for x in s])  # per rank
     flops_full = mean([x["flops_full_backward"] for x in s])
     return {
-        "seed": seed, "eval_loss": r0["eval_loss"], "eval_perplexity": r0["eval_perplexity"],
-        "world_size": k, "steps": steps, "tokens": tokens, "flops_executed_per_rank": flops,
+        "seed": seed,
+        "eval_loss": r0["eval_loss"],
+        "eval_perplexity": r0["eval_perplexity"],
+        "world_size": k,
+        "steps": steps,
+        "tokens": tokens,
+        "flops_executed_per_rank": flops,
         "flops_full_backward_per_rank": flops_full,
         "flops_saved_fraction": 1 - flops / flops_full if flops_full else 0.0,
         "state_bytes": {c: max(x["state_bytes"][c] for x in s) for c in COMPONENTS + ["total"]},
-        "bytes_sent_per_rank": max(x["bytes_sent"] for x in s), "peak_rss_bytes": peak, "wall_seconds": wall,
-        "method": r0["method"], "slicing": r0.get("slicing", {}),
+        "bytes_sent_per_rank": max(x["bytes_sent"] for x in s),
+        "peak_rss_bytes": peak,
+        "wall_seconds": wall,
+        "method": r0["method"],
+        "slicing": r0.get("slicing", {}),
         # (step, tokens all ranks, FLOPs per rank, eval loss), tokens and FLOPs at a constant rate per step
         "curve": [(n, n * tokens / steps, n * flops / steps, evals[n]) for n in sorted(evals)],
     }
@@ -234,18 +281,27 @@ def row_summary(name, seeds):
     r = rs[0]
     losses, ppls = [x["eval_loss"] for x in rs], [x["eval_perplexity"] for x in rs]
     return {
-        "seeds": sorted(seeds), "eval_loss": losses, "eval_loss_mean": mean(losses),
-        "eval_perplexity": ppls, "eval_perplexity_mean": mean(ppls),
-        "world_size": r["world_size"], "steps": r["steps"], "tokens": r["tokens"],
+        "seeds": sorted(seeds),
+        "eval_loss": losses,
+        "eval_loss_mean": mean(losses),
+        "eval_perplexity": ppls,
+        "eval_perplexity_mean": mean(ppls),
+        "world_size": r["world_size"],
+        "steps": r["steps"],
+        "tokens": r["tokens"],
         "flops_executed_per_rank": r["flops_executed_per_rank"],
         "flops_full_backward_per_rank": r["flops_full_backward_per_rank"],
         "flops_saved_fraction": r["flops_saved_fraction"],
         "state_bytes": max((x["state_bytes"] for x in rs), key=lambda b: b["total"]),
-        "peak_rss": max(x["peak_rss_bytes"] for x in rs), "bytes_sent": max(x["bytes_sent_per_rank"] for x in rs),
-        "wall_seconds": [x["wall_seconds"] for x in rs], "wall_seconds_mean": mean([x["wall_seconds"] for x in rs]),
-        "method": r["method"], "slicing": r["slicing"],
-        "per_seed": [{k: v for k, v in x.items() if k != "curve"} | {"curve": [list(p) for p in x["curve"]]}
-                     for x in rs],
+        "peak_rss": max(x["peak_rss_bytes"] for x in rs),
+        "bytes_sent": max(x["bytes_sent_per_rank"] for x in rs),
+        "wall_seconds": [x["wall_seconds"] for x in rs],
+        "wall_seconds_mean": mean([x["wall_seconds"] for x in rs]),
+        "method": r["method"],
+        "slicing": r["slicing"],
+        "per_seed": [
+            {k: v for k, v in x.items() if k != "curve"} | {"curve": [list(p) for p in x["curve"]]} for x in rs
+        ],
     }
 
 
@@ -266,14 +322,28 @@ def paired_stats(name, ppu, ref):
     """Paired differences d_s = loss(name, s) − loss(reference, s) over the seeds both rows ran."""
     seeds = sorted(set(ppu) & set(ref))
     d = [ppu[s]["eval_loss"] - ref[s]["eval_loss"] for s in seeds]
-    res = {"reference": REFERENCE, "seeds": seeds, "n": len(d),
-           "loss": [ppu[s]["eval_loss"] for s in seeds], "reference_loss": [ref[s]["eval_loss"] for s in seeds],
-           "differences": d, "mean": mean(d) if d else None,
-           "ppl_ratio_mean": math.exp(mean(d)) if d else None}
+    res = {
+        "reference": REFERENCE,
+        "seeds": seeds,
+        "n": len(d),
+        "loss": [ppu[s]["eval_loss"] for s in seeds],
+        "reference_loss": [ref[s]["eval_loss"] for s in seeds],
+        "differences": d,
+        "mean": mean(d) if d else None,
+        "ppl_ratio_mean": math.exp(mean(d)) if d else None,
+    }
     na = "n/a (one seed)" if len(d) == 1 else "n/a (no paired seed)"
     if len(d) < 2:
-        return res | {"sd": None, "t975": None, "ci95": None, "verdict": na, "t80": None, "mde80": None,
-                      "ppl_ratio_ci95": None, "ppl_ratio_mde80": None}
+        return res | {
+            "sd": None,
+            "t975": None,
+            "ci95": None,
+            "verdict": na,
+            "t80": None,
+            "mde80": None,
+            "ppl_ratio_ci95": None,
+            "ppl_ratio_mde80": None,
+        }
     n, m = len(d), mean(d)
     sd = math.sqrt(sum((x - m) ** 2 for x in d) / (n - 1))
     t975, t80 = T975[min(n - 1, 9)], T80[min(n - 1, 9)]
@@ -281,8 +351,16 @@ def paired_stats(name, ppu, ref):
     lo, hi = m - half, m + half
     verdict = "worse" if lo > 0 else "better" if hi < 0 else "indistinguishable at this power"
     mde = (t975 + t80) * sd / math.sqrt(n)
-    return res | {"sd": sd, "t975": t975, "ci95": [lo, hi], "verdict": verdict, "t80": t80, "mde80": mde,
-                  "ppl_ratio_ci95": [math.exp(lo), math.exp(hi)], "ppl_ratio_mde80": math.exp(mde)}
+    return res | {
+        "sd": sd,
+        "t975": t975,
+        "ci95": [lo, hi],
+        "verdict": verdict,
+        "t80": t80,
+        "mde80": mde,
+        "ppl_ratio_ci95": [math.exp(lo), math.exp(hi)],
+        "ppl_ratio_mde80": math.exp(mde),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,27 +368,37 @@ def paired_stats(name, ppu, ref):
 
 
 def write_table(out, order, rows):
-    lines = ["| run | seeds | final eval loss of θ (mean; per seed) | eval ppl (mean) | tokens (all ranks) | "
-             "FLOPs executed / rank | FLOPs saved | state / rank (MiB) | peak RSS / rank (MiB) | "
-             "sent / rank (MiB) | wall (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            "| run | seeds | final eval loss of θ (mean; per seed) | eval ppl (mean) | tokens (all ranks) | "
+            "FLOPs executed / rank | FLOPs saved | state / rank (MiB) | peak RSS / rank (MiB) | "
+            "sent / rank (MiB) | wall (s) |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name in order:
         r = rows[name]
         loss = f"{r['eval_loss_mean']:.4f}"
         if len(r["seeds"]) > 1:
             loss += " (" + ", ".join(f"{x:.4f}" for x in r["eval_loss"]) + ")"
-        lines.append(f"| {name} | {','.join(map(str, r['seeds']))} | {loss} | {r['eval_perplexity_mean']:.2f} | "
-                     f"{r['tokens'] / 1e6:.4g} M | {r['flops_executed_per_rank']:.3g} | "
-                     f"{100 * r['flops_saved_fraction']:.1f} % | {r['state_bytes']['total'] * MIB:.2f} | "
-                     f"{r['peak_rss'] * MIB:.0f} | {r['bytes_sent'] * MIB:.1f} | {r['wall_seconds_mean']:.0f} |")
-    lines += ["",
-              "Final eval loss: of the global θ after the last step (nats/token); with several seeds the mean, "
-              "then each seed's value in seed order. Eval ppl: the mean over seeds of exp(loss). Tokens: trained by "
-              "all ranks together. FLOPs: matmul FLOPs executed by one rank over the run (mean over ranks); saved: "
-              "relative to a full backward. State: the training state of one rank measured from its tensors "
-              "(largest rank; memory.png splits it). Peak RSS: the largest resident set of any rank process, largest "
-              "over seeds. Sent: payload bytes one rank put on the wire (largest rank). Wall: the run's wall time "
-              "(start-up and evaluation included), mean over seeds."]
+        lines.append(
+            f"| {name} | {','.join(map(str, r['seeds']))} | {loss} | {r['eval_perplexity_mean']:.2f} | "
+            f"{r['tokens'] / 1e6:.4g} M | {r['flops_executed_per_rank']:.3g} | "
+            f"{100 * r['flops_saved_fraction']:.1f} % | {r['state_bytes']['total'] * MIB:.2f} | "
+            f"{r['peak_rss'] * MIB:.0f} | {r['bytes_sent'] * MIB:.1f} | {r['wall_seconds_mean']:.0f} |"
+        )
+    lines += [
+        "",
+        (
+            "Final eval loss: of the global θ after the last step (nats/token); with several seeds the mean, "
+            "then each seed's value in seed order. Eval ppl: the mean over seeds of exp(loss). Tokens: trained by "
+            "all ranks together. FLOPs: matmul FLOPs executed by one rank over the run (mean over ranks); saved: "
+            "relative to a full backward. State: the training state of one rank measured from its tensors "
+            "(largest rank; memory.png splits it). Peak RSS: the largest resident set of any rank process, largest "
+            "over seeds. Sent: payload bytes one rank put on the wire (largest rank). Wall: the run's wall time "
+            "(start-up and evaluation included), mean over seeds."
+        ),
+    ]
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -320,39 +408,54 @@ def fmt(x, spec="+.4f"):
 
 
 def write_paired(out, paired):
-    lines = [f"# Paired comparison with {REFERENCE} (final eval loss of θ, nats/token)", "",
-             f"Seed s is the same initial θ and the same data streams for both rows, so d_s = loss(row, s) − "
-             f"loss({REFERENCE}, s) removes what the seed does to both. Mean and sample sd over the seeds; the 95 % "
-             "interval is mean ± t_{0.975,n−1}·sd/√n (Student t). Verdict: **worse** if the interval lies above 0, "
-             "**better** if below 0, otherwise **indistinguishable at this power**.", "",
-             "MDE (80 %) = (t_{0.975,n−1} + t_{0.80,n−1})·sd/√n, the minimum detectable effect: the smallest true "
-             "mean difference that this many seeds, with this seed-to-seed spread, would find (interval excluding 0) "
-             "4 times in 5. A true difference smaller than it would often be called indistinguishable, so "
-             "'indistinguishable' rules out only differences of about the MDE or more, not small ones. "
-             "The ppl ratio columns are exp() of the loss columns: PPU's perplexity over "
-             f"{REFERENCE}'s (a ratio of geometric means over seeds).", "",
-             "| run | seeds | d_s per seed | mean d | sd | 95 % interval | verdict | MDE (80 %) | ppl ratio | "
-             "ppl ratio 95 % | ppl ratio MDE |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Paired comparison with {REFERENCE} (final eval loss of θ, nats/token)",
+        "",
+        (
+            f"Seed s is the same initial θ and the same data streams for both rows, so d_s = loss(row, s) − "
+            f"loss({REFERENCE}, s) removes what the seed does to both. Mean and sample sd over the seeds; the 95 % "
+            "interval is mean ± t_{0.975,n−1}·sd/√n (Student t). Verdict: **worse** if the interval lies above 0, "
+            "**better** if below 0, otherwise **indistinguishable at this power**."
+        ),
+        "",
+        (
+            "MDE (80 %) = (t_{0.975,n−1} + t_{0.80,n−1})·sd/√n, the minimum detectable effect: the smallest true "
+            "mean difference that this many seeds, with this seed-to-seed spread, would find (interval excluding 0) "
+            "4 times in 5. A true difference smaller than it would often be called indistinguishable, so "
+            "'indistinguishable' rules out only differences of about the MDE or more, not small ones. "
+            "The ppl ratio columns are exp() of the loss columns: PPU's perplexity over "
+            f"{REFERENCE}'s (a ratio of geometric means over seeds)."
+        ),
+        "",
+        (
+            "| run | seeds | d_s per seed | mean d | sd | 95 % interval | verdict | MDE (80 %) | ppl ratio | "
+            "ppl ratio 95 % | ppl ratio MDE |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     notes = []
     for name, p in paired.items():
         ci = "n/a" if p["ci95"] is None else f"[{p['ci95'][0]:+.4f}, {p['ci95'][1]:+.4f}]"
-        rci = "n/a" if p["ppl_ratio_ci95"] is None else "[%.3f, %.3f]" % tuple(p["ppl_ratio_ci95"])
+        rci = "n/a" if p["ppl_ratio_ci95"] is None else "[{:.3f}, {:.3f}]".format(*tuple(p["ppl_ratio_ci95"]))
         if p["n"] < 2:
             sd = ci = mde = p["verdict"]
             rci = rmde = "n/a"
         else:
             sd, mde, rmde = fmt(p["sd"], ".4f"), fmt(p["mde80"], ".4f"), fmt(p["ppl_ratio_mde80"], ".3f")
-        lines.append(f"| {name} | {','.join(map(str, p['seeds'])) or '-'} | "
-                     f"{', '.join(format(x, '+.4f') for x in p['differences']) or '-'} | {fmt(p['mean'])} | {sd} | "
-                     f"{ci} | {p['verdict']} | {mde} | {fmt(p['ppl_ratio_mean'], '.3f')} | {rci} | {rmde} |")
+        lines.append(
+            f"| {name} | {','.join(map(str, p['seeds'])) or '-'} | "
+            f"{', '.join(format(x, '+.4f') for x in p['differences']) or '-'} | {fmt(p['mean'])} | {sd} | "
+            f"{ci} | {p['verdict']} | {mde} | {fmt(p['ppl_ratio_mean'], '.3f')} | {rci} | {rmde} |"
+        )
         if p["n"] >= 2:
-            notes.append(f"- **{name}**: {p['verdict']}. Over {p['n']} seeds its final eval loss differs from "
-                         f"{REFERENCE}'s by {p['mean']:+.4f} nats/token on average (perplexity "
-                         f"×{p['ppl_ratio_mean']:.3f}), 95 % interval "
-                         f"[{p['ci95'][0]:+.4f}, {p['ci95'][1]:+.4f}] (×{p['ppl_ratio_ci95'][0]:.3f} to "
-                         f"×{p['ppl_ratio_ci95'][1]:.3f}); the seeds could detect a true difference of about "
-                         f"{p['mde80']:.4f} nats (perplexity ×{p['ppl_ratio_mde80']:.3f}) at 80 % power.")
+            notes.append(
+                f"- **{name}**: {p['verdict']}. Over {p['n']} seeds its final eval loss differs from "
+                f"{REFERENCE}'s by {p['mean']:+.4f} nats/token on average (perplexity "
+                f"×{p['ppl_ratio_mean']:.3f}), 95 % interval "
+                f"[{p['ci95'][0]:+.4f}, {p['ci95'][1]:+.4f}] (×{p['ppl_ratio_ci95'][0]:.3f} to "
+                f"×{p['ppl_ratio_ci95'][1]:.3f}); the seeds could detect a true difference of about "
+                f"{p['mde80']:.4f} nats (perplexity ×{p['ppl_ratio_mde80']:.3f}) at 80 % power."
+            )
         else:
             notes.append(f"- **{name}**: {p['verdict']}: no interval or verdict.")
     with open(os.path.join(out, "paired.md"), "w") as f:
@@ -373,10 +476,15 @@ def style(name, order):
 def write_curves(out, runs):
     for name, seeds in runs.items():
         with open(os.path.join(out, f"curve-{name}.dat"), "w") as f:
-            f.write("# step tokens_all_ranks flops_per_rank mean min max " +
-                    " ".join(f"seed{s}" for s in sorted(seeds)) + "  (eval loss of θ, nats/token)\n")
-            for row in mean_curve(seeds):
-                f.write("%d %.6g %.6g " % row[:3] + " ".join("%.6f" % x for x in row[3:]) + "\n")
+            f.write(
+                "# step tokens_all_ranks flops_per_rank mean min max "
+                + " ".join(f"seed{s}" for s in sorted(seeds))
+                + "  (eval loss of θ, nats/token)\n"
+            )
+            f.writelines(
+                f"{row[0]:d} {row[1]:.6g} {row[2]:.6g} " + " ".join(f"{x:.6f}" for x in row[3:]) + "\n"
+                for row in mean_curve(seeds)
+            )
 
 
 def curve_elements(names, runs, order, xcol, scale, reference=()):
@@ -388,13 +496,16 @@ def curve_elements(names, runs, order, xcol, scale, reference=()):
         x = f"(${xcol}/{scale})"
         f = f"'curve-{n}.dat'"
         if k > 1:
-            bands.append(f"{f} using {x}:5:6 with filledcurves fs transparent solid 0.15 noborder "
-                         f"lc rgb '{colour}' notitle")
+            bands.append(
+                f"{f} using {x}:5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '{colour}' notitle"
+            )
             thin += [f"{f} using {x}:{7 + i} with lines lw 0.8 lc rgb '{colour}' notitle" for i in range(k)]
         title = n + (f" (mean of {k} seeds)" if k > 1 else "") + (" (reference)" if n in reference else "")
         dt = 2 if n in reference else 1
-        thick.append(f"{f} using {x}:4 with linespoints lw {3 if k > 1 else 2} dt {dt} pt {pt} ps 0.9 pi 4 "
-                     f"lc rgb '{colour}' title '{title}'")
+        thick.append(
+            f"{f} using {x}:4 with linespoints lw {3 if k > 1 else 2} dt {dt} pt {pt} ps 0.9 pi 4 "
+            f"lc rgb '{colour}' title '{title}'"
+        )
     return bands, thin, thick
 
 
@@ -414,27 +525,42 @@ def loss_plots(runs, order, unigram, budget):
     ulabel = f"unigram entropy ({unigram:.3f} nats)"
     script = []
     for xcol, scale, xlabel, what, png in [
-            (2, "1e6", "tokens, all ranks (millions)", "tokens", "loss_vs_tokens.png"),
-            (3, "1e12", "FLOPs executed per rank (10^12)", "FLOPs executed per rank", "loss_vs_flops.png")]:
-        script.append(f"set output '{png}'\n"
-                      f"set multiplot layout 1,2 title \"Eval loss of the global θ vs {what}: {budget}\\n"
-                      "rows with several seeds: thick line = mean, band = min..max, thin lines = each seed\" "
-                      "font ',12'")
-        for title, names, reference in [("methods", left, ()),
-                                        ("ablations (App. A.1, A.2, D) and their references", right, refs)]:
+        (2, "1e6", "tokens, all ranks (millions)", "tokens", "loss_vs_tokens.png"),
+        (3, "1e12", "FLOPs executed per rank (10^12)", "FLOPs executed per rank", "loss_vs_flops.png"),
+    ]:
+        script.append(
+            f"set output '{png}'\n"
+            f'set multiplot layout 1,2 title "Eval loss of the global θ vs {what}: {budget}\\n'
+            'rows with several seeds: thick line = mean, band = min..max, thin lines = each seed" '
+            "font ',12'"
+        )
+        for title, names, reference in [
+            ("methods", left, ()),
+            ("ablations (App. A.1, A.2, D) and their references", right, refs),
+        ]:
             if not names:
                 script.append("set multiplot next")
                 continue
             lo, hi = loss_range(names, runs, unigram)
             bands, thin, thick = curve_elements(names, runs, order, xcol, scale, reference)
             uni = f"{unigram} with lines dt 3 lw 2 lc rgb '#555555' title '{ulabel}'"
-            seedkey = ["NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' "
-                       "title 'seed range (min..max)'"] if bands else []
-            script.append(f"set title '{title}'; set xlabel '{xlabel}'; set ylabel 'eval loss of θ (nats/token)'\n"
-                          f"set yrange [{lo:.4f}:{hi:.4f}]; set xrange [0:*]\n"
-                          f"set label 1 'unigram entropy of val under train counts' at graph 0.98, first {unigram} "
-                          "right offset 0, 0.7 textcolor rgb '#555555'\n"
-                          "plot " + ", \\\n  ".join(bands + thin + thick + seedkey + [uni]))
+            seedkey = (
+                [
+                    (
+                        "NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' "
+                        "title 'seed range (min..max)'"
+                    )
+                ]
+                if bands
+                else []
+            )
+            script.append(
+                f"set title '{title}'; set xlabel '{xlabel}'; set ylabel 'eval loss of θ (nats/token)'\n"
+                f"set yrange [{lo:.4f}:{hi:.4f}]; set xrange [0:*]\n"
+                f"set label 1 'unigram entropy of val under train counts' at graph 0.98, first {unigram} "
+                "right offset 0, 0.7 textcolor rgb '#555555'\n"
+                "plot " + ", \\\n  ".join(bands + thin + thick + seedkey + [uni])
+            )
         script.append("unset multiplot; unset label 1")
     return "\n".join(script)
 
@@ -447,8 +573,11 @@ def nice_step(span, tics=6):
 
 def paired_plot(paired):
     names = list(paired)
-    ys = [0.0] + [d for p in paired.values() for d in p["differences"]] + [
-        y for p in paired.values() if p["ci95"] for y in p["ci95"]]
+    ys = (
+        [0.0]
+        + [d for p in paired.values() for d in p["differences"]]
+        + [y for p in paired.values() if p["ci95"] for y in p["ci95"]]
+    )
     lo, hi = min(ys), max(ys)
     pad = 0.1 * (hi - lo or 0.01)
     lo, hi = lo - pad, hi + pad
@@ -456,38 +585,48 @@ def paired_plot(paired):
     def tic(n):
         p = paired[n]
         extra = f"MDE {p['mde80']:.3f} nats" if p["mde80"] is not None else ""
-        return f"\"{n}\\n{p['verdict']}\\n{extra}\" {names.index(n)}"
+        return f'"{n}\\n{p["verdict"]}\\n{extra}" {names.index(n)}'
 
-    lines = ["set output 'paired.png'",
-             f"set title \"Final eval loss of each paired PPU row minus {REFERENCE}'s with the same seed\\n"
-             "points: one seed each; bar: mean and its 95 % Student-t interval; MDE: detectable at 80 % power\" "
-             "font ',12'",
-             "set ylabel 'final eval loss − Streaming DiLoCo (nats)'; set xlabel ''",
-             f"set yrange [{lo:.5f}:{hi:.5f}]",
-             "set y2label 'perplexity ratio PPU / Streaming DiLoCo = exp(difference)'",
-             "set link y2 via exp(y) inverse log(y)",
-             f"set y2tics {nice_step(math.exp(hi) - math.exp(lo)):g} format '%.4g'",
-             f"set xrange [-0.6:{len(names) - 0.4}]; set xtics (" + ", ".join(tic(n) for n in names) + ")",
-             "set key outside bottom center horizontal; set bmargin 8"]
+    lines = [
+        "set output 'paired.png'",
+        (
+            f"set title \"Final eval loss of each paired PPU row minus {REFERENCE}'s with the same seed\\n"
+            'points: one seed each; bar: mean and its 95 % Student-t interval; MDE: detectable at 80 % power" '
+            "font ',12'"
+        ),
+        "set ylabel 'final eval loss − Streaming DiLoCo (nats)'; set xlabel ''",
+        f"set yrange [{lo:.5f}:{hi:.5f}]",
+        "set y2label 'perplexity ratio PPU / Streaming DiLoCo = exp(difference)'",
+        "set link y2 via exp(y) inverse log(y)",
+        f"set y2tics {nice_step(math.exp(hi) - math.exp(lo)):g} format '%.4g'",
+        f"set xrange [-0.6:{len(names) - 0.4}]; set xtics (" + ", ".join(tic(n) for n in names) + ")",
+        "set key outside bottom center horizontal; set bmargin 8",
+    ]
     seed_set = sorted({s for p in paired.values() for s in p["seeds"]})
     elems = ["0 with lines lw 1.5 lc rgb '#000000' title 'no difference'"]
     points = [(7, "#1f77b4"), (5, "#ff7f0e"), (9, "#2ca02c"), (11, "#9467bd"), (13, "#8c564b")]
     for j, s in enumerate(seed_set):
         pt, colour = points[j % len(points)]
-        elems.append(f"'paired-seeds.dat' using ($3 == {s} ? $1 : 1/0):4 with points pt {pt} ps 1.6 "
-                     f"lc rgb '{colour}' title 'seed {s}'")
+        elems.append(
+            f"'paired-seeds.dat' using ($3 == {s} ? $1 : 1/0):4 with points pt {pt} ps 1.6 "
+            f"lc rgb '{colour}' title 'seed {s}'"
+        )
     if any(p["ci95"] for p in paired.values()):
-        elems.append("'paired.dat' using 1:3:4:5 with yerrorbars pt 3 ps 2.5 lw 2.5 lc rgb '#d62728' "
-                     "title 'mean with 95 % interval'")
+        elems.append(
+            "'paired.dat' using 1:3:4:5 with yerrorbars pt 3 ps 2.5 lw 2.5 lc rgb '#d62728' "
+            "title 'mean with 95 % interval'"
+        )
     lines.append("plot " + ", \\\n  ".join(elems))
     return "\n".join(lines)
 
 
 def memory_plot(rows, order, out):
-    groups = [("baselines", [n for n in BASELINES if n in rows]),
-              ("PPU 1/N MLPs", [n for n in PPU_MLP if n in rows]),
-              ("PPU 1/N MLPs\\n+ 1/N heads", [n for n in PPU_MLP_HEADS if n in rows]),
-              ("ablations", [n for n in order if n not in BASELINES + PPU_MLP + PPU_MLP_HEADS + LONGER])]
+    groups = [
+        ("baselines", [n for n in BASELINES if n in rows]),
+        ("PPU 1/N MLPs", [n for n in PPU_MLP if n in rows]),
+        ("PPU 1/N MLPs\\n+ 1/N heads", [n for n in PPU_MLP_HEADS if n in rows]),
+        ("ablations", [n for n in order if n not in BASELINES + PPU_MLP + PPU_MLP_HEADS + LONGER]),
+    ]
     groups = [(g, ns) for g, ns in groups if ns]
     ref = rows.get(REFERENCE)
     ref_total = ref["state_bytes"]["total"] if ref else None
@@ -509,32 +648,45 @@ def memory_plot(rows, order, out):
                 tics.append(f"'{n}' {x:.2f}")
                 if ref_total and rows[n]["method"] == "ppu":
                     dev = sum(b[c] for c in COMPONENTS if c not in HOST)
-                    text = (f"{100 * (b['total'] / ref_total - 1):+.1f} %\\n"
-                            f"dev. {100 * (dev / ref_dev - 1):+.0f} %").replace("-", "−")
+                    text = (
+                        f"{100 * (b['total'] / ref_total - 1):+.1f} %\\ndev. {100 * (dev / ref_dev - 1):+.0f} %"
+                    ).replace("-", "−")
                     labels.append(f"set label \"{text}\" at {x:.2f}, {cum[-1] + 0.07 * top:.4f} center font ',9'")
                 x += 1
             x += 0.5
     elems = []
     for i, c in enumerate(COMPONENTS):
         fill = "fs pattern 4 border lc rgb '#333333'" if c in HOST else "fs solid 0.85 border lc rgb '#333333'"
-        elems.append(f"'memory.dat' using 1:{3 + i}:($1-0.35):($1+0.35):{3 + i}:{4 + i} with boxxyerror "
-                     f"{fill} fc rgb '{COMPONENT_COLOUR[c]}' title '{COMPONENT_TITLE[c]}'")
+        elems.append(
+            f"'memory.dat' using 1:{3 + i}:($1-0.35):($1+0.35):{3 + i}:{4 + i} with boxxyerror "
+            f"{fill} fc rgb '{COMPONENT_COLOUR[c]}' title '{COMPONENT_TITLE[c]}'"
+        )
     if ref_total:
         elems.append(f"{ref_total * MIB} with lines dt 2 lw 1.5 lc rgb '#2ca02c' title '{REFERENCE} total'")
     k = next(iter(rows.values()))["world_size"]
-    note = (f"labels: state vs {REFERENCE}, in all and on the device (dev.: weights + gradients + AdamW)"
-            if ref_total else "") + "".join(f"; {n}: as {LONGER_OF[n]}" for n in LONGER if n in rows)
-    return "\n".join([
-        "set terminal pngcairo size 1500,760 font ',11' noenhanced", "set output 'memory.png'",
-        f"set title \"Training-state memory per rank by component (K = {k}), measured from the tensors\\n{note}\"",
-        "set ylabel 'MiB per rank'; set xlabel ''", f"set yrange [0:{top * 1.28:.3f}]",
-        f"set xrange [-0.7:{x - 0.8:.2f}]", "set xtics (" + ", ".join(tics) + ") rotate by 30 right nomirror",
-        "unset grid; set grid ytics", "set key outside bottom center horizontal box maxrows 2",
-        *[f"set arrow from {s:.2f}, graph 0 to {s:.2f}, graph 1 nohead dt 3 lc rgb '#777777'" for s in separators],
-        *[f"set label \"{g}\" at {c:.2f}, graph 0.95 center font ',11'" for g, c in group_labels],
-        *labels,
-        "plot " + ", \\\n  ".join(elems),
-        "unset arrow; unset label"])
+    note = (
+        f"labels: state vs {REFERENCE}, in all and on the device (dev.: weights + gradients + AdamW)"
+        if ref_total
+        else ""
+    ) + "".join(f"; {n}: as {LONGER_OF[n]}" for n in LONGER if n in rows)
+    return "\n".join(
+        [
+            "set terminal pngcairo size 1500,760 font ',11' noenhanced",
+            "set output 'memory.png'",
+            f'set title "Training-state memory per rank by component (K = {k}), measured from the tensors\\n{note}"',
+            "set ylabel 'MiB per rank'; set xlabel ''",
+            f"set yrange [0:{top * 1.28:.3f}]",
+            f"set xrange [-0.7:{x - 0.8:.2f}]",
+            "set xtics (" + ", ".join(tics) + ") rotate by 30 right nomirror",
+            "unset grid; set grid ytics",
+            "set key outside bottom center horizontal box maxrows 2",
+            *[f"set arrow from {s:.2f}, graph 0 to {s:.2f}, graph 1 nohead dt 3 lc rgb '#777777'" for s in separators],
+            *[f"set label \"{g}\" at {c:.2f}, graph 0.95 center font ',11'" for g, c in group_labels],
+            *labels,
+            "plot " + ", \\\n  ".join(elems),
+            "unset arrow; unset label",
+        ]
+    )
 
 
 def ppl_plot(rows, runs, out, tokens):
@@ -542,8 +694,11 @@ def ppl_plot(rows, runs, out, tokens):
     and the mean over seeds (line); Streaming DiLoCo as a horizontal line with its seed range."""
     longer = [n for n in LONGER if n in rows]
     more = ", ".join(f"{n}: {rows[n]['tokens'] / tokens:.2g}x tokens" for n in longer)
-    series = [("1/N MLPs", PPU_MLP, "#d62728", 7), ("1/N MLPs + 1/N heads", PPU_MLP_HEADS, "#9467bd", 5),
-              ("1/N MLPs, more tokens", LONGER, "#e377c2", 13)]
+    series = [
+        ("1/N MLPs", PPU_MLP, "#d62728", 7),
+        ("1/N MLPs + 1/N heads", PPU_MLP_HEADS, "#9467bd", 5),
+        ("1/N MLPs, more tokens", LONGER, "#e377c2", 13),
+    ]
     series = [(t, [n for n in names if n in rows], c, pt) for t, names, c, pt in series]
     series = [x for x in series if x[1]]
     with open(os.path.join(out, "ppl_vs_n.dat"), "w") as f:
@@ -551,9 +706,11 @@ def ppl_plot(rows, runs, out, tokens):
         for i, (_, names, _, _) in enumerate(series):
             for n in names:
                 k = len(runs[n])
-                for j, (s, x) in enumerate(sorted(runs[n].items())):
-                    f.write(f"{i} {rows[n]['slicing'].get('slices', 1) * 1.04 ** (j - (k - 1) / 2):.4f} {s} "
-                            f"{x['eval_perplexity']:.4f}\n")
+                f.writelines(
+                    f"{i} {rows[n]['slicing'].get('slices', 1) * 1.04 ** (j - (k - 1) / 2):.4f} {s} "
+                    f"{x['eval_perplexity']:.4f}\n"
+                    for j, (s, x) in enumerate(sorted(runs[n].items()))
+                )
         for i, (_, names, _, _) in enumerate(series):
             f.write(f"\n\n# series {i} means\n")
             for n in names:
@@ -564,27 +721,41 @@ def ppl_plot(rows, runs, out, tokens):
         lo, hi = min(ref["eval_perplexity"]), max(ref["eval_perplexity"])
         m, k = ref["eval_perplexity_mean"], len(ref["seeds"])
         if k > 1:
-            elems.append(f"'+' using 1:({lo}):({hi}) with filledcurves fs transparent solid 0.18 noborder "
-                         f"lc rgb '#2ca02c' title '{REFERENCE}: seed range ({lo:.1f}..{hi:.1f})'")
+            elems.append(
+                f"'+' using 1:({lo}):({hi}) with filledcurves fs transparent solid 0.18 noborder "
+                f"lc rgb '#2ca02c' title '{REFERENCE}: seed range ({lo:.1f}..{hi:.1f})'"
+            )
         seeds = f"mean of {k} seeds" if k > 1 else "one seed"
-        elems.append(f"{m} with lines dt 2 lw 2.5 lc rgb '#2ca02c' "
-                     f"title '{REFERENCE} (every parameter), {seeds}: {m:.2f}'")
-    for i, (title, names, colour, pt) in enumerate(series):
-        elems.append(f"'ppl_vs_n.dat' index 0 using ($1 == {i} ? $2 : 1/0):4 with points pt {pt} ps 1.1 "
-                     f"lc rgb '{colour}' notitle")
-        elems.append(f"'ppl_vs_n.dat' index {1 + i} using 2:4 with linespoints lw 2.5 pt {pt} ps 2 "
-                     f"lc rgb '{colour}' title '{title}: mean over seeds (line), each seed (small points)'")
+        elems.append(
+            f"{m} with lines dt 2 lw 2.5 lc rgb '#2ca02c' title '{REFERENCE} (every parameter), {seeds}: {m:.2f}'"
+        )
+    for i, (title, _names, colour, pt) in enumerate(series):
+        elems.append(
+            f"'ppl_vs_n.dat' index 0 using ($1 == {i} ? $2 : 1/0):4 with points pt {pt} ps 1.1 "
+            f"lc rgb '{colour}' notitle"
+        )
+        elems.append(
+            f"'ppl_vs_n.dat' index {1 + i} using 2:4 with linespoints lw 2.5 pt {pt} ps 2 "
+            f"lc rgb '{colour}' title '{title}: mean over seeds (line), each seed (small points)'"
+        )
     ns = sorted({rows[n]["slicing"].get("slices", 1) for _, names, _, _ in series for n in names}) or [2, 4]
-    return "\n".join([
-        "set terminal pngcairo size 1000,760 font ',11' noenhanced", "set output 'ppl_vs_n.png'",
-        "set title \"Final eval perplexity of θ vs N (each PPU rank trains 1/N of the sliced layers)\\n"
-        f"equal tokens{' except ' + more if more else ''}\"",
-        "set key outside bottom center vertical maxrows 6 maxcols 1 box; set bmargin 10",
-        f"set logscale x 2; set xrange [{min(ns) / 1.5}:{max(ns) * 1.5}]",
-        "set xtics (" + ", ".join(f"'{n}' {n}" for n in ns) + ")", "set xlabel 'N (slices)'",
-        "set ylabel 'eval perplexity'; set autoscale y; set offsets 0, 0, graph 0.08, graph 0.08; set grid",
-        "plot " + ", \\\n  ".join(elems) if elems else "",
-        "unset logscale x; set offsets 0, 0, 0, 0; set bmargin"])
+    return "\n".join(
+        [
+            "set terminal pngcairo size 1000,760 font ',11' noenhanced",
+            "set output 'ppl_vs_n.png'",
+            (
+                'set title "Final eval perplexity of θ vs N (each PPU rank trains 1/N of the sliced layers)\\n'
+                f'equal tokens{" except " + more if more else ""}"'
+            ),
+            "set key outside bottom center vertical maxrows 6 maxcols 1 box; set bmargin 10",
+            f"set logscale x 2; set xrange [{min(ns) / 1.5}:{max(ns) * 1.5}]",
+            "set xtics (" + ", ".join(f"'{n}' {n}" for n in ns) + ")",
+            "set xlabel 'N (slices)'",
+            "set ylabel 'eval perplexity'; set autoscale y; set offsets 0, 0, graph 0.08, graph 0.08; set grid",
+            "plot " + ", \\\n  ".join(elems) if elems else "",
+            "unset logscale x; set offsets 0, 0, 0, 0; set bmargin",
+        ]
+    )
 
 
 def plots(out, runs, rows, order, paired, unigram):
@@ -593,7 +764,9 @@ def plots(out, runs, rows, order, paired, unigram):
     tokens = Counter(rows[n]["tokens"] for n in order).most_common(1)[0][0]
     budget = f"{tokens / 1e6:.1f} M tokens per run (K = {k})" + "".join(
         f", {n}: {rows[n]['tokens'] / 1e6:.1f} M ({rows[n]['tokens'] / tokens:.2g}x)"
-        for n in order if abs(rows[n]["tokens"] / tokens - 1) > 0.01)
+        for n in order
+        if abs(rows[n]["tokens"] / tokens - 1) > 0.01
+    )
     with open(os.path.join(out, "paired.dat"), "w") as f:
         f.write("# index run mean ci_low ci_high (final eval loss − reference, nats)\n")
         for i, (n, p) in enumerate(paired.items()):
@@ -602,17 +775,27 @@ def plots(out, runs, rows, order, paired, unigram):
     with open(os.path.join(out, "paired-seeds.dat"), "w") as f:
         f.write("# x run seed difference\n")
         for i, (n, p) in enumerate(paired.items()):
-            for j, (s, d) in enumerate(zip(p["seeds"], p["differences"])):
-                f.write(f"{i - 0.15 + 0.1 * j:.3f} {n} {s} {d}\n")
-    script = ["# Written by report.py; `gnuplot plots.gp` in this directory redraws the plots.",
-              "set terminal pngcairo size 1700,800 font ',11' noenhanced", "set grid",
-              "set key inside top right vertical box opaque samplen 3", loss_plots(runs, order, unigram, budget),
-              "set autoscale",
-              "set terminal pngcairo size 1100,680 font ',11' noenhanced"]
+            f.writelines(
+                f"{i - 0.15 + 0.1 * j:.3f} {n} {s} {d}\n"
+                for j, (s, d) in enumerate(zip(p["seeds"], p["differences"], strict=True))
+            )
+    script = [
+        "# Written by report.py; `gnuplot plots.gp` in this directory redraws the plots.",
+        "set terminal pngcairo size 1700,800 font ',11' noenhanced",
+        "set grid",
+        "set key inside top right vertical box opaque samplen 3",
+        loss_plots(runs, order, unigram, budget),
+        "set autoscale",
+        "set terminal pngcairo size 1100,680 font ',11' noenhanced",
+    ]
     if paired:
         script += [paired_plot(paired), "unset y2tics; unset y2label; unset link y2; set bmargin"]
-    script += ["set autoscale; set xtics autofreq norotate", memory_plot(rows, order, out),
-               "set autoscale; set xtics autofreq norotate", ppl_plot(rows, runs, out, tokens)]
+    script += [
+        "set autoscale; set xtics autofreq norotate",
+        memory_plot(rows, order, out),
+        "set autoscale; set xtics autofreq norotate",
+        ppl_plot(rows, runs, out, tokens),
+    ]
     with open(os.path.join(out, "plots.gp"), "w") as f:
         f.write("\n".join(script) + "\n")
     try:
@@ -653,21 +836,32 @@ def main():
         r["host_state_bytes"] = sum(b[c] for c in HOST)
         if ref:
             r["state_vs_reference"] = b["total"] / ref["state_bytes"]["total"] - 1
-            r["device_state_vs_reference"] = r["device_state_bytes"] / (
-                sum(ref["state_bytes"][c] for c in COMPONENTS if c not in HOST)) - 1
+            r["device_state_vs_reference"] = (
+                r["device_state_bytes"] / (sum(ref["state_bytes"][c] for c in COMPONENTS if c not in HOST)) - 1
+            )
     summary = {
-        "study": {"world_size": ks.pop(), "tokens_per_run": tokens, "reference": REFERENCE,
-                  "host_components": sorted(HOST), "rows": order,
-                  "t_quantiles": {"t975_by_df": T975, "t80_by_df": T80}},
-        "unigram": unigram, "runs": rows, "paired": paired}
+        "study": {
+            "world_size": ks.pop(),
+            "tokens_per_run": tokens,
+            "reference": REFERENCE,
+            "host_components": sorted(HOST),
+            "rows": order,
+            "t_quantiles": {"t975_by_df": T975, "t80_by_df": T80},
+        },
+        "unigram": unigram,
+        "runs": rows,
+        "paired": paired,
+    }
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     plots(out, runs, rows, order, paired, unigram["nats_per_token"])
-    print(open(os.path.join(out, "table.md")).read(), end="")
+    print(pathlib.Path(out, "table.md").read_text(), end="")
     print()
-    print(open(os.path.join(out, "paired.md")).read(), end="")
-    print(f"\nunigram entropy of val under train counts: {unigram['nats_per_token']:.4f} nats/token "
-          f"(perplexity {unigram['perplexity']:.1f})")
+    print(pathlib.Path(out, "paired.md").read_text(), end="")
+    print(
+        f"\nunigram entropy of val under train counts: {unigram['nats_per_token']:.4f} nats/token "
+        f"(perplexity {unigram['perplexity']:.1f})"
+    )
 
 
 if __name__ == "__main__":

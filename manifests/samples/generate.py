@@ -8,6 +8,7 @@ spec.training has the same schema as configs/*.yaml), so the config stays the on
 Usage: manifests/samples/generate.py           rewrite the samples
        manifests/samples/generate.py --check   exit 1 when a sample is missing or out of date
 """
+
 import pathlib
 import sys
 

@@ -9,6 +9,7 @@ Polls until every expression has data or --timeout passes; exits 1 naming the em
 
 Usage: dashboards_live.py --namespace NS --job NAME [--prometheus URL] [--timeout SECONDS]
 """
+
 import argparse
 import pathlib
 import sys
@@ -16,7 +17,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "packaging"))
-import dashboards_test as dt  # noqa: E402
+import dashboards_test as dt
 
 
 def main():
@@ -47,8 +48,11 @@ def main():
         empty = []
         for t in targets:
             _, _, expr, kind = t
-            res = dt.prom_label_values(a.prometheus, expr) if kind == "variable" else dt.prom_query(
-                a.prometheus, dt.substitute(expr))
+            res = (
+                dt.prom_label_values(a.prometheus, expr)
+                if kind == "variable"
+                else dt.prom_query(a.prometheus, dt.substitute(expr))
+            )
             if not res:
                 empty.append(t)
         if not empty:
@@ -59,7 +63,7 @@ def main():
     if empty:
         dt.fail(f"{len(empty)} of {len(targets)} dashboard expressions returned no data")
     # The data came through service discovery: the targets are pods and the operator's endpoints.
-    up = dt.prom_query(a.prometheus, 'up == 1')
+    up = dt.prom_query(a.prometheus, "up == 1")
     jobs = {r["metric"].get("job") for r in up}
     if a.job not in jobs:
         dt.fail(f"no rank pod target of job {a.job} is up (up targets: {sorted(j for j in jobs if j)})")
@@ -67,8 +71,10 @@ def main():
     n = int(float(ranks[0]["value"][1])) if ranks else 0
     if n < 1:
         dt.fail("no rank pod discovered")
-    dt.log(f"all {len(targets)} dashboard expressions returned data; {n} rank pods discovered "
-           f"through Kubernetes service discovery")
+    dt.log(
+        f"all {len(targets)} dashboard expressions returned data; {n} rank pods discovered "
+        f"through Kubernetes service discovery"
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 Usage: dns_query.py SERVER NAME      (exit 1 with the response code on an error or no answer)
 Used by the cluster tests to check CoreDNS directly, without the host's resolver configuration.
 """
+
 import random
 import socket
 import struct
@@ -36,10 +37,10 @@ def query(server, name, timeout=3.0):
             while data[pos] != 0:
                 pos += data[pos] + 1
             pos += 1
-        rtype, _, _, rdlen = struct.unpack(">HHIH", data[pos:pos + 10])
+        rtype, _, _, rdlen = struct.unpack(">HHIH", data[pos : pos + 10])
         pos += 10
         if rtype == 1 and rdlen == 4:
-            out.append(socket.inet_ntoa(data[pos:pos + 4]))
+            out.append(socket.inet_ntoa(data[pos : pos + 4]))
         pos += rdlen
     return rcode, out
 

@@ -5,6 +5,7 @@ certificate: DIR/env names the port, DIR/certs/apiserver.crt is the serving cert
 DIR/pki/admin.{crt,key} is a system:masters client. Enough for the node agent and the tests:
 get/list/create/delete and merge patches of the status subresource.
 """
+
 import json
 import pathlib
 import ssl
@@ -60,6 +61,10 @@ class KubeAPI:
 
     def patch_pod_status(self, namespace, name, status):
         """Merge-patches status; returns the HTTP code (404 when the pod is gone)."""
-        code, _ = self.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status",
-                               {"status": status}, "application/merge-patch+json")
+        code, _ = self.request(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+            {"status": status},
+            "application/merge-patch+json",
+        )
         return code

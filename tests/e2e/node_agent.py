@@ -18,8 +18,8 @@ Each running pod's pid is in WORK/pids/<namespace>_<pod>.pid so a test can kill 
 
 Usage: node_agent.py --kube-dir DIR --work DIR --bin-dir DIR   (DIR holding ppu-train)
 """
+
 import argparse
-import json
 import os
 import pathlib
 import signal
@@ -29,7 +29,7 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from kubeapi import KubeAPI  # noqa: E402
+from kubeapi import KubeAPI
 
 
 def now():
@@ -52,9 +52,9 @@ class Agent:
     def __init__(self, api, work, bin_dir, grace, metrics=True):
         self.metrics = metrics  # False: ranks serve no /metrics (to bisect a failure)
         self.api, self.work, self.bin_dir, self.grace = api, pathlib.Path(work), pathlib.Path(bin_dir), grace
-        self.running = {}      # uid -> dict(proc, ns, name, started, logf)
-        self.done = set()      # uids already finished and reported
-        self.gang_ports = {}   # (ns, job, restart) -> master port
+        self.running = {}  # uid -> dict(proc, ns, name, started)
+        self.done = set()  # uids already finished and reported
+        self.gang_ports = {}  # (ns, job, restart) -> master port
         (self.work / "pids").mkdir(parents=True, exist_ok=True)
 
     def job_dir(self, ns, job):
@@ -72,9 +72,11 @@ class Agent:
         # The agent's own environment stands in for the image's: the reference ppu-launch run
         # inherits the same one, and e.g. OMP_NUM_THREADS changes BLAS summation order. The
         # rendezvous variables come only from the pod.
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("PPU_") and k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                                                         "LOCAL_RANK")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("PPU_") and k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK")
+        }
         env["PATH"] = f"{self.bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
         for e in c.get("env", []):
             if "value" in e:
@@ -96,25 +98,43 @@ class Agent:
             return self.finish({"ns": ns, "name": name}, 1, "no command", None)
         cmd[0] = str(self.bin_dir / cmd[0]) if (self.bin_dir / cmd[0]).exists() else cmd[0]
         cmd += ["--summary", str(jd / f"summary-{name}.json")]
-        logf = open(jd / f"{name}-{uid[:8]}.log", "w")
-        try:
-            proc = subprocess.Popen(cmd, env=env, cwd=jd, stdout=logf, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        except OSError as e:
-            logf.close()
-            return self.finish({"ns": ns, "name": name}, 127, f"cannot start {cmd[0]}: {e}", None)
+        with open(jd / f"{name}-{uid[:8]}.log", "w") as logf:  # the child writes to its own copy of it
+            try:
+                proc = subprocess.Popen(
+                    cmd, env=env, cwd=jd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            except OSError as e:
+                return self.finish({"ns": ns, "name": name}, 127, f"cannot start {cmd[0]}: {e}", None)
         started = now()
-        self.running[uid] = {"proc": proc, "ns": ns, "name": name, "started": started, "logf": logf}
+        self.running[uid] = {"proc": proc, "ns": ns, "name": name, "started": started}
         (self.work / "pids" / f"{ns}_{name}.pid").write_text(str(proc.pid))
         log(f"started {ns}/{name} (restart {restart}) pid {proc.pid}: {' '.join(cmd)}")
-        self.api.patch_pod_status(ns, name, {
-            "phase": "Running", "hostIP": "127.0.0.1", "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}],
-            "startTime": started,
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started},
-                           {"type": "ContainersReady", "status": "True", "lastTransitionTime": started}],
-            "containerStatuses": [{"name": c["name"], "image": c.get("image", ""), "imageID": "",
-                                   "ready": True, "restartCount": 0, "started": True,
-                                   "state": {"running": {"startedAt": started}}}]})
+        self.api.patch_pod_status(
+            ns,
+            name,
+            {
+                "phase": "Running",
+                "hostIP": "127.0.0.1",
+                "podIP": "127.0.0.1",
+                "podIPs": [{"ip": "127.0.0.1"}],
+                "startTime": started,
+                "conditions": [
+                    {"type": "Ready", "status": "True", "lastTransitionTime": started},
+                    {"type": "ContainersReady", "status": "True", "lastTransitionTime": started},
+                ],
+                "containerStatuses": [
+                    {
+                        "name": c["name"],
+                        "image": c.get("image", ""),
+                        "imageID": "",
+                        "ready": True,
+                        "restartCount": 0,
+                        "started": True,
+                        "state": {"running": {"startedAt": started}},
+                    }
+                ],
+            },
+        )
 
     def materialise_config(self, pod, path, jd):
         """Writes the ConfigMap mounted at dirname(path) to a local file; returns its path."""
@@ -135,15 +155,29 @@ class Agent:
         """who: {ns, name} of the pod."""
         ns, name = who["ns"], who["name"]
         t = now()
-        status = {"phase": "Succeeded" if code == 0 else "Failed",
-                  "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": t,
-                                  "reason": "PodCompleted"}],
-                  "containerStatuses": [{"name": "ppu-train", "image": "", "imageID": "", "ready": False,
-                                         "restartCount": 0, "started": False,
-                                         "state": {"terminated": {"exitCode": code,
-                                                                  "reason": "Completed" if code == 0 else "Error",
-                                                                  "message": message, "startedAt": started or t,
-                                                                  "finishedAt": t}}}]}
+        status = {
+            "phase": "Succeeded" if code == 0 else "Failed",
+            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": t, "reason": "PodCompleted"}],
+            "containerStatuses": [
+                {
+                    "name": "ppu-train",
+                    "image": "",
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "started": False,
+                    "state": {
+                        "terminated": {
+                            "exitCode": code,
+                            "reason": "Completed" if code == 0 else "Error",
+                            "message": message,
+                            "startedAt": started or t,
+                            "finishedAt": t,
+                        }
+                    },
+                }
+            ],
+        }
         rc = self.api.patch_pod_status(ns, name, status)
         log(f"{ns}/{name} exited with code {code} (status patch HTTP {rc})")
 
@@ -158,7 +192,6 @@ class Agent:
                 p.wait()
             except ProcessLookupError:
                 pass
-        r["logf"].close()
         log(f"pod {r['ns']}/{r['name']} deleted: process {p.pid} stopped")
 
     def step(self):
@@ -173,7 +206,7 @@ class Agent:
             if uid not in self.running and uid not in self.done and not deleting:
                 try:
                     self.start_pod(pod)
-                except Exception as e:  # a test helper: report the pod Failed, keep serving others
+                except Exception as e:  # noqa: BLE001  (a test helper: report the pod Failed, keep serving others)
                     log(f"cannot start {pod['metadata']['name']}: {e}")
                     self.finish({"ns": pod["metadata"]["namespace"], "name": pod["metadata"]["name"]}, 1, str(e), None)
                     self.done.add(uid)
@@ -186,7 +219,6 @@ class Agent:
                 del self.running[uid]
                 self.done.add(uid)
             elif code is not None:
-                r["logf"].close()
                 self.finish(r, code if code >= 0 else 128 - code, "", r["started"])
                 del self.running[uid]
                 self.done.add(uid)
@@ -205,8 +237,7 @@ def main():
     ap.add_argument("--interval", type=float, default=0.3)
     ap.add_argument("--no-metrics", action="store_true", help="drop PPU_METRICS_PORT from the ranks' env")
     a = ap.parse_args()
-    agent = Agent(KubeAPI(a.kube_dir), a.work, pathlib.Path(a.bin_dir).resolve(), a.grace,
-                  metrics=not a.no_metrics)
+    agent = Agent(KubeAPI(a.kube_dir), a.work, pathlib.Path(a.bin_dir).resolve(), a.grace, metrics=not a.no_metrics)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))

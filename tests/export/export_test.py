@@ -12,6 +12,7 @@ python3-torch), must reproduce the summary's eval_loss on the same validation to
 exported, and --round naming the corrupt one exits 4 saying why), a missing directory exits 4
 naming it, a missing flag exits 2.
 """
+
 import json
 import os
 import shutil
@@ -38,30 +39,62 @@ EXPORT_LOSS_ATOL = 1e-4
 OTHER_ROUND_MIN = 1e-3
 
 
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 def fail(msg):
     print("FAIL:", msg)
     sys.exit(1)
 
 
 def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, **kw)
 
 
 def train_and_export(work, name, nproc, sets):
     ckpt, summaries, out = (os.path.join(work, name, d) for d in ("ckpt", "summaries", "export"))
     # 30 steps, H = 10: the last step ends round 3, whose checkpoint is the final θ.
-    r = run([LAUNCH, "--nproc", str(nproc), "--config", TINY, "--set", f"ranks={nproc}", "--set", "train.steps=30",
-             "--set", "outer.sync_every=10", "--set", "train.eval_every=0", "--set", f"train.eval_batches={EVAL_BATCHES}",
-             "--set", f"inner.batch_size={BATCH}", "--set", "data.source=shards", "--set", "data.path=" + DATASET,
-             "--set", "checkpoint.dir=" + ckpt, "--set", "checkpoint.keep=3", *sum((["--set", s] for s in sets), []),
-             "--summary-dir", summaries])
+    r = run(
+        [
+            LAUNCH,
+            "--nproc",
+            str(nproc),
+            "--config",
+            TINY,
+            "--set",
+            f"ranks={nproc}",
+            "--set",
+            "train.steps=30",
+            "--set",
+            "outer.sync_every=10",
+            "--set",
+            "train.eval_every=0",
+            "--set",
+            f"train.eval_batches={EVAL_BATCHES}",
+            "--set",
+            f"inner.batch_size={BATCH}",
+            "--set",
+            "data.source=shards",
+            "--set",
+            "data.path=" + DATASET,
+            "--set",
+            "checkpoint.dir=" + ckpt,
+            "--set",
+            "checkpoint.keep=3",
+            *(arg for s in sets for arg in ("--set", s)),
+            "--summary-dir",
+            summaries,
+        ]
+    )
     if r.returncode != 0:
         fail(f"{name}: training failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
-    want = json.load(open(os.path.join(summaries, "rank-0.json")))["eval_loss"]
+    want = read_json(os.path.join(summaries, "rank-0.json"))["eval_loss"]
     e = run([EXPORT, "--checkpoint", ckpt, "--out", out, "--format", "ppu"])
     if e.returncode != 0:
         fail(f"{name}: ppu-export exited {e.returncode}:\n{e.stdout}{e.stderr}")
-    config = json.load(open(os.path.join(out, "config.json")))
+    config = read_json(os.path.join(out, "config.json"))
     if config["source"]["round"] != 3:
         fail(f"{name}: exported round {config['source']['round']}, expected the last one, 3")
     got = evaluate(out)
@@ -72,8 +105,19 @@ def train_and_export(work, name, nproc, sets):
 
 
 def evaluate(export_dir):
-    r = run(["/usr/bin/python3", EVAL, export_dir, DATASET, "--batches", str(EVAL_BATCHES), "--batch-size", str(BATCH),
-             "--json"])
+    r = run(
+        [
+            "/usr/bin/python3",
+            EVAL,
+            export_dir,
+            DATASET,
+            "--batches",
+            str(EVAL_BATCHES),
+            "--batch-size",
+            str(BATCH),
+            "--json",
+        ]
+    )
     if r.returncode != 0:
         fail(f"ppu_export_eval.py failed on {export_dir}:\n{r.stdout}{r.stderr}")
     return json.loads(r.stdout)["eval_loss"]
@@ -85,17 +129,22 @@ r = run([DATA, "synthetic", "--out", DATASET, "--vocab", "256", "--train-tokens"
 if r.returncode != 0:
     fail("ppu-data synthetic failed:\n" + r.stdout + r.stderr)
 
-ckpt, out, ppu_loss = train_and_export(work, "ppu", 4, ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=2",
-                                                 "outer.layers_per_fragment=1"])
+ckpt, out, ppu_loss = train_and_export(
+    work, "ppu", 4, ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=2", "outer.layers_per_fragment=1"]
+)
 train_and_export(work, "ddp", 2, ["method=ddp"])
 
 # The export names every parameter of the layout once, in fp32.
-header_len = int.from_bytes(open(os.path.join(out, "model.safetensors"), "rb").read(8), "little")
 with open(os.path.join(out, "model.safetensors"), "rb") as f:
-    header = json.loads(f.read(8 + header_len)[8:])
+    header_len = int.from_bytes(f.read(8), "little")
+    header = json.loads(f.read(header_len))
 names = sorted(k for k in header if k != "__metadata__")
-layers = json.load(open(os.path.join(out, "config.json")))["architecture"]["layers"]
-if len(names) != 3 + 10 * layers or any(header[n]["dtype"] != "F32" for n in names) or "blocks.0.mlp.up.weight" not in names:
+layers = read_json(os.path.join(out, "config.json"))["architecture"]["layers"]
+if (
+    len(names) != 3 + 10 * layers
+    or any(header[n]["dtype"] != "F32" for n in names)
+    or "blocks.0.mlp.up.weight" not in names
+):
     fail(f"unexpected tensors in the export: {names}")
 
 # A corrupt newest checkpoint is never exported: the previous round is, and asking for the
@@ -108,7 +157,7 @@ with open(newest, "r+b") as f:
     f.write(bytes([byte[0] ^ 0xFF]))
 older = os.path.join(work, "older")
 e = run([EXPORT, "--checkpoint", ckpt, "--out", older, "--format", "ppu"])
-if e.returncode != 0 or json.load(open(os.path.join(older, "config.json")))["source"]["round"] != 2:
+if e.returncode != 0 or read_json(os.path.join(older, "config.json"))["source"]["round"] != 2:
     fail(f"with round 3 corrupt, ppu-export should export round 2:\n{e.stdout}{e.stderr}")
 # The comparison above can tell parameters apart: round 2's θ evaluates differently.
 if abs(evaluate(older) - ppu_loss) < OTHER_ROUND_MIN:

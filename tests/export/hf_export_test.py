@@ -17,9 +17,9 @@ Then the directory's guarantees: re-exporting the same checkpoint succeeds (idem
 different one is refused with exit 2 unless --overwrite, and a sharded export (tiny
 --max-shard-size) loads to the same loss. Prints "PASS hf-export" at the end, "FAIL: ..." on failure.
 """
+
 import glob
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -31,7 +31,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 BIN, SRC = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "scripts"))
-from ppu_export_eval import read_shard, read_val_tokens  # noqa: E402  (shard readers; no model code)
+from ppu_export_eval import read_shard, read_val_tokens  # shard readers; no model code
 
 LAUNCH = os.path.join(BIN, "runtime", "launch", "ppu-launch")
 EXPORT = os.path.join(BIN, "runtime", "export", "ppu-export")
@@ -45,13 +45,23 @@ FP32_LOSS_ATOL = 1e-5
 ODD_LINE = "Odd: 中文 🙂 ﬁle ①  two  spaces\ttab </s> <s> <unk> literal"
 
 
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_text(path, **kw):
+    with open(path, **kw) as f:
+        return f.read()
+
+
 def fail(msg):
     print("FAIL:", msg)
     sys.exit(1)
 
 
 def run(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
 
 
 def make_dataset(work):
@@ -65,14 +75,43 @@ def make_dataset(work):
 
 def train(work, name, nproc, sets):
     ckpt, summaries = os.path.join(work, name, "ckpt"), os.path.join(work, name, "summaries")
-    r = run([LAUNCH, "--nproc", str(nproc), "--config", TINY, "--set", f"ranks={nproc}", "--set", "train.steps=30",
-             "--set", "outer.sync_every=10", "--set", "train.eval_every=0", "--set", f"train.eval_batches={EVAL_BATCHES}",
-             "--set", f"inner.batch_size={BATCH}", "--set", f"model.vocab={VOCAB}", "--set", "data.source=shards",
-             "--set", "data.path=" + DATASET, "--set", "checkpoint.dir=" + ckpt, "--set", "checkpoint.keep=3",
-             *sum((["--set", s] for s in sets), []), "--summary-dir", summaries])
+    r = run(
+        [
+            LAUNCH,
+            "--nproc",
+            str(nproc),
+            "--config",
+            TINY,
+            "--set",
+            f"ranks={nproc}",
+            "--set",
+            "train.steps=30",
+            "--set",
+            "outer.sync_every=10",
+            "--set",
+            "train.eval_every=0",
+            "--set",
+            f"train.eval_batches={EVAL_BATCHES}",
+            "--set",
+            f"inner.batch_size={BATCH}",
+            "--set",
+            f"model.vocab={VOCAB}",
+            "--set",
+            "data.source=shards",
+            "--set",
+            "data.path=" + DATASET,
+            "--set",
+            "checkpoint.dir=" + ckpt,
+            "--set",
+            "checkpoint.keep=3",
+            *(arg for s in sets for arg in ("--set", s)),
+            "--summary-dir",
+            summaries,
+        ]
+    )
     if r.returncode != 0:
         fail(f"{name}: training failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
-    return ckpt, json.load(open(os.path.join(summaries, "rank-0.json")))
+    return ckpt, read_json(os.path.join(summaries, "rank-0.json"))
 
 
 def export(ckpt, out, *flags, expect=0):
@@ -88,14 +127,14 @@ def eval_windows(seq_len):
     window = seq_len + 1
     windows, m = len(val) // window, EVAL_BATCHES * BATCH
     rows = [j * windows // m if m <= windows else j % windows for j in range(m)]
-    return torch.stack([val[r * window:(r + 1) * window] for r in rows])
+    return torch.stack([val[r * window : (r + 1) * window] for r in rows])
 
 
 def hf_loss(model, tokens):
     """ppu-train's eval loss: the mean over batches of each batch's mean next-token cross-entropy."""
     losses = []
     for i in range(EVAL_BATCHES):
-        batch = tokens[i * BATCH:(i + 1) * BATCH]
+        batch = tokens[i * BATCH : (i + 1) * BATCH]
         logits = model(input_ids=batch[:, :-1]).logits.double()
         losses.append(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1)))
     return torch.stack(losses).mean()
@@ -107,9 +146,11 @@ def bf16_loss_bound(model32, tokens):
     cover the second-order term, which at these |δ| is orders of magnitude smaller."""
     model32.zero_grad()
     hf_loss(model32, tokens).backward()
-    first_order = sum((p.grad.abs() * p.detach().abs()).sum().item() for p in model32.parameters() if p.grad is not None)
+    first_order = sum(
+        (p.grad.abs() * p.detach().abs()).sum().item() for p in model32.parameters() if p.grad is not None
+    )
     model32.zero_grad()
-    return 2 * 2.0 ** -9 * first_order
+    return 2 * 2.0**-9 * first_order
 
 
 def check_model(name, out, want, tokens, activation):
@@ -129,10 +170,12 @@ def check_model(name, out, want, tokens, activation):
 work = tempfile.mkdtemp(prefix="ppu-hf-export-")
 DATASET, TEXTS = make_dataset(work)
 tokens = eval_windows(64)
-for name, nproc, sets in (("ppu-gelu", 4, ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=2", "model.activation=gelu"]),
-                          ("ppu-relu", 4, ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=2", "model.activation=relu"]),
-                          ("ddp-gelu", 2, ["method=ddp", "model.activation=gelu"]),
-                          ("ddp-relu", 2, ["method=ddp", "model.activation=relu"])):
+for name, nproc, sets in (
+    ("ppu-gelu", 4, ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=2", "model.activation=gelu"]),
+    ("ppu-relu", 4, ["method=ppu", "slicing.mode=mlp+heads", "slicing.slices=2", "model.activation=relu"]),
+    ("ddp-gelu", 2, ["method=ddp", "model.activation=gelu"]),
+    ("ddp-relu", 2, ["method=ddp", "model.activation=relu"]),
+):
     ckpt, summary = train(work, name, nproc, sets)
     want = summary["eval_loss"]
     out = os.path.join(work, name, "hf")
@@ -140,12 +183,14 @@ for name, nproc, sets in (("ppu-gelu", 4, ["method=ppu", "slicing.mode=mlp+heads
     model, got = check_model(name, out, want, tokens, name.split("-")[1])
 
     # The card and the provenance say where the model came from and how good it is.
-    provenance = json.load(open(os.path.join(out, "ppu_provenance.json")))
-    card = open(os.path.join(out, "README.md")).read()
+    provenance = read_json(os.path.join(out, "ppu_provenance.json"))
+    card = read_text(os.path.join(out, "README.md"))
     if provenance["identity"]["round"] != 3 or abs(provenance["eval"]["loss"] - want) > FP32_LOSS_ATOL:
         fail(f"{name}: provenance {provenance['identity']} / eval {provenance['eval']}, expected round 3, loss {want}")
     if provenance["param_checksum"] != summary["param_checksum"]:
-        fail(f"{name}: exported parameters' checksum {provenance['param_checksum']} != the run's {summary['param_checksum']}")
+        fail(
+            f"{name}: exported parameters' checksum {provenance['param_checksum']} != the run's {summary['param_checksum']}"
+        )
     if not card.startswith("---\nlibrary_name: transformers") or "round 3" not in card or f"{want:.4f}"[:5] not in card:
         fail(f"{name}: model card lacks front matter, round or eval loss:\n{card}")
 
@@ -166,14 +211,26 @@ for name, nproc, sets in (("ppu-gelu", 4, ["method=ppu", "slicing.mode=mlp+heads
 # (a dataset of those lines alone, with the run's tokenizer) are what AutoTokenizer gives.
 hf_dir = os.path.join(work, "ppu-gelu", "hf")
 sample = os.path.join(work, "sample.txt")
-lines = [l for t in TEXTS[:3] for l in open(t, encoding="utf-8").read().split("\n")[:300] if l.strip()] + [ODD_LINE]
+lines = [l for t in TEXTS[:3] for l in read_text(t, encoding="utf-8").split("\n")[:300] if l.strip()] + [ODD_LINE]
 with open(sample, "w", encoding="utf-8") as f:
     f.write("\n\n".join(lines) + "\n")  # every line its own document
-r = run([DATA, "text", "--out", os.path.join(work, "sample"), "--tokenizer", os.path.join(DATASET, "tokenizer.model"),
-         "--val-fraction", "0.5", "--input", sample])
+r = run(
+    [
+        DATA,
+        "text",
+        "--out",
+        os.path.join(work, "sample"),
+        "--tokenizer",
+        os.path.join(DATASET, "tokenizer.model"),
+        "--val-fraction",
+        "0.5",
+        "--input",
+        sample,
+    ]
+)
 if r.returncode != 0:
     fail("ppu-data text --tokenizer failed:\n" + r.stdout + r.stderr)
-config = json.load(open(os.path.join(hf_dir, "config.json")))
+config = read_json(os.path.join(hf_dir, "config.json"))
 eos = config["eos_token_id"]
 stream = [t for part in ("train.bin", "val.bin") for t in read_shard(os.path.join(work, "sample", part)).tolist()]
 segments, cur = [], []
@@ -190,7 +247,9 @@ for use_fast in (True, False):
     expected = sorted(tuple(tok(l)["input_ids"] + [eos]) for l in lines)
     if expected != sorted(segments):
         diff = sorted(set(expected) ^ set(segments))[:3]
-        fail(f"{type(tok).__name__}: ids differ from ppu-data's on {len(set(expected) ^ set(segments))} lines, e.g. {diff}")
+        fail(
+            f"{type(tok).__name__}: ids differ from ppu-data's on {len(set(expected) ^ set(segments))} lines, e.g. {diff}"
+        )
     odd_ids = tok(ODD_LINE)["input_ids"]
     if not any(tok.convert_ids_to_tokens(i).startswith("<0x") for i in odd_ids) or eos in odd_ids:
         fail(f"{type(tok).__name__}: the odd line should use byte fallback and no special token: {odd_ids}")
@@ -204,7 +263,7 @@ prompt = tok("This License", return_tensors="pt").input_ids
 # model is FSDP-managed, importing torch.distributed.fsdp, which Debian's torch 1.13 cannot
 # import under Python 3.11 (a dataclass default its metadata module declares).
 generated = model.generate(prompt, max_new_tokens=20, do_sample=False, synced_gpus=False)
-text = tok.decode(generated[0][prompt.shape[1]:], skip_special_tokens=True)
+text = tok.decode(generated[0][prompt.shape[1] :], skip_special_tokens=True)
 if generated.shape[1] <= prompt.shape[1] or not text:
     fail("generate() returned no new tokens")
 print(f"generate: 'This License' -> {text!r}")
@@ -215,16 +274,16 @@ export(ckpt, hf_dir)  # the same checkpoint again: idempotent
 e = export(ckpt, hf_dir, "--round", "2", expect=2)
 if "holds a different model" not in e.stderr or "--overwrite" not in e.stderr:
     fail(f"exporting round 2 over round 3 should be refused naming --overwrite:\n{e.stderr}")
-if json.load(open(os.path.join(hf_dir, "ppu_provenance.json")))["identity"]["round"] != 3:
+if read_json(os.path.join(hf_dir, "ppu_provenance.json"))["identity"]["round"] != 3:
     fail("a refused export changed the directory")
 export(ckpt, hf_dir, "--round", "2", "--overwrite")
-if json.load(open(os.path.join(hf_dir, "ppu_provenance.json")))["identity"]["round"] != 2:
+if read_json(os.path.join(hf_dir, "ppu_provenance.json"))["identity"]["round"] != 2:
     fail("--overwrite did not replace the model")
 if glob.glob(hf_dir + ".partial-*") or glob.glob(hf_dir + ".replaced-*"):
     fail("staging directories were left behind")
 sharded = os.path.join(work, "sharded")
 export(ckpt, sharded, "--round", "2", "--max-shard-size", "40KB")  # the round hf_dir holds now
-index = json.load(open(os.path.join(sharded, "model.safetensors.index.json")))
+index = read_json(os.path.join(sharded, "model.safetensors.index.json"))
 files = sorted(set(index["weight_map"].values()))
 if len(files) < 3 or os.path.exists(os.path.join(sharded, "model.safetensors")):
     fail(f"a 40 KB shard limit should give several shards, got {files}")

@@ -15,6 +15,7 @@ checks that the dashboards use only metric names from docs/METRICS.md; and runs
 
 Usage: dashboards_test.py --launch PPU_LAUNCH --train PPU_TRAIN --operator PPU_OPERATOR
 """
+
 import argparse
 import json
 import os
@@ -32,7 +33,7 @@ import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from kubeapi import KubeAPI  # noqa: E402
+from kubeapi import KubeAPI
 
 NS, JOB = "default", "dash"
 PROCS = []
@@ -69,8 +70,8 @@ def free_port(span=1):
 
 
 def start(cmd, logfile, **kw):
-    f = open(logfile, "w")
-    p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, **kw)
+    with open(logfile, "w") as f:  # the child writes to its own copy of the descriptor
+        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, **kw)
     PROCS.append(p)
     return p
 
@@ -149,7 +150,7 @@ def check_metric_names(targets):
 
 
 def substitute(expr):
-    return (expr.replace("$__rate_interval", "30s").replace("$namespace", NS).replace("$job", JOB))
+    return expr.replace("$__rate_interval", "30s").replace("$namespace", NS).replace("$job", JOB)
 
 
 def prom_query(base, expr):
@@ -175,13 +176,31 @@ def mark_pods_running(api, want):
     for p in pods:
         if p.get("status", {}).get("phase") == "Running":
             continue
-        api.patch_pod_status(NS, p["metadata"]["name"], {
-            "phase": "Running", "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}], "hostIP": "127.0.0.1",
-            "startTime": now,
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now},
-                           {"type": "ContainersReady", "status": "True", "lastTransitionTime": now}],
-            "containerStatuses": [{"name": "ppu-train", "ready": True, "restartCount": 0, "image": "ppu",
-                                   "imageID": "", "state": {"running": {"startedAt": now}}}]})
+        api.patch_pod_status(
+            NS,
+            p["metadata"]["name"],
+            {
+                "phase": "Running",
+                "podIP": "127.0.0.1",
+                "podIPs": [{"ip": "127.0.0.1"}],
+                "hostIP": "127.0.0.1",
+                "startTime": now,
+                "conditions": [
+                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                    {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+                ],
+                "containerStatuses": [
+                    {
+                        "name": "ppu-train",
+                        "ready": True,
+                        "restartCount": 0,
+                        "image": "ppu",
+                        "imageID": "",
+                        "state": {"running": {"startedAt": now}},
+                    }
+                ],
+            },
+        )
     return len(pods) == want
 
 
@@ -208,24 +227,61 @@ def main():
 
         rank_port = free_port(2)
         op_metrics, op_health, prom_port = free_port(), free_port(), free_port()
-        operator = start([a.operator, "--kubeconfig", kubeconfig, "--metrics-addr", f"127.0.0.1:{op_metrics}",
-                          "--health-addr", f"127.0.0.1:{op_health}", "--scrape-interval", "1s"],
-                         work / "operator.log")
+        operator = start(
+            [
+                a.operator,
+                "--kubeconfig",
+                kubeconfig,
+                "--metrics-addr",
+                f"127.0.0.1:{op_metrics}",
+                "--health-addr",
+                f"127.0.0.1:{op_health}",
+                "--scrape-interval",
+                "1s",
+            ],
+            work / "operator.log",
+        )
         wait_http(f"http://127.0.0.1:{op_health}/healthz", "ppu-operator", operator)
 
         # Long enough to outlive the queries; the test stops it at the end.
         env = dict(os.environ, PATH=f"{pathlib.Path(a.train).parent}:{os.environ.get('PATH', '')}")
-        launch = start([a.launch, "--ppu-train", a.train, "--nproc", "2", "--config", str(ROOT / "configs" / "tiny.yaml"),
-                        "--set", f"metrics.port={rank_port}", "--set", "train.steps=20000",
-                        "--set", "train.eval_every=5", "--set", "outer.sync_every=5"],
-                       work / "launch.log", env=env, cwd=work)
+        launch = start(
+            [
+                a.launch,
+                "--ppu-train",
+                a.train,
+                "--nproc",
+                "2",
+                "--config",
+                str(ROOT / "configs" / "tiny.yaml"),
+                "--set",
+                f"metrics.port={rank_port}",
+                "--set",
+                "train.steps=20000",
+                "--set",
+                "train.eval_every=5",
+                "--set",
+                "outer.sync_every=5",
+            ],
+            work / "launch.log",
+            env=env,
+            cwd=work,
+        )
         wait_http(f"http://127.0.0.1:{rank_port}/metrics", "ppu-launch rank 0", launch, 120)
         wait_http(f"http://127.0.0.1:{rank_port + 1}/metrics", "ppu-launch rank 1", launch, 60)
 
-        job = {"apiVersion": "ppu.dev/v1alpha1", "kind": "PPUJob", "metadata": {"name": JOB, "namespace": NS},
-               "spec": {"replicas": 2, "image": "ppu:test", "metricsPort": rank_port,
-                        "checkpoint": {"volumeSource": {"emptyDir": {}}},
-                        "training": {"model": {"preset": "tiny"}, "slicing": {"mode": "mlp", "slices": 2}}}}
+        job = {
+            "apiVersion": "ppu.dev/v1alpha1",
+            "kind": "PPUJob",
+            "metadata": {"name": JOB, "namespace": NS},
+            "spec": {
+                "replicas": 2,
+                "image": "ppu:test",
+                "metricsPort": rank_port,
+                "checkpoint": {"volumeSource": {"emptyDir": {}}},
+                "training": {"model": {"preset": "tiny"}, "slicing": {"mode": "mlp", "slices": 2}},
+            },
+        }
         code, body = api.request("POST", f"/apis/ppu.dev/v1alpha1/namespaces/{NS}/ppujobs", job)
         if code != 201:
             fail(f"creating PPUJob {JOB}: HTTP {code} {body}")
@@ -242,8 +298,16 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:{op_metrics}']
 """)
-        prom = start(["prometheus", f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'tsdb'}",
-                      f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"], work / "prometheus.log")
+        prom = start(
+            [
+                "prometheus",
+                f"--config.file={work / 'prometheus.yml'}",
+                f"--storage.tsdb.path={work / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{prom_port}",
+                "--log.level=warn",
+            ],
+            work / "prometheus.log",
+        )
         base = f"http://127.0.0.1:{prom_port}"
         wait_http(f"{base}/-/ready", "prometheus", prom)
 
@@ -278,14 +342,16 @@ scrape_configs:
 
         # promtool's linter on a live rank scrape: names, types, HELP, units.
         scrape = http_get(f"http://127.0.0.1:{rank_port}/metrics")
-        r = subprocess.run(["promtool", "check", "metrics"], input=scrape, text=True, capture_output=True)
+        r = subprocess.run(["promtool", "check", "metrics"], input=scrape, text=True, capture_output=True, check=False)
         if r.returncode != 0:
             fail(f"promtool check metrics on rank 0's /metrics:\n{r.stdout}{r.stderr}")
         log("promtool check metrics: rank 0 /metrics is clean")
         print("dashboards_test: all checks passed")
     finally:
         stop_all()
-        subprocess.run([env_script, "stop", str(kube_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [env_script, "stop", str(kube_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+        )
         if os.environ.get("PPU_KEEP_TMP") != "1":
             shutil.rmtree(work, ignore_errors=True)
 
