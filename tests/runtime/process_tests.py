@@ -25,6 +25,7 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
                    is its result (core/run_result.h) and equals its --summary; on a failure
                    it is the reason in plain text
 """
+
 import json
 import os
 import random
@@ -40,8 +41,18 @@ BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 TRAIN = os.path.join(BIN, "runtime", "engine", "ppu-train")
 LAUNCH = os.path.join(BIN, "runtime", "launch", "ppu-launch")
 TINY = os.path.join(SRC, "configs", "tiny.yaml")
-BASE = ["--set", "train.steps=100", "--set", "outer.sync_every=10", "--set", "train.eval_every=0",
-        "--set", "train.log_every=5", "--set", "model.seq_len=32"]
+BASE = [
+    "--set",
+    "train.steps=100",
+    "--set",
+    "outer.sync_every=10",
+    "--set",
+    "train.eval_every=0",
+    "--set",
+    "train.log_every=5",
+    "--set",
+    "model.seq_len=32",
+]
 
 
 def free_port():
@@ -68,8 +79,14 @@ def summary(path):
 
 
 def launch(args, out_dir, **kw):
-    return subprocess.run([LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args, "--summary-dir", out_dir],
-                          capture_output=True, text=True, timeout=600, **kw)
+    return subprocess.run(
+        [LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args, "--summary-dir", out_dir],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        **kw,
+    )
 
 
 def case_resume():
@@ -81,8 +98,12 @@ def case_resume():
 
     ckpt = os.path.join(work, "ckpt")
     args = ["--set", "checkpoint.dir=" + ckpt, "--set", "checkpoint.keep=5"]
-    proc = subprocess.Popen([LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args, "--summary-dir",
-                             os.path.join(work, "run1")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args, "--summary-dir", os.path.join(work, "run1")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     rounds_seen = set()
     seen_at = []  # when each round's first checkpoint line arrived
     target_round = random.randint(2, 5)
@@ -98,19 +119,22 @@ def case_resume():
     # CPU runs them, so a fast machine cannot finish the remaining 5+ rounds before the kill.
     round_s = (seen_at[-1] - seen_at[0]) / (len(seen_at) - 1) if len(seen_at) > 1 else 0.0
     time.sleep(random.uniform(0.0, min(0.3, 0.5 * round_s)))
-    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    children = subprocess.run(
+        ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False
+    ).stdout.split()
     if len(children) != 4:
         fail(f"expected 4 rank processes under ppu-launch, found {children}")
     victim = random.choice(children)
     os.kill(int(victim), signal.SIGKILL)
-    rest = proc.communicate(timeout=300)[0]
+    proc.communicate(timeout=300)
     if proc.returncode == 0:
         fail("ppu-launch returned 0 after a rank was killed")
     print(f"killed rank pid {victim} after checkpoint round {target_round}; ppu-launch exited {proc.returncode}")
 
     # Corrupt the newest complete checkpoint: the restart must skip it, naming it.
-    rounds = sorted(d for d in os.listdir(ckpt) if d.startswith("round-") and
-                    os.path.exists(os.path.join(ckpt, d, "manifest.json")))
+    rounds = sorted(
+        d for d in os.listdir(ckpt) if d.startswith("round-") and os.path.exists(os.path.join(ckpt, d, "manifest.json"))
+    )
     newest = os.path.join(ckpt, rounds[-1], "rank-00001.pt")
     with open(newest, "r+b") as f:
         f.seek(os.path.getsize(newest) // 2)
@@ -132,14 +156,30 @@ def case_resume():
 
 
 def case_dead_peer():
-    work = tempfile.mkdtemp(prefix="ppu-peer-")
     port = str(free_port())
     procs = []
     for rank in range(2):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-        procs.append(subprocess.Popen([TRAIN, "--config", TINY, *BASE, "--set", "train.steps=100000",
-                                       "--set", "network.timeout_s=30", "--set", "slicing.slices=2"],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        procs.append(
+            subprocess.Popen(
+                [
+                    TRAIN,
+                    "--config",
+                    TINY,
+                    *BASE,
+                    "--set",
+                    "train.steps=100000",
+                    "--set",
+                    "network.timeout_s=30",
+                    "--set",
+                    "slicing.slices=2",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
     for line in procs[0].stdout:
         if "step 10/" in line:
             break
@@ -171,24 +211,48 @@ def case_bad_config():
         checks.append((["--set", "train.device=cuda"], {}, "'train.device'"))
     for args, env, needle in checks:
         start = time.time()
-        r = subprocess.run([TRAIN, "--config", TINY, *args], env=dict(os.environ, **env), capture_output=True,
-                           text=True, timeout=60)
+        r = subprocess.run(
+            [TRAIN, "--config", TINY, *args],
+            env=dict(os.environ, **env),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         out = r.stdout + r.stderr
         if r.returncode != 2 or needle not in out:
             fail(f"{args} {env}: exit {r.returncode}, output:\n{out}")
         if "step " in out:
             fail(f"{args}: training started before the config error was reported")
         print(f"ok {args} {env} -> exit 2 in {time.time() - start:.2f}s: {out.strip().splitlines()[-1]}")
-    r = subprocess.run([LAUNCH, "--nproc", "3", "--config", TINY], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [LAUNCH, "--nproc", "3", "--config", TINY], capture_output=True, text=True, timeout=60, check=False
+    )
     if r.returncode != 2 or "K=3" not in r.stderr:
         fail(f"ppu-launch with K=3, N=2: exit {r.returncode}: {r.stderr}")
 
 
 def case_launch_fail():
     # fail_rank.sh makes rank 1 exit 7 while rank 0 trains (and would wait for it forever).
-    r = subprocess.run([LAUNCH, "--nproc", "2", "--config", TINY, *BASE, "--set", "train.steps=100000",
-                        "--ppu-train", os.path.join(SRC, "tests", "runtime", "fail_rank.sh")],
-                       capture_output=True, text=True, timeout=300, env=dict(os.environ, PPU_TRAIN=TRAIN, FAIL_RANK="1"))
+    r = subprocess.run(
+        [
+            LAUNCH,
+            "--nproc",
+            "2",
+            "--config",
+            TINY,
+            *BASE,
+            "--set",
+            "train.steps=100000",
+            "--ppu-train",
+            os.path.join(SRC, "tests", "runtime", "fail_rank.sh"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PPU_TRAIN=TRAIN, FAIL_RANK="1"),
+        check=False,
+    )
     print(r.stdout[-800:], r.stderr[-800:])
     if r.returncode != 7:
         fail(f"ppu-launch exited {r.returncode}, expected the failing rank's code 7")
@@ -219,9 +283,14 @@ def case_metrics():
     # A live scrape of a training rank passes `promtool check metrics` and carries the
     # series docs/METRICS.md promises.
     import urllib.request
+
     port = free_port()
-    proc = subprocess.Popen([TRAIN, "--config", TINY, *BASE, "--set", "train.steps=100000", "--set",
-                             f"metrics.port={port}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [TRAIN, "--config", TINY, *BASE, "--set", "train.steps=100000", "--set", f"metrics.port={port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         seen = []
         for line in proc.stdout:
@@ -234,12 +303,22 @@ def case_metrics():
     finally:
         proc.kill()
         proc.wait()
-    check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     if check.returncode != 0:
         fail("promtool check metrics: " + check.stdout + check.stderr)
-    for name in ["ppu_state_bytes{", "ppu_flops_executed_total", "ppu_flops_full_backward_total", "ppu_loss",
-                 "ppu_tokens_per_second", "ppu_outer_round", "ppu_outer_sync_bytes_total{", "ppu_step ",
-                 "ppu_process_resident_memory_bytes", 'component="inner_optimizer"', 'rank="0"']:
+    for name in [
+        "ppu_state_bytes{",
+        "ppu_flops_executed_total",
+        "ppu_flops_full_backward_total",
+        "ppu_loss",
+        "ppu_tokens_per_second",
+        "ppu_outer_round",
+        "ppu_outer_sync_bytes_total{",
+        "ppu_step ",
+        "ppu_process_resident_memory_bytes",
+        'component="inner_optimizer"',
+        'rank="0"',
+    ]:
         if name not in text:
             fail(f"{name} missing from the scrape")
     print(f"scraped {len(text.splitlines())} lines; promtool check metrics passed")
@@ -253,8 +332,13 @@ def case_data_error():
     with open(os.path.join(corrupt, "meta.json"), "w") as f:
         f.write("{ not json")
     for path, needle in [(os.path.join(work, "absent"), "no such directory"), (corrupt, "meta.json")]:
-        r = subprocess.run([TRAIN, "--config", TINY, "--set", "data.source=shards", "--set", "data.path=" + path],
-                           capture_output=True, text=True, timeout=60)
+        r = subprocess.run(
+            [TRAIN, "--config", TINY, "--set", "data.source=shards", "--set", "data.path=" + path],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         out = r.stdout + r.stderr
         if r.returncode != 4 or path not in out or needle not in out:
             fail(f"data.path={path}: exit {r.returncode}, expected 4 naming the path and '{needle}':\n{out}")
@@ -266,15 +350,22 @@ def case_launch_check():
     # Each of these passes ppu-launch's own config parsing; only ppu-train can tell (no GPU, no
     # dataset). ppu-launch must ask ppu-train once and start no rank: one error, not K.
     work = tempfile.mkdtemp(prefix="ppu-launch-check-")
-    checks = [(["--set", "data.source=shards", "--set", "data.path=" + os.path.join(work, "absent")], 4, "no such directory")]
+    checks = [
+        (["--set", "data.source=shards", "--set", "data.path=" + os.path.join(work, "absent")], 4, "no such directory")
+    ]
     empty = os.path.join(work, "empty")
     os.makedirs(empty)
     checks.append((["--set", "data.source=shards", "--set", "data.path=" + empty], 4, "meta.json"))
     if shutil.which("nvidia-smi") is None:
         checks.append((["--set", "train.device=cuda"], 2, "'train.device'"))
     for args, code, needle in checks:
-        r = subprocess.run([LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args], capture_output=True, text=True,
-                           timeout=120)
+        r = subprocess.run(
+            [LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         out = r.stdout + r.stderr
         if r.returncode != code:
             fail(f"{args}: ppu-launch exited {r.returncode}, expected {code}:\n{out}")
@@ -317,15 +408,22 @@ def case_checkpoint_format():
     r = launch(args + ["--set", "train.steps=60"], os.path.join(work, "run2"))
     out = r.stdout + r.stderr
     if r.returncode != 4 or newest not in out or "format 1" not in out or "format 2" not in out:
-        fail(f"resume from a format-1 checkpoint: exit {r.returncode}, expected 4 naming {newest} and both formats:\n"
-             + out[-4000:])
+        fail(
+            f"resume from a format-1 checkpoint: exit {r.returncode}, expected 4 naming {newest} and both formats:\n"
+            + out[-4000:]
+        )
     after = {d: sorted(os.listdir(os.path.join(ckpt, d))) for d in os.listdir(ckpt)}
     if after != before:
         fail(f"the refused run changed the checkpoint directory: {before} -> {after}")
-    print(f"ok format-1 checkpoint -> exit 4: {[l for l in out.splitlines() if 'format 1' in l][0].strip()}")
+    print(f"ok format-1 checkpoint -> exit 4: {next(l for l in out.splitlines() if 'format 1' in l).strip()}")
     export = os.path.join(BIN, "runtime", "export", "ppu-export")
-    r = subprocess.run([export, "--checkpoint", ckpt, "--out", os.path.join(work, "hf")], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [export, "--checkpoint", ckpt, "--out", os.path.join(work, "hf")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     if r.returncode != 4 or "format 1" not in r.stderr:
         fail(f"ppu-export of a format-1 checkpoint: exit {r.returncode}, expected 4 naming the format:\n{r.stderr}")
     print("ok ppu-export refuses it too (exit 4)")
@@ -335,13 +433,16 @@ def case_checkpoint_format():
 def case_runtime_failure():
     # Exit 1 is "runtime failure": retryable (the operator restarts the gang), unlike 2 and 4.
     import socket
+
     taken = socket.socket()
     taken.bind(("0.0.0.0", 0))
     taken.listen()
     port = taken.getsockname()[1]
     env = dict(os.environ, PPU_METRICS_PORT=str(port))
     env.pop("RANK", None)
-    r = subprocess.run([TRAIN, "--config", TINY, *BASE], capture_output=True, text=True, timeout=120, env=env)
+    r = subprocess.run(
+        [TRAIN, "--config", TINY, *BASE], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
     out = r.stdout + r.stderr
     taken.close()
     if r.returncode != 1 or "metrics.port" not in out or str(port) not in out:
@@ -357,24 +458,56 @@ def case_result_message():
     port = free_port()
     procs = []
     for rank in range(2):
-        e = dict(env, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                 PPU_TERMINATION_LOG=os.path.join(work, f"termination-log-{rank}"))
-        procs.append(subprocess.Popen([TRAIN, "--config", TINY, *BASE, "--set", "ranks=2", "--set", "slicing.slices=2",
-                                       "--set", "checkpoint.dir=" + ckpt, "--summary",
-                                       os.path.join(work, f"rank-{rank}.json")],
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e))
+        e = dict(
+            env,
+            RANK=str(rank),
+            WORLD_SIZE="2",
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+            PPU_TERMINATION_LOG=os.path.join(work, f"termination-log-{rank}"),
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    TRAIN,
+                    "--config",
+                    TINY,
+                    *BASE,
+                    "--set",
+                    "ranks=2",
+                    "--set",
+                    "slicing.slices=2",
+                    "--set",
+                    "checkpoint.dir=" + ckpt,
+                    "--summary",
+                    os.path.join(work, f"rank-{rank}.json"),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=e,
+            )
+        )
     for rank, p in enumerate(procs):
         out = p.communicate(timeout=600)[0]
         if p.returncode != 0:
             fail(f"rank {rank} exited {p.returncode}:\n{out[-3000:]}")
     for rank in range(2):
-        text = open(os.path.join(work, f"termination-log-{rank}")).read()
+        with open(os.path.join(work, f"termination-log-{rank}")) as f:
+            text = f.read()
         if len(text.encode()) > 1024:
             fail(f"rank {rank}'s result is {len(text.encode())} bytes, more than 1024")
         res, s = json.loads(text), summary(os.path.join(work, f"rank-{rank}.json"))
-        want = {"ppu_result": 1, "round": s["outer_rounds"], "eval_loss": s["eval_loss"],
-                "perplexity": s["eval_perplexity"], "steps": s["steps"], "tokens": s["tokens"],
-                "checkpoint_round": s["last_checkpoint_round"], "checksum": s["param_checksum"]}
+        want = {
+            "ppu_result": 1,
+            "round": s["outer_rounds"],
+            "eval_loss": s["eval_loss"],
+            "perplexity": s["eval_perplexity"],
+            "steps": s["steps"],
+            "tokens": s["tokens"],
+            "checkpoint_round": s["last_checkpoint_round"],
+            "checksum": s["param_checksum"],
+        }
         for k, v in want.items():
             if res.get(k) != v:
                 fail(f"rank {rank}'s result has {k}={res.get(k)!r}, its summary {v!r}: {text}")
@@ -382,9 +515,16 @@ def case_result_message():
             fail(f"rank {rank}: last checkpoint round {res['checkpoint_round']} is not the final round {res['round']}")
         print(f"ok rank {rank} result: {text.strip()}")
     # A failure leaves the reason, in plain text.
-    bad = subprocess.run([TRAIN, "--config", TINY, "--set", "model.layers=0"], capture_output=True, text=True,
-                         timeout=120, env=env)
-    text = open(env["PPU_TERMINATION_LOG"]).read()
+    bad = subprocess.run(
+        [TRAIN, "--config", TINY, "--set", "model.layers=0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    with open(env["PPU_TERMINATION_LOG"]) as f:
+        text = f.read()
     if bad.returncode != 2 or "model.layers" not in text or text.lstrip().startswith("{"):
         fail(f"a bad config should leave its reason as the message, got exit {bad.returncode}: {text!r}")
     print(f"ok failure message: {text.strip()}")
@@ -406,8 +546,10 @@ def case_unusable_checkpoints():
         fail(f"expected at least two checkpoints, found {rounds}")
 
     def listing():
-        return {d: {f: os.path.getsize(os.path.join(ckpt, d, f)) for f in os.listdir(os.path.join(ckpt, d))}
-                for d in sorted(os.listdir(ckpt))}
+        return {
+            d: {f: os.path.getsize(os.path.join(ckpt, d, f)) for f in os.listdir(os.path.join(ckpt, d))}
+            for d in sorted(os.listdir(ckpt))
+        }
 
     def refused(what, expect_named, names_the_key):
         before = listing()
@@ -415,20 +557,25 @@ def case_unusable_checkpoints():
         out = r.stdout + r.stderr
         missing = [n for n in expect_named if n not in out]
         if r.returncode != 4 or missing or (names_the_key and "start_over_if_unusable" not in out):
-            fail(f"{what}: exit {r.returncode}, expected 4 naming {missing or expect_named} and the key:\n{out[-4000:]}")
+            fail(
+                f"{what}: exit {r.returncode}, expected 4 naming {missing or expect_named} and the key:\n{out[-4000:]}"
+            )
         if listing() != before:
             fail(f"{what}: the refused run changed the checkpoint directory: {before} -> {listing()}")
         if "resumed from" in out or "step 5/" in out:
             fail(f"{what}: the refused run trained:\n{out[-3000:]}")
-        print(f"ok {what} -> exit 4: {[l for l in out.splitlines() if 'unusable' in l or 'outer state' in l][0].strip()}")
+        said = next(l for l in out.splitlines() if "unusable" in l or "outer state" in l)
+        print(f"ok {what} -> exit 4: {said.strip()}")
 
     # 1. The newest round's global.pt holds no outer state (its checksum matches, so the store
     #    accepts it and the load fails): the fault is the checkpoint's, exit 4, not a restart loop.
     newest = os.path.join(ckpt, rounds[-1])
     with open(os.path.join(newest, "manifest.json")) as f:
         manifest = json.load(f)
-    original = open(os.path.join(newest, "global.pt"), "rb").read()
-    stand_in = open(os.path.join(newest, "rank-00000.pt"), "rb").read()  # a valid archive without outer.*
+    with open(os.path.join(newest, "global.pt"), "rb") as f:
+        original = f.read()
+    with open(os.path.join(newest, "rank-00000.pt"), "rb") as f:
+        stand_in = f.read()  # a valid archive without outer.*
     with open(os.path.join(newest, "global.pt"), "wb") as f:
         f.write(stand_in)
     saved = manifest["files"]["global.pt"]
@@ -460,7 +607,8 @@ def case_unusable_checkpoints():
     #    its first save starts from step 0 (exit 0), it is not failed for it.
     shutil.rmtree(ckpt)
     os.makedirs(os.path.join(ckpt, "round-000001"))
-    open(os.path.join(ckpt, "round-000001", "rank-00000.pt"), "wb").write(b"partial")
+    with open(os.path.join(ckpt, "round-000001", "rank-00000.pt"), "wb") as f:
+        f.write(b"partial")
     r = launch(args, os.path.join(work, "incomplete"))
     out = r.stdout + r.stderr
     if r.returncode != 0 or "no manifest" not in out:
@@ -469,6 +617,18 @@ def case_unusable_checkpoints():
     shutil.rmtree(work)
 
 
-{"metrics": case_metrics, "unusable-checkpoints": case_unusable_checkpoints, "result-message": case_result_message, "runtime-failure": case_runtime_failure, "checkpoint-format": case_checkpoint_format, "launch-check": case_launch_check, "data-error": case_data_error, "resume": case_resume, "dead-peer": case_dead_peer, "bad-config": case_bad_config,
- "launch-fail": case_launch_fail, "equivalence": case_equivalence}[CASE]()
+{
+    "metrics": case_metrics,
+    "unusable-checkpoints": case_unusable_checkpoints,
+    "result-message": case_result_message,
+    "runtime-failure": case_runtime_failure,
+    "checkpoint-format": case_checkpoint_format,
+    "launch-check": case_launch_check,
+    "data-error": case_data_error,
+    "resume": case_resume,
+    "dead-peer": case_dead_peer,
+    "bad-config": case_bad_config,
+    "launch-fail": case_launch_fail,
+    "equivalence": case_equivalence,
+}[CASE]()
 print("PASS", CASE)

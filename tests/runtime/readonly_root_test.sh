@@ -8,8 +8,12 @@
 #
 # Usage: readonly_root_test.sh PPU_TRAIN SOURCE_DIR
 set -euo pipefail
-TRAIN="$(readlink -f "$1")"; SRC="$(readlink -f "$2")"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+TRAIN="$(readlink -f "$1")"
+SRC="$(readlink -f "$2")"
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
 pass() { echo "ok: $*"; }
 [[ -x "$TRAIN" ]] || fail "ppu-train '$1' is not executable"
 command -v unshare >/dev/null || fail "unshare (util-linux) is required"
@@ -19,15 +23,18 @@ command -v setpriv >/dev/null || fail "setpriv (util-linux) is required"
 # Not under /tmp: the namespace mounts a fresh tmpfs there. A checkout under /tmp would be
 # hidden by it too, so the binary and the config are copied into the work dir, which is next
 # to the binary, or in /var/tmp when that is under /tmp.
-parent="$(dirname "$TRAIN")"; [[ "$parent" == /tmp || "$parent" == /tmp/* ]] && parent=/var/tmp
+parent="$(dirname "$TRAIN")"
+[[ "$parent" == /tmp || "$parent" == /tmp/* ]] && parent=/var/tmp
 W="$(mktemp -d "$parent/readonly-root.XXXXXX")"
 trap 'rm -rf "$W"' EXIT
 mkdir -p "$W/ckpt" "$W/bin" "$W/configs"
-cp "$TRAIN" "$W/bin/ppu-train"; cp "$SRC/configs/tiny.yaml" "$W/configs/"
-TRAIN="$W/bin/ppu-train"; SRC="$W"
-chown 65532:65532 "$W/ckpt"   # what fsGroup does for the checkpoint volume
+cp "$TRAIN" "$W/bin/ppu-train"
+cp "$SRC/configs/tiny.yaml" "$W/configs/"
+TRAIN="$W/bin/ppu-train"
+SRC="$W"
+chown 65532:65532 "$W/ckpt" # what fsGroup does for the checkpoint volume
 chmod 755 "$W"
-PORT=$(( 20000 + RANDOM % 30000 ))
+PORT=$((20000 + RANDOM % 30000))
 
 cat >"$W/inside.sh" <<'INSIDE'
 set -euo pipefail
@@ -68,7 +75,10 @@ INSIDE
 unshare --mount --propagation private bash "$W/inside.sh" "$W" "$TRAIN" "$SRC" "$PORT" || fail "ranks did not train with a read-only root"
 pass "two ranks trained as uid 65532 with a read-only root filesystem"
 n=$(find "$W/ckpt" -mindepth 1 -maxdepth 3 -name 'round-*' | grep -vc '\.tmp' || true)
-(( n >= 1 )) || { ls -lR "$W/ckpt" >&2; fail "no checkpoint round written to the checkpoint volume"; }
+((n >= 1)) || {
+  ls -lR "$W/ckpt" >&2
+  fail "no checkpoint round written to the checkpoint volume"
+}
 owner=$(find "$W/ckpt" -mindepth 1 -name 'round-*' -printf '%u\n' | sort -u)
 [[ "$owner" == 65532 ]] || fail "checkpoints owned by '$owner', expected 65532"
 pass "$n checkpoint round(s) written by uid 65532"
