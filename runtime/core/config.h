@@ -13,14 +13,10 @@
 #include <vector>
 
 #include "core/config_keys.h"
+#include "core/exit_status.h"  // ConfigError
 #include "core/model_spec.h"
 
 namespace ppu {
-
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Choices. Every key whose value is one of a fixed set of names is an enum: parse_config reads
 // the name once and rejects any other with a ConfigError naming the key and the allowed values;

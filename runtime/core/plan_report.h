@@ -1,6 +1,6 @@
 // PlanReport: everything `ppu-plan` prints for a config — parameters, memory by component,
 // FLOPs per step and per token, the communication model and optionally the Figure 2
-// wall-clock simulation — as one JSON object (keys documented in DESIGN.md) and as a table.
+// wall-clock simulation — as one JSON object (ppu-plan --json) and as a table.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "core/config.h"
+#include "core/exit_status.h"
 #include "core/plan_report.h"
 
 namespace {
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return ppu::usage_exit_code(app.exit(e));
   }
   try {
     const ppu::Config config = ppu::load_config(config_path, overrides);
@@ -72,11 +73,9 @@ int main(int argc, char** argv) {
     const auto report = ppu::plan_report(config, options);
     std::cout << (json ? report.dump(2) + "\n" : ppu::format_plan(report));
     return 0;
-  } catch (const ppu::ConfigError& e) {
-    std::cerr << "ppu-plan: " << e.what() << "\n";
-    return 2;
   } catch (const std::exception& e) {
-    std::cerr << "ppu-plan: " << e.what() << "\n";
-    return 1;
+    const auto status = ppu::exit_status_of(e);
+    std::cerr << "ppu-plan: " << status.message << "\n";
+    return status.code;
   }
 }

@@ -1,5 +1,6 @@
 // ppu-schema: writes or checks the files rendered from the config schema (core/config_keys.h):
-// the training section of manifests/crd/ppu.dev_ppujobs.yaml and docs/CONFIG.md.
+// the training section of manifests/crd/ppu.dev_ppujobs.yaml and docs/CONFIG.md, and the one from
+// the run summary's field list (core/run_summary.h): docs/RUN_SUMMARY.md.
 //   ppu-schema --write <source root>   rewrite them (then charts/sync-files.sh copies the CRD)
 //   ppu-schema --check <source root>   exit 1 naming each file that differs from its rendering
 // A development tool: not installed, run by `ninja generate-schema` and the schema_files test.
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "core/config_reference.h"
+#include "core/run_summary.h"
 
 namespace {
 
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
         {"manifests/crd/ppu.dev_ppujobs.yaml",
          ppu::replace_generated_block(crd, "spec.training", ppu::crd_training_schema)},
         {"docs/CONFIG.md", ppu::config_reference_markdown()},
+        {"docs/RUN_SUMMARY.md", ppu::run_summary_reference_markdown()},
     };
     int stale = 0;
     for (const auto& [rel, text] : files) {
@@ -63,7 +66,8 @@ int main(int argc, char** argv) {
         ++stale;
       }
     }
-    if (check && stale == 0) std::cout << "ppu-schema: the CRD's spec.training and docs/CONFIG.md are up to date\n";
+    if (check && stale == 0)
+      std::cout << "ppu-schema: the CRD's spec.training, docs/CONFIG.md and docs/RUN_SUMMARY.md are up to date\n";
     return stale ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "ppu-schema: " << e.what() << "\n";

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/exit_status.h"
 #include "data/dataset_dir.h"
 #include "data/synthetic_corpus.h"
 #include "data/text_documents.h"
@@ -42,9 +43,9 @@ struct TextArgs {
   uint32_t threads = 1;
 };
 
-// A usage error that names the flag; reported like CLI11's own parse errors.
-struct FlagError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A usage error that names the flag (exit 2, like CLI11's own parse errors).
+struct FlagError : ppu::ConfigError {
+  using ppu::ConfigError::ConfigError;
 };
 
 int run_synthetic(const SyntheticArgs& a) {
@@ -185,17 +186,15 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "ppu-data: error: " << e.what() << " (see --help)\n";
-    return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
+    return ppu::usage_exit_code(e.get_exit_code());
   }
 
   try {
     if (s->parsed()) return run_synthetic(syn);
     return run_text(txt, vocab_opt->count() > 0);
-  } catch (const FlagError& e) {
-    std::cerr << "ppu-data: error: " << e.what() << " (see --help)\n";
-    return 2;
   } catch (const std::exception& e) {
-    std::cerr << "ppu-data: error: " << e.what() << "\n";
-    return 1;
+    const auto status = ppu::exit_status_of(e);
+    std::cerr << "ppu-data: " << status.message << (dynamic_cast<const FlagError*>(&e) ? " (see --help)" : "") << "\n";
+    return status.code;
   }
 }

@@ -18,11 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "core/exit_status.h"
+
 namespace ppu::data {
 
-class ShardError : public std::runtime_error {
+// A dataset or shard missing, corrupt or not matching the config (exit 4).
+class ShardError : public UnusableInput {
  public:
-  using std::runtime_error::runtime_error;
+  using UnusableInput::UnusableInput;
+  const char* subject() const noexcept override { return "data"; }
 };
 
 struct TokenShard {

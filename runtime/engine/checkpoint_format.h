@@ -22,15 +22,19 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/exit_status.h"
+
 namespace ppu {
 
 // 1: positional tensors ("weight.3", "progress" = [step, rounds, position]) and no "format"
 // key in the manifest. 2: named fields as above.
 inline constexpr int kCheckpointFormat = 2;
 
-class CheckpointError : public std::runtime_error {
+// A checkpoint missing, corrupt, of another format or not matching the run (exit 4: never retried).
+class CheckpointError : public UnusableInput {
  public:
-  using std::runtime_error::runtime_error;
+  using UnusableInput::UnusableInput;
+  const char* subject() const noexcept override { return "checkpoint"; }
 };
 
 class CheckpointFormatError : public CheckpointError {

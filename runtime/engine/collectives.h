@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/exit_status.h"
+
 namespace c10d {
 class ProcessGroupGloo;
 }
@@ -23,9 +25,10 @@ class NcclGroup;  // defined in collectives.cpp, only in CUDA builds
 
 namespace ppu {
 
-class PeerError : public std::runtime_error {
+// A peer died or a collective timed out (exit 3: the gang is restarted).
+class PeerError : public PeerFailure {
  public:
-  using std::runtime_error::runtime_error;
+  using PeerFailure::PeerFailure;
 };
 
 struct RendezvousInfo {

@@ -3,8 +3,8 @@
 // PPU_CHECKPOINT_DIR / PPU_METRICS_PORT from the environment, trains, and writes --summary.
 // --check only validates (config for WORLD_SIZE, device, dtype, dataset) and exits: ppu-launch
 // runs it once before starting any rank.
-// Exit codes (docs/METRICS.md): 0 done, 1 runtime failure, 2 config/usage error,
-// 3 peer failure or timeout, 4 missing or unusable data or checkpoint.
+// Exit codes: core/exit_status.h's table (docs/METRICS.md): 0 done, 1 runtime failure,
+// 2 config/usage error, 3 peer failure or timeout, 4 missing or unusable data or checkpoint.
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -16,24 +16,14 @@
 #include "common/env.h"
 #include "common/termination_message.h"
 #include "core/config.h"
+#include "core/exit_status.h"
 #include "core/job_contract.h"
 #include "core/run_result.h"
-#include "data/token_shard.h"
-#include "engine/checkpoint_format.h"
+#include "core/run_summary.h"
 #include "engine/collectives.h"
 #include "engine/compute_threads.h"
 #include "engine/onednn_switch.h"
 #include "engine/trainer.h"
-
-namespace {
-
-int fail(int code, const std::string& message) {
-  spdlog::error("{}", message);
-  ppu::write_termination_message(message);
-  return code;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ppu-train: one rank of a partial-parameter-update training job"};
@@ -49,7 +39,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return ppu::usage_exit_code(app.exit(e));
   }
 
   // ppu-launch prefixes each line with the rank itself.
@@ -87,48 +77,23 @@ int main(int argc, char** argv) {
     spdlog::info("oneDNN: {}; bf16 matmuls on {}",
                  onednn.enabled ? "on" : (onednn.available ? "off (PPU_ONEDNN)" : "absent"),
                  onednn.bf16_matmul ? "oneDNN" : "ATen's own kernels");
-    auto summary = ppu::train(config, env);
-    summary["onednn"] = {{"enabled", onednn.enabled}, {"bf16_matmul", onednn.bf16_matmul}};
-    summary["blas"] = {{"library", blas.library},
-                       {"variant", blas.variant},
-                       {"threads", blas.threads},
-                       {"intra_op_threads", torch::get_num_threads()},
-                       {"libtorch", blas.libtorch},
-                       {"torch_blas", blas.torch_blas},
-                       {"core", blas.core},
-                       {"core_env", blas.core_env},
-                       {"cpu_avx512", blas.cpu_avx512}};
+    ppu::RunSummary summary = ppu::train(config, env);
+    summary.onednn = {onednn.enabled, onednn.bf16_matmul};
+    summary.blas = {blas.library,    blas.variant, blas.threads,  torch::get_num_threads(), blas.libtorch,
+                    blas.torch_blas, blas.core,    blas.core_env, blas.cpu_avx512};
     spdlog::info(
         "done: eval loss {:.4f} ppl {:.3f}, FLOPs saved {:.1f}%, state {:.1f} MB (full training {:.1f} MB), checksum "
         "{}",
-        summary["eval_loss"].get<double>(), summary["eval_perplexity"].get<double>(),
-        100 * summary["flops_saved_fraction"].get<double>(), summary["state_bytes"]["total"].get<double>() / 1e6,
-        summary["state_bytes_full_training"]["total"].get<double>() / 1e6,
-        summary["param_checksum"].get<std::string>());
-    if (!summary_path.empty()) std::ofstream(summary_path) << summary.dump(2) << "\n";
+        summary.eval_loss, summary.eval_perplexity, 100 * summary.flops_saved_fraction, summary.state_bytes.total / 1e6,
+        summary.state_bytes_full_training.total / 1e6, summary.param_checksum);
+    if (!summary_path.empty()) std::ofstream(summary_path) << nlohmann::json(summary).dump(2) << "\n";
     // The operator sets a finished job's status from these (the last scrape is always older).
-    ppu::RunResult result;
-    result.round = summary["outer_rounds"].get<int64_t>();
-    result.eval_loss = summary["eval_loss"].get<double>();
-    result.perplexity = summary["eval_perplexity"].get<double>();
-    result.steps = summary["steps"].get<int64_t>();
-    result.tokens = summary["tokens"].get<int64_t>();
-    result.checkpoint_round = summary["last_checkpoint_round"].get<int64_t>();
-    result.seconds = summary["seconds"].get<double>();
-    result.checksum = summary["param_checksum"].get<std::string>();
-    ppu::write_termination_message(ppu::format_run_result(result));
+    ppu::write_termination_message(ppu::format_run_result(ppu::run_result_from(summary)));
     return 0;
-  } catch (const ppu::ConfigError& e) {
-    return fail(ppu::contract::exit_code::kConfigError, std::string("configuration error: ") + e.what());
-  } catch (const std::invalid_argument& e) {
-    return fail(ppu::contract::exit_code::kConfigError, std::string("invalid argument: ") + e.what());
-  } catch (const ppu::PeerError& e) {
-    return fail(ppu::contract::exit_code::kPeerFailure, std::string("peer failure: ") + e.what());
-  } catch (const ppu::data::ShardError& e) {
-    return fail(ppu::contract::exit_code::kDataError, std::string("data error: ") + e.what());
-  } catch (const ppu::CheckpointError& e) {  // corrupt, another format, a field missing: never retried
-    return fail(ppu::contract::exit_code::kDataError, std::string("checkpoint error: ") + e.what());
-  } catch (const std::exception& e) {
-    return fail(ppu::contract::exit_code::kRuntimeFailure, std::string("error: ") + e.what());
+  } catch (const std::exception& e) {  // core/exit_status.h: the error's kind decides the code
+    const auto status = ppu::exit_status_of(e);
+    spdlog::error("{}", status.message);
+    ppu::write_termination_message(status.message);
+    return status.code;
   }
 }

@@ -9,14 +9,13 @@
 // times until the step's final loss.item() (the step total stays exact).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstddef>
-#include <string_view>
 #include <vector>
+
+#include "core/run_summary.h"
 
 namespace ppu {
 
@@ -44,12 +43,10 @@ class StepPhases {
     last_ = now;
   }
 
-  [[nodiscard]] nlohmann::json medians(std::size_t skip) const {
-    static constexpr std::array<std::string_view, kCount> kNames = {"batch", "forward", "backward",
-                                                                    "gradient_allreduce", "optimizer"};
-    nlohmann::json out = nlohmann::json::object();
-    for (std::size_t p = 0; p < kCount; ++p) out[std::string(kNames[p])] = median_after(seconds_[p], skip);
-    return out;
+  [[nodiscard]] StepPhasesSummary medians(std::size_t skip) const {
+    return {median_after(seconds_[kBatch], skip), median_after(seconds_[kForward], skip),
+            median_after(seconds_[kBackward], skip), median_after(seconds_[kAllreduce], skip),
+            median_after(seconds_[kOptimizer], skip)};
   }
 
  private:

@@ -104,7 +104,7 @@ class Run {
     if (model_.mixed_precision()) model_.set_loss_chunk(std::max<int64_t>(1, (int64_t{16} << 20) / c.model.vocab));
   }
 
-  nlohmann::json run() {
+  RunSummary run() {
     resume();
     const auto start = Clock::now();
     const int64_t first = p_.step;
@@ -407,63 +407,56 @@ class Run {
     }
   }
 
-  nlohmann::json summary(double loss, double eval, double seconds, double step_seconds) {
+  RunSummary summary(double loss, double eval, double seconds, double step_seconds) {
     const StateBytes s = measured_state(), full = full_training_state(s);
     auto bytes = [](const StateBytes& b) {
-      return nlohmann::json{{"weights", b.weights},
-                            {"gradients", b.gradients},
-                            {"inner_optimizer", b.inner_optimizer},
-                            {"outer_optimizer", b.outer_optimizer},
-                            {"offloaded", b.offloaded},
-                            {"total", b.total()}};
+      return StateBytesSummary{b.weights, b.gradients, b.inner_optimizer, b.outer_optimizer, b.offloaded, b.total()};
     };
     // DDP has no outer state: its local parameters are the global ones.
     const auto global = global_params();
-    nlohmann::json j = {{"rank", env_.rendezvous.rank},
-                        {"world_size", env_.rendezvous.world_size},
-                        {"method", method_name(c_.method)},
-                        {"slicing",
-                         {{"mode", slice_mode_name(plan_.mode())},
-                          {"slices", plan_.slices()},
-                          {"jacobian", choice_name(plan_.jacobian())}}},
-                        {"steps", p_.step},
-                        {"final_loss", loss},
-                        {"eval_loss", eval},
-                        {"eval_perplexity", std::exp(eval)},
-                        {"tokens", p_.tokens},
-                        {"flops_executed", p_.flops},
-                        {"flops_full_backward", p_.flops_full},
-                        {"flops_saved_fraction", p_.flops_full > 0 ? 1 - p_.flops / p_.flops_full : 0},
-                        {"state_bytes", bytes(s)},
-                        {"state_bytes_full_training", bytes(full)},
-                        {"trainable_params", plan_.trainable_parameters()},
-                        {"total_params", plan_.total_parameters()},
-                        {"outer_rounds", p_.rounds},
-                        {"last_checkpoint_round", last_checkpoint_round_},
-                        {"bytes_sent", p_.bytes_sent},
-                        {"bytes_received", p_.bytes_received},
-                        {"bytes_allreduced", p_.bytes_sent},  // alias of bytes_sent (DESIGN.md's name)
-                        {"network_wait_seconds", p_.network_wait_seconds},
-                        {"sync_seconds", p_.sync_seconds},
-                        {"param_checksum", parameter_checksum(global)},
-                        {"seconds", seconds},
-                        {"eval_seconds", eval_seconds_},
-                        {"eval_batches_evaluated", eval_batches_done_},
-                        {"eval_tokens", dataset_.eval_tokens(c_.inner.batch_size, c_.model.seq_len,
-                                                             static_cast<uint64_t>(c_.train.eval_batches))},
-                        {"val_tokens", dataset_.val.size()},
-                        {"data_sampling", choice_name(c_.data.sampling)},
-                        {"eval_parameters", "global"},
-                        {"final_sync", choice_name(ddp_ ? FinalSync::None : c_.outer.final_sync)},
-                        {"step_seconds", step_seconds},
-                        {"inner_step_seconds_median", steady_inner_step_seconds()},
-                        {"inner_step_phases_median", phases_.medians(kWarmupSteps)}};
-    if (floor_perplexity() > 0) j["eval_perplexity_floor"] = floor_perplexity();
+    RunSummary r;
+    r.rank = env_.rendezvous.rank;
+    r.world_size = env_.rendezvous.world_size;
+    r.method = method_name(c_.method);
+    r.slicing = {slice_mode_name(plan_.mode()), plan_.slices(), choice_name(plan_.jacobian())};
+    r.steps = p_.step;
+    r.final_loss = loss;
+    r.eval_loss = eval;
+    r.eval_perplexity = std::exp(eval);
+    if (floor_perplexity() > 0) r.eval_perplexity_floor = floor_perplexity();
+    r.tokens = p_.tokens;
+    r.flops_executed = p_.flops;
+    r.flops_full_backward = p_.flops_full;
+    r.flops_saved_fraction = p_.flops_full > 0 ? 1 - p_.flops / p_.flops_full : 0;
+    r.state_bytes = bytes(s);
+    r.state_bytes_full_training = bytes(full);
+    r.trainable_params = plan_.trainable_parameters();
+    r.total_params = plan_.total_parameters();
+    r.outer_rounds = p_.rounds;
+    r.last_checkpoint_round = last_checkpoint_round_;
+    r.bytes_sent = p_.bytes_sent;
+    r.bytes_received = p_.bytes_received;
+    r.bytes_allreduced = p_.bytes_sent;
+    r.network_wait_seconds = p_.network_wait_seconds;
+    r.sync_seconds = p_.sync_seconds;
+    r.param_checksum = parameter_checksum(global);
+    r.seconds = seconds;
+    r.eval_seconds = eval_seconds_;
+    r.eval_batches_evaluated = eval_batches_done_;
+    r.eval_tokens =
+        dataset_.eval_tokens(c_.inner.batch_size, c_.model.seq_len, static_cast<uint64_t>(c_.train.eval_batches));
+    r.val_tokens = dataset_.val.size();
+    r.data_sampling = choice_name(c_.data.sampling);
+    r.eval_parameters = "global";
+    r.final_sync = choice_name(ddp_ ? FinalSync::None : c_.outer.final_sync);
+    r.step_seconds = step_seconds;
+    r.inner_step_seconds_median = steady_inner_step_seconds();
+    r.inner_step_phases_median = phases_.medians(kWarmupSteps);
     if (device_.is_cuda()) {
       // Only on CUDA, so CPU summaries keep their keys; peak is since the process started.
       const auto m = cuda_memory(device_.index());
-      j["device"] = device_.str();
-      j["cuda_memory_bytes"] = {{"allocated", m.allocated}, {"reserved", m.reserved}, {"peak", m.peak}};
+      r.device = device_.str();
+      r.cuda_memory_bytes = CudaMemorySummary{m.allocated, m.reserved, m.peak};
     }
     if (env_.final_params) {
       env_.final_params->clear();
@@ -473,7 +466,7 @@ class Run {
                                   flat.data_ptr<float>() + flat.numel());
       }
     }
-    return j;
+    return r;
   }
 
   const Config& c_;
@@ -546,7 +539,7 @@ void check_runnable(const Config& config, const RunEnv& env) {
   }
 }
 
-nlohmann::json train(const Config& config, const RunEnv& env) {
+RunSummary train(const Config& config, const RunEnv& env) {
   check_runnable(config, env);
   Run run(config, env);
   return run.run();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/run_summary.h"
 #include "engine/collectives.h"
 
 namespace ppu {
@@ -30,8 +31,9 @@ struct RunEnv {
 // --check` runs it, so ppu-launch reports a bad config once before it starts any rank.
 void check_runnable(const Config& config, const RunEnv& env);
 
-// Trains to config.train.steps and returns the summary (DESIGN.md keys). Throws ConfigError
-// (bad config), PeerError (a peer died or timed out) or other exceptions on failure.
-nlohmann::json train(const Config& config, const RunEnv& env);
+// Trains to config.train.steps and returns this rank's summary (onednn and blas left for the
+// caller to fill). Throws ConfigError (bad config), PeerError (a peer died or timed out),
+// CheckpointError or data::ShardError (unusable checkpoint or data) or others on failure.
+RunSummary train(const Config& config, const RunEnv& env);
 
 }  // namespace ppu

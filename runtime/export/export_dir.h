@@ -15,12 +15,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/exit_status.h"
+
 namespace ppu {
 
 inline constexpr const char* kProvenanceFile = "ppu_provenance.json";
 
-struct ExportRefused : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// --out holds something else (exit 2: the user chooses --overwrite or another --out).
+struct ExportRefused : ConfigError {
+  using ConfigError::ConfigError;
 };
 
 class ExportDir {

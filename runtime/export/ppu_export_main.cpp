@@ -30,6 +30,7 @@
 #include "common/fnv1a.h"
 #include "common/termination_message.h"
 #include "core/config.h"
+#include "core/exit_status.h"
 #include "core/job_contract.h"
 #include "core/model_constants.h"
 #include "core/model_spec.h"
@@ -49,8 +50,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ppu::CheckpointError;  // every unusable checkpoint: missing, corrupt, another format or model
 
-struct DataError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// The run's dataset (for the tokenizer) missing or unreadable: exit 4.
+struct DataError : ppu::UnusableInput {
+  using ppu::UnusableInput::UnusableInput;
+  const char* subject() const noexcept override { return "data"; }
 };
 
 struct Options {
@@ -235,12 +238,6 @@ int run(const Options& o) {
   return ppu::contract::exit_code::kDone;
 }
 
-int fail(int code, const std::string& message) {
-  std::cerr << "ppu-export: " << message << "\n";
-  ppu::write_termination_message("ppu-export: " + message);
-  return code;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -267,21 +264,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : ppu::contract::exit_code::kConfigError;
+    return ppu::usage_exit_code(app.exit(e));
   }
-  using ppu::contract::exit_code::kConfigError;
-  using ppu::contract::exit_code::kDataError;
-  using ppu::contract::exit_code::kRuntimeFailure;
   try {
     return run(o);
-  } catch (const ppu::ExportRefused& e) {
-    return fail(kConfigError, e.what());
-  } catch (const CheckpointError& e) {  // also NoValidCheckpoint and CheckpointFormatError
-    return fail(kDataError, e.what());
-  } catch (const DataError& e) {
-    return fail(kDataError, e.what());
-  } catch (const std::exception& e) {
-    return fail(kRuntimeFailure, std::string("error: ") + e.what());
+  } catch (const std::exception& e) {  // core/exit_status.h's table
+    const auto status = ppu::exit_status_of(e);
+    std::cerr << "ppu-export: " << status.message << "\n";
+    ppu::write_termination_message("ppu-export: " + status.message);
+    return status.code;
   }
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/exit_status.h"
 #include "core/job_contract.h"
 
 namespace {
@@ -187,7 +188,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return ppu::usage_exit_code(app.exit(e));
   }
 
   std::vector<Child> children;
@@ -231,13 +232,11 @@ int main(int argc, char** argv) {
       children.push_back(spawn(r, nproc, master_port, config.metrics.port, trainer, args));
     }
     std::cout << "[launch] started " << nproc << " ranks, rendezvous 127.0.0.1:" << master_port << std::endl;
-  } catch (const ppu::ConfigError& e) {
-    std::cerr << "ppu-launch: configuration error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "ppu-launch: " << e.what() << "\n";
+  } catch (const std::exception& e) {  // core/exit_status.h's table
+    const auto status = ppu::exit_status_of(e);
+    std::cerr << "ppu-launch: " << status.message << "\n";
     stop_all(children, grace);
-    return 1;
+    return status.code;
   }
 
   int result = 0;

@@ -5,10 +5,13 @@
 
 #include <fstream>
 #include <map>
+#include <new>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
+#include "core/exit_status.h"
 #include "core/job_contract.h"
 
 namespace {
@@ -71,4 +74,30 @@ TEST(JobContract, EnvironmentAndScrapedMetricsAreDocumented) {
     EXPECT_NE(metrics.find(std::string("`") + name + "`"), std::string::npos)
         << "rank metric " << name << " is not in docs/METRICS.md";
   EXPECT_NE(docs.find(ppu::contract::kTerminationLog), std::string::npos);
+}
+
+// core/exit_status.h: one table from what failed to the contract's exit code, for every binary.
+// The runtime's own error types (PeerError, ShardError, CheckpointError, ...) derive from these
+// classes; tests/runtime/exit_status_test checks them, the process tests check the binaries.
+TEST(ExitStatus, EveryKindOfFailureHasItsContractCode) {
+  namespace ec = ppu::contract::exit_code;
+  struct Checkpointish : ppu::UnusableInput {
+    using ppu::UnusableInput::UnusableInput;
+    const char* subject() const noexcept override { return "checkpoint"; }
+  };
+  const auto config = ppu::exit_status_of(ppu::ConfigError("config key 'inner.lr' must be > 0"));
+  EXPECT_EQ(config.code, ec::kConfigError);
+  EXPECT_EQ(config.message, "configuration error: config key 'inner.lr' must be > 0");
+  EXPECT_EQ(ppu::exit_status_of(std::invalid_argument("stoi")).code, ec::kConfigError);
+  EXPECT_EQ(ppu::exit_status_of(ppu::PeerFailure("rank 2 timed out")).code, ec::kPeerFailure);
+  const auto input = ppu::exit_status_of(Checkpointish("round-000004: no outer state"));
+  EXPECT_EQ(input.code, ec::kDataError);
+  EXPECT_EQ(input.message, "checkpoint error: round-000004: no outer state");
+  EXPECT_EQ(ppu::exit_status_of(std::runtime_error("disk full")).code, ec::kRuntimeFailure);
+  EXPECT_EQ(ppu::exit_status_of(std::bad_alloc()).code, ec::kRuntimeFailure);
+  EXPECT_TRUE(ppu::contract::exit_is_permanent(config.code));
+  EXPECT_TRUE(ppu::contract::exit_is_permanent(input.code));
+  EXPECT_FALSE(ppu::contract::exit_is_permanent(ppu::exit_status_of(ppu::PeerFailure("")).code));
+  EXPECT_EQ(ppu::usage_exit_code(0), ec::kDone);
+  EXPECT_EQ(ppu::usage_exit_code(106), ec::kConfigError);  // CLI11's code for a bad option value
 }

@@ -1,4 +1,4 @@
-// The heart of the method (DESIGN.md): frozen slices get a full input gradient but no weight
+// The heart of the method (section 2 of the paper): frozen slices get a full input gradient but no weight
 // gradient, no grad buffer and no optimiser state; trainable slices get exactly the gradient
 // full autograd would give them; and the executed backward matmuls match Appendix C.
 #include <gtest/gtest.h>

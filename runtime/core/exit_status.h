@@ -1,0 +1,46 @@
+// Why a binary stopped, as an exit code: the one table from failure to exit code that every PPU
+// binary (ppu-train, ppu-launch, ppu-plan, ppu-data, ppu-export) uses, with the codes of
+// core/job_contract.h. Each error type of the runtime derives from one of the three classes
+// below, so its code follows from what it is, not from the catch blocks of a main:
+//   ConfigError      2  a bad key, flag or combination: no retry can succeed
+//   PeerFailure      3  a peer died or a collective timed out: the gang is restarted
+//   UnusableInput    4  data or a checkpoint missing, corrupt or of another kind: no retry can succeed
+//   anything else    1  a crash or an I/O error: the gang is restarted
+#pragma once
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+namespace ppu {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class PeerFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class UnusableInput : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+  // What was unusable, for the first words of the message: "data", "checkpoint", ...
+  virtual const char* subject() const noexcept { return "input"; }
+};
+
+struct ExitStatus {
+  int code;
+  std::string message;  // "<kind> error: <what()>", the line a binary logs and a rank leaves as its termination message
+};
+
+// The table: `e`'s exit code and its message line.
+ExitStatus exit_status_of(const std::exception& e);
+
+// A command-line parse error (CLI11's exit code for it, 0 for --help): 0 stays 0, anything else is
+// a usage error, 2.
+int usage_exit_code(int parser_code);
+
+}  // namespace ppu

@@ -1,0 +1,114 @@
+// RunSummary: what one rank reports at the end of a run, written by `ppu-train --summary FILE` as
+// JSON and read by ppu-launch's callers, the benches and the tests. Its fields are listed once,
+// below (name, type, one-line doc); docs/RUN_SUMMARY.md is rendered from the same list by
+// ppu-schema, and to_json writes exactly these keys (an optional field only when it is set).
+// Adding a field is one FIELD(...) line, then `ninja -C build generate-schema`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run_result.h"
+
+namespace ppu {
+
+struct SlicingSummary {
+  std::string mode;  // slicing.mode in effect
+  int slices = 1;    // N in effect
+  std::string jacobian;
+};
+
+// Bytes of per-rank training state by component (the paper's Table 1 columns).
+struct StateBytesSummary {
+  double weights = 0, gradients = 0, inner_optimizer = 0, outer_optimizer = 0, offloaded = 0, total = 0;
+};
+
+struct CudaMemorySummary {
+  double allocated = 0, reserved = 0, peak = 0;
+};
+
+// Median seconds per inner step of each phase, after the first steps.
+struct StepPhasesSummary {
+  double batch = 0, forward = 0, backward = 0, gradient_allreduce = 0, optimizer = 0;
+};
+
+struct OneDnnSummary {
+  bool enabled = false, bf16_matmul = false;
+};
+
+struct BlasSummary {
+  std::string library, variant;
+  int threads = 0, intra_op_threads = 0;
+  std::string libtorch, torch_blas, core, core_env;
+  bool cpu_avx512 = false;
+};
+
+// clang-format off
+#define PPU_RUN_SUMMARY_FIELDS(FIELD) \
+  FIELD(rank,                       int,                              "this rank's index") \
+  FIELD(world_size,                 int,                              "K, the ranks of the run") \
+  FIELD(method,                     std::string,                      "the config's method") \
+  FIELD(slicing,                    SlicingSummary,                   "{mode, slices, jacobian} in effect (slices is 1 for methods that do not slice)") \
+  FIELD(steps,                      int64_t,                          "inner steps trained") \
+  FIELD(final_loss,                 double,                           "training loss of the last inner step (nats/token)") \
+  FIELD(eval_loss,                  double,                           "eval loss of the final global parameters (nats/token)") \
+  FIELD(eval_perplexity,            double,                           "exp(eval_loss)") \
+  FIELD(eval_perplexity_floor,      std::optional<double>,            "synthetic corpus only: the perplexity of its true distribution") \
+  FIELD(tokens,                     double,                           "tokens this rank trained on") \
+  FIELD(flops_executed,             double,                           "matmul FLOPs this rank executed") \
+  FIELD(flops_full_backward,        double,                           "the same steps' FLOPs with a full backward pass") \
+  FIELD(flops_saved_fraction,       double,                           "1 - flops_executed / flops_full_backward") \
+  FIELD(state_bytes,                StateBytesSummary,                "training state measured on this rank: {weights, gradients, inner_optimizer, outer_optimizer, offloaded, total}") \
+  FIELD(state_bytes_full_training,  StateBytesSummary,                "the same with every parameter trainable (the Streaming DiLoCo baseline)") \
+  FIELD(trainable_params,           int64_t,                          "parameters this rank trains") \
+  FIELD(total_params,               int64_t,                          "parameters of the model") \
+  FIELD(outer_rounds,               int64_t,                          "outer rounds completed") \
+  FIELD(last_checkpoint_round,      int64_t,                          "the last checkpoint written or resumed from; -1: none") \
+  FIELD(bytes_sent,                 double,                           "bytes this rank sent in collectives") \
+  FIELD(bytes_received,             double,                           "bytes this rank received in collectives") \
+  FIELD(bytes_allreduced,           double,                           "the same as bytes_sent (an older name, kept for readers of it)") \
+  FIELD(network_wait_seconds,       double,                           "seconds spent waiting on collectives") \
+  FIELD(sync_seconds,               double,                           "seconds spent in outer synchronisation") \
+  FIELD(param_checksum,             std::string,                      "hex digest of the final global parameters; equal on every rank") \
+  FIELD(seconds,                    double,                           "wall time of the run") \
+  FIELD(eval_seconds,               double,                           "seconds of evaluation (not training time)") \
+  FIELD(eval_batches_evaluated,     int64_t,                          "eval batches this rank computed (its share of every evaluation)") \
+  FIELD(eval_tokens,                uint64_t,                         "tokens in one evaluation") \
+  FIELD(val_tokens,                 uint64_t,                         "tokens in the validation split") \
+  FIELD(data_sampling,              std::string,                      "data.sampling in effect") \
+  FIELD(eval_parameters,            std::string,                      "which parameters were evaluated: always global") \
+  FIELD(final_sync,                 std::string,                      "outer.final_sync in effect (none for ddp)") \
+  FIELD(step_seconds,               double,                           "mean seconds per inner step") \
+  FIELD(inner_step_seconds_median,  double,                           "median seconds per inner step after the first ones") \
+  FIELD(inner_step_phases_median,   StepPhasesSummary,                "median seconds per phase: {batch, forward, backward, gradient_allreduce, optimizer}") \
+  FIELD(device,                     std::optional<std::string>,       "CUDA runs only: the device, e.g. cuda:0") \
+  FIELD(cuda_memory_bytes,          std::optional<CudaMemorySummary>, "CUDA runs only: {allocated, reserved, peak} bytes at the end; peak since the process started") \
+  FIELD(onednn,                     OneDnnSummary,                    "{enabled, bf16_matmul}: whether LibTorch used oneDNN, and for bf16 matmuls") \
+  FIELD(blas,                       BlasSummary,                      "the BLAS the process loaded: {library, variant, threads, intra_op_threads, libtorch, torch_blas, core, core_env, cpu_avx512}")
+// clang-format on
+
+struct RunSummary {
+#define PPU_DECLARE_SUMMARY_FIELD(name, type, doc) type name{};
+  PPU_RUN_SUMMARY_FIELDS(PPU_DECLARE_SUMMARY_FIELD)
+#undef PPU_DECLARE_SUMMARY_FIELD
+};
+
+void to_json(nlohmann::json& j, const RunSummary& s);
+void from_json(const nlohmann::json& j, RunSummary& s);  // throws nlohmann::json::exception on a missing field
+
+// The termination-message result the operator reads, from the summary.
+RunResult run_result_from(const RunSummary& s);
+
+// One row per field, for docs/RUN_SUMMARY.md: name, JSON type, doc.
+struct SummaryFieldDoc {
+  std::string name, type, doc;
+};
+std::vector<SummaryFieldDoc> run_summary_schema();
+// docs/RUN_SUMMARY.md.
+std::string run_summary_reference_markdown();
+
+}  // namespace ppu
