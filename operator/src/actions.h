@@ -1,34 +1,62 @@
-// Action: one change the reconciler asks for. Reconcile is pure (state in, actions out) and the
-// executor carries actions out in order; UpdateStatus always comes first, guarded by the job's
-// resourceVersion, so a stale view of the job aborts the pass (409) instead of acting twice.
+// Action: one change the reconciler asks for, one struct per kind in a std::variant. Reconcile is
+// pure (state in, actions out) and the executor carries actions out in order (std::visit);
+// UpdateStatus always comes first, guarded by the job's resourceVersion, so a stale view of the
+// job aborts the pass (409) instead of acting twice.
 #pragma once
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "ppujob_status.h"
+#include "resource_kind.h"
+
 namespace ppu::op {
 
-enum class ActionKind {
-  UpdateStatus,  // PUT the job's status subresource (body = the whole job with the new status)
-  Create,        // POST body to `resource` (AlreadyExists is success: creation is idempotent by name)
-  Patch,         // JSON merge patch `body` onto resource/name
-  Delete,        // DELETE resource/name, only the incarnation with uid body["uid"] if given
-                 // (NotFound and a uid mismatch are success: the object we saw is gone)
-  DeleteJob,     // DELETE the PPUJob itself (TTL after finish)
-  Event,         // record a core/v1 Event on the job
+// PUT the job's status subresource: the job as observed (so its metadata.resourceVersion) with
+// `status` in place of its own.
+struct UpdateStatus {
+  std::string name;  // the PPUJob's
+  PPUJobStatus status;
 };
 
-struct Action {
-  ActionKind kind;
-  std::string resource;  // "pods", "services", "configmaps", "ppujobs"
+// POST `object`; AlreadyExists is success (creation is idempotent by name).
+struct CreateObject {
+  ResourceKind kind;
+  std::string name;  // object's metadata.name
+  json object;
+};
+
+// JSON merge patch `patch` onto kind/name.
+struct PatchObject {
+  ResourceKind kind;
   std::string name;
-  nlohmann::json body;
-  std::string event_type;  // Normal | Warning
+  json patch;
+};
+
+// DELETE kind/name, only the incarnation with `uid` when it is not empty (NotFound and a uid
+// mismatch are success: the object we saw is gone).
+struct DeleteObject {
+  ResourceKind kind;
+  std::string name;
+  std::string uid;
+};
+
+// DELETE the PPUJob itself (ttlSecondsAfterFinished).
+struct DeletePPUJob {
+  std::string name;
+};
+
+// Record a core/v1 Event on the job.
+struct RecordEvent {
+  std::string type;  // event_type::kNormal | kWarning
   std::string reason;
   std::string message;
 };
+
+using Action = std::variant<UpdateStatus, CreateObject, PatchObject, DeleteObject, DeletePPUJob, RecordEvent>;
 
 struct Decision {
   std::vector<Action> actions;
@@ -36,6 +64,17 @@ struct Decision {
   bool gang_restart = false;    // this pass tears the gang down for a restart (restartCount + 1)
 };
 
-const char* to_string(ActionKind k);
+// The lambdas of a std::visit as one callable: std::visit(Overloaded{[](const A&) {...}, ...}, v).
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+// "UpdateStatus", "Create", "Patch", "Delete", "DeleteJob" or "Event" (logs, errors).
+const char* action_name(const Action& a);
+// "<name> <plural>/<object>", e.g. "Patch configmaps/demo-config"; an event: "Event <reason>".
+std::string describe(const Action& a);
 
 }  // namespace ppu::op

@@ -8,7 +8,7 @@
 #include "cache_pruning.h"
 #include "job_constants.h"
 #include "job_spec.h"
-#include "job_status.h"
+#include "ppujob_status.h"
 #include "rfc3339.h"
 
 namespace ppu::op {
@@ -25,19 +25,19 @@ bool owned_by(const json& obj, const std::string& uid) {
 
 Controller::Controller(KubeApi& client, ControllerOptions opts, OperatorMetrics* metrics)
     : client_(client), opts_(std::move(opts)), metrics_(metrics), executor_(client) {
-  jobs_ = std::make_unique<Informer>(client_, resources::ppujobs, opts_.ns, "",
+  jobs_ = std::make_unique<Informer>(client_, ResourceKind::PPUJob, opts_.ns, "",
                                      [this](const json& o, Informer::Change c) { on_job(o, c); });
   auto owned = [this](const json& o, Informer::Change) { on_owned(o, kJobLabel); };
-  pods_ = std::make_unique<Informer>(client_, resources::pods, opts_.ns, kJobLabel, owned, prune_pod);
-  services_ = std::make_unique<Informer>(client_, resources::services, opts_.ns, kJobLabel, owned);
-  configmaps_ = std::make_unique<Informer>(client_, resources::configmaps, opts_.ns, kJobLabel, owned);
+  pods_ = std::make_unique<Informer>(client_, ResourceKind::Pod, opts_.ns, kJobLabel, owned, prune_pod);
+  services_ = std::make_unique<Informer>(client_, ResourceKind::Service, opts_.ns, kJobLabel, owned);
+  configmaps_ = std::make_unique<Informer>(client_, ResourceKind::ConfigMap, opts_.ns, kJobLabel, owned);
   if (opts_.reconcile.network_policy)
-    netpols_ = std::make_unique<Informer>(client_, resources::networkpolicies, opts_.ns, kJobLabel, owned);
+    netpols_ = std::make_unique<Informer>(client_, ResourceKind::NetworkPolicy, opts_.ns, kJobLabel, owned);
   // The export Job's status changes (Complete, Failed) and its pods' (the termination message)
   // each bring a pass of the PPUJob, like the rank pods' do.
-  export_jobs_ = std::make_unique<Informer>(client_, resources::jobs, opts_.ns, kJobLabel, owned, prune_job);
+  export_jobs_ = std::make_unique<Informer>(client_, ResourceKind::Job, opts_.ns, kJobLabel, owned, prune_job);
   export_pods_ = std::make_unique<Informer>(
-      client_, resources::pods, opts_.ns, kExportLabel,
+      client_, ResourceKind::Pod, opts_.ns, kExportLabel,
       [this](const json& o, Informer::Change) { on_owned(o, kExportLabel); }, prune_pod, kExportLabel);
 }
 
@@ -108,9 +108,9 @@ void Controller::update_phase_gauge() {
   if (!metrics_) return;
   std::map<std::string, int> counts, exports;
   for (const auto& j : jobs_->list()) {
-    if (!j.contains("status")) continue;
-    if (j["status"].contains("phase")) counts[j["status"]["phase"].get<std::string>()]++;
-    if (const json* c = find_condition(j["status"], condition::kExported)) exports[c->value("reason", "")]++;
+    const PPUJobStatus st = status_of(j);
+    if (st.phase) counts[to_string(*st.phase)]++;
+    if (const Condition* c = st.condition(condition::kExported)) exports[c->reason]++;
   }
   metrics_->set_jobs_by_phase(counts);
   metrics_->set_exports_by_reason(exports);
@@ -173,17 +173,16 @@ void Controller::process(const std::string& key) {
   if (r.ok && d.gang_restart && metrics_) metrics_->gang_restart();
 
   if (metrics_) {
-    const json st = in.job.value("status", json::object());
-    metrics_->set_job_status(ns, name, st.value("readyRanks", 0), spec.replicas, st.value("restartCount", 0));
+    const PPUJobStatus st = status_of(in.job);
+    metrics_->set_job_status(ns, name, static_cast<int>(st.ready_ranks.value_or(0)), spec.replicas,
+                             static_cast<int>(st.restart_count.value_or(0)));
     // A final result (the status this pass wrote, else the one observed) sets the job's gauges,
     // also after an operator restart, when no scrape will ever run for the finished job.
-    json current = st;
+    const PPUJobStatus* current = &st;
     for (const auto& a : d.actions)
-      if (r.ok && a.kind == ActionKind::UpdateStatus && a.body.contains("status")) current = a.body["status"];
-    const json res = current.value("result", json::object());
-    if (res.contains("outerRound") && res.contains("perplexity") && res["perplexity"].is_string())
-      metrics_->set_job_result(ns, name, res["outerRound"].get<int64_t>(),
-                               std::strtod(res["perplexity"].get<std::string>().c_str(), nullptr));
+      if (const auto* u = std::get_if<UpdateStatus>(&a); r.ok && u) current = &u->status;
+    if (const auto& res = current->result; res && res->outer_round && res->perplexity)
+      metrics_->set_job_result(ns, name, *res->outer_round, std::strtod(res->perplexity->c_str(), nullptr));
     metrics_->reconcile_done(r.ok ? "success" : (r.conflict ? "conflict" : "error"), secs);
   }
   bool refusal_cleared = false;
@@ -201,7 +200,7 @@ void Controller::process(const std::string& key) {
   if (refusal_cleared) queue_.add(key);  // one more pass turns PodCreationFailed False
   if (d.requeue_after_s >= 0) queue_.add_after(key, std::max(d.requeue_after_s, 0.05));
   for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Event) spdlog::info("{}: {} {}", key, a.reason, a.message);
+    if (const auto* e = std::get_if<RecordEvent>(&a)) spdlog::info("{}: {} {}", key, e->reason, e->message);
 }
 
 }  // namespace ppu::op

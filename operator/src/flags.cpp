@@ -1,58 +1,49 @@
 #include "flags.h"
 
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <functional>
 
 namespace ppu::op {
 
-std::string usage() {
-  return R"(ppu-operator: the PPUJob controller (turns PPUJobs into rank-assigned, self-healing pod gangs)
-
-Usage: ppu-operator [flags]
-  --kubeconfig FILE           kubeconfig to use (default: $KUBECONFIG, in-cluster, ~/.kube/config)
-  --namespace NS              watch only NS (default: all namespaces)
-  --metrics-addr ADDR         Prometheus /metrics listen address (default :8080; "0" = off)
-  --metrics-auth MODE         none (default) or token: /metrics needs a bearer token that the API
-                              server authenticates (TokenReview) and authorizes for `get` on the
-                              non-resource URL /metrics (SubjectAccessReview)
-  --network-policy BOOL       create a NetworkPolicy per PPUJob closing its ports to other pods
-                              (default true)
-  --metrics-namespaces LIST   comma-separated namespaces allowed to scrape rank metrics through
-                              that policy (default: the operator's own namespace)
-  --health-addr ADDR          /healthz and /readyz listen address (default :8081; "0" = off)
-  --leader-elect              hold a coordination.k8s.io Lease so only one replica reconciles
-  --leader-elect-namespace NS namespace of the Lease (default: the current namespace)
-  --scrape-interval DUR       how often rank /metrics are scraped (default 15s; 0 = off)
-  --workers N                 concurrent reconciles (default 4)
-  --restart-backoff DUR       wait before the first gang restart, doubled each time (default 10s)
-  --restart-backoff-max DUR   cap of the gang-restart back-off (default 5m)
-  --log-level LEVEL           trace|debug|info|warn|error (default info)
-  --help                      this text
-)";
-}
-
-double parse_duration(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  std::string unit = end ? std::string(end) : "";
-  if (v.empty() || end == v.c_str() || x < 0)
-    throw FlagError(flag + ": '" + v + "' is not a duration (e.g. 15s, 500ms, 2m)");
-  if (unit.empty() || unit == "s") return x;
-  if (unit == "ms") return x / 1000;
-  if (unit == "m") return x * 60;
-  if (unit == "h") return x * 3600;
-  throw FlagError(flag + ": '" + v + "' has unknown unit '" + unit + "' (use ms, s, m or h)");
-}
-
 namespace {
-bool parse_bool(const std::string& flag, const std::string& v) {
-  if (v == "true" || v == "1") return true;
-  if (v == "false" || v == "0") return false;
-  throw FlagError(flag + ": '" + v + "' is not true or false");
+
+constexpr const char* kAbout =
+    "ppu-operator: the PPUJob controller (turns PPUJobs into rank-assigned, self-healing pod gangs)";
+constexpr size_t kNameColumn = 28;  // descriptions start after "  " + this many columns
+
+// A CLI11 check from a function that returns "" or what is wrong with the value (CLI11 puts
+// the flag's name in front: "--workers: '0' is not an integer in 1..256").
+CLI::Validator rule(std::function<std::string(const std::string&)> problem) {
+  return CLI::Validator([problem = std::move(problem)](std::string& v) { return problem(v); }, "");
 }
 
-std::vector<std::string> parse_namespaces(const std::string& flag, const std::string& v) {
-  std::vector<std::string> out;
+// Each read_* returns "" and sets `out`, or says what is wrong with `v`.
+std::string read_duration(const std::string& v, double& out) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  const std::string unit = end ? std::string(end) : "";
+  if (v.empty() || end == v.c_str() || x < 0) return "'" + v + "' is not a duration (e.g. 15s, 500ms, 2m)";
+  if (unit.empty() || unit == "s") out = x;
+  else if (unit == "ms") out = x / 1000;
+  else if (unit == "m") out = x * 60;
+  else if (unit == "h") out = x * 3600;
+  else return "'" + v + "' has unknown unit '" + unit + "' (use ms, s, m or h)";
+  return "";
+}
+
+std::string read_bool(const std::string& v, bool& out) {
+  if (v == "true" || v == "1") out = true;
+  else if (v == "false" || v == "0") out = false;
+  else return "'" + v + "' is not true or false";
+  return "";
+}
+
+std::string read_namespaces(const std::string& v, std::vector<std::string>& out) {
+  out.clear();
   size_t start = 0;
   while (start <= v.size()) {
     size_t comma = v.find(',', start);
@@ -62,66 +53,163 @@ std::vector<std::string> parse_namespaces(const std::string& flag, const std::st
       bool ok = ns.size() <= 63 && std::isalnum(static_cast<unsigned char>(ns.front())) &&
                 std::isalnum(static_cast<unsigned char>(ns.back()));
       for (char c : ns) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
-      if (!ok) throw FlagError(flag + ": '" + ns + "' is not a namespace name");
+      if (!ok) return "'" + ns + "' is not a namespace name";
       out.push_back(ns);
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
+  return "";
+}
+
+// A value CLI11 has already checked with the same read_* function.
+template <class T>
+T checked(std::string (*read)(const std::string&, T&), const std::string& v) {
+  T out{};
+  read(v, out);
   return out;
 }
+
+// The values that Flags holds converted, as given; parse_flags() converts those that were.
+struct Given {
+  std::string network_policy, leader_elect, metrics_namespaces, scrape_interval, restart_backoff, restart_backoff_max;
+};
+
+// Every flag, its value's name (shown in the help) and its help text. Defaults are Flags' own.
+// A repeated flag: the last one counts.
+void declare(CLI::App& app, Flags& f, Given& g) {
+  app.set_help_flag();  // ours below, so that the help text is usage()'s
+  app.allow_extras();   // unknown arguments are reported by parse_flags(), naming the first
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  const auto duration = rule([](const std::string& v) {
+    double s = 0;
+    return read_duration(v, s);
+  });
+
+  app.add_option("--kubeconfig", f.kubeconfig, "kubeconfig to use (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+      ->type_name("FILE");
+  app.add_option("--namespace", f.ns, "watch only NS (default: all namespaces)")->type_name("NS");
+  app.add_option("--metrics-addr", f.metrics_addr, "Prometheus /metrics listen address (default :8080; \"0\" = off)")
+      ->type_name("ADDR");
+  app.add_option("--metrics-auth", f.metrics_auth,
+                 "none (default) or token: /metrics needs a bearer token that the API\n"
+                 "server authenticates (TokenReview) and authorizes for `get` on the\n"
+                 "non-resource URL /metrics (SubjectAccessReview)")
+      ->type_name("MODE")
+      ->check(rule([](const std::string& v) {
+        return v == "none" || v == "token" ? std::string() : "'" + v + "' is not none or token";
+      }));
+  app.add_flag("--network-policy{true}", g.network_policy,
+               "create a NetworkPolicy per PPUJob closing its ports to other pods\n"
+               "(default true)")
+      ->type_name("BOOL")
+      ->check(rule([](const std::string& v) {
+        bool b = false;
+        return read_bool(v, b);
+      }));
+  app.add_option("--metrics-namespaces", g.metrics_namespaces,
+                 "comma-separated namespaces allowed to scrape rank metrics through\n"
+                 "that policy (default: the operator's own namespace)")
+      ->type_name("LIST")
+      ->check(rule([](const std::string& v) {
+        std::vector<std::string> ns;
+        return read_namespaces(v, ns);
+      }));
+  app.add_option("--health-addr", f.health_addr, "/healthz and /readyz listen address (default :8081; \"0\" = off)")
+      ->type_name("ADDR");
+  app.add_flag("--leader-elect{true}", g.leader_elect,
+               "hold a coordination.k8s.io Lease so only one replica reconciles")
+      ->check(rule([](const std::string& v) {
+        return v == "true" || v == "false" ? std::string() : "'" + v + "' is not true or false";
+      }));
+  app.add_option("--leader-elect-namespace", f.leader_elect_namespace,
+                 "namespace of the Lease (default: the current namespace)")
+      ->type_name("NS");
+  app.add_option("--scrape-interval", g.scrape_interval, "how often rank /metrics are scraped (default 15s; 0 = off)")
+      ->type_name("DUR")
+      ->check(duration);
+  app.add_option("--workers", f.workers, "concurrent reconciles (default 4)")
+      ->type_name("N")
+      ->check(rule([](const std::string& v) {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        return v.empty() || *end != '\0' || n < 1 || n > 256 ? "'" + v + "' is not an integer in 1..256"
+                                                             : std::string();
+      }));
+  app.add_option("--restart-backoff", g.restart_backoff,
+                 "wait before the first gang restart, doubled each time (default 10s)")
+      ->type_name("DUR")
+      ->check(duration);
+  app.add_option("--restart-backoff-max", g.restart_backoff_max, "cap of the gang-restart back-off (default 5m)")
+      ->type_name("DUR")
+      ->check(duration);
+  app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error (default info)")->type_name("LEVEL");
+  app.add_flag("-h,--help", f.help, "this text");
+}
+
 }  // namespace
+
+std::string usage() {
+  Flags f;
+  Given g;
+  CLI::App app{kAbout, "ppu-operator"};
+  declare(app, f, g);
+  std::string out = std::string(kAbout) + "\n\nUsage: ppu-operator [flags]\n";
+  for (const CLI::Option* o : app.get_options()) {
+    std::string head = "--" + o->get_lnames().front();
+    if (!o->get_type_name().empty()) head += " " + o->get_type_name();
+    head.resize(std::max(head.size() + 1, kNameColumn), ' ');
+    const std::string indent(2 + kNameColumn, ' ');
+    std::string text = o->get_description();
+    for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', nl + 1))
+      text.insert(nl + 1, indent);
+    out += "  " + head + text + "\n";
+  }
+  return out;
+}
+
+double parse_duration(const std::string& flag, const std::string& value) {
+  double s = 0;
+  const std::string problem = read_duration(value, s);
+  if (!problem.empty()) throw FlagError(flag + ": " + problem);
+  return s;
+}
 
 Flags parse_flags(const std::vector<std::string>& args) {
   Flags f;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], value;
-    bool has_value = false;
-    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      has_value = true;
-    }
-    auto need = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= args.size()) throw FlagError(a + ": missing value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") f.help = true;
-    else if (a == "--kubeconfig") f.kubeconfig = need();
-    else if (a == "--namespace") f.ns = need();
-    else if (a == "--metrics-addr") f.metrics_addr = need();
-    else if (a == "--health-addr") f.health_addr = need();
-    else if (a == "--metrics-auth") {
-      f.metrics_auth = need();
-      if (f.metrics_auth != "none" && f.metrics_auth != "token")
-        throw FlagError("--metrics-auth: '" + f.metrics_auth + "' is not none or token");
-    } else if (a == "--network-policy") f.network_policy = has_value ? parse_bool(a, value) : true;
-    else if (a == "--metrics-namespaces") f.metrics_namespaces = parse_namespaces(a, need());
-    else if (a == "--leader-elect") {
-      if (has_value) {
-        if (value != "true" && value != "false")
-          throw FlagError("--leader-elect: '" + value + "' is not true or false");
-        f.leader_elect = value == "true";
-      } else {
-        f.leader_elect = true;
-      }
-    } else if (a == "--leader-elect-namespace") f.leader_elect_namespace = need();
-    else if (a == "--scrape-interval") f.scrape_interval_s = parse_duration(a, need());
-    else if (a == "--restart-backoff") f.restart_backoff_s = parse_duration(a, need());
-    else if (a == "--restart-backoff-max") f.restart_backoff_max_s = parse_duration(a, need());
-    else if (a == "--log-level") f.log_level = need();
-    else if (a == "--workers") {
-      std::string v = need();
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > 256)
-        throw FlagError("--workers: '" + v + "' is not an integer in 1..256");
-      f.workers = static_cast<int>(n);
+  Given g;
+  CLI::App app{kAbout, "ppu-operator"};
+  declare(app, f, g);
+  // CLI11 takes the arguments last first. "--flag=" gives a flag that takes a value an empty one
+  // (CLI11 would read it as no value at all, so it gets "--flag" and ""), and is an error for an
+  // on/off flag (CLI11 would read it as "on").
+  std::vector<std::string> reversed;
+  for (auto a = args.rbegin(); a != args.rend(); ++a) {
+    const std::string name = a->substr(0, a->size() - 1);
+    const CLI::Option* o =
+        a->size() > 3 && a->rfind("--", 0) == 0 && a->back() == '=' ? app.get_option_no_throw(name) : nullptr;
+    if (!o) {
+      reversed.push_back(*a);
+    } else if (o->get_items_expected_max() == 0) {
+      throw FlagError(name + ": '' is not true or false");
     } else {
-      throw FlagError("unknown flag '" + args[i] + "' (see --help)");
+      reversed.emplace_back();
+      reversed.push_back(name);
     }
   }
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw FlagError(e.what());
+  }
+  if (!app.remaining().empty()) throw FlagError("unknown flag '" + app.remaining().front() + "' (see --help)");
+  // CLI11 has checked every value given.
+  if (app.count("--network-policy")) f.network_policy = checked(read_bool, g.network_policy);
+  if (app.count("--leader-elect")) f.leader_elect = g.leader_elect == "true";
+  if (app.count("--metrics-namespaces")) f.metrics_namespaces = checked(read_namespaces, g.metrics_namespaces);
+  if (app.count("--scrape-interval")) f.scrape_interval_s = checked(read_duration, g.scrape_interval);
+  if (app.count("--restart-backoff")) f.restart_backoff_s = checked(read_duration, g.restart_backoff);
+  if (app.count("--restart-backoff-max")) f.restart_backoff_max_s = checked(read_duration, g.restart_backoff_max);
   return f;
 }
 

@@ -1,5 +1,6 @@
-// Command-line flags of ppu-operator. parse_flags() throws FlagError whose message names the
-// offending flag; --help sets `help` (the caller prints usage()).
+// Command-line flags of ppu-operator, parsed with CLI11 (as the runtime's binaries are).
+// parse_flags() throws FlagError whose message names the offending flag (main exits 2);
+// --help sets `help` (the caller prints usage(), the help text of the declared flags).
 #pragma once
 
 #include <stdexcept>

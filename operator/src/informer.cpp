@@ -16,10 +16,10 @@ std::string job_of(const json& obj, const std::string& label) {
 }
 }  // namespace
 
-Informer::Informer(KubeApi& client, Resource resource, std::string ns, std::string label_selector, Handler on_change,
+Informer::Informer(KubeApi& client, ResourceKind kind, std::string ns, std::string label_selector, Handler on_change,
                    Prune prune, std::string index_label)
     : client_(client),
-      resource_(std::move(resource)),
+      resource_(kind),
       ns_(std::move(ns)),
       selector_(std::move(label_selector)),
       index_label_(std::move(index_label)),
@@ -93,7 +93,7 @@ bool Informer::relist() {
   o.label_selector = selector_;
   Response r = client_.list_all(resource_, ns_, o);
   if (!r.ok()) {
-    spdlog::warn("informer {}: list failed: {}", resource_.plural, r.describe());
+    spdlog::warn("informer {}: list failed: {}", resource(resource_).plural, r.describe());
     return false;
   }
   // List items omit kind/apiVersion (the list carries them, as "<Kind>List"); fill them so
@@ -167,13 +167,13 @@ void Informer::run() {
     watch_restarts_++;
     switch (end) {
       case WatchEnd::Gone:
-        spdlog::info("informer {}: resourceVersion {} expired (410 Gone), relisting", resource_.plural, rv_);
+        spdlog::info("informer {}: resourceVersion {} expired (410 Gone), relisting", resource(resource_).plural, rv_);
         need_list = true;
         break;
       case WatchEnd::Closed: break;  // server-side timeout: resume from rv_
       case WatchEnd::Stopped:        // dropped by drop_watch()
       case WatchEnd::Error:
-        spdlog::warn("informer {}: watch connection lost, reconnecting", resource_.plural);
+        spdlog::warn("informer {}: watch connection lost, reconnecting", resource(resource_).plural);
         pause(std::min(5.0, 0.2 * (1 << std::min(failures++, 5))));
         // After repeated failures relist: the server may have lost our resourceVersion window.
         if (failures > 3) need_list = true;

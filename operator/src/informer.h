@@ -28,7 +28,7 @@ class Informer {
   using Handler = std::function<void(const json& obj, Change)>;
   using Prune = std::function<void(json& obj)>;
 
-  Informer(KubeApi& client, Resource resource, std::string ns, std::string label_selector, Handler on_change,
+  Informer(KubeApi& client, ResourceKind kind, std::string ns, std::string label_selector, Handler on_change,
            Prune prune = nullptr, std::string index_label = kJobLabel);
   ~Informer();
 
@@ -52,7 +52,7 @@ class Informer {
   void apply(const json& in, Change c);
 
   KubeApi& client_;
-  Resource resource_;
+  ResourceKind resource_;
   std::string ns_, selector_, index_label_;
   Handler on_change_;
   Prune prune_;

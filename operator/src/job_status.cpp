@@ -2,8 +2,6 @@
 
 #include "core/job_contract.h"
 
-#include "rfc3339.h"
-
 namespace ppu::op {
 
 std::string pod_phase(const json& pod) {
@@ -55,32 +53,6 @@ std::string failure_reason(const json& pod) {
     if (cs.contains("state") && cs["state"].contains("terminated"))
       return "exit code " + std::to_string(cs["state"]["terminated"].value("exitCode", 0));
   return "Failed";
-}
-
-const json* find_condition(const json& status, const std::string& type) {
-  if (!status.contains("conditions")) return nullptr;
-  for (const auto& c : status["conditions"])
-    if (c.value("type", "") == type) return &c;
-  return nullptr;
-}
-
-void set_condition(json& status, const std::string& type, const std::string& cond_status, const std::string& reason,
-                   const std::string& message, int64_t now, int64_t generation) {
-  if (!status.contains("conditions") || !status["conditions"].is_array()) status["conditions"] = json::array();
-  json cond = {{"type", type},
-               {"status", cond_status},
-               {"reason", reason},
-               {"message", message},
-               {"observedGeneration", generation},
-               {"lastTransitionTime", format_rfc3339(now)}};
-  for (auto& c : status["conditions"]) {
-    if (c.value("type", "") != type) continue;
-    if (c.value("status", "") == cond_status && c.contains("lastTransitionTime"))
-      cond["lastTransitionTime"] = c["lastTransitionTime"];
-    c = cond;
-    return;
-  }
-  status["conditions"].push_back(cond);
 }
 
 }  // namespace ppu::op

@@ -1,9 +1,8 @@
 // Reading pods the way the controller needs them: whether a rank pod is active, done, lost or
 // failed with an exit code that must not be retried (2 = configuration error, 4 = no checkpoint
-// or data: docs/METRICS.md). Plus helpers to keep status.conditions in metav1.Condition shape.
+// or data: docs/METRICS.md). The PPUJob's own status is ppujob_status.h.
 #pragma once
 
-#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -28,10 +27,5 @@ std::string termination_message(const json& pod);
 std::optional<FatalExit> fatal_exit(const json& pod);
 // Why a pod counts as failed ("Evicted", "NodeLost", "Error: exit code 1", ...), for events.
 std::string failure_reason(const json& pod);
-
-// Sets condition `type` in status.conditions; keeps lastTransitionTime when status is unchanged.
-void set_condition(json& status, const std::string& type, const std::string& cond_status, const std::string& reason,
-                   const std::string& message, int64_t now, int64_t generation);
-const json* find_condition(const json& status, const std::string& type);
 
 }  // namespace ppu::op

@@ -1,8 +1,8 @@
 // KubeApi: the part of the Kubernetes REST API the controller machinery uses (executor,
-// informers, leader election), as an interface. KubeClient implements it over HTTP; the unit
-// tests implement it in memory (tests/operator/fake_kube.h), so the 404/409 handling, relists
-// and lease hand-over are tested without an API server. Calls return the HTTP status and the
-// decoded body (a metav1.Status on errors); status 0 means no response (transport failure).
+// informers, leader election), as an interface over the kinds of resource_kind.h. KubeClient implements it over HTTP;
+// the unit tests implement it in memory (tests/operator/fake_kube.h), so the 404/409 handling, relists and lease
+// hand-over are tested without an API server. Calls return the HTTP status and the decoded body (a metav1.Status on
+// errors); status 0 means no response (transport failure).
 #pragma once
 
 #include <functional>
@@ -10,24 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "resource_kind.h"
+
 namespace ppu::op {
 
 using json = nlohmann::json;
-
-// A resource type: /api/v1/... for the core group, /apis/<group>/<version>/... otherwise.
-struct Resource {
-  std::string group, version, plural;
-  bool namespaced = true;
-  std::string path(const std::string& ns, const std::string& name = "", const std::string& sub = "") const;
-  std::string api_version() const { return group.empty() ? version : group + "/" + version; }
-};
-
-namespace resources {
-extern const Resource pods, services, configmaps, events, leases, ppujobs, networkpolicies, jobs;  // jobs: batch/v1
-// Cluster-scoped reviews used to authenticate /metrics scrapers.
-extern const Resource tokenreviews, subjectaccessreviews;
-const Resource& by_plural(const std::string& plural);
-}  // namespace resources
 
 struct Response {
   long status = 0;  // HTTP status; 0 = no response (connection failed, aborted)
@@ -52,29 +39,29 @@ class KubeApi {
   virtual ~KubeApi() = default;
 
   // Defaults of the arguments are repeated, identical, by every implementation.
-  virtual Response get(const Resource& r, const std::string& ns, const std::string& name) = 0;
+  virtual Response get(ResourceKind r, const std::string& ns, const std::string& name) = 0;
   // A full list (follows `continue`), items merged into one body; metadata.resourceVersion kept.
   // Like the server's, the items carry no kind/apiVersion: the list's "<Kind>List" does.
-  virtual Response list_all(const Resource& r, const std::string& ns, const ListOptions& o = {}) = 0;
-  virtual Response create(const Resource& r, const std::string& ns, const json& obj) = 0;
+  virtual Response list_all(ResourceKind r, const std::string& ns, const ListOptions& o = {}) = 0;
+  virtual Response create(ResourceKind r, const std::string& ns, const json& obj) = 0;
   // PUT; 409 Conflict when obj's metadata.resourceVersion is not the stored one.
-  virtual Response replace(const Resource& r, const std::string& ns, const std::string& name, const json& obj,
+  virtual Response replace(ResourceKind r, const std::string& ns, const std::string& name, const json& obj,
                            const std::string& subresource = "") = 0;
-  virtual Response merge_patch(const Resource& r, const std::string& ns, const std::string& name, const json& patch,
+  virtual Response merge_patch(ResourceKind r, const std::string& ns, const std::string& name, const json& patch,
                                const std::string& subresource = "") = 0;
   // With `uid`, the server deletes only that incarnation (409 if the name now holds another).
-  virtual Response remove(const Resource& r, const std::string& ns, const std::string& name,
+  virtual Response remove(ResourceKind r, const std::string& ns, const std::string& name,
                           const std::string& propagation = "Background", const std::string& uid = "") = 0;
   // Streams watch events ({"type":..., "object":...}) from o.resource_version with bookmarks on.
   // Returns Gone on 410 (the caller must relist), Closed when the server ended the stream,
   // Error on transport/HTTP failure, Stopped when should_stop() became true.
-  virtual WatchEnd watch(const Resource& r, const std::string& ns, const ListOptions& o, int timeout_s,
+  virtual WatchEnd watch(ResourceKind r, const std::string& ns, const ListOptions& o, int timeout_s,
                          const std::function<void(const json&)>& on_event,
                          const std::function<bool()>& should_stop) = 0;
 
   // Optimistic concurrency: get, mutate (return false = nothing to do), PUT with the read
   // resourceVersion; on 409 Conflict read again and retry, up to `attempts` times.
-  Response update_with_retry(const Resource& r, const std::string& ns, const std::string& name,
+  Response update_with_retry(ResourceKind r, const std::string& ns, const std::string& name,
                              const std::function<bool(json&)>& mutate, const std::string& subresource = "",
                              int attempts = 5);
 };

@@ -159,15 +159,15 @@ Response KubeClient::request(const std::string& method, const std::string& path,
   return r;
 }
 
-Response KubeClient::get(const Resource& r, const std::string& ns, const std::string& name) {
-  return request("GET", r.path(ns, name), "", "");
+Response KubeClient::get(ResourceKind r, const std::string& ns, const std::string& name) {
+  return request("GET", resource(r).path(ns, name), "", "");
 }
 
-Response KubeClient::list(const Resource& r, const std::string& ns, const ListOptions& o) {
-  return request("GET", r.path(ns) + query(o, false, 0), "", "");
+Response KubeClient::list(ResourceKind r, const std::string& ns, const ListOptions& o) {
+  return request("GET", resource(r).path(ns) + query(o, false, 0), "", "");
 }
 
-Response KubeClient::list_all(const Resource& r, const std::string& ns, const ListOptions& o) {
+Response KubeClient::list_all(ResourceKind r, const std::string& ns, const ListOptions& o) {
   ListOptions page = o;
   if (page.limit == 0) page.limit = 500;
   Response first = list(r, ns, page);
@@ -185,31 +185,32 @@ Response KubeClient::list_all(const Resource& r, const std::string& ns, const Li
   return first;
 }
 
-Response KubeClient::create(const Resource& r, const std::string& ns, const json& obj) {
-  return request("POST", r.path(ns), obj.dump(), "application/json");
+Response KubeClient::create(ResourceKind r, const std::string& ns, const json& obj) {
+  return request("POST", resource(r).path(ns), obj.dump(), "application/json");
 }
 
-Response KubeClient::replace(const Resource& r, const std::string& ns, const std::string& name, const json& obj,
+Response KubeClient::replace(ResourceKind r, const std::string& ns, const std::string& name, const json& obj,
                              const std::string& sub) {
-  return request("PUT", r.path(ns, name, sub), obj.dump(), "application/json");
+  return request("PUT", resource(r).path(ns, name, sub), obj.dump(), "application/json");
 }
 
-Response KubeClient::merge_patch(const Resource& r, const std::string& ns, const std::string& name, const json& patch,
+Response KubeClient::merge_patch(ResourceKind r, const std::string& ns, const std::string& name, const json& patch,
                                  const std::string& sub) {
-  return request("PATCH", r.path(ns, name, sub), patch.dump(), "application/merge-patch+json");
+  return request("PATCH", resource(r).path(ns, name, sub), patch.dump(), "application/merge-patch+json");
 }
 
-Response KubeClient::apply(const Resource& r, const std::string& ns, const std::string& name, const json& obj,
+Response KubeClient::apply(ResourceKind r, const std::string& ns, const std::string& name, const json& obj,
                            const std::string& manager, bool force, const std::string& sub) {
-  std::string path = r.path(ns, name, sub) + "?fieldManager=" + url_escape(manager) + (force ? "&force=true" : "");
+  std::string path =
+      resource(r).path(ns, name, sub) + "?fieldManager=" + url_escape(manager) + (force ? "&force=true" : "");
   return request("PATCH", path, obj.dump(), "application/apply-patch+yaml");
 }
 
-Response KubeClient::remove(const Resource& r, const std::string& ns, const std::string& name,
+Response KubeClient::remove(ResourceKind r, const std::string& ns, const std::string& name,
                             const std::string& propagation, const std::string& uid) {
   json opts = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", propagation}};
   if (!uid.empty()) opts["preconditions"] = {{"uid", uid}};
-  return request("DELETE", r.path(ns, name), opts.dump(), "application/json");
+  return request("DELETE", resource(r).path(ns, name), opts.dump(), "application/json");
 }
 
 namespace {
@@ -250,14 +251,14 @@ int watch_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }
 }  // namespace
 
-WatchEnd KubeClient::watch(const Resource& r, const std::string& ns, const ListOptions& o, int timeout_s,
+WatchEnd KubeClient::watch(ResourceKind r, const std::string& ns, const ListOptions& o, int timeout_s,
                            const std::function<void(const json&)>& on_event, const std::function<bool()>& should_stop) {
   // A dedicated handle: a watch holds its connection for minutes.
   CURL* h = curl_easy_init();
   std::vector<std::string> hs;
   void* hl = nullptr;
   configure(h, hs, &hl);
-  std::string url = cfg_.server + r.path(ns) + query(o, true, timeout_s);
+  std::string url = cfg_.server + resource(r).path(ns) + query(o, true, timeout_s);
   WatchState st{"", &on_event, &should_stop};
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, watch_chunk);

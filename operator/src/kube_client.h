@@ -28,21 +28,21 @@ class KubeClient : public KubeApi {
 
   const RestConfig& config() const { return cfg_; }
 
-  Response get(const Resource& r, const std::string& ns, const std::string& name) override;
+  Response get(ResourceKind r, const std::string& ns, const std::string& name) override;
   // One page of a list (limit/continue in o).
-  Response list(const Resource& r, const std::string& ns, const ListOptions& o = {});
-  Response list_all(const Resource& r, const std::string& ns, const ListOptions& o = {}) override;
-  Response create(const Resource& r, const std::string& ns, const json& obj) override;
-  Response replace(const Resource& r, const std::string& ns, const std::string& name, const json& obj,
+  Response list(ResourceKind r, const std::string& ns, const ListOptions& o = {});
+  Response list_all(ResourceKind r, const std::string& ns, const ListOptions& o = {}) override;
+  Response create(ResourceKind r, const std::string& ns, const json& obj) override;
+  Response replace(ResourceKind r, const std::string& ns, const std::string& name, const json& obj,
                    const std::string& subresource = "") override;
-  Response merge_patch(const Resource& r, const std::string& ns, const std::string& name, const json& patch,
+  Response merge_patch(ResourceKind r, const std::string& ns, const std::string& name, const json& patch,
                        const std::string& subresource = "") override;
   // Server-side apply (application/apply-patch+yaml; JSON is valid YAML).
-  Response apply(const Resource& r, const std::string& ns, const std::string& name, const json& obj,
+  Response apply(ResourceKind r, const std::string& ns, const std::string& name, const json& obj,
                  const std::string& field_manager, bool force = true, const std::string& subresource = "");
-  Response remove(const Resource& r, const std::string& ns, const std::string& name,
+  Response remove(ResourceKind r, const std::string& ns, const std::string& name,
                   const std::string& propagation = "Background", const std::string& uid = "") override;
-  WatchEnd watch(const Resource& r, const std::string& ns, const ListOptions& o, int timeout_s,
+  WatchEnd watch(ResourceKind r, const std::string& ns, const ListOptions& o, int timeout_s,
                  const std::function<void(const json&)>& on_event, const std::function<bool()>& should_stop) override;
 
   // Plain HTTP GET of a URL outside the API server (metrics scraping).

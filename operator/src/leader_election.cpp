@@ -25,7 +25,7 @@ LeaderElector::~LeaderElector() {
 bool LeaderElector::try_acquire_or_renew() {
   const double now = now_seconds_precise();
   const std::string now_s = format_rfc3339_micro(now);
-  Response cur = client_.get(resources::leases, o_.ns, o_.name);
+  Response cur = client_.get(ResourceKind::Lease, o_.ns, o_.name);
   if (cur.status == 404) {
     json lease = {{"apiVersion", "coordination.k8s.io/v1"},
                   {"kind", "Lease"},
@@ -36,7 +36,7 @@ bool LeaderElector::try_acquire_or_renew() {
                     {"acquireTime", now_s},
                     {"renewTime", now_s},
                     {"leaseTransitions", 0}}}};
-    Response r = client_.create(resources::leases, o_.ns, lease);
+    Response r = client_.create(ResourceKind::Lease, o_.ns, lease);
     leader_ = r.ok();
     if (r.ok()) last_renew_ = now;
     return leader_;
@@ -57,7 +57,7 @@ bool LeaderElector::try_acquire_or_renew() {
   spec["holderIdentity"] = o_.identity;
   spec["leaseDurationSeconds"] = o_.lease_duration_s;
   spec["renewTime"] = now_s;
-  Response r = client_.replace(resources::leases, o_.ns, o_.name, lease);  // 409 = someone else won
+  Response r = client_.replace(ResourceKind::Lease, o_.ns, o_.name, lease);  // 409 = someone else won
   leader_ = r.ok();
   if (r.ok()) last_renew_ = now;
   return leader_;
@@ -100,7 +100,7 @@ void LeaderElector::release() {
   stop_ = true;
   if (renewer_.joinable()) renewer_.join();
   if (!leader_) return;
-  client_.update_with_retry(resources::leases, o_.ns, o_.name, [this](json& lease) {
+  client_.update_with_retry(ResourceKind::Lease, o_.ns, o_.name, [this](json& lease) {
     if (lease["spec"].value("holderIdentity", "") != o_.identity) return false;
     lease["spec"]["holderIdentity"] = "";
     lease["spec"]["leaseDurationSeconds"] = 1;  // let the next replica take over at once

@@ -48,7 +48,7 @@ AuthDecision MetricsAuthorizer::review(const std::string& token, const std::stri
     ++reviews_;
   }
   json tr = {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenReview"}, {"spec", {{"token", token}}}};
-  Response r = client_.create(resources::tokenreviews, "", tr);
+  Response r = client_.create(ResourceKind::TokenReview, "", tr);
   if (!r.ok()) return AuthDecision{500, "", "TokenReview failed: " + r.describe()};
   const json st = r.body.value("status", json::object());
   if (!st.value("authenticated", false))
@@ -61,7 +61,7 @@ AuthDecision MetricsAuthorizer::review(const std::string& token, const std::stri
   if (user.contains("groups")) spec["groups"] = user["groups"];
   if (user.contains("extra")) spec["extra"] = user["extra"];
   json sar = {{"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SubjectAccessReview"}, {"spec", spec}};
-  r = client_.create(resources::subjectaccessreviews, "", sar);
+  r = client_.create(ResourceKind::SubjectAccessReview, "", sar);
   if (!r.ok()) return AuthDecision{500, name, "SubjectAccessReview failed: " + r.describe()};
   const json sst = r.body.value("status", json::object());
   if (!sst.value("allowed", false)) return AuthDecision{403, name, "user \"" + name + "\" may not get " + path};

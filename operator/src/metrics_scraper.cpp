@@ -2,10 +2,10 @@
 
 #include <chrono>
 
-#include "job_constants.h"
 #include "job_spec.h"
 #include "job_status.h"
 #include "kube_client.h"
+#include "ppujob_status.h"
 #include "prom_text.h"
 
 namespace ppu::op {
@@ -34,8 +34,8 @@ void MetricsScraper::stop() {
 
 void MetricsScraper::scrape_once() {
   for (const auto& job : controller_.jobs()) {
-    const json st = job.value("status", json::object());
-    if (st.value("phase", "") != phase::kRunning) continue;
+    const PPUJobStatus st = status_of(job);
+    if (st.phase != JobPhase::Running) continue;
     JobSpec spec = parse_job(job);
     std::vector<std::vector<Sample>> per_rank;
     for (const auto& pod : controller_.pods_of(spec.ns, spec.name)) {
@@ -50,7 +50,8 @@ void MetricsScraper::scrape_once() {
     }
     if (per_rank.empty()) continue;
     JobMetrics m = aggregate_job_metrics(per_rank);
-    metrics_.set_job(spec.ns, spec.name, m, st.value("readyRanks", 0), spec.replicas, st.value("restartCount", 0));
+    metrics_.set_job(spec.ns, spec.name, m, static_cast<int>(st.ready_ranks.value_or(0)), spec.replicas,
+                     static_cast<int>(st.restart_count.value_or(0)));
     ScrapedProgress p;
     p.outer_round = m.outer_round;
     p.eval_perplexity = m.eval_perplexity;

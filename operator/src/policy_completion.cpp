@@ -14,19 +14,19 @@
 namespace ppu::op::detail::policy {
 
 void finish(Pass& p, bool succeeded, const std::string& why, const std::string& message) {
-  p.status["phase"] = succeeded ? phase::kSucceeded : phase::kFailed;
-  p.status["completionTime"] = format_rfc3339(p.in.now);
-  p.status.erase("nextRestartTime");
+  p.status.phase = succeeded ? JobPhase::Succeeded : JobPhase::Failed;
+  p.status.completion_time = format_rfc3339(p.in.now);
+  p.status.next_restart_time.reset();
   p.cond(succeeded ? condition::kSucceeded : condition::kFailed, true, why, message);
   p.cond(condition::kRunning, false, why, message);
-  if (const json* c = find_condition(p.status, condition::kPodCreationFailed); c && c->value("status", "") == "True")
+  if (const Condition* c = p.status.condition(condition::kPodCreationFailed); c && c->is_true())
     p.cond(condition::kPodCreationFailed, false, why, "job finished");
   if (succeeded) {
-    p.status.erase("reason");
-    p.status.erase("message");
+    p.status.reason.reset();
+    p.status.message.reset();
   } else {
-    p.status["reason"] = why;
-    p.status["message"] = message;
+    p.status.reason = why;
+    p.status.message = message;
   }
   p.event(succeeded ? event_type::kNormal : event_type::kWarning, why, message);
   // Peers of a failed job would wait for rendezvous forever: remove active pods whatever
@@ -44,9 +44,9 @@ void finished(Pass& p) {
   // status brings the next pass). The TTL still counts from completionTime.
   if (export_pending(p)) return;
   if (p.spec.run_policy.ttl_seconds_after_finished) {
-    auto done = parse_rfc3339(p.status.value("completionTime", std::string()));
+    auto done = parse_rfc3339(p.status.completion_time.value_or(""));
     int64_t at = done.value_or(p.in.now) + *p.spec.run_policy.ttl_seconds_after_finished;
-    if (at <= p.in.now) p.actions.push_back(Action{ActionKind::DeleteJob, "ppujobs", p.spec.name, {}, "", "", ""});
+    if (at <= p.in.now) p.actions.push_back(DeletePPUJob{p.spec.name});
     else p.requeue_in(static_cast<double>(at - p.in.now));
   }
 }
@@ -68,7 +68,10 @@ std::string decimal(double v, const char* format) {
 // The figures a run reports while it runs, removed when no final result replaces them: a stale
 // scrape must not read as the job's result.
 void forget_progress(Pass& p) {
-  for (const char* k : {"outerRound", "perplexity", "lastCheckpointRound", "result"}) p.status.erase(k);
+  p.status.outer_round.reset();
+  p.status.perplexity.reset();
+  p.status.last_checkpoint_round.reset();
+  p.status.result.reset();
 }
 
 }  // namespace
@@ -119,19 +122,21 @@ bool completion(Pass& p, const Gang& g) {
     steps = std::max(steps, res.steps);
     seconds = std::max(seconds, res.seconds);
   }
-  p.status["outerRound"] = first.round;
-  p.status["perplexity"] = decimal(first.perplexity, "%.3f");
-  if (first.checkpoint_round >= 0) p.status["lastCheckpointRound"] = first.checkpoint_round;
-  else p.status.erase("lastCheckpointRound");
-  p.status["result"] = {{"outerRound", first.round},
-                        {"evalLoss", decimal(first.eval_loss, "%.6f")},
-                        {"perplexity", decimal(first.perplexity, "%.4f")},
-                        {"steps", steps},
-                        {"tokens", tokens},
-                        {"durationSeconds", decimal(seconds, "%.1f")},
-                        {"parameterChecksum", first.checksum},
-                        {"ranksReported", static_cast<int>(results.size())}};
-  if (first.checkpoint_round >= 0) p.status["result"]["lastCheckpointRound"] = first.checkpoint_round;
+  p.status.outer_round = first.round;
+  p.status.perplexity = decimal(first.perplexity, "%.3f");
+  if (first.checkpoint_round >= 0) p.status.last_checkpoint_round = first.checkpoint_round;
+  else p.status.last_checkpoint_round.reset();
+  JobResult res;
+  res.outer_round = first.round;
+  res.eval_loss = decimal(first.eval_loss, "%.6f");
+  res.perplexity = decimal(first.perplexity, "%.4f");
+  res.steps = steps;
+  res.tokens = tokens;
+  res.duration_seconds = decimal(seconds, "%.1f");
+  res.parameter_checksum = first.checksum;
+  res.ranks_reported = static_cast<int64_t>(results.size());
+  if (first.checkpoint_round >= 0) res.last_checkpoint_round = first.checkpoint_round;
+  p.status.result = res;
   p.cond(condition::kResultReported, true, reason::kRanksReported,
          "final figures from the termination messages of all " + std::to_string(g.size) + " ranks");
   finish(p, true, reason::kAllRanksSucceeded,

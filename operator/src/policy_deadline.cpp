@@ -8,7 +8,7 @@ namespace ppu::op::detail::policy {
 bool deadline(Pass& p) {
   const auto& limit = p.spec.run_policy.active_deadline_seconds;
   if (!limit) return false;
-  int64_t start = parse_rfc3339(p.status.value("startTime", std::string())).value_or(p.in.now);
+  int64_t start = parse_rfc3339(p.status.start_time.value_or("")).value_or(p.in.now);
   int64_t at = start + *limit;
   if (p.in.now >= at) {
     finish(p, false, reason::kDeadlineExceeded,

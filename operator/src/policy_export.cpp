@@ -22,18 +22,18 @@ constexpr int64_t kReportGraceSeconds = 30;
 
 // Sets condition Exported; true when its reason or message changed (one event per change).
 bool report(Pass& p, bool exported, const char* why, const std::string& message) {
-  const json* c = find_condition(p.status, condition::kExported);
-  const bool changed = !c || c->value("reason", "") != why || c->value("message", "") != message;
+  const Condition* c = p.status.condition(condition::kExported);
+  const bool changed = !c || c->reason != why || c->message != message;
   p.cond(condition::kExported, exported, why, message);
   return changed;
 }
 
 // status.export describes a model written with exactly these settings.
 bool exported_as(const Pass& p, const ExportSpec& e) {
-  const json* c = find_condition(p.status, condition::kExported);
-  if (!c || c->value("status", "") != "True" || !p.status.contains("export")) return false;
-  const json& x = p.status["export"];
-  return x.value("path", "") == e.path && x.value("format", "") == e.format && x.value("dtype", "") == e.dtype;
+  const Condition* c = p.status.condition(condition::kExported);
+  if (!c || !c->is_true() || !p.status.model_export) return false;
+  const ExportedModel& x = *p.status.model_export;
+  return x.path.value_or("") == e.path && x.format.value_or("") == e.format && x.dtype.value_or("") == e.dtype;
 }
 
 std::string where(const JobSpec& j, const ExportSpec& e) {
@@ -50,11 +50,11 @@ void ensure_network_policy(Pass& p) {
   if (!p.in.options.network_policy) return;
   json want = build_export_network_policy(p.spec);
   if (!p.in.export_network_policy) {
-    p.create("networkpolicies", want);
+    p.create(ResourceKind::NetworkPolicy, want);
   } else if (p.in.export_network_policy->value("spec", json()) != want["spec"]) {
     json spec = want["spec"];
     spec["ingress"] = nullptr;  // a merge patch removes a rule someone added only when told to
-    p.patch("networkpolicies", export_network_policy_name(p.spec), json{{"spec", spec}});
+    p.patch(ResourceKind::NetworkPolicy, export_network_policy_name(p.spec), json{{"spec", spec}});
   }
 }
 
@@ -78,43 +78,42 @@ std::string failure(const Pass& p, const json& job) {
 }
 
 void exported(Pass& p, const ExportSpec& e) {
-  json x = {{"path", e.path}, {"format", e.format}, {"dtype", e.dtype}};
+  ExportedModel x;
+  x.path = e.path;
+  x.format = e.format;
+  x.dtype = e.dtype;
   const std::string claim = checkpoint_claim_name(p.spec);
-  if (!claim.empty()) x["claimName"] = claim;
+  if (!claim.empty()) x.claim_name = claim;
   std::string msg = "model written to " + where(p.spec, e) + " (format " + e.format + ", dtype " + e.dtype;
   const auto pod = last_export_report(p.in.export_pods, pod_phase_name::kSucceeded);
   const auto result = pod ? parse_export_result(pod->message) : std::nullopt;
   if (result) {
-    x["round"] = result->round;
+    x.round = result->round;
     msg += ", checkpoint round " + std::to_string(result->round) + ")";
-    const int64_t last = p.status.value("outerRound", int64_t{-1});
+    const int64_t last = p.status.outer_round.value_or(-1);
     if (last > result->round)
       msg += "; the run ended at round " + std::to_string(last) +
              ": the rounds after its last checkpoint are not in the model (training.checkpoint.every_rounds)";
   } else {
     msg += "; checkpoint round unknown: ppu-export's termination message was not readable)";
   }
-  p.status["export"] = x;
+  p.status.model_export = x;
   if (report(p, true, reason::kModelExported, msg)) p.event(event_type::kNormal, reason::kModelExported, msg);
 }
 
 // spec.export was removed: an export that had not ended is no longer asked for, so its condition
 // goes (a finished one stays: it says what lies on the volume).
 void forget_unfinished(Pass& p) {
-  const json* c = find_condition(p.status, condition::kExported);
+  const Condition* c = p.status.condition(condition::kExported);
   if (!c) return;
-  const std::string why = c->value("reason", "");
-  if (why != reason::kExportRunning && why != reason::kExportJobRefused) return;
-  json kept = json::array();
-  for (const auto& cond : p.status["conditions"])
-    if (cond.value("type", "") != condition::kExported) kept.push_back(cond);
-  p.status["conditions"] = kept;
+  if (c->reason != reason::kExportRunning && c->reason != reason::kExportJobRefused) return;
+  p.status.remove_condition(condition::kExported);
 }
 
 }  // namespace
 
 void export_model(Pass& p) {
-  if (p.phase() != phase::kSucceeded) return;
+  if (p.phase() != JobPhase::Succeeded) return;
   if (!p.spec.model_export) {
     forget_unfinished(p);
     return;
@@ -127,7 +126,7 @@ void export_model(Pass& p) {
     const std::string msg =
         "spec.checkpoint is not a volume that outlives the pods (an emptyDir, ephemeral or absent): the checkpoints "
         "went with the rank pods, so there is nothing to export";
-    p.status.erase("export");
+    p.status.model_export.reset();
     if (report(p, false, reason::kExportFailed, msg)) p.event(event_type::kWarning, reason::kExportFailed, msg);
     return;
   }
@@ -139,9 +138,8 @@ void export_model(Pass& p) {
   }
   if (job && settings_of(*job) != export_settings(e)) {
     // spec.export changed since this Job was made: replace it. What it wrote stays on the volume.
-    p.actions.push_back(Action{
-        ActionKind::Delete, "jobs", name, {{"uid", (*job)["metadata"].value("uid", std::string())}}, "", "", ""});
-    p.status.erase("export");
+    p.delete_object(ResourceKind::Job, *job);
+    p.status.model_export.reset();
     report(p, false, reason::kExportRunning,
            "spec.export changed to " + export_settings(e) + ": replacing Job " + name);
     return;
@@ -151,12 +149,13 @@ void export_model(Pass& p) {
   const std::string running =
       "ppu-export is writing the model of the latest checkpoint to " + where(p.spec, e) + " (Job " + name + ")";
   if (!job) {
-    p.create("jobs", build_export_job(p.spec));
-    p.status.erase("export");
+    p.create(ResourceKind::Job, build_export_job(p.spec));
+    p.status.model_export.reset();
     const auto& r = p.in.refusal;
     if (r && (r->name == name || r->name == export_network_policy_name(p.spec))) {
-      const std::string msg = "creating " + r->resource + "/" + r->name + " was refused (HTTP " +
-                              std::to_string(r->code) + "): " + trimmed(r->message, 2048) + "; retrying";
+      const std::string msg = "creating " + std::string(resource(r->kind).plural) + "/" + r->name +
+                              " was refused (HTTP " + std::to_string(r->code) + "): " + trimmed(r->message, 2048) +
+                              "; retrying";
       if (report(p, false, reason::kExportJobRefused, msg))
         p.event(event_type::kWarning, reason::kExportJobRefused, msg);
     } else if (report(p, false, reason::kExportRunning, running)) {
@@ -184,7 +183,7 @@ void export_model(Pass& p) {
       return;
     }
     case ExportState::Failed: {
-      p.status.erase("export");
+      p.status.model_export.reset();
       const std::string msg = failure(p, *job);
       if (report(p, false, reason::kExportFailed, msg)) p.event(event_type::kWarning, reason::kExportFailed, msg);
       return;
@@ -193,11 +192,10 @@ void export_model(Pass& p) {
 }
 
 bool export_pending(const Pass& p) {
-  if (!p.spec.model_export || p.phase() != phase::kSucceeded) return false;
-  const json* c = find_condition(p.status, condition::kExported);
+  if (!p.spec.model_export || p.phase() != JobPhase::Succeeded) return false;
+  const Condition* c = p.status.condition(condition::kExported);
   if (!c) return true;
-  const std::string why = c->value("reason", "");
-  return why != reason::kModelExported && why != reason::kExportFailed;
+  return c->reason != reason::kModelExported && c->reason != reason::kExportFailed;
 }
 
 }  // namespace ppu::op::detail::policy

@@ -11,22 +11,22 @@
 namespace ppu::op::detail::policy {
 
 bool restarting(Pass& p, const Gang& g) {
-  if (p.phase() != phase::kRestarting) return false;
+  if (p.phase() != JobPhase::Restarting) return false;
   // Tear-down first; the new gang is created only once every old pod is gone (names repeat).
   if (!g.by_rank.empty() || g.any_terminating) {
     for (const auto& [r, pod] : g.by_rank) p.delete_pod(*pod);
     return true;
   }
-  auto not_before = parse_rfc3339(p.status.value("nextRestartTime", std::string()));
+  auto not_before = parse_rfc3339(p.status.next_restart_time.value_or(""));
   if (not_before && *not_before > p.in.now) {
     p.requeue_in(static_cast<double>(*not_before - p.in.now));
     return true;
   }
-  p.status["phase"] = phase::kPending;
-  p.status.erase("nextRestartTime");
+  p.status.phase = JobPhase::Pending;
+  p.status.next_restart_time.reset();
   p.cond(condition::kRestarting, false, reason::kGangRecreated,
          "rank pods recreated; ranks resume from the latest checkpoint");
-  for (int r = 0; r < g.size; ++r) p.create("pods", build_pod(p.spec, r, p.restarts()));
+  for (int r = 0; r < g.size; ++r) p.create(ResourceKind::Pod, build_pod(p.spec, r, p.restarts()));
   p.event(event_type::kNormal, reason::kGangCreated,
           "created " + std::to_string(g.size) + " rank pods (restart " + std::to_string(p.restarts()) + ")");
   return true;
@@ -73,9 +73,9 @@ bool rank_failure(Pass& p, const Gang& g) {
   }
   const int n = p.restarts() + 1;
   const double wait = restart_backoff(n, p.in.options);
-  p.status["restartCount"] = n;
-  p.status["phase"] = phase::kRestarting;
-  p.status["nextRestartTime"] = format_rfc3339(p.in.now + static_cast<int64_t>(std::ceil(wait)));
+  p.status.restart_count = n;
+  p.status.phase = JobPhase::Restarting;
+  p.status.next_restart_time = format_rfc3339(p.in.now + static_cast<int64_t>(std::ceil(wait)));
   p.cond(condition::kRestarting, true, reason::kGangRestart, failure);
   p.cond(condition::kRunning, false, reason::kGangRestart, failure);
   p.gang_restart = true;

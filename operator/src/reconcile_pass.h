@@ -1,12 +1,14 @@
 // The inside of reconcile(): one Pass accumulates the decision for one observed state, and the
 // policies (one file each) read it and add to it. Each policy is a plain function of the pass:
-// it looks at the observed objects and the status written so far, edits status, asks for
-// actions, and returns true when it settled the pass (nothing after it runs). reconciler.cpp
-// calls them in a fixed order; docs/OPERATOR.md describes what each one does for users.
+// it looks at the observed objects and the status written so far, edits status (typed,
+// ppujob_status.h), asks for actions (actions.h), and returns true when it settled the pass
+// (nothing after it runs). reconciler.cpp calls them in a fixed order; docs/OPERATOR.md
+// describes what each one does for users.
 #pragma once
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "job_constants.h"
 #include "job_spec.h"
 #include "job_status.h"
+#include "ppujob_status.h"
 #include "reconciler.h"
 
 namespace ppu::op::detail {
@@ -25,44 +28,46 @@ inline std::string name_of(const json& obj) { return obj["metadata"]["name"].get
 struct Pass {
   const Observed& in;
   JobSpec spec;
-  json old_status;
-  json status;
+  json observed_status;  // the job's status as read: written back only if `status` differs from it
+  PPUJobStatus status;
   std::vector<Action> actions;
   double requeue = -1;
   bool gang_restart = false;
   std::set<std::string> deleted;
 
-  explicit Pass(const Observed& o) : in(o), spec(parse_job(o.job)) {
-    old_status = o.job.value("status", json::object());
-    status = old_status;
+  explicit Pass(const Observed& o)
+      : in(o), spec(parse_job(o.job)), observed_status(o.job.value("status", json::object())) {
+    status = observed_status.get<PPUJobStatus>();
   }
 
-  std::string phase() const { return status.value("phase", std::string()); }
-  int restarts() const { return status.value("restartCount", 0); }
+  std::optional<JobPhase> phase() const { return status.phase; }
+  int restarts() const { return static_cast<int>(status.restart_count.value_or(0)); }
 
   void requeue_in(double s) {
     s = std::max(s, 0.0);
     if (requeue < 0 || s < requeue) requeue = s;
   }
   void event(const std::string& type, const std::string& why, const std::string& msg) {
-    actions.push_back(Action{ActionKind::Event, "events", spec.name, {}, type, why, msg});
+    actions.push_back(RecordEvent{/*type=*/type, /*reason=*/why, /*message=*/msg});
   }
-  void create(const std::string& resource, json obj) {
+  void create(ResourceKind kind, json obj) {
     std::string name = name_of(obj);
-    actions.push_back(Action{ActionKind::Create, resource, name, std::move(obj), "", "", ""});
+    actions.push_back(CreateObject{kind, std::move(name), std::move(obj)});
   }
-  void patch(const std::string& resource, const std::string& name, json body) {
-    actions.push_back(Action{ActionKind::Patch, resource, name, std::move(body), "", "", ""});
+  void patch(ResourceKind kind, const std::string& name, json body) {
+    actions.push_back(PatchObject{kind, name, std::move(body)});
+  }
+  // Deletes exactly the incarnation observed (uid precondition).
+  void delete_object(ResourceKind kind, const json& obj) {
+    const json& md = obj["metadata"];
+    actions.push_back(DeleteObject{kind, name_of(obj), md.value("uid", std::string())});
   }
   // Deletes exactly the incarnation observed (uid precondition), once per pass, never a
   // pod already terminating.
   void delete_pod(const json& pod) {
     if (pod_terminating(pod)) return;
-    std::string name = name_of(pod);
-    if (!deleted.insert(name).second) return;
-    json body = json::object();
-    if (pod["metadata"].contains("uid")) body["uid"] = pod["metadata"]["uid"];
-    actions.push_back(Action{ActionKind::Delete, "pods", name, body, "", "", ""});
+    if (!deleted.insert(name_of(pod)).second) return;
+    delete_object(ResourceKind::Pod, pod);
   }
   template <class Pred>
   void delete_pods_if(Pred pred) {
@@ -70,11 +75,11 @@ struct Pass {
       if (pred(p)) delete_pod(p);
   }
   void cond(const std::string& type, bool on, const std::string& why, const std::string& msg) {
-    set_condition(status, type, on ? "True" : "False", why, msg, in.now, spec.generation);
+    status.set_condition(type, on ? "True" : "False", why, msg, in.now, spec.generation);
   }
   bool creates_anything() const {
     for (const auto& a : actions)
-      if (a.kind == ActionKind::Create) return true;
+      if (std::holds_alternative<CreateObject>(a)) return true;
     return false;
   }
 

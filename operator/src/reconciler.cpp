@@ -3,6 +3,8 @@
 // pods that are missing, the Running transition, the refusal condition and the rank counts.
 #include "reconciler.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -11,18 +13,6 @@
 #include "rfc3339.h"
 
 namespace ppu::op {
-
-const char* to_string(ActionKind k) {
-  switch (k) {
-    case ActionKind::UpdateStatus: return "UpdateStatus";
-    case ActionKind::Create: return "Create";
-    case ActionKind::Patch: return "Patch";
-    case ActionKind::Delete: return "Delete";
-    case ActionKind::DeleteJob: return "DeleteJob";
-    case ActionKind::Event: return "Event";
-  }
-  return "?";
-}
 
 double restart_backoff(int restart_count, const ReconcileOptions& o) {
   const double d = o.restart_backoff_s * std::pow(2.0, std::max(0, restart_count - 1));
@@ -60,45 +50,45 @@ void count_ranks(Pass& p) {
     if (ph == pod_phase_name::kFailed || ph == pod_phase_name::kUnknown) ++failed;
     if (pod_ready(pod)) ++ready;
   }
-  p.status["readyRanks"] = ready;
-  p.status["activeRanks"] = active;
-  p.status["failedRanks"] = failed;
-  p.status["readyString"] = std::to_string(ready) + "/" + std::to_string(p.spec.replicas);
-  if (!p.status.contains("restartCount")) p.status["restartCount"] = 0;
-  p.status["observedGeneration"] = p.spec.generation;
+  p.status.ready_ranks = ready;
+  p.status.active_ranks = active;
+  p.status.failed_ranks = failed;
+  p.status.ready_string = std::to_string(ready) + "/" + std::to_string(p.spec.replicas);
+  if (!p.status.restart_count) p.status.restart_count = 0;
+  p.status.observed_generation = p.spec.generation;
 }
 
 // Live figures from the last scrape, while the job runs; a finished job's status is its result
 // (policy_completion.cpp) and no later scrape may overwrite it.
 void copy_progress(Pass& p) {
-  if (!p.in.progress || p.phase() == phase::kSucceeded || p.phase() == phase::kFailed) return;
+  if (!p.in.progress || p.phase() == JobPhase::Succeeded || p.phase() == JobPhase::Failed) return;
   const auto& pr = *p.in.progress;
-  if (pr.outer_round) p.status["outerRound"] = *pr.outer_round;
-  if (pr.checkpoint_round) p.status["lastCheckpointRound"] = *pr.checkpoint_round;
+  if (pr.outer_round) p.status.outer_round = *pr.outer_round;
+  if (pr.checkpoint_round) p.status.last_checkpoint_round = *pr.checkpoint_round;
   if (pr.eval_perplexity && std::isfinite(*pr.eval_perplexity)) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3f", *pr.eval_perplexity);
-    p.status["perplexity"] = buf;
+    p.status.perplexity = std::string(buf);
   }
 }
 
 void ensure_owned_objects(Pass& p) {
   if (!p.in.config_map) {
-    p.create("configmaps", build_config_map(p.spec));
+    p.create(ResourceKind::ConfigMap, build_config_map(p.spec));
   } else {
     // The training config may change while suspended (CEL allows it): keep the ConfigMap in step.
     std::string want = render_training_config(p.spec);
     const json& cm = *p.in.config_map;
     std::string have = cm.contains("data") ? cm["data"].value(kConfigKey, std::string()) : std::string();
-    if (have != want) p.patch("configmaps", config_map_name(p.spec), json{{"data", {{kConfigKey, want}}}});
+    if (have != want) p.patch(ResourceKind::ConfigMap, config_map_name(p.spec), json{{"data", {{kConfigKey, want}}}});
   }
-  if (!p.in.service) p.create("services", build_service(p.spec));
+  if (!p.in.service) p.create(ResourceKind::Service, build_service(p.spec));
   // Before any pod: a rank must never be reachable before its job's policy exists.
   if (p.in.options.network_policy) {
     json want = build_network_policy(p.spec, p.in.options.metrics_namespaces);
-    if (!p.in.network_policy) p.create("networkpolicies", want);
+    if (!p.in.network_policy) p.create(ResourceKind::NetworkPolicy, want);
     else if (p.in.network_policy->value("spec", json()) != want["spec"])
-      p.patch("networkpolicies", network_policy_name(p.spec), json{{"spec", want["spec"]}});
+      p.patch(ResourceKind::NetworkPolicy, network_policy_name(p.spec), json{{"spec", want["spec"]}});
   }
 }
 
@@ -106,36 +96,31 @@ void ensure_owned_objects(Pass& p) {
 // once nothing is left to create (or nothing was refused) it turns False. The Warning event
 // goes first in the pass (a refused create aborts the rest) and only when the refusal is new.
 void note_refusal(Pass& p) {
-  const json* c = find_condition(p.status, condition::kPodCreationFailed);
-  const bool was = c && c->value("status", "") == "True";
+  const Condition* c = p.status.condition(condition::kPodCreationFailed);
+  const bool was = c && c->is_true();
   if (p.in.refusal && p.creates_anything()) {
     const auto& r = *p.in.refusal;
-    std::string kind = r.resource == "networkpolicies" ? "networkpolicy"
-                       : r.resource.empty()            ? "object"
-                                                       : r.resource.substr(0, r.resource.size() - 1);
+    std::string kind = resource(r.kind).kind;
+    std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char ch) { return std::tolower(ch); });
     std::string msg =
         "creating " + kind + " " + r.name + " was refused (HTTP " + std::to_string(r.code) + "): " + r.message;
     if (msg.size() > 2048) msg = msg.substr(0, 2048);
-    const bool news = !was || c->value("message", "") != msg;
+    const bool news = !was || c->message != msg;
     p.cond(condition::kPodCreationFailed, true, r.reason, msg);
-    p.status["reason"] = r.reason;
-    p.status["message"] = msg;
+    p.status.reason = r.reason;
+    p.status.message = msg;
     if (news)
-      p.actions.insert(p.actions.begin(), Action{ActionKind::Event,
-                                                 "events",
-                                                 p.spec.name,
-                                                 {},
-                                                 event_type::kWarning,
-                                                 reason::kPodCreationFailed,
-                                                 msg + "; retrying with back-off"});
+      p.actions.insert(p.actions.begin(), RecordEvent{/*type=*/event_type::kWarning,
+                                                      /*reason=*/reason::kPodCreationFailed,
+                                                      /*message=*/msg + "; retrying with back-off"});
   } else if (was) {
-    const std::string old_reason = c->value("reason", "");
+    const std::string old_reason = c->reason;
     const bool created = !p.in.refusal;  // else: nothing left to create (suspended, waiting to restart)
     const std::string msg = created ? "the objects refused earlier have been created" : "nothing left to create";
     p.cond(condition::kPodCreationFailed, false, created ? reason::kCreated : reason::kNothingToCreate, msg);
-    if (p.status.value("reason", "") == old_reason) {
-      p.status.erase("reason");
-      p.status.erase("message");
+    if (p.status.reason.value_or("") == old_reason) {
+      p.status.reason.reset();
+      p.status.message.reset();
     }
     if (created) p.event(event_type::kNormal, reason::kCreated, msg);
   }
@@ -149,7 +134,7 @@ void keep_gang(Pass& p, const Gang& g) {
   bool created = false;
   for (int r = 0; r < K; ++r)
     if (!g.by_rank.count(r)) {
-      p.create("pods", build_pod(p.spec, r, p.restarts()));
+      p.create(ResourceKind::Pod, build_pod(p.spec, r, p.restarts()));
       created = true;
     }
   if (created && p.restarts() == 0 && g.by_rank.empty())
@@ -158,8 +143,8 @@ void keep_gang(Pass& p, const Gang& g) {
   int running = 0;
   for (const auto& [r, pod] : g.by_rank)
     if (pod_phase(*pod) == pod_phase_name::kRunning || pod_phase(*pod) == pod_phase_name::kSucceeded) ++running;
-  if (running == K && p.phase() != phase::kRunning) {
-    p.status["phase"] = phase::kRunning;
+  if (running == K && p.phase() != JobPhase::Running) {
+    p.status.phase = JobPhase::Running;
     p.cond(condition::kRunning, true, reason::kAllRanksRunning, "all " + std::to_string(K) + " ranks are running");
     p.event(event_type::kNormal, reason::kRunning, "all " + std::to_string(K) + " ranks are running");
   }
@@ -167,8 +152,8 @@ void keep_gang(Pass& p, const Gang& g) {
 
 void run(Pass& p) {
   if (p.in.job["metadata"].contains("deletionTimestamp")) return;  // garbage collection owns it now
-  const std::string ph = p.phase();
-  if (ph == phase::kSucceeded || ph == phase::kFailed) {
+  const std::optional<JobPhase> ph = p.phase();
+  if (ph == JobPhase::Succeeded || ph == JobPhase::Failed) {
     policy::finished(p);
     return;
   }
@@ -177,12 +162,12 @@ void run(Pass& p) {
     return;
   }
   policy::resume(p);
-  if (ph.empty()) {
-    p.status["phase"] = phase::kPending;
-    p.status["restartCount"] = 0;
+  if (!ph) {
+    p.status.phase = JobPhase::Pending;
+    p.status.restart_count = 0;
     p.cond(condition::kCreated, true, reason::kCreated, "PPUJob accepted by ppu-operator");
   }
-  if (!p.status.contains("startTime")) p.status["startTime"] = format_rfc3339(p.in.now);
+  if (!p.status.start_time) p.status.start_time = format_rfc3339(p.in.now);
   if (policy::deadline(p)) return;
 
   ensure_owned_objects(p);
@@ -199,11 +184,7 @@ Decision Pass::result() {
   count_ranks(*this);
   copy_progress(*this);
   Decision d;
-  if (status != old_status) {
-    json job = in.job;
-    job["status"] = status;
-    d.actions.push_back(Action{ActionKind::UpdateStatus, "ppujobs", spec.name, std::move(job), "", "", ""});
-  }
+  if (json(status) != observed_status) d.actions.push_back(UpdateStatus{spec.name, status});
   for (auto& a : actions) d.actions.push_back(std::move(a));
   d.requeue_after_s = requeue;
   d.gang_restart = gang_restart;

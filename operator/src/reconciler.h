@@ -14,6 +14,7 @@
 #include "actions.h"
 #include "job_constants.h"
 #include "job_spec.h"
+#include "resource_kind.h"
 
 namespace ppu::op {
 
@@ -29,7 +30,7 @@ struct ReconcileOptions {
 // until a pass creates everything it wanted, and reconcile() turns it into the PodCreationFailed
 // condition, status.reason/message and one Warning event per distinct refusal.
 struct CreationRefusal {
-  std::string resource;  // "pods", "services", ...
+  ResourceKind kind;  // of the refused object
   std::string name;
   long code = 0;        // HTTP status
   std::string reason;   // QuotaExceeded | PodSecurity | AdmissionWebhook | Forbidden | Invalid | <Status.reason>

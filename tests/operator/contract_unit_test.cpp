@@ -17,10 +17,12 @@ namespace ppu::op {
 namespace {
 
 using testing::gang;
+using testing::has_event;
+using testing::kNow;
 using testing::make_job;
+using testing::new_status;
+using testing::observed;
 using testing::with_exit;
-
-constexpr int64_t kNow = 1'800'000'000;
 
 TEST(OperatorMetricNames, OnlyCountersEndInTotal) {
   OperatorMetrics m;
@@ -60,34 +62,22 @@ Observed running_job_with_failed_rank(int restarts, int backoff_limit) {
   json job = make_job("demo", 2,
                       {{"phase", phase::kRunning}, {"restartCount", restarts}, {"startTime", format_rfc3339(kNow)}});
   job["spec"]["runPolicy"]["backoffLimit"] = backoff_limit;
-  Observed in;
-  in.job = job;
-  in.now = kNow;
-  in.pods = gang(job, 2, "Running");
+  Observed in = observed(job, gang(job, 2, "Running"));
   in.pods[0] = with_exit(in.pods[0], 1, "boom");
-  JobSpec s = parse_job(job);
-  in.service = build_service(s);
-  in.config_map = build_config_map(s);
-  in.network_policy = build_network_policy(s, in.options.metrics_namespaces);
   return in;
 }
 
 TEST(GangRestartSignal, SetWhenTheGangIsTornDownForARestart) {
   Decision d = reconcile(running_job_with_failed_rank(0, 2));
   EXPECT_TRUE(d.gang_restart);
-  bool event = false;
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Event && a.reason == reason::kGangRestart) event = true;
-  EXPECT_TRUE(event) << "users still see the GangRestart event";
+  EXPECT_TRUE(has_event(d, reason::kGangRestart)) << "users still see the GangRestart event";
 }
 
 TEST(GangRestartSignal, NotSetWhenTheBackoffLimitFailsTheJob) {
   Decision d = reconcile(running_job_with_failed_rank(2, 2));
   EXPECT_FALSE(d.gang_restart);
-  const json* st = nullptr;
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::UpdateStatus) st = &a.body["status"];
-  ASSERT_NE(st, nullptr);
+  const auto st = new_status(d);
+  ASSERT_TRUE(st);
   EXPECT_EQ((*st)["phase"], phase::kFailed);
   EXPECT_EQ((*st)["reason"], reason::kBackoffLimitExceeded);
 }

@@ -42,7 +42,7 @@ double gang_restarts(const OperatorMetrics& m) {
 
 // The kubelet's part, which FakeKube does not play: set a pod's phase (and exit code).
 void set_phase(FakeKube& kube, const std::string& name, const std::string& phase, int exit_code = -1) {
-  auto pod = kube.peek(resources::pods, "ns1", name);
+  auto pod = kube.peek(ResourceKind::Pod, "ns1", name);
   ASSERT_TRUE(pod.has_value()) << name;
   (*pod)["status"]["phase"] = phase;
   if (phase == pod_phase_name::kRunning)
@@ -50,11 +50,11 @@ void set_phase(FakeKube& kube, const std::string& name, const std::string& phase
   if (exit_code >= 0)
     (*pod)["status"]["containerStatuses"] =
         json::array({{{"name", "ppu-train"}, {"state", {{"terminated", {{"exitCode", exit_code}}}}}}});
-  kube.put(resources::pods, *pod);
+  kube.put(ResourceKind::Pod, *pod);
 }
 
 std::string job_phase(FakeKube& kube) {
-  auto job = kube.peek(resources::ppujobs, "ns1", "demo");
+  auto job = kube.peek(ResourceKind::PPUJob, "ns1", "demo");
   if (!job || !job->contains("status")) return "";
   return (*job)["status"].value("phase", "");
 }
@@ -65,7 +65,7 @@ TEST(ControllerLoop, CreatesTheGangRestartsItOnceAndCountsTheRestartOnce) {
   job["metadata"].erase("uid");
   job["metadata"].erase("resourceVersion");
   job["spec"]["runPolicy"]["backoffLimit"] = 3;
-  kube.put(resources::ppujobs, job);
+  kube.put(ResourceKind::PPUJob, job);
 
   OperatorMetrics metrics;
   ControllerOptions opts;
@@ -76,31 +76,31 @@ TEST(ControllerLoop, CreatesTheGangRestartsItOnceAndCountsTheRestartOnce) {
   c.start_informers();
   c.start_workers();
 
-  ASSERT_TRUE(eventually([&] { return kube.objects(resources::pods, "ns1").size() == 2; }));
-  EXPECT_EQ(kube.objects(resources::services, "ns1").size(), 1u);
-  EXPECT_EQ(kube.objects(resources::configmaps, "ns1").size(), 1u);
-  EXPECT_EQ(kube.objects(resources::networkpolicies, "ns1").size(), 1u);
+  ASSERT_TRUE(eventually([&] { return kube.objects(ResourceKind::Pod, "ns1").size() == 2; }));
+  EXPECT_EQ(kube.objects(ResourceKind::Service, "ns1").size(), 1u);
+  EXPECT_EQ(kube.objects(ResourceKind::ConfigMap, "ns1").size(), 1u);
+  EXPECT_EQ(kube.objects(ResourceKind::NetworkPolicy, "ns1").size(), 1u);
   set_phase(kube, "demo-rank-0", pod_phase_name::kRunning);
   set_phase(kube, "demo-rank-1", pod_phase_name::kRunning);
   ASSERT_TRUE(eventually([&] { return job_phase(kube) == phase::kRunning; })) << job_phase(kube);
   EXPECT_EQ(gang_restarts(metrics), 0);
 
-  const std::string uid_before = (*kube.peek(resources::pods, "ns1", "demo-rank-0"))["metadata"]["uid"];
+  const std::string uid_before = (*kube.peek(ResourceKind::Pod, "ns1", "demo-rank-0"))["metadata"]["uid"];
   set_phase(kube, "demo-rank-1", pod_phase_name::kFailed, 1);
   // The old gang is deleted and a new one created (FakeKube deletes at once, like a pod without
   // finalizers); then the job waits in Pending for its ranks.
   ASSERT_TRUE(eventually([&] {
-    auto p = kube.peek(resources::pods, "ns1", "demo-rank-0");
-    return p && (*p)["metadata"]["uid"] != uid_before && kube.objects(resources::pods, "ns1").size() == 2 &&
+    auto p = kube.peek(ResourceKind::Pod, "ns1", "demo-rank-0");
+    return p && (*p)["metadata"]["uid"] != uid_before && kube.objects(ResourceKind::Pod, "ns1").size() == 2 &&
            job_phase(kube) == phase::kPending;
   })) << job_phase(kube);
-  auto stored = kube.peek(resources::ppujobs, "ns1", "demo");
+  auto stored = kube.peek(ResourceKind::PPUJob, "ns1", "demo");
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ((*stored)["status"]["restartCount"], 1);
   EXPECT_EQ(gang_restarts(metrics), 1);
 
   int restart_events = 0;
-  for (const auto& e : kube.objects(resources::events, "ns1"))
+  for (const auto& e : kube.objects(ResourceKind::Event, "ns1"))
     if (e["reason"] == reason::kGangRestart) ++restart_events;
   EXPECT_EQ(restart_events, 1);
   c.stop();
@@ -112,7 +112,7 @@ TEST(ControllerLoop, ExportsOnceTheJobSucceededAndRecordsWhereTheModelIs) {
   json job = testing::with_export(testing::make_job("demo", 2));
   job["metadata"].erase("uid");
   job["metadata"].erase("resourceVersion");
-  kube.put(resources::ppujobs, job);
+  kube.put(ResourceKind::PPUJob, job);
   OperatorMetrics metrics;
   ControllerOptions opts;
   opts.workers = 2;
@@ -120,46 +120,46 @@ TEST(ControllerLoop, ExportsOnceTheJobSucceededAndRecordsWhereTheModelIs) {
   c.start_informers();
   c.start_workers();
 
-  ASSERT_TRUE(eventually([&] { return kube.objects(resources::pods, "ns1").size() == 2; }));
+  ASSERT_TRUE(eventually([&] { return kube.objects(ResourceKind::Pod, "ns1").size() == 2; }));
   RunResult result;
   result.round = 10;
   result.perplexity = 9.5;
   result.checkpoint_round = 10;
   result.checksum = "00ff00ff00ff00ff";
   for (const char* name : {"demo-rank-0", "demo-rank-1"}) {
-    auto pod = kube.peek(resources::pods, "ns1", name);
+    auto pod = kube.peek(ResourceKind::Pod, "ns1", name);
     ASSERT_TRUE(pod.has_value()) << name;
     (*pod)["status"] = {
         {"phase", pod_phase_name::kSucceeded},
         {"containerStatuses",
          json::array({{{"name", "ppu-train"},
                        {"state", {{"terminated", {{"exitCode", 0}, {"message", format_run_result(result)}}}}}}})}};
-    kube.put(resources::pods, *pod);
+    kube.put(ResourceKind::Pod, *pod);
   }
   ASSERT_TRUE(eventually([&] { return job_phase(kube) == phase::kSucceeded; })) << job_phase(kube);
-  ASSERT_TRUE(eventually([&] { return kube.peek(resources::jobs, "ns1", "demo-export").has_value(); }));
-  EXPECT_TRUE(kube.peek(resources::networkpolicies, "ns1", "demo.export").has_value());
+  ASSERT_TRUE(eventually([&] { return kube.peek(ResourceKind::Job, "ns1", "demo-export").has_value(); }));
+  EXPECT_TRUE(kube.peek(ResourceKind::NetworkPolicy, "ns1", "demo.export").has_value());
 
   // The Job controller's part: its pod ends with ppu-export's report, then the Job is Complete.
-  json x = *kube.peek(resources::jobs, "ns1", "demo-export");
-  kube.put(resources::pods,
+  json x = *kube.peek(ResourceKind::Job, "ns1", "demo-export");
+  kube.put(ResourceKind::Pod,
            testing::make_export_pod(
                x, 0, R"({"version":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":10})"));
   x["status"] = {{"conditions", json::array({{{"type", "Complete"}, {"status", "True"}}})},
                  {"completionTime", format_rfc3339(now_seconds())}};
-  kube.put(resources::jobs, x);
+  kube.put(ResourceKind::Job, x);
 
   ASSERT_TRUE(eventually([&] {
-    auto j = kube.peek(resources::ppujobs, "ns1", "demo");
+    auto j = kube.peek(ResourceKind::PPUJob, "ns1", "demo");
     return j && j->contains("status") && (*j)["status"].contains("export") &&
            (*j)["status"]["export"].value("round", -1) == 10;
-  })) << kube.peek(resources::ppujobs, "ns1", "demo")->dump();
-  const json st = (*kube.peek(resources::ppujobs, "ns1", "demo"))["status"];
-  const json* exported = find_condition(st, condition::kExported);
-  ASSERT_NE(exported, nullptr);
+  })) << kube.peek(ResourceKind::PPUJob, "ns1", "demo")->dump();
+  const json st = (*kube.peek(ResourceKind::PPUJob, "ns1", "demo"))["status"];
+  const auto exported = testing::condition_of(st, condition::kExported);
+  ASSERT_TRUE(exported);
   EXPECT_EQ((*exported)["status"], "True");
   EXPECT_EQ(st["phase"], phase::kSucceeded);
-  EXPECT_EQ(kube.objects(resources::jobs, "ns1").size(), 1u) << "one export Job";
+  EXPECT_EQ(kube.objects(ResourceKind::Job, "ns1").size(), 1u) << "one export Job";
   EXPECT_TRUE(eventually([&] {
     const std::string text = prometheus::TextSerializer().Serialize(metrics.registry()->Collect());
     return text.find("ppu_operator_job_exports{reason=\"ModelExported\"} 1") != std::string::npos;

@@ -21,90 +21,49 @@
 namespace ppu::op {
 namespace {
 
+using testing::actions_of;
+using testing::at;
+using testing::condition_of;
+using testing::count;
+using testing::finished_status;
+using testing::kNow;
 using testing::make_export_job;
 using testing::make_export_pod;
 using testing::make_job;
 using testing::make_pod;
+using testing::new_status;
+using testing::observed;
+using testing::rank_result;
+using testing::running_status;
+using testing::status_after;
 using testing::with_exit;
 using testing::with_export;
-
-constexpr int64_t kNow = 1'800'000'000;
-std::string at(int64_t offset) { return format_rfc3339(kNow + offset); }
 
 const std::string kResultMessage =
     R"({"version":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":10})";
 const std::string kNoCheckpoint = "no valid checkpoint in /checkpoints: round-000010: global.pt fails its checksum\n";
 
-std::string rank_result() {
-  RunResult r;
-  r.round = 10;
-  r.eval_loss = 2.5;
-  r.perplexity = 12.18;
-  r.steps = 100;
-  r.tokens = 6400;
-  r.checkpoint_round = 10;
-  r.seconds = 5;
-  r.checksum = "00ff00ff00ff00ff";
-  return format_run_result(r);
-}
-
-json running_status() { return {{"phase", phase::kRunning}, {"restartCount", 0}, {"startTime", at(-100)}}; }
 json succeeded_status(int64_t completed_ago = 10) {
-  return {{"phase", phase::kSucceeded},
-          {"restartCount", 0},
-          {"startTime", at(-1000)},
-          {"completionTime", at(-completed_ago)},
-          {"outerRound", 10}};
+  json st = finished_status(phase::kSucceeded, completed_ago);
+  st["outerRound"] = 10;
+  return st;
 }
 
 // A 2-rank job with spec.export (checkpoints on PVC ckpt) in `status`, ranks in `rank_state`.
 Observed observe(json status, const std::string& rank_state = "Succeeded", json spec_export = json::object()) {
   json job = with_export(make_job("demo", 2, std::move(status)), std::move(spec_export));
-  Observed in;
-  in.job = job;
-  in.now = kNow;
+  std::vector<json> pods;
   for (int r = 0; r < 2; ++r)
-    in.pods.push_back(rank_state == "Succeeded" ? with_exit(make_pod(job, r, "Running"), 0, rank_result())
-                                                : make_pod(job, r, rank_state));
-  JobSpec s = parse_job(job);
-  in.service = build_service(s);
-  in.config_map = build_config_map(s);
-  in.network_policy = build_network_policy(s, in.options.metrics_namespaces);
-  return in;
+    pods.push_back(rank_state == "Succeeded" ? with_exit(make_pod(job, r, "Running"), 0, rank_result())
+                                             : make_pod(job, r, rank_state));
+  return observed(job, std::move(pods));
 }
 
-// The status after the decision (the one written, else the one observed).
-json status_after(const Observed& in, const Decision& d) {
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::UpdateStatus) return a.body["status"];
-  return in.job.value("status", json::object());
-}
-bool writes_status(const Decision& d) {
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::UpdateStatus) return true;
-  return false;
-}
-std::vector<Action> actions(const Decision& d, ActionKind kind, const std::string& resource) {
-  std::vector<Action> out;
-  for (const auto& a : d.actions)
-    if (a.kind == kind && a.resource == resource) out.push_back(a);
-  return out;
-}
-std::vector<std::string> events(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Event) out.push_back(a.reason);
-  return out;
-}
-bool deletes_job(const Decision& d) {
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::DeleteJob) return true;
-  return false;
-}
-json exported(const json& status) {
-  const json* c = find_condition(status, condition::kExported);
-  return c ? *c : json();
-}
+bool writes_status(const Decision& d) { return new_status(d).has_value(); }
+std::vector<std::string> events(const Decision& d) { return testing::event_reasons(d); }
+bool deletes_job(const Decision& d) { return count<DeletePPUJob>(d) > 0; }
+// Condition Exported of a status; null when it has none.
+json exported(const json& status) { return condition_of(status, condition::kExported).value_or(json()); }
 // The next pass sees what this one wrote.
 void advance(Observed& in, const Decision& d) { in.job["status"] = status_after(in, d); }
 
@@ -113,7 +72,7 @@ void advance(Observed& in, const Decision& d) { in.job["status"] = status_after(
 TEST(ExportPolicy, NothingIsExportedWhileTheJobRuns) {
   Observed in = observe(running_status(), "Running");
   Decision d = reconcile(in);
-  EXPECT_TRUE(actions(d, ActionKind::Create, "jobs").empty());
+  EXPECT_TRUE(actions_of<CreateObject>(d, ResourceKind::Job).empty());
   EXPECT_TRUE(exported(status_after(in, d)).is_null());
 }
 
@@ -122,14 +81,15 @@ TEST(ExportPolicy, SuccessCreatesExactlyOneExportJobAfterItsNetworkPolicy) {
   Decision d = reconcile(in);
   const json st = status_after(in, d);
   EXPECT_EQ(st["phase"], phase::kSucceeded);
-  const auto jobs = actions(d, ActionKind::Create, "jobs");
+  const auto jobs = actions_of<CreateObject>(d, ResourceKind::Job);
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].name, "demo-export");
   int policy_at = -1, job_at = -1;
   for (size_t i = 0; i < d.actions.size(); ++i) {
-    if (d.actions[i].kind != ActionKind::Create) continue;
-    if (d.actions[i].name == "demo.export") policy_at = static_cast<int>(i);
-    if (d.actions[i].name == "demo-export") job_at = static_cast<int>(i);
+    const auto* c = std::get_if<CreateObject>(&d.actions[i]);
+    if (!c) continue;
+    if (c->name == "demo.export") policy_at = static_cast<int>(i);
+    if (c->name == "demo-export") job_at = static_cast<int>(i);
   }
   EXPECT_GE(policy_at, 0) << "the export pod's NetworkPolicy is created";
   EXPECT_LT(policy_at, job_at) << "before the Job, so its pod is never unprotected";
@@ -146,7 +106,7 @@ TEST(ExportPolicy, LaterPassesNeverMakeASecondJob) {
   advance(in, first);
   // The informer has not seen the Job yet: the same create (AlreadyExists = done), no new event.
   Decision lagging = reconcile(in);
-  const auto again = actions(lagging, ActionKind::Create, "jobs");
+  const auto again = actions_of<CreateObject>(lagging, ResourceKind::Job);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].name, "demo-export") << "one name, so a repeated create can only find it existing";
   EXPECT_TRUE(events(lagging).empty());
@@ -155,9 +115,9 @@ TEST(ExportPolicy, LaterPassesNeverMakeASecondJob) {
   in.export_job = make_export_job(in.job);
   in.export_network_policy = build_export_network_policy(parse_job(in.job));
   Decision seen = reconcile(in);
-  EXPECT_TRUE(actions(seen, ActionKind::Create, "jobs").empty());
-  EXPECT_TRUE(actions(seen, ActionKind::Create, "networkpolicies").empty());
-  EXPECT_TRUE(actions(seen, ActionKind::Patch, "networkpolicies").empty());
+  EXPECT_TRUE(actions_of<CreateObject>(seen, ResourceKind::Job).empty());
+  EXPECT_TRUE(actions_of<CreateObject>(seen, ResourceKind::NetworkPolicy).empty());
+  EXPECT_TRUE(actions_of<PatchObject>(seen, ResourceKind::NetworkPolicy).empty());
   EXPECT_TRUE(events(seen).empty());
   EXPECT_FALSE(writes_status(seen));
 }
@@ -166,7 +126,7 @@ TEST(ExportPolicy, ASucceededJobSeenForTheFirstTimeIsExported) {
   // E.g. an operator upgraded after the job finished: level-triggered, the export still happens.
   Observed in = observe(succeeded_status());
   Decision d = reconcile(in);
-  EXPECT_EQ(actions(d, ActionKind::Create, "jobs").size(), 1u);
+  EXPECT_EQ(actions_of<CreateObject>(d, ResourceKind::Job).size(), 1u);
   EXPECT_EQ(exported(status_after(in, d))["reason"], reason::kExportRunning);
 }
 
@@ -222,15 +182,11 @@ TEST(ExportPolicy, RunningThenFailedCarriesTheTerminationMessageAndTheJobStaysSu
   EXPECT_NE(msg.find("delete Job demo-export to try again"), std::string::npos) << msg;
   EXPECT_FALSE(st.contains("export"));
   EXPECT_EQ(events(d), std::vector<std::string>{reason::kExportFailed});
-  for (const auto& a : d.actions) {
-    if (a.kind == ActionKind::Event) {
-      EXPECT_EQ(a.event_type, event_type::kWarning);
-    }
-  }
+  for (const auto& e : actions_of<RecordEvent>(d)) EXPECT_EQ(e.type, event_type::kWarning);
   // Not retried by itself: the failed Job stays, nothing is created.
   advance(in, d);
   Decision after = reconcile(in);
-  EXPECT_TRUE(actions(after, ActionKind::Create, "jobs").empty());
+  EXPECT_TRUE(actions_of<CreateObject>(after, ResourceKind::Job).empty());
   EXPECT_TRUE(events(after).empty());
 }
 
@@ -283,8 +239,8 @@ TEST(ExportPolicy, NoJobWithoutSpecExport) {
   for (int r = 0; r < 2; ++r) in.pods.push_back(with_exit(make_pod(job, r, "Running"), 0, rank_result()));
   Decision d = reconcile(in);
   EXPECT_EQ(status_after(in, d)["phase"], phase::kSucceeded);
-  EXPECT_TRUE(actions(d, ActionKind::Create, "jobs").empty());
-  for (const auto& a : d.actions) EXPECT_NE(a.name, "demo.export");
+  EXPECT_TRUE(actions_of<CreateObject>(d, ResourceKind::Job).empty());
+  for (const auto& c : actions_of<CreateObject>(d)) EXPECT_NE(c.name, "demo.export");
   EXPECT_TRUE(exported(status_after(in, d)).is_null());
 }
 
@@ -319,13 +275,13 @@ TEST(ExportPolicy, TtlNotDueAfterTheExportRequeuesForTheRest) {
 TEST(ExportPolicy, ARefusedJobIsReportedRetriedAndHoldsTheTtl) {
   Observed in = observe(succeeded_status(100));
   in.job["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 60;
-  in.refusal =
-      CreationRefusal{"jobs", "demo-export", 403, "Forbidden", "jobs.batch is forbidden: User cannot create resource"};
+  in.refusal = CreationRefusal{ResourceKind::Job, "demo-export", 403, "Forbidden",
+                               "jobs.batch is forbidden: User cannot create resource"};
   Decision d = reconcile(in);
   const json c = exported(status_after(in, d));
   EXPECT_EQ(c["reason"], reason::kExportJobRefused);
   EXPECT_NE(c["message"].get<std::string>().find("HTTP 403"), std::string::npos);
-  EXPECT_EQ(actions(d, ActionKind::Create, "jobs").size(), 1u) << "retried";
+  EXPECT_EQ(actions_of<CreateObject>(d, ResourceKind::Job).size(), 1u) << "retried";
   EXPECT_FALSE(deletes_job(d));
   EXPECT_EQ(events(d), std::vector<std::string>{reason::kExportJobRefused});
 }
@@ -338,7 +294,7 @@ TEST(ExportPolicy, AnExportedModelIsNotExportedAgainWhenItsJobIsDeleted) {
   in.export_job.reset();
   in.export_pods.clear();
   Decision d = reconcile(in);
-  EXPECT_TRUE(actions(d, ActionKind::Create, "jobs").empty());
+  EXPECT_TRUE(actions_of<CreateObject>(d, ResourceKind::Job).empty());
   EXPECT_FALSE(writes_status(d));
 }
 
@@ -350,7 +306,7 @@ TEST(ExportPolicy, DeletingAFailedExportJobTriesAgain) {
   in.export_job.reset();
   in.export_pods.clear();
   Decision d = reconcile(in);
-  EXPECT_EQ(actions(d, ActionKind::Create, "jobs").size(), 1u);
+  EXPECT_EQ(actions_of<CreateObject>(d, ResourceKind::Job).size(), 1u);
   EXPECT_EQ(exported(status_after(in, d))["reason"], reason::kExportRunning);
   EXPECT_EQ(events(d), std::vector<std::string>{reason::kExportStarted});
 }
@@ -362,11 +318,11 @@ TEST(ExportPolicy, ChangedSettingsReplaceTheJob) {
   advance(in, reconcile(in));
   in.job["spec"]["export"]["dtype"] = "bf16";
   Decision d = reconcile(in);
-  const auto deletes = actions(d, ActionKind::Delete, "jobs");
+  const auto deletes = actions_of<DeleteObject>(d, ResourceKind::Job);
   ASSERT_EQ(deletes.size(), 1u);
   EXPECT_EQ(deletes[0].name, "demo-export");
-  EXPECT_EQ(deletes[0].body["uid"], "export-uid-1") << "only the incarnation observed";
-  EXPECT_TRUE(actions(d, ActionKind::Create, "jobs").empty()) << "the name is taken until it is gone";
+  EXPECT_EQ(deletes[0].uid, "export-uid-1") << "only the incarnation observed";
+  EXPECT_TRUE(actions_of<CreateObject>(d, ResourceKind::Job).empty()) << "the name is taken until it is gone";
   const json st = status_after(in, d);
   EXPECT_EQ(exported(st)["reason"], reason::kExportRunning);
   EXPECT_FALSE(st.contains("export"));
@@ -374,16 +330,16 @@ TEST(ExportPolicy, ChangedSettingsReplaceTheJob) {
   advance(in, d);
   in.export_job.reset();
   in.export_pods.clear();
-  const auto created = actions(reconcile(in), ActionKind::Create, "jobs");
+  const auto created = actions_of<CreateObject>(reconcile(in), ResourceKind::Job);
   ASSERT_EQ(created.size(), 1u);
-  EXPECT_EQ(created[0].body["metadata"]["annotations"][kExportSettingsAnnotation], "format=hf,dtype=bf16,path=model");
+  EXPECT_EQ(created[0].object["metadata"]["annotations"][kExportSettingsAnnotation], "format=hf,dtype=bf16,path=model");
 }
 
 TEST(ExportPolicy, AnEmptyDirCheckpointHasNothingToExport) {
   Observed in = observe(succeeded_status());
   in.job["spec"]["checkpoint"] = {{"volumeSource", {{"emptyDir", json::object()}}}};
   Decision d = reconcile(in);
-  EXPECT_TRUE(actions(d, ActionKind::Create, "jobs").empty());
+  EXPECT_TRUE(actions_of<CreateObject>(d, ResourceKind::Job).empty());
   EXPECT_EQ(exported(status_after(in, d))["reason"], reason::kExportFailed);
 }
 

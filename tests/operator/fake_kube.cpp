@@ -7,13 +7,7 @@ namespace ppu::op::testing {
 
 namespace {
 
-const char* kind_of(const std::string& plural) {
-  static const std::map<std::string, const char*> kinds = {
-      {"pods", "Pod"},     {"services", "Service"}, {"configmaps", "ConfigMap"},          {"events", "Event"},
-      {"leases", "Lease"}, {"ppujobs", "PPUJob"},   {"networkpolicies", "NetworkPolicy"}, {"jobs", "Job"}};
-  auto it = kinds.find(plural);
-  return it == kinds.end() ? "Object" : it->second;
-}
+std::string plural(ResourceKind kind) { return resource(kind).plural; }
 
 Response status_response(long code, const std::string& reason, const std::string& message) {
   Response r;
@@ -53,10 +47,9 @@ bool matches_selector(const json& obj, const std::string& selector) {
   return true;
 }
 
-void FakeKube::fail(const std::string& verb, const std::string& plural, long status, int times,
-                    const std::string& reason) {
+void FakeKube::fail(const std::string& verb, ResourceKind kind, long status, int times, const std::string& reason) {
   std::lock_guard<std::mutex> l(mu_);
-  failures_.push_back(Failure{verb, plural, reason, status, times});
+  failures_.push_back(Failure{verb, kind, reason, status, times});
 }
 
 void FakeKube::clear_failures() {
@@ -64,12 +57,12 @@ void FakeKube::clear_failures() {
   failures_.clear();
 }
 
-std::optional<Response> FakeKube::injected(const std::string& verb, const Resource& r, const std::string& ns,
+std::optional<Response> FakeKube::injected(const std::string& verb, ResourceKind kind, const std::string& ns,
                                            const std::string& name) {
   // mu_ held by the caller.
-  calls_.push_back(verb + " " + r.plural + "/" + ns + "/" + name);
+  calls_.push_back(verb + " " + plural(kind) + "/" + ns + "/" + name);
   for (auto it = failures_.begin(); it != failures_.end(); ++it) {
-    if (it->verb != verb || it->plural != r.plural) continue;
+    if (it->verb != verb || it->kind != kind) continue;
     Response resp = status_response(it->status, it->reason, "injected " + verb + " failure");
     if (it->times > 0 && --it->times == 0) failures_.erase(it);
     return resp;
@@ -77,39 +70,39 @@ std::optional<Response> FakeKube::injected(const std::string& verb, const Resour
   return std::nullopt;
 }
 
-json FakeKube::store(const Resource& r, json obj, const std::string& type) {
+json FakeKube::store(ResourceKind kind, json obj, const std::string& type) {
   json& md = obj["metadata"];
   md["resourceVersion"] = std::to_string(++rv_);
   if (!md.contains("uid")) md["uid"] = "uid-" + std::to_string(++uid_);
-  obj["kind"] = kind_of(r.plural);
-  obj["apiVersion"] = r.api_version();
-  objects_[r.plural][key(ns_of(obj), md["name"].get<std::string>())] = obj;
-  events_.push_back(Event{rv_, r.plural, type, obj});
+  obj["kind"] = resource(kind).kind;
+  obj["apiVersion"] = resource(kind).api_version();
+  objects_[plural(kind)][key(ns_of(obj), md["name"].get<std::string>())] = obj;
+  events_.push_back(Event{rv_, plural(kind), type, obj});
   cv_.notify_all();
   return obj;
 }
 
-json FakeKube::put(const Resource& r, json obj) {
+json FakeKube::put(ResourceKind kind, json obj) {
   std::lock_guard<std::mutex> l(mu_);
   const std::string k = key(ns_of(obj), obj["metadata"]["name"].get<std::string>());
-  const bool exists = objects_[r.plural].count(k) > 0;
-  if (exists && !obj["metadata"].contains("uid")) obj["metadata"]["uid"] = objects_[r.plural][k]["metadata"]["uid"];
-  return store(r, std::move(obj), exists ? "MODIFIED" : "ADDED");
+  const bool exists = objects_[plural(kind)].count(k) > 0;
+  if (exists && !obj["metadata"].contains("uid")) obj["metadata"]["uid"] = objects_[plural(kind)][k]["metadata"]["uid"];
+  return store(kind, std::move(obj), exists ? "MODIFIED" : "ADDED");
 }
 
-std::optional<json> FakeKube::peek(const Resource& r, const std::string& ns, const std::string& name) const {
+std::optional<json> FakeKube::peek(ResourceKind kind, const std::string& ns, const std::string& name) const {
   std::lock_guard<std::mutex> l(mu_);
-  auto pit = objects_.find(r.plural);
+  auto pit = objects_.find(plural(kind));
   if (pit == objects_.end()) return std::nullopt;
   auto it = pit->second.find(key(ns, name));
   if (it == pit->second.end()) return std::nullopt;
   return it->second;
 }
 
-std::vector<json> FakeKube::objects(const Resource& r, const std::string& ns) const {
+std::vector<json> FakeKube::objects(ResourceKind kind, const std::string& ns) const {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<json> out;
-  auto pit = objects_.find(r.plural);
+  auto pit = objects_.find(plural(kind));
   if (pit == objects_.end()) return out;
   for (const auto& [k, v] : pit->second)
     if (ns.empty() || ns_of(v) == ns) out.push_back(v);
@@ -153,20 +146,20 @@ int64_t FakeKube::resource_version() const {
   return rv_;
 }
 
-Response FakeKube::get(const Resource& r, const std::string& ns, const std::string& name) {
+Response FakeKube::get(ResourceKind kind, const std::string& ns, const std::string& name) {
   std::lock_guard<std::mutex> l(mu_);
-  if (auto f = injected("get", r, ns, name)) return *f;
-  auto& objs = objects_[r.plural];
+  if (auto f = injected("get", kind, ns, name)) return *f;
+  auto& objs = objects_[plural(kind)];
   auto it = objs.find(key(ns, name));
-  if (it == objs.end()) return status_response(404, "NotFound", r.plural + " \"" + name + "\" not found");
+  if (it == objs.end()) return status_response(404, "NotFound", plural(kind) + " \"" + name + "\" not found");
   return ok(200, it->second);
 }
 
-Response FakeKube::list_all(const Resource& r, const std::string& ns, const ListOptions& o) {
+Response FakeKube::list_all(ResourceKind kind, const std::string& ns, const ListOptions& o) {
   std::lock_guard<std::mutex> l(mu_);
-  if (auto f = injected("list", r, ns, "")) return *f;
+  if (auto f = injected("list", kind, ns, "")) return *f;
   json items = json::array();
-  for (const auto& [k, v] : objects_[r.plural]) {
+  for (const auto& [k, v] : objects_[plural(kind)]) {
     if (!ns.empty() && ns_of(v) != ns) continue;
     if (!matches_selector(v, o.label_selector)) continue;
     json item = v;
@@ -174,35 +167,35 @@ Response FakeKube::list_all(const Resource& r, const std::string& ns, const List
     item.erase("apiVersion");
     items.push_back(std::move(item));
   }
-  return ok(200, {{"kind", std::string(kind_of(r.plural)) + "List"},
-                  {"apiVersion", r.api_version()},
+  return ok(200, {{"kind", std::string(resource(kind).kind) + "List"},
+                  {"apiVersion", resource(kind).api_version()},
                   {"metadata", {{"resourceVersion", std::to_string(rv_)}}},
                   {"items", std::move(items)}});
 }
 
-Response FakeKube::create(const Resource& r, const std::string& ns, const json& in) {
+Response FakeKube::create(ResourceKind kind, const std::string& ns, const json& in) {
   std::lock_guard<std::mutex> l(mu_);
   json obj = in;
   json& md = obj["metadata"];
   if (!md.contains("name") && md.contains("generateName"))
     md["name"] = md["generateName"].get<std::string>() + std::to_string(++generated_);
   const std::string name = md.value("name", std::string());
-  if (auto f = injected("create", r, ns, name)) return *f;
-  if (r.namespaced) md["namespace"] = ns;
-  if (objects_[r.plural].count(key(ns, name)))
-    return status_response(409, "AlreadyExists", r.plural + " \"" + name + "\" already exists");
+  if (auto f = injected("create", kind, ns, name)) return *f;
+  if (resource(kind).namespaced) md["namespace"] = ns;
+  if (objects_[plural(kind)].count(key(ns, name)))
+    return status_response(409, "AlreadyExists", plural(kind) + " \"" + name + "\" already exists");
   md.erase("uid");
   md.erase("resourceVersion");
-  return ok(201, store(r, std::move(obj), "ADDED"));
+  return ok(201, store(kind, std::move(obj), "ADDED"));
 }
 
-Response FakeKube::replace(const Resource& r, const std::string& ns, const std::string& name, const json& in,
+Response FakeKube::replace(ResourceKind kind, const std::string& ns, const std::string& name, const json& in,
                            const std::string& sub) {
   std::lock_guard<std::mutex> l(mu_);
-  if (auto f = injected("replace", r, ns, name)) return *f;
-  auto& objs = objects_[r.plural];
+  if (auto f = injected("replace", kind, ns, name)) return *f;
+  auto& objs = objects_[plural(kind)];
   auto it = objs.find(key(ns, name));
-  if (it == objs.end()) return status_response(404, "NotFound", r.plural + " \"" + name + "\" not found");
+  if (it == objs.end()) return status_response(404, "NotFound", plural(kind) + " \"" + name + "\" not found");
   const std::string want = in["metadata"].value("resourceVersion", std::string());
   if (!want.empty() && want != it->second["metadata"].value("resourceVersion", std::string()))
     return status_response(409, "Conflict",
@@ -219,45 +212,45 @@ Response FakeKube::replace(const Resource& r, const std::string& ns, const std::
     if (!keep_status.is_null()) obj["status"] = keep_status;
     else obj.erase("status");
   }
-  return ok(200, store(r, std::move(obj), "MODIFIED"));
+  return ok(200, store(kind, std::move(obj), "MODIFIED"));
 }
 
-Response FakeKube::merge_patch(const Resource& r, const std::string& ns, const std::string& name, const json& patch,
+Response FakeKube::merge_patch(ResourceKind kind, const std::string& ns, const std::string& name, const json& patch,
                                const std::string&) {
   std::lock_guard<std::mutex> l(mu_);
-  if (auto f = injected("patch", r, ns, name)) return *f;
-  auto& objs = objects_[r.plural];
+  if (auto f = injected("patch", kind, ns, name)) return *f;
+  auto& objs = objects_[plural(kind)];
   auto it = objs.find(key(ns, name));
-  if (it == objs.end()) return status_response(404, "NotFound", r.plural + " \"" + name + "\" not found");
+  if (it == objs.end()) return status_response(404, "NotFound", plural(kind) + " \"" + name + "\" not found");
   json obj = it->second;
   obj.merge_patch(patch);
-  return ok(200, store(r, std::move(obj), "MODIFIED"));
+  return ok(200, store(kind, std::move(obj), "MODIFIED"));
 }
 
-Response FakeKube::remove(const Resource& r, const std::string& ns, const std::string& name, const std::string&,
+Response FakeKube::remove(ResourceKind kind, const std::string& ns, const std::string& name, const std::string&,
                           const std::string& uid) {
   std::lock_guard<std::mutex> l(mu_);
-  if (auto f = injected("delete", r, ns, name)) return *f;
-  auto& objs = objects_[r.plural];
+  if (auto f = injected("delete", kind, ns, name)) return *f;
+  auto& objs = objects_[plural(kind)];
   auto it = objs.find(key(ns, name));
-  if (it == objs.end()) return status_response(404, "NotFound", r.plural + " \"" + name + "\" not found");
+  if (it == objs.end()) return status_response(404, "NotFound", plural(kind) + " \"" + name + "\" not found");
   if (!uid.empty() && it->second["metadata"].value("uid", std::string()) != uid)
     return status_response(409, "Conflict", "Precondition failed: UID in precondition: " + uid);
   json gone = it->second;
   objs.erase(it);
   gone["metadata"]["resourceVersion"] = std::to_string(++rv_);
-  events_.push_back(Event{rv_, r.plural, "DELETED", gone});
+  events_.push_back(Event{rv_, plural(kind), "DELETED", gone});
   cv_.notify_all();
   return ok(200, {{"kind", "Status"}, {"status", "Success"}});
 }
 
-WatchEnd FakeKube::watch(const Resource& r, const std::string& ns, const ListOptions& o, int timeout_s,
+WatchEnd FakeKube::watch(ResourceKind kind, const std::string& ns, const ListOptions& o, int timeout_s,
                          const std::function<void(const json&)>& on_event, const std::function<bool()>& should_stop) {
   int64_t cursor = 0;
   uint64_t closes = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (auto f = injected("watch", r, ns, "")) return f->status == 410 ? WatchEnd::Gone : WatchEnd::Error;
+    if (auto f = injected("watch", kind, ns, "")) return f->status == 410 ? WatchEnd::Gone : WatchEnd::Error;
     cursor = o.resource_version.empty() ? rv_ : std::stoll(o.resource_version);
     closes = closes_;
   }
@@ -271,7 +264,7 @@ WatchEnd FakeKube::watch(const Resource& r, const std::string& ns, const ListOpt
       if (cursor < compacted_) return WatchEnd::Gone;
       if (!paused_) {
         for (const auto& e : events_) {
-          if (e.rv <= cursor || e.plural != r.plural) continue;
+          if (e.rv <= cursor || e.plural != plural(kind)) continue;
           cursor = e.rv;
           if (!ns.empty() && ns_of(e.object) != ns) continue;
           if (!matches_selector(e.object, o.label_selector)) continue;

@@ -21,30 +21,29 @@ namespace ppu::op::testing {
 
 class FakeKube : public KubeApi {
  public:
-  Response get(const Resource& r, const std::string& ns, const std::string& name) override;
-  Response list_all(const Resource& r, const std::string& ns, const ListOptions& o = {}) override;
-  Response create(const Resource& r, const std::string& ns, const json& obj) override;
-  Response replace(const Resource& r, const std::string& ns, const std::string& name, const json& obj,
+  Response get(ResourceKind kind, const std::string& ns, const std::string& name) override;
+  Response list_all(ResourceKind kind, const std::string& ns, const ListOptions& o = {}) override;
+  Response create(ResourceKind kind, const std::string& ns, const json& obj) override;
+  Response replace(ResourceKind kind, const std::string& ns, const std::string& name, const json& obj,
                    const std::string& subresource = "") override;
-  Response merge_patch(const Resource& r, const std::string& ns, const std::string& name, const json& patch,
+  Response merge_patch(ResourceKind kind, const std::string& ns, const std::string& name, const json& patch,
                        const std::string& subresource = "") override;
-  Response remove(const Resource& r, const std::string& ns, const std::string& name,
+  Response remove(ResourceKind kind, const std::string& ns, const std::string& name,
                   const std::string& propagation = "Background", const std::string& uid = "") override;
-  WatchEnd watch(const Resource& r, const std::string& ns, const ListOptions& o, int timeout_s,
+  WatchEnd watch(ResourceKind kind, const std::string& ns, const ListOptions& o, int timeout_s,
                  const std::function<void(const json&)>& on_event, const std::function<bool()>& should_stop) override;
 
   // The next `times` calls of `verb` (get, list, create, replace, patch, delete, watch) on
-  // `plural` answer `status` (0 = no response) without touching the store; times < 0: until
+  // `kind` answer `status` (0 = no response) without touching the store; times < 0: until
   // clear_failures().
-  void fail(const std::string& verb, const std::string& plural, long status, int times = 1,
-            const std::string& reason = "");
+  void fail(const std::string& verb, ResourceKind kind, long status, int times = 1, const std::string& reason = "");
   void clear_failures();
 
   // Writes obj as the server would after any change (resourceVersion bumped, uid kept or set),
   // with a watch event; returns the stored object.
-  json put(const Resource& r, json obj);
-  std::optional<json> peek(const Resource& r, const std::string& ns, const std::string& name) const;
-  std::vector<json> objects(const Resource& r, const std::string& ns = "") const;
+  json put(ResourceKind kind, json obj);
+  std::optional<json> peek(ResourceKind kind, const std::string& ns, const std::string& name) const;
+  std::vector<json> objects(ResourceKind kind, const std::string& ns = "") const;
   // Drops the event history: watches from an older resourceVersion end with 410 Gone.
   void compact();
   // While paused, watches deliver nothing (as if the connection hung); events queue up.
@@ -62,9 +61,9 @@ class FakeKube : public KubeApi {
     std::string plural, type;
     json object;
   };
-  std::optional<Response> injected(const std::string& verb, const Resource& r, const std::string& ns,
+  std::optional<Response> injected(const std::string& verb, ResourceKind kind, const std::string& ns,
                                    const std::string& name);
-  json store(const Resource& r, json obj, const std::string& type);  // mu_ held
+  json store(ResourceKind kind, json obj, const std::string& type);  // mu_ held
   static std::string key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
   mutable std::mutex mu_;
@@ -76,7 +75,9 @@ class FakeKube : public KubeApi {
   std::map<std::string, std::map<std::string, json>> objects_;  // plural -> ns/name -> object
   std::deque<Event> events_;
   struct Failure {
-    std::string verb, plural, reason;
+    std::string verb;
+    ResourceKind kind;
+    std::string reason;
     long status;
     int times;
   };

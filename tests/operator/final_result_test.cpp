@@ -15,11 +15,13 @@
 namespace ppu::op {
 namespace {
 
+using testing::condition_of;
 using testing::gang;
+using testing::kNow;
 using testing::make_job;
+using testing::new_status;
+using testing::observed;
 using testing::with_exit;
-
-constexpr int64_t kNow = 1'800'000'000;
 
 RunResult result(int rank, const std::string& checksum = "7905be7a33aa0be4") {
   RunResult r;
@@ -40,30 +42,13 @@ Observed finished_gang(const std::vector<std::string>& messages) {
                       {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow - 120)}});
   auto pods = gang(job, static_cast<int>(messages.size()), "Running");
   for (size_t r = 0; r < pods.size(); ++r) pods[r] = with_exit(pods[r], 0, messages[r]);
-  Observed in;
-  in.job = job;
-  in.pods = pods;
-  in.now = kNow;
-  JobSpec s = parse_job(job);
-  in.service = build_service(s);
-  in.config_map = build_config_map(s);
-  in.network_policy = build_network_policy(s, in.options.metrics_namespaces);
+  Observed in = observed(job, pods);
   in.progress = ScrapedProgress{15, 9.082, 15};
   return in;
 }
 
-json status_of(const Decision& d) {
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::UpdateStatus) return a.body.at("status");
-  return json();
-}
-
-const json* condition_of(const json& status, const std::string& type) {
-  if (!status.contains("conditions")) return nullptr;
-  for (const auto& c : status.at("conditions"))
-    if (c["type"] == type) return &c;
-  return nullptr;
-}
+// The status the decision writes; null if none.
+json status_of(const Decision& d) { return new_status(d).value_or(json()); }
 
 TEST(RunResult, RoundTripsCompactAndRejectsAnythingElse) {
   const RunResult r = result(0);
@@ -106,11 +91,11 @@ TEST(FinalStatus, ComesFromTheRanksResultsNotTheLastScrape) {
   EXPECT_EQ(st["result"]["durationSeconds"], "62.2");  // the longest rank
   EXPECT_EQ(st["result"]["parameterChecksum"], "7905be7a33aa0be4");
   EXPECT_EQ(st["result"]["ranksReported"], 2);
-  const json* reported = condition_of(st, "ResultReported");
-  ASSERT_NE(reported, nullptr);
+  const auto reported = condition_of(st, "ResultReported");
+  ASSERT_TRUE(reported);
   EXPECT_EQ((*reported)["status"], "True");
-  const json* done = condition_of(st, "Succeeded");
-  ASSERT_NE(done, nullptr);
+  const auto done = condition_of(st, "Succeeded");
+  ASSERT_TRUE(done);
   EXPECT_NE((*done)["message"].get<std::string>().find("eval perplexity 8.754"), std::string::npos);
 
   // A later pass, with the stale scrape still in the controller's memory, changes nothing.
@@ -132,8 +117,8 @@ TEST(FinalStatus, DisagreeingChecksumsAreNotACleanSuccess) {
   EXPECT_FALSE(st.contains("outerRound"));
   EXPECT_FALSE(st.contains("perplexity"));
   bool warned = false;
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Event && a.event_type == "Warning" && a.reason == "RanksDisagree") warned = true;
+  for (const auto& e : testing::actions_of<RecordEvent>(d))
+    if (e.type == "Warning" && e.reason == "RanksDisagree") warned = true;
   EXPECT_TRUE(warned);
 }
 
@@ -147,8 +132,8 @@ TEST(FinalStatus, AMissingResultSucceedsWithoutAnyFiguresAndSaysSo) {
   EXPECT_FALSE(st.contains("perplexity"));
   EXPECT_FALSE(st.contains("lastCheckpointRound"));
   EXPECT_FALSE(st.contains("result"));
-  const json* reported = condition_of(st, "ResultReported");
-  ASSERT_NE(reported, nullptr);
+  const auto reported = condition_of(st, "ResultReported");
+  ASSERT_TRUE(reported);
   EXPECT_EQ((*reported)["status"], "False");
   EXPECT_EQ((*reported)["reason"], "ResultMissing");
   EXPECT_NE((*reported)["message"].get<std::string>().find("rank(s) 1, 2"), std::string::npos);

@@ -64,12 +64,12 @@ class OperatorIT : public ::testing::Test {
   }
 
   json create_job(const json& manifest) {
-    Response r = client_->create(resources::ppujobs, "default", manifest);
+    Response r = client_->create(ResourceKind::PPUJob, "default", manifest);
     EXPECT_TRUE(r.ok()) << r.describe();
     return r.body;
   }
 
-  json job(const std::string& name) { return client_->get(resources::ppujobs, "default", name).body; }
+  json job(const std::string& name) { return client_->get(ResourceKind::PPUJob, "default", name).body; }
   std::string phase(const std::string& name) {
     json j = job(name);
     return j.contains("status") ? j["status"].value("phase", std::string()) : std::string();
@@ -82,14 +82,14 @@ class OperatorIT : public ::testing::Test {
   std::vector<json> pods(const std::string& job_name) {
     ListOptions o;
     o.label_selector = std::string(kJobLabel) + "=" + job_name;
-    Response r = client_->list(resources::pods, "default", o);
+    Response r = client_->list(ResourceKind::Pod, "default", o);
     std::vector<json> out;
     for (auto& p : r.body["items"])
       if (!p["metadata"].contains("deletionTimestamp")) out.push_back(p);
     return out;
   }
   std::vector<json> all_pods() {
-    return client_->list(resources::pods, "default").body["items"].get<std::vector<json>>();
+    return client_->list(ResourceKind::Pod, "default").body["items"].get<std::vector<json>>();
   }
 
   bool wait_pods(const std::string& job_name, size_t n) {
@@ -113,7 +113,7 @@ class OperatorIT : public ::testing::Test {
             {"image", "ppu:test"},
             {"imageID", ""},
             {"state", {{"terminated", {{"exitCode", exit_code}, {"message", message}, {"reason", "Error"}}}}}}});
-    Response r = client_->merge_patch(resources::pods, "default", pod, {{"status", status}}, "status");
+    Response r = client_->merge_patch(ResourceKind::Pod, "default", pod, {{"status", status}}, "status");
     ASSERT_TRUE(r.ok()) << pod << ": " << r.describe();
   }
   void set_all(const std::string& job_name, const std::string& phase, int exit_code = -1) {
@@ -144,7 +144,7 @@ class OperatorIT : public ::testing::Test {
   // API server validates that template as a pod), ends it with `exit_code` and termination message
   // `message`, then writes the Job's terminal status, as kube-controller-manager would.
   void finish_export(const std::string& job_name, int exit_code, const std::string& message) {
-    Response x = client_->get(resources::jobs, "default", job_name);
+    Response x = client_->get(ResourceKind::Job, "default", job_name);
     ASSERT_TRUE(x.ok()) << x.describe();
     const json& tmpl = x.body["spec"]["template"];
     const std::string pod_name = job_name + "-" + std::to_string(++export_pods_);
@@ -161,7 +161,7 @@ class OperatorIT : public ::testing::Test {
                                                     {"controller", true},
                                                     {"blockOwnerDeletion", true}}})}}},
                 {"spec", tmpl["spec"]}};
-    Response created = client_->create(resources::pods, "default", pod);
+    Response created = client_->create(ResourceKind::Pod, "default", pod);
     ASSERT_TRUE(created.ok()) << "the export Job's pod template is not a valid pod: " << created.describe();
     set_pod_status(pod_name, "Running");
     set_pod_status(pod_name, exit_code == 0 ? "Succeeded" : "Failed", exit_code, message, "", "ppu-export");
@@ -184,7 +184,7 @@ class OperatorIT : public ::testing::Test {
       status["conditions"] =
           json::array({cond("FailureTarget", "PodFailurePolicy", why), cond("Failed", "PodFailurePolicy", why)});
     }
-    Response r = client_->merge_patch(resources::jobs, "default", job_name, {{"status", status}}, "status");
+    Response r = client_->merge_patch(ResourceKind::Job, "default", job_name, {{"status", status}}, "status");
     ASSERT_TRUE(r.ok()) << r.describe();
   }
 
@@ -196,7 +196,7 @@ class OperatorIT : public ::testing::Test {
   }
 
   bool has_event(const std::string& reason) {
-    Response r = client_->list(resources::events, "default");
+    Response r = client_->list(ResourceKind::Event, "default");
     for (const auto& e : r.body["items"])
       if (e.value("reason", "") == reason) return true;
     return false;
@@ -240,12 +240,12 @@ TEST_F(OperatorIT, CreateMakesServiceConfigMapAndRankPodsWithRendezvousEnv) {
   }
   EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2", "3"}));
 
-  Response svc = client_->get(resources::services, "default", "demo");
+  Response svc = client_->get(ResourceKind::Service, "default", "demo");
   ASSERT_TRUE(svc.ok()) << svc.describe();
   EXPECT_EQ(svc.body["spec"]["clusterIP"], "None");
   EXPECT_EQ(svc.body["spec"]["publishNotReadyAddresses"], true);
   EXPECT_EQ(svc.body["metadata"]["ownerReferences"][0]["uid"], uid);
-  Response cm = client_->get(resources::configmaps, "default", "demo-config");
+  Response cm = client_->get(ResourceKind::ConfigMap, "default", "demo-config");
   ASSERT_TRUE(cm.ok()) << cm.describe();
   const std::string cfg = cm.body["data"]["config.yaml"];
   EXPECT_NE(cfg.find("preset: tiny"), std::string::npos) << cfg;
@@ -346,7 +346,7 @@ TEST_F(OperatorIT, PodDeletedByHandRestartsTheGang) {
   ASSERT_TRUE(wait_pods("h", 2));
   set_all("h", "Running");
   ASSERT_TRUE(eventually([&] { return phase("h") == "Running"; }));
-  ASSERT_TRUE(client_->remove(resources::pods, "default", "h-rank-1").ok());
+  ASSERT_TRUE(client_->remove(ResourceKind::Pod, "default", "h-rank-1").ok());
   EXPECT_TRUE(eventually([&] { return restarts("h") == 1; })) << job("h").dump();
   EXPECT_TRUE(wait_pods("h", 2));
 }
@@ -401,11 +401,13 @@ TEST_F(OperatorIT, SuspendDeletesPodsAndResumeRecreatesThem) {
   create_job(job_manifest("s", 2));
   ASSERT_TRUE(wait_pods("s", 2));
   ASSERT_TRUE(
-      client_->merge_patch(resources::ppujobs, "default", "s", {{"spec", {{"runPolicy", {{"suspend", true}}}}}}).ok());
+      client_->merge_patch(ResourceKind::PPUJob, "default", "s", {{"spec", {{"runPolicy", {{"suspend", true}}}}}})
+          .ok());
   ASSERT_TRUE(eventually([&] { return phase("s") == "Suspended"; })) << job("s").dump();
   EXPECT_TRUE(wait_pods("s", 0));
   ASSERT_TRUE(
-      client_->merge_patch(resources::ppujobs, "default", "s", {{"spec", {{"runPolicy", {{"suspend", false}}}}}}).ok());
+      client_->merge_patch(ResourceKind::PPUJob, "default", "s", {{"spec", {{"runPolicy", {{"suspend", false}}}}}})
+          .ok());
   EXPECT_TRUE(wait_pods("s", 2));
   EXPECT_TRUE(eventually([&] { return phase("s") == "Pending"; })) << job("s").dump();
   EXPECT_EQ(restarts("s"), 0);
@@ -423,7 +425,7 @@ TEST_F(OperatorIT, AllRanksSucceededCompletesAndTtlDeletesTheJob) {
   ASSERT_TRUE(eventually([&] { return phase("ok") == "Succeeded"; })) << job("ok").dump();
   EXPECT_TRUE(job("ok")["status"].contains("completionTime"));
   EXPECT_EQ(pods("ok").size(), 2u) << "cleanPodPolicy Running keeps finished pods";
-  EXPECT_TRUE(eventually([&] { return client_->get(resources::ppujobs, "default", "ok").status == 404; }))
+  EXPECT_TRUE(eventually([&] { return client_->get(ResourceKind::PPUJob, "default", "ok").status == 404; }))
       << "ttlSecondsAfterFinished";
 }
 
@@ -470,12 +472,12 @@ TEST_F(OperatorIT, SucceededJobIsExportedByOneJobAndTheModelIsRecorded) {
   const std::string uid = create_job(m)["metadata"]["uid"];
   ASSERT_TRUE(wait_pods("exp", 2));
   set_all("exp", "Running");
-  EXPECT_EQ(client_->get(resources::jobs, "default", "exp-export").status, 404) << "no export before success";
+  EXPECT_EQ(client_->get(ResourceKind::Job, "default", "exp-export").status, 404) << "no export before success";
   succeed_all("exp", 20);
   ASSERT_TRUE(eventually([&] { return phase("exp") == "Succeeded"; })) << job("exp").dump();
-  ASSERT_TRUE(eventually([&] { return client_->get(resources::jobs, "default", "exp-export").ok(); }));
+  ASSERT_TRUE(eventually([&] { return client_->get(ResourceKind::Job, "default", "exp-export").ok(); }));
 
-  const json x = client_->get(resources::jobs, "default", "exp-export").body;
+  const json x = client_->get(ResourceKind::Job, "default", "exp-export").body;
   EXPECT_EQ(x["metadata"]["ownerReferences"][0]["kind"], "PPUJob");
   EXPECT_EQ(x["metadata"]["ownerReferences"][0]["uid"], uid);
   EXPECT_EQ(x["metadata"]["ownerReferences"][0]["controller"], true);
@@ -493,7 +495,7 @@ TEST_F(OperatorIT, SucceededJobIsExportedByOneJobAndTheModelIsRecorded) {
   EXPECT_EQ(c["volumeMounts"][0]["mountPath"], "/checkpoints");
   EXPECT_EQ(tmpl["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], "exp-ckpt");
   EXPECT_EQ(tmpl["spec"]["securityContext"]["runAsNonRoot"], true);
-  Response np = client_->get(resources::networkpolicies, "default", "exp.export");
+  Response np = client_->get(ResourceKind::NetworkPolicy, "default", "exp.export");
   ASSERT_TRUE(np.ok()) << np.describe();
   EXPECT_EQ(np.body["spec"]["podSelector"]["matchLabels"], (json{{"ppu.dev/export", "exp"}}));
   EXPECT_FALSE(np.body["spec"].contains("ingress")) << np.body.dump();
@@ -519,7 +521,7 @@ TEST_F(OperatorIT, SucceededJobIsExportedByOneJobAndTheModelIsRecorded) {
   EXPECT_TRUE(eventually([&] { return has_event("ExportStarted") && has_event("ModelExported"); }));
   ListOptions o;
   o.label_selector = "ppu.dev/job=exp";
-  EXPECT_EQ(client_->list(resources::jobs, "default", o).body["items"].size(), 1u) << "exactly one export Job";
+  EXPECT_EQ(client_->list(ResourceKind::Job, "default", o).body["items"].size(), 1u) << "exactly one export Job";
 }
 
 TEST_F(OperatorIT, FailedExportIsAReasonOnTheSucceededJobAndDeletingItsJobRetries) {
@@ -531,8 +533,8 @@ TEST_F(OperatorIT, FailedExportIsAReasonOnTheSucceededJobAndDeletingItsJobRetrie
   ASSERT_TRUE(wait_pods("xf", 2));
   set_all("xf", "Running");
   succeed_all("xf", 5);
-  ASSERT_TRUE(eventually([&] { return client_->get(resources::jobs, "default", "xf-export").ok(); }));
-  const std::string first_uid = client_->get(resources::jobs, "default", "xf-export").body["metadata"]["uid"];
+  ASSERT_TRUE(eventually([&] { return client_->get(ResourceKind::Job, "default", "xf-export").ok(); }));
+  const std::string first_uid = client_->get(ResourceKind::Job, "default", "xf-export").body["metadata"]["uid"];
   finish_export("xf-export", 4, "no valid checkpoint in /checkpoints: round-000005: global.pt fails its checksum");
   ASSERT_TRUE(eventually([&] { return exported_condition("xf").value("reason", "") == "ExportFailed"; }))
       << job("xf").dump();
@@ -550,9 +552,9 @@ TEST_F(OperatorIT, FailedExportIsAReasonOnTheSucceededJobAndDeletingItsJobRetrie
   EXPECT_NE(out.find("ExportFailed"), std::string::npos) << out;
 
   // Deleting the failed Job asks for another attempt: a new Job, and the condition runs again.
-  ASSERT_TRUE(client_->remove(resources::jobs, "default", "xf-export").ok());
+  ASSERT_TRUE(client_->remove(ResourceKind::Job, "default", "xf-export").ok());
   ASSERT_TRUE(eventually([&] {
-    Response x = client_->get(resources::jobs, "default", "xf-export");
+    Response x = client_->get(ResourceKind::Job, "default", "xf-export");
     return x.ok() && x.body["metadata"]["uid"] != first_uid;
   }));
   EXPECT_TRUE(eventually([&] { return exported_condition("xf").value("reason", "") == "ExportRunning"; }))
@@ -668,7 +670,7 @@ TEST_F(OperatorIT, WatchDroppedOrApiserverRestartedRecovers) {
   // pod informer's resourceVersion is too old: the server answers 410 Gone and we must relist.
   auto relists_before = controller_->pod_informer().relists();
   json other = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "unrelated"}}}};
-  ASSERT_TRUE(client_->create(resources::configmaps, "default", other).ok());
+  ASSERT_TRUE(client_->create(ResourceKind::ConfigMap, "default", other).ok());
   env_->restart_apiserver();
   create_job(job_manifest("w2", 2));
   EXPECT_TRUE(wait_pods("w2", 2)) << "a job created after the restart is reconciled";
@@ -726,7 +728,7 @@ TEST_F(OperatorIT, LeaderElectionAllowsOneHolderAndHandsOver) {
   EXPECT_TRUE(a.try_acquire_or_renew()) << "renewal";
   a.release();
   EXPECT_TRUE(eventually([&] { return b.try_acquire_or_renew(); }, 10)) << "released lease taken over";
-  Response lease = client_->get(resources::leases, "default", "ppu-operator-leader");
+  Response lease = client_->get(ResourceKind::Lease, "default", "ppu-operator-leader");
   EXPECT_EQ(lease.body["spec"]["holderIdentity"], "b");
   EXPECT_GE(lease.body["spec"]["leaseTransitions"].get<int>(), 1);
 }
@@ -755,10 +757,10 @@ TEST_F(OperatorIT, BinaryServesHealthAndMetricsAndRejectsBadFlags) {
   })) << text;
   EXPECT_NE(text.find("ppu_operator_reconcile_duration_seconds_bucket"), std::string::npos);
   EXPECT_NE(text.find("ppu_operator_workqueue_depth"), std::string::npos);
-  EXPECT_TRUE(client_->get(resources::leases, "default", "ppu-operator-leader").ok());
+  EXPECT_TRUE(client_->get(ResourceKind::Lease, "default", "ppu-operator-leader").ok());
   EXPECT_EQ(op.terminate(), 0);
   // On shutdown the lease is released for a standby.
-  EXPECT_EQ(client_->get(resources::leases, "default", "ppu-operator-leader").body["spec"]["holderIdentity"], "");
+  EXPECT_EQ(client_->get(ResourceKind::Lease, "default", "ppu-operator-leader").body["spec"]["holderIdentity"], "");
 }
 
 TEST_F(OperatorIT, KubeClientCrudApplyConflictsAndWatch) {
@@ -766,31 +768,31 @@ TEST_F(OperatorIT, KubeClientCrudApplyConflictsAndWatch) {
              {"kind", "ConfigMap"},
              {"metadata", {{"name", "c1"}, {"namespace", "default"}, {"labels", {{"ppu.dev/job", "x"}}}}},
              {"data", {{"a", "1"}}}};
-  ASSERT_TRUE(client_->create(resources::configmaps, "default", cm).ok());
-  EXPECT_EQ(client_->create(resources::configmaps, "default", cm).status, 409) << "AlreadyExists";
+  ASSERT_TRUE(client_->create(ResourceKind::ConfigMap, "default", cm).ok());
+  EXPECT_EQ(client_->create(ResourceKind::ConfigMap, "default", cm).status, 409) << "AlreadyExists";
   // Server-side apply owns field b for manager "test".
   json applied = cm;
   applied["data"] = {{"b", "2"}};
-  Response ap = client_->apply(resources::configmaps, "default", "c1", applied, "test");
+  Response ap = client_->apply(ResourceKind::ConfigMap, "default", "c1", applied, "test");
   ASSERT_TRUE(ap.ok()) << ap.describe();
   EXPECT_EQ(ap.body["data"]["b"], "2");
-  ASSERT_TRUE(client_->merge_patch(resources::configmaps, "default", "c1", {{"data", {{"c", "3"}}}}).ok());
+  ASSERT_TRUE(client_->merge_patch(ResourceKind::ConfigMap, "default", "c1", {{"data", {{"c", "3"}}}}).ok());
   // A stale resourceVersion is refused with 409; update_with_retry re-reads and succeeds.
-  json stale = client_->get(resources::configmaps, "default", "c1").body;
-  ASSERT_TRUE(client_->merge_patch(resources::configmaps, "default", "c1", {{"data", {{"d", "4"}}}}).ok());
+  json stale = client_->get(ResourceKind::ConfigMap, "default", "c1").body;
+  ASSERT_TRUE(client_->merge_patch(ResourceKind::ConfigMap, "default", "c1", {{"data", {{"d", "4"}}}}).ok());
   stale["data"]["e"] = "5";
-  EXPECT_EQ(client_->replace(resources::configmaps, "default", "c1", stale).status, 409);
-  Response up = client_->update_with_retry(resources::configmaps, "default", "c1", [](json& o) {
+  EXPECT_EQ(client_->replace(ResourceKind::ConfigMap, "default", "c1", stale).status, 409);
+  Response up = client_->update_with_retry(ResourceKind::ConfigMap, "default", "c1", [](json& o) {
     o["data"]["e"] = "5";
     return true;
   });
   ASSERT_TRUE(up.ok()) << up.describe();
-  json now = client_->get(resources::configmaps, "default", "c1").body;
+  json now = client_->get(ResourceKind::ConfigMap, "default", "c1").body;
   EXPECT_EQ(now["data"], json({{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}, {"e", "5"}}));
 
   // An informer sees adds, updates and deletes through its watch.
   std::atomic<int> added{0}, deleted{0};
-  Informer inf(*client_, resources::configmaps, "default", "ppu.dev/job", [&](const json&, Informer::Change c) {
+  Informer inf(*client_, ResourceKind::ConfigMap, "default", "ppu.dev/job", [&](const json&, Informer::Change c) {
     if (c == Informer::Change::Added) added++;
     if (c == Informer::Change::Deleted) deleted++;
   });
@@ -798,24 +800,24 @@ TEST_F(OperatorIT, KubeClientCrudApplyConflictsAndWatch) {
   ASSERT_TRUE(eventually([&] { return inf.synced() && inf.get("default", "c1").has_value(); }));
   EXPECT_FALSE(inf.get("default", "c1")->at("metadata").contains("managedFields"));
   cm["metadata"]["name"] = "c2";
-  ASSERT_TRUE(client_->create(resources::configmaps, "default", cm).ok());
+  ASSERT_TRUE(client_->create(ResourceKind::ConfigMap, "default", cm).ok());
   EXPECT_TRUE(eventually([&] { return inf.by_job("default", "x").size() == 2; }));
   // A uid precondition protects a newer object of the same name.
-  EXPECT_EQ(client_->remove(resources::configmaps, "default", "c2", "Background", "not-its-uid").status, 409);
-  EXPECT_TRUE(client_->get(resources::configmaps, "default", "c2").ok());
+  EXPECT_EQ(client_->remove(ResourceKind::ConfigMap, "default", "c2", "Background", "not-its-uid").status, 409);
+  EXPECT_TRUE(client_->get(ResourceKind::ConfigMap, "default", "c2").ok());
   // Foreground propagation is honoured: with no garbage collector running here, the object
   // waits with the foregroundDeletion finalizer until we remove it.
-  ASSERT_TRUE(client_->remove(resources::configmaps, "default", "c1", "Foreground").ok());
-  json doomed = client_->get(resources::configmaps, "default", "c1").body;
+  ASSERT_TRUE(client_->remove(ResourceKind::ConfigMap, "default", "c1", "Foreground").ok());
+  json doomed = client_->get(ResourceKind::ConfigMap, "default", "c1").body;
   EXPECT_EQ(doomed["metadata"]["finalizers"], json::array({"foregroundDeletion"})) << doomed.dump();
   EXPECT_TRUE(eventually([&] {
     auto c = inf.get("default", "c1");
     return c && c->at("metadata").contains("deletionTimestamp");
   }));
   ASSERT_TRUE(
-      client_->merge_patch(resources::configmaps, "default", "c1", {{"metadata", {{"finalizers", nullptr}}}}).ok());
+      client_->merge_patch(ResourceKind::ConfigMap, "default", "c1", {{"metadata", {{"finalizers", nullptr}}}}).ok());
   EXPECT_TRUE(eventually([&] { return deleted.load() == 1 && !inf.get("default", "c1"); }));
-  EXPECT_EQ(client_->remove(resources::configmaps, "default", "c1").status, 404);
+  EXPECT_EQ(client_->remove(ResourceKind::ConfigMap, "default", "c1").status, 404);
   inf.stop();
   EXPECT_EQ(added.load(), 2);
 }
@@ -886,7 +888,7 @@ TEST_F(OperatorIT, RbacManifestGrantsEverythingTheOperatorUses) {
       << token << "\"}\ncontexts:\n- name: sa\n  context: {cluster: c, user: sa}\n";
   // The service account itself may not create PPUJobs.
   KubeClient sa(load_kubeconfig(kc_path));
-  EXPECT_EQ(sa.create(resources::ppujobs, "default", job_manifest("nope", 2)).status, 403);
+  EXPECT_EQ(sa.create(ResourceKind::PPUJob, "default", job_manifest("nope", 2)).status, 403);
 
   std::string log = env_->dir() + "/operator-sa.log";
   testing::Process op =
@@ -899,7 +901,7 @@ TEST_F(OperatorIT, RbacManifestGrantsEverythingTheOperatorUses) {
   set_pod_status("rb-rank-1", "Failed", 1, "crash");
   EXPECT_TRUE(eventually([&] { return restarts("rb") == 1; })) << job("rb").dump();
   EXPECT_TRUE(eventually([&] { return has_event("GangRestart"); }));
-  EXPECT_TRUE(client_->get(resources::leases, "ppu-system", "ppu-operator-leader").ok());
+  EXPECT_TRUE(client_->get(ResourceKind::Lease, "ppu-system", "ppu-operator-leader").ok());
   EXPECT_EQ(op.terminate(), 0);
   int rc = 0;
   std::string logged = testing::run_capture("cat " + log, rc);

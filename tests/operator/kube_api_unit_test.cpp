@@ -34,22 +34,20 @@ bool eventually(Pred pred, double seconds = 20) {
 }
 
 Action status_update(const json& job) {
-  json body = job;
-  body["status"] = {{"phase", "Pending"}};
-  return Action{ActionKind::UpdateStatus, "ppujobs", job["metadata"]["name"], body, "", "", ""};
+  PPUJobStatus st;
+  st.phase = JobPhase::Pending;
+  return UpdateStatus{job["metadata"]["name"], st};
 }
 
 Action create_pod(const json& job, int rank) {
   json pod = make_pod(job, rank, "Pending");
   pod.erase("status");
   pod["metadata"].erase("uid");
-  return Action{ActionKind::Create, "pods", pod["metadata"]["name"], pod, "", "", ""};
+  return CreateObject{ResourceKind::Pod, pod["metadata"]["name"], pod};
 }
 
 Action delete_pod(const std::string& name, const std::string& uid) {
-  json body = json::object();
-  if (!uid.empty()) body["uid"] = uid;
-  return Action{ActionKind::Delete, "pods", name, body, "", "", ""};
+  return DeleteObject{ResourceKind::Pod, name, uid};
 }
 
 // A job stored in the fake, as the informer would hand it to reconcile.
@@ -57,7 +55,7 @@ json stored_job(FakeKube& kube, const std::string& name = "demo") {
   json job = make_job(name, 2);
   job["metadata"].erase("uid");
   job["metadata"].erase("resourceVersion");
-  return kube.put(resources::ppujobs, job);
+  return kube.put(ResourceKind::PPUJob, job);
 }
 
 // ---- Executor ----
@@ -70,8 +68,8 @@ TEST(Executor, CreatesInOrderAndCountsOnlyNewObjects) {
   ExecResult r = Executor(kube).execute(job, d);
   EXPECT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.created, 2);
-  EXPECT_EQ(kube.objects(resources::pods, "ns1").size(), 2u);
-  auto stored = kube.peek(resources::ppujobs, "ns1", "demo");
+  EXPECT_EQ(kube.objects(ResourceKind::Pod, "ns1").size(), 2u);
+  auto stored = kube.peek(ResourceKind::PPUJob, "ns1", "demo");
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ((*stored)["status"]["phase"], "Pending");
   const auto calls = kube.calls();
@@ -99,26 +97,26 @@ TEST(Executor, StaleStatusConflictSkipsTheRestOfThePass) {
   json job = stored_job(kube);
   json newer = job;
   newer["spec"]["replicas"] = 3;
-  kube.put(resources::ppujobs, newer);  // the job moved on: our resourceVersion is stale
+  kube.put(ResourceKind::PPUJob, newer);  // the job moved on: our resourceVersion is stale
   Decision d;
   d.actions = {status_update(job), create_pod(job, 0)};
   ExecResult r = Executor(kube).execute(job, d);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(r.conflict);
   EXPECT_EQ(r.created, 0);
-  EXPECT_TRUE(kube.objects(resources::pods).empty()) << "nothing after a conflicting status update runs";
+  EXPECT_TRUE(kube.objects(ResourceKind::Pod).empty()) << "nothing after a conflicting status update runs";
 }
 
 TEST(Executor, StatusUpdateOfADeletedJobEndsThePassQuietly) {
   FakeKube kube;
   json job = stored_job(kube);
-  ASSERT_TRUE(kube.remove(resources::ppujobs, "ns1", "demo").ok());
+  ASSERT_TRUE(kube.remove(ResourceKind::PPUJob, "ns1", "demo").ok());
   Decision d;
   d.actions = {status_update(job), create_pod(job, 0)};
   ExecResult r = Executor(kube).execute(job, d);
   EXPECT_TRUE(r.ok) << r.error;
   EXPECT_FALSE(r.conflict);
-  EXPECT_TRUE(kube.objects(resources::pods).empty()) << "no pods for a job that is gone";
+  EXPECT_TRUE(kube.objects(ResourceKind::Pod).empty()) << "no pods for a job that is gone";
 }
 
 TEST(Executor, DeleteOfAMissingPodOrAnotherIncarnationIsSuccess) {
@@ -127,7 +125,7 @@ TEST(Executor, DeleteOfAMissingPodOrAnotherIncarnationIsSuccess) {
   Decision make;
   make.actions = {create_pod(job, 0), create_pod(job, 1)};
   ASSERT_TRUE(Executor(kube).execute(job, make).ok);
-  auto rank1 = kube.peek(resources::pods, "ns1", "demo-rank-1");
+  auto rank1 = kube.peek(ResourceKind::Pod, "ns1", "demo-rank-1");
   ASSERT_TRUE(rank1.has_value());
   const std::string uid1 = (*rank1)["metadata"]["uid"];
 
@@ -138,14 +136,14 @@ TEST(Executor, DeleteOfAMissingPodOrAnotherIncarnationIsSuccess) {
   ExecResult r = Executor(kube).execute(job, d);
   EXPECT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.deleted, 1);
-  EXPECT_TRUE(kube.peek(resources::pods, "ns1", "demo-rank-0").has_value()) << "the newer pod must survive";
-  EXPECT_FALSE(kube.peek(resources::pods, "ns1", "demo-rank-1").has_value());
+  EXPECT_TRUE(kube.peek(ResourceKind::Pod, "ns1", "demo-rank-0").has_value()) << "the newer pod must survive";
+  EXPECT_FALSE(kube.peek(ResourceKind::Pod, "ns1", "demo-rank-1").has_value());
 }
 
 TEST(Executor, RefusedCreationIsReportedTransientFailureIsNot) {
   FakeKube kube;
   json job = stored_job(kube);
-  kube.fail("create", "pods", 403, 1, "Forbidden");
+  kube.fail("create", ResourceKind::Pod, 403, 1, "Forbidden");
   Decision d;
   d.actions = {create_pod(job, 0), create_pod(job, 1)};
   ExecResult refused = Executor(kube).execute(job, d);
@@ -153,9 +151,9 @@ TEST(Executor, RefusedCreationIsReportedTransientFailureIsNot) {
   ASSERT_TRUE(refused.refusal.has_value());
   EXPECT_EQ(refused.refusal->code, 403);
   EXPECT_EQ(refused.refusal->name, "demo-rank-0");
-  EXPECT_TRUE(kube.objects(resources::pods).empty()) << "the pass stops at the refused creation";
+  EXPECT_TRUE(kube.objects(ResourceKind::Pod).empty()) << "the pass stops at the refused creation";
 
-  kube.fail("create", "pods", 503, 1, "ServiceUnavailable");
+  kube.fail("create", ResourceKind::Pod, 503, 1, "ServiceUnavailable");
   ExecResult transient = Executor(kube).execute(job, d);
   EXPECT_FALSE(transient.ok);
   EXPECT_FALSE(transient.refusal.has_value()) << "503 is retried, not reported as a refusal";
@@ -168,16 +166,14 @@ TEST(Executor, RefusedCreationIsReportedTransientFailureIsNot) {
 TEST(Executor, DeleteJobOfAMissingJobIsSuccessAndEventsAreBestEffort) {
   FakeKube kube;
   json job = stored_job(kube);
-  kube.fail("create", "events", 500, 1);
+  kube.fail("create", ResourceKind::Event, 500, 1);
   Decision d;
-  d.actions = {Action{ActionKind::Event, "events", "demo", {}, "Normal", "GangCreated", "created"},
-               Action{ActionKind::Event, "events", "demo", {}, "Warning", "GangRestart", "rank 1 failed"},
-               Action{ActionKind::DeleteJob, "ppujobs", "demo", {}, "", "", ""},
-               Action{ActionKind::DeleteJob, "ppujobs", "demo", {}, "", "", ""}};
+  d.actions = {RecordEvent{"Normal", "GangCreated", "created"}, RecordEvent{"Warning", "GangRestart", "rank 1 failed"},
+               DeletePPUJob{"demo"}, DeletePPUJob{"demo"}};
   ExecResult r = Executor(kube).execute(job, d);
   EXPECT_TRUE(r.ok) << r.error;
-  EXPECT_FALSE(kube.peek(resources::ppujobs, "ns1", "demo").has_value());
-  auto events = kube.objects(resources::events, "ns1");
+  EXPECT_FALSE(kube.peek(ResourceKind::PPUJob, "ns1", "demo").has_value());
+  auto events = kube.objects(ResourceKind::Event, "ns1");
   ASSERT_EQ(events.size(), 1u) << "the first event failed (500) and was skipped";
   EXPECT_EQ(events[0]["reason"], "GangRestart");
   EXPECT_EQ(events[0]["type"], "Warning");
@@ -188,15 +184,14 @@ TEST(Executor, DeleteJobOfAMissingJobIsSuccessAndEventsAreBestEffort) {
 TEST(Executor, OtherFailuresStopThePassWithTheActionInTheError) {
   FakeKube kube;
   json job = stored_job(kube);
-  kube.fail("patch", "configmaps", 0);  // no response
+  kube.fail("patch", ResourceKind::ConfigMap, 0);  // no response
   Decision d;
-  d.actions = {Action{ActionKind::Patch, "configmaps", "demo-config", json{{"data", {{"a", "b"}}}}, "", "", ""},
-               create_pod(job, 0)};
+  d.actions = {PatchObject{ResourceKind::ConfigMap, "demo-config", json{{"data", {{"a", "b"}}}}}, create_pod(job, 0)};
   ExecResult r = Executor(kube).execute(job, d);
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(r.conflict);
   EXPECT_NE(r.error.find("Patch configmaps/demo-config"), std::string::npos) << r.error;
-  EXPECT_TRUE(kube.objects(resources::pods).empty());
+  EXPECT_TRUE(kube.objects(ResourceKind::Pod).empty());
 }
 
 // ---- Informer ----
@@ -226,13 +221,13 @@ json labelled_pod(const std::string& name, const std::string& job) {
 
 TEST(Informer, ListFillsTheCacheWithKindAndApiVersionThenWatchKeepsItTrue) {
   FakeKube kube;
-  kube.put(resources::pods, labelled_pod("a", "j1"));
-  kube.put(resources::pods, labelled_pod("b", "j1"));
+  kube.put(ResourceKind::Pod, labelled_pod("a", "j1"));
+  kube.put(ResourceKind::Pod, labelled_pod("b", "j1"));
   json unlabelled = labelled_pod("c", "j1");
   unlabelled["metadata"].erase("labels");
-  kube.put(resources::pods, unlabelled);
+  kube.put(ResourceKind::Pod, unlabelled);
   Recorder rec;
-  Informer inf(kube, resources::pods, "ns1", kJobLabel, rec.handler());
+  Informer inf(kube, ResourceKind::Pod, "ns1", kJobLabel, rec.handler());
   inf.start();
   ASSERT_TRUE(eventually([&] { return inf.synced(); }));
   EXPECT_EQ(inf.list().size(), 2u) << "the selector keeps unlabelled pods out";
@@ -242,8 +237,8 @@ TEST(Informer, ListFillsTheCacheWithKindAndApiVersionThenWatchKeepsItTrue) {
   EXPECT_EQ((*a)["apiVersion"], "v1");
   EXPECT_EQ(inf.by_job("ns1", "j1").size(), 2u);
 
-  kube.put(resources::pods, labelled_pod("d", "j2"));
-  ASSERT_TRUE(kube.remove(resources::pods, "ns1", "a").ok());
+  kube.put(ResourceKind::Pod, labelled_pod("d", "j2"));
+  ASSERT_TRUE(kube.remove(ResourceKind::Pod, "ns1", "a").ok());
   ASSERT_TRUE(eventually([&] { return inf.get("ns1", "d").has_value() && !inf.get("ns1", "a"); }));
   EXPECT_EQ(rec.count("a", Informer::Change::Deleted), 1);
   EXPECT_EQ(inf.by_job("ns1", "j1").size(), 1u);
@@ -254,21 +249,21 @@ TEST(Informer, ListFillsTheCacheWithKindAndApiVersionThenWatchKeepsItTrue) {
 
 TEST(Informer, GoneRelistsAndReportsWhatVanishedMeanwhile) {
   FakeKube kube;
-  kube.put(resources::pods, labelled_pod("a", "j1"));
-  kube.put(resources::pods, labelled_pod("b", "j1"));
+  kube.put(ResourceKind::Pod, labelled_pod("a", "j1"));
+  kube.put(ResourceKind::Pod, labelled_pod("b", "j1"));
   Recorder rec;
-  Informer inf(kube, resources::pods, "ns1", kJobLabel, rec.handler());
+  Informer inf(kube, ResourceKind::Pod, "ns1", kJobLabel, rec.handler());
   inf.start();
   ASSERT_TRUE(eventually([&] { return inf.synced() && inf.list().size() == 2; }));
 
   // The watch hears nothing while b is deleted and c created, and then the history is compacted:
   // resuming from the informer's resourceVersion answers 410 Gone.
   kube.pause_watches(true);
-  ASSERT_TRUE(kube.remove(resources::pods, "ns1", "b").ok());
+  ASSERT_TRUE(kube.remove(ResourceKind::Pod, "ns1", "b").ok());
   json a2 = labelled_pod("a", "j1");
   a2["status"]["phase"] = "Running";
-  kube.put(resources::pods, a2);
-  kube.put(resources::pods, labelled_pod("c", "j1"));
+  kube.put(ResourceKind::Pod, a2);
+  kube.put(ResourceKind::Pod, labelled_pod("c", "j1"));
   kube.compact();
   kube.pause_watches(false);
 
@@ -282,7 +277,7 @@ TEST(Informer, GoneRelistsAndReportsWhatVanishedMeanwhile) {
   EXPECT_EQ((*a)["status"]["phase"], "Running");
 
   // And watching resumes from the relist's resourceVersion.
-  kube.put(resources::pods, labelled_pod("d", "j1"));
+  kube.put(ResourceKind::Pod, labelled_pod("d", "j1"));
   ASSERT_TRUE(eventually([&] { return inf.get("ns1", "d").has_value(); }));
   EXPECT_EQ(inf.relists(), 2u);
   inf.stop();
@@ -290,10 +285,10 @@ TEST(Informer, GoneRelistsAndReportsWhatVanishedMeanwhile) {
 
 TEST(Informer, RetriesAFailedListAndResumesAClosedWatchWithoutRelisting) {
   FakeKube kube;
-  kube.put(resources::pods, labelled_pod("a", "j1"));
-  kube.fail("list", "pods", 500, 2);
+  kube.put(ResourceKind::Pod, labelled_pod("a", "j1"));
+  kube.fail("list", ResourceKind::Pod, 500, 2);
   Recorder rec;
-  Informer inf(kube, resources::pods, "", kJobLabel, rec.handler());
+  Informer inf(kube, ResourceKind::Pod, "", kJobLabel, rec.handler());
   inf.start();
   ASSERT_TRUE(eventually([&] { return inf.synced(); }));
   EXPECT_EQ(kube.count_calls("list pods"), 3) << "two failed lists, then one that worked";
@@ -301,7 +296,7 @@ TEST(Informer, RetriesAFailedListAndResumesAClosedWatchWithoutRelisting) {
 
   ASSERT_TRUE(eventually([&] { return kube.count_calls("watch pods") >= 1; }));
   kube.close_watches();  // the server's watch time-out
-  kube.put(resources::pods, labelled_pod("b", "j1"));
+  kube.put(ResourceKind::Pod, labelled_pod("b", "j1"));
   ASSERT_TRUE(eventually([&] { return inf.get("ns1", "b").has_value(); }));
   EXPECT_EQ(inf.relists(), 1u) << "a closed watch resumes from its resourceVersion";
   EXPECT_GE(inf.watch_restarts(), 1u);
@@ -324,7 +319,7 @@ TEST(LeaderElector, CreatesTheLeaseWhenAbsent) {
   LeaderElector a(kube, lease_options("a"));
   EXPECT_TRUE(a.try_acquire_or_renew());
   EXPECT_TRUE(a.leader());
-  auto lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  auto lease = kube.peek(ResourceKind::Lease, "ops", "ppu-operator-leader");
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ((*lease)["spec"]["holderIdentity"], "a");
   EXPECT_EQ((*lease)["spec"]["leaseDurationSeconds"], 15);
@@ -338,7 +333,7 @@ TEST(LeaderElector, AFreshLeaseOfAnotherHolderIsRespected) {
   ASSERT_TRUE(a.try_acquire_or_renew());
   EXPECT_FALSE(b.try_acquire_or_renew());
   EXPECT_FALSE(b.leader());
-  auto lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  auto lease = kube.peek(ResourceKind::Lease, "ops", "ppu-operator-leader");
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ((*lease)["spec"]["holderIdentity"], "a");
 }
@@ -347,12 +342,12 @@ TEST(LeaderElector, AnExpiredLeaseIsTakenOverAndCountsATransition) {
   FakeKube kube;
   LeaderElector a(kube, lease_options("a")), b(kube, lease_options("b"));
   ASSERT_TRUE(a.try_acquire_or_renew());
-  auto lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  auto lease = kube.peek(ResourceKind::Lease, "ops", "ppu-operator-leader");
   ASSERT_TRUE(lease.has_value());
   (*lease)["spec"]["renewTime"] = format_rfc3339_micro(now_seconds_precise() - 60);  // a stopped renewing
-  kube.put(resources::leases, *lease);
+  kube.put(ResourceKind::Lease, *lease);
   EXPECT_TRUE(b.try_acquire_or_renew());
-  lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  lease = kube.peek(ResourceKind::Lease, "ops", "ppu-operator-leader");
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ((*lease)["spec"]["holderIdentity"], "b");
   EXPECT_EQ((*lease)["spec"]["leaseTransitions"], 1);
@@ -362,18 +357,18 @@ TEST(LeaderElector, AnExpiredLeaseIsTakenOverAndCountsATransition) {
 TEST(LeaderElector, LosingTheRaceIsNotLeadership) {
   FakeKube kube;
   LeaderElector b(kube, lease_options("b"));
-  kube.fail("create", "leases", 409, 1, "AlreadyExists");  // another replica created it first
+  kube.fail("create", ResourceKind::Lease, 409, 1, "AlreadyExists");  // another replica created it first
   EXPECT_FALSE(b.try_acquire_or_renew());
   LeaderElector a(kube, lease_options("a"));
   ASSERT_TRUE(a.try_acquire_or_renew());
-  auto lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  auto lease = kube.peek(ResourceKind::Lease, "ops", "ppu-operator-leader");
   ASSERT_TRUE(lease.has_value());
   (*lease)["spec"]["renewTime"] = format_rfc3339_micro(now_seconds_precise() - 60);
-  kube.put(resources::leases, *lease);
-  kube.fail("replace", "leases", 409, 1, "Conflict");  // a renewed between b's read and write
+  kube.put(ResourceKind::Lease, *lease);
+  kube.fail("replace", ResourceKind::Lease, 409, 1, "Conflict");  // a renewed between b's read and write
   EXPECT_FALSE(b.try_acquire_or_renew());
   EXPECT_FALSE(b.leader());
-  kube.fail("get", "leases", 0, 1);  // no answer at all
+  kube.fail("get", ResourceKind::Lease, 0, 1);  // no answer at all
   EXPECT_FALSE(b.try_acquire_or_renew());
 }
 
@@ -384,7 +379,7 @@ TEST(LeaderElector, ReleaseHandsTheLeaseOverAtOnce) {
   ASSERT_FALSE(b.try_acquire_or_renew());
   a.release();
   EXPECT_FALSE(a.leader());
-  auto lease = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  auto lease = kube.peek(ResourceKind::Lease, "ops", "ppu-operator-leader");
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ((*lease)["spec"]["holderIdentity"], "");
   EXPECT_TRUE(b.try_acquire_or_renew());
@@ -399,7 +394,7 @@ TEST(LeaderElector, KeepCallsOnLostWhenRenewalsFailPastTheLease) {
   std::atomic<bool> stop{false};
   ASSERT_TRUE(a.acquire(stop));
   std::atomic<int> lost{0};
-  kube.fail("get", "leases", 503, -1);
+  kube.fail("get", ResourceKind::Lease, 503, -1);
   a.keep([&] { lost++; });
   ASSERT_TRUE(eventually([&] { return lost.load() == 1; }));
   EXPECT_FALSE(a.leader());
@@ -414,17 +409,17 @@ TEST(LeaderElector, KeepRenewsTheRenewTime) {
   LeaderElector a(kube, o);
   std::atomic<bool> stop{false};
   ASSERT_TRUE(a.acquire(stop));
-  auto first = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  auto first = kube.peek(ResourceKind::Lease, "ops", "ppu-operator-leader");
   ASSERT_TRUE(first.has_value());
   bool lost = false;
   a.keep([&] { lost = true; });
   ASSERT_TRUE(eventually([&] {
-    auto now = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+    auto now = kube.peek(ResourceKind::Lease, "ops", "ppu-operator-leader");
     return now && (*now)["metadata"]["resourceVersion"] != (*first)["metadata"]["resourceVersion"];
   }));
   a.release();
   EXPECT_FALSE(lost);
-  auto last = kube.peek(resources::leases, "ops", "ppu-operator-leader");
+  auto last = kube.peek(ResourceKind::Lease, "ops", "ppu-operator-leader");
   ASSERT_TRUE(last.has_value());
   EXPECT_NE((*last)["spec"]["renewTime"], (*first)["spec"]["renewTime"]);
 }

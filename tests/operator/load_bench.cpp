@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
                {{"replicas", ranks},
                 {"image", "ppu:test"},
                 {"training", {{"model", {{"preset", "tiny"}}}, {"slicing", {{"mode", "mlp"}, {"slices", 4}}}}}}}};
-    Response r = client.create(resources::ppujobs, "default", m);
+    Response r = client.create(ResourceKind::PPUJob, "default", m);
     if (!r.ok()) {
       std::cerr << "create job " << j << ": " << r.describe() << "\n";
       return 1;
@@ -113,11 +113,11 @@ int main(int argc, char** argv) {
     rss_peak_seen = std::max(rss_peak_seen, proc_kb(op.pid, "VmRSS"));
     ListOptions o;
     o.label_selector = "ppu.dev/job";
-    Response p = client.list_all(resources::pods, "default", o);
+    Response p = client.list_all(ResourceKind::Pod, "default", o);
     if (t_pods < 0 && p.ok() && p.body["items"].size() == want)
       t_pods = std::chrono::duration<double>(Clock::now() - t0).count();
     if (t_pods >= 0) {
-      Response js = client.list_all(resources::ppujobs, "default");
+      Response js = client.list_all(ResourceKind::PPUJob, "default");
       int done = 0;
       for (const auto& j : js.body["items"])
         if (j.contains("status") && j["status"].value("activeRanks", 0) == ranks) ++done;

@@ -7,21 +7,23 @@
 #include <string>
 #include <vector>
 
-#include "core/run_result.h"
 #include "job_constants.h"
 #include "reconciler.h"
-#include "rfc3339.h"
 #include "test_objects.h"
 
 namespace ppu::op {
 namespace {
 
+using testing::at;
+using testing::event_reasons;
+using testing::finished_status;
 using testing::make_job;
 using testing::make_pod;
+using testing::new_status;
+using testing::observed;
+using testing::rank_result;
+using testing::running_status;
 using testing::with_exit;
-
-constexpr int64_t kNow = 1'800'000'000;
-std::string at(int64_t offset) { return format_rfc3339(kNow + offset); }
 
 struct Row {
   std::string name;
@@ -59,20 +61,6 @@ struct Row {
 
 std::ostream& operator<<(std::ostream& os, const Row& r) { return os << r.name; }
 
-// A succeeded rank's termination message, as ppu-train writes it (core/run_result.h).
-std::string rank_result() {
-  RunResult r;
-  r.round = 10;
-  r.eval_loss = 2.5;
-  r.perplexity = 12.18;
-  r.steps = 100;
-  r.tokens = 6400;
-  r.checkpoint_round = 10;
-  r.seconds = 5;
-  r.checksum = "00ff00ff00ff00ff";
-  return format_run_result(r);
-}
-
 json pod_in(const json& job, int rank, const std::string& state) {
   if (state == "Succeeded") return with_exit(make_pod(job, rank, "Running"), 0, rank_result());
   if (state == "Failed") return with_exit(make_pod(job, rank, "Running"), 1, "boom");
@@ -89,16 +77,10 @@ json pod_in(const json& job, int rank, const std::string& state) {
 Observed observe(const Row& row) {
   json job = make_job("demo", static_cast<int>(row.pods.size()), row.status.is_object() ? row.status : json::object());
   if (row.run_policy.is_object()) job["spec"]["runPolicy"].merge_patch(row.run_policy);
-  Observed in;
-  in.job = job;
-  in.now = kNow;
+  std::vector<json> pods;
   for (size_t r = 0; r < row.pods.size(); ++r)
-    if (row.pods[r] != "-") in.pods.push_back(pod_in(job, static_cast<int>(r), row.pods[r]));
-  JobSpec s = parse_job(job);
-  in.service = build_service(s);
-  in.config_map = build_config_map(s);
-  in.network_policy = build_network_policy(s, in.options.metrics_namespaces);
-  return in;
+    if (row.pods[r] != "-") pods.push_back(pod_in(job, static_cast<int>(r), row.pods[r]));
+  return observed(job, std::move(pods));
 }
 
 class PolicyTable : public ::testing::TestWithParam<Row> {};
@@ -107,19 +89,14 @@ TEST_P(PolicyTable, Decides) {
   const Row& row = GetParam();
   const Decision d = reconcile(observe(row));
 
-  const json* written = nullptr;
-  int creates = 0, deletes = 0, delete_job = 0;
-  std::vector<std::string> events;
-  for (const auto& a : d.actions) {
-    if (a.kind == ActionKind::UpdateStatus) written = &a.body["status"];
-    if (a.kind == ActionKind::Create && a.resource == "pods") ++creates;
-    if (a.kind == ActionKind::Delete && a.resource == "pods") ++deletes;
-    if (a.kind == ActionKind::DeleteJob) ++delete_job;
-    if (a.kind == ActionKind::Event) events.push_back(a.reason);
-  }
+  const std::optional<json> written = new_status(d);
+  const int creates = testing::count<CreateObject>(d, ResourceKind::Pod);
+  const int deletes = testing::count<DeleteObject>(d, ResourceKind::Pod);
+  const int delete_job = testing::count<DeletePPUJob>(d);
+  const std::vector<std::string> events = event_reasons(d);
   const json before = row.status.is_object() ? row.status : json::object();
   if (row.phase != before.value("phase", "") || !row.expect.empty() || !row.absent.empty()) {
-    ASSERT_NE(written, nullptr) << "a status change was expected";
+    ASSERT_TRUE(written) << "a status change was expected";
   }
   const json status = written ? *written : before;
   EXPECT_EQ(status.value("phase", ""), row.phase);
@@ -136,30 +113,24 @@ TEST_P(PolicyTable, Decides) {
   for (const auto& k : row.absent) EXPECT_FALSE(status.contains(k)) << k;
   if (written) {
     ASSERT_FALSE(d.actions.empty());
-    EXPECT_EQ(d.actions.front().kind, ActionKind::UpdateStatus) << "status first";
+    EXPECT_TRUE(std::holds_alternative<UpdateStatus>(d.actions.front())) << "status first";
   }
 }
 
 std::string row_name(const ::testing::TestParamInfo<Row>& i) { return i.param.name; }
 
-json running(int restarts = 0) {
-  return {{"phase", phase::kRunning}, {"restartCount", restarts}, {"startTime", at(-100)}};
-}
 json restarting(int restarts, int64_t next_in) {
   return {{"phase", phase::kRestarting},
           {"restartCount", restarts},
           {"startTime", at(-100)},
           {"nextRestartTime", at(next_in)}};
 }
-json finished(const char* ph, int64_t completed_ago) {
-  return {{"phase", ph}, {"restartCount", 0}, {"startTime", at(-1000)}, {"completionTime", at(-completed_ago)}};
-}
 
 // ---- Restart: failures, back-off, backoffLimit, exit codes 2 and 4, the Restarting phase ----
 INSTANTIATE_TEST_SUITE_P(
     RestartPolicy, PolicyTable,
     ::testing::Values(Row{"FailedRankRestartsTheGang",
-                          running(0),
+                          running_status(0),
                           {},
                           {"Running", "Failed"},
                           phase::kRestarting,
@@ -171,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(
                           true,
                           {{"restartCount", 1}, {"nextRestartTime", at(10)}}},
                       Row{"SecondRestartWaitsTwiceAsLong",
-                          running(1),
+                          running_status(1),
                           {},
                           {"Failed", "Running"},
                           phase::kRestarting,
@@ -183,7 +154,7 @@ INSTANTIATE_TEST_SUITE_P(
                           true,
                           {{"restartCount", 2}, {"nextRestartTime", at(20)}}},
                       Row{"BackoffLimitReachedFailsTheJob",
-                          running(2),
+                          running_status(2),
                           {},
                           {"Running", "Failed"},
                           phase::kFailed,
@@ -195,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(
                           false,
                           {{"reason", reason::kBackoffLimitExceeded}, {"restartCount", 2}, {"completionTime", at(0)}}},
                       Row{"RankLostAfterStartRestarts",
-                          running(0),
+                          running_status(0),
                           {},
                           {"Running", "-"},
                           phase::kRestarting,
@@ -218,7 +189,7 @@ INSTANTIATE_TEST_SUITE_P(
                           -1,
                           false},
                       Row{"ExitCode2FailsAtOnce",
-                          running(0),
+                          running_status(0),
                           {},
                           {"Running", "exit2"},
                           phase::kFailed,
@@ -231,7 +202,7 @@ INSTANTIATE_TEST_SUITE_P(
                           {{"reason", reason::kConfigurationError},
                            {"message", "rank 1 exited with code 2: unknown key model.dmodel"}}},
                       Row{"ExitCode4FailsAtOnceWithRestartsLeft",
-                          running(0),
+                          running_status(0),
                           {},
                           {"exit4", "Running"},
                           phase::kFailed,
@@ -293,7 +264,7 @@ INSTANTIATE_TEST_SUITE_P(
 // ---- Completion and TTL: Succeeded, cleanPodPolicy, ttlSecondsAfterFinished ----
 INSTANTIATE_TEST_SUITE_P(CompletionTtlPolicy, PolicyTable,
                          ::testing::Values(Row{"AllRanksSucceeded",
-                                               running(0),
+                                               running_status(0),
                                                {},
                                                {"Succeeded", "Succeeded"},
                                                phase::kSucceeded,
@@ -306,7 +277,7 @@ INSTANTIATE_TEST_SUITE_P(CompletionTtlPolicy, PolicyTable,
                                                {{"completionTime", at(0)}},
                                                {"reason", "message"}},
                                            Row{"OneRankStillRunningIsNotDone",
-                                               running(0),
+                                               running_status(0),
                                                {},
                                                {"Succeeded", "Running"},
                                                phase::kRunning,
@@ -317,7 +288,7 @@ INSTANTIATE_TEST_SUITE_P(CompletionTtlPolicy, PolicyTable,
                                                -1,
                                                false},
                                            Row{"CleanPodPolicyAllDeletesFinishedPodsToo",
-                                               running(0),
+                                               running_status(0),
                                                {{"cleanPodPolicy", "All"}},
                                                {"Succeeded", "Succeeded"},
                                                phase::kSucceeded,
@@ -328,7 +299,7 @@ INSTANTIATE_TEST_SUITE_P(CompletionTtlPolicy, PolicyTable,
                                                -1,
                                                false},
                                            Row{"TtlRequeuesUntilDue",
-                                               running(0),
+                                               running_status(0),
                                                {{"ttlSecondsAfterFinished", 60}},
                                                {"Succeeded", "Succeeded"},
                                                phase::kSucceeded,
@@ -339,7 +310,7 @@ INSTANTIATE_TEST_SUITE_P(CompletionTtlPolicy, PolicyTable,
                                                60,
                                                false},
                                            Row{"TtlDueDeletesTheJob",
-                                               finished(phase::kSucceeded, 61),
+                                               finished_status(phase::kSucceeded, 61),
                                                {{"ttlSecondsAfterFinished", 60}},
                                                {"Succeeded", "Succeeded"},
                                                phase::kSucceeded,
@@ -350,7 +321,7 @@ INSTANTIATE_TEST_SUITE_P(CompletionTtlPolicy, PolicyTable,
                                                -1,
                                                false},
                                            Row{"TtlNotDueRequeuesForTheRest",
-                                               finished(phase::kFailed, 10),
+                                               finished_status(phase::kFailed, 10),
                                                {{"ttlSecondsAfterFinished", 60}},
                                                {"-", "-"},
                                                phase::kFailed,
@@ -361,7 +332,7 @@ INSTANTIATE_TEST_SUITE_P(CompletionTtlPolicy, PolicyTable,
                                                50,
                                                false},
                                            Row{"FinishedCleanPodPolicyRunningDeletesActivePodsOnly",
-                                               finished(phase::kFailed, 1),
+                                               finished_status(phase::kFailed, 1),
                                                {},
                                                {"Running", "Failed"},
                                                phase::kFailed,
@@ -372,7 +343,7 @@ INSTANTIATE_TEST_SUITE_P(CompletionTtlPolicy, PolicyTable,
                                                -1,
                                                false},
                                            Row{"FinishedCleanPodPolicyNoneKeepsEveryPod",
-                                               finished(phase::kFailed, 1),
+                                               finished_status(phase::kFailed, 1),
                                                {{"cleanPodPolicy", "None"}},
                                                {"Running", "Failed"},
                                                phase::kFailed,
@@ -388,7 +359,7 @@ INSTANTIATE_TEST_SUITE_P(CompletionTtlPolicy, PolicyTable,
 INSTANTIATE_TEST_SUITE_P(
     SuspendPolicy, PolicyTable,
     ::testing::Values(Row{"SuspendDeletesEveryPod",
-                          running(0),
+                          running_status(0),
                           {{"suspend", true}},
                           {"Running", "Succeeded"},
                           phase::kSuspended,
@@ -450,7 +421,7 @@ INSTANTIATE_TEST_SUITE_P(
 // ---- Deadline: activeDeadlineSeconds from status.startTime ----
 INSTANTIATE_TEST_SUITE_P(DeadlinePolicy, PolicyTable,
                          ::testing::Values(Row{"BeforeTheDeadlineRequeuesAtIt",
-                                               running(0),
+                                               running_status(0),
                                                {{"activeDeadlineSeconds", 140}},
                                                {"Running", "Running"},
                                                phase::kRunning,
@@ -461,7 +432,7 @@ INSTANTIATE_TEST_SUITE_P(DeadlinePolicy, PolicyTable,
                                                40,
                                                false},
                                            Row{"PastTheDeadlineFails",
-                                               running(0),
+                                               running_status(0),
                                                {{"activeDeadlineSeconds", 100}},
                                                {"Running", "Pending"},
                                                phase::kFailed,
@@ -473,7 +444,7 @@ INSTANTIATE_TEST_SUITE_P(DeadlinePolicy, PolicyTable,
                                                false,
                                                {{"reason", reason::kDeadlineExceeded}}},
                                            Row{"DeadlineBeatsAFailedRank",
-                                               running(0),
+                                               running_status(0),
                                                {{"activeDeadlineSeconds", 50}},
                                                {"Running", "Failed"},
                                                phase::kFailed,

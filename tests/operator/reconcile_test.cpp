@@ -8,57 +8,28 @@
 namespace ppu::op {
 namespace {
 
+using testing::actions_of;
+using testing::count;
 using testing::gang;
+using testing::has_event;
+using testing::kNow;
 using testing::make_job;
 using testing::make_pod;
+using testing::new_status;
+using testing::observed;
 using testing::with_exit;
-
-constexpr int64_t kNow = 1'800'000'000;
-
-Observed observe(const json& job, std::vector<json> pods, bool owned_objects = true) {
-  Observed in;
-  in.job = job;
-  in.pods = std::move(pods);
-  in.now = kNow;
-  if (owned_objects) {
-    JobSpec s = parse_job(job);
-    in.service = build_service(s);
-    in.config_map = build_config_map(s);
-    in.network_policy = build_network_policy(s, in.options.metrics_namespaces);
-  }
-  return in;
-}
-
-int count(const Decision& d, ActionKind k, const std::string& resource = "") {
-  int n = 0;
-  for (const auto& a : d.actions)
-    if (a.kind == k && (resource.empty() || a.resource == resource)) ++n;
-  return n;
-}
-
-const json* new_status(const Decision& d) {
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::UpdateStatus) return &a.body["status"];
-  return nullptr;
-}
-
-bool has_event(const Decision& d, const std::string& reason) {
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Event && a.reason == reason) return true;
-  return false;
-}
 
 TEST(Reconcile, NewJobCreatesConfigMapServiceAndAllRanks) {
   json job = make_job("demo", 4);
-  Decision d = reconcile(observe(job, {}, false));
+  Decision d = reconcile(observed(job, {}, false));
   ASSERT_FALSE(d.actions.empty());
-  EXPECT_EQ(d.actions.front().kind, ActionKind::UpdateStatus) << "status must be written first";
-  EXPECT_EQ(count(d, ActionKind::Create, "configmaps"), 1);
-  EXPECT_EQ(count(d, ActionKind::Create, "services"), 1);
-  EXPECT_EQ(count(d, ActionKind::Create, "networkpolicies"), 1);
-  EXPECT_EQ(count(d, ActionKind::Create, "pods"), 4);
-  const json* st = new_status(d);
-  ASSERT_NE(st, nullptr);
+  EXPECT_TRUE(std::holds_alternative<UpdateStatus>(d.actions.front())) << "status must be written first";
+  EXPECT_EQ(count<CreateObject>(d, ResourceKind::ConfigMap), 1);
+  EXPECT_EQ(count<CreateObject>(d, ResourceKind::Service), 1);
+  EXPECT_EQ(count<CreateObject>(d, ResourceKind::NetworkPolicy), 1);
+  EXPECT_EQ(count<CreateObject>(d, ResourceKind::Pod), 4);
+  const auto st = new_status(d);
+  ASSERT_TRUE(st);
   EXPECT_EQ((*st)["phase"], "Pending");
   EXPECT_EQ((*st)["restartCount"], 0);
   EXPECT_EQ((*st)["startTime"], format_rfc3339(kNow));
@@ -68,37 +39,34 @@ TEST(Reconcile, NewJobCreatesConfigMapServiceAndAllRanks) {
 
 TEST(Reconcile, IsIdempotentOnceEverythingExists) {
   json job = make_job("demo", 4);
-  Decision first = reconcile(observe(job, {}, false));
-  ASSERT_NE(new_status(first), nullptr);
+  Decision first = reconcile(observed(job, {}, false));
+  ASSERT_TRUE(new_status(first));
   job["status"] = *new_status(first);
-  Decision second = reconcile(observe(job, gang(job, 4, "Pending")));
-  ASSERT_NE(new_status(second), nullptr) << "activeRanks went 0 -> 4";
+  Decision second = reconcile(observed(job, gang(job, 4, "Pending")));
+  ASSERT_TRUE(new_status(second)) << "activeRanks went 0 -> 4";
   EXPECT_EQ((*new_status(second))["activeRanks"], 4);
   job["status"] = *new_status(second);
-  Decision d = reconcile(observe(job, gang(job, 4, "Pending")));
-  EXPECT_EQ(count(d, ActionKind::Create), 0);
-  EXPECT_EQ(count(d, ActionKind::Delete), 0);
-  EXPECT_EQ(count(d, ActionKind::UpdateStatus), 0) << "no status churn when nothing changed";
+  Decision d = reconcile(observed(job, gang(job, 4, "Pending")));
+  EXPECT_EQ(count<CreateObject>(d), 0);
+  EXPECT_EQ(count<DeleteObject>(d), 0);
+  EXPECT_EQ(count<UpdateStatus>(d), 0) << "no status churn when nothing changed";
 }
 
 TEST(Reconcile, PartialGangBeforeStartCreatesOnlyMissingRanks) {
   json job = make_job("demo", 4, {{"phase", "Pending"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
   auto pods = gang(job, 4, "Pending");
   pods.erase(pods.begin() + 2);  // rank 2 not created yet (operator died mid-pass)
-  Decision d = reconcile(observe(job, pods));
-  EXPECT_EQ(count(d, ActionKind::Create, "pods"), 1);
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Create) {
-      EXPECT_EQ(a.name, "demo-rank-2");
-    }
-  EXPECT_EQ(count(d, ActionKind::Delete), 0);
+  Decision d = reconcile(observed(job, pods));
+  EXPECT_EQ(count<CreateObject>(d, ResourceKind::Pod), 1);
+  for (const auto& c : actions_of<CreateObject>(d)) EXPECT_EQ(c.name, "demo-rank-2");
+  EXPECT_EQ(count<DeleteObject>(d), 0);
 }
 
 TEST(Reconcile, AllRunningMovesToRunning) {
   json job = make_job("demo", 2, {{"phase", "Pending"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
-  Decision d = reconcile(observe(job, gang(job, 2, "Running")));
-  const json* st = new_status(d);
-  ASSERT_NE(st, nullptr);
+  Decision d = reconcile(observed(job, gang(job, 2, "Running")));
+  const auto st = new_status(d);
+  ASSERT_TRUE(st);
   EXPECT_EQ((*st)["phase"], "Running");
   EXPECT_EQ((*st)["readyRanks"], 2);
   EXPECT_EQ((*st)["activeRanks"], 2);
@@ -109,20 +77,18 @@ TEST(Reconcile, FailedRankTearsDownTheGangAndCountsARestart) {
   json job = make_job("demo", 4, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
   auto pods = gang(job, 4, "Running");
   pods[1] = with_exit(pods[1], 1, "boom");
-  Observed in = observe(job, pods);
+  Observed in = observed(job, pods);
   in.options.restart_backoff_s = 10;
   Decision d = reconcile(in);
-  const json* st = new_status(d);
-  ASSERT_NE(st, nullptr);
+  const auto st = new_status(d);
+  ASSERT_TRUE(st);
   EXPECT_EQ((*st)["phase"], "Restarting");
   EXPECT_EQ((*st)["restartCount"], 1);
   EXPECT_EQ((*st)["nextRestartTime"], format_rfc3339(kNow + 10));
-  EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 4);
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Delete) {  // only the incarnation we saw, never a newer pod of that name
-      EXPECT_EQ(a.body["uid"], "pod-" + a.name.substr(a.name.size() - 1));
-    }
-  EXPECT_EQ(count(d, ActionKind::Create, "pods"), 0);
+  EXPECT_EQ(count<DeleteObject>(d, ResourceKind::Pod), 4);
+  for (const auto& del : actions_of<DeleteObject>(d))  // only the incarnation we saw, never a newer pod of that name
+    EXPECT_EQ(del.uid, "pod-" + del.name.substr(del.name.size() - 1));
+  EXPECT_EQ(count<CreateObject>(d, ResourceKind::Pod), 0);
   EXPECT_TRUE(has_event(d, "GangRestart"));
 }
 
@@ -134,19 +100,19 @@ TEST(Reconcile, RestartingWaitsForOldPodsThenBackoffThenRecreates) {
                        {"nextRestartTime", format_rfc3339(kNow + 5)}});
   // Old pods still visible: delete, create nothing.
   auto old = gang(job, 2, "Failed");
-  Decision d1 = reconcile(observe(job, old));
-  EXPECT_EQ(count(d1, ActionKind::Delete, "pods"), 2);
-  EXPECT_EQ(count(d1, ActionKind::Create, "pods"), 0);
+  Decision d1 = reconcile(observed(job, old));
+  EXPECT_EQ(count<DeleteObject>(d1, ResourceKind::Pod), 2);
+  EXPECT_EQ(count<CreateObject>(d1, ResourceKind::Pod), 0);
   // Gone, but back-off not over: wait and requeue at the back-off time.
-  Decision d2 = reconcile(observe(job, {}));
-  EXPECT_EQ(count(d2, ActionKind::Create, "pods"), 0);
+  Decision d2 = reconcile(observed(job, {}));
+  EXPECT_EQ(count<CreateObject>(d2, ResourceKind::Pod), 0);
   EXPECT_DOUBLE_EQ(d2.requeue_after_s, 5);
   // Back-off over: new gang, Pending.
-  Observed in = observe(job, {});
+  Observed in = observed(job, {});
   in.now = kNow + 5;
   Decision d3 = reconcile(in);
-  EXPECT_EQ(count(d3, ActionKind::Create, "pods"), 2);
-  ASSERT_NE(new_status(d3), nullptr);
+  EXPECT_EQ(count<CreateObject>(d3, ResourceKind::Pod), 2);
+  ASSERT_TRUE(new_status(d3));
   EXPECT_EQ((*new_status(d3))["phase"], "Pending");
   EXPECT_FALSE(new_status(d3)->contains("nextRestartTime"));
 }
@@ -155,32 +121,32 @@ TEST(Reconcile, TerminatingPodsBlockRecreationUnderTheSameName) {
   json job = make_job("demo", 2, {{"phase", "Restarting"}, {"restartCount", 1}, {"startTime", format_rfc3339(kNow)}});
   auto pods = gang(job, 1, "Failed");
   pods[0]["metadata"]["deletionTimestamp"] = format_rfc3339(kNow);
-  Decision d = reconcile(observe(job, pods));
-  EXPECT_EQ(count(d, ActionKind::Create, "pods"), 0);
-  EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 0) << "already being deleted";
+  Decision d = reconcile(observed(job, pods));
+  EXPECT_EQ(count<CreateObject>(d, ResourceKind::Pod), 0);
+  EXPECT_EQ(count<DeleteObject>(d, ResourceKind::Pod), 0) << "already being deleted";
 }
 
 TEST(Reconcile, BackoffLimitExhaustedFailsTheJob) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 2}, {"startTime", format_rfc3339(kNow)}});
   auto pods = gang(job, 2, "Running");
   pods[0] = with_exit(pods[0], 3, "peer timeout");
-  Decision d = reconcile(observe(job, pods));
-  const json* st = new_status(d);
-  ASSERT_NE(st, nullptr);
+  Decision d = reconcile(observed(job, pods));
+  const auto st = new_status(d);
+  ASSERT_TRUE(st);
   EXPECT_EQ((*st)["phase"], "Failed");
   EXPECT_EQ((*st)["restartCount"], 2);
   EXPECT_EQ((*st)["completionTime"], format_rfc3339(kNow));
   EXPECT_TRUE(has_event(d, "BackoffLimitExceeded"));
-  EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 1) << "the still-running rank is removed";
+  EXPECT_EQ(count<DeleteObject>(d, ResourceKind::Pod), 1) << "the still-running rank is removed";
 }
 
 TEST(Reconcile, ExitCode2FailsAtOnceWithTheTerminationMessage) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
   auto pods = gang(job, 2, "Running");
   pods[1] = with_exit(pods[1], 2, "config key 'slicing.slices' is 3");
-  Decision d = reconcile(observe(job, pods));
-  const json* st = new_status(d);
-  ASSERT_NE(st, nullptr);
+  Decision d = reconcile(observed(job, pods));
+  const auto st = new_status(d);
+  ASSERT_TRUE(st);
   EXPECT_EQ((*st)["phase"], "Failed");
   EXPECT_EQ((*st)["restartCount"], 0);
   const json* failed = nullptr;
@@ -195,8 +161,8 @@ TEST(Reconcile, ExitCode4FailsAtOnce) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
   auto pods = gang(job, 2, "Running");
   pods[0] = with_exit(pods[0], 4, "no checkpoint");
-  Decision d = reconcile(observe(job, pods));
-  ASSERT_NE(new_status(d), nullptr);
+  Decision d = reconcile(observed(job, pods));
+  ASSERT_TRUE(new_status(d));
   EXPECT_EQ((*new_status(d))["phase"], "Failed");
   EXPECT_TRUE(has_event(d, "CheckpointOrDataMissing"));
 }
@@ -205,23 +171,23 @@ TEST(Reconcile, LostRankAfterStartIsAGangRestart) {
   json job = make_job("demo", 4, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
   auto pods = gang(job, 4, "Running");
   pods.erase(pods.begin());  // deleted by hand / evicted and gone / node lost
-  Decision d = reconcile(observe(job, pods));
-  ASSERT_NE(new_status(d), nullptr);
+  Decision d = reconcile(observed(job, pods));
+  ASSERT_TRUE(new_status(d));
   EXPECT_EQ((*new_status(d))["phase"], "Restarting");
-  EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 3);
-  EXPECT_EQ(count(d, ActionKind::Create, "pods"), 0);
+  EXPECT_EQ(count<DeleteObject>(d, ResourceKind::Pod), 3);
+  EXPECT_EQ(count<CreateObject>(d, ResourceKind::Pod), 0);
 }
 
 TEST(Reconcile, EvictedOrUnknownPodIsAFailure) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
   auto pods = gang(job, 2, "Running");
   pods[1]["status"] = {{"phase", "Unknown"}, {"reason", "NodeLost"}};
-  Decision d = reconcile(observe(job, pods));
-  ASSERT_NE(new_status(d), nullptr);
+  Decision d = reconcile(observed(job, pods));
+  ASSERT_TRUE(new_status(d));
   EXPECT_EQ((*new_status(d))["phase"], "Restarting");
   bool mentions = false;
-  for (const auto& a : d.actions)
-    if (a.reason == "GangRestart") mentions = a.message.find("NodeLost") != std::string::npos;
+  for (const auto& e : actions_of<RecordEvent>(d))
+    if (e.reason == "GangRestart") mentions = e.message.find("NodeLost") != std::string::npos;
   EXPECT_TRUE(mentions);
 }
 
@@ -229,10 +195,10 @@ TEST(Reconcile, AllSucceededCompletesAndCleanPolicyRunningKeepsPods) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
   auto pods = gang(job, 2, "Running");
   for (auto& p : pods) p = with_exit(p, 0, "");
-  Decision d = reconcile(observe(job, pods));
-  ASSERT_NE(new_status(d), nullptr);
+  Decision d = reconcile(observed(job, pods));
+  ASSERT_TRUE(new_status(d));
   EXPECT_EQ((*new_status(d))["phase"], "Succeeded");
-  EXPECT_EQ(count(d, ActionKind::Delete), 0);
+  EXPECT_EQ(count<DeleteObject>(d), 0);
 }
 
 TEST(Reconcile, CleanPodPolicyAllDeletesFinishedPods) {
@@ -240,36 +206,36 @@ TEST(Reconcile, CleanPodPolicyAllDeletesFinishedPods) {
       make_job("demo", 2, {{"phase", "Succeeded"}, {"restartCount", 0}, {"completionTime", format_rfc3339(kNow)}});
   job["spec"]["runPolicy"]["cleanPodPolicy"] = "All";
   auto pods = gang(job, 2, "Succeeded");
-  Decision d = reconcile(observe(job, pods));
-  EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 2);
+  Decision d = reconcile(observed(job, pods));
+  EXPECT_EQ(count<DeleteObject>(d, ResourceKind::Pod), 2);
 }
 
 TEST(Reconcile, TtlDeletesTheJobOnlyWhenDue) {
   json job = make_job("demo", 2, {{"phase", "Succeeded"}, {"completionTime", format_rfc3339(kNow - 30)}});
   job["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 60;
-  Decision early = reconcile(observe(job, {}));
-  EXPECT_EQ(count(early, ActionKind::DeleteJob), 0);
+  Decision early = reconcile(observed(job, {}));
+  EXPECT_EQ(count<DeletePPUJob>(early), 0);
   EXPECT_DOUBLE_EQ(early.requeue_after_s, 30);
   job["status"]["completionTime"] = format_rfc3339(kNow - 60);
-  Decision due = reconcile(observe(job, {}));
-  EXPECT_EQ(count(due, ActionKind::DeleteJob), 1);
+  Decision due = reconcile(observed(job, {}));
+  EXPECT_EQ(count<DeletePPUJob>(due), 1);
 }
 
 TEST(Reconcile, SuspendDeletesPodsAndResumeRecreates) {
   json job =
       make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow - 100)}});
   job["spec"]["runPolicy"]["suspend"] = true;
-  Decision d = reconcile(observe(job, gang(job, 2, "Running")));
-  EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 2);
-  ASSERT_NE(new_status(d), nullptr);
+  Decision d = reconcile(observed(job, gang(job, 2, "Running")));
+  EXPECT_EQ(count<DeleteObject>(d, ResourceKind::Pod), 2);
+  ASSERT_TRUE(new_status(d));
   EXPECT_EQ((*new_status(d))["phase"], "Suspended");
   EXPECT_TRUE(has_event(d, "Suspended"));
 
   job["status"] = *new_status(d);
   job["spec"]["runPolicy"]["suspend"] = false;
-  Decision r = reconcile(observe(job, {}));
-  EXPECT_EQ(count(r, ActionKind::Create, "pods"), 2);
-  ASSERT_NE(new_status(r), nullptr);
+  Decision r = reconcile(observed(job, {}));
+  EXPECT_EQ(count<CreateObject>(r, ResourceKind::Pod), 2);
+  ASSERT_TRUE(new_status(r));
   EXPECT_EQ((*new_status(r))["phase"], "Pending");
   EXPECT_EQ((*new_status(r))["startTime"], format_rfc3339(kNow)) << "the deadline restarts on resume";
   EXPECT_EQ((*new_status(r))["restartCount"], 0) << "a resume is not a failure restart";
@@ -278,14 +244,14 @@ TEST(Reconcile, SuspendDeletesPodsAndResumeRecreates) {
 TEST(Reconcile, ActiveDeadlineFailsWithDeadlineExceeded) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow - 61)}});
   job["spec"]["runPolicy"]["activeDeadlineSeconds"] = 60;
-  Decision d = reconcile(observe(job, gang(job, 2, "Running")));
-  ASSERT_NE(new_status(d), nullptr);
+  Decision d = reconcile(observed(job, gang(job, 2, "Running")));
+  ASSERT_TRUE(new_status(d));
   EXPECT_EQ((*new_status(d))["phase"], "Failed");
   EXPECT_TRUE(has_event(d, "DeadlineExceeded"));
-  EXPECT_EQ(count(d, ActionKind::Delete, "pods"), 2);
+  EXPECT_EQ(count<DeleteObject>(d, ResourceKind::Pod), 2);
 
   job["status"]["startTime"] = format_rfc3339(kNow - 10);
-  Decision early = reconcile(observe(job, gang(job, 2, "Running")));
+  Decision early = reconcile(observed(job, gang(job, 2, "Running")));
   EXPECT_DOUBLE_EQ(early.requeue_after_s, 50);
 }
 
@@ -293,34 +259,29 @@ TEST(Reconcile, ExtraRanksAreDeleted) {
   json job = make_job("demo", 2, {{"phase", "Pending"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
   auto pods = gang(job, 2, "Pending");
   pods.push_back(make_pod(make_job("demo", 4), 3, "Pending"));
-  Decision d = reconcile(observe(job, pods));
-  ASSERT_EQ(count(d, ActionKind::Delete, "pods"), 1);
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Delete) {
-      EXPECT_EQ(a.name, "demo-rank-3");
-    }
+  Decision d = reconcile(observed(job, pods));
+  ASSERT_EQ(count<DeleteObject>(d, ResourceKind::Pod), 1);
+  for (const auto& del : actions_of<DeleteObject>(d)) EXPECT_EQ(del.name, "demo-rank-3");
 }
 
 TEST(Reconcile, ChangedTrainingConfigPatchesTheConfigMap) {
   json job = make_job("demo", 2, {{"phase", "Pending"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
-  Observed in = observe(job, gang(job, 2, "Pending"));
+  Observed in = observed(job, gang(job, 2, "Pending"));
   job["spec"]["training"]["train"] = {{"steps", 7}};
   in.job = job;
   Decision d = reconcile(in);
-  ASSERT_EQ(count(d, ActionKind::Patch, "configmaps"), 1);
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Patch) {
-      EXPECT_NE(a.body["data"]["config.yaml"].get<std::string>().find("steps: 7"), std::string::npos);
-    }
+  ASSERT_EQ(count<PatchObject>(d, ResourceKind::ConfigMap), 1);
+  for (const auto& patch : actions_of<PatchObject>(d))
+    EXPECT_NE(patch.patch["data"]["config.yaml"].get<std::string>().find("steps: 7"), std::string::npos);
 }
 
 TEST(Reconcile, ScrapedProgressLandsInStatus) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
-  Observed in = observe(job, gang(job, 2, "Running"));
+  Observed in = observed(job, gang(job, 2, "Running"));
   in.progress = ScrapedProgress{7, 12.3456, 6};
   Decision d = reconcile(in);
-  const json* st = new_status(d);
-  ASSERT_NE(st, nullptr);
+  const auto st = new_status(d);
+  ASSERT_TRUE(st);
   EXPECT_EQ((*st)["outerRound"], 7);
   EXPECT_EQ((*st)["perplexity"], "12.346");
   EXPECT_EQ((*st)["lastCheckpointRound"], 6);
@@ -329,8 +290,8 @@ TEST(Reconcile, ScrapedProgressLandsInStatus) {
 TEST(Reconcile, DeletingJobIsLeftToGarbageCollection) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}});
   job["metadata"]["deletionTimestamp"] = format_rfc3339(kNow);
-  Decision d = reconcile(observe(job, {}));
-  EXPECT_EQ(count(d, ActionKind::Create), 0);
+  Decision d = reconcile(observed(job, {}));
+  EXPECT_EQ(count<CreateObject>(d), 0);
 }
 
 TEST(Reconcile, RestartBackoffDoublesAndIsCapped) {

@@ -15,6 +15,7 @@
 #include "job_status.h"
 #include "kube_client.h"
 #include "kube_test_env.h"
+#include "ppujob_status.h"
 
 namespace ppu::op {
 namespace {
@@ -63,22 +64,22 @@ class SecurityIT : public ::testing::Test {
                   {"training", {{"model", {{"preset", "tiny"}}}, {"slicing", {{"mode", "mlp"}, {"slices", 2}}}}}}}};
   }
   void create_job(const json& manifest) {
-    Response r = client_->create(resources::ppujobs, manifest["metadata"]["namespace"], manifest);
+    Response r = client_->create(ResourceKind::PPUJob, manifest["metadata"]["namespace"], manifest);
     ASSERT_TRUE(r.ok()) << r.describe();
   }
-  json job(const std::string& ns, const std::string& name) { return client_->get(resources::ppujobs, ns, name).body; }
+  json job(const std::string& ns, const std::string& name) { return client_->get(ResourceKind::PPUJob, ns, name).body; }
   json status(const std::string& ns, const std::string& name) { return job(ns, name).value("status", json::object()); }
   std::string condition_status(const std::string& ns, const std::string& name, const std::string& type) {
-    const json st = status(ns, name);
-    const json* c = find_condition(st, type);
-    return c ? c->value("status", "") : "";
+    const PPUJobStatus st = status_of(job(ns, name));
+    const Condition* c = st.condition(type);
+    return c ? c->status : "";
   }
 
   std::vector<json> pods(const std::string& ns, const std::string& selector) {
     ListOptions o;
     o.label_selector = selector;
     std::vector<json> out;
-    const Response r = client_->list(resources::pods, ns, o);
+    const Response r = client_->list(ResourceKind::Pod, ns, o);
     for (const auto& p : r.body["items"])
       if (!p["metadata"].contains("deletionTimestamp")) out.push_back(p);
     return out;
@@ -88,7 +89,7 @@ class SecurityIT : public ::testing::Test {
   }
   std::vector<json> events(const std::string& ns, const std::string& reason) {
     std::vector<json> out;
-    const Response r = client_->list(resources::events, ns);
+    const Response r = client_->list(ResourceKind::Event, ns);
     for (const auto& e : r.body["items"])
       if (e.value("reason", "") == reason) out.push_back(e);
     return out;
@@ -130,12 +131,12 @@ TEST_F(SecurityIT, RestrictedNamespaceAdmitsEveryRankAndRefusalsAreVisibleThenRe
   ASSERT_TRUE(eventually([&] { return condition_status("secure", "rooty", kRefusedCondition) == "True"; }))
       << status("secure", "rooty").dump();
   json st = status("secure", "rooty");
-  const json* c = find_condition(st, kRefusedCondition);
-  EXPECT_EQ((*c)["reason"], "PodSecurity");
-  EXPECT_NE((*c)["message"].get<std::string>().find("violates PodSecurity \"restricted:latest\""), std::string::npos)
-      << *c;
-  EXPECT_NE((*c)["message"].get<std::string>().find("runAsUser=0"), std::string::npos)
-      << "the server's own words: " << *c;
+  const PPUJobStatus typed = st.get<PPUJobStatus>();
+  const Condition* c = typed.condition(kRefusedCondition);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->reason, "PodSecurity");
+  EXPECT_NE(c->message.find("violates PodSecurity \"restricted:latest\""), std::string::npos) << c->message;
+  EXPECT_NE(c->message.find("runAsUser=0"), std::string::npos) << "the server's own words: " << c->message;
   EXPECT_EQ(st["reason"], "PodSecurity");
   EXPECT_TRUE(job_pods("secure", "rooty").empty());
   out = kubectl("get ppj rooty -n secure");
@@ -148,7 +149,8 @@ TEST_F(SecurityIT, RestrictedNamespaceAdmitsEveryRankAndRefusalsAreVisibleThenRe
 
   // ... and once the override is removed, the job proceeds on its own.
   ASSERT_TRUE(
-      client_->merge_patch(resources::ppujobs, "secure", "rooty", {{"spec", {{"podSecurityContext", nullptr}}}}).ok());
+      client_->merge_patch(ResourceKind::PPUJob, "secure", "rooty", {{"spec", {{"podSecurityContext", nullptr}}}})
+          .ok());
   ASSERT_TRUE(eventually([&] { return job_pods("secure", "rooty").size() == 2; }, 120))
       << status("secure", "rooty").dump();
   ASSERT_TRUE(eventually([&] { return condition_status("secure", "rooty", kRefusedCondition) == "False"; }))
@@ -166,10 +168,8 @@ TEST_F(SecurityIT, ZeroPodQuotaRefusalIsVisibleDeduplicatedAndRecoversWhenRaised
   // admission compares against status.hard, which kube-controller-manager fills in. Play it.
   auto set_quota = [&](const std::string& n) {
     ASSERT_TRUE(
-        client_
-            ->merge_patch(Resource{"", "v1", "resourcequotas"}, "tight", "pods", {{"spec", {{"hard", {{"pods", n}}}}}})
-            .ok());
-    Response r = client_->merge_patch(Resource{"", "v1", "resourcequotas"}, "tight", "pods",
+        client_->merge_patch(ResourceKind::ResourceQuota, "tight", "pods", {{"spec", {{"hard", {{"pods", n}}}}}}).ok());
+    Response r = client_->merge_patch(ResourceKind::ResourceQuota, "tight", "pods",
                                       {{"status", {{"hard", {{"pods", n}}}, {"used", {{"pods", "0"}}}}}}, "status");
     ASSERT_TRUE(r.ok()) << r.describe();
   };
@@ -180,10 +180,12 @@ TEST_F(SecurityIT, ZeroPodQuotaRefusalIsVisibleDeduplicatedAndRecoversWhenRaised
   ASSERT_TRUE(eventually([&] { return condition_status("tight", "squeezed", kRefusedCondition) == "True"; }))
       << status("tight", "squeezed").dump();
   json st = status("tight", "squeezed");
-  const json* c = find_condition(st, kRefusedCondition);
-  EXPECT_EQ((*c)["reason"], "QuotaExceeded");
-  EXPECT_NE((*c)["message"].get<std::string>().find("exceeded quota: pods"), std::string::npos) << *c;
-  EXPECT_NE((*c)["message"].get<std::string>().find("HTTP 403"), std::string::npos) << *c;
+  const PPUJobStatus typed = st.get<PPUJobStatus>();
+  const Condition* c = typed.condition(kRefusedCondition);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->reason, "QuotaExceeded");
+  EXPECT_NE(c->message.find("exceeded quota: pods"), std::string::npos) << c->message;
+  EXPECT_NE(c->message.find("HTTP 403"), std::string::npos) << c->message;
   EXPECT_EQ(st["phase"], "Pending");
   std::string out = kubectl("get ppj -n tight");
   EXPECT_NE(out.find("QuotaExceeded"), std::string::npos) << out;
@@ -193,8 +195,8 @@ TEST_F(SecurityIT, ZeroPodQuotaRefusalIsVisibleDeduplicatedAndRecoversWhenRaised
   EXPECT_EQ(events("tight", kRefusedCondition).size(), 1u);
   EXPECT_TRUE(job_pods("tight", "squeezed").empty());
   // The objects that are not pods were created (the quota is on pods only).
-  EXPECT_TRUE(client_->get(resources::configmaps, "tight", "squeezed-config").ok());
-  EXPECT_TRUE(client_->get(resources::networkpolicies, "tight", "squeezed").ok());
+  EXPECT_TRUE(client_->get(ResourceKind::ConfigMap, "tight", "squeezed-config").ok());
+  EXPECT_TRUE(client_->get(ResourceKind::NetworkPolicy, "tight", "squeezed").ok());
 
   set_quota("10");
   ASSERT_TRUE(eventually([&] { return job_pods("tight", "squeezed").size() == 2; }, 120))
@@ -234,7 +236,7 @@ TEST_F(SecurityIT, NetworkPolicySelectsExactlyTheJobsPodsAndPorts) {
           "apiVersion: v1\nkind: Pod\nmetadata: {name: stranger, labels: {app: x}}\n"
           "spec: {containers: [{name: c, image: busybox}]}\n");
   ASSERT_TRUE(eventually([&] { return job_pods("default", "a").size() == 2 && job_pods("default", "b").size() == 2; }));
-  Response r = client_->get(resources::networkpolicies, "default", "a");
+  Response r = client_->get(ResourceKind::NetworkPolicy, "default", "a");
   ASSERT_TRUE(r.ok()) << r.describe();
   const json np = r.body;
   EXPECT_EQ(np["metadata"]["ownerReferences"][0]["uid"], job("default", "a")["metadata"]["uid"]);
@@ -270,16 +272,16 @@ TEST_F(SecurityIT, NetworkPolicySelectsExactlyTheJobsPodsAndPorts) {
 
   // Edited by hand (opened to everyone): the operator puts it back.
   ASSERT_TRUE(client_
-                  ->merge_patch(resources::networkpolicies, "default", "a",
+                  ->merge_patch(ResourceKind::NetworkPolicy, "default", "a",
                                 {{"spec", {{"ingress", json::array({json::object()})}}}})
                   .ok());
   EXPECT_TRUE(eventually([&] {
-    return client_->get(resources::networkpolicies, "default", "a").body["spec"]["ingress"] == spec["ingress"];
+    return client_->get(ResourceKind::NetworkPolicy, "default", "a").body["spec"]["ingress"] == spec["ingress"];
   }));
   // Deleted: re-created.
-  ASSERT_TRUE(client_->remove(resources::networkpolicies, "default", "a").ok());
-  EXPECT_TRUE(eventually([&] { return client_->get(resources::networkpolicies, "default", "a").ok(); }));
-  EXPECT_EQ(client_->get(resources::networkpolicies, "default", "b").body["spec"]["podSelector"]["matchLabels"],
+  ASSERT_TRUE(client_->remove(ResourceKind::NetworkPolicy, "default", "a").ok());
+  EXPECT_TRUE(eventually([&] { return client_->get(ResourceKind::NetworkPolicy, "default", "a").ok(); }));
+  EXPECT_EQ(client_->get(ResourceKind::NetworkPolicy, "default", "b").body["spec"]["podSelector"]["matchLabels"],
             json({{"ppu.dev/job", "b"}}));
 }
 
@@ -288,7 +290,7 @@ TEST_F(SecurityIT, SecurityContextsAreValidatedByTheCrdSchema) {
   auto refusal = [&](const std::string& name, const json& patch) {
     json m = job_manifest("default", name, 2);
     m["spec"].update(patch);
-    return client_->create(resources::ppujobs, "default", m);
+    return client_->create(ResourceKind::PPUJob, "default", m);
   };
   Response r = refusal("bad-uid", {{"podSecurityContext", {{"runAsUser", "root"}}}});
   EXPECT_EQ(r.status, 422) << r.describe();
@@ -317,7 +319,7 @@ TEST_F(SecurityIT, NetworkPolicyOffCreatesNone) {
   start_controller(/*network_policy=*/false);
   create_job(job_manifest("default", "open", 2));
   ASSERT_TRUE(eventually([&] { return job_pods("default", "open").size() == 2; }));
-  EXPECT_EQ(client_->list(resources::networkpolicies, "default").body["items"].size(), 0u);
+  EXPECT_EQ(client_->list(ResourceKind::NetworkPolicy, "default").body["items"].size(), 0u);
 }
 
 // HTTP status of GET url with an optional bearer token (curl, so the request is a plain client's).
@@ -379,7 +381,7 @@ TEST_F(SecurityIT, MetricsRefuseUnauthenticatedAndUnauthorizedScrapes) {
   // the authorized scrape (a cached decision by now) shows it.
   create_job(job_manifest("default", "m", 2));
   EXPECT_TRUE(eventually([&] { return job_pods("default", "m").size() == 2; }));
-  EXPECT_TRUE(client_->get(resources::networkpolicies, "default", "m").ok());
+  EXPECT_TRUE(client_->get(ResourceKind::NetworkPolicy, "default", "m").ok());
   EXPECT_EQ(http_status(url, good, &body), 200) << body;
   EXPECT_NE(body.find("ppu_operator_reconciles_total{result=\"success\"}"), std::string::npos) << body;
   EXPECT_EQ(http_status(url, "", &body), 401) << "still refused without a token: " << body;

@@ -13,10 +13,14 @@
 namespace ppu::op {
 namespace {
 
+using testing::actions_of;
+using testing::condition_of;
+using testing::count;
+using testing::count_events;
 using testing::gang;
 using testing::make_job;
-
-constexpr int64_t kNow = 1'800'000'000;
+using testing::new_status;
+using testing::observed;
 
 const json* mount_at(const json& pod, const std::string& path) {
   for (const auto& m : pod["spec"]["containers"][0]["volumeMounts"])
@@ -97,83 +101,52 @@ TEST(Security, NetworkPolicyAdmitsOnlyTheJobsPodsAndScrapersOfTheMetricsPort) {
   EXPECT_EQ(closed["spec"]["ingress"].size(), 1u) << "no metrics namespaces: no scrape rule at all";
 }
 
-Observed observe(const json& job, std::vector<json> pods) {
-  Observed in;
-  in.job = job;
-  in.pods = std::move(pods);
-  in.now = kNow;
-  JobSpec s = parse_job(job);
-  in.service = build_service(s);
-  in.config_map = build_config_map(s);
-  in.network_policy = build_network_policy(s, {});
-  return in;
-}
-
-int count(const Decision& d, ActionKind k, const std::string& resource = "") {
-  int n = 0;
-  for (const auto& a : d.actions)
-    if (a.kind == k && (resource.empty() || a.resource == resource)) ++n;
-  return n;
-}
-const json* new_status(const Decision& d) {
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::UpdateStatus) return &a.body["status"];
-  return nullptr;
-}
-int events(const Decision& d, const std::string& reason) {
-  int n = 0;
-  for (const auto& a : d.actions) n += a.kind == ActionKind::Event && a.reason == reason;
-  return n;
-}
-
 TEST(Security, NetworkPolicyIsCreatedBeforeAnyPodAndKeptInStep) {
   json job = make_job("demo", 2);
-  Observed in = observe(job, {});
+  Observed in = observed(job, {});
   in.service.reset();
   in.config_map.reset();
   in.network_policy.reset();
   Decision d = reconcile(in);
   int np_at = -1, first_pod = -1;
   for (size_t i = 0; i < d.actions.size(); ++i) {
-    if (d.actions[i].kind != ActionKind::Create) continue;
-    if (d.actions[i].resource == "networkpolicies") np_at = static_cast<int>(i);
-    if (d.actions[i].resource == "pods" && first_pod < 0) first_pod = static_cast<int>(i);
+    const auto* c = std::get_if<CreateObject>(&d.actions[i]);
+    if (!c) continue;
+    if (c->kind == ResourceKind::NetworkPolicy) np_at = static_cast<int>(i);
+    if (c->kind == ResourceKind::Pod && first_pod < 0) first_pod = static_cast<int>(i);
   }
   ASSERT_GE(np_at, 0);
   EXPECT_LT(np_at, first_pod) << "a rank must never exist without its policy";
 
   // Drift (someone edited the policy, or metricsPort changed): merge-patched back.
-  in = observe(job, {});
+  in = observed(job, {});
   in.network_policy->at("spec")["ingress"] = json::array();
   d = reconcile(in);
-  ASSERT_EQ(count(d, ActionKind::Patch, "networkpolicies"), 1);
-  for (const auto& a : d.actions)
-    if (a.kind == ActionKind::Patch) {
-      EXPECT_EQ(a.body["spec"]["ingress"].size(), 1u);
-    }
+  ASSERT_EQ(count<PatchObject>(d, ResourceKind::NetworkPolicy), 1);
+  for (const auto& patch : actions_of<PatchObject>(d)) EXPECT_EQ(patch.patch["spec"]["ingress"].size(), 1u);
 
   // Turned off (--network-policy=false): neither created nor patched.
-  in = observe(job, {});
+  in = observed(job, {});
   in.network_policy.reset();
   in.options.network_policy = false;
-  EXPECT_EQ(count(reconcile(in), ActionKind::Create, "networkpolicies"), 0);
+  EXPECT_EQ(count<CreateObject>(reconcile(in), ResourceKind::NetworkPolicy), 0);
 }
 
 CreationRefusal quota_refusal() {
-  return CreationRefusal{"pods", "demo-rank-0", 403, "QuotaExceeded",
+  return CreationRefusal{ResourceKind::Pod, "demo-rank-0", 403, "QuotaExceeded",
                          "pods \"demo-rank-0\" is forbidden: exceeded quota: q, requested: pods=1, used: pods=0, "
                          "limited: pods=0"};
 }
 
 TEST(Security, RefusalBecomesConditionReasonAndOneWarningEvent) {
   json job = make_job("demo", 2, {{"phase", "Pending"}, {"restartCount", 0}, {"startTime", "2027-01-15T08:00:00Z"}});
-  Observed in = observe(job, {});
+  Observed in = observed(job, {});
   in.refusal = quota_refusal();
   Decision d = reconcile(in);
-  const json* st = new_status(d);
-  ASSERT_NE(st, nullptr);
-  const json* c = find_condition(*st, kRefusedCondition);
-  ASSERT_NE(c, nullptr);
+  const auto st = new_status(d);
+  ASSERT_TRUE(st);
+  const auto c = condition_of(*st, kRefusedCondition);
+  ASSERT_TRUE(c);
   EXPECT_EQ((*c)["status"], "True");
   EXPECT_EQ((*c)["reason"], "QuotaExceeded");
   EXPECT_NE((*c)["message"].get<std::string>().find("exceeded quota: q"), std::string::npos) << *c;
@@ -182,59 +155,59 @@ TEST(Security, RefusalBecomesConditionReasonAndOneWarningEvent) {
   EXPECT_EQ((*st)["message"], (*c)["message"]);
   EXPECT_EQ((*st)["phase"], "Pending");
   EXPECT_EQ((*st)["restartCount"], 0) << "a refusal does not count against backoffLimit";
-  EXPECT_EQ(events(d, kRefusedCondition), 1);
+  EXPECT_EQ(count_events(d, kRefusedCondition), 1);
   // The event precedes the creates: a refused create aborts the rest of the pass.
   ASSERT_GE(d.actions.size(), 3u);
-  EXPECT_EQ(d.actions[0].kind, ActionKind::UpdateStatus);
-  EXPECT_EQ(d.actions[1].kind, ActionKind::Event);
-  EXPECT_EQ(d.actions[1].event_type, "Warning");
-  EXPECT_EQ(count(d, ActionKind::Create, "pods"), 2) << "creation is retried";
+  EXPECT_TRUE(std::holds_alternative<UpdateStatus>(d.actions[0]));
+  ASSERT_TRUE(std::holds_alternative<RecordEvent>(d.actions[1]));
+  EXPECT_EQ(std::get<RecordEvent>(d.actions[1]).type, "Warning");
+  EXPECT_EQ(count<CreateObject>(d, ResourceKind::Pod), 2) << "creation is retried";
 
   // Same refusal again: no status change, no second event (de-duplicated through the condition).
   job["status"] = *st;
-  in = observe(job, {});
+  in = observed(job, {});
   in.refusal = quota_refusal();
   Decision again = reconcile(in);
-  EXPECT_EQ(new_status(again), nullptr);
-  EXPECT_EQ(events(again, kRefusedCondition), 0);
-  EXPECT_EQ(count(again, ActionKind::Create, "pods"), 2);
+  EXPECT_FALSE(new_status(again));
+  EXPECT_EQ(count_events(again, kRefusedCondition), 0);
+  EXPECT_EQ(count<CreateObject>(again, ResourceKind::Pod), 2);
 
   // A different refusal (the cause changed) is reported once more.
   in.refusal->reason = "PodSecurity";
   in.refusal->message = "pods \"demo-rank-0\" is forbidden: violates PodSecurity \"restricted:latest\": ...";
   Decision other = reconcile(in);
-  EXPECT_EQ(events(other, kRefusedCondition), 1);
-  ASSERT_NE(new_status(other), nullptr);
+  EXPECT_EQ(count_events(other, kRefusedCondition), 1);
+  ASSERT_TRUE(new_status(other));
   EXPECT_EQ((*new_status(other))["reason"], "PodSecurity");
 
   // The cause is fixed: pods exist, the refusal is gone ⇒ condition False, reason cleared.
-  in = observe(job, gang(job, 2, "Pending"));
+  in = observed(job, gang(job, 2, "Pending"));
   Decision fixed = reconcile(in);
-  ASSERT_NE(new_status(fixed), nullptr);
-  const json* fc = find_condition(*new_status(fixed), kRefusedCondition);
-  ASSERT_NE(fc, nullptr);
+  ASSERT_TRUE(new_status(fixed));
+  const auto fc = condition_of(*new_status(fixed), kRefusedCondition);
+  ASSERT_TRUE(fc);
   EXPECT_EQ((*fc)["status"], "False");
   EXPECT_EQ((*fc)["reason"], "Created");
   EXPECT_FALSE(new_status(fixed)->contains("reason"));
   EXPECT_FALSE(new_status(fixed)->contains("message"));
-  EXPECT_EQ(events(fixed, "Created"), 1);
+  EXPECT_EQ(count_events(fixed, "Created"), 1);
 }
 
 TEST(Security, SuspendingARefusedJobClearsTheCondition) {
   json job = make_job("demo", 2, {{"phase", "Pending"}, {"restartCount", 0}});
-  Observed in = observe(job, {});
+  Observed in = observed(job, {});
   in.refusal = quota_refusal();
   Decision refused = reconcile(in);
-  ASSERT_NE(new_status(refused), nullptr);
+  ASSERT_TRUE(new_status(refused));
   job["status"] = *new_status(refused);
   job["spec"]["runPolicy"]["suspend"] = true;
-  in = observe(job, {});
+  in = observed(job, {});
   in.refusal = quota_refusal();
   Decision d = reconcile(in);
-  ASSERT_NE(new_status(d), nullptr);
+  ASSERT_TRUE(new_status(d));
   EXPECT_EQ((*new_status(d))["phase"], "Suspended");
-  const json* c = find_condition(*new_status(d), kRefusedCondition);
-  ASSERT_NE(c, nullptr);
+  const auto c = condition_of(*new_status(d), kRefusedCondition);
+  ASSERT_TRUE(c);
   EXPECT_EQ((*c)["status"], "False");
   EXPECT_FALSE(new_status(d)->contains("reason"));
 }
@@ -249,7 +222,7 @@ Response api_error(long code, const std::string& reason, const std::string& mess
 
 TEST(Security, ApiRefusalsAreClassified) {
   auto reason = [](const Response& r) {
-    auto rf = as_refusal("pods", "p", r);
+    auto rf = as_refusal(ResourceKind::Pod, "p", r);
     return rf ? rf->reason : std::string("<transient>");
   };
   EXPECT_EQ(reason(api_error(403, "Forbidden", "pods \"p\" is forbidden: exceeded quota: q, requested: pods=1")),
@@ -268,7 +241,7 @@ TEST(Security, ApiRefusalsAreClassified) {
   EXPECT_EQ(reason(api_error(429, "TooManyRequests", "slow down")), "<transient>");
   EXPECT_EQ(reason(api_error(500, "InternalError", "etcd timeout")), "<transient>");
   EXPECT_EQ(reason(Response{}), "<transient>") << "no response at all";
-  auto rf = as_refusal("pods", "p", api_error(422, "Invalid", "bad"));
+  auto rf = as_refusal(ResourceKind::Pod, "p", api_error(422, "Invalid", "bad"));
   ASSERT_TRUE(rf);
   EXPECT_EQ(rf->code, 422);
   EXPECT_EQ(rf->message, "bad");

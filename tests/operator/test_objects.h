@@ -1,16 +1,30 @@
-// Builders of PPUJob, Pod and export Job JSON for the pure unit tests: what the informers would hold.
+// The shared fixtures of the operator's unit tests: PPUJob, Pod and export Job JSON as the
+// informers would hold them, job statuses and rank results at a fixed time, the Observed state
+// of a job, and readers of a Decision (the status it writes, as the JSON sent; its actions by
+// kind; its events).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "actions.h"
+#include "core/run_result.h"
 #include "export_job.h"
+#include "job_constants.h"
 #include "job_spec.h"
 #include "object_builder.h"
+#include "reconciler.h"
+#include "rfc3339.h"
 
 namespace ppu::op::testing {
+
+// The time of every pass in the unit tests, and a time relative to it.
+inline constexpr int64_t kNow = 1'800'000'000;
+inline std::string at(int64_t offset) { return format_rfc3339(kNow + offset); }
 
 inline json make_job(const std::string& name = "demo", int replicas = 4, json status = json::object()) {
   json job = {{"apiVersion", "ppu.dev/v1alpha1"},
@@ -97,5 +111,116 @@ inline json make_export_pod(const json& export_job, int exit_code, const std::st
                                {"state", {{"terminated", {{"exitCode", exit_code}, {"message", message}}}}}}})}}}};
   return pod;
 }
+
+// ---- statuses and results ----
+
+// A running job's status: restarted `restarts` times, started 100 s ago.
+inline json running_status(int restarts = 0) {
+  return {{"phase", phase::kRunning}, {"restartCount", restarts}, {"startTime", at(-100)}};
+}
+
+// A job that ended (`phase` Succeeded or Failed) `completed_ago` seconds ago, started 1000 s ago.
+inline json finished_status(const char* phase, int64_t completed_ago) {
+  return {{"phase", phase}, {"restartCount", 0}, {"startTime", at(-1000)}, {"completionTime", at(-completed_ago)}};
+}
+
+// A succeeded rank's termination message, as ppu-train writes it (core/run_result.h): round 10,
+// perplexity 12.18, checkpoint round 10.
+inline std::string rank_result() {
+  RunResult r;
+  r.round = 10;
+  r.eval_loss = 2.5;
+  r.perplexity = 12.18;
+  r.steps = 100;
+  r.tokens = 6400;
+  r.checkpoint_round = 10;
+  r.seconds = 5;
+  r.checksum = "00ff00ff00ff00ff";
+  return format_run_result(r);
+}
+
+// Condition `type` of a status as JSON (a copy), if it has one.
+inline std::optional<json> condition_of(const json& status, const std::string& type) {
+  if (!status.contains("conditions")) return std::nullopt;
+  for (const auto& c : status.at("conditions"))
+    if (c.value("type", "") == type) return c;
+  return std::nullopt;
+}
+
+// ---- the observed state ----
+
+// What reconcile() sees of `job` at kNow: its rank pods and, with `owned_objects`, the ConfigMap,
+// Service and NetworkPolicy it owns, as the operator built them.
+inline Observed observed(const json& job, std::vector<json> pods = {}, bool owned_objects = true) {
+  Observed in;
+  in.job = job;
+  in.pods = std::move(pods);
+  in.now = kNow;
+  if (owned_objects) {
+    JobSpec s = parse_job(job);
+    in.service = build_service(s);
+    in.config_map = build_config_map(s);
+    in.network_policy = build_network_policy(s, in.options.metrics_namespaces);
+  }
+  return in;
+}
+
+// ---- reading a Decision ----
+
+// The status the decision writes, as the JSON the executor sends; nullopt when it writes none.
+inline std::optional<json> new_status(const Decision& d) {
+  for (const auto& a : d.actions)
+    if (const auto* u = std::get_if<UpdateStatus>(&a)) return json(u->status);
+  return std::nullopt;
+}
+
+// The status after the decision: the one it writes, else the one observed.
+inline json status_after(const Observed& in, const Decision& d) {
+  if (auto st = new_status(d)) return *st;
+  return in.job.value("status", json::object());
+}
+
+// The decision's actions of type A (CreateObject, DeleteObject, ...), in order.
+template <class A>
+std::vector<A> actions_of(const Decision& d) {
+  std::vector<A> out;
+  for (const auto& a : d.actions)
+    if (const auto* x = std::get_if<A>(&a)) out.push_back(*x);
+  return out;
+}
+
+// Those of them on objects of `kind` (A has a `kind`: CreateObject, PatchObject, DeleteObject).
+template <class A>
+std::vector<A> actions_of(const Decision& d, ResourceKind kind) {
+  std::vector<A> out;
+  for (const auto& a : actions_of<A>(d))
+    if (a.kind == kind) out.push_back(a);
+  return out;
+}
+
+template <class A>
+int count(const Decision& d) {
+  return static_cast<int>(actions_of<A>(d).size());
+}
+
+template <class A>
+int count(const Decision& d, ResourceKind kind) {
+  return static_cast<int>(actions_of<A>(d, kind).size());
+}
+
+// The reasons of the decision's events, in order.
+inline std::vector<std::string> event_reasons(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& e : actions_of<RecordEvent>(d)) out.push_back(e.reason);
+  return out;
+}
+
+inline int count_events(const Decision& d, const std::string& reason) {
+  int n = 0;
+  for (const auto& r : event_reasons(d)) n += r == reason;
+  return n;
+}
+
+inline bool has_event(const Decision& d, const std::string& reason) { return count_events(d, reason) > 0; }
 
 }  // namespace ppu::op::testing

@@ -51,10 +51,10 @@ TEST(WatchStream, OnlyWellFormedEventsReachTheHandler) {
   };
   const auto never = [] { return false; };
 
-  EXPECT_EQ(client.watch(resources::pods, "failing", {}, 5, on_event, never), WatchEnd::Error);
+  EXPECT_EQ(client.watch(ResourceKind::Pod, "failing", {}, 5, on_event, never), WatchEnd::Error);
   EXPECT_TRUE(seen.empty()) << "a 503 Status body is not a watch event";
 
-  EXPECT_EQ(client.watch(resources::pods, "mixed", {}, 5, on_event, never), WatchEnd::Closed);
+  EXPECT_EQ(client.watch(ResourceKind::Pod, "mixed", {}, 5, on_event, never), WatchEnd::Closed);
   EXPECT_EQ(seen, (std::vector<std::string>{"ADDED", "DELETED"}));
 }
 
