@@ -40,19 +40,16 @@ std::vector<ParamInfo> parameter_layout(const ModelSpec& spec) {
   const int64_t d = spec.d_model, f = spec.mlp_hidden();
   std::vector<ParamInfo> out;
   out.push_back({"tok_emb.weight", {spec.vocab, d}, ParamRole::Embedding, -1});
-  for (int l = 0; l < spec.layers; ++l) {
-    const std::string p = "blocks." + std::to_string(l) + ".";
-    out.push_back({p + "ln1.weight", {d}, ParamRole::Norm, l});
-    out.push_back({p + "ln1.bias", {d}, ParamRole::Norm, l});
-    out.push_back({p + "attn.wq.weight", {d, d}, ParamRole::AttnQ, l});
-    out.push_back({p + "attn.wk.weight", {d, d}, ParamRole::AttnK, l});
-    out.push_back({p + "attn.wv.weight", {d, d}, ParamRole::AttnV, l});
-    out.push_back({p + "attn.wo.weight", {d, d}, ParamRole::AttnOut, l});
-    out.push_back({p + "ln2.weight", {d}, ParamRole::Norm, l});
-    out.push_back({p + "ln2.bias", {d}, ParamRole::Norm, l});
-    out.push_back({p + "mlp.up.weight", {f, d}, ParamRole::MlpUp, l});
-    out.push_back({p + "mlp.down.weight", {d, f}, ParamRole::MlpDown, l});
-  }
+  // Indexed by BlockParam.
+  const ParamInfo block[kParamsPerBlock] = {
+      {"ln1.weight", {d}, ParamRole::Norm, 0},         {"ln1.bias", {d}, ParamRole::Norm, 0},
+      {"attn.wq.weight", {d, d}, ParamRole::AttnQ, 0}, {"attn.wk.weight", {d, d}, ParamRole::AttnK, 0},
+      {"attn.wv.weight", {d, d}, ParamRole::AttnV, 0}, {"attn.wo.weight", {d, d}, ParamRole::AttnOut, 0},
+      {"ln2.weight", {d}, ParamRole::Norm, 0},         {"ln2.bias", {d}, ParamRole::Norm, 0},
+      {"mlp.up.weight", {f, d}, ParamRole::MlpUp, 0},  {"mlp.down.weight", {d, f}, ParamRole::MlpDown, 0},
+  };
+  for (int l = 0; l < spec.layers; ++l)
+    for (const auto& p : block) out.push_back({"blocks." + std::to_string(l) + "." + p.name, p.shape, p.role, l});
   out.push_back({"ln_f.weight", {d}, ParamRole::Norm, -1});
   out.push_back({"ln_f.bias", {d}, ParamRole::Norm, -1});
   return out;

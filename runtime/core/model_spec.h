@@ -41,8 +41,27 @@ struct ParamInfo {
   int64_t numel() const;
 };
 
-// All parameters in a fixed order: tok_emb, then per block ln1.{weight,bias}, attn.{wq,wk,wv,wo},
-// ln2.{weight,bias}, mlp.{up,down}, then ln_f.{weight,bias}. The output head is tied to tok_emb.
+// A block's parameters, in their layout order (the one place that order is written).
+enum BlockParam : int {
+  kLn1Weight,
+  kLn1Bias,
+  kWq,
+  kWk,
+  kWv,
+  kWo,
+  kLn2Weight,
+  kLn2Bias,
+  kMlpUp,
+  kMlpDown,
+  kParamsPerBlock
+};
+// Where block `layer`'s parameter `p` is in parameter_layout (tok_emb comes first).
+constexpr int block_param_index(int layer, BlockParam p) { return 1 + layer * kParamsPerBlock + p; }
+
+// All parameters in a fixed order: tok_emb, then per block its BlockParams, named
+// blocks.<l>.{ln1.weight, ln1.bias, attn.wq.weight, attn.wk.weight, attn.wv.weight, attn.wo.weight,
+// ln2.weight, ln2.bias, mlp.up.weight, mlp.down.weight}, then ln_f.{weight,bias}. The output head
+// is tied to tok_emb.
 std::vector<ParamInfo> parameter_layout(const ModelSpec& spec);
 int64_t total_parameters(const ModelSpec& spec);
 

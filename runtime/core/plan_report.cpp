@@ -8,6 +8,7 @@
 #include "core/cost_model.h"
 #include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
+#include "core/wire_plan.h"
 
 namespace ppu {
 
@@ -42,9 +43,9 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
   double per_sync_bytes, per_round_bytes, amortised_step_seconds, wire_sync_bytes = 0, wire_round_bytes = 0;
   double wire_run_bytes = 0;  // over train.steps: every scheduled sync, plus outer.final_sync's averages
   const int64_t T = config.train.steps;
-  const WireDtype wire_dtype =
-      config.method == Method::Ddp ? (bf16 ? WireDtype::Bf16 : WireDtype::Fp32) : config.outer.delta_dtype;
-  const int64_t row = config.method == Method::Ddp ? 1 : m.d_model;
+  const WirePlan wire = wire_plan(config);
+  const WireDtype wire_dtype = wire.dtype;
+  const int64_t row = wire.row_length;
   if (config.method == Method::Ddp) {
     per_sync_bytes = per_round_bytes = (bf16 ? 2 : 4) * total;
     wire_sync_bytes = wire_round_bytes = wire_layout(plan.total_parameters(), K, wire_dtype, row).bytes_per_rank(K);
@@ -73,7 +74,7 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
     wire_run_bytes *= scale;
     per_round_bytes = config.network.message_bytes;
   }
-  const int H = config.method == Method::Ddp ? 1 : config.outer.sync_every;
+  const int H = wire.steps_per_sync;
   auto seconds = [&](double wire) { return bps > 0 ? wire / bps : 0.0; };
   amortised_step_seconds = seconds(wire_round_bytes) / H;
 
@@ -148,7 +149,7 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
       {"comm_seconds_per_sync", seconds(wire_sync_bytes)},
       {"comm_seconds_per_round", seconds(wire_round_bytes)},
       {"comm_seconds_per_step_amortised", amortised_step_seconds},
-      {"sync_every", config.method == Method::Ddp ? 1 : config.outer.sync_every},
+      {"sync_every", H},
       {"fragments", fragments},
   };
 

@@ -24,7 +24,7 @@ SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int
   const int n_idx = slice_index();
   const int sliced_owners = world_size / slices_;
   for (const auto& p : parameter_layout(model)) {
-    ParamSlice s{p};
+    ParamSlice s{{}, p};
     s.owners = world_size;
     auto slice_along = [&](int dim, int64_t extent) {
       s.dim = dim;

@@ -21,17 +21,17 @@
 
 #include "core/config.h"
 #include "core/model_spec.h"
+#include "core/tensor_region.h"
 
 namespace ppu {
 
-struct ParamSlice {
+// The region of a parameter this rank trains: whole, or [begin, end) along dim (empty = frozen
+// on this rank).
+struct ParamSlice : TensorRegion {
   ParamInfo param;
-  int dim = -1;       // dimension the trainable range runs along; -1 = whole tensor trainable
-  int64_t begin = 0;  // trainable range [begin, end) along `dim`; empty = frozen on this rank
-  int64_t end = 0;
   int owners = 1;  // m: number of ranks that train each element of this parameter
 
-  bool sliced() const { return dim >= 0; }
+  bool sliced() const { return !whole(); }
   bool frozen() const { return sliced() && end == begin; }
   int64_t trainable_numel() const;
 };

@@ -7,7 +7,7 @@ namespace ppu {
 namespace {
 
 void add_whole(Fragment& f, int index, const ParamInfo& p) {
-  f.pieces.push_back({index, -1, 0, 0});
+  f.pieces.push_back({{}, index});
   f.numel += p.numel();
 }
 
@@ -43,7 +43,7 @@ std::vector<Fragment> by_slices(const ModelSpec& model, int slices) {
       if (p.role != ParamRole::MlpUp && p.role != ParamRole::MlpDown) continue;
       const int dim = p.role == ParamRole::MlpUp ? 0 : 1;
       const int64_t extent = p.shape[dim];
-      FragmentPiece piece{static_cast<int>(i), dim, n * extent / slices, (n + 1) * extent / slices};
+      FragmentPiece piece{{dim, n * extent / slices, (n + 1) * extent / slices}, static_cast<int>(i)};
       f.pieces.push_back(piece);
       f.numel += p.numel() / extent * (piece.end - piece.begin);
     }

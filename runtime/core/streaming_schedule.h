@@ -19,14 +19,13 @@
 
 #include "core/config.h"
 #include "core/slice_plan.h"
+#include "core/tensor_region.h"
 
 namespace ppu {
 
-// A contiguous range [begin, end) along `dim` of parameter `param_index` (dim -1 = whole tensor).
-struct FragmentPiece {
-  int param_index;
-  int dim = -1;
-  int64_t begin = 0, end = 0;
+// A region of parameter `param_index` that a fragment synchronises.
+struct FragmentPiece : TensorRegion {
+  int param_index = 0;
 };
 
 struct Fragment {

@@ -34,11 +34,33 @@ TokenDataset TokenDataset::load(const std::string& dir) {
   }
 }
 
-TokenDataset TokenDataset::load_checked(const std::string& dir) {
+DatasetMeta TokenDataset::check(const std::string& dir) {
   namespace fs = std::filesystem;
   if (dir.empty()) throw ShardError("dataset path is empty (set data.path)");
   if (!fs::is_directory(dir)) throw ShardError("dataset '" + dir + "': no such directory");
-  const DatasetMeta meta = read_dataset_meta(dir);
+  DatasetMeta meta;
+  try {
+    meta = read_dataset_meta(dir);
+  } catch (const ShardError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ShardError("dataset '" + dir + "': " + e.what());
+  }
+  for (const char* shard : {kTrainShardName, kValShardName})
+    if (!fs::is_regular_file(fs::path(dir) / shard))
+      throw ShardError("dataset '" + dir + "': " + shard + " is missing");
+  return meta;
+}
+
+void TokenDataset::check_vocab(const std::string& dir, uint64_t dataset_vocab, int model_vocab) {
+  if (dataset_vocab > static_cast<uint64_t>(model_vocab))
+    throw ConfigError("data.path '" + dir + "' has vocabulary " + std::to_string(dataset_vocab) +
+                      " but model.vocab is " + std::to_string(model_vocab));
+}
+
+TokenDataset TokenDataset::load_checked(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const DatasetMeta meta = check(dir);
   TokenShard train = read_token_shard((fs::path(dir) / kTrainShardName).string());
   TokenShard val = read_token_shard((fs::path(dir) / kValShardName).string());
   auto agree = [&](const char* name, uint64_t shard_value, uint64_t meta_value, const char* what) {

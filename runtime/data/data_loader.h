@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "data/dataset_dir.h"
 #include "data/synthetic_corpus.h"
 
 namespace ppu::data {
@@ -46,6 +47,11 @@ struct TokenDataset {
   // Reads DIR/meta.json, DIR/train.bin, DIR/val.bin and checks they agree. Throws ShardError
   // naming the directory or file for every fault (missing, unreadable, malformed, inconsistent).
   static TokenDataset load(const std::string& dir);
+  // What load() checks without reading the shards (meta.json readable, both shards present),
+  // for a check before any work (ppu-train --check): returns the metadata, throws ShardError.
+  static DatasetMeta check(const std::string& dir);
+  // Throws ConfigError (exit 2) when a dataset's vocabulary exceeds model.vocab.
+  static void check_vocab(const std::string& dir, uint64_t dataset_vocab, int model_vocab);
   // Train is stream 0 and val stream 1 of the same process.
   static TokenDataset synthetic(const SyntheticDatasetOptions& options);
 

@@ -1,11 +1,16 @@
-// What a checkpoint holds, by name and with a version. Every component writes and
-// reads its own named fields, so no reader re-aligns positional tensors by hand:
-//  - rank part (rank-NNNNN.pt): "model.weight.<param>" and, in bf16 runs, "model.master.<param>"
-//    (the fp32 masters); "inner" (the inner optimiser's own archive); "feedback" (error-feedback
-//    residuals, OuterOptimizer::save_feedback); "progress.<field>" int64 and "totals.<field>"
-//    float64 scalars (Trainer);
-//  - global part (global.pt): "outer.global.<param>" and "outer.momentum.<param>" (an empty
-//    tensor: no momentum yet), OuterOptimizer::save;
+// What a checkpoint holds, by name and with a version. Each stateful component saves and loads
+// its own section, and every key of every section is spelled here (namespace checkpoint_key)
+// and nowhere else, so no reader re-aligns positional tensors or rebuilds a key by hand:
+//  - rank part (rank-NNNNN.pt)
+//      model.weight.<param>, model.master.<param>  Transformer::save/load (masters: bf16 runs only)
+//      inner                                        InnerOptimizer::save/load (a nested archive)
+//      feedback: feedback.<fragment>.{contribution,result}
+//                                                   OuterOptimizer::save_feedback/load_feedback
+//      progress.{step,rounds,loader_position}       int64 scalars \ the trainer's Progress
+//      totals.<name>                                float64 scalars /
+//  - global part (global.pt)
+//      outer.global.<param>, outer.momentum.<param> OuterOptimizer::save/load (an empty momentum:
+//                                                   none yet)
 //  - manifest.json: "format": kCheckpointFormat (CheckpointStore).
 // <param> is the parameter's layout name (core/model_spec: e.g. "blocks.3.mlp.up.weight").
 // A checkpoint of another format is refused with a CheckpointFormatError naming its path, its
@@ -45,6 +50,24 @@ class CheckpointFormatError : public CheckpointError {
 // The manifest's format (1 when it has none, as format-1 manifests did); throws
 // CheckpointFormatError when it is not kCheckpointFormat. `where` names the checkpoint.
 void require_checkpoint_format(int format, const std::string& where);
+
+// Every key a checkpoint holds (the map above).
+namespace checkpoint_key {
+inline std::string model_weight(const std::string& param) { return "model.weight." + param; }
+inline std::string model_master(const std::string& param) { return "model.master." + param; }
+inline constexpr const char* kInner = "inner";
+inline constexpr const char* kFeedback = "feedback";
+inline std::string feedback_contribution(size_t fragment) {
+  return "feedback." + std::to_string(fragment) + ".contribution";
+}
+inline std::string feedback_result(size_t fragment) { return "feedback." + std::to_string(fragment) + ".result"; }
+inline constexpr const char* kStep = "progress.step";
+inline constexpr const char* kRounds = "progress.rounds";
+inline constexpr const char* kLoaderPosition = "progress.loader_position";
+inline std::string total(const std::string& name) { return "totals." + name; }
+inline std::string outer_global(const std::string& param) { return "outer.global." + param; }
+inline std::string outer_momentum(const std::string& param) { return "outer.momentum." + param; }
+}  // namespace checkpoint_key
 
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, int64_t value);
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, double value);

@@ -1,33 +1,24 @@
 #include "engine/outer_optimizer.h"
 
 #include <chrono>
+#include <optional>
 
+#include "core/wire_plan.h"
 #include "engine/checkpoint_format.h"
 #include "engine/delta_exchange.h"
+#include "engine/region_view.h"
 
 namespace ppu {
 
 namespace {
 
-torch::Tensor region(const torch::Tensor& t, const FragmentPiece& piece) {
-  return piece.dim < 0 ? t : t.narrow(piece.dim, piece.begin, piece.end - piece.begin);
-}
-
-// The part of `piece` this rank trains, as a range along the piece's own region; empty when
-// the rank trains none of it. Slices and by-slice pieces run along the same dimension.
-bool trainable_part(const ParamSlice& slice, const FragmentPiece& piece, int& dim, int64_t& begin, int64_t& len) {
-  if (!slice.sliced()) {
-    dim = -1;
-    return true;
-  }
-  dim = slice.dim;
-  const int64_t lo = piece.dim < 0 ? 0 : piece.begin;
-  const int64_t hi = piece.dim < 0 ? slice.param.shape[dim] : piece.end;
-  const int64_t b = std::max(lo, slice.begin), e = std::min(hi, slice.end);
-  if (e <= b) return false;
-  begin = b - lo;
-  len = e - b;
-  return true;
+// The part of `piece` this rank trains, as a region of the piece's own view; nullopt when the
+// rank trains none of it. Slices and by-slice pieces run along the same dimension.
+std::optional<TensorRegion> trainable_part(const ParamSlice& slice, const FragmentPiece& piece) {
+  if (slice.whole()) return TensorRegion{};
+  const auto o = overlap(piece, slice, slice.param.shape[slice.dim]);
+  if (!o) return std::nullopt;
+  return TensorRegion{slice.dim, o->in_region, o->in_region + o->length};
 }
 
 }  // namespace
@@ -71,25 +62,21 @@ OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool overlapped) {
   std::vector<torch::Tensor> deltas;
   for (const auto& piece : pieces) {
     // θ_k in fp32: the master where trainable (mixed precision), else the weights themselves.
-    const auto local =
-        model_.load_fp32(piece.param_index, piece.dim, piece.begin, piece.end - piece.begin).to(torch::kCPU);
-    const auto global = region(global_[piece.param_index], piece);
+    const auto local = model_.load_fp32(piece.param_index, piece).to(torch::kCPU);
+    const auto global = region_view(global_[piece.param_index], piece);
     auto delta = torch::zeros_like(global);
-    int dim;
-    int64_t begin = 0, len = 0;
-    if (trainable_part(slices[piece.param_index], piece, dim, begin, len)) {
-      if (dim < 0) delta.copy_(local - global);
-      else delta.narrow(dim, begin, len).copy_(local.narrow(dim, begin, len) - global.narrow(dim, begin, len));
-    }
+    if (const auto part = trainable_part(slices[piece.param_index], piece))
+      region_view(delta, *part).copy_(region_view(local, *part) - region_view(global, *part));
     deltas.push_back(delta.reshape({-1}));
   }
   sync.flat = torch::cat(deltas);
 
   // Line 13, first half: SUM over ranks, in the background.
   ExchangeOptions options;
-  options.dtype = config_.delta_dtype;
-  options.row_length = model_.spec().d_model;
-  options.schedule = collective_;
+  const WirePlan wire = delta_wire_plan(config_, model_.spec(), collective_);
+  options.dtype = wire.dtype;
+  options.row_length = wire.row_length;
+  options.schedule = wire.schedule;
   options.feedback = config_.error_feedback ? &feedback_.at(fragment) : nullptr;
   sync.wait = start_delta_sum(collectives_, sync.flat, options);
   sync.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -109,7 +96,7 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
   int64_t offset = 0;
   for (size_t k = 0; k < pieces.size(); ++k) {
     const auto& piece = pieces[k];
-    auto global = region(global_[piece.param_index], piece);
+    auto global = region_view(global_[piece.param_index], piece);
     const int64_t n = global.numel();
     // Line 13, second half: element-wise 1/m (m is constant within a parameter).
     auto delta = sync.flat.narrow(0, offset, n).view(global.sizes()).div_(slices[piece.param_index].owners);
@@ -119,7 +106,7 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
     if (!sync.plain_average && config_.optimizer == OuterOptimizerKind::Nesterov) {
       auto& m = momentum_[piece.param_index];
       if (!m.defined()) m = host_.zeros(global_[piece.param_index].sizes());
-      auto buf = region(m, piece);
+      auto buf = region_view(m, piece);
       auto g = -delta;
       buf.mul_(config_.momentum).add_(g);
       global.sub_(g.add(buf, config_.momentum), config_.lr);
@@ -129,13 +116,12 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
     // θ_k ← θ, or after an overlapped exchange Streaming DiLoCo's α·θ_k + (1−α)·θ.
     // Mixed precision: the bf16 working weights become the rounded values, the fp32 masters of
     // the trainable elements the values themselves.
-    const int64_t len = piece.end - piece.begin;
     if (!sync.overlapped) {
-      model_.store_fp32(piece.param_index, piece.dim, piece.begin, len, global);
+      model_.store_fp32(piece.param_index, piece, global);
     } else {
       const double a = config_.overlap_alpha;
-      const auto local = model_.load_fp32(piece.param_index, piece.dim, piece.begin, len).to(torch::kCPU);
-      model_.store_fp32(piece.param_index, piece.dim, piece.begin, len, local.mul(a).add(global, 1 - a));
+      const auto local = model_.load_fp32(piece.param_index, piece).to(torch::kCPU);
+      model_.store_fp32(piece.param_index, piece, local.mul(a).add(global, 1 - a));
     }
   }
   sync.result.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -158,9 +144,9 @@ int64_t OuterOptimizer::global_bytes() const {
 void OuterOptimizer::save(torch::serialize::OutputArchive& archive) const {
   for (size_t i = 0; i < global_.size(); ++i) {
     const auto& name = model_.layout()[i].name;
-    archive.write("outer.global." + name, global_[i]);
+    archive.write(checkpoint_key::outer_global(name), global_[i]);
     // A fragment not yet synchronised has no momentum: stored as an empty tensor.
-    archive.write("outer.momentum." + name, momentum_[i].defined() ? momentum_[i] : torch::empty({0}));
+    archive.write(checkpoint_key::outer_momentum(name), momentum_[i].defined() ? momentum_[i] : torch::empty({0}));
   }
 }
 
@@ -169,9 +155,9 @@ void OuterOptimizer::save(torch::serialize::OutputArchive& archive) const {
 void OuterOptimizer::save_feedback(torch::serialize::OutputArchive& archive) const {
   for (size_t f = 0; f < feedback_.size(); ++f) {
     const auto& fb = feedback_[f];
-    archive.write("feedback." + std::to_string(f) + ".contribution",
+    archive.write(checkpoint_key::feedback_contribution(f),
                   fb.contribution.defined() ? fb.contribution : torch::empty({0}));
-    archive.write("feedback." + std::to_string(f) + ".result", fb.result.defined() ? fb.result : torch::empty({0}));
+    archive.write(checkpoint_key::feedback_result(f), fb.result.defined() ? fb.result : torch::empty({0}));
   }
 }
 
@@ -180,7 +166,8 @@ void OuterOptimizer::load(torch::serialize::InputArchive& archive) {
   for (size_t i = 0; i < global_.size(); ++i) {
     const auto& name = model_.layout()[i].name;
     torch::Tensor g, m;
-    if (!archive.try_read("outer.global." + name, g) || !archive.try_read("outer.momentum." + name, m))
+    if (!archive.try_read(checkpoint_key::outer_global(name), g) ||
+        !archive.try_read(checkpoint_key::outer_momentum(name), m))
       throw CheckpointError("no outer state (global θ and momentum) of parameter " + name);
     if (!g.defined() || g.sizes() != global_[i].sizes())
       throw CheckpointError("global parameter " + name + " has shape " + c10::str(g.sizes()) + ", the model's is " +
@@ -196,8 +183,8 @@ void OuterOptimizer::load(torch::serialize::InputArchive& archive) {
 void OuterOptimizer::load_feedback(torch::serialize::InputArchive& archive) {
   for (size_t f = 0; f < feedback_.size(); ++f) {
     torch::Tensor c, r;  // absent in checkpoints written before error feedback existed
-    const bool has = archive.try_read("feedback." + std::to_string(f) + ".contribution", c) &&
-                     archive.try_read("feedback." + std::to_string(f) + ".result", r);
+    const bool has = archive.try_read(checkpoint_key::feedback_contribution(f), c) &&
+                     archive.try_read(checkpoint_key::feedback_result(f), r);
     feedback_[f] = has && c.numel() > 0 ? FeedbackState{c.clone(), r.clone()} : FeedbackState{};
   }
 }

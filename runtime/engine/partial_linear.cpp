@@ -140,25 +140,23 @@ torch::Tensor stacked_partial_linear(const torch::Tensor& x, const torch::Tensor
   for (const WeightSlice* w : {&a, &b, &c}) {
     TORCH_CHECK(stackable(*w), "stacked_partial_linear: a part is sliced by columns or keeps input ranges");
     const int64_t out = w->full.size(0);
-    rows.insert(rows.end(), {offset + (w->dim < 0 ? 0 : w->begin), offset + (w->dim < 0 ? out : w->end)});
+    rows.insert(rows.end(), {offset + (w->whole() ? 0 : w->begin), offset + (w->whole() ? out : w->end)});
     offset += out;
   }
   TORCH_CHECK(offset == stacked.size(0), "stacked_partial_linear: the parts do not make up the stacked weight");
   return StackedLinearFunction::apply(x, a.trainable, b.trainable, c.trainable, stacked, rows);
 }
 
-WeightSlice make_weight_slice(const torch::Tensor& full, int dim, int64_t begin, int64_t end) {
+WeightSlice make_weight_slice(const torch::Tensor& full, const TensorRegion& region) {
   WeightSlice w;
-  w.dim = dim;
-  w.begin = begin;
-  w.end = end;
-  if (dim < 0) {
+  static_cast<TensorRegion&>(w) = region;
+  if (region.whole()) {
     w.full = full.requires_grad_(true);
     w.trainable = w.full;
   } else {
     w.full = full.requires_grad_(false);
     // detach() shares storage with `full`: in-place optimiser updates land in the weight.
-    w.trainable = full.narrow(dim, begin, end - begin).detach().requires_grad_(true);
+    w.trainable = full.narrow(region.dim, region.begin, region.length()).detach().requires_grad_(true);
   }
   return w;
 }

@@ -16,20 +16,21 @@
 
 #include <torch/torch.h>
 
+#include "core/tensor_region.h"
+
 namespace ppu {
 
-struct WeightSlice {
+// A weight and its trainable region (whole, or [begin, end) along dim).
+struct WeightSlice : TensorRegion {
   torch::Tensor full;       // [out, in]; requires_grad only when the whole tensor is trainable
   torch::Tensor trainable;  // leaf with requires_grad; a view of `full` (or `full` itself)
-  int dim = -1;             // -1 = whole tensor trainable
-  int64_t begin = 0, end = 0;
   // [begin, end) pairs along `dim` that carry the input gradient; empty = all (the method).
   std::vector<int64_t> input_keep;
 };
 
-// Makes the trainable view of `full` for the range [begin, end) along `dim` (dim -1: all; an
-// empty range: frozen, with a zero-element trainable leaf so every parameter keeps its slot).
-WeightSlice make_weight_slice(const torch::Tensor& full, int dim, int64_t begin, int64_t end);
+// Makes the trainable view of `full` for `region` (whole: all; an empty range: frozen, with a
+// zero-element trainable leaf so every parameter keeps its slot).
+WeightSlice make_weight_slice(const torch::Tensor& full, const TensorRegion& region);
 
 // y = x W^T with the partial backward described above. x: [..., in].
 torch::Tensor partial_linear(const torch::Tensor& x, const WeightSlice& w);

@@ -7,9 +7,7 @@ namespace ppu {
 data::TokenDataset load_dataset(const Config& c) {
   if (c.data.source == DataSource::Shards || !c.data.path.empty()) {
     auto ds = data::TokenDataset::load(c.data.path);
-    if (ds.vocab > static_cast<uint32_t>(c.model.vocab))
-      throw ConfigError("data.path '" + c.data.path + "' has vocabulary " + std::to_string(ds.vocab) +
-                        " but model.vocab is " + std::to_string(c.model.vocab));
+    data::TokenDataset::check_vocab(c.data.path, ds.vocab, c.model.vocab);
     return ds;
   }
   data::SyntheticDatasetOptions o;

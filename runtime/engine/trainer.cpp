@@ -14,6 +14,7 @@
 #include "core/cost_model.h"
 #include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
+#include "core/wire_plan.h"
 #include "data/data_loader.h"
 #include "data/dataset_dir.h"
 #include "data/token_shard.h"
@@ -159,18 +160,24 @@ class Run {
     const auto start = Clock::now();
     std::vector<torch::Tensor> flat;
     for (const auto& p : model_.trainable()) flat.push_back(p.grad().reshape({-1}));
-    auto buffer = torch::cat(flat).to(torch::kFloat32);  // bf16 gradients: summed in fp32
+    auto buffer = torch::cat(flat).to(torch::kFloat32);
+    const WirePlan plan = wire_plan(c_);  // the wire dtype ppu-plan reports too: bf16 runs send bf16
     AllreduceStats wire;
-    if (buffer.is_cuda()) {  // NCCL (or Gloo via host): its own ring, bytes from the same layout
-      collectives_.allreduce_sum(buffer);
+    if (buffer.is_cuda() && collectives_.has_nccl()) {  // NCCL's own ring, in the wire dtype
+      auto on_wire = plan.dtype == WireDtype::Bf16 ? buffer.to(torch::kBFloat16) : buffer;
+      collectives_.allreduce_sum(on_wire);
+      if (!on_wire.is_same(buffer)) buffer.copy_(on_wire);
       wire.bytes_sent = wire.bytes_received =
-          wire_layout(buffer.numel(), env_.rendezvous.world_size, WireDtype::Fp32, 1)
+          wire_layout(buffer.numel(), env_.rendezvous.world_size, plan.dtype, plan.row_length)
               .bytes_per_rank(env_.rendezvous.world_size);
-    } else {
+    } else {  // our codec on the host (bf16 values summed in fp32); CUDA ranks over Gloo via a copy
       ExchangeOptions options;
-      options.schedule = c_.network.collective;
-      if (model_.mixed_precision()) options.dtype = WireDtype::Bf16;  // bf16 gradients go on the wire as bf16
-      wire = exchange_delta_sum(collectives_, buffer, options);
+      options.schedule = plan.schedule;
+      options.dtype = plan.dtype;
+      options.row_length = plan.row_length;
+      auto host = buffer.is_cuda() ? buffer.to(torch::kCPU) : buffer;
+      wire = exchange_delta_sum(collectives_, host, options);
+      if (!host.is_same(buffer)) buffer.copy_(host);
     }
     buffer.div_(env_.rendezvous.world_size);
     int64_t offset = 0;
@@ -239,7 +246,7 @@ class Run {
     }
   }
 
-  // The running totals a checkpoint carries, by name ("totals.<name>" in the rank part).
+  // The running totals a checkpoint carries, by name (checkpoint_key::total).
   std::vector<std::pair<std::string, double*>> totals() {
     return {{"tokens", &p_.tokens},
             {"flops", &p_.flops},
@@ -254,25 +261,14 @@ class Run {
     store_->save(
         p_.rounds,
         [&](torch::serialize::OutputArchive& a) {
-          const auto& layout = model_.layout();
-          for (size_t i = 0; i < model_.weights().size(); ++i) {
-            // A view (W_q, W_k, W_v share one buffer) is cloned: an archive stores whole storages.
-            auto w = model_.weights()[i].detach().to(torch::kCPU);
-            if (w.storage().nbytes() != w.nbytes()) w = w.clone();
-            a.write("model.weight." + layout[i].name, w);
-          }
-          for (size_t i = 0; i < model_.masters().size(); ++i)
-            a.write("model.master." + layout[i].name, model_.masters()[i].detach().to(torch::kCPU));
+          model_.save(a);
           torch::serialize::OutputArchive inner;
           inner_.save(inner);
-          a.write("inner", inner);
+          a.write(checkpoint_key::kInner, inner);
           torch::serialize::OutputArchive feedback;
           outer_.save_feedback(feedback);
-          a.write("feedback", feedback);
-          write_scalar(a, "progress.step", p_.step);
-          write_scalar(a, "progress.rounds", p_.rounds);
-          write_scalar(a, "progress.loader_position", static_cast<int64_t>(loader_.position()));
-          for (const auto& [name, value] : totals()) write_scalar(a, "totals." + name, *value);
+          a.write(checkpoint_key::kFeedback, feedback);
+          save_progress(a);
         },
         [&](torch::serialize::OutputArchive& a) { outer_.save(a); }, to_yaml(c_));
     metrics_.set_checkpoint_round(p_.rounds);
@@ -297,34 +293,28 @@ class Run {
   // Every field of the checkpoint into this rank's state; throws naming the field that is
   // missing or does not fit the model (resume() adds the checkpoint's path).
   void load_from(LoadedCheckpoint& ckpt) {
-    torch::NoGradGuard no_grad;
-    const auto& layout = model_.layout();
-    for (size_t i = 0; i < model_.weights().size(); ++i) {
-      torch::Tensor w;
-      if (!ckpt.rank_part.try_read("model.weight." + layout[i].name, w))
-        throw CheckpointError("it has no parameter " + layout[i].name + " (written for another model?)");
-      if (w.sizes() != model_.weights()[i].sizes())
-        throw CheckpointError("it does not match the model: parameter " + model_.layout()[i].name + " has shape " +
-                              c10::str(w.sizes()));
-      model_.weights()[i].copy_(w);
-    }
-    for (size_t i = 0; i < model_.masters().size(); ++i) {  // bf16: the fp32 masters, not the rounded weights
-      torch::Tensor m;
-      if (!ckpt.rank_part.try_read("model.master." + layout[i].name, m) || m.sizes() != model_.masters()[i].sizes())
-        throw CheckpointError("it has no fp32 master of parameter " + model_.layout()[i].name +
-                              " (written by a run with another train.dtype?)");
-      model_.masters()[i].detach().copy_(m);
-    }
+    model_.load(ckpt.rank_part);
     torch::serialize::InputArchive inner;
-    ckpt.rank_part.read("inner", inner);
+    ckpt.rank_part.read(checkpoint_key::kInner, inner);
     inner_.load(inner);
-    if (torch::serialize::InputArchive feedback; ckpt.rank_part.try_read("feedback", feedback))
+    if (torch::serialize::InputArchive feedback; ckpt.rank_part.try_read(checkpoint_key::kFeedback, feedback))
       outer_.load_feedback(feedback);
-    p_.step = read_int64(ckpt.rank_part, "progress.step");
-    p_.rounds = read_int64(ckpt.rank_part, "progress.rounds");
-    loader_.seek(read_int64(ckpt.rank_part, "progress.loader_position"));
-    for (const auto& [name, value] : totals()) *value = read_double(ckpt.rank_part, "totals." + name);
+    load_progress(ckpt.rank_part);
     outer_.load(ckpt.global_part);
+  }
+
+  // The trainer's own section: where the run is (step, round, data position) and its totals.
+  void save_progress(torch::serialize::OutputArchive& a) {
+    write_scalar(a, checkpoint_key::kStep, p_.step);
+    write_scalar(a, checkpoint_key::kRounds, p_.rounds);
+    write_scalar(a, checkpoint_key::kLoaderPosition, static_cast<int64_t>(loader_.position()));
+    for (const auto& [name, value] : totals()) write_scalar(a, checkpoint_key::total(name), *value);
+  }
+  void load_progress(torch::serialize::InputArchive& a) {
+    p_.step = read_int64(a, checkpoint_key::kStep);
+    p_.rounds = read_int64(a, checkpoint_key::kRounds);
+    loader_.seek(read_int64(a, checkpoint_key::kLoaderPosition));
+    for (const auto& [name, value] : totals()) *value = read_double(a, checkpoint_key::total(name));
   }
 
   // Held-out loss of the global θ (the model the method yields at this point: each fragment
@@ -517,25 +507,9 @@ void check_runnable(const Config& config, const RunEnv& env) {
   const HostStore host_state(config.outer.host_state_dir);  // throws if it names no writable directory
   const auto& d = config.data;
   if (d.source == DataSource::Shards || !d.path.empty()) {
-    // The checks of TokenDataset::load that need no more than meta.json and the file list (the
-    // shards' checksums are verified when a rank loads them).
-    namespace fs = std::filesystem;
-    if (d.path.empty()) throw data::ShardError("dataset path is empty (set data.path)");
-    if (!fs::is_directory(d.path)) throw data::ShardError("dataset '" + d.path + "': no such directory");
-    data::DatasetMeta meta;
-    try {
-      meta = data::read_dataset_meta(d.path);
-    } catch (const data::ShardError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw data::ShardError("dataset '" + d.path + "': " + e.what());
-    }
-    for (const char* shard : {data::kTrainShardName, data::kValShardName})
-      if (!fs::is_regular_file(fs::path(d.path) / shard))
-        throw data::ShardError("dataset '" + d.path + "': " + shard + " is missing");
-    if (meta.vocab > static_cast<uint64_t>(config.model.vocab))
-      throw ConfigError("data.path '" + d.path + "' has vocabulary " + std::to_string(meta.vocab) +
-                        " but model.vocab is " + std::to_string(config.model.vocab));
+    // The shards' contents are verified when a rank loads them (load_dataset).
+    const data::DatasetMeta meta = data::TokenDataset::check(d.path);
+    data::TokenDataset::check_vocab(d.path, meta.vocab, config.model.vocab);
   }
 }
 

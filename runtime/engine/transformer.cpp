@@ -8,8 +8,10 @@
 
 #include "core/model_constants.h"
 #include "data/counter_rng.h"
+#include "engine/checkpoint_format.h"
 #include "engine/chunked_cross_entropy.h"
 #include "engine/cpu_attention.h"
+#include "engine/region_view.h"
 
 namespace ppu {
 
@@ -35,7 +37,7 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
     }
     t = t.to(device, dtype);  // bf16: the fp32 initial values are rounded and dropped
     const auto& sl = plan_.params()[i];
-    slices_.push_back(make_weight_slice(t, sl.dim, sl.begin, sl.end));
+    slices_.push_back(make_weight_slice(t, sl));
     if (mixed)  // the master holds the trainable range only, as fp32 of the rounded values
       masters_.push_back(slices_.back()
                              .trainable.detach()
@@ -51,7 +53,7 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
 }
 
 void Transformer::stack_qkv(int l) {
-  const size_t q = 1 + static_cast<size_t>(l) * kPerBlock + kWq;
+  const size_t q = static_cast<size_t>(block_param_index(l, kWq));
   if (!stackable(slices_[q]) || !stackable(slices_[q + 1]) || !stackable(slices_[q + 2])) return;
   torch::NoGradGuard no_grad;
   const auto stacked = torch::cat({weights_[q], weights_[q + 1], weights_[q + 2]}, 0);
@@ -60,8 +62,7 @@ void Transformer::stack_qkv(int l) {
     // Each parameter becomes its block of rows; its trainable leaf a view of that (the master,
     // bf16 only, is a separate tensor and keeps its values).
     const auto& old = slices_[q + j];
-    slices_[q + j] =
-        make_weight_slice(stacked.narrow(0, static_cast<int64_t>(j) * d, d).detach(), old.dim, old.begin, old.end);
+    slices_[q + j] = make_weight_slice(stacked.narrow(0, static_cast<int64_t>(j) * d, d).detach(), old);
     weights_[q + j] = slices_[q + j].full;
     trainable_[q + j] = slices_[q + j].trainable;
   }
@@ -178,8 +179,8 @@ torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
 }
 
 torch::Tensor Transformer::mlp(const torch::Tensor& x, int l) const {
-  const WeightSlice* up = &s(l, kUp);
-  const WeightSlice* down = &s(l, kDown);
+  const WeightSlice* up = &s(l, kMlpUp);
+  const WeightSlice* down = &s(l, kMlpDown);
   WeightSlice up_kept, down_kept;
   if (plan_.jacobian() != Jacobian::Full && up->dim >= 0) {
     // Appendix D: only slice k (and, for slice+random, this step's g) carries dL/dx. Both
@@ -204,8 +205,8 @@ torch::Tensor Transformer::mlp(const torch::Tensor& x, int l) const {
 
 torch::Tensor Transformer::block(const torch::Tensor& x, int l) const {
   const std::vector<int64_t> d{spec_.d_model};
-  auto h = x + attention(torch::layer_norm(x, d, w(l, kLn1W), w(l, kLn1B), kLayerNormEps), l);
-  return h + mlp(torch::layer_norm(h, d, w(l, kLn2W), w(l, kLn2B), kLayerNormEps), l);
+  auto h = x + attention(torch::layer_norm(x, d, w(l, kLn1Weight), w(l, kLn1Bias), kLayerNormEps), l);
+  return h + mlp(torch::layer_norm(h, d, w(l, kLn2Weight), w(l, kLn2Bias), kLayerNormEps), l);
 }
 
 namespace {
@@ -265,57 +266,71 @@ torch::Tensor Transformer::loss(const torch::Tensor& tokens) const {
 std::vector<torch::Tensor> Transformer::fp32_weights() const {
   if (masters_.empty()) return weights_;
   std::vector<torch::Tensor> out;
-  for (size_t i = 0; i < weights_.size(); ++i) out.push_back(load_fp32(i, -1, 0, 0));
+  for (size_t i = 0; i < weights_.size(); ++i) out.push_back(load_fp32(i, TensorRegion{}));
   return out;
 }
 
-bool Transformer::master_overlap(size_t i, int dim, int64_t begin, int64_t len, int& mdim, int64_t& rbegin,
-                                 int64_t& mbegin, int64_t& n) const {
+std::optional<Transformer::MasterOverlap> Transformer::master_overlap(size_t i, const TensorRegion& region) const {
   const auto& sl = slices_[i];
-  mdim = sl.dim;
-  if (sl.dim < 0) {  // whole tensor trainable: the master is the whole tensor
-    rbegin = 0;
-    mbegin = dim < 0 ? 0 : begin;
-    n = dim < 0 ? weights_[i].size(0) : len;
-    mdim = dim < 0 ? -1 : dim;
-    return true;
+  if (sl.whole()) {  // whole tensor trainable: the master is the whole tensor
+    const TensorRegion all{};
+    return MasterOverlap{all, region};
   }
-  const int64_t lo = dim < 0 ? 0 : begin, hi = dim < 0 ? weights_[i].size(sl.dim) : begin + len;
-  TORCH_CHECK(dim < 0 || dim == sl.dim, "Transformer: region and slice along different dimensions");
-  const int64_t b = std::max(lo, sl.begin), e = std::min(hi, sl.end);
-  if (e <= b) return false;
-  rbegin = b - lo;
-  mbegin = b - sl.begin;
-  n = e - b;
-  return true;
+  TORCH_CHECK(region.whole() || region.dim == sl.dim, "Transformer: region and slice along different dimensions");
+  const auto o = overlap(region, sl, weights_[i].size(sl.dim));
+  if (!o) return std::nullopt;
+  return MasterOverlap{{sl.dim, o->in_region, o->in_region + o->length}, {sl.dim, o->in_part, o->in_part + o->length}};
 }
 
-torch::Tensor Transformer::load_fp32(size_t i, int dim, int64_t begin, int64_t len) const {
-  const auto& w = weights_[i];
-  const auto region = dim < 0 ? w : w.narrow(dim, begin, len);
-  if (masters_.empty()) return region.detach().to(torch::kFloat32);
-  int mdim;
-  int64_t rbegin, mbegin, n;
-  if (slices_[i].dim < 0 && dim < 0) return masters_[i].detach();  // the master is the tensor
-  auto out = region.detach().to(torch::kFloat32, false, /*copy=*/true);
-  if (master_overlap(i, dim, begin, len, mdim, rbegin, mbegin, n)) {
-    if (mdim < 0) out.copy_(masters_[i].detach());
-    else out.narrow(mdim, rbegin, n).copy_(masters_[i].detach().narrow(mdim, mbegin, n));
-  }
+torch::Tensor Transformer::load_fp32(size_t i, const TensorRegion& region) const {
+  const auto view = region_view(weights_[i], region);
+  if (masters_.empty()) return view.detach().to(torch::kFloat32);
+  if (slices_[i].whole() && region.whole()) return masters_[i].detach();  // the master is the tensor
+  auto out = view.detach().to(torch::kFloat32, false, /*copy=*/true);
+  if (const auto o = master_overlap(i, region))
+    region_view(out, o->in_region).copy_(region_view(masters_[i].detach(), o->in_master));
   return out;
 }
 
-void Transformer::store_fp32(size_t i, int dim, int64_t begin, int64_t len, const torch::Tensor& values) {
+void Transformer::store_fp32(size_t i, const TensorRegion& region, const torch::Tensor& values) {
   torch::NoGradGuard no_grad;
-  auto region = dim < 0 ? weights_[i] : weights_[i].narrow(dim, begin, len);
-  region.copy_(values);  // bf16: round to nearest even
+  region_view(weights_[i], region).copy_(values);  // bf16: round to nearest even
   if (masters_.empty()) return;
-  int mdim;
-  int64_t rbegin, mbegin, n;
-  if (!master_overlap(i, dim, begin, len, mdim, rbegin, mbegin, n)) return;
+  const auto o = master_overlap(i, region);
+  if (!o) return;
   const auto v = values.to(masters_[i].device());
-  if (mdim < 0) masters_[i].copy_(v);
-  else masters_[i].narrow(mdim, mbegin, n).copy_(slices_[i].dim < 0 && dim < 0 ? v : v.narrow(mdim, rbegin, n));
+  region_view(masters_[i], o->in_master).copy_(region_view(v, o->in_region));
+}
+
+void Transformer::save(torch::serialize::OutputArchive& archive) const {
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    // A view (W_q, W_k, W_v share one buffer) is cloned: an archive stores whole storages.
+    auto w = weights_[i].detach().to(torch::kCPU);
+    if (w.storage().nbytes() != w.nbytes()) w = w.clone();
+    archive.write(checkpoint_key::model_weight(layout_[i].name), w);
+  }
+  for (size_t i = 0; i < masters_.size(); ++i)
+    archive.write(checkpoint_key::model_master(layout_[i].name), masters_[i].detach().to(torch::kCPU));
+}
+
+void Transformer::load(torch::serialize::InputArchive& archive) {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    torch::Tensor w;
+    if (!archive.try_read(checkpoint_key::model_weight(layout_[i].name), w))
+      throw CheckpointError("it has no parameter " + layout_[i].name + " (written for another model?)");
+    if (w.sizes() != weights_[i].sizes())
+      throw CheckpointError("it does not match the model: parameter " + layout_[i].name + " has shape " +
+                            c10::str(w.sizes()));
+    weights_[i].copy_(w);
+  }
+  for (size_t i = 0; i < masters_.size(); ++i) {  // bf16: the fp32 masters, not the rounded weights
+    torch::Tensor m;
+    if (!archive.try_read(checkpoint_key::model_master(layout_[i].name), m) || m.sizes() != masters_[i].sizes())
+      throw CheckpointError("it has no fp32 master of parameter " + layout_[i].name +
+                            " (written by a run with another train.dtype?)");
+    masters_[i].detach().copy_(m);
+  }
 }
 
 }  // namespace ppu

@@ -77,11 +77,15 @@ class Transformer {
   // The parameters as fp32 tensors, masters where trainable (bf16: a fresh copy per parameter
   // unless its master is the whole tensor; fp32: weights() themselves).
   std::vector<torch::Tensor> fp32_weights() const;
-  // Writes fp32 `values` of `region` (a narrow of parameter i along `dim`, [begin, begin+len);
-  // dim -1: all) into the working weight (rounded in bf16) and, where trainable, the master.
-  void store_fp32(size_t i, int dim, int64_t begin, int64_t len, const torch::Tensor& values);
+  // Writes fp32 `values` of `region` of parameter i into the working weight (rounded in bf16)
+  // and, where trainable, the master.
+  void store_fp32(size_t i, const TensorRegion& region, const torch::Tensor& values);
   // The fp32 values of that region: the master where trainable, the working weight elsewhere.
-  torch::Tensor load_fp32(size_t i, int dim, int64_t begin, int64_t len) const;
+  torch::Tensor load_fp32(size_t i, const TensorRegion& region) const;
+  // Its checkpoint section (engine/checkpoint_format.h): every weight and, in bf16, every fp32
+  // master. load() throws CheckpointError naming a parameter that is missing or of another shape.
+  void save(torch::serialize::OutputArchive& archive) const;
+  void load(torch::serialize::InputArchive& archive);
   const std::vector<ParamInfo>& layout() const { return layout_; }
   const SlicePlan& plan() const { return plan_; }
   const ModelSpec& spec() const { return spec_; }
@@ -97,16 +101,14 @@ class Transformer {
   // three parameters, when their slicing allows (stackable): the attention then projects in
   // one GEMM. The evaluation view keeps three GEMMs (its tensors are the caller's).
   void stack_qkv(int layer);
-  // The master's part overlapping [begin, begin+len) of parameter i along `dim`: its range
-  // within the region (rbegin, n) and within the master (mbegin); false when none.
-  bool master_overlap(size_t i, int dim, int64_t begin, int64_t len, int& mdim, int64_t& rbegin, int64_t& mbegin,
-                      int64_t& n) const;
-  const torch::Tensor& w(int layer, int offset) const { return weights_[1 + layer * kPerBlock + offset]; }
-  const WeightSlice& s(int layer, int offset) const { return slices_[1 + layer * kPerBlock + offset]; }
-
-  // Offsets of a block's tensors within the layout (see parameter_layout).
-  static constexpr int kPerBlock = 10;
-  enum { kLn1W, kLn1B, kWq, kWk, kWv, kWo, kLn2W, kLn2B, kUp, kDown };
+  // Where the master of parameter i meets `region` of it: the overlap's region within `region`'s
+  // view (in_region) and within the master (in_master); nullopt when none.
+  struct MasterOverlap {
+    TensorRegion in_region, in_master;
+  };
+  std::optional<MasterOverlap> master_overlap(size_t i, const TensorRegion& region) const;
+  const torch::Tensor& w(int layer, BlockParam p) const { return weights_[block_param_index(layer, p)]; }
+  const WeightSlice& s(int layer, BlockParam p) const { return slices_[block_param_index(layer, p)]; }
 
   ModelSpec spec_;
   SlicePlan plan_;

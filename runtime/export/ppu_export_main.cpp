@@ -63,9 +63,9 @@ struct Options {
   bool overwrite = false;
 };
 
-// The parameters `prefix`<name> of an archive serialised in `bytes` (engine/checkpoint_format.h),
-// in layout order, checked against the layout, as fp32.
-std::vector<torch::Tensor> read_parameters(const std::string& bytes, const std::string& prefix,
+// The parameters key(<name>) of an archive serialised in `bytes` (a checkpoint_key function of
+// engine/checkpoint_format.h), in layout order, checked against the layout, as fp32.
+std::vector<torch::Tensor> read_parameters(const std::string& bytes, std::string (*key)(const std::string&),
                                            const std::vector<ppu::ParamInfo>& layout, const std::string& where) {
   torch::serialize::InputArchive archive;
   std::istringstream in(bytes);
@@ -73,8 +73,8 @@ std::vector<torch::Tensor> read_parameters(const std::string& bytes, const std::
   std::vector<torch::Tensor> out;
   for (const auto& p : layout) {
     torch::Tensor t;
-    if (!archive.try_read(prefix + p.name, t) || !t.defined())
-      throw CheckpointError(where + " has no tensor '" + prefix + p.name + "'");
+    if (!archive.try_read(key(p.name), t) || !t.defined())
+      throw CheckpointError(where + " has no tensor '" + key(p.name) + "'");
     if (t.sizes() != c10::IntArrayRef(p.shape))
       throw CheckpointError(where + ": " + p.name + " has shape " + c10::str(t.sizes()) + ", the config says " +
                             c10::str(c10::IntArrayRef(p.shape)));
@@ -88,7 +88,7 @@ double rank_tokens(const std::string& bytes) {
   torch::serialize::InputArchive archive;
   std::istringstream in(bytes);
   archive.load_from(in);
-  return ppu::read_double(archive, "totals.tokens");
+  return ppu::read_double(archive, ppu::checkpoint_key::total("tokens"));
 }
 
 json ppu_architecture(const ppu::ModelSpec& m) {
@@ -126,8 +126,9 @@ int run(const Options& o) {
   // DDP keeps no outer state: its replicated parameters are rank 0's.
   const auto rank0 = ppu::read_verified_checkpoint_file(o.checkpoint_dir, "rank-00000.pt", global.round);
   const auto& source = ddp ? rank0 : global;
-  const auto params = read_parameters(source.bytes, ddp ? "model.weight." : "outer.global.", layout,
-                                      source.path + "/" + (ddp ? "rank-00000.pt" : "global.pt"));
+  const auto params =
+      read_parameters(source.bytes, ddp ? ppu::checkpoint_key::model_weight : ppu::checkpoint_key::outer_global, layout,
+                      source.path + "/" + (ddp ? "rank-00000.pt" : "global.pt"));
   const double tokens = rank_tokens(rank0.bytes) * global.world_size;
 
   // The run's data: the validation windows the trainer evaluates, and the tokenizer.

@@ -296,5 +296,34 @@ TEST(TokenDataset, LoadRejectsShardsThatDisagreeWithMeta) {
   EXPECT_THROW(TokenDataset::load(dir.path().string()), std::runtime_error);
 }
 
+// The checks ppu-train --check runs before any work: the same ones load() starts with, and the
+// vocabulary against model.vocab, each naming the directory and what is wrong with it.
+TEST(TokenDataset, CheckNamesAMissingShardAndAVocabularyAboveTheModels) {
+  ScratchDir dir;
+  DatasetMeta meta;
+  meta.vocab = 50;
+  meta.source = "text";
+  write_dataset(dir.path().string(), meta, std::vector<int32_t>(100, 1), {2, 3});
+  EXPECT_EQ(TokenDataset::check(dir.path().string()).vocab, 50u);
+  EXPECT_NO_THROW(TokenDataset::check_vocab(dir.path().string(), 50, 64));
+  try {
+    TokenDataset::check_vocab(dir.path().string(), 50, 32);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.vocab is 32"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(dir.file("train.bin"));
+  for (const auto& attempt :
+       {+[](const std::string& d) { TokenDataset::check(d); }, +[](const std::string& d) { TokenDataset::load(d); }}) {
+    try {
+      attempt(dir.path().string());
+      FAIL() << "no error";
+    } catch (const ShardError& e) {
+      EXPECT_NE(std::string(e.what()).find("train.bin is missing"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(dir.path().string()), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ppu::data

@@ -26,8 +26,8 @@ Params make_params(uint64_t seed) {
   p.full_row = at::normal(0, 1, {12, 8}, gen);
   p.full_col = at::normal(0, 1, {8, 12}, gen);
   p.trainable = {at::normal(0, 1, {6, 5}, gen).requires_grad_(true),  // whole matrix
-                 make_weight_slice(p.full_row, 0, 3, 6).trainable,    // rows
-                 make_weight_slice(p.full_col, 1, 4, 8).trainable,    // columns: strided
+                 make_weight_slice(p.full_row, {0, 3, 6}).trainable,  // rows
+                 make_weight_slice(p.full_col, {1, 4, 8}).trainable,  // columns: strided
                  at::normal(0, 1, {7}, gen).requires_grad_(true)};    // vector, no decay
   return p;
 }

@@ -284,19 +284,20 @@ TEST(MixedPrecision, StoringFp32ValuesRoundsTheWorkingWeightsAndSetsTheMasters) 
   auto gen = at::detail::createCPUGenerator(9);
   // The whole tensor (what an outer sync of an unsliced fragment writes).
   const auto values = at::normal(0, 1, w.sizes(), gen);
-  bf.store_fp32(up, -1, 0, 0, values);
+  bf.store_fp32(up, TensorRegion{}, values);
   EXPECT_TRUE(torch::equal(w, values.to(torch::kBFloat16)));
   EXPECT_TRUE(torch::equal(bf.masters()[up], values.narrow(0, F / 2, F / 2)));  // exact fp32
-  EXPECT_TRUE(torch::equal(bf.load_fp32(up, -1, 0, 0).narrow(0, F / 2, F / 2), values.narrow(0, F / 2, F / 2)));
-  EXPECT_TRUE(torch::equal(bf.load_fp32(up, -1, 0, 0).narrow(0, 0, F / 2),
+  EXPECT_TRUE(torch::equal(bf.load_fp32(up, TensorRegion{}).narrow(0, F / 2, F / 2), values.narrow(0, F / 2, F / 2)));
+  EXPECT_TRUE(torch::equal(bf.load_fp32(up, TensorRegion{}).narrow(0, 0, F / 2),
                            values.narrow(0, 0, F / 2).to(torch::kBFloat16).to(torch::kFloat32)));
   // A region straddling frozen and trainable rows (a by-slice fragment piece).
   const auto part = at::normal(0, 1, {F / 2, w.size(1)}, gen);
-  bf.store_fp32(up, 0, F / 4, F / 2, part);
+  bf.store_fp32(up, {0, F / 4, F / 4 + F / 2}, part);
   EXPECT_TRUE(torch::equal(w.narrow(0, F / 4, F / 2), part.to(torch::kBFloat16)));
   EXPECT_TRUE(torch::equal(bf.masters()[up].narrow(0, 0, F / 4), part.narrow(0, F / 4, F / 4)));
   EXPECT_TRUE(torch::equal(bf.masters()[up].narrow(0, F / 4, F / 4), values.narrow(0, 3 * F / 4, F / 4)));
-  EXPECT_TRUE(torch::equal(bf.load_fp32(up, 0, F / 4, F / 2).narrow(0, F / 4, F / 4), part.narrow(0, F / 4, F / 4)));
+  EXPECT_TRUE(
+      torch::equal(bf.load_fp32(up, {0, F / 4, F / 4 + F / 2}).narrow(0, F / 4, F / 4), part.narrow(0, F / 4, F / 4)));
 }
 
 TEST(ChunkedCrossEntropy, SameLossAndGradientsAsThePlainOne) {

@@ -142,7 +142,7 @@ TEST(PartialBackward, InputGradientEqualsFullModel) {
   auto x_ref = x.detach().clone().requires_grad_(true);
   for (int dim : {0, 1}) {
     const int64_t extent = weight.size(dim);
-    const auto w = make_weight_slice(weight.clone(), dim, extent / 4, extent / 2);
+    const auto w = make_weight_slice(weight.clone(), {dim, extent / 4, extent / 2});
     x.mutable_grad() = torch::Tensor();
     x_ref.mutable_grad() = torch::Tensor();
     partial_linear(x, w).pow(2).sum().backward();
@@ -159,7 +159,7 @@ TEST(PartialBackward, WholeWeightPathEqualsPlainAutograd) {
   auto x = torch::randn({3, 5, 16}, torch::requires_grad());
   auto x_ref = x.detach().clone().requires_grad_(true);
   auto w_ref = weight.clone().requires_grad_(true);
-  const auto w = make_weight_slice(weight.clone(), -1, 0, 0);
+  const auto w = make_weight_slice(weight.clone(), TensorRegion{});
   const auto y = partial_linear(x, w);
   const auto y_ref = torch::matmul(x_ref, w_ref.t());
   EXPECT_TRUE(torch::allclose(y, y_ref, kLayerRtol, kLayerAtol));
@@ -179,11 +179,7 @@ TEST(PartialBackward, StackedQkvEqualsThreeSeparateProjections) {
   const int64_t d = 12, in = 10;
   const auto x0 = torch::randn({2, 7, in});
   const auto G = torch::randn({2, 7, 3 * d});
-  struct Range {
-    int dim;
-    int64_t begin, end;
-  };
-  const std::vector<std::array<Range, 3>> cases = {
+  const std::vector<std::array<TensorRegion, 3>> cases = {
       {{{-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}}},  // full training: one contiguous run
       {{{0, 3, 6}, {0, 3, 6}, {0, 3, 6}}},     // the same heads of each: three runs
       {{{0, 6, 12}, {0, 0, 6}, {-1, 0, 0}}},   // adjacent across parts: merged
@@ -193,8 +189,8 @@ TEST(PartialBackward, StackedQkvEqualsThreeSeparateProjections) {
     std::vector<WeightSlice> parts, separate;
     for (int p = 0; p < 3; ++p) {
       const auto& r = ranges[p];
-      parts.push_back(make_weight_slice(stacked.narrow(0, p * d, d).detach(), r.dim, r.begin, r.end));
-      separate.push_back(make_weight_slice(stacked.narrow(0, p * d, d).clone(), r.dim, r.begin, r.end));
+      parts.push_back(make_weight_slice(stacked.narrow(0, p * d, d).detach(), r));
+      separate.push_back(make_weight_slice(stacked.narrow(0, p * d, d).clone(), r));
     }
     auto x = x0.clone().requires_grad_(true), x_ref = x0.clone().requires_grad_(true);
     const auto y = stacked_partial_linear(x, stacked, parts[0], parts[1], parts[2]);
@@ -220,8 +216,8 @@ TEST(PartialBackward, StackedQkvEqualsThreeSeparateProjections) {
   }
   // A part sliced by columns cannot be stacked.
   const auto w = torch::randn({d, in});
-  EXPECT_FALSE(stackable(make_weight_slice(w, 1, 0, 2)));
-  EXPECT_TRUE(stackable(make_weight_slice(w.clone(), 0, 0, 2)));
+  EXPECT_FALSE(stackable(make_weight_slice(w, {1, 0, 2})));
+  EXPECT_TRUE(stackable(make_weight_slice(w.clone(), {0, 0, 2})));
 }
 
 TEST(PartialBackward, ModelStacksQkvIntoOneBufferWhenTheSlicingAllows) {
@@ -384,8 +380,8 @@ TEST(DetachedJacobian, MlpInputGradientIsTheKeptSlicesTermsExactly) {
     return (gA * (H.narrow(1, b, len) > 0).to(torch::kFloat32)).mm(W.narrow(0, b, len));
   };
   auto run = [&](const std::vector<int64_t>& keep, torch::Tensor& gW, torch::Tensor& gV) {
-    auto up = make_weight_slice(W.clone(), 0, k * F / N, (k + 1) * F / N);
-    auto down = make_weight_slice(V.clone(), 1, k * F / N, (k + 1) * F / N);
+    auto up = make_weight_slice(W.clone(), {0, k * F / N, (k + 1) * F / N});
+    auto down = make_weight_slice(V.clone(), {1, k * F / N, (k + 1) * F / N});
     up.input_keep = down.input_keep = keep;
     auto x = x0.clone().requires_grad_(true);
     partial_linear(torch::relu(partial_linear(x, up)), down).backward(G);
