@@ -10,16 +10,16 @@
 #include <mutex>
 #include <thread>
 
-#include "controller.h"
+#include "controller/controller.h"
+#include "controller/metrics_scraper.h"
 #include "flags.h"
-#include "health_server.h"
-#include "kube_client.h"
-#include "kubeconfig.h"
-#include "leader_election.h"
-#include "metrics_auth.h"
-#include "metrics_scraper.h"
-#include "metrics_server.h"
-#include "operator_metrics.h"
+#include "kube/kube_client.h"
+#include "kube/kubeconfig.h"
+#include "kube/leader_election.h"
+#include "metrics/health_server.h"
+#include "metrics/metrics_auth.h"
+#include "metrics/metrics_server.h"
+#include "metrics/operator_metrics.h"
 
 using namespace ppu::op;
 

@@ -7,10 +7,10 @@
 
 #include <set>
 
-#include "job_constants.h"
-#include "operator_metrics.h"
-#include "reconciler.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "metrics/operator_metrics.h"
+#include "reconcile/job_constants.h"
+#include "reconcile/reconciler.h"
 #include "test_objects.h"
 
 namespace ppu::op {

@@ -12,14 +12,14 @@
 #include <set>
 #include <thread>
 
-#include "controller.h"
+#include "controller/controller.h"
+#include "controller/metrics_scraper.h"
 #include "core/run_result.h"
-#include "kube_client.h"
+#include "kube/kube_client.h"
+#include "kube/leader_election.h"
+#include "kube/rfc3339.h"
 #include "kube_test_env.h"
-#include "leader_election.h"
-#include "metrics_scraper.h"
-#include "operator_metrics.h"
-#include "rfc3339.h"
+#include "metrics/operator_metrics.h"
 
 namespace ppu::op {
 namespace {

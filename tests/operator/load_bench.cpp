@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "kube_client.h"
+#include "kube/kube_client.h"
 #include "kube_test_env.h"
 
 using namespace ppu::op;

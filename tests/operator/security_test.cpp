@@ -11,11 +11,11 @@
 #include <memory>
 #include <set>
 
-#include "controller.h"
-#include "job_status.h"
-#include "kube_client.h"
+#include "controller/controller.h"
+#include "kube/kube_client.h"
 #include "kube_test_env.h"
-#include "ppujob_status.h"
+#include "reconcile/job_status.h"
+#include "reconcile/ppujob_status.h"
 
 namespace ppu::op {
 namespace {

@@ -3,11 +3,11 @@
 // classification of API refusals, and the security flags.
 #include <gtest/gtest.h>
 
-#include "executor.h"
+#include "controller/executor.h"
 #include "flags.h"
-#include "job_status.h"
-#include "object_builder.h"
-#include "reconciler.h"
+#include "reconcile/job_status.h"
+#include "reconcile/object_builder.h"
+#include "reconcile/reconciler.h"
 #include "test_objects.h"
 
 namespace ppu::op {

@@ -11,14 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actions.h"
 #include "core/run_result.h"
-#include "export_job.h"
-#include "job_constants.h"
-#include "job_spec.h"
-#include "object_builder.h"
-#include "reconciler.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "reconcile/actions.h"
+#include "reconcile/export_job.h"
+#include "reconcile/job_constants.h"
+#include "reconcile/job_spec.h"
+#include "reconcile/object_builder.h"
+#include "reconcile/reconciler.h"
 
 namespace ppu::op::testing {
 

@@ -1,15 +1,15 @@
-#include "controller.h"
+#include "controller/controller.h"
 
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdlib>
 
-#include "cache_pruning.h"
-#include "job_constants.h"
-#include "job_spec.h"
-#include "ppujob_status.h"
-#include "rfc3339.h"
+#include "kube/cache_pruning.h"
+#include "kube/rfc3339.h"
+#include "reconcile/job_constants.h"
+#include "reconcile/job_spec.h"
+#include "reconcile/ppujob_status.h"
 
 namespace ppu::op {
 
@@ -38,7 +38,7 @@ Controller::Controller(KubeApi& client, ControllerOptions opts, OperatorMetrics*
   export_jobs_ = std::make_unique<Informer>(client_, ResourceKind::Job, opts_.ns, kJobLabel, owned, prune_job);
   export_pods_ = std::make_unique<Informer>(
       client_, ResourceKind::Pod, opts_.ns, kExportLabel,
-      [this](const json& o, Informer::Change) { on_owned(o, kExportLabel); }, prune_pod, kExportLabel);
+      [this](const json& o, Informer::Change) { on_owned(o, kExportLabel); }, prune_pod);
 }
 
 Controller::~Controller() { stop(); }

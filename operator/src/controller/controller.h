@@ -15,12 +15,12 @@
 #include <thread>
 #include <vector>
 
-#include "executor.h"
-#include "informer.h"
-#include "kube_api.h"
-#include "operator_metrics.h"
-#include "reconciler.h"
-#include "work_queue.h"
+#include "controller/executor.h"
+#include "kube/informer.h"
+#include "kube/kube_api.h"
+#include "kube/work_queue.h"
+#include "metrics/operator_metrics.h"
+#include "reconcile/reconciler.h"
 
 namespace ppu::op {
 

@@ -1,8 +1,8 @@
-#include "executor.h"
+#include "controller/executor.h"
 
 #include <spdlog/spdlog.h>
 
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
 
 namespace ppu::op {
 

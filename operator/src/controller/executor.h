@@ -1,18 +1,18 @@
 // Executor: carries out a reconcile Decision against the API server, in order, visiting each
-// action (actions.h). Creation is idempotent (409 AlreadyExists = done) and deletion too (404 =
-// done). A 409 Conflict on the status update means our view of the job was stale: the remaining
-// actions are skipped and the result says so, so the caller re-reads (from the informer) and
-// retries. A creation the server refuses for a reason retrying soon will not fix (admission,
-// quota, validation) is returned as `refusal`, which the controller feeds to the next reconcile
-// (PodCreationFailed).
+// action (reconcile/actions.h). Creation is idempotent (409 AlreadyExists = done) and deletion
+// too (404 = done). A 409 Conflict on the status update means our view of the job was stale:
+// the remaining actions are skipped and the result says so, so the caller re-reads (from the
+// informer) and retries. A creation the server refuses for a reason retrying soon will not fix
+// (admission, quota, validation) is returned as `refusal`, which the controller feeds to the
+// next reconcile (PodCreationFailed).
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "actions.h"
-#include "kube_api.h"
-#include "reconciler.h"
+#include "kube/kube_api.h"
+#include "reconcile/actions.h"
+#include "reconcile/reconciler.h"
 
 namespace ppu::op {
 

@@ -1,12 +1,12 @@
-#include "metrics_scraper.h"
+#include "controller/metrics_scraper.h"
 
 #include <chrono>
 
-#include "job_spec.h"
-#include "job_status.h"
-#include "kube_client.h"
-#include "ppujob_status.h"
-#include "prom_text.h"
+#include "kube/kube_client.h"
+#include "metrics/prom_text.h"
+#include "reconcile/job_spec.h"
+#include "reconcile/job_status.h"
+#include "reconcile/ppujob_status.h"
 
 namespace ppu::op {
 

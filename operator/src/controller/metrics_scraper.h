@@ -1,7 +1,7 @@
 // MetricsScraper: every interval, GETs http://<podIP>:<metricsPort>/metrics of each running rank
-// of each job the controller caches, aggregates the samples per job (job_metrics.h), exports the
-// per-job gauges and hands outer round / perplexity to the controller for status. Ranks that
-// do not answer are skipped; scraping never blocks reconciling (its own thread).
+// of each job the controller caches, aggregates the samples per job (metrics/job_metrics.h),
+// exports the per-job gauges and hands outer round / perplexity to the controller for status.
+// Ranks that do not answer are skipped; scraping never blocks reconciling (its own thread).
 #pragma once
 
 #include <atomic>
@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
-#include "controller.h"
-#include "operator_metrics.h"
+#include "controller/controller.h"
+#include "metrics/operator_metrics.h"
 
 namespace ppu::op {
 

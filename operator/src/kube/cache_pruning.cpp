@@ -1,4 +1,4 @@
-#include "cache_pruning.h"
+#include "kube/cache_pruning.h"
 
 namespace ppu::op {
 

@@ -4,14 +4,14 @@
 // conditions, container states, podIP), and rebuilds the spec it wants from the PPUJob.
 #pragma once
 
-#include "kube_client.h"
+#include "kube/kube_api.h"
 
 namespace ppu::op {
 
 // Drops spec and the status fields the operator never reads (images, host addresses, QoS class).
 void prune_pod(json& pod);
-// An export Job (export_job.h) is read by its metadata (uid, annotations, deletionTimestamp) and
-// status conditions: its spec, a whole pod template, is dropped.
+// An export Job (reconcile/export_job.h) is read by its metadata (uid, annotations,
+// deletionTimestamp) and status conditions: its spec, a whole pod template, is dropped.
 void prune_job(json& job);
 
 }  // namespace ppu::op

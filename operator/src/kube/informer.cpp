@@ -1,14 +1,18 @@
-#include "informer.h"
+#include "kube/informer.h"
 
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 
-#include "job_spec.h"
-
 namespace ppu::op {
 
 namespace {
+// The label a selector selects by: the key of its first term ("a=b,c" -> "a"), "" for none.
+std::string selector_label(const std::string& selector) {
+  const std::string term = selector.substr(0, selector.find(','));
+  return term.substr(0, term.find_first_of("=!"));
+}
+
 std::string job_of(const json& obj, const std::string& label) {
   const json& md = obj["metadata"];
   if (!md.contains("labels") || !md["labels"].contains(label)) return "";
@@ -17,12 +21,12 @@ std::string job_of(const json& obj, const std::string& label) {
 }  // namespace
 
 Informer::Informer(KubeApi& client, ResourceKind kind, std::string ns, std::string label_selector, Handler on_change,
-                   Prune prune, std::string index_label)
+                   Prune prune)
     : client_(client),
       resource_(kind),
       ns_(std::move(ns)),
       selector_(std::move(label_selector)),
-      index_label_(std::move(index_label)),
+      index_label_(selector_label(selector_)),
       on_change_(std::move(on_change)),
       prune_(std::move(prune)) {}
 

@@ -4,7 +4,7 @@
 // meanwhile as deletions). Calls `on_change` for every add/update/delete, from its own thread.
 // An optional `prune` maps each object to what the cache keeps of it (client-go's transform):
 // handlers and getters only ever see pruned objects. by_job() indexes objects by the value of
-// `index_label` (ppu.dev/job unless told otherwise).
+// the label they are selected by (the key of label_selector's first term, e.g. ppu.dev/job).
 #pragma once
 
 #include <atomic>
@@ -17,8 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "job_spec.h"
-#include "kube_api.h"
+#include "kube/kube_api.h"
 
 namespace ppu::op {
 
@@ -29,7 +28,7 @@ class Informer {
   using Prune = std::function<void(json& obj)>;
 
   Informer(KubeApi& client, ResourceKind kind, std::string ns, std::string label_selector, Handler on_change,
-           Prune prune = nullptr, std::string index_label = kJobLabel);
+           Prune prune = nullptr);
   ~Informer();
 
   void start();
@@ -38,7 +37,7 @@ class Informer {
 
   std::optional<json> get(const std::string& ns, const std::string& name) const;
   std::vector<json> list() const;
-  // Objects whose index label (ppu.dev/job by default) is `job` in namespace `ns`.
+  // Objects in namespace `ns` whose selecting label (ppu.dev/job, ppu.dev/export) is `job`.
   std::vector<json> by_job(const std::string& ns, const std::string& job) const;
 
   // Test hook: abort the current watch connection as if the network dropped it.

@@ -1,6 +1,11 @@
-#include "kube_api.h"
+#include "kube/kube_api.h"
 
 namespace ppu::op {
+
+std::string object_key(const json& obj) {
+  const json& md = obj.at("metadata");
+  return md.value("namespace", std::string()) + "/" + md.at("name").get<std::string>();
+}
 
 std::string Response::describe() const {
   if (status == 0) return "no response: " + error;

@@ -1,8 +1,9 @@
 // KubeApi: the part of the Kubernetes REST API the controller machinery uses (executor,
-// informers, leader election), as an interface over the kinds of resource_kind.h. KubeClient implements it over HTTP;
-// the unit tests implement it in memory (tests/operator/fake_kube.h), so the 404/409 handling, relists and lease
-// hand-over are tested without an API server. Calls return the HTTP status and the decoded body (a metav1.Status on
-// errors); status 0 means no response (transport failure).
+// informers, leader election), as an interface over the kinds of kube/resource_kind.h.
+// KubeClient implements it over HTTP; the unit tests implement it in memory
+// (tests/operator/kube/fake_kube.h), so the 404/409 handling, relists and lease hand-over are
+// tested without an API server. Calls return the HTTP status and the decoded body (a
+// metav1.Status on errors); status 0 means no response (transport failure).
 #pragma once
 
 #include <functional>
@@ -10,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "resource_kind.h"
+#include "kube/resource_kind.h"
 
 namespace ppu::op {
 
@@ -33,6 +34,9 @@ struct ListOptions {
 };
 
 enum class WatchEnd { Closed, Gone, Error, Stopped };
+
+// "<namespace>/<name>" of an object: the key of the informers' caches and of the work queue.
+std::string object_key(const json& obj);
 
 class KubeApi {
  public:

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kube_api.h"
-#include "kubeconfig.h"
+#include "kube/kube_api.h"
+#include "kube/kubeconfig.h"
 
 namespace ppu::op {
 

@@ -1,4 +1,4 @@
-#include "kubeconfig.h"
+#include "kube/kubeconfig.h"
 
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>

@@ -1,11 +1,11 @@
-#include "leader_election.h"
+#include "kube/leader_election.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <chrono>
 
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
 
 namespace ppu::op {
 

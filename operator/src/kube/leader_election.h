@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "kube_api.h"
+#include "kube/kube_api.h"
 
 namespace ppu::op {
 

@@ -1,4 +1,4 @@
-#include "resource_kind.h"
+#include "kube/resource_kind.h"
 
 namespace ppu::op {
 

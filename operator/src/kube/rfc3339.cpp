@@ -1,4 +1,4 @@
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
 
 #include <chrono>
 #include <cstdio>

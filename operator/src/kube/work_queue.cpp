@@ -1,4 +1,4 @@
-#include "work_queue.h"
+#include "kube/work_queue.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "health_server.h"
+#include "metrics/health_server.h"
 
 #include <CivetServer.h>
 

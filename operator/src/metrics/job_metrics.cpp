@@ -1,4 +1,4 @@
-#include "job_metrics.h"
+#include "metrics/job_metrics.h"
 
 #include <algorithm>
 #include <cmath>

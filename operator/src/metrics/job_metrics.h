@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "prom_text.h"
+#include "metrics/prom_text.h"
 
 namespace ppu::op {
 

@@ -1,4 +1,4 @@
-#include "metrics_auth.h"
+#include "metrics/metrics_auth.h"
 
 #include <openssl/sha.h>
 

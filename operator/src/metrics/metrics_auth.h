@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "kube_client.h"
+#include "kube/kube_client.h"
 
 namespace ppu::op {
 

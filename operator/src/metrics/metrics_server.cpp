@@ -1,4 +1,4 @@
-#include "metrics_server.h"
+#include "metrics/metrics_server.h"
 
 #include <CivetServer.h>
 #include <prometheus/text_serializer.h>
@@ -6,7 +6,7 @@
 
 #include <stdexcept>
 
-#include "health_server.h"
+#include "metrics/health_server.h"
 
 namespace ppu::op {
 

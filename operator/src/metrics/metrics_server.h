@@ -8,7 +8,7 @@
 
 #include <prometheus/registry.h>
 
-#include "metrics_auth.h"
+#include "metrics/metrics_auth.h"
 
 class CivetServer;
 

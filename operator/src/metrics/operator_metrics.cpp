@@ -1,6 +1,6 @@
-#include "operator_metrics.h"
+#include "metrics/operator_metrics.h"
 
-#include "job_constants.h"
+#include "reconcile/job_constants.h"
 
 namespace ppu::op {
 

@@ -15,7 +15,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include "job_metrics.h"
+#include "metrics/job_metrics.h"
 
 namespace ppu::op {
 

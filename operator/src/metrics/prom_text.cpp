@@ -1,4 +1,4 @@
-#include "prom_text.h"
+#include "metrics/prom_text.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "actions.h"
+#include "reconcile/actions.h"
 
 namespace ppu::op {
 

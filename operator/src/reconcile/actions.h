@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ppujob_status.h"
-#include "resource_kind.h"
+#include "kube/resource_kind.h"
+#include "reconcile/ppujob_status.h"
 
 namespace ppu::op {
 

@@ -1,7 +1,7 @@
-#include "export_job.h"
+#include "reconcile/export_job.h"
 
 #include "core/job_contract.h"
-#include "object_builder.h"
+#include "reconcile/object_builder.h"
 
 namespace ppu::op {
 

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "job_spec.h"
+#include "reconcile/job_spec.h"
 
 namespace ppu::op {
 

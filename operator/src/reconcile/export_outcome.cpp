@@ -1,8 +1,8 @@
-#include "export_outcome.h"
+#include "reconcile/export_outcome.h"
 
-#include "job_constants.h"
-#include "job_status.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "reconcile/job_constants.h"
+#include "reconcile/job_status.h"
 
 namespace ppu::op {
 

@@ -1,4 +1,4 @@
-#include "job_spec.h"
+#include "reconcile/job_spec.h"
 
 namespace ppu::op {
 
@@ -61,11 +61,6 @@ std::optional<int> pod_rank(const json& pod) {
   const std::string s = (*labels)[kRankLabel].get<std::string>();
   if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   return std::stoi(s);
-}
-
-std::string object_key(const json& obj) {
-  const json& md = obj.at("metadata");
-  return md.value("namespace", std::string()) + "/" + md.at("name").get<std::string>();
 }
 
 }  // namespace ppu::op

@@ -71,7 +71,5 @@ std::string run_id(const JobSpec& j);
 std::string master_addr(const JobSpec& j);
 // Rank encoded in a pod's ppu.dev/rank label; nullopt when absent or malformed.
 std::optional<int> pod_rank(const json& pod);
-// ns/name key used by caches and the work queue.
-std::string object_key(const json& obj);
 
 }  // namespace ppu::op

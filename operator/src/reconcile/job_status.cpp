@@ -1,4 +1,4 @@
-#include "job_status.h"
+#include "reconcile/job_status.h"
 
 #include "core/job_contract.h"
 

@@ -1,4 +1,4 @@
-#include "object_builder.h"
+#include "reconcile/object_builder.h"
 
 #include "core/job_contract.h"
 

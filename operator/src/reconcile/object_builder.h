@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "job_spec.h"
+#include "reconcile/job_spec.h"
 
 namespace ppu::op {
 

@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "core/run_result.h"
-#include "reconcile_pass.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "reconcile/reconcile_pass.h"
 
 namespace ppu::op::detail::policy {
 

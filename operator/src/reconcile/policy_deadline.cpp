@@ -1,7 +1,7 @@
 // Deadline: spec.runPolicy.activeDeadlineSeconds bounds the active time since status.startTime
 // (reset on resume); past it the job fails, before it a requeue is asked for at the deadline.
-#include "reconcile_pass.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "reconcile/reconcile_pass.h"
 
 namespace ppu::op::detail::policy {
 

@@ -8,9 +8,9 @@
 // failed export Job asks for a new attempt; changing spec.export replaces the Job.
 #include <string>
 
-#include "export_job.h"
-#include "export_outcome.h"
-#include "reconcile_pass.h"
+#include "reconcile/export_job.h"
+#include "reconcile/export_outcome.h"
+#include "reconcile/reconcile_pass.h"
 
 namespace ppu::op::detail::policy {
 

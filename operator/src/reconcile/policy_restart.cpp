@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "core/job_contract.h"
-#include "object_builder.h"
-#include "reconcile_pass.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "reconcile/object_builder.h"
+#include "reconcile/reconcile_pass.h"
 
 namespace ppu::op::detail::policy {
 

@@ -1,7 +1,7 @@
 // Suspend: spec.runPolicy.suspend deletes the rank pods and holds the job in Suspended;
 // clearing it resumes the job as a new active period (batch/v1 Job semantics).
-#include "reconcile_pass.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "reconcile/reconcile_pass.h"
 
 namespace ppu::op::detail::policy {
 

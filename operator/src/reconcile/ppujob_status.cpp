@@ -1,10 +1,10 @@
-#include "ppujob_status.h"
+#include "reconcile/ppujob_status.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "job_constants.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "reconcile/job_constants.h"
 
 namespace ppu::op {
 

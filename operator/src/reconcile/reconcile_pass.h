@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "actions.h"
-#include "job_constants.h"
-#include "job_spec.h"
-#include "job_status.h"
-#include "ppujob_status.h"
-#include "reconciler.h"
+#include "reconcile/actions.h"
+#include "reconcile/job_constants.h"
+#include "reconcile/job_spec.h"
+#include "reconcile/job_status.h"
+#include "reconcile/ppujob_status.h"
+#include "reconcile/reconciler.h"
 
 namespace ppu::op::detail {
 

@@ -1,16 +1,16 @@
 // reconcile(): the order in which the policies see a pass, plus what every active job needs
 // whatever the policies decide: its owned objects (ConfigMap, Service, NetworkPolicy), the rank
 // pods that are missing, the Running transition, the refusal condition and the rank counts.
-#include "reconciler.h"
+#include "reconcile/reconciler.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 
-#include "object_builder.h"
-#include "reconcile_pass.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "reconcile/object_builder.h"
+#include "reconcile/reconcile_pass.h"
 
 namespace ppu::op {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "actions.h"
-#include "job_constants.h"
-#include "job_spec.h"
-#include "resource_kind.h"
+#include "kube/resource_kind.h"
+#include "reconcile/actions.h"
+#include "reconcile/job_constants.h"
+#include "reconcile/job_spec.h"
 
 namespace ppu::op {
 

@@ -10,13 +10,13 @@
 #include <chrono>
 #include <thread>
 
-#include "controller.h"
+#include "controller/controller.h"
 #include "core/run_result.h"
-#include "fake_kube.h"
-#include "job_constants.h"
-#include "job_status.h"
-#include "operator_metrics.h"
-#include "rfc3339.h"
+#include "kube/fake_kube.h"
+#include "kube/rfc3339.h"
+#include "metrics/operator_metrics.h"
+#include "reconcile/job_constants.h"
+#include "reconcile/job_status.h"
 #include "test_objects.h"
 
 namespace ppu::op {

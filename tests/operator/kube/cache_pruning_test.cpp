@@ -1,11 +1,12 @@
-// Unit tests of what the pod cache keeps (operator/src/cache_pruning.h): a pruned pod answers every
-// question the controller asks of a pod exactly as the full object does, and is much smaller.
+// Unit tests of what the pod cache keeps (operator/src/kube/cache_pruning.h): a pruned pod
+// answers every question the controller asks of a pod exactly as the full object does, and is
+// much smaller.
 #include <gtest/gtest.h>
 
-#include "cache_pruning.h"
-#include "job_spec.h"
-#include "job_status.h"
-#include "object_builder.h"
+#include "kube/cache_pruning.h"
+#include "reconcile/job_spec.h"
+#include "reconcile/job_status.h"
+#include "reconcile/object_builder.h"
 #include "test_objects.h"
 
 namespace ppu::op {

@@ -1,4 +1,4 @@
-#include "fake_kube.h"
+#include "kube/fake_kube.h"
 
 #include <chrono>
 #include <sstream>

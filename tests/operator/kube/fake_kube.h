@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kube_api.h"
+#include "kube/kube_api.h"
 
 namespace ppu::op::testing {
 

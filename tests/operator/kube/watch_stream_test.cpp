@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "../common/free_port.h"
-#include "kube_client.h"
+#include "kube/kube_client.h"
 
 namespace ppu::op {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <thread>
 
-#include "work_queue.h"
+#include "kube/work_queue.h"
 
 namespace ppu::op {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "job_metrics.h"
-#include "prom_text.h"
+#include "metrics/job_metrics.h"
+#include "metrics/prom_text.h"
 
 namespace ppu::op {
 namespace {

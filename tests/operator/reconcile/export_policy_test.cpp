@@ -1,4 +1,4 @@
-// Unit tests of the export: the policy (operator/src/policy_export.cpp) decides from
+// Unit tests of the export: the policy (operator/src/reconcile/policy_export.cpp) decides from
 // the observed PPUJob, its export Job and that Job's pods; the builder (export_job.cpp) makes the
 // Job from the rank pods' own pieces; export_outcome.cpp reads ppu-export's termination message.
 #include <gtest/gtest.h>
@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "core/run_result.h"
-#include "export_job.h"
-#include "export_outcome.h"
-#include "job_constants.h"
-#include "job_status.h"
-#include "operator_metrics.h"
-#include "reconciler.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "metrics/operator_metrics.h"
+#include "reconcile/export_job.h"
+#include "reconcile/export_outcome.h"
+#include "reconcile/job_constants.h"
+#include "reconcile/job_status.h"
+#include "reconcile/reconciler.h"
 #include "test_objects.h"
 
 namespace ppu::op {

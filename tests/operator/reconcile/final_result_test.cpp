@@ -7,9 +7,9 @@
 #include <string>
 
 #include "core/run_result.h"
-#include "job_constants.h"
-#include "reconciler.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "reconcile/job_constants.h"
+#include "reconcile/reconciler.h"
 #include "test_objects.h"
 
 namespace ppu::op {

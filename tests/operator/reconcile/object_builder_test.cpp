@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include "object_builder.h"
+#include "reconcile/object_builder.h"
 #include "test_objects.h"
 
 namespace ppu::op {

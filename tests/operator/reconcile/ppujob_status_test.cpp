@@ -1,15 +1,15 @@
-// Unit tests of the typed PPUJob status (operator/src/ppujob_status.h): every field of the CRD's
-// status schema (read from manifests/crd/ppu.dev_ppujobs.yaml) is typed and round-trips to the
-// same JSON; absent fields stay absent; what reconcile() writes reads back to itself; conditions
-// keep their transition time while their status holds.
+// Unit tests of the typed PPUJob status (operator/src/reconcile/ppujob_status.h): every field of
+// the CRD's status schema (read from manifests/crd/ppu.dev_ppujobs.yaml) is typed and round-trips
+// to the same JSON; absent fields stay absent; what reconcile() writes reads back to itself;
+// conditions keep their transition time while their status holds.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "ppujob_status.h"
-#include "reconciler.h"
+#include "reconcile/ppujob_status.h"
+#include "reconcile/reconciler.h"
 #include "test_objects.h"
 
 namespace ppu::op {

@@ -1,14 +1,15 @@
-// Table-driven tests of reconcile(), one table per policy (operator/src/policy_*.cpp): restart,
-// completion/TTL, suspend, deadline. Each row is an observed state (job status, run policy,
-// the ranks' pods, the time) and the whole decision expected for it: phase, events in order,
-// pod creations and deletions, TTL deletion, requeue, the gang-restart signal, status fields.
+// Table-driven tests of reconcile(), one table per policy (operator/src/reconcile/policy_*.cpp):
+// restart, completion/TTL, suspend, deadline. Each row is an observed state (job status, run
+// policy, the ranks' pods, the time) and the whole decision expected for it: phase, events in
+// order, pod creations and deletions, TTL deletion, requeue, the gang-restart signal, status
+// fields.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "job_constants.h"
-#include "reconciler.h"
+#include "reconcile/job_constants.h"
+#include "reconcile/reconciler.h"
 #include "test_objects.h"
 
 namespace ppu::op {

@@ -1,8 +1,8 @@
 // Unit tests of reconcile(): the controller's decisions on hand-built observed states.
 #include <gtest/gtest.h>
 
-#include "reconciler.h"
-#include "rfc3339.h"
+#include "kube/rfc3339.h"
+#include "reconcile/reconciler.h"
 #include "test_objects.h"
 
 namespace ppu::op {
