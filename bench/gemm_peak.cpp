@@ -10,7 +10,7 @@
 #include <chrono>
 #include <iostream>
 
-#include "engine/compute_threads.h"
+#include "engine/cpu/compute_threads.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gemm_peak: best fp32 GEMM GFLOP/s with the project's BLAS"};

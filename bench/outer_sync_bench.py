@@ -23,7 +23,7 @@ p.add_argument("--nproc", type=int, default=4)
 p.add_argument("--steps", type=int, default=200)
 p.add_argument("--tau", type=int, default=3)
 args = p.parse_args()
-launch = os.path.join(args.build, "runtime", "launch", "ppu-launch")
+launch = os.path.join(args.build, "bin", "ppu-launch")
 
 
 def read_json(path):

@@ -17,8 +17,8 @@
 #include "core/cost_model.h"
 #include "core/model_spec.h"
 #include "core/slice_plan.h"
-#include "engine/compute_threads.h"
-#include "engine/transformer.h"
+#include "engine/cpu/compute_threads.h"
+#include "engine/model/transformer.h"
 
 using namespace ppu;
 

@@ -6,7 +6,7 @@
 # thread pool then runs beside LibTorch's OpenMP pool, and the full training step measured
 # 1.5x slower on 2 cores (docs/BENCHMARKS.md). An old-style DT_RPATH on the executables (not
 # DT_RUNPATH, which the loader ignores for libtorch's own dependencies) puts the OpenMP
-# variant's directory first for every library the process loads. runtime/engine/compute_threads
+# variant's directory first for every library the process loads. runtime/engine/cpu/compute_threads
 # reports what was actually loaded, and a test checks it.
 #
 # Defines the interface target ppu_blas_openmp (link it into every LibTorch executable).
@@ -40,7 +40,7 @@ if(PPU_OPENBLAS_OPENMP_DIR)
                         "-DPPU_OPENBLAS_OPENMP_DIR to the OpenMP OpenBLAS directory.")
   endif()
   target_link_options(ppu_blas_openmp INTERFACE "LINKER:--disable-new-dtags" "LINKER:-rpath,${PPU_OPENBLAS_OPENMP_DIR}")
-  # The CPU attention (runtime/engine/cpu_attention.h) calls this BLAS's CBLAS interface itself.
+  # The CPU attention (runtime/engine/model/cpu_attention.h) calls this BLAS's CBLAS interface itself.
   find_path(PPU_CBLAS_INCLUDE_DIR cblas.h)
   if(NOT PPU_CBLAS_INCLUDE_DIR)
     message(FATAL_ERROR "cblas.h not found: install Debian's libopenblas-dev (scripts/install-deps.sh does)")

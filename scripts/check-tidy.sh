@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # clang-tidy (ctest lint.clang_tidy, label unit) with the committed .clang-tidy:
 #  - always, every tracked source of the targets that do not include LibTorch: runtime/core,
-#    runtime/common, runtime/data, runtime/launch and operator/ (their headers through them);
-#  - and the LibTorch-based sources (runtime/engine, runtime/export, bench, tests/runtime) that
+#    runtime/common, runtime/data, the mains of runtime/cmd that need no LibTorch and operator/;
+#  - and the LibTorch-based sources (runtime/engine, runtime/export, bench, tests/engine) that
 #    changed since BASE (default HEAD~1: the commit being landed; PPU_TIDY_BASE overrides, "" = none).
 #    Each of those parses LibTorch's headers, ~33 s apiece here, so the whole set (~11 min on
 #    2 cores) is linted only when asked: PPU_TIDY_ALL=1.
@@ -21,12 +21,14 @@ tidy="$(command -v clang-tidy || true)"
   exit 1
 }
 mapfile -t files < <(git ls-files -- 'runtime/core/*.cpp' 'runtime/common/*.cpp' 'runtime/data/*.cpp' \
-  'runtime/launch/*.cpp' 'operator/src/*.cpp')
+  'runtime/cmd/ppu_launch_main.cpp' 'runtime/cmd/ppu_plan_main.cpp' 'runtime/cmd/ppu_data_main.cpp' \
+  'runtime/cmd/ppu_schema_main.cpp' 'operator/src/*.cpp')
 ((${#files[@]})) || {
   echo "check-tidy: FAIL: no sources found"
   exit 1
 }
-torch_globs=('runtime/engine/*.cpp' 'runtime/export/*.cpp' 'bench/*.cpp' 'tests/runtime/*.cpp')
+torch_globs=('runtime/engine/*.cpp' 'runtime/export/*.cpp' 'runtime/cmd/ppu_train_main.cpp'
+  'runtime/cmd/ppu_export_main.cpp' 'bench/*.cpp' 'tests/engine/*.cpp')
 if [[ "${PPU_TIDY_ALL:-0}" == 1 ]]; then
   mapfile -t -O "${#files[@]}" files < <(git ls-files -- "${torch_globs[@]}")
   scope="all LibTorch-based sources too"

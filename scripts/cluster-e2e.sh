@@ -340,7 +340,7 @@ awk -v p="$ppl" 'BEGIN { exit !(p + 0 > 0 && p + 0 < 64) }' || die "cpu-tiny sam
 sleep 20
 reported="$(NS=default ppj cpu-tiny "$REPORTED")"
 [[ "$reported" == True ]] || die "cpu-tiny: condition ResultReported is '$reported', not True"
-LAUNCH="${PPU_BUILD:-$ROOT/build}/runtime/launch/ppu-launch"
+LAUNCH="${PPU_BUILD:-$ROOT/build}/bin/ppu-launch"
 [[ -x "$LAUNCH" ]] || die "$LAUNCH not built (scripts/build.sh build, or set PPU_BUILD): step 6 compares with a local run"
 LOCAL="$PPU_CLUSTER_DIR/cpu-tiny-local"
 rm -rf "$LOCAL"

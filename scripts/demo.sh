@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh build -DPPU_BUILD_OPERATOR=OFF -DPPU_BUILD_TESTS=OFF
 out=$(mktemp -d)
-./build/runtime/launch/ppu-launch --config configs/demo.yaml --summary-dir "$out" "$@"
+./build/bin/ppu-launch --config configs/demo.yaml --summary-dir "$out" "$@"
 python3 - "$out/rank-0.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))

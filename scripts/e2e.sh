@@ -7,14 +7,14 @@
 # uninterrupted `ppu-launch --nproc K` run of the same config.
 #
 # Usage: scripts/e2e.sh [--train PPU_TRAIN] [--launch PPU_LAUNCH] [--operator PPU_OPERATOR]
-#   defaults: build/runtime/engine/ppu-train, build/runtime/launch/ppu-launch, build/operator/ppu-operator
+#   defaults: build/bin/ppu-train, build/bin/ppu-launch, build/operator/ppu-operator
 #   E2E_SEED=N       reproduce a run's random kill moment and rank (printed at start)
 #   E2E_KEEP=1       keep the work dir (logs of every process) after the run
 #   E2E_NO_METRICS=1 ranks serve no /metrics (to bisect a failure)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-TRAIN="$ROOT/build/runtime/engine/ppu-train"
-LAUNCH="$ROOT/build/runtime/launch/ppu-launch"
+TRAIN="$ROOT/build/bin/ppu-train"
+LAUNCH="$ROOT/build/bin/ppu-launch"
 OPERATOR="$ROOT/build/operator/ppu-operator"
 while (($#)); do
   case "$1" in

@@ -55,7 +55,7 @@ log "ctest -L unit: rc=$? ($(grep -E 'tests passed|tests failed' "$out/ctest-uni
 log "ctest Distributed|runtime_process: rc=$? ($(grep -E 'tests passed|tests failed' "$out/ctest-dist.log"))"
 
 # 5. GPU: a short ppu-train on cuda (summary holds cuda_memory_bytes), then the benchmark.
-"$build"/runtime/engine/ppu-train --config configs/tiny.yaml --set train.device=cuda --set train.steps=20 \
+"$build"/bin/ppu-train --config configs/tiny.yaml --set train.device=cuda --set train.steps=20 \
   --summary "$out/train-cuda-summary.json" >"$out/train-cuda.log" 2>&1
 log "ppu-train cuda: rc=$?"
 # The bench holds all six variants at once: a 350 M model first (fits easily), then the 1.3 B

@@ -114,7 +114,7 @@ if [[ $build_ok == 0 ]]; then
 fi
 
 # The binaries must load the wheel's LibTorch (and its CUDA libraries), never Debian's 1.13.
-train=$BUILD/runtime/engine/ppu-train
+train=$BUILD/bin/ppu-train
 [[ -x $train ]] || fail "no $train"
 ldd "$train" >"$LOG_DIR/ldd-ppu-train.txt" 2>&1
 if grep -q 'not found' "$LOG_DIR/ldd-ppu-train.txt"; then fail "unresolved libraries: $(grep 'not found' "$LOG_DIR/ldd-ppu-train.txt" | tr -d '\t' | paste -sd' ')"; fi

@@ -41,8 +41,8 @@ p.add_argument("--ranks", type=int, default=4)
 p.add_argument("--methods", default=None, help="comma-separated subset of: ddp,streaming,ppu,ppu-int8")
 p.add_argument("--set", dest="sets", action="append", default=[], help="extra config override for every run")
 args = p.parse_args()
-TRAIN = os.path.join(args.build, "runtime", "engine", "ppu-train")
-PLAN = os.path.join(args.build, "runtime", "core", "ppu-plan")
+TRAIN = os.path.join(args.build, "bin", "ppu-train")
+PLAN = os.path.join(args.build, "bin", "ppu-plan")
 K = args.ranks
 TAG = f"ppu{os.getpid()}"  # every name this bench creates starts with it
 SWITCH = TAG + "-sw"

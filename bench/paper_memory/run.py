@@ -82,7 +82,7 @@ def run_one(build, name, seq_len, work, outer_step, host_state_dir):
     if host_state_dir:
         sets.append(f"outer.host_state_dir={host_state_dir}")
     summary = os.path.join(work, name + ".json")
-    cmd = [os.path.join(build, "runtime", "engine", "ppu-train"), "--config", config, "--summary", summary]
+    cmd = [os.path.join(build, "bin", "ppu-train"), "--config", config, "--summary", summary]
     for s in sets:
         cmd += ["--set", s]
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
@@ -109,7 +109,7 @@ def run_one(build, name, seq_len, work, outer_step, host_state_dir):
     s = read_json(summary)
     plan = subprocess.run(
         [
-            os.path.join(build, "runtime", "core", "ppu-plan"),
+            os.path.join(build, "bin", "ppu-plan"),
             "--config",
             config,
             "--json",

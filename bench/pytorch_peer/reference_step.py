@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A plain PyTorch (Python) implementation of ppu-train's inner step, for side-by-side timing.
 
-Same architecture as runtime/engine/transformer.cpp (tied embedding, rotary embeddings, pre-norm
+Same architecture as runtime/engine/model/transformer.cpp (tied embedding, rotary embeddings, pre-norm
 blocks, causal multi-head attention written out as matmul/mask/softmax/matmul, a 4d ReLU MLP,
 no biases), the same slice plan (rank 0's slice of N: rows of Q/K/V and of the MLP's up
 projection, columns of its down projection), the same partial backward as a custom autograd

@@ -107,7 +107,7 @@ def ours(build, shape, mode, slices, steps, threads):
         env = {k: v for k, v in BASE_ENV.items() if k not in ("RANK", "WORLD_SIZE")}
         run(
             [
-                os.path.join(build, "runtime/engine/ppu-train"),
+                os.path.join(build, "bin/ppu-train"),
                 "--config",
                 os.path.join(SRC, "configs/tiny.yaml"),
                 *sets(shape, mode, slices, steps + 2, threads),
@@ -159,7 +159,7 @@ def reference(shape, mode, slices, steps, threads):
 def plan_flops(build, shape, mode, slices):
     out = run(
         [
-            os.path.join(build, "runtime/core/ppu-plan"),
+            os.path.join(build, "bin/ppu-plan"),
             "--config",
             os.path.join(SRC, "configs/tiny.yaml"),
             *sets(shape, mode, slices, 10, 1),

@@ -26,7 +26,7 @@ OUT=$2
   echo "corpus.sh: unknown mode '$MODE' (use --full or --small)" >&2
   exit 2
 }
-PPU_DATA=$BUILD/runtime/data/ppu-data
+PPU_DATA=$BUILD/bin/ppu-data
 [[ -x $PPU_DATA ]] || {
   echo "corpus.sh: $PPU_DATA not built (set PPU_BUILD)" >&2
   exit 2

@@ -32,7 +32,7 @@ while [[ $# -gt 0 ]]; do
       ;;
   esac
 done
-LAUNCH=$BUILD/runtime/launch/ppu-launch
+LAUNCH=$BUILD/bin/ppu-launch
 [[ -x $LAUNCH ]] || {
   echo "run.sh: $LAUNCH not built (set PPU_BUILD)" >&2
   exit 2

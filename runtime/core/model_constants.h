@@ -1,5 +1,5 @@
 // The architecture's fixed constants, beside ModelSpec's sizes (core/model_spec.h): the model
-// (engine/transformer.cpp) computes with them and ppu-export writes them into every config it
+// (engine/model/transformer.cpp) computes with them and ppu-export writes them into every config it
 // produces, so no copy of a number can drift from the model.
 #pragma once
 

@@ -75,7 +75,7 @@ nlohmann::json plan_report(const Config& config, const PlanOptions& options) {
     per_round_bytes = config.network.message_bytes;
   }
   const int H = wire.steps_per_sync;
-  auto seconds = [&](double wire) { return bps > 0 ? wire / bps : 0.0; };
+  auto seconds = [&](double bytes) { return bps > 0 ? bytes / bps : 0.0; };
   amortised_step_seconds = seconds(wire_round_bytes) / H;
 
   nlohmann::json fragments = nlohmann::json::array();

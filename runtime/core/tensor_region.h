@@ -1,7 +1,7 @@
 // TensorRegion: part of a parameter tensor — a contiguous range [begin, end) along one
 // dimension, or the whole tensor (dim kWhole). The one way a rank's trainable slice (SlicePlan),
 // a streaming fragment's piece (StreamingSchedule) and a weight's trainable view
-// (engine/partial_linear) name part of a tensor, with the one rule for where two such parts meet.
+// (engine/model/partial_linear) name part of a tensor, with the one rule for where two such parts meet.
 #pragma once
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // ppu-plan (what it reports), so the two cannot disagree.
 //  - DDP all-reduces the full gradient every step as one flat buffer in the gradients' precision:
 //    fp32, or bf16 in bf16 runs (as the paper's Appendix B counts it, and as PyTorch's DDP sends
-//    bf16 gradients). On the host the bf16 values are summed in fp32 (engine/wire_codec); NCCL
+//    bf16 gradients). On the host the bf16 values are summed in fp32 (engine/comm/wire_codec); NCCL
 //    sums them in bf16.
 //  - The low-communication methods all-reduce parameter deltas every outer.sync_every steps in
 //    outer.delta_dtype, with one int8 scale per model.d_model values (a row of a weight matrix).

@@ -16,7 +16,7 @@
 
 #include "core/config.h"
 #include "data/data_loader.h"
-#include "engine/transformer.h"
+#include "engine/model/transformer.h"
 
 namespace ppu {
 

@@ -10,7 +10,7 @@
 
 #include "core/config.h"
 #include "core/run_summary.h"
-#include "engine/collectives.h"
+#include "engine/comm/collectives.h"
 
 namespace ppu {
 

@@ -6,7 +6,7 @@
 // the caller's OPENBLAS_CORETYPE, blas-haswell its AVX2 kernels. OpenBLAS reads
 // OPENBLAS_CORETYPE when it loads, so when it must change the binary re-executes itself once.
 // Unset: the environment as it is. It prints the path it ran on, so a failure says which.
-// tests/runtime/CMakeLists.txt registers each suite under every combination.
+// tests/engine/CMakeLists.txt registers each suite under every combination.
 // OpenBLAS's Haswell kernels need AVX2 and FMA, and OPENBLAS_CORETYPE forces them without
 // checking the CPU (one without them would die of SIGILL), so on such a CPU blas-haswell runs
 // OpenBLAS's own choice and the kernels line says so: the suites pass or fail on their numerics,
@@ -19,8 +19,8 @@
 #include <cstring>
 #include <string>
 
-#include "engine/compute_threads.h"
-#include "engine/onednn_switch.h"
+#include "engine/cpu/compute_threads.h"
+#include "engine/cpu/onednn_switch.h"
 
 namespace {
 

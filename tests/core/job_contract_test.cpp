@@ -78,7 +78,7 @@ TEST(JobContract, EnvironmentAndScrapedMetricsAreDocumented) {
 
 // core/exit_status.h: one table from what failed to the contract's exit code, for every binary.
 // The runtime's own error types (PeerError, ShardError, CheckpointError, ...) derive from these
-// classes; tests/runtime/exit_status_test checks them, the process tests check the binaries.
+// classes; tests/engine/exit_status_test checks them, the process tests check the binaries.
 TEST(ExitStatus, EveryKindOfFailureHasItsContractCode) {
   namespace ec = ppu::contract::exit_code;
   struct Checkpointish : ppu::UnusableInput {

@@ -21,9 +21,9 @@ import sys
 import tempfile
 
 BIN, SRC = sys.argv[1], sys.argv[2]
-LAUNCH = os.path.join(BIN, "runtime", "launch", "ppu-launch")
-EXPORT = os.path.join(BIN, "runtime", "export", "ppu-export")
-DATA = os.path.join(BIN, "runtime", "data", "ppu-data")
+LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
+EXPORT = os.path.join(BIN, "bin", "ppu-export")
+DATA = os.path.join(BIN, "bin", "ppu-data")
 EVAL = os.path.join(SRC, "scripts", "ppu_export_eval.py")
 TINY = os.path.join(SRC, "configs", "tiny.yaml")
 EVAL_BATCHES, BATCH = 6, 4

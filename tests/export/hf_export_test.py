@@ -33,9 +33,9 @@ BIN, SRC = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "scripts"))
 from ppu_export_eval import read_shard, read_val_tokens  # shard readers; no model code
 
-LAUNCH = os.path.join(BIN, "runtime", "launch", "ppu-launch")
-EXPORT = os.path.join(BIN, "runtime", "export", "ppu-export")
-DATA = os.path.join(BIN, "runtime", "data", "ppu-data")
+LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
+EXPORT = os.path.join(BIN, "bin", "ppu-export")
+DATA = os.path.join(BIN, "bin", "ppu-data")
 TINY = os.path.join(SRC, "configs", "tiny.yaml")
 EVAL_BATCHES, BATCH, VOCAB = 6, 4, 512
 # fp32: the same parameters evaluated by two implementations differ only in summation order

@@ -12,7 +12,7 @@
 
 #include "core/config.h"
 #include "core/model_spec.h"
-#include "engine/transformer.h"
+#include "engine/model/transformer.h"
 #include "export/hf_model.h"
 
 namespace ppu {

@@ -7,7 +7,7 @@
 set -euo pipefail
 BUILD=$1
 SRC=$2
-TRAIN=$BUILD/runtime/engine/ppu-train
+TRAIN=$BUILD/bin/ppu-train
 GRID=$SRC/bench/study/grid.tsv
 rows=0
 while IFS=$'\t' read -r name seeds sets _tag; do

@@ -1,0 +1,182 @@
+#include "engine/obs/rank_metrics.h"
+
+#include "core/job_contract.h"
+
+#include <httplib.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+
+namespace ppu {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+
+struct RankMetrics::Families {
+  prometheus::Family<prometheus::Gauge>& state;
+  prometheus::Family<prometheus::Gauge>& state_full;
+  prometheus::Gauge& rss;
+  prometheus::Gauge& cuda_allocated;
+  prometheus::Gauge& cuda_reserved;
+  prometheus::Gauge& cuda_peak;
+  prometheus::Counter& flops;
+  prometheus::Counter& flops_full;
+  prometheus::Gauge& step_flops;
+  prometheus::Gauge& step_flops_full;
+  prometheus::Gauge& loss;
+  prometheus::Gauge& train_ppl;
+  prometheus::Gauge& eval_loss;
+  prometheus::Gauge& eval_ppl;
+  prometheus::Family<prometheus::Gauge>& floor;
+  prometheus::Counter& tokens;
+  prometheus::Gauge& tokens_per_second;
+  prometheus::Gauge& step;
+  prometheus::Gauge& steps_target;
+  prometheus::Gauge& outer_round;
+  prometheus::Family<prometheus::Counter>& sync_bytes;
+  prometheus::Family<prometheus::Counter>& sync_seconds;
+  prometheus::Family<prometheus::Counter>& syncs;
+  prometheus::Gauge& checkpoint_round;
+  prometheus::Family<prometheus::Counter>& sync_received;
+  prometheus::Family<prometheus::Counter>& network_wait;
+};
+
+namespace {
+template <class B>
+auto& one(B&& builder, prometheus::Registry& r) {
+  return builder.Register(r).Add({});
+}
+}  // namespace
+
+RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& labels) {
+  if (port <= 0) return;
+  registry_ = std::make_shared<prometheus::Registry>();
+  auto& r = *registry_;
+  // Builders are values: they must live until Register() has been called on them.
+  auto gauge = [&](const char* name, const char* help) { return BuildGauge().Name(name).Help(help).Labels(labels); };
+  auto counter = [&](const char* name, const char* help) {
+    return BuildCounter().Name(name).Help(help).Labels(labels);
+  };
+  f_.reset(new Families{
+      gauge(contract::metric::kStateBytes,
+            "Training-state memory by the paper's components, measured from live tensors")
+          .Register(r),
+      gauge("ppu_state_full_training_bytes", "The same component under full (unsliced) training").Register(r),
+      one(gauge("ppu_process_resident_memory_bytes", "Resident set size of the rank process"), r),
+      one(gauge("ppu_cuda_memory_allocated_bytes", "CUDA memory allocated by tensors"), r),
+      one(gauge("ppu_cuda_memory_reserved_bytes", "CUDA memory reserved by the caching allocator"), r),
+      one(gauge("ppu_cuda_memory_peak_bytes", "Peak CUDA memory allocated"), r),
+      one(counter(contract::metric::kFlopsExecuted, "FLOPs executed by training steps (Appendix C, partial backward)"),
+          r),
+      one(counter(contract::metric::kFlopsFullBackward, "FLOPs the same steps would cost with a full backward"), r),
+      one(gauge("ppu_step_flops_executed", "FLOPs of one inner step"), r),
+      one(gauge("ppu_step_flops_full_backward", "FLOPs of one inner step with a full backward"), r),
+      one(gauge(contract::metric::kLoss, "Last training loss in nats per token"), r),
+      one(gauge("ppu_train_perplexity", "exp(training loss)"), r),
+      one(gauge("ppu_eval_loss", "Last held-out loss in nats per token"), r),
+      one(gauge(contract::metric::kEvalPerplexity, "Last held-out perplexity"), r),
+      gauge("ppu_eval_perplexity_floor", "Best achievable perplexity of the synthetic corpus").Register(r),
+      one(counter("ppu_tokens_total", "Training tokens consumed by this rank"), r),
+      one(gauge(contract::metric::kTokensPerSecond, "Recent training throughput of this rank"), r),
+      one(gauge("ppu_step", "Inner steps completed"), r),
+      one(gauge("ppu_steps_target", "Inner steps configured"), r),
+      one(gauge(contract::metric::kOuterRound, "Outer rounds completed"), r),
+      counter("ppu_outer_sync_bytes_total", "Bytes this rank sent (put on the wire) for syncs").Register(r),
+      counter("ppu_outer_sync_seconds_total", "Seconds spent in outer syncs").Register(r),
+      counter("ppu_outer_syncs_total", "Outer syncs performed").Register(r),
+      one(gauge(contract::metric::kCheckpointRound, "Outer round of the newest checkpoint written or resumed from"), r),
+      counter("ppu_outer_sync_received_bytes_total", "Bytes this rank took off the wire for syncs").Register(r),
+      counter("ppu_network_wait_seconds_total", "Seconds training was blocked waiting for an exchange to complete")
+          .Register(r),
+  });
+  server_ = std::make_unique<httplib::Server>();
+  server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus::TextSerializer().Serialize(registry->Collect()), "text/plain; version=0.0.4");
+  });
+  if (!server_->bind_to_port("0.0.0.0", port))
+    throw std::runtime_error("metrics.port " + std::to_string(port) + ": cannot listen (port in use?)");
+  serving_ = std::make_unique<std::thread>([this] { server_->listen_after_bind(); });
+}
+
+RankMetrics::~RankMetrics() {
+  if (server_) {
+    server_->stop();
+    serving_->join();
+  }
+}
+
+void RankMetrics::set_state(const StateBytes& m, const StateBytes& full) {
+  if (!f_) return;
+  auto put = [](prometheus::Family<prometheus::Gauge>& fam, const StateBytes& s) {
+    fam.Add({{"component", "weights"}}).Set(s.weights);
+    fam.Add({{"component", "gradients"}}).Set(s.gradients);
+    fam.Add({{"component", "inner_optimizer"}}).Set(s.inner_optimizer);
+    fam.Add({{"component", "outer_optimizer"}}).Set(s.outer_optimizer);
+    fam.Add({{"component", "offloaded"}}).Set(s.offloaded);
+  };
+  put(f_->state, m);
+  put(f_->state_full, full);
+}
+
+void RankMetrics::set_memory(double rss_bytes, double cuda_allocated, double cuda_reserved, double cuda_peak) {
+  if (!f_) return;
+  f_->rss.Set(rss_bytes);
+  f_->cuda_allocated.Set(cuda_allocated);
+  f_->cuda_reserved.Set(cuda_reserved);
+  f_->cuda_peak.Set(cuda_peak);
+}
+
+void RankMetrics::add_step(double flops_executed, double flops_full, double tokens) {
+  if (!f_) return;
+  f_->flops.Increment(flops_executed);
+  f_->flops_full.Increment(flops_full);
+  f_->step_flops.Set(flops_executed);
+  f_->step_flops_full.Set(flops_full);
+  f_->tokens.Increment(tokens);
+}
+
+void RankMetrics::set_progress(double step, double steps_target, double loss, double tokens_per_second,
+                               double outer_round) {
+  if (!f_) return;
+  f_->step.Set(step);
+  f_->steps_target.Set(steps_target);
+  f_->loss.Set(loss);
+  f_->train_ppl.Set(std::exp(loss));
+  f_->tokens_per_second.Set(tokens_per_second);
+  f_->outer_round.Set(outer_round);
+}
+
+void RankMetrics::set_eval(double loss, double floor_perplexity) {
+  if (!f_) return;
+  f_->eval_loss.Set(loss);
+  f_->eval_ppl.Set(std::exp(loss));
+  if (floor_perplexity > 0) f_->floor.Add({}).Set(floor_perplexity);
+}
+
+void RankMetrics::add_sync(const std::string& fragment, double bytes_sent, double bytes_received, double seconds,
+                           double wait_seconds) {
+  if (!f_) return;
+  f_->sync_bytes.Add({{"fragment", fragment}}).Increment(bytes_sent);
+  f_->sync_received.Add({{"fragment", fragment}}).Increment(bytes_received);
+  f_->network_wait.Add({{"fragment", fragment}}).Increment(wait_seconds);
+  f_->sync_seconds.Add({{"fragment", fragment}}).Increment(seconds);
+  f_->syncs.Add({{"fragment", fragment}}).Increment();
+}
+
+void RankMetrics::set_checkpoint_round(double round) {
+  if (f_) f_->checkpoint_round.Set(round);
+}
+
+double process_rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  in >> pages_total >> pages_resident;
+  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace ppu

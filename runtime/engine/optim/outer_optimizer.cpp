@@ -1,0 +1,192 @@
+#include "engine/optim/outer_optimizer.h"
+
+#include <chrono>
+#include <optional>
+
+#include "core/wire_plan.h"
+#include "engine/state/checkpoint_format.h"
+#include "engine/comm/delta_exchange.h"
+#include "engine/model/region_view.h"
+
+namespace ppu {
+
+namespace {
+
+// The part of `piece` this rank trains, as a region of the piece's own view; nullopt when the
+// rank trains none of it. Slices and by-slice pieces run along the same dimension.
+std::optional<TensorRegion> trainable_part(const ParamSlice& slice, const FragmentPiece& piece) {
+  if (slice.whole()) return TensorRegion{};
+  const auto o = overlap(piece, slice, slice.param.shape[slice.dim]);
+  if (!o) return std::nullopt;
+  return TensorRegion{slice.dim, o->in_region, o->in_region + o->length};
+}
+
+}  // namespace
+
+OuterOptimizer::OuterOptimizer(const OuterConfig& config, Transformer& model, const StreamingSchedule& schedule,
+                               Collectives& collectives, Collective collective)
+    : config_(config),
+      model_(model),
+      schedule_(schedule),
+      collectives_(collectives),
+      collective_(collective),
+      host_(config.host_state_dir) {
+  for (const auto& w : model.weights()) {
+    global_.push_back(host_.copy_of(w));
+    momentum_.emplace_back();
+  }
+  feedback_.resize(schedule.fragments().size());
+}
+
+SyncResult OuterOptimizer::sync(int fragment) {
+  auto pending = begin(fragment, false);
+  return finish(pending);
+}
+
+SyncResult OuterOptimizer::average(int fragment) {
+  auto pending = begin(fragment, false);
+  pending.plain_average = true;
+  return finish(pending);
+}
+
+OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool overlapped) {
+  torch::NoGradGuard no_grad;
+  const auto start = std::chrono::steady_clock::now();
+  const auto& pieces = schedule_.fragments().at(fragment).pieces;
+  const auto& slices = model_.plan().params();
+  InFlight sync;
+  sync.fragment = fragment;
+  sync.overlapped = overlapped;
+
+  // Line 11: this rank's delta, zero on frozen elements.
+  std::vector<torch::Tensor> deltas;
+  for (const auto& piece : pieces) {
+    // θ_k in fp32: the master where trainable (mixed precision), else the weights themselves.
+    const auto local = model_.load_fp32(piece.param_index, piece).to(torch::kCPU);
+    const auto global = region_view(global_[piece.param_index], piece);
+    auto delta = torch::zeros_like(global);
+    if (const auto part = trainable_part(slices[piece.param_index], piece))
+      region_view(delta, *part).copy_(region_view(local, *part) - region_view(global, *part));
+    deltas.push_back(delta.reshape({-1}));
+  }
+  sync.flat = torch::cat(deltas);
+
+  // Line 13, first half: SUM over ranks, in the background.
+  ExchangeOptions options;
+  const WirePlan wire = delta_wire_plan(config_, model_.spec(), collective_);
+  options.dtype = wire.dtype;
+  options.row_length = wire.row_length;
+  options.schedule = wire.schedule;
+  options.feedback = config_.error_feedback ? &feedback_.at(fragment) : nullptr;
+  sync.wait = start_delta_sum(collectives_, sync.flat, options);
+  sync.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return sync;
+}
+
+SyncResult OuterOptimizer::finish(InFlight& sync) {
+  torch::NoGradGuard no_grad;
+  const auto start = std::chrono::steady_clock::now();
+  const AllreduceStats stats = sync.wait();
+  sync.result.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  sync.result.bytes_sent = stats.bytes_sent;
+  sync.result.bytes_received = stats.bytes_received;
+  sync.result.exchange_seconds = stats.seconds;
+  const auto& pieces = schedule_.fragments().at(sync.fragment).pieces;
+  const auto& slices = model_.plan().params();
+  int64_t offset = 0;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const auto& piece = pieces[k];
+    auto global = region_view(global_[piece.param_index], piece);
+    const int64_t n = global.numel();
+    // Line 13, second half: element-wise 1/m (m is constant within a parameter).
+    auto delta = sync.flat.narrow(0, offset, n).view(global.sizes()).div_(slices[piece.param_index].owners);
+    offset += n;
+
+    // Line 14: the outer step on the pseudo-gradient g = −Δ.
+    if (!sync.plain_average && config_.optimizer == OuterOptimizerKind::Nesterov) {
+      auto& m = momentum_[piece.param_index];
+      if (!m.defined()) m = host_.zeros(global_[piece.param_index].sizes());
+      auto buf = region_view(m, piece);
+      auto g = -delta;
+      buf.mul_(config_.momentum).add_(g);
+      global.sub_(g.add(buf, config_.momentum), config_.lr);
+    } else {  // outer.optimizer average, or a sync that only averages (plain_average)
+      global.add_(delta);
+    }
+    // θ_k ← θ, or after an overlapped exchange Streaming DiLoCo's α·θ_k + (1−α)·θ.
+    // Mixed precision: the bf16 working weights become the rounded values, the fp32 masters of
+    // the trainable elements the values themselves.
+    if (!sync.overlapped) {
+      model_.store_fp32(piece.param_index, piece, global);
+    } else {
+      const double a = config_.overlap_alpha;
+      const auto local = model_.load_fp32(piece.param_index, piece).to(torch::kCPU);
+      model_.store_fp32(piece.param_index, piece, local.mul(a).add(global, 1 - a));
+    }
+  }
+  sync.result.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return sync.result;
+}
+
+int64_t OuterOptimizer::momentum_bytes() const {
+  int64_t b = 0;
+  for (const auto& m : momentum_)
+    if (m.defined()) b += m.nbytes();
+  return b;
+}
+
+int64_t OuterOptimizer::global_bytes() const {
+  int64_t b = 0;
+  for (const auto& g : global_) b += g.nbytes();
+  return b;
+}
+
+void OuterOptimizer::save(torch::serialize::OutputArchive& archive) const {
+  for (size_t i = 0; i < global_.size(); ++i) {
+    const auto& name = model_.layout()[i].name;
+    archive.write(checkpoint_key::outer_global(name), global_[i]);
+    // A fragment not yet synchronised has no momentum: stored as an empty tensor.
+    archive.write(checkpoint_key::outer_momentum(name), momentum_[i].defined() ? momentum_[i] : torch::empty({0}));
+  }
+}
+
+// Error-feedback residuals differ per rank, so they go into the rank's part of a checkpoint;
+// without them a resumed run would differ from an uninterrupted one.
+void OuterOptimizer::save_feedback(torch::serialize::OutputArchive& archive) const {
+  for (size_t f = 0; f < feedback_.size(); ++f) {
+    const auto& fb = feedback_[f];
+    archive.write(checkpoint_key::feedback_contribution(f),
+                  fb.contribution.defined() ? fb.contribution : torch::empty({0}));
+    archive.write(checkpoint_key::feedback_result(f), fb.result.defined() ? fb.result : torch::empty({0}));
+  }
+}
+
+void OuterOptimizer::load(torch::serialize::InputArchive& archive) {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < global_.size(); ++i) {
+    const auto& name = model_.layout()[i].name;
+    torch::Tensor g, m;
+    if (!archive.try_read(checkpoint_key::outer_global(name), g) ||
+        !archive.try_read(checkpoint_key::outer_momentum(name), m))
+      throw CheckpointError("no outer state (global θ and momentum) of parameter " + name);
+    if (!g.defined() || g.sizes() != global_[i].sizes())
+      throw CheckpointError("global parameter " + name + " has shape " + c10::str(g.sizes()) + ", the model's is " +
+                            c10::str(global_[i].sizes()));
+    if (m.defined() && m.numel() > 0 && m.sizes() != global_[i].sizes())
+      throw CheckpointError("outer momentum of " + name + " has shape " + c10::str(m.sizes()) + ", the model's is " +
+                            c10::str(global_[i].sizes()));
+    global_[i].copy_(g);
+    momentum_[i] = m.defined() && m.numel() > 0 ? host_.copy_of(m) : torch::Tensor();
+  }
+}
+
+void OuterOptimizer::load_feedback(torch::serialize::InputArchive& archive) {
+  for (size_t f = 0; f < feedback_.size(); ++f) {
+    torch::Tensor c, r;  // absent in checkpoints written before error feedback existed
+    const bool has = archive.try_read(checkpoint_key::feedback_contribution(f), c) &&
+                     archive.try_read(checkpoint_key::feedback_result(f), r);
+    feedback_[f] = has && c.numel() > 0 ? FeedbackState{c.clone(), r.clone()} : FeedbackState{};
+  }
+}
+
+}  // namespace ppu

@@ -1,0 +1,90 @@
+// OuterOptimizer: the global parameters θ and the outer step of Algorithm 1 (lines 11–14),
+// one streaming fragment at a time. For fragment f:
+//   Δ_k = θ_k − θ on this rank's trainable elements, 0 elsewhere        (line 11)
+//   Δ   = (Σ_k Δ_k) ⊙ 1/m, m = number of ranks training each element    (line 13)
+//   θ   ← OuterOpt(θ, Δ): Nesterov SGD on the pseudo-gradient −Δ, or θ + Δ ("average")
+//   θ_k ← θ for the whole fragment (frozen slices pick up the other ranks' progress)
+// θ and the Nesterov momentum are fp32 tensors in host memory (or, with outer.host_state_dir,
+// in file-backed mappings: engine/state/host_store.h); only the fragment being
+// synchronised is copied to and from the model's device. With train.dtype bf16, θ_k's
+// trainable elements are the model's fp32 masters (deltas are taken from them), frozen ones the
+// bf16 weights (their delta is 0 anyway), and θ_k ← θ writes the masters and the rounded
+// bf16 working weights.
+// Overlap (outer.overlap_steps = τ > 0, Streaming DiLoCo's τ): begin() sends the delta and
+// training goes on; finish() τ steps later applies the outer step and merges as Streaming
+// DiLoCo does, θ_k ← α·θ_k + (1−α)·θ with α = outer.overlap_alpha, θ_k being the local values
+// after the τ steps and θ the new global ones (α = 0: adopt θ, dropping the τ local steps).
+// Without overlap θ_k ← θ. The exchange is delta_exchange (bytes sent and received are
+// counted there); with outer.error_feedback each fragment keeps its encoding residuals.
+// average(f) is the end-of-training finish (outer.final_sync: average): the same exchange and
+// count normalisation, then θ ← θ + Δ with no outer learning rate and no momentum (the
+// momentum buffer is left as it was), and θ_k ← θ.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/streaming_schedule.h"
+#include "engine/comm/collectives.h"
+#include "engine/comm/delta_exchange.h"
+#include "engine/state/host_store.h"
+#include "engine/model/transformer.h"
+
+namespace ppu {
+
+struct SyncResult {
+  int64_t bytes_sent = 0;       // bytes this rank put on the wire
+  int64_t bytes_received = 0;   // bytes this rank took off the wire
+  double seconds = 0;           // wall time the training thread spent in the sync, waiting included
+  double wait_seconds = 0;      // of which blocked waiting for the exchange to complete
+  double exchange_seconds = 0;  // wall time of the exchange itself (overlapped or not)
+};
+
+class OuterOptimizer {
+ public:
+  // `collective`: network.collective, the all-reduce schedule.
+  OuterOptimizer(const OuterConfig& config, Transformer& model, const StreamingSchedule& schedule,
+                 Collectives& collectives, Collective collective = Collective::Ring);
+
+  // A synchronisation whose exchange is in flight.
+  struct InFlight {
+    int fragment = -1;
+    torch::Tensor flat;          // the deltas, then their sum
+    bool overlapped = false;     // merge with α instead of adopting θ
+    bool plain_average = false;  // θ ← θ + Δ instead of the outer optimiser
+    std::function<AllreduceStats()> wait;
+    SyncResult result;
+  };
+
+  SyncResult sync(int fragment);     // begin + finish, no overlap
+  SyncResult average(int fragment);  // the final plain average, no overlap
+  InFlight begin(int fragment, bool overlapped);
+  SyncResult finish(InFlight& sync);
+
+  const std::vector<torch::Tensor>& global() const { return global_; }
+  int64_t momentum_bytes() const;
+  int64_t global_bytes() const;
+
+  void save(torch::serialize::OutputArchive& archive) const;  // global θ and momentum (same on every rank)
+  void load(torch::serialize::InputArchive& archive);
+  // This rank's error-feedback residuals (outer.error_feedback): rank-local checkpoint state.
+  void save_feedback(torch::serialize::OutputArchive& archive) const;
+  void load_feedback(torch::serialize::InputArchive& archive);
+
+ private:
+  OuterConfig config_;
+  Transformer& model_;
+  const StreamingSchedule& schedule_;
+  Collectives& collectives_;
+  Collective collective_;
+  HostStore host_;                       // where global_ and momentum_ live (memory or files)
+  std::vector<torch::Tensor> global_;    // fp32, host
+  std::vector<torch::Tensor> momentum_;  // fp32, host; allocated on a fragment's first sync
+  std::vector<FeedbackState> feedback_;  // per fragment, with outer.error_feedback
+};
+
+}  // namespace ppu

@@ -1,0 +1,39 @@
+#include "engine/state/checkpoint_format.h"
+
+namespace ppu {
+
+namespace {
+
+torch::Tensor read_scalar(torch::serialize::InputArchive& archive, const std::string& key) {
+  torch::Tensor t;
+  if (!archive.try_read(key, t) || !t.defined() || t.numel() != 1)
+    throw CheckpointError("checkpoint field '" + key + "' is missing or not a scalar");
+  return t;
+}
+
+}  // namespace
+
+void require_checkpoint_format(int format, const std::string& where) {
+  if (format == kCheckpointFormat) return;
+  throw CheckpointFormatError(where + " is in checkpoint format " + std::to_string(format) +
+                              ", this ppu-train reads format " + std::to_string(kCheckpointFormat) +
+                              " only: resume it with the ppu-train that wrote it, or move it away to start afresh");
+}
+
+void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, int64_t value) {
+  archive.write(key, torch::tensor({value}, torch::kInt64));
+}
+
+void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, double value) {
+  archive.write(key, torch::tensor({value}, torch::kFloat64));
+}
+
+int64_t read_int64(torch::serialize::InputArchive& archive, const std::string& key) {
+  return read_scalar(archive, key).item<int64_t>();
+}
+
+double read_double(torch::serialize::InputArchive& archive, const std::string& key) {
+  return read_scalar(archive, key).item<double>();
+}
+
+}  // namespace ppu

@@ -1,0 +1,225 @@
+#include "engine/state/checkpoint_store.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/atomic_file.h"
+#include "common/fnv1a.h"
+#include "data/token_shard.h"
+#include "engine/state/checkpoint_format.h"
+
+namespace fs = std::filesystem;
+
+namespace ppu {
+
+namespace {
+
+constexpr const char* kManifest = "manifest.json";
+constexpr const char* kGlobal = "global.pt";
+
+std::string serialize(const CheckpointStore::Writer& writer) {
+  torch::serialize::OutputArchive archive;
+  writer(archive);
+  std::ostringstream os;
+  archive.save_to(os);
+  return os.str();
+}
+
+std::string checksum(const std::string& bytes) { return hex64(fnv1a64(bytes.data(), bytes.size())); }
+
+std::vector<int64_t> rounds_in(const std::string& dir) {
+  std::vector<int64_t> rounds;
+  if (!fs::is_directory(dir)) return rounds;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind("round-", 0) == 0 && name.find(".tmp") == std::string::npos) {
+      try {
+        rounds.push_back(std::stoll(name.substr(6)));
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  std::sort(rounds.rbegin(), rounds.rend());
+  return rounds;
+}
+
+// Reads `name` from checkpoint `dir` and checks it against the manifest; "" when fine.
+std::string verify(const std::string& dir, const nlohmann::json& manifest, const std::string& name,
+                   std::string& bytes) {
+  if (!manifest["files"].contains(name)) return "manifest does not list " + name;
+  try {
+    bytes = read_file_bytes(dir + "/" + name);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  const auto& entry = manifest["files"][name];
+  if (bytes.size() != entry["bytes"].get<size_t>())
+    return name + " has " + std::to_string(bytes.size()) + " bytes, manifest says " +
+           std::to_string(entry["bytes"].get<size_t>());
+  if (checksum(bytes) != entry["fnv1a64"].get<std::string>()) return name + " fails its checksum";
+  return "";
+}
+
+std::string round_name(int64_t round) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "round-%06lld", static_cast<long long>(round));
+  return buf;
+}
+
+}  // namespace
+
+VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name, int64_t round) {
+  if (!fs::is_directory(dir)) throw NoValidCheckpoint("checkpoint directory '" + dir + "' does not exist");
+  auto rounds = rounds_in(dir);
+  if (round >= 0) {
+    if (std::find(rounds.begin(), rounds.end(), round) == rounds.end())
+      throw NoValidCheckpoint("checkpoint directory '" + dir + "' has no " + round_name(round));
+    rounds = {round};
+  }
+  std::string rejected;
+  for (const int64_t r : rounds) {
+    const std::string path = dir + "/" + round_name(r);
+    VerifiedCheckpointFile out;
+    out.round = r;
+    out.path = path;
+    std::string problem;
+    nlohmann::json manifest;
+    try {
+      manifest = nlohmann::json::parse(read_file_bytes(path + "/" + kManifest));
+      out.config_yaml = manifest.at("config").get<std::string>();
+      out.world_size = manifest.at("world_size").get<int>();
+    } catch (const std::exception& e) {
+      problem = std::string("no readable manifest (") + e.what() + ")";
+    }
+    if (problem.empty()) problem = verify(path, manifest, name, out.bytes);
+    if (problem.empty()) {
+      require_checkpoint_format(manifest.value("format", 1), "checkpoint " + path);
+      return out;
+    }
+    rejected += "\n  " + round_name(r) + ": " + problem;
+  }
+  throw NoValidCheckpoint("checkpoint directory '" + dir + "' has no valid checkpoint" +
+                          (rejected.empty() ? std::string(" (no round-* directories)") : ":" + rejected));
+}
+
+CheckpointStore::CheckpointStore(std::string dir, int keep, Collectives& collectives)
+    : dir_(std::move(dir)), keep_(keep), collectives_(collectives) {}
+
+std::string CheckpointStore::round_dir(int64_t round) const { return dir_ + "/" + round_name(round); }
+
+std::string CheckpointStore::rank_file() const {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "rank-%05d.pt", collectives_.rank());
+  return buf;
+}
+
+void CheckpointStore::save(int64_t round, const Writer& rank_part, const Writer& global_part,
+                           const std::string& config_yaml) {
+  const std::string dir = round_dir(round);
+  fs::create_directories(dir);
+  const std::string mine = serialize(rank_part);
+  atomic_write_file(dir + "/" + rank_file(), mine);
+
+  // Every rank reports its file's checksum to rank 0 through an all-gather of fixed width.
+  auto info = torch::tensor(
+      {static_cast<int64_t>(mine.size()), static_cast<int64_t>(fnv1a64(mine.data(), mine.size()))}, torch::kInt64);
+  const auto all = collectives_.allgather(info);
+  if (collectives_.rank() == 0) {
+    const std::string global = serialize(global_part);
+    atomic_write_file(dir + "/" + kGlobal, global);
+    nlohmann::json manifest = {{"format", kCheckpointFormat},
+                               {"round", round},
+                               {"world_size", collectives_.world_size()},
+                               {"config", config_yaml}};
+    manifest["files"][kGlobal] = {{"bytes", global.size()}, {"fnv1a64", checksum(global)}};
+    for (int r = 0; r < collectives_.world_size(); ++r) {
+      char name[32];
+      std::snprintf(name, sizeof name, "rank-%05d.pt", r);
+      const auto v = all[r].accessor<int64_t, 1>();
+      manifest["files"][name] = {{"bytes", v[0]}, {"fnv1a64", hex64(static_cast<uint64_t>(v[1]))}};
+    }
+    atomic_write_file(dir + "/" + kManifest, manifest.dump(2));
+    const auto rounds = rounds_in(dir_);
+    for (size_t i = keep_; i < rounds.size(); ++i) fs::remove_all(round_dir(rounds[i]));
+  }
+  collectives_.barrier();
+}
+
+std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_unusable) {
+  // Rank 0's listing decides the candidates, so every rank walks the same sequence.
+  auto rounds = rounds_in(dir_);
+  auto count = torch::tensor({static_cast<int64_t>(collectives_.rank() == 0 ? rounds.size() : 0)}, torch::kInt64);
+  collectives_.allreduce_sum(count);
+  auto list = torch::zeros({std::max<int64_t>(1, count.item<int64_t>())}, torch::kInt64);
+  if (collectives_.rank() == 0)
+    for (size_t i = 0; i < rounds.size(); ++i) list[i] = rounds[i];
+  collectives_.allreduce_sum(list);
+
+  std::vector<std::pair<std::string, std::string>> rejected;  // (DIR, why), newest first
+  for (int64_t i = 0; i < count.item<int64_t>(); ++i) {
+    const int64_t round = list[i].item<int64_t>();
+    const std::string dir = round_dir(round);
+    // No manifest: a save that never finished (the manifest is its commit), not a checkpoint.
+    auto written = torch::tensor({static_cast<int64_t>(fs::exists(dir + "/" + kManifest) ? 1 : 0)}, torch::kInt64);
+    collectives_.allreduce_sum(written);
+    if (written.item<int64_t>() != collectives_.world_size()) {
+      spdlog::info("ignoring {}: no manifest, a checkpoint whose save did not finish", dir);
+      continue;
+    }
+    std::string problem, mine, global;
+    nlohmann::json manifest;
+    try {
+      manifest = nlohmann::json::parse(read_file_bytes(dir + "/" + kManifest));
+      if (manifest.at("world_size").get<int>() != collectives_.world_size())
+        problem = "it was written by " + std::to_string(manifest["world_size"].get<int>()) + " ranks, this run has " +
+                  std::to_string(collectives_.world_size());
+    } catch (const std::exception& e) {
+      problem = std::string("no readable manifest (") + e.what() + ")";
+    }
+    if (problem.empty()) problem = verify(dir, manifest, rank_file(), mine);
+    if (problem.empty()) problem = verify(dir, manifest, kGlobal, global);
+    auto ok = torch::tensor({static_cast<int64_t>(problem.empty() ? 1 : 0)}, torch::kInt64);
+    collectives_.allreduce_sum(ok);
+    if (ok.item<int64_t>() != collectives_.world_size()) {
+      if (problem.empty()) problem = "another rank rejected it";
+      spdlog::warn("skipping checkpoint {}: {}", dir, problem);
+      rejected.emplace_back(dir, problem);
+      continue;
+    }
+    // Intact on every rank (the same manifest everywhere, so every rank decides alike): one of
+    // another format stops the job rather than letting it start over beside its old state.
+    require_checkpoint_format(manifest.value("format", 1), "checkpoint " + dir);
+    LoadedCheckpoint loaded;
+    loaded.round = round;
+    loaded.path = dir;
+    std::istringstream rank_in(mine), global_in(global);
+    loaded.rank_part.load_from(rank_in);
+    loaded.global_part.load_from(global_in);
+    return loaded;
+  }
+  if (rejected.empty()) return std::nullopt;  // a new run: nothing was ever checkpointed here
+  std::string all;
+  for (const auto& [dir, why] : rejected) all += (all.empty() ? "" : "; ") + dir + ": " + why;
+  if (start_over_if_unusable) {
+    spdlog::warn(
+        "every checkpoint in {} is unusable ({}); starting from step 0 as checkpoint.start_over_if_unusable "
+        "asks: they are removed",
+        dir_, all);
+    // Removed, not left beside the new rounds: a stale higher round would otherwise outlive
+    // the pruning and be the first candidate of the next resume.
+    if (collectives_.rank() == 0)
+      for (const auto& [dir, why] : rejected) fs::remove_all(dir);
+    collectives_.barrier();
+    return std::nullopt;
+  }
+  throw CheckpointError("every checkpoint in " + dir_ + " is unusable: " + all +
+                        ". Nothing was loaded or changed; repair or move them, or set "
+                        "checkpoint.start_over_if_unusable=true to train from step 0 and replace them");
+}
+
+}  // namespace ppu

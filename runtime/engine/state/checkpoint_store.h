@@ -1,0 +1,85 @@
+// CheckpointStore: crash-safe checkpoints at outer-round boundaries in a directory shared by
+// all ranks:  DIR/round-000012/{rank-00000.pt, ..., global.pt, manifest.json}.
+//  - every file is written atomically (temp file, fsync, rename, directory fsync);
+//  - rank 0 writes global.pt and, after a barrier proves every rank's file is on disk,
+//    manifest.json with each file's size and FNV-1a 64 checksum: no manifest, no checkpoint;
+//  - the newest `keep` checkpoints are kept;
+//  - loading walks checkpoints newest first; a rank accepts one only if the manifest parses,
+//    the world size matches and its own file and global.pt match their checksums; ranks agree
+//    through an all-reduce, so all of them resume from the same one. Each rejected checkpoint
+//    is skipped with a warning that names it and says why; a round without a manifest is a save
+//    that never finished and is ignored. When checkpoints exist and every one is rejected, the
+//    run stops (CheckpointError naming each and why: exit 4) unless the caller asked to start
+//    over; it never silently trains from step 0 over them. An intact checkpoint of another
+//    format (engine/state/checkpoint_format.h) throws CheckpointFormatError.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "engine/state/checkpoint_format.h"
+#include "engine/comm/collectives.h"
+
+namespace ppu {
+
+struct LoadedCheckpoint {
+  // Move-only, declared so: InputArchive's copy constructor takes a non-const reference, which
+  // std::optional's defaulted copy cannot match under clang.
+  LoadedCheckpoint() = default;
+  LoadedCheckpoint(const LoadedCheckpoint&) = delete;
+  LoadedCheckpoint& operator=(const LoadedCheckpoint&) = delete;
+  LoadedCheckpoint(LoadedCheckpoint&&) = default;
+  LoadedCheckpoint& operator=(LoadedCheckpoint&&) = default;
+  ~LoadedCheckpoint() = default;
+
+  int64_t round = 0;
+  std::string path;
+  torch::serialize::InputArchive rank_part;
+  torch::serialize::InputArchive global_part;
+};
+
+// Offline reading, no collectives (ppu-export): the newest checkpoint under `dir` (or round
+// `round` when >= 0) whose manifest parses and whose file `name` (e.g. "global.pt",
+// "rank-00000.pt") matches the manifest's size and checksum. Throws NoValidCheckpoint naming
+// the directory and every rejected round with its reason when there is none (NoValidCheckpoint).
+struct NoValidCheckpoint : CheckpointError {
+  using CheckpointError::CheckpointError;
+};
+struct VerifiedCheckpointFile {
+  int64_t round = 0;
+  std::string path;         // the round directory
+  std::string config_yaml;  // the run's config, from the manifest
+  int world_size = 0;
+  std::string bytes;  // the file's content
+};
+VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name,
+                                                     int64_t round = -1);
+
+class CheckpointStore {
+ public:
+  CheckpointStore(std::string dir, int keep, Collectives& collectives);
+
+  using Writer = std::function<void(torch::serialize::OutputArchive&)>;
+  // Collective: every rank calls it at the same round.
+  void save(int64_t round, const Writer& rank_part, const Writer& global_part, const std::string& config_yaml);
+  // Collective: the newest checkpoint valid on every rank; nullopt when there is none (or every
+  // one is unusable and `start_over_if_unusable`); throws CheckpointError when every one is
+  // unusable and the caller did not ask to start over.
+  std::optional<LoadedCheckpoint> load_latest(bool start_over_if_unusable = false);
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string round_dir(int64_t round) const;
+  std::string rank_file() const;
+
+  std::string dir_;
+  int keep_;
+  Collectives& collectives_;
+};
+
+}  // namespace ppu

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""ppu-train runs on a BLAS that shares LibTorch's thread pool, sized by train.threads.
+
+usage: compute_env_test.py BIN_DIR SOURCE_DIR
+
+Runs a few steps of configs/tiny.yaml with train.threads = 1 and 2 and reads the summary's
+"blas" block (what the process actually mapped, from dl_iterate_phdr, and what OpenBLAS reports):
+with Debian's LibTorch 1.13 (BLAS_INFO "generic", it calls libblas.so.3) the library must be the
+openblas-openmp build whatever alternative the machine selects, and both pools must have the
+configured size. With a PyTorch 2.x wheel's LibTorch (BLAS_INFO "mkl", linked statically, sized
+by LibTorch's own pool) no OpenBLAS other than the OpenMP one may be mapped and the intra-op pool
+must have the configured size. It prints the machine's libblas.so.3 alternative, so a pass on a
+machine whose alternative is the pthread variant shows the binary does not depend on it.
+
+On OpenBLAS it also checks the kernel report: with OPENBLAS_CORETYPE unset the summary names the
+core OpenBLAS chose and no forced core; with OPENBLAS_CORETYPE=Haswell it names Haswell as forced,
+and on a CPU with AVX-512 the log warns that the environment holds OpenBLAS to AVX2 kernels. (On a
+CPU without AVX2/FMA, which those kernels need, that forced run is skipped, saying so.) Nothing here
+depends on the machine's core count: OMP_NUM_THREADS is set to 7 and train.threads overrides it.
+
+And the oneDNN switch (engine/cpu/onednn_switch.h): the summary's "onednn" block says whether oneDNN
+is on and where bf16 matmuls go; PPU_ONEDNN=off turns it off (bf16 matmuls on ATen's own kernels,
+whatever the CPU); any other value stops ppu-train with the configuration exit code, naming it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN, SRC = sys.argv[1], sys.argv[2]
+TRAIN = os.path.join(BIN, "bin", "ppu-train")
+TINY = os.path.join(SRC, "configs", "tiny.yaml")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def train(threads, coretype, onednn=None, block="blas"):
+    """ppu-train's summary block `block` and its log, OPENBLAS_CORETYPE set to `coretype` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "PPU_ONEDNN")}
+    env["OMP_NUM_THREADS"] = "7"
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    if onednn is not None:
+        env["PPU_ONEDNN"] = onednn
+    with tempfile.TemporaryDirectory() as work:
+        out = os.path.join(work, "summary.json")
+        proc = subprocess.run(
+            [
+                TRAIN,
+                "--config",
+                TINY,
+                "--set",
+                "train.steps=2",
+                "--set",
+                "train.eval_every=0",
+                "--set",
+                f"train.threads={threads}",
+                "--summary",
+                out,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            check=False,
+        )
+        if proc.returncode != 0:
+            fail(f"ppu-train exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+        with open(out) as f:
+            return json.load(f)[block], proc.stdout + proc.stderr
+
+
+alternative = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+print("machine's libblas.so.3 alternative:", alternative)
+for threads in (1, 2):
+    blas, _ = train(threads, None)
+    print(f"train.threads={threads}: {blas}")
+    if blas["intra_op_threads"] != threads:
+        fail(f"LibTorch's intra-op pool has {blas['intra_op_threads']} threads, want {threads}")
+    if blas["torch_blas"] == "mkl":  # a 2.x wheel: MKL inside libtorch_cpu, no BLAS to map
+        if blas["library"] and blas["variant"] != "openmp":
+            fail(f"LibTorch {blas['libtorch']} uses MKL, but ppu-train also mapped {blas['library']!r}")
+        continue
+    if blas["torch_blas"] not in ("generic", "open"):
+        fail(f"LibTorch {blas['libtorch']} was built with BLAS {blas['torch_blas']!r}, which this test does not know")
+    if "openblas-openmp" not in blas["library"] or blas["variant"] != "openmp":
+        fail(f"ppu-train loaded {blas['library']!r}, not the OpenMP OpenBLAS")
+    if blas["threads"] != threads:
+        fail(f"OpenBLAS's pool has {blas['threads']} threads, want {threads}")
+    if not blas["core"] or blas["core_env"]:
+        fail(f"with OPENBLAS_CORETYPE unset the summary should name OpenBLAS's own core, not a forced one: {blas}")
+
+
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        return next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
+
+
+# OPENBLAS_CORETYPE=Haswell forces AVX2/FMA kernels without checking the CPU: on one without them
+# ppu-train would die of SIGILL, which says nothing about the report under test, so the forced-core
+# check runs where the CPU can run those kernels (every x86-64 CPU since 2013-2015) and says so
+# where it cannot.
+haswell_runs = {"avx2", "fma"} <= cpu_flags()
+if not haswell_runs:
+    print("OPENBLAS_CORETYPE=Haswell check skipped: this CPU lacks AVX2/FMA, which Haswell's kernels need")
+if blas["torch_blas"] != "mkl" and blas["variant"] == "openmp" and haswell_runs:
+    forced, log = train(1, "Haswell")
+    print("OPENBLAS_CORETYPE=Haswell:", forced)
+    if forced["core"] != "Haswell" or forced["core_env"] != "Haswell":
+        fail(f"OPENBLAS_CORETYPE=Haswell: the summary should name Haswell as forced: {forced}")
+    warned = "OPENBLAS_CORETYPE=Haswell in the environment" in log
+    if warned != forced["cpu_avx512"]:
+        fail(f"AVX-512 CPU: {forced['cpu_avx512']}, but the log {'has' if warned else 'lacks'} the forced-core warning")
+default, log = train(1, None, block="onednn")
+print("oneDNN by default:", default)
+if default["bf16_matmul"] and not default["enabled"]:
+    fail(f"bf16 matmuls on oneDNN with oneDNN off: {default}")
+off, log = train(1, None, onednn="off", block="onednn")
+print("PPU_ONEDNN=off:", off)
+if off != {"enabled": False, "bf16_matmul": False} or "bf16 matmuls on ATen's own kernels" not in log:
+    fail(f"PPU_ONEDNN=off: the summary should say oneDNN is off and bf16 matmuls on ATen's kernels: {off}")
+with tempfile.TemporaryDirectory() as work:
+    env = dict(os.environ, PPU_ONEDNN="sometimes")
+    proc = subprocess.run(
+        [TRAIN, "--config", TINY, "--set", "train.steps=2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=work,
+        check=False,
+    )
+    said = proc.stdout + proc.stderr
+    if proc.returncode != 2 or "PPU_ONEDNN is 'sometimes'" not in said:
+        fail(f"PPU_ONEDNN=sometimes: want exit 2 naming PPU_ONEDNN, got {proc.returncode}: {said[-500:]}")
+print("PASS compute-env")
