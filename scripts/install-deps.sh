@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build, the demo and the test suite need (DESIGN.md, "Dependencies").
+# Installs the Debian packages the build, the demo and the test suite need (docs/TESTING.md lists what each part needs).
 # Idempotent: packages already present are left alone; needs root (or sudo) on Debian bookworm.
 # Self-contained, unlike the tool scripts (scripts/lib.sh): the Dockerfile copies it alone.
 set -euo pipefail

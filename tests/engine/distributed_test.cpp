@@ -12,8 +12,8 @@
 #include "core/streaming_schedule.h"
 #include "data/data_loader.h"
 #include "engine/comm/collectives.h"
-#include "engine/optim/outer_optimizer.h"
 #include "engine/model/transformer.h"
+#include "engine/optim/outer_optimizer.h"
 #include "rank_threads.h"
 
 using namespace ppu;

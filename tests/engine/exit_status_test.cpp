@@ -5,8 +5,8 @@
 
 #include "core/job_contract.h"
 #include "data/token_shard.h"
-#include "engine/state/checkpoint_format.h"
 #include "engine/comm/collectives.h"
+#include "engine/state/checkpoint_format.h"
 
 namespace ec = ppu::contract::exit_code;
 

@@ -2,7 +2,7 @@
 // rendered as YAML under config.yaml), the headless Service that gives every rank a stable DNS
 // name, the NetworkPolicy that closes the job's ports to everyone but its own ranks (and the
 // metrics port to the named monitoring namespaces), and the rank pods with the rendezvous
-// environment of DESIGN.md and a security context that passes the "restricted" Pod Security
+// environment of core/job_contract.h and a security context that passes the "restricted" Pod Security
 // Standard unless spec.podSecurityContext / spec.securityContext replace it. Pure functions.
 // The pieces every pod of a job shares (metadata, volumes, security, scheduling) are public:
 // the export Job (export_job.h) is built from them too.

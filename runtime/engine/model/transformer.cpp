@@ -8,10 +8,10 @@
 
 #include "core/model_constants.h"
 #include "data/counter_rng.h"
-#include "engine/state/checkpoint_format.h"
 #include "engine/model/chunked_cross_entropy.h"
 #include "engine/model/cpu_attention.h"
 #include "engine/model/region_view.h"
+#include "engine/state/checkpoint_format.h"
 
 namespace ppu {
 

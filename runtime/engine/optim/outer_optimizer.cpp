@@ -4,9 +4,9 @@
 #include <optional>
 
 #include "core/wire_plan.h"
-#include "engine/state/checkpoint_format.h"
 #include "engine/comm/delta_exchange.h"
 #include "engine/model/region_view.h"
+#include "engine/state/checkpoint_format.h"
 
 namespace ppu {
 

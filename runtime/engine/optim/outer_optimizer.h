@@ -31,8 +31,8 @@
 #include "core/streaming_schedule.h"
 #include "engine/comm/collectives.h"
 #include "engine/comm/delta_exchange.h"
-#include "engine/state/host_store.h"
 #include "engine/model/transformer.h"
+#include "engine/state/host_store.h"
 
 namespace ppu {
 

@@ -21,8 +21,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/state/checkpoint_format.h"
 #include "engine/comm/collectives.h"
+#include "engine/state/checkpoint_format.h"
 
 namespace ppu {
 

@@ -14,9 +14,9 @@
 #include "core/streaming_schedule.h"
 #include "engine/comm/collectives.h"
 #include "engine/comm/compressed_allreduce.h"
-#include "engine/optim/outer_optimizer.h"
-#include "engine/model/transformer.h"
 #include "engine/comm/wire_codec.h"
+#include "engine/model/transformer.h"
+#include "engine/optim/outer_optimizer.h"
 #include "rank_threads.h"
 
 using namespace ppu;

@@ -17,8 +17,8 @@
 
 #include "core/config.h"
 #include "engine/model/chunked_cross_entropy.h"
-#include "engine/optim/inner_optimizer.h"
 #include "engine/model/transformer.h"
+#include "engine/optim/inner_optimizer.h"
 #include "tiny_model.h"
 
 using namespace ppu;

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "core/cost_model.h"
-#include "engine/obs/matmul_flop_counter.h"
 #include "engine/model/transformer.h"
+#include "engine/obs/matmul_flop_counter.h"
 #include "tiny_model.h"
 
 using namespace ppu;

@@ -7,9 +7,9 @@
 #include <cmath>
 
 #include "core/config.h"
+#include "engine/model/partial_linear.h"
 #include "engine/optim/fused_adamw.h"
 #include "engine/optim/inner_optimizer.h"
-#include "engine/model/partial_linear.h"
 
 using namespace ppu;
 
