@@ -4,7 +4,8 @@
 # Configures and builds an instrumented sub-build in BUILD_DIR (default build/sanitize-LANE) and
 # runs its unit tests there:
 #   asan: ASan + UBSan (-fno-sanitize-recover=all, leak checking on): the core, data and
-#         operator unit tests and the ppu-plan / ppu-data CLI checks (none needs LibTorch)
+#         operator unit tests, the ppu-plan / ppu-data CLI checks and ppu-schema's drift check
+#         (none needs LibTorch)
 #   tsan: ThreadSanitizer: the operator's unit tests (work queue, informers, leader elector,
 #         controller loop against FakeKube)
 # Every report aborts its process (halt_on_error); ASan/LSan/TSan reports are also written to
@@ -32,7 +33,7 @@ fail() {
 
 t0=$SECONDS
 if [[ $lane == asan ]]; then
-  targets=(ppu_sanitizer_canary core_tests ppu-plan ppu_data_tests ppu-data operator_unit_tests)
+  targets=(ppu_sanitizer_canary core_tests ppu-plan ppu-schema ppu_data_tests ppu-data operator_unit_tests)
   data=ON
   select=(-L unit)
 else
