@@ -167,6 +167,18 @@ if e.returncode != 4 or "round-000003: global.pt fails its checksum" not in e.st
     fail(f"--round 3 (corrupt) should exit 4 naming the checksum failure, got {e.returncode}:\n{e.stderr}")
 if os.path.exists(os.path.join(work, "bad", "model.safetensors")):
     fail("a refused export left a model file behind")
+# A newer round without a manifest is a save that never finished: skipped as the trainer skips
+# it (the newest finished round is exported), not listed among rejected checkpoints.
+unfinished = os.path.join(ckpt, "round-000004")
+os.makedirs(unfinished)
+with open(os.path.join(unfinished, "rank-00000.pt"), "wb") as f:
+    f.write(b"partial")
+e = run([EXPORT, "--checkpoint", ckpt, "--out", os.path.join(work, "skip"), "--format", "ppu"])
+if e.returncode != 0 or read_json(os.path.join(work, "skip", "config.json"))["source"]["round"] != 2:
+    fail(f"with round 4 unfinished and round 3 corrupt, ppu-export should export round 2:\n{e.stdout}{e.stderr}")
+e = run([EXPORT, "--checkpoint", ckpt, "--round", "4", "--out", os.path.join(work, "bad4")])
+if e.returncode != 4 or "whose save finished" not in e.stderr or "no readable manifest" in e.stderr:
+    fail(f"--round 4 (unfinished) should exit 4 saying no finished save, got {e.returncode}:\n{e.stderr}")
 missing = os.path.join(work, "absent")
 e = run([EXPORT, "--checkpoint", missing, "--out", os.path.join(work, "x")])
 if e.returncode != 4 or missing not in e.stderr:

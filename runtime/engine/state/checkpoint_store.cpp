@@ -71,6 +71,10 @@ std::string round_name(int64_t round) {
   return buf;
 }
 
+// Whether the save of the round in `dir` finished: the manifest is written last, as its commit.
+// A round without one is an unfinished save, not a checkpoint: readers skip it, never reject it.
+bool save_finished(const std::string& dir) { return fs::exists(dir + "/" + kManifest); }
+
 }  // namespace
 
 VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name, int64_t round) {
@@ -84,6 +88,10 @@ VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, con
   std::string rejected;
   for (const int64_t r : rounds) {
     const std::string path = dir + "/" + round_name(r);
+    if (!save_finished(path)) {
+      spdlog::info("ignoring {}: no manifest, a checkpoint whose save did not finish", path);
+      continue;
+    }
     VerifiedCheckpointFile out;
     out.round = r;
     out.path = path;
@@ -103,8 +111,9 @@ VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, con
     }
     rejected += "\n  " + round_name(r) + ": " + problem;
   }
-  throw NoValidCheckpoint("checkpoint directory '" + dir + "' has no valid checkpoint" +
-                          (rejected.empty() ? std::string(" (no round-* directories)") : ":" + rejected));
+  throw NoValidCheckpoint(
+      "checkpoint directory '" + dir + "' has no valid checkpoint" +
+      (rejected.empty() ? std::string(" (no round-* directory whose save finished)") : ":" + rejected));
 }
 
 CheckpointStore::CheckpointStore(std::string dir, int keep, Collectives& collectives)
@@ -164,8 +173,7 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_
   for (int64_t i = 0; i < count.item<int64_t>(); ++i) {
     const int64_t round = list[i].item<int64_t>();
     const std::string dir = round_dir(round);
-    // No manifest: a save that never finished (the manifest is its commit), not a checkpoint.
-    auto written = torch::tensor({static_cast<int64_t>(fs::exists(dir + "/" + kManifest) ? 1 : 0)}, torch::kInt64);
+    auto written = torch::tensor({static_cast<int64_t>(save_finished(dir) ? 1 : 0)}, torch::kInt64);
     collectives_.allreduce_sum(written);
     if (written.item<int64_t>() != collectives_.world_size()) {
       spdlog::info("ignoring {}: no manifest, a checkpoint whose save did not finish", dir);
