@@ -112,12 +112,7 @@ Process spawn(const std::vector<std::string>& argv, const std::string& log_path)
 }
 
 bool eventually(const std::function<bool()>& pred, double timeout_s) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
+  return wait_until(pred, timeout_s, std::chrono::milliseconds(50));
 }
 
 }  // namespace ppu::op::testing

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../common/free_port.h"
+#include "wait_until.h"
 
 namespace ppu::op::testing {
 

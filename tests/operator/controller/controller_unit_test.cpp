@@ -18,6 +18,7 @@
 #include "reconcile/job_constants.h"
 #include "reconcile/job_status.h"
 #include "test_objects.h"
+#include "wait_until.h"
 
 namespace ppu::op {
 namespace {
@@ -25,13 +26,8 @@ namespace {
 using testing::FakeKube;
 
 template <class Pred>
-bool eventually(Pred pred, double seconds = 30) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
+bool eventually(Pred pred) {
+  return testing::wait_until(pred, 30);
 }
 
 double gang_restarts(const OperatorMetrics& m) {

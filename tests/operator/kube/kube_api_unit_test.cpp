@@ -13,6 +13,7 @@
 #include "kube/leader_election.h"
 #include "kube/rfc3339.h"
 #include "test_objects.h"
+#include "wait_until.h"
 
 namespace ppu::op {
 namespace {
@@ -21,16 +22,9 @@ using testing::FakeKube;
 using testing::make_job;
 using testing::make_pod;
 
-// Waits (polling) until pred() holds; false after `seconds`. Only a bound for a broken test,
-// never a timing assertion.
 template <class Pred>
-bool eventually(Pred pred, double seconds = 20) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
+bool eventually(Pred pred) {
+  return testing::wait_until(pred, 20, std::chrono::milliseconds(5));
 }
 
 // ---- Informer ----
