@@ -81,6 +81,7 @@ class Run {
       : c_(c),
         env_(env),
         ddp_(c.method == Method::Ddp),
+        wire_(wire_plan(c)),
         device_(rank_device(c, env)),
         collectives_(env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)),
                      nccl_device(env, device_)),
@@ -161,20 +162,19 @@ class Run {
     std::vector<torch::Tensor> flat;
     for (const auto& p : model_.trainable()) flat.push_back(p.grad().reshape({-1}));
     auto buffer = torch::cat(flat).to(torch::kFloat32);
-    const WirePlan plan = wire_plan(c_);  // the wire dtype ppu-plan reports too: bf16 runs send bf16
     AllreduceStats wire;
     if (buffer.is_cuda() && collectives_.has_nccl()) {  // NCCL's own ring, in the wire dtype
-      auto on_wire = plan.dtype == WireDtype::Bf16 ? buffer.to(torch::kBFloat16) : buffer;
+      auto on_wire = wire_.dtype == WireDtype::Bf16 ? buffer.to(torch::kBFloat16) : buffer;
       collectives_.allreduce_sum(on_wire);
       if (!on_wire.is_same(buffer)) buffer.copy_(on_wire);
       wire.bytes_sent = wire.bytes_received =
-          wire_layout(buffer.numel(), env_.rendezvous.world_size, plan.dtype, plan.row_length)
+          wire_layout(buffer.numel(), env_.rendezvous.world_size, wire_.dtype, wire_.row_length)
               .bytes_per_rank(env_.rendezvous.world_size);
     } else {  // our codec on the host (bf16 values summed in fp32); CUDA ranks over Gloo via a copy
       ExchangeOptions options;
-      options.schedule = plan.schedule;
-      options.dtype = plan.dtype;
-      options.row_length = plan.row_length;
+      options.schedule = wire_.schedule;
+      options.dtype = wire_.dtype;
+      options.row_length = wire_.row_length;
       auto host = buffer.is_cuda() ? buffer.to(torch::kCPU) : buffer;
       wire = exchange_delta_sum(collectives_, host, options);
       if (!host.is_same(buffer)) buffer.copy_(host);
@@ -462,6 +462,7 @@ class Run {
   const Config& c_;
   RunEnv env_;
   bool ddp_;
+  WirePlan wire_;  // the wire dtype ppu-plan reports too: bf16 runs send bf16
   torch::Device device_;
   Collectives collectives_;
   SlicePlan plan_;

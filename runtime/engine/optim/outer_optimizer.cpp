@@ -3,7 +3,6 @@
 #include <chrono>
 #include <optional>
 
-#include "core/wire_plan.h"
 #include "engine/comm/delta_exchange.h"
 #include "engine/model/region_view.h"
 #include "engine/state/checkpoint_format.h"
@@ -29,7 +28,7 @@ OuterOptimizer::OuterOptimizer(const OuterConfig& config, Transformer& model, co
       model_(model),
       schedule_(schedule),
       collectives_(collectives),
-      collective_(collective),
+      wire_(delta_wire_plan(config, model.spec(), collective)),
       host_(config.host_state_dir) {
   for (const auto& w : model.weights()) {
     global_.push_back(host_.copy_of(w));
@@ -73,10 +72,9 @@ OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool overlapped) {
 
   // Line 13, first half: SUM over ranks, in the background.
   ExchangeOptions options;
-  const WirePlan wire = delta_wire_plan(config_, model_.spec(), collective_);
-  options.dtype = wire.dtype;
-  options.row_length = wire.row_length;
-  options.schedule = wire.schedule;
+  options.dtype = wire_.dtype;
+  options.row_length = wire_.row_length;
+  options.schedule = wire_.schedule;
   options.feedback = config_.error_feedback ? &feedback_.at(fragment) : nullptr;
   sync.wait = start_delta_sum(collectives_, sync.flat, options);
   sync.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

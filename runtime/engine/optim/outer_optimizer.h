@@ -29,6 +29,7 @@
 
 #include "core/config.h"
 #include "core/streaming_schedule.h"
+#include "core/wire_plan.h"
 #include "engine/comm/collectives.h"
 #include "engine/comm/delta_exchange.h"
 #include "engine/model/transformer.h"
@@ -80,7 +81,7 @@ class OuterOptimizer {
   Transformer& model_;
   const StreamingSchedule& schedule_;
   Collectives& collectives_;
-  Collective collective_;
+  WirePlan wire_;                        // what the delta exchange sends (core/wire_plan)
   HostStore host_;                       // where global_ and momentum_ live (memory or files)
   std::vector<torch::Tensor> global_;    // fp32, host
   std::vector<torch::Tensor> momentum_;  // fp32, host; allocated on a fragment's first sync
