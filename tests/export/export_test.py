@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from training_run import launch_command  # the run both export tests start from
+
 BIN, SRC = sys.argv[1], sys.argv[2]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
 EXPORT = os.path.join(BIN, "bin", "ppu-export")
@@ -55,39 +57,7 @@ def run(cmd, **kw):
 
 def train_and_export(work, name, nproc, sets):
     ckpt, summaries, out = (os.path.join(work, name, d) for d in ("ckpt", "summaries", "export"))
-    # 30 steps, H = 10: the last step ends round 3, whose checkpoint is the final θ.
-    r = run(
-        [
-            LAUNCH,
-            "--nproc",
-            str(nproc),
-            "--config",
-            TINY,
-            "--set",
-            f"ranks={nproc}",
-            "--set",
-            "train.steps=30",
-            "--set",
-            "outer.sync_every=10",
-            "--set",
-            "train.eval_every=0",
-            "--set",
-            f"train.eval_batches={EVAL_BATCHES}",
-            "--set",
-            f"inner.batch_size={BATCH}",
-            "--set",
-            "data.source=shards",
-            "--set",
-            "data.path=" + DATASET,
-            "--set",
-            "checkpoint.dir=" + ckpt,
-            "--set",
-            "checkpoint.keep=3",
-            *(arg for s in sets for arg in ("--set", s)),
-            "--summary-dir",
-            summaries,
-        ]
-    )
+    r = run(launch_command(LAUNCH, TINY, nproc, DATASET, ckpt, summaries, EVAL_BATCHES, BATCH, sets))
     if r.returncode != 0:
         fail(f"{name}: training failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
     want = read_json(os.path.join(summaries, "rank-0.json"))["eval_loss"]

@@ -32,6 +32,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 BIN, SRC = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "scripts"))
 from ppu_export_eval import read_shard, read_val_tokens  # shard readers; no model code
+from training_run import launch_command  # the run both export tests start from
 
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
 EXPORT = os.path.join(BIN, "bin", "ppu-export")
@@ -76,38 +77,9 @@ def make_dataset(work):
 def train(work, name, nproc, sets):
     ckpt, summaries = os.path.join(work, name, "ckpt"), os.path.join(work, name, "summaries")
     r = run(
-        [
-            LAUNCH,
-            "--nproc",
-            str(nproc),
-            "--config",
-            TINY,
-            "--set",
-            f"ranks={nproc}",
-            "--set",
-            "train.steps=30",
-            "--set",
-            "outer.sync_every=10",
-            "--set",
-            "train.eval_every=0",
-            "--set",
-            f"train.eval_batches={EVAL_BATCHES}",
-            "--set",
-            f"inner.batch_size={BATCH}",
-            "--set",
-            f"model.vocab={VOCAB}",
-            "--set",
-            "data.source=shards",
-            "--set",
-            "data.path=" + DATASET,
-            "--set",
-            "checkpoint.dir=" + ckpt,
-            "--set",
-            "checkpoint.keep=3",
-            *(arg for s in sets for arg in ("--set", s)),
-            "--summary-dir",
-            summaries,
-        ]
+        launch_command(
+            LAUNCH, TINY, nproc, DATASET, ckpt, summaries, EVAL_BATCHES, BATCH, [f"model.vocab={VOCAB}", *sets]
+        )
     )
     if r.returncode != 0:
         fail(f"{name}: training failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
