@@ -12,6 +12,9 @@ mkdir -p "$dir"
 # and running, and what their CMake configs look for (prometheus-cpp finds CURL, ZLIB,
 # civetweb; cpp-httplib's .pc names brotli, ssl, zlib). pkgconf: find_package(PkgConfig).
 # protobuf: ppu-export reads the SentencePiece model proto with it (export/hf_tokenizer.h).
+# jemalloc: every LibTorch binary links it (runtime/engine/cpu/allocator_config.cpp).
+# libgloo-dev: c10d's ProcessGroupGloo.hpp includes gloo headers, which the PyTorch wheel lacks.
+# libssl3: cpp-httplib needs libssl.so.3; gpu-run.sh uses it only if the machine has none.
 pkgs=(
   libyaml-cpp-dev libyaml-cpp0.7
   libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
@@ -22,6 +25,9 @@ pkgs=(
   nlohmann-json3-dev libcli11-dev
   libcpp-httplib-dev libcpp-httplib0.11
   libgtest-dev libgmock-dev googletest
+  libjemalloc-dev libjemalloc2
+  libgloo-dev
+  libssl3
   pkgconf pkgconf-bin libpkgconf3
 )
 missing=()

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "common/crash_report.h"
 #include "common/env.h"
 #include "common/termination_message.h"
 #include "core/config.h"
@@ -26,6 +27,7 @@
 #include "engine/trainer.h"
 
 int main(int argc, char** argv) {
+  ppu::install_crash_report("ppu-train");
   CLI::App app{"ppu-train: one rank of a partial-parameter-update training job"};
   std::string config_path = ppu::env_string(ppu::contract::env::kConfig, "");
   std::vector<std::string> overrides;

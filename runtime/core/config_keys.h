@@ -137,7 +137,8 @@ struct KeyMeta {
   KEY(train, threads,      int,      0,           at_least(0), "intra-op compute threads; 0 = LibTorch's default") \
   KEY(train, device,       Device,   Device::Cpu, kAny,        "where the model runs") \
   KEY(train, dtype,        Dtype,    Dtype::Fp32, kAny,        "compute precision; bf16 keeps fp32 masters of the trainable slices (section 3.1)") \
-  KEY(train, recompute,    bool,     false,       kAny,        "recompute each block's activations in the backward pass")
+  KEY(train, recompute,    bool,     false,       kAny,        "recompute each block's activations in the backward pass") \
+  KEY(train, deterministic, bool,    true,        kAny,        "CUDA: deterministic kernels and cuBLAS workspace, so a resumed run is bit-exact; false may be faster")
 
 #define PPU_CHECKPOINT_KEYS(KEY) \
   KEY(checkpoint, dir,                    std::string, "",    kAny,        "checkpoint directory; empty = none. PPU_CHECKPOINT_DIR overrides it (pods: /checkpoints)") \

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <optional>
@@ -53,8 +54,15 @@ std::string duration(double seconds) {
 
 // train.device: cuda means this rank's GPU, LOCAL_RANK modulo the visible devices, so that
 // several ranks may share one GPU (tests) and ppu-launch / torchrun ranks spread over a node's.
+// train.deterministic: deterministic CUDA kernels (SDPA's backward accumulates without atomics)
+// and a fixed cuBLAS workspace, set before the first cuBLAS handle exists, so that the same
+// inputs give the same bits and a resumed run is bit-exact. CPU runs are deterministic anyway.
 torch::Device rank_device(const Config& c, const RunEnv& env) {
   if (c.train.device != Device::Cuda) return torch::kCPU;
+  if (c.train.deterministic) {
+    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  }
   const int count = static_cast<int>(torch::cuda::device_count());
   return {torch::kCUDA, static_cast<c10::DeviceIndex>(env_int("LOCAL_RANK", env.rendezvous.rank) % count)};
 }
@@ -101,6 +109,9 @@ class Run {
         flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_)) {
     if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
     model_.set_recompute(c.train.recompute);
+    // Deterministic fp32 CUDA runs keep the explicit attention: SDPA would pick its
+    // memory-efficient kernel (flash needs 16-bit inputs), whose backward is nondeterministic.
+    if (device_.is_cuda() && c.train.deterministic && !model_.mixed_precision()) model_.set_fused_attention(false);
     // bf16: the output head's cross-entropy in chunks of at most 64 MiB of fp32 logits, so the
     // full [B*S, vocab] fp32 logits never exist (fp32 keeps the plain, bit-exact path).
     if (model_.mixed_precision()) model_.set_loss_chunk(std::max<int64_t>(1, (int64_t{16} << 20) / c.model.vocab));

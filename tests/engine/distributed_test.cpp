@@ -14,80 +14,14 @@
 #include "engine/comm/collectives.h"
 #include "engine/model/transformer.h"
 #include "engine/optim/outer_optimizer.h"
+#include "moved_by_rank.h"
 #include "rank_threads.h"
 
 using namespace ppu;
-using ppu::testing::run_ranks;
+using ppu::testing::expect_owner_mean;
+using ppu::testing::move_by_rank_then;
 using ppu::testing::tiny_job;
 using ppu::testing::train_job;
-
-namespace {
-
-// K ranks of `model_config` (its slicing.slices = N) with one fragment. Rank k moves every
-// element it trains by k + 1, then `exchange` (the outer sync or the final average) runs on the
-// outer optimiser of `outer_config`. Records θ before, the global θ after, and θ_k after, per
-// rank; `inspect` sees each rank's outer optimiser afterwards.
-struct MovedByRank {
-  using PerRank = std::vector<std::vector<torch::Tensor>>;
-  explicit MovedByRank(int ranks) : world(ranks), before(ranks), after(ranks), local(ranks) {}
-  int world;
-  PerRank before, after, local;
-};
-MovedByRank move_by_rank_then(const Config& model_config, const OuterConfig& outer_config,
-                              const std::function<void(OuterOptimizer&)>& exchange,
-                              const std::function<void(int, OuterOptimizer&)>& inspect = {}, int world = 4) {
-  const StreamingSchedule schedule(model_config, model_config.model);
-  MovedByRank run(world);
-  run_ranks(world, [&](int r, const RunEnv& env) {
-    torch::NoGradGuard no_grad;
-    Collectives col(env.rendezvous, std::chrono::seconds(60));
-    Transformer model(model_config.model, SlicePlan::from_config(model_config, world, r), 0);
-    OuterOptimizer outer(outer_config, model, schedule, col);
-    for (const auto& w : model.weights()) run.before[r].push_back(w.clone());
-    for (const auto& t : model.trainable()) t.add_(static_cast<float>(r + 1));
-    exchange(outer);
-    for (const auto& g : outer.global()) run.after[r].push_back(g.clone());
-    for (const auto& w : model.weights()) run.local[r].push_back(w.clone());
-    if (inspect) inspect(r, outer);
-  });
-  return run;
-}
-
-// The applied update is the mean over each element's owners: slice n is owned by ranks
-// {n, n + N, ..., n + K − N}, which moved it by n + 1, n + N + 1, ..., so it moves by
-// n + 1 + (K − N) / 2 (K = 4, N = 2: slice 0 by 2, slice 1 by 3); unsliced elements by the mean
-// over all ranks, (K + 1) / 2. Every rank holds the same global θ.
-//
-// Derived tolerance: θ + (k + 1), the delta θ_k − θ, the owners' fp32 sum, the exact division by
-// m (a power of two here), θ + Δ and "after − before" are each rounded once (plain fp32 adds, no
-// kernel choice involved). At K = 8 the values are below 16 (|θ| ≤ 1: LayerNorm weights;
-// ½ulp ≤ 4.8e-7) and the sum of eight below 64 (≤ 7 additions, ½ulp ≤ 1.9e-6): at most
-// 4·4.8e-7 + 7·1.9e-6 ≈ 1.5e-5 on any CPU; K = 4 stays below 2.4e-6. 5e-5 is 3× the K = 8 bound.
-constexpr double kOwnerMeanAtol = 5e-5;
-
-void expect_owner_mean(const Config& model_config, const MovedByRank& run) {
-  const int k = run.world, n_slices = model_config.slicing.slices;
-  const SlicePlan plan0 = SlicePlan::from_config(model_config, k, 0);
-  for (size_t i = 0; i < plan0.params().size(); ++i) {
-    const auto& sl = plan0.params()[i];
-    const auto moved = run.after[0][i] - run.before[0][i];
-    for (int r = 1; r < k; ++r)
-      EXPECT_TRUE(torch::equal(run.after[r][i], run.after[0][i])) << "ranks disagree on " << sl.param.name;
-    if (!sl.sliced()) {
-      EXPECT_TRUE(torch::allclose(moved, torch::full_like(moved, (k + 1) / 2.0), 0, kOwnerMeanAtol)) << sl.param.name;
-      continue;
-    }
-    const int64_t extent = sl.param.shape[sl.dim];
-    for (int n = 0; n < n_slices; ++n) {
-      const auto part = moved.narrow(sl.dim, n * extent / n_slices, extent / n_slices);
-      const double owners_mean = n + 1 + (k - n_slices) / 2.0;
-      EXPECT_TRUE(torch::allclose(part, torch::full_like(part, owners_mean), 0, kOwnerMeanAtol))
-          << sl.param.name << " slice " << n << " of " << n_slices << " at K = " << k;
-    }
-  }
-}
-
-}  // namespace
 
 TEST(Distributed, CountNormalisationAveragesOverTheOwnersOfEachElement) {
   // Rank k moves every element it trains by (k + 1); frozen elements stay put. The applied update

@@ -53,6 +53,10 @@ BASE = [
     "--set",
     "model.seq_len=32",
 ]
+# PPU_TEST_DEVICE=cuda (ctest label gpu): the same cases with the 4 ranks sharing one GPU (Gloo
+# via host for their collectives, as NCCL needs a GPU per rank).
+if os.environ.get("PPU_TEST_DEVICE"):
+    BASE += ["--set", "train.device=" + os.environ["PPU_TEST_DEVICE"]]
 
 
 def free_port():

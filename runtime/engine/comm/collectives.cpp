@@ -5,7 +5,7 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef PPU_WITH_CUDA
+#ifdef PPU_WITH_NCCL
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -21,10 +21,10 @@ bool is_loopback(const std::string& host) { return host == "localhost" || host.r
 }  // namespace
 
 // Holds the NCCL group by its concrete type, like the Gloo one (a Backend in 2.x, a
-// ProcessGroup in 1.13). Empty shell without CUDA so that the header needs no #ifdef.
+// ProcessGroup in 1.13). Empty shell without NCCL so that the header needs no #ifdef.
 class NcclGroup {
  public:
-#ifdef PPU_WITH_CUDA
+#ifdef PPU_WITH_NCCL
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> group;
 #endif
 };
@@ -65,7 +65,7 @@ Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds t
       gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     else gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, info.rank, info.world_size, gloo);
-#ifdef PPU_WITH_CUDA
+#ifdef PPU_WITH_NCCL
     if (nccl_device >= 0) {
       // Own key space in the store, so NCCL's unique-id exchange cannot meet Gloo's keys.
       auto prefixed = c10::make_intrusive<c10d::PrefixStore>("nccl", store);
@@ -102,7 +102,7 @@ Collectives::Pending Collectives::allreduce_sum_async(torch::Tensor& tensor) {
   opts.reduceOp = c10d::ReduceOp::SUM;
   opts.timeout = timeout_;
   c10::intrusive_ptr<c10d::Work> work;
-#ifdef PPU_WITH_CUDA
+#ifdef PPU_WITH_NCCL
   if (nccl_ && tensor.is_cuda()) {
     std::vector<torch::Tensor> tensors{tensor};
     wait("all-reduce", [&] { work = nccl_->group->allreduce(tensors, opts); });

@@ -43,7 +43,7 @@ RendezvousInfo rendezvous_from_env();
 
 class Collectives {
  public:
-  // `nccl_device` >= 0: also form an NCCL group on that CUDA device (builds with PPU_WITH_CUDA
+  // `nccl_device` >= 0: also form an NCCL group on that CUDA device (builds with PPU_WITH_NCCL
   // only, one GPU per rank); CUDA tensors then go through NCCL. Otherwise CUDA tensors are
   // copied to the host and reduced by Gloo (several ranks sharing one GPU, tests).
   Collectives(const RendezvousInfo& info, std::chrono::milliseconds timeout, int nccl_device = -1);

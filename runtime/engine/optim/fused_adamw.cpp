@@ -1,6 +1,7 @@
 #include "engine/optim/fused_adamw.h"
 
 #include <ATen/Parallel.h>
+#include <torch/version.h>
 
 #include <cmath>
 
@@ -75,6 +76,23 @@ bool fused_adamw_step(torch::Tensor& param, const torch::Tensor& grad, torch::Te
     }
   });
   return true;
+}
+
+bool fused_adamw_step_cuda(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& exp_avg,
+                           torch::Tensor& exp_avg_sq, const AdamWHyper& h) {
+#if TORCH_VERSION_MAJOR >= 2
+  for (const torch::Tensor* t : std::initializer_list<const torch::Tensor*>{&param, &grad, &exp_avg, &exp_avg_sq})
+    if (!t->is_cuda() || !t->is_contiguous() || t->scalar_type() != torch::kFloat32) return false;
+  const auto g = h.grad_scale != 1.0f ? grad * h.grad_scale : grad;
+  // The kernel reads the step (already incremented) from a device tensor, as torch.optim does.
+  const auto step = torch::full({}, static_cast<double>(h.step), param.options());
+  at::_fused_adamw_({param}, {g}, {exp_avg}, {exp_avg_sq}, {}, {step}, h.lr, h.beta1, h.beta2, h.weight_decay, h.eps,
+                    /*amsgrad=*/false, /*maximize=*/false);
+  return true;
+#else
+  (void)param, (void)grad, (void)exp_avg, (void)exp_avg_sq, (void)h;
+  return false;
+#endif
 }
 
 }  // namespace ppu

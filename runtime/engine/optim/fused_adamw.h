@@ -24,4 +24,11 @@ struct AdamWHyper {
 bool fused_adamw_step(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& exp_avg,
                       torch::Tensor& exp_avg_sq, const AdamWHyper& h);
 
+// The same update on a CUDA device (LibTorch 2.x): PyTorch's fused AdamW kernel, the one
+// torch.optim.AdamW(fused=True) launches, for one parameter: one pass instead of the fallback's
+// ten. Same semantics, fp32 arithmetic in registers (not bit-identical to the fallback). False
+// (nothing changed) for CPU tensors, LibTorch 1.x, or tensors not contiguous fp32.
+bool fused_adamw_step_cuda(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& exp_avg,
+                           torch::Tensor& exp_avg_sq, const AdamWHyper& h);
+
 }  // namespace ppu

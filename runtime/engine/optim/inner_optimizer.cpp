@@ -154,7 +154,7 @@ void InnerOptimizer::fused_step(torch::optim::AdamW& adamw) {
       const float scale = leaves_.empty() ? clip_scale_ : 1.0f;
       const AdamWHyper h{o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), st.step(),
                          scale};
-      if (!fused_adamw_step(p, grad, m, v, h)) {
+      if (!fused_adamw_step(p, grad, m, v, h) && !fused_adamw_step_cuda(p, grad, m, v, h)) {
         if (scale != 1.0f) grad = grad * scale;
         // Same update as torch::optim::AdamW::step, as tensor operations.
         const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
