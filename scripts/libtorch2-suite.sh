@@ -17,7 +17,7 @@
 #
 # Usage: bash scripts/libtorch2-suite.sh [BUILD_DIR] [extra ctest args...]
 #   BUILD_DIR           default /opt/ppu-libtorch2/build
-#   PPU_TORCH_VERSION   default 2.15.0
+#   PPU_TORCH_VERSION   default 2.11.0 (the PyTorch of the GPU machines scripts/gpu-run.sh runs on)
 #   PPU_LIBTORCH2_HOME  venv and logs (default /opt/ppu-libtorch2: world-readable, because
 #                       runtime_process.readonly_root runs ranks as uid 65532 and they load the
 #                       wheel's libraries from the venv; a home folder such as /root is not)
@@ -25,7 +25,7 @@
 #   PPU_TEST_JOBS       ctest -j (default 2)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-TORCH_VERSION=${PPU_TORCH_VERSION:-2.15.0}
+TORCH_VERSION=${PPU_TORCH_VERSION:-2.11.0}
 HOME_DIR=${PPU_LIBTORCH2_HOME:-/opt/ppu-libtorch2}
 BUILD=${1:-$HOME_DIR/build}
 shift || true
