@@ -200,11 +200,15 @@ def tables(res):
     rows.sort(key=lambda r: CONFIGS.index(r["config"]))
     full = next((r for r in rows if r["config"] == "streaming-diloco" and r["rc"] == 0), None)
     out = [
-        f"GPU: {res['gpu']}; bf16 GEMM {res['gemm_tflops']:.0f} TFLOP/s measured (8192^3); "
-        f"batch {res['batch']} x {res['seq_len']}, bf16, recomputation, {res['steps']} steps per row",
+        (
+            f"GPU: {res['gpu']}; bf16 GEMM {res['gemm_tflops']:.0f} TFLOP/s measured (8192^3); "
+            f"batch {res['batch']} x {res['seq_len']}, bf16, recomputation, {res['steps']} steps per row"
+        ),
         "",
-        "| config | trainable / total (B) | peak allocated (GB) | state: weights + grads + AdamW (GB) | "
-        "ppu-plan §3.1 device (GB) | Table 1 (GB) | step (s) | step / full | Appendix C FLOPs ratio |",
+        (
+            "| config | trainable / total (B) | peak allocated (GB) | state: weights + grads + AdamW (GB) | "
+            "ppu-plan §3.1 device (GB) | Table 1 (GB) | step (s) | step / full | Appendix C FLOPs ratio |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -222,8 +226,10 @@ def tables(res):
         )
     out += [
         "",
-        "| step | ours (s) | tokens/s ours | PyTorch reference (s) | tokens/s reference | ours / reference "
-        "| MFU (model FLOPs / datasheet) | MFU (/ measured GEMM) | peak GB ours / reference |",
+        (
+            "| step | ours (s) | tokens/s ours | PyTorch reference (s) | tokens/s reference | ours / reference "
+            "| MFU (model FLOPs / datasheet) | MFU (/ measured GEMM) | peak GB ours / reference |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in res["ppu_train"]:
@@ -279,8 +285,12 @@ def plot(res, path):
     m.legend(fontsize=8)
     full = next((r for r in rows if r["config"] == "streaming-diloco"), None)
     if full:
-        s.bar([i - 0.2 for i in x], [r["step_seconds_median"] / full["step_seconds_median"] for r in rows], 0.4,
-              label="measured inner step / full backward")
+        s.bar(
+            [i - 0.2 for i in x],
+            [r["step_seconds_median"] / full["step_seconds_median"] for r in rows],
+            0.4,
+            label="measured inner step / full backward",
+        )
         s.bar([i + 0.2 for i in x], [r["flops_ratio"] for r in rows], 0.4, label="Appendix C FLOPs ratio")
         s.set_xticks(list(x), names, rotation=30, ha="right")
         s.set_ylim(0, 1.1)

@@ -263,7 +263,7 @@ struct Describer {
 void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>& out) {
   if (node.IsMap()) {
     for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
+      const auto key = kv.first.as<std::string>();
       collect_leaves(kv.second, prefix.empty() ? key : prefix + "." + key, out);
     }
   } else {

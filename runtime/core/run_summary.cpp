@@ -17,13 +17,13 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BlasSummary, library, variant, threads, intra
 namespace {
 
 template <class T>
-struct is_optional : std::false_type {};
+struct IsOptional : std::false_type {};
 template <class T>
-struct is_optional<std::optional<T>> : std::true_type {};
+struct IsOptional<std::optional<T>> : std::true_type {};
 
 template <class T>
 void put(nlohmann::json& j, const char* name, const T& value) {
-  if constexpr (is_optional<T>::value) {
+  if constexpr (IsOptional<T>::value) {
     if (value) j[name] = *value;
   } else {
     j[name] = value;
@@ -32,7 +32,7 @@ void put(nlohmann::json& j, const char* name, const T& value) {
 
 template <class T>
 void get(const nlohmann::json& j, const char* name, T& value) {
-  if constexpr (is_optional<T>::value) {
+  if constexpr (IsOptional<T>::value) {
     if (j.contains(name)) value = j.at(name).get<typename T::value_type>();
     else value.reset();
   } else {
@@ -42,7 +42,7 @@ void get(const nlohmann::json& j, const char* name, T& value) {
 
 template <class T>
 std::string json_type() {
-  if constexpr (is_optional<T>::value) return json_type<typename T::value_type>() + " (optional)";
+  if constexpr (IsOptional<T>::value) return json_type<typename T::value_type>() + " (optional)";
   else if constexpr (std::is_same_v<T, bool>) return "boolean";
   else if constexpr (std::is_integral_v<T>) return "integer";
   else if constexpr (std::is_floating_point_v<T>) return "number";

@@ -63,7 +63,7 @@ SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int
 SlicePlan SlicePlan::from_config(const Config& config, int world_size, int rank) {
   const SliceMode mode = config.effective_slices() == 1 ? SliceMode::None : config.slicing.mode;
   if (world_size > 1 || config.effective_slices() == 1)
-    return SlicePlan(config.model, mode, world_size, config.effective_slices(), rank, config.slicing.jacobian);
+    return {config.model, mode, world_size, config.effective_slices(), rank, config.slicing.jacobian};
   SlicePlan solo(config.model, mode, config.ranks, config.effective_slices(), 0, config.slicing.jacobian);
   for (auto& p : solo.params_) p.owners = 1;
   solo.world_size_ = 1;

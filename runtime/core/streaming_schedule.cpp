@@ -75,7 +75,7 @@ StreamingSchedule::StreamingSchedule(const Config& config, const ModelSpec& mode
 }
 
 int StreamingSchedule::offset(int fragment) const {
-  const int64_t count = static_cast<int64_t>(fragments_.size());
+  const auto count = static_cast<int64_t>(fragments_.size());
   // Fragment 0 syncs first, at H/F steps; the last one at a full H, so after each round
   // boundary (s % H == 0) the fragments have been synced in order.
   return static_cast<int>(((fragment + 1) * static_cast<int64_t>(sync_every_) / count) % sync_every_);

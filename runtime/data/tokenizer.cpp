@@ -66,7 +66,7 @@ std::vector<int32_t> Tokenizer::encode(const std::string& text) const {
   std::vector<int> ids;
   const auto status = sp_->Encode(text, &ids);
   if (!status.ok()) throw std::runtime_error("SentencePiece encode failed: " + status.ToString());
-  return std::vector<int32_t>(ids.begin(), ids.end());
+  return {ids.begin(), ids.end()};
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {

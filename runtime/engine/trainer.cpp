@@ -389,7 +389,7 @@ class Run {
 
   void report(double loss, Clock::time_point start, int64_t first) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count() - eval_seconds_;
-    const double done = static_cast<double>(p_.step - first);
+    const auto done = static_cast<double>(p_.step - first);
     const double tps = elapsed > 0 ? done * c_.inner.batch_size * c_.model.seq_len / elapsed : 0;
     metrics_.set_progress(p_.step, c_.train.steps, loss, tps, p_.rounds);
     const StateBytes state = measured_state();

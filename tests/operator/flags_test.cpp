@@ -1,11 +1,11 @@
-// Unit tests of ppu-operator's flags (operator/src/flags.h, CLI11): every flag parsed, errors that
+// Unit tests of ppu-operator's flags (operator/src/cmd/flags.h, CLI11): every flag parsed, errors that
 // name the flag, defaults, repeats and empty values, and the help text.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "flags.h"
+#include "cmd/flags.h"
 
 namespace ppu::op {
 namespace {

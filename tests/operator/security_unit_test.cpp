@@ -3,8 +3,8 @@
 // classification of API refusals, and the security flags.
 #include <gtest/gtest.h>
 
+#include "cmd/flags.h"
 #include "controller/executor.h"
-#include "flags.h"
 #include "reconcile/job_status.h"
 #include "reconcile/object_builder.h"
 #include "reconcile/reconciler.h"

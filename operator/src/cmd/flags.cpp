@@ -1,4 +1,4 @@
-#include "flags.h"
+#include "cmd/flags.h"
 
 #include <CLI/CLI.hpp>
 
@@ -18,7 +18,7 @@ constexpr size_t kNameColumn = 28;  // descriptions start after "  " + this many
 // A CLI11 check from a function that returns "" or what is wrong with the value (CLI11 puts
 // the flag's name in front: "--workers: '0' is not an integer in 1..256").
 CLI::Validator rule(std::function<std::string(const std::string&)> problem) {
-  return CLI::Validator([problem = std::move(problem)](std::string& v) { return problem(v); }, "");
+  return {[problem = std::move(problem)](std::string& v) { return problem(v); }, ""};
 }
 
 // Each read_* returns "" and sets `out`, or says what is wrong with `v`.

@@ -10,9 +10,9 @@
 #include <mutex>
 #include <thread>
 
+#include "cmd/flags.h"
 #include "controller/controller.h"
 #include "controller/metrics_scraper.h"
-#include "flags.h"
 #include "kube/kube_client.h"
 #include "kube/kubeconfig.h"
 #include "kube/leader_election.h"

@@ -117,8 +117,8 @@ void KubeClient::configure(void* handle, std::vector<std::string>& header_storag
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
   std::string token = read_token(cfg_);
   if (!token.empty()) header_storage.push_back("Authorization: Bearer " + token);
-  header_storage.push_back("Accept: application/json");
-  header_storage.push_back("User-Agent: ppu-operator");
+  header_storage.emplace_back("Accept: application/json");
+  header_storage.emplace_back("User-Agent: ppu-operator");
   curl_slist* list = nullptr;
   for (const auto& s : header_storage) list = curl_slist_append(list, s.c_str());
   *header_list = list;

@@ -22,7 +22,7 @@ using json = nlohmann::json;
 class KubeClient : public KubeApi {
  public:
   explicit KubeClient(RestConfig cfg);
-  ~KubeClient();
+  ~KubeClient() override;
   KubeClient(const KubeClient&) = delete;
   KubeClient& operator=(const KubeClient&) = delete;
 

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "kube/rfc3339.h"
+#include "kube/typed_object.h"
 
 namespace ppu::op {
 
@@ -27,15 +28,13 @@ bool LeaderElector::try_acquire_or_renew() {
   const std::string now_s = format_rfc3339_micro(now);
   Response cur = client_.get(ResourceKind::Lease, o_.ns, o_.name);
   if (cur.status == 404) {
-    json lease = {{"apiVersion", "coordination.k8s.io/v1"},
-                  {"kind", "Lease"},
-                  {"metadata", {{"name", o_.name}, {"namespace", o_.ns}}},
-                  {"spec",
-                   {{"holderIdentity", o_.identity},
-                    {"leaseDurationSeconds", o_.lease_duration_s},
-                    {"acquireTime", now_s},
-                    {"renewTime", now_s},
-                    {"leaseTransitions", 0}}}};
+    json lease = typed_object(ResourceKind::Lease, {{"metadata", {{"name", o_.name}, {"namespace", o_.ns}}},
+                                                    {"spec",
+                                                     {{"holderIdentity", o_.identity},
+                                                      {"leaseDurationSeconds", o_.lease_duration_s},
+                                                      {"acquireTime", now_s},
+                                                      {"renewTime", now_s},
+                                                      {"leaseTransitions", 0}}}});
     Response r = client_.create(ResourceKind::Lease, o_.ns, lease);
     leader_ = r.ok();
     if (r.ok()) last_renew_ = now;

@@ -7,7 +7,7 @@
 namespace ppu::op {
 
 std::string format_rfc3339(int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
+  auto tt = static_cast<std::time_t>(t);
   std::tm tm{};
   gmtime_r(&tt, &tm);
   char buf[32];
@@ -18,7 +18,7 @@ std::string format_rfc3339(int64_t t) {
 std::string format_rfc3339_micro(double t) {
   auto secs = static_cast<int64_t>(t);
   auto micros = static_cast<int64_t>((t - static_cast<double>(secs)) * 1e6);
-  std::time_t tt = static_cast<std::time_t>(secs);
+  auto tt = static_cast<std::time_t>(secs);
   std::tm tm{};
   gmtime_r(&tt, &tm);
   char buf[48];
@@ -36,7 +36,7 @@ std::optional<int64_t> parse_rfc3339(const std::string& s) {
     return std::nullopt;
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
-  size_t i = static_cast<size_t>(consumed);
+  auto i = static_cast<size_t>(consumed);
   if (i < s.size() && s[i] == '.') {
     ++i;
     while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;

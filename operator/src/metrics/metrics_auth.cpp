@@ -2,7 +2,10 @@
 
 #include <openssl/sha.h>
 
+#include "kube/typed_object.h"
+
 #include <cstdio>
+#include <string_view>
 
 namespace ppu::op {
 
@@ -13,12 +16,12 @@ std::string sha256_hex(const std::string& s) {
   constexpr size_t kDigits = 2 * static_cast<size_t>(SHA256_DIGEST_LENGTH);
   char hex[kDigits + 1];
   for (size_t i = 0; i < SHA256_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", d[i]);
-  return std::string(hex, kDigits);
+  return {hex, kDigits};
 }
 }  // namespace
 
 AuthDecision MetricsAuthorizer::check(const std::string& authorization, const std::string& path) {
-  static const std::string kBearer = "Bearer ";
+  constexpr std::string_view kBearer = "Bearer ";
   if (authorization.size() <= kBearer.size() || authorization.compare(0, kBearer.size(), kBearer) != 0)
     return AuthDecision{401, "", "a bearer token is required"};
   std::string token = authorization.substr(kBearer.size());
@@ -47,7 +50,7 @@ AuthDecision MetricsAuthorizer::review(const std::string& token, const std::stri
     std::lock_guard<std::mutex> l(mu_);
     ++reviews_;
   }
-  json tr = {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenReview"}, {"spec", {{"token", token}}}};
+  json tr = typed_object(ResourceKind::TokenReview, {{"spec", {{"token", token}}}});
   Response r = client_.create(ResourceKind::TokenReview, "", tr);
   if (!r.ok()) return AuthDecision{500, "", "TokenReview failed: " + r.describe()};
   const json st = r.body.value("status", json::object());
@@ -60,7 +63,7 @@ AuthDecision MetricsAuthorizer::review(const std::string& token, const std::stri
   if (user.contains("uid")) spec["uid"] = user["uid"];
   if (user.contains("groups")) spec["groups"] = user["groups"];
   if (user.contains("extra")) spec["extra"] = user["extra"];
-  json sar = {{"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SubjectAccessReview"}, {"spec", spec}};
+  json sar = typed_object(ResourceKind::SubjectAccessReview, {{"spec", spec}});
   r = client_.create(ResourceKind::SubjectAccessReview, "", sar);
   if (!r.ok()) return AuthDecision{500, name, "SubjectAccessReview failed: " + r.describe()};
   const json sst = r.body.value("status", json::object());

@@ -1,6 +1,7 @@
 #include "reconcile/export_job.h"
 
 #include "core/job_contract.h"
+#include "kube/typed_object.h"
 #include "reconcile/object_builder.h"
 
 namespace ppu::op {
@@ -79,25 +80,23 @@ json build_export_job(const JobSpec& j) {
                     // Evicted or preempted: not the export's fault, not a retry used up.
                     {{"action", "Ignore"},
                      {"onPodConditions", json::array({{{"type", "DisruptionTarget"}, {"status", "True"}}})}}})}};
-  return json{{"apiVersion", "batch/v1"},
-              {"kind", "Job"},
-              {"metadata", md},
-              {"spec",
-               {{"backoffLimit", kExportBackoffLimit},
-                {"activeDeadlineSeconds", e.active_deadline_seconds},
-                {"podFailurePolicy", failure_policy},
-                {"template", {{"metadata", {{"labels", {{kExportLabel, j.name}}}}}, {"spec", pod}}}}}};
+  return typed_object(ResourceKind::Job,
+                      {{"metadata", md},
+                       {"spec",
+                        {{"backoffLimit", kExportBackoffLimit},
+                         {"activeDeadlineSeconds", e.active_deadline_seconds},
+                         {"podFailurePolicy", failure_policy},
+                         {"template", {{"metadata", {{"labels", {{kExportLabel, j.name}}}}}, {"spec", pod}}}}}});
 }
 
 json build_export_network_policy(const JobSpec& j) {
   // No ingress rule at all: ppu-export listens on nothing and nobody needs to reach it. (An empty
   // `ingress: []` means the same but the server drops it, and the stored spec would differ.)
-  return json{
-      {"apiVersion", "networking.k8s.io/v1"},
-      {"kind", "NetworkPolicy"},
-      {"metadata", object_metadata(j, export_network_policy_name(j))},
-      {"spec",
-       {{"podSelector", {{"matchLabels", {{kExportLabel, j.name}}}}}, {"policyTypes", json::array({"Ingress"})}}}};
+  return typed_object(
+      ResourceKind::NetworkPolicy,
+      {{"metadata", object_metadata(j, export_network_policy_name(j))},
+       {"spec",
+        {{"podSelector", {{"matchLabels", {{kExportLabel, j.name}}}}}, {"policyTypes", json::array({"Ingress"})}}}});
 }
 
 }  // namespace ppu::op

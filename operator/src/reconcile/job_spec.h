@@ -14,10 +14,6 @@ namespace ppu::op {
 
 using json = nlohmann::json;
 
-inline constexpr const char* kGroup = "ppu.dev";
-inline constexpr const char* kVersion = "v1alpha1";
-inline constexpr const char* kApiVersion = "ppu.dev/v1alpha1";
-inline constexpr const char* kKind = "PPUJob";
 inline constexpr const char* kJobLabel = "ppu.dev/job";
 inline constexpr const char* kRankLabel = "ppu.dev/rank";
 inline constexpr const char* kConfigKey = "config.yaml";

@@ -1,6 +1,7 @@
 #include "reconcile/object_builder.h"
 
 #include "core/job_contract.h"
+#include "kube/typed_object.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -51,8 +52,8 @@ json volume_from(const std::string& name, const json& ref) {
 }  // namespace
 
 json owner_reference(const JobSpec& j) {
-  return json{{"apiVersion", kApiVersion}, {"kind", kKind}, {"name", j.name}, {"uid", j.uid}, {"controller", true},
-              {"blockOwnerDeletion", true}};
+  return typed_object(ResourceKind::PPUJob,
+                      {{"name", j.name}, {"uid", j.uid}, {"controller", true}, {"blockOwnerDeletion", true}});
 }
 
 json object_metadata(const JobSpec& j, const std::string& name) {
@@ -108,23 +109,20 @@ std::string render_training_config(const JobSpec& j) {
 }
 
 json build_config_map(const JobSpec& j) {
-  return json{{"apiVersion", "v1"},
-              {"kind", "ConfigMap"},
-              {"metadata", object_metadata(j, config_map_name(j))},
-              {"data", {{kConfigKey, render_training_config(j)}}}};
+  return typed_object(ResourceKind::ConfigMap, {{"metadata", object_metadata(j, config_map_name(j))},
+                                                {"data", {{kConfigKey, render_training_config(j)}}}});
 }
 
 json build_service(const JobSpec& j) {
   // Headless and publishing not-ready addresses: ranks must resolve rank 0 before any is ready.
-  return json{{"apiVersion", "v1"},
-              {"kind", "Service"},
-              {"metadata", object_metadata(j, service_name(j))},
-              {"spec",
-               {{"clusterIP", "None"},
-                {"publishNotReadyAddresses", true},
-                {"selector", labels_for(j)},
-                {"ports", json::array({{{"name", "rendezvous"}, {"port", j.master_port}},
-                                       {{"name", "metrics"}, {"port", j.metrics_port}}})}}}};
+  return typed_object(ResourceKind::Service,
+                      {{"metadata", object_metadata(j, service_name(j))},
+                       {"spec",
+                        {{"clusterIP", "None"},
+                         {"publishNotReadyAddresses", true},
+                         {"selector", labels_for(j)},
+                         {"ports", json::array({{{"name", "rendezvous"}, {"port", j.master_port}},
+                                                {{"name", "metrics"}, {"port", j.metrics_port}}})}}}});
 }
 
 json default_pod_security_context() {
@@ -154,13 +152,11 @@ json build_network_policy(const JobSpec& j, const std::vector<std::string>& metr
                                                                      {"operator", "In"},
                                                                      {"values", metrics_namespaces}}})}}}}})},
          {"ports", json::array({{{"protocol", "TCP"}, {"port", j.metrics_port}}})}});
-  return json{{"apiVersion", "networking.k8s.io/v1"},
-              {"kind", "NetworkPolicy"},
-              {"metadata", object_metadata(j, network_policy_name(j))},
-              {"spec",
-               {{"podSelector", {{"matchLabels", labels_for(j)}}},
-                {"policyTypes", json::array({"Ingress"})},
-                {"ingress", ingress}}}};
+  return typed_object(ResourceKind::NetworkPolicy, {{"metadata", object_metadata(j, network_policy_name(j))},
+                                                    {"spec",
+                                                     {{"podSelector", {{"matchLabels", labels_for(j)}}},
+                                                      {"policyTypes", json::array({"Ingress"})},
+                                                      {"ingress", ingress}}}});
 }
 
 json build_pod(const JobSpec& j, int rank, int restart) {
@@ -204,7 +200,7 @@ json build_pod(const JobSpec& j, int rank, int restart) {
   spec["containers"] = json::array({container});
   spec["volumes"] = volumes;
 
-  return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};
+  return typed_object(ResourceKind::Pod, {{"metadata", md}, {"spec", spec}});
 }
 
 }  // namespace ppu::op

@@ -46,7 +46,7 @@ void finished(Pass& p) {
   if (p.spec.run_policy.ttl_seconds_after_finished) {
     auto done = parse_rfc3339(p.status.completion_time.value_or(""));
     int64_t at = done.value_or(p.in.now) + *p.spec.run_policy.ttl_seconds_after_finished;
-    if (at <= p.in.now) p.actions.push_back(DeletePPUJob{p.spec.name});
+    if (at <= p.in.now) p.actions.emplace_back(DeletePPUJob{p.spec.name});
     else p.requeue_in(static_cast<double>(at - p.in.now));
   }
 }

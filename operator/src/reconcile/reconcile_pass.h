@@ -48,19 +48,19 @@ struct Pass {
     if (requeue < 0 || s < requeue) requeue = s;
   }
   void event(const std::string& type, const std::string& why, const std::string& msg) {
-    actions.push_back(RecordEvent{/*type=*/type, /*reason=*/why, /*message=*/msg});
+    actions.emplace_back(RecordEvent{/*type=*/type, /*reason=*/why, /*message=*/msg});
   }
   void create(ResourceKind kind, json obj) {
     std::string name = name_of(obj);
-    actions.push_back(CreateObject{kind, std::move(name), std::move(obj)});
+    actions.emplace_back(CreateObject{kind, std::move(name), std::move(obj)});
   }
   void patch(ResourceKind kind, const std::string& name, json body) {
-    actions.push_back(PatchObject{kind, name, std::move(body)});
+    actions.emplace_back(PatchObject{kind, name, std::move(body)});
   }
   // Deletes exactly the incarnation observed (uid precondition).
   void delete_object(ResourceKind kind, const json& obj) {
     const json& md = obj["metadata"];
-    actions.push_back(DeleteObject{kind, name_of(obj), md.value("uid", std::string())});
+    actions.emplace_back(DeleteObject{kind, name_of(obj), md.value("uid", std::string())});
   }
   // Deletes exactly the incarnation observed (uid precondition), once per pass, never a
   // pod already terminating.

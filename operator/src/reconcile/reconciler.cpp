@@ -184,7 +184,7 @@ Decision Pass::result() {
   count_ranks(*this);
   copy_progress(*this);
   Decision d;
-  if (json(status) != observed_status) d.actions.push_back(UpdateStatus{spec.name, status});
+  if (json(status) != observed_status) d.actions.emplace_back(UpdateStatus{spec.name, status});
   for (auto& a : actions) d.actions.push_back(std::move(a));
   d.requeue_after_s = requeue;
   d.gang_restart = gang_restart;

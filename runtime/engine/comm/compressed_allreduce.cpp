@@ -24,7 +24,7 @@ class Exchange {
         chunk_(layout.chunk_elements),
         bytes_(layout.chunk_bytes),
         sequence_(sequence),
-        K_(col.world_size()),
+        k_(col.world_size()),
         r_(col.rank()) {}
 
   torch::Tensor payload() { return torch::empty({bytes_}, torch::kUInt8); }
@@ -58,10 +58,10 @@ class Exchange {
   }
 
   void ring(float* buf, float* owner_residual) {
-    const int next = (r_ + 1) % K_, prev = (r_ + K_ - 1) % K_;
-    auto mod = [&](int c) { return ((c % K_) + K_) % K_; };
+    const int next = (r_ + 1) % k_, prev = (r_ + k_ - 1) % k_;
+    auto mod = [&](int c) { return ((c % k_) + k_) % k_; };
     // Reduce-scatter: after K-1 steps rank r holds the full sum of chunk r+1.
-    for (int s = 0; s < K_ - 1; ++s) {
+    for (int s = 0; s < k_ - 1; ++s) {
       auto out = payload(), in = payload();
       encode(chunk(buf, mod(r_ - s)), out);
       auto got = recv(in, prev, 0, s);
@@ -73,7 +73,7 @@ class Exchange {
     // All-gather: the owner's payload travels around the ring as bytes, never re-encoded.
     auto carried = payload();
     encode_with_feedback(chunk(buf, mod(r_ + 1)), owner_residual, carried);
-    for (int s = 0; s < K_ - 1; ++s) {
+    for (int s = 0; s < k_ - 1; ++s) {
       auto in = payload();
       auto got = recv(in, prev, 1, s);
       auto sent = send(carried, next, 1, s);
@@ -86,14 +86,14 @@ class Exchange {
 
   void direct(float* buf, float* owner_residual) {
     // Reduce-scatter as one all-to-all: chunk p goes to rank p, encoded once.
-    std::vector<torch::Tensor> in(K_), out(K_);
+    std::vector<torch::Tensor> in(k_), out(k_);
     std::vector<Collectives::Pending> waits;
-    for (int p = 0; p < K_; ++p) {
+    for (int p = 0; p < k_; ++p) {
       if (p == r_) continue;
       in[p] = payload();
       waits.push_back(recv(in[p], p, 0, 0));
     }
-    for (int p = 0; p < K_; ++p) {
+    for (int p = 0; p < k_; ++p) {
       if (p == r_) continue;
       out[p] = payload();
       encode(chunk(buf, p), out[p]);
@@ -103,7 +103,7 @@ class Exchange {
     waits.clear();
     // Sum in rank order, in fp32; this rank's own contribution never left it.
     std::vector<float> sum(chunk_, 0.0f);
-    for (int p = 0; p < K_; ++p) {
+    for (int p = 0; p < k_; ++p) {
       if (p == r_) {
         const float* own = chunk(buf, r_);
         for (int64_t i = 0; i < chunk_; ++i) sum[i] += own[i];
@@ -115,14 +115,14 @@ class Exchange {
     // All-gather: the owner's encoded sum to every rank.
     auto mine = payload();
     encode_with_feedback(chunk(buf, r_), owner_residual, mine);
-    for (int p = 0; p < K_; ++p) {
+    for (int p = 0; p < k_; ++p) {
       if (p == r_) continue;
       waits.push_back(recv(in[p], p, 1, 0));
     }
-    for (int p = 0; p < K_; ++p)
+    for (int p = 0; p < k_; ++p)
       if (p != r_) waits.push_back(send(mine, p, 1, 0));
     for (auto& w : waits) w();
-    for (int p = 0; p < K_; ++p)
+    for (int p = 0; p < k_; ++p)
       if (p != r_) codec_.decode(data(in[p]), chunk_, chunk(buf, p));
   }
 
@@ -133,7 +133,7 @@ class Exchange {
   WireCodec codec_;
   int64_t chunk_, bytes_;
   uint32_t sequence_;
-  int K_, r_;
+  int k_, r_;
 };
 
 }  // namespace
@@ -152,7 +152,7 @@ AllreduceStats compressed_allreduce(Collectives& col, torch::Tensor& flat, WireD
 
   auto buffer = torch::zeros({layout.padded_elements(K)}, torch::kFloat32);
   buffer.narrow(0, 0, n).copy_(flat);
-  float* buf = buffer.data_ptr<float>();
+  auto* buf = buffer.data_ptr<float>();
   float* owner_residual = nullptr;
   if (feedback && lossy) {
     if (!feedback->contribution.defined() || feedback->contribution.numel() != buffer.numel()) {
@@ -160,7 +160,7 @@ AllreduceStats compressed_allreduce(Collectives& col, torch::Tensor& flat, WireD
       feedback->result = torch::zeros({layout.chunk_elements}, torch::kFloat32);
     }
     // This rank's contribution as it will be decoded, the residual kept for the next round.
-    float* residual = feedback->contribution.data_ptr<float>();
+    auto* residual = feedback->contribution.data_ptr<float>();
     std::vector<uint8_t> scratch(static_cast<size_t>(layout.chunk_bytes));
     for (int c = 0; c < K; ++c) {
       float* x = buf + c * layout.chunk_elements;

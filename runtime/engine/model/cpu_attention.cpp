@@ -38,11 +38,11 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const dou
 // Where pair p = (batch b, head j) lives: its rows in qkv (and its gradient) and in the output.
 struct Geometry {
   int64_t B, S, h, hd;
-  int64_t D() const { return h * hd; }
+  int64_t d() const { return h * hd; }
   int64_t pairs() const { return B * h; }
   // part 0, 1, 2: the pair's Q, K, V rows (row stride 3·D).
-  int64_t qkv_offset(int64_t p, int part) const { return (p / h) * S * 3 * D() + part * D() + (p % h) * hd; }
-  int64_t out_offset(int64_t p) const { return (p / h) * S * D() + (p % h) * hd; }
+  int64_t qkv_offset(int64_t p, int part) const { return (p / h) * S * 3 * d() + part * d() + (p % h) * hd; }
+  int64_t out_offset(int64_t p) const { return (p / h) * S * d() + (p % h) * hd; }
 };
 
 // Rows of the projection are hd elements every 3·h·hd: too far apart for the hardware
@@ -110,8 +110,8 @@ const T* table(const RotaryTables& rope, int which) {
 // The pair's rotated queries and keys into rows 0 and 1 of the workspace.
 template <typename T>
 void rotate_pair(const T* qkv, int64_t p, const Geometry& g, const RotaryTables& rope, Workspace<T>& ws) {
-  rotate_rows(qkv + g.qkv_offset(p, 0), 3 * g.D(), table<T>(rope, 0), table<T>(rope, 1), g.S, g.hd, ws.row[0]);
-  rotate_rows(qkv + g.qkv_offset(p, 1), 3 * g.D(), table<T>(rope, 2), table<T>(rope, 3), g.S, g.hd, ws.row[1]);
+  rotate_rows(qkv + g.qkv_offset(p, 0), 3 * g.d(), table<T>(rope, 0), table<T>(rope, 1), g.S, g.hd, ws.row[0]);
+  rotate_rows(qkv + g.qkv_offset(p, 1), 3 * g.d(), table<T>(rope, 2), table<T>(rope, 3), g.S, g.hd, ws.row[1]);
 }
 
 template <typename T>
@@ -127,15 +127,15 @@ void forward_pairs(const torch::Tensor& qkv, const Geometry& g, const RotaryTabl
       std::fill(s + i * S + i + 1, s + (i + 1) * S, -std::numeric_limits<T>::infinity());
     auto prob = probs.select(0, p);
     at::_softmax_out(prob, ws.square[0], 1, false);
-    gemm(false, false, S, hd, S, prob.data_ptr<T>(), S, x + g.qkv_offset(p, 2), 3 * g.D(),  // P V
-         out.data_ptr<T>() + g.out_offset(p), g.D());
+    gemm(false, false, S, hd, S, prob.data_ptr<T>(), S, x + g.qkv_offset(p, 2), 3 * g.d(),  // P V
+         out.data_ptr<T>() + g.out_offset(p), g.d());
   });
 }
 
 template <typename T>
 void backward_pairs(const torch::Tensor& qkv, const Geometry& g, const RotaryTables& rope, const torch::Tensor& probs,
                     const torch::Tensor& grad_out, torch::Tensor& grad_qkv) {
-  const int64_t S = g.S, hd = g.hd, ld = 3 * g.D();
+  const int64_t S = g.S, hd = g.hd, ld = 3 * g.d();
   const T* x = qkv.data_ptr<T>();
   T* gx = grad_qkv.data_ptr<T>();
   for_each_pair<T>(g, 2, 4, qkv.options(), [&](int64_t p, Workspace<T>& ws) {
@@ -143,8 +143,8 @@ void backward_pairs(const torch::Tensor& qkv, const Geometry& g, const RotaryTab
     const T* prob = probs.data_ptr<T>() + p * S * S;
     const T* go = grad_out.data_ptr<T>() + g.out_offset(p);
     T* dp = ws.square[0].template data_ptr<T>();
-    gemm(true, false, S, hd, S, prob, S, go, g.D(), gx + g.qkv_offset(p, 2), ld);  // dV = Pᵀ dO
-    gemm(false, true, S, S, hd, go, g.D(), x + g.qkv_offset(p, 2), ld, dp, S);     // dP = dO Vᵀ
+    gemm(true, false, S, hd, S, prob, S, go, g.d(), gx + g.qkv_offset(p, 2), ld);  // dV = Pᵀ dO
+    gemm(false, true, S, S, hd, go, g.d(), x + g.qkv_offset(p, 2), ld, dp, S);     // dP = dO Vᵀ
     // dS = P ⊙ (dP − rowsum(dP ⊙ P)): zero where P is (the masked positions).
     at::_softmax_backward_data_out(ws.square[1], ws.square[0], probs.select(0, p), 1, qkv.scalar_type());
     const T* ds = ws.square[1].template data_ptr<T>();
@@ -166,7 +166,7 @@ struct CausalSelfAttentionFunction : public torch::autograd::Function<CausalSelf
     const Geometry g{qkv.size(0), qkv.size(1), heads, qkv.size(2) / (3 * heads)};
     const RotaryTables rope{cos_q, sin_q, cos_k, sin_k};
     auto probs = torch::empty({g.pairs(), g.S, g.S}, qkv.options());
-    auto out = torch::empty({g.B, g.S, g.D()}, qkv.options());
+    auto out = torch::empty({g.B, g.S, g.d()}, qkv.options());
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "causal_self_attention_cpu",
                                [&] { forward_pairs<scalar_t>(qkv, g, rope, probs, out); });
     MatmulFlopCounter::add_multiply_adds(pair_products(g, 2));

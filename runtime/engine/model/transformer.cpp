@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "core/model_constants.h"
 #include "data/counter_rng.h"
@@ -17,9 +18,9 @@ namespace ppu {
 
 namespace F = torch::nn::functional;
 
-Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t seed, torch::Device device,
+Transformer::Transformer(const ModelSpec& spec, SlicePlan plan, uint64_t seed, torch::Device device,
                          torch::ScalarType dtype)
-    : spec_(spec), plan_(plan), layout_(parameter_layout(spec)), dtype_(dtype), seed_(seed) {
+    : spec_(spec), plan_(std::move(plan)), layout_(parameter_layout(spec)), dtype_(dtype), seed_(seed) {
   TORCH_CHECK(dtype == torch::kFloat32 || dtype == torch::kBFloat16, "Transformer: dtype must be fp32 or bf16");
   const bool mixed = dtype == torch::kBFloat16;
   // One generator, consumed in layout order, so every rank initialises identically.
@@ -53,7 +54,7 @@ Transformer::Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t 
 }
 
 void Transformer::stack_qkv(int l) {
-  const size_t q = static_cast<size_t>(block_param_index(l, kWq));
+  const auto q = static_cast<size_t>(block_param_index(l, kWq));
   if (!stackable(slices_[q]) || !stackable(slices_[q + 1]) || !stackable(slices_[q + 2])) return;
   torch::NoGradGuard no_grad;
   const auto stacked = torch::cat({weights_[q], weights_[q + 1], weights_[q + 2]}, 0);

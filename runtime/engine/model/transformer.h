@@ -30,7 +30,7 @@ class Transformer {
  public:
   // Deterministic initialisation from `seed` (identical on every rank).
   // `dtype`: the compute dtype, kFloat32 or kBFloat16 (then fp32 masters of the trainable slices).
-  Transformer(const ModelSpec& spec, const SlicePlan& plan, uint64_t seed, torch::Device device = torch::kCPU,
+  Transformer(const ModelSpec& spec, SlicePlan plan, uint64_t seed, torch::Device device = torch::kCPU,
               torch::ScalarType dtype = torch::kFloat32);
   // Evaluation view over `weights` (layout order, e.g. the outer optimiser's global θ): nothing
   // trainable; tensors already on `device` are used as they are (no copy), so the view sees

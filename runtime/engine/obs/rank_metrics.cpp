@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <memory>
 
 namespace ppu {
 
@@ -62,7 +63,7 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
   auto counter = [&](const char* name, const char* help) {
     return BuildCounter().Name(name).Help(help).Labels(labels);
   };
-  f_.reset(new Families{
+  f_ = std::make_unique<Families>(Families{
       gauge(contract::metric::kStateBytes,
             "Training-state memory by the paper's components, measured from live tensors")
           .Register(r),

@@ -61,10 +61,10 @@ bool fused_adamw_step(torch::Tensor& param, const torch::Tensor& grad, torch::Te
                        static_cast<float>(std::sqrt(bc2)),
                        static_cast<float>(h.eps),
                        static_cast<float>(-h.lr / bc1)};
-  float* p = param.data_ptr<float>();
+  auto* p = param.data_ptr<float>();
   const float* g = grad.data_ptr<float>();
-  float* m = exp_avg.data_ptr<float>();
-  float* v = exp_avg_sq.data_ptr<float>();
+  auto* m = exp_avg.data_ptr<float>();
+  auto* v = exp_avg_sq.data_ptr<float>();
   const int64_t n = param.numel();
   // Flat element ranges over the logical (row-major) order; each maps to pieces of rows.
   at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {

@@ -92,8 +92,7 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
   const auto& pieces = schedule_.fragments().at(sync.fragment).pieces;
   const auto& slices = model_.plan().params();
   int64_t offset = 0;
-  for (size_t k = 0; k < pieces.size(); ++k) {
-    const auto& piece = pieces[k];
+  for (const auto& piece : pieces) {
     auto global = region_view(global_[piece.param_index], piece);
     const int64_t n = global.numel();
     // Line 13, second half: element-wise 1/m (m is constant within a parameter).

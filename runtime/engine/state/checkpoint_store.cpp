@@ -171,7 +171,7 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_
 
   std::vector<std::pair<std::string, std::string>> rejected;  // (DIR, why), newest first
   for (int64_t i = 0; i < count.item<int64_t>(); ++i) {
-    const int64_t round = list[i].item<int64_t>();
+    const auto round = list[i].item<int64_t>();
     const std::string dir = round_dir(round);
     auto written = torch::tensor({static_cast<int64_t>(save_finished(dir) ? 1 : 0)}, torch::kInt64);
     collectives_.allreduce_sum(written);

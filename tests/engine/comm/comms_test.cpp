@@ -59,7 +59,7 @@ TEST_P(AllreduceAcrossRanks, BitIdenticalOnEveryRankCloseToTheExactSumWithPredic
     sum_abs_max += rank_input(r, n).abs().max().item<double>();
   }
   for (int r = 1; r < K; ++r) EXPECT_TRUE(torch::equal(out[r], out[0])) << "rank " << r << " differs";
-  const double err = (out[0].to(torch::kFloat64) - exact).abs().max().item<double>();
+  const auto err = (out[0].to(torch::kFloat64) - exact).abs().max().item<double>();
   // Tolerances, derived (all relative to Σ_k max|x_k|, which bounds every partial sum): one
   // rounding per hop (ring) or per contribution (direct), plus the result's. bf16 rounds to
   // nearest (relative error ≤ 2^-8); int8 to half a step of its block's max/127 (≤ Σ/254). fp32

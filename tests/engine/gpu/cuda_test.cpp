@@ -24,10 +24,14 @@
 #include "engine/optim/fused_adamw.h"
 #include "engine/optim/inner_optimizer.h"
 #include "engine/optim/outer_optimizer.h"
+#include "model/per_token_gradients.h"
 #include "moved_by_rank.h"
 #include "rank_threads.h"
 
 using namespace ppu;
+using ppu::test::bf16_error_bound;
+using ppu::test::per_token_squares;
+using ppu::test::PerTokenSquares;
 using ppu::testing::expect_owner_mean;
 using ppu::testing::move_by_rank_then;
 using ppu::testing::tiny_job;
@@ -73,58 +77,6 @@ double rel_error(const torch::Tensor& a, const torch::Tensor& ref) {
 // The part of a full parameter tensor that `sl` trains.
 torch::Tensor slice_of(const torch::Tensor& full, const ParamSlice& sl) {
   return sl.whole() ? full : full.narrow(sl.dim, sl.begin, sl.length());
-}
-
-// The relative error of a quantity computed through `ops` bf16 operations, with confidence
-// 1 − 2·exp(−λ²/2) for λ = 5: each operation adds an independent, zero-mean relative error of at
-// most u = 2^-8, and Hoeffding's inequality bounds their sum by λ·√ops·u (Higham & Mary, SIAM J.
-// Sci. Comput. 41(5), 2019). The same bound as model/mixed_precision_test.cpp, whose derivation
-// (and its record on CPUs, docs/TESTING.md) this suite reuses on the GPU.
-double bf16_error_bound(double ops) {
-  constexpr double u = 1.0 / 256, lambda = 5;
-  return lambda * std::sqrt(ops) * u;
-}
-
-// Σ over the B·S tokens of each per-token gradient squared, element by element (fp64, the
-// parameter's shape), and of the per-token losses squared, of a fully trainable model. The loss
-// is the mean of the per-token losses ℓ_{b,t}, and ℓ_{b,t} depends only on tokens ≤ t (causal
-// attention), so sequence b's prefix of t tokens alone has loss L_{b,t} = (1/t)·Σ_{τ≤t} ℓ_{b,τ}:
-// ℓ_{b,t} = t·L_{b,t} − (t−1)·L_{b,t−1}, and the same for the gradients. Element-wise sums give
-// any slice's Σ_t ‖∇ℓ_t‖² by summing that slice.
-struct PerTokenSquares {
-  std::vector<torch::Tensor> gradients;
-  double losses = 0;
-};
-
-PerTokenSquares per_token_squares(const Transformer& model, const torch::Tensor& tokens) {
-  const auto& params = model.trainable();
-  PerTokenSquares out;
-  for (const auto& p : params) out.gradients.push_back(torch::zeros(p.sizes(), p.options().dtype(torch::kFloat64)));
-  auto clear = [&] {
-    for (const auto& p : params)
-      if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
-  };
-  const int64_t B = tokens.size(0), S = tokens.size(1) - 1;
-  for (int64_t b = 0; b < B; ++b) {
-    std::vector<torch::Tensor> previous;  // t·∇L_{b,t} of the previous prefix
-    double previous_loss = 0;
-    for (int64_t t = 1; t <= S; ++t) {
-      clear();
-      const auto loss = model.loss(tokens.narrow(0, b, 1).narrow(1, 0, t + 1)) * static_cast<double>(t);
-      loss.backward();
-      const double value = loss.item<double>();
-      out.losses += (value - previous_loss) * (value - previous_loss);
-      previous_loss = value;
-      std::vector<torch::Tensor> current;
-      for (size_t i = 0; i < params.size(); ++i) {
-        current.push_back(params[i].grad().to(torch::kFloat64));
-        out.gradients[i].add_((previous.empty() ? current[i] : current[i] - previous[i]).pow(2));
-      }
-      previous = std::move(current);
-    }
-  }
-  clear();
-  return out;
 }
 
 void copy_weights(Transformer& to, const std::vector<torch::Tensor>& values) {
@@ -240,7 +192,7 @@ TEST_F(Cuda, Bf16PartialBackwardMatchesTheFp32FullBackward) {
       EXPECT_EQ(g16.scalar_type(), torch::kBFloat16) << name << " " << pname;
       ASSERT_EQ(g16.sizes(), g32.sizes()) << name << " " << pname;
       EXPECT_TRUE(torch::isfinite(g16).all().item<bool>()) << name << " " << pname << ": NaN or inf";
-      const double squares = slice_of(parts.gradients[i], sl).sum().item<double>();
+      const auto squares = slice_of(parts.gradients[i], sl).sum().item<double>();
       const double kappa = std::sqrt(squares) / (T * g32.to(torch::kFloat64).norm().item<double>());
       const double error = rel_error(g16, g32), bound = eps * kappa;
       std::printf("[ bf16     ] %-22s %-24s error %.4f  kappa %5.2f  bound %.4f\n", name.c_str(), pname.c_str(), error,
@@ -381,10 +333,10 @@ TEST_F(Cuda, FusedAdamWOnTheDeviceMatchesTheCpuUpdate) {
     ASSERT_TRUE(fused_adamw_step_cuda(p_gpu, g.cuda(), m_gpu, v_gpu, h)) << "the CUDA path declined fp32 tensors";
   }
   EXPECT_FALSE(p_gpu.cpu().equal(p0)) << "the parameters did not move";
-  for (const auto& [name, cpu, gpu] : {std::tuple{"param", p_cpu, p_gpu}, std::tuple{"exp_avg", m_cpu, m_gpu},
-                                       std::tuple{"exp_avg_sq", v_cpu, v_gpu}})
-    EXPECT_TRUE(torch::allclose(gpu.cpu(), cpu, 1e-6, 1e-7)) << name << " max |diff| "
-                                                               << (gpu.cpu() - cpu).abs().max().item<double>();
+  for (const auto& [name, cpu, gpu] :
+       {std::tuple{"param", p_cpu, p_gpu}, std::tuple{"exp_avg", m_cpu, m_gpu}, std::tuple{"exp_avg_sq", v_cpu, v_gpu}})
+    EXPECT_TRUE(torch::allclose(gpu.cpu(), cpu, 1e-6, 1e-7))
+        << name << " max |diff| " << (gpu.cpu() - cpu).abs().max().item<double>();
   auto bf16 = p_gpu.to(torch::kBFloat16);
   EXPECT_FALSE(fused_adamw_step_cuda(bf16, g0.cuda(), m_gpu, v_gpu, AdamWHyper{1e-2, 0.9, 0.99, 1e-8, 0.1, 4}))
       << "a bf16 parameter must go to the tensor-op fallback";

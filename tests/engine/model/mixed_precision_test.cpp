@@ -19,9 +19,13 @@
 #include "engine/model/chunked_cross_entropy.h"
 #include "engine/model/transformer.h"
 #include "engine/optim/inner_optimizer.h"
+#include "model/per_token_gradients.h"
 #include "tiny_model.h"
 
 using namespace ppu;
+using ppu::test::bf16_error_bound;
+using ppu::test::per_token_squares;
+using ppu::test::PerTokenSquares;
 
 namespace {
 
@@ -31,7 +35,7 @@ using test::spec;
 struct Case {
   SliceMode mode;
   int world, slices, rank;
-  SlicePlan plan() const { return SlicePlan(spec(), mode, world, slices, rank); }
+  SlicePlan plan() const { return {spec(), mode, world, slices, rank}; }
   std::string name() const {
     return slice_mode_name(mode) + " N=" + std::to_string(slices) + " rank=" + std::to_string(rank);
   }
@@ -75,55 +79,6 @@ int64_t peak_during(F body) {
   return tracker->peak;
 }
 
-// The relative error a quantity computed through `ops` bf16 operations carries, with confidence
-// 1 − 2·exp(−λ²/2) for λ = 5: each operation adds an independent, zero-mean relative error of at
-// most u = 2^-8 (bf16's unit roundoff), and Hoeffding's inequality bounds their sum by λ·√ops·u
-// (the probabilistic rounding-error analysis of Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019).
-double bf16_error_bound(double ops) {
-  constexpr double u = 1.0 / 256, lambda = 5;
-  return lambda * std::sqrt(ops) * u;
-}
-
-// Per-token gradients and losses of a model. The loss is the mean of the B·S per-token losses
-// ℓ_{b,t}, and ℓ_{b,t} depends only on tokens ≤ t (causal attention), so the loss of sequence
-// b's prefix of t tokens alone is L_{b,t} = (1/t)·Σ_{τ≤t} ℓ_{b,τ}; hence ℓ_{b,t} =
-// t·L_{b,t} − (t−1)·L_{b,t−1}, and the same for the gradients.
-struct PerToken {
-  std::vector<double> gradient_squares;  // per trainable tensor, Σ_{b,t} ‖∇ℓ_{b,t}‖² (fp64)
-  double loss_squares = 0;               // Σ_{b,t} ℓ_{b,t}²
-};
-
-PerToken per_token(const Transformer& model, const torch::Tensor& tokens) {
-  const auto& params = model.trainable();
-  PerToken out;
-  out.gradient_squares.assign(params.size(), 0.0);
-  const int64_t B = tokens.size(0), S = tokens.size(1) - 1;
-  for (int64_t b = 0; b < B; ++b) {
-    std::vector<torch::Tensor> previous;  // t·∇L_{b,t} of the previous prefix
-    double previous_loss = 0;
-    for (int64_t t = 1; t <= S; ++t) {
-      for (const auto& p : params)
-        if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
-      const auto loss = model.loss(tokens.narrow(0, b, 1).narrow(1, 0, t + 1)) * static_cast<double>(t);
-      loss.backward();
-      const double value = loss.item<double>();
-      out.loss_squares += (value - previous_loss) * (value - previous_loss);
-      previous_loss = value;
-      std::vector<torch::Tensor> current;
-      for (size_t i = 0; i < params.size(); ++i) {
-        const auto& g = params[i].grad();
-        current.push_back(g.defined() ? g.to(torch::kFloat64) : torch::zeros(params[i].sizes(), torch::kFloat64));
-        const auto token = previous.empty() ? current[i] : current[i] - previous[i];
-        out.gradient_squares[i] += token.pow(2).sum().item<double>();
-      }
-      previous = std::move(current);
-    }
-  }
-  for (const auto& p : params)
-    if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
-  return out;
-}
-
 }  // namespace
 
 // The bf16 path (§3.1: bf16 weights and activations, fp32 masters of the trainable slices) must
@@ -165,12 +120,12 @@ TEST(MixedPrecision, TrainableSliceGradientsMatchTheFp32Reference) {
       const auto values = bf.fp32_weights();
       for (size_t i = 0; i < values.size(); ++i) ref.weights()[i].copy_(values[i]);
     }
-    const PerToken parts = per_token(ref, tokens);
+    const auto parts = per_token_squares(ref, tokens);
     const auto T = static_cast<double>(tokens.size(0) * (tokens.size(1) - 1));
     const auto l32 = ref.loss(tokens);
     const auto l16 = bf.loss(tokens);
     EXPECT_EQ(l16.scalar_type(), torch::kFloat32);
-    const double kappa_loss = std::sqrt(parts.loss_squares) / (T * l32.item<double>());
+    const double kappa_loss = std::sqrt(parts.losses) / (T * l32.item<double>());
     EXPECT_NEAR(l16.item<double>(), l32.item<double>(), eps_loss * kappa_loss * l32.item<double>()) << c.name();
     l32.backward();
     l16.backward();
@@ -185,7 +140,8 @@ TEST(MixedPrecision, TrainableSliceGradientsMatchTheFp32Reference) {
       if (!g32.defined() || g32.numel() == 0) continue;
       EXPECT_EQ(g16.scalar_type(), torch::kBFloat16) << name;
       EXPECT_EQ(g16.sizes(), g32.sizes()) << name;
-      const double kappa = std::sqrt(parts.gradient_squares[i]) / (T * g32.to(torch::kFloat64).norm().item<double>());
+      const double kappa =
+          std::sqrt(parts.gradients[i].sum().item<double>()) / (T * g32.to(torch::kFloat64).norm().item<double>());
       const double error = rel_error(g16, g32), bound = eps * kappa;
       std::printf("[ bf16     ] %-26s %-24s error %.4f  kappa %5.2f  bound %.4f\n", c.name().c_str(), name.c_str(),
                   error, kappa, bound);
@@ -197,7 +153,7 @@ TEST(MixedPrecision, TrainableSliceGradientsMatchTheFp32Reference) {
       }
       all16.push_back(g16.reshape(-1).to(torch::kFloat32));
       all32.push_back(g32.reshape(-1));
-      all_squares += parts.gradient_squares[i];
+      all_squares += parts.gradients[i].sum().item<double>();
     }
     EXPECT_GT(checked, 2 * unconditioned) << c.name();
     // The whole trainable gradient: Σ_t‖∇ℓ_t‖² over all tensors is the sum of the per-tensor ones.

@@ -60,7 +60,7 @@ struct Case {
   SliceMode mode;
   int world, slices, rank;
   Jacobian jacobian = Jacobian::Full;
-  SlicePlan plan() const { return SlicePlan(spec(), mode, world, slices, rank, jacobian); }
+  SlicePlan plan() const { return {spec(), mode, world, slices, rank, jacobian}; }
 };
 
 // The method's modes, then the ablations (Appendix A.2: W_O sliced, horizontal; Appendix D:
@@ -376,37 +376,37 @@ TEST(DetachedJacobian, MlpInputGradientIsTheKeptSlicesTermsExactly) {
   const auto H = x0.mm(W.t());
   auto term = [&](int64_t n) {  // W_n^T((V_n^T G) ⊙ 1(H_n > 0)) in row-major [m, d] form
     const int64_t b = n * F / N, len = F / N;
-    const auto gA = G.mm(V.narrow(1, b, len));
-    return (gA * (H.narrow(1, b, len) > 0).to(torch::kFloat32)).mm(W.narrow(0, b, len));
+    const auto g_a = G.mm(V.narrow(1, b, len));
+    return (g_a * (H.narrow(1, b, len) > 0).to(torch::kFloat32)).mm(W.narrow(0, b, len));
   };
-  auto run = [&](const std::vector<int64_t>& keep, torch::Tensor& gW, torch::Tensor& gV) {
+  auto run = [&](const std::vector<int64_t>& keep, torch::Tensor& g_w, torch::Tensor& g_v) {
     auto up = make_weight_slice(W.clone(), {0, k * F / N, (k + 1) * F / N});
     auto down = make_weight_slice(V.clone(), {1, k * F / N, (k + 1) * F / N});
     up.input_keep = down.input_keep = keep;
     auto x = x0.clone().requires_grad_(true);
     partial_linear(torch::relu(partial_linear(x, up)), down).backward(G);
-    gW = up.trainable.grad();
-    gV = down.trainable.grad();
+    g_w = up.trainable.grad();
+    g_v = down.trainable.grad();
     return x.grad();
   };
-  torch::Tensor gW_full, gV_full, gW, gV;
-  const auto full = run({}, gW_full, gV_full);
+  torch::Tensor g_w_full, g_v_full, g_w, g_v;
+  const auto full = run({}, g_w_full, g_v_full);
   auto all_terms = term(0);
   for (int64_t n = 1; n < N; ++n) all_terms = all_terms + term(n);
   EXPECT_TRUE(torch::allclose(full, all_terms, kSlicesRtol, kSlicesAtol));  // Eq. (App:jacobian)
 
-  const auto only_k = run({k * F / N, (k + 1) * F / N}, gW, gV);
+  const auto only_k = run({k * F / N, (k + 1) * F / N}, g_w, g_v);
   EXPECT_TRUE(torch::allclose(only_k, term(k), kSlicesRtol, kSlicesAtol)) << "detach-all-but-k";
   EXPECT_TRUE(torch::allclose(full - only_k, term(0) + term(2) + term(3), kSlicesRtol, kSlicesAtol))
       << "what is dropped";
   EXPECT_FALSE(torch::allclose(only_k, full, kMustDifferRtol, kMustDifferAtol)) << "the detached gradient must differ";
-  EXPECT_TRUE(torch::allclose(gW, gW_full, kLayerRtol, kLayerAtol));
-  EXPECT_TRUE(torch::allclose(gV, gV_full, kLayerRtol, kLayerAtol));
+  EXPECT_TRUE(torch::allclose(g_w, g_w_full, kLayerRtol, kLayerAtol));
+  EXPECT_TRUE(torch::allclose(g_v, g_v_full, kLayerRtol, kLayerAtol));
 
-  const auto k_and_g = run({k * F / N, (k + 1) * F / N, g * F / N, (g + 1) * F / N}, gW, gV);
+  const auto k_and_g = run({k * F / N, (k + 1) * F / N, g * F / N, (g + 1) * F / N}, g_w, g_v);
   EXPECT_TRUE(torch::allclose(k_and_g, term(k) + term(g), kSlicesRtol, kSlicesAtol)) << "k + random";
   EXPECT_TRUE(torch::allclose(full - k_and_g, term(0) + term(2), kSlicesRtol, kSlicesAtol));
-  EXPECT_TRUE(torch::allclose(gW, gW_full, kLayerRtol, kLayerAtol));
+  EXPECT_TRUE(torch::allclose(g_w, g_w_full, kLayerRtol, kLayerAtol));
 }
 
 // Through the model: the last block's MLP sees the same upstream gradient, so its trainable

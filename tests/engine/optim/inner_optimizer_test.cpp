@@ -166,7 +166,7 @@ TEST(InnerOptimizer, FusedAdamWIsBitIdenticalToTheScalarSequence) {
     auto p = torch::randn({n}), g = torch::randn({n}), m = torch::randn({n}) * 0.1, v = torch::rand({n}) * 0.01;
     auto ep = p.clone(), em = m.clone(), ev = v.clone();
     const float decay = static_cast<float>(1 - h.lr * h.weight_decay), b1 = 0.9F, b2 = 0.95F;
-    const float omb1 = static_cast<float>(1 - h.beta1), omb2 = static_cast<float>(1 - h.beta2);
+    const auto omb1 = static_cast<float>(1 - h.beta1), omb2 = static_cast<float>(1 - h.beta2);
     const auto sqrt_bc2 = static_cast<float>(std::sqrt(1 - std::pow(h.beta2, 7.0)));
     const auto neg_step = static_cast<float>(-h.lr / (1 - std::pow(h.beta1, 7.0)));
     const auto eps = static_cast<float>(h.eps);

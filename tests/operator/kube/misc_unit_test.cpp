@@ -71,8 +71,8 @@ TEST(Resource, TheTableMatchesTheObjectsBuilt) {
     EXPECT_EQ(obj["apiVersion"], resource(kind).api_version()) << obj["kind"];
     EXPECT_EQ(obj["kind"], resource(kind).kind);
   }
-  EXPECT_EQ(resource(ResourceKind::PPUJob).api_version(), kApiVersion);
-  EXPECT_EQ(resource(ResourceKind::PPUJob).kind, std::string(kKind));
+  EXPECT_EQ(resource(ResourceKind::PPUJob).api_version(), "ppu.dev/v1alpha1");
+  EXPECT_EQ(resource(ResourceKind::PPUJob).kind, std::string("PPUJob"));
   EXPECT_EQ(resource(ResourceKind::Job).api_version(), "batch/v1");
   EXPECT_FALSE(resource(ResourceKind::SubjectAccessReview).namespaced);
 }
