@@ -49,12 +49,21 @@ CHILD = None  # the process being measured, killed if the deadline's SIGTERM arr
 REFERENCE = {"streaming-diloco": ("none", 1), "mlp-heads-4": ("mlp+heads", 4)}
 
 
-def table1_gb():
-    """Table 1's "Memory, GB" column, kept in one place (bench/paper_memory/run.py)."""
+def load_paper_memory():
+    """bench/paper_memory/run.py, the CPU memory bench: Table 1's figures and the solo ppu-train
+    command are kept there."""
     spec = importlib.util.spec_from_file_location("paper_memory", os.path.join(ROOT, "bench", "paper_memory", "run.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.TABLE1_GB
+    return module
+
+
+PAPER_MEMORY = load_paper_memory()
+
+
+def table1_gb():
+    """Table 1's "Memory, GB" column."""
+    return PAPER_MEMORY.TABLE1_GB
 
 
 def gemm_tflops(reps=10, n=8192):
@@ -115,10 +124,7 @@ def run_train(build, name, a, work, recompute, deterministic):
         "metrics.port=0",
     ]
     summary = os.path.join(work, tag + ".json")
-    cmd = [os.path.join(build, "bin", "ppu-train"), "--config", config, "--summary", summary]
-    for s in sets:
-        cmd += ["--set", s]
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    cmd, env = PAPER_MEMORY.solo_train_command(build, config, summary, sets)
     start = time.time()
     rc = run_measured(cmd, os.path.join(work, tag + ".log"), env)
     row = {

@@ -57,6 +57,16 @@ def read_text(path, **kw):
         return f.read()
 
 
+def solo_train_command(build, config, summary, sets):
+    """ppu-train of `config` with `--set` overrides, and an environment without the rendezvous
+    variables, so that it runs solo as rank 0 of the config's K (its slice plan and fragments)."""
+    cmd = [os.path.join(build, "bin", "ppu-train"), "--config", config, "--summary", summary]
+    for s in sets:
+        cmd += ["--set", s]
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    return cmd, env
+
+
 def run_one(build, name, seq_len, work, outer_step, host_state_dir):
     config = os.path.join(ROOT, "configs", "paper", name + ".yaml")
     sets = [
@@ -82,10 +92,7 @@ def run_one(build, name, seq_len, work, outer_step, host_state_dir):
     if host_state_dir:
         sets.append(f"outer.host_state_dir={host_state_dir}")
     summary = os.path.join(work, name + ".json")
-    cmd = [os.path.join(build, "bin", "ppu-train"), "--config", config, "--summary", summary]
-    for s in sets:
-        cmd += ["--set", s]
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    cmd, env = solo_train_command(build, config, summary, sets)
     start = time.time()
     log_path = os.path.join(work, name + ".log")
     with open(log_path, "w") as log:
