@@ -5,8 +5,8 @@
 # bench/gpu/run.py (Table 1's memory, the inner step's time per configuration, MFU, the PyTorch
 # reference). Every phase has a deadline, so the script ends by itself within PPU_GPU_BUDGET_S
 # (default 570 s) and always packs what it has. Output under $OUT (the device tool's output
-# folder; ./gpu-out elsewhere), five files: summary.txt, table.md, results.json, table1.png,
-# logs.tar.gz.
+# folder; ./gpu-out elsewhere): summary.txt, table.md, results.json, table1.png, logs.tar.gz,
+# and with PPU_GPU_BENCH_ARGS=--profile profile.md and traces/ (gzipped profiler traces).
 #
 # Usage (device tool, carry [".gpu-debs"]): bash scripts/gpu-run.sh [--dry-run]
 #   PPU_GPU_BUDGET_S: seconds the whole script may take; PPU_GPU_BENCH_ARGS: flags for bench/gpu/run.py.
@@ -32,7 +32,8 @@ log() { echo "gpu-run [$(($(date +%s) - start)) s]: $*" | tee -a "$out/summary.t
 left() { echo $((deadline - $(date +%s) - ${1:-0})); }
 pack() {
   cp "$out/summary.txt" "$logs/" 2>/dev/null
-  tar -czf "$out/logs.tar.gz" -C "$logs" . 2>/dev/null
+  # The raw profiler traces stay out: bench/gpu/run.py copies them, gzipped, into $out/traces.
+  tar -czf "$out/logs.tar.gz" --exclude='profile-*' --exclude='traces' -C "$logs" . 2>/dev/null
   log "logs packed: $(du -h "$out/logs.tar.gz" | cut -f1)"
 }
 die() {
@@ -122,5 +123,5 @@ grep -E '^\s*[0-9]+/[0-9]+ Test' "$logs/ctest-gpu.log" | tee -a "$out/summary.tx
 timeout "$(left 15)" "$py" bench/gpu/run.py "$build" --out "$logs/bench" ${PPU_GPU_BENCH_ARGS:-} >"$logs/bench.log" 2>&1
 log "bench/gpu/run.py: rc=$?"
 cat "$logs/bench.log"
-for f in table.md results.json table1.png; do [[ -f $logs/bench/$f ]] && cp "$logs/bench/$f" "$out/"; done
+for f in table.md results.json table1.png profile.md traces; do [[ -e $logs/bench/$f ]] && cp -r "$logs/bench/$f" "$out/"; done
 pack

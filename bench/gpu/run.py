@@ -3,6 +3,7 @@
 
 usage: bench/gpu/run.py BUILD_DIR [--out DIR] [--configs mlp-heads-4 ...] [--steps 6] [--batch 16]
                         [--seq-len 1024] [--reference-steps 6] [--skip-reference] [--speed-only]
+                        [--profile]
 
 In one invocation, on one GPU, one process at a time (so that every timing has the GPU alone):
   1. the GPU's measured bf16 GEMM rate (8192^3 products through PyTorch): the MFU denominator
@@ -17,11 +18,17 @@ In one invocation, on one GPU, one process at a time (so that every timing has t
   3. Streaming DiLoCo's full-backward step once more without recomputation: the MFU row;
   4. the PyTorch reference of the same model and step (bench/pytorch_peer/reference_step.py
      on cuda, bf16, fp32 masters, fused AdamW), for full training and for 1/4 MLPs + 1/4 heads,
-     with and without recomputation as the rows above: tokens/s of ours against it.
+     with and without recomputation as the rows above: tokens/s of ours against it;
+  5. --profile: Streaming DiLoCo's step, ours (train.profile_dir) and the reference's
+     (--profile), traced by the PyTorch profiler for 2 steps after warm-up, with and without
+     recomputation: OUT/profile.md (bench/gpu/trace_summary.py: device busy and idle time, kernel
+     time by category, top kernels) and the gzipped traces in OUT/traces/.
 Writes OUT/results.json, OUT/table.md and OUT/table1.png, and prints the tables.
 """
 
 import argparse
+import glob
+import gzip
 import importlib.util
 import json
 import os
@@ -101,9 +108,14 @@ def run_measured(cmd, log_path, env=None):
     return rc
 
 
-def run_train(build, name, a, work, recompute, deterministic):
+PROFILED_STEPS = 2  # traced after 3 steps (ours: train.profile_first_step; the reference: --warmup)
+
+
+def run_train(build, name, a, work, recompute, deterministic, profile_dir=None):
     config = os.path.join(ROOT, "configs", "paper", name + ".yaml")
     tag = name + ("" if recompute else "-no-recompute") + ("" if deterministic else "-nondeterministic")
+    if profile_dir:
+        tag += "-profiled"
     sets = [
         f"train.deterministic={'true' if deterministic else 'false'}",
         "train.device=cuda",
@@ -123,6 +135,13 @@ def run_train(build, name, a, work, recompute, deterministic):
         "checkpoint.dir=",
         "metrics.port=0",
     ]
+    if profile_dir:
+        sets += [
+            f"train.profile_dir={profile_dir}",
+            "train.profile_first_step=3",
+            f"train.profile_steps={PROFILED_STEPS}",
+            f"train.steps={3 + PROFILED_STEPS}",
+        ]
     summary = os.path.join(work, tag + ".json")
     cmd, env = PAPER_MEMORY.solo_train_command(build, config, summary, sets)
     start = time.time()
@@ -167,7 +186,7 @@ def run_train(build, name, a, work, recompute, deterministic):
     return row
 
 
-def run_reference(name, a, recompute, work):
+def run_reference(name, a, recompute, work, profile=None):
     mode, slices = REFERENCE[name]
     cmd = [
         sys.executable,
@@ -187,6 +206,10 @@ def run_reference(name, a, recompute, work):
         "--warmup=2",
     ] + (["--recompute"] if recompute else [])
     tag = f"reference-{name}" + ("" if recompute else "-no-recompute")
+    if profile:
+        cmd = [c for c in cmd if not c.startswith(("--steps=", "--warmup="))]
+        cmd += ["--warmup=3", f"--steps={PROFILED_STEPS}", f"--profile={profile}", f"--profile-steps={PROFILED_STEPS}"]
+        tag += "-profiled"
     log_path = os.path.join(work, tag + ".log")
     rc = run_measured(cmd, log_path)
     with open(log_path) as f:
@@ -198,6 +221,46 @@ def run_reference(name, a, recompute, work):
     r.update({"config": name, "recompute": recompute, "rc": 0})
     print(f"{tag}: step {r['median_step_seconds']:.3f} s", flush=True)
     return r
+
+
+def load_trace_summary():
+    spec = importlib.util.spec_from_file_location("trace_summary", os.path.join(HERE, "trace_summary.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def profile_pair(a, work, out, recompute):
+    """Streaming DiLoCo's step traced, ours and the reference's; the report in OUT/profile.md."""
+    tag = "recompute" if recompute else "no-recompute"
+    ours_dir = os.path.join(work, f"profile-ours-{tag}")
+    row = run_train(a.build, "streaming-diloco", a, work, recompute, False, profile_dir=ours_dir)
+    ref_trace = os.path.join(work, f"profile-reference-{tag}.json")
+    ref = run_reference("streaming-diloco", a, recompute, work, profile=ref_trace)
+    traces = {}
+    ours = sorted(glob.glob(os.path.join(ours_dir, "rank0-*.json")))
+    if row["rc"] == 0 and ours:
+        traces["ours"] = ours[0]
+    if ref.get("rc") == 0 and os.path.exists(ref_trace):
+        traces["PyTorch reference"] = ref_trace
+    if not traces:
+        return {"recompute": recompute, "error": "no trace written"}
+    ts = load_trace_summary()
+    try:
+        summaries = {label: ts.summarise(path, PROFILED_STEPS) for label, path in traces.items()}
+    except ValueError as e:
+        print(f"profile, {tag}: {e}", flush=True)
+        return {"recompute": recompute, "error": str(e)}
+    text = f"### Streaming DiLoCo, {tag}, {PROFILED_STEPS} steps traced\n\n" + ts.report(summaries, 15)
+    with open(os.path.join(out, "profile.md"), "a") as f:
+        f.write(text + "\n")
+    print(text, flush=True)
+    os.makedirs(os.path.join(out, "traces"), exist_ok=True)
+    for label, path in traces.items():
+        name = ("ours" if label == "ours" else "reference") + f"-{tag}.json.gz"
+        with open(path, "rb") as src, gzip.open(os.path.join(out, "traces", name), "wb") as dst:
+            dst.write(src.read())
+    return {"recompute": recompute, "summaries": summaries}
 
 
 def tables(res):
@@ -320,6 +383,11 @@ def main():
     ap.add_argument(
         "--speed-only", action="store_true", help="only the rows the speed table needs (no other Table 1 rows)"
     )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="trace Streaming DiLoCo's step, ours and the reference's (OUT/profile.md)",
+    )
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     work = os.path.join(a.out, "runs")
@@ -335,6 +403,7 @@ def main():
         "table1_gb": table1_gb(),
         "ppu_train": [],
         "reference": [],
+        "profiles": [],
     }
 
     def save():
@@ -354,6 +423,8 @@ def main():
             jobs.append(("reference", "streaming-diloco", False, False))
         if not a.speed_only:
             jobs.append(("ours", "streaming-diloco", False, True))  # what train.deterministic costs
+    if a.profile:  # after the speed rows (traced steps are slower), before the other Table 1 rows
+        jobs += [("profile", "streaming-diloco", True, False), ("profile", "streaming-diloco", False, False)]
     if not a.speed_only:
         jobs += [("ours", name, True, False) for name in a.configs if name not in ("streaming-diloco", "mlp-heads-4")]
 
@@ -365,6 +436,8 @@ def main():
         for kind, name, recompute, deterministic in jobs:
             if kind == "ours":
                 res["ppu_train"].append(run_train(a.build, name, a, work, recompute, deterministic))
+            elif kind == "profile":
+                res["profiles"].append(profile_pair(a, work, a.out, recompute))
             else:
                 res["reference"].append(run_reference(name, a, recompute, work))
             save()

@@ -275,6 +275,13 @@ def main():
     p.add_argument("--recompute", action="store_true", help="recompute each block in the backward")
     p.add_argument("--grad-clip", type=float, default=1.0, help="max gradient norm; 0 disables clipping")
     p.add_argument("--activation", default="relu", choices=["relu", "gelu"], help="MLP nonlinearity (gelu: exact)")
+    p.add_argument(
+        "--profile",
+        metavar="TRACE.json",
+        help="trace the first --profile-steps steps after warm-up with torch.profiler (Chrome format, as "
+        "ppu-train's train.profile_dir; bench/gpu/trace_summary.py); traced steps run slower",
+    )
+    p.add_argument("--profile-steps", type=int, default=2)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     cuda = a.device == "cuda"
@@ -294,8 +301,15 @@ def main():
     opt, adamw_impl = make_optimizer(a, params)
     gen = torch.Generator().manual_seed(1)
     times, phases, losses = [], {}, []
+    profiler = None
     for step in range(a.warmup + a.steps):
         tokens = torch.randint(0, a.vocab, (a.batch, a.seq_len + 1), generator=gen).to(a.device, non_blocking=True)
+        if a.profile and step == a.warmup:
+            activities = [torch.profiler.ProfilerActivity.CPU] + (
+                [torch.profiler.ProfilerActivity.CUDA] if cuda else []
+            )
+            profiler = torch.profiler.profile(activities=activities)
+            profiler.__enter__()
         start = now()
         loss = model.loss(tokens)
         t_forward = now()
@@ -316,6 +330,10 @@ def main():
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
         end = now()
+        if profiler is not None and step == a.warmup + a.profile_steps - 1:
+            profiler.__exit__(None, None, None)
+            profiler.export_chrome_trace(a.profile)
+            profiler = None
         if step >= a.warmup:
             times.append(end - start)
             for name, t in [

@@ -471,6 +471,9 @@ void validate_config(const Config& c, int world_size) {
 
   require(c.data.source != DataSource::Shards || !c.data.path.empty(),
           "config key 'data.path' is required when data.source=shards");
+  require(c.train.profile_dir.empty() || c.train.profile_first_step < c.train.steps,
+          "config key 'train.profile_first_step' (" + str(c.train.profile_first_step) +
+              ") must be below train.steps (" + str(c.train.steps) + ") when train.profile_dir is set");
   require(c.data.synthetic_support <= m.vocab,
           "config key 'data.synthetic_support' must be in [2, model.vocab], got " + str(c.data.synthetic_support));
 }

@@ -25,6 +25,7 @@
 #include "engine/obs/device_memory.h"
 #include "engine/obs/rank_metrics.h"
 #include "engine/obs/step_phases.h"
+#include "engine/obs/step_profiler.h"
 #include "engine/optim/inner_optimizer.h"
 #include "engine/optim/outer_optimizer.h"
 #include "engine/run_dataset.h"
@@ -106,7 +107,9 @@ class Run {
         metrics_(
             env.metrics_port,
             {{"rank", std::to_string(env.rendezvous.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
-        flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_)) {
+        flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_)),
+        profiler_(c.train.profile_dir, c.train.profile_first_step, c.train.profile_steps, env.rendezvous.rank,
+                  device_) {
     if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
     model_.set_recompute(c.train.recompute);
     // Deterministic fp32 CUDA runs keep the explicit attention: SDPA would pick its
@@ -125,8 +128,10 @@ class Run {
     for (int64_t t = p_.step; t < c_.train.steps; ++t) {
       const auto step_start = Clock::now();
       model_.begin_step(t);
+      profiler_.before_step(t);
       loss = inner_step(t);  // lines 7–10
       step_seconds_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
+      profiler_.after_step(t);
       p_.step = t + 1;
       if (!ddp_) {
         finish_due_syncs();
@@ -498,6 +503,7 @@ class Run {
   int64_t eval_batches_done_ = 0;       // eval batches this rank computed (its share of each evaluation)
   int64_t grad_bytes_ = 0;
   std::vector<double> step_seconds_;
+  StepProfiler profiler_;                         // train.profile_dir: a trace of a few inner steps
   StepPhases phases_;                             // the same steps as step_seconds_, phase by phase
   static constexpr std::size_t kWarmupSteps = 2;  // left out of the medians
 };

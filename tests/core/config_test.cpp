@@ -224,6 +224,15 @@ TEST(Config, OpenChoicesAreKeysNamedInErrors) {
   EXPECT_NE(e.find("'inner.min_lr_ratio'"), std::string::npos) << e;
 }
 
+TEST(Config, ProfilerWindowMustStartBeforeTheLastStep) {
+  EXPECT_EQ(error_of("train: {steps: 10, profile_first_step: 12}\n"), "");  // no profile_dir: unused
+  EXPECT_EQ(error_of("train: {steps: 10, profile_dir: /tmp/t, profile_first_step: 9}\n"), "");
+  auto e = error_of("train: {steps: 10, profile_dir: /tmp/t, profile_first_step: 10}\n");
+  EXPECT_NE(e.find("'train.profile_first_step' (10)"), std::string::npos) << e;
+  e = error_of("train: {profile_dir: /tmp/t, profile_steps: 0}\n");
+  EXPECT_NE(e.find("'train.profile_steps'"), std::string::npos) << e;
+}
+
 TEST(Config, MissingFileIsNamed) {
   try {
     load_config("/nonexistent/x.yaml");

@@ -1,5 +1,7 @@
 #include "engine/model/chunked_cross_entropy.h"
 
+#include <torch/version.h>
+
 namespace ppu {
 
 namespace {
@@ -7,9 +9,35 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// CUDA with LibTorch >= 2.11 (the version the GPU machines run): a bf16 GEMM writes fp32
+// directly (aten::mm.dtype, addmm.dtype_out; CUDA-only ops), instead of a bf16 result and a
+// cast pass, and dL/dW's fp32 accumulation happens in the GEMM's epilogue (beta = 1) instead of
+// a bf16 product, a cast and an add over the whole [vocab, d] per chunk.
+#define PPU_FP32_OUT_GEMM (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 11))
+
+bool fp32_out_gemm(const torch::Tensor& a) {
+  return PPU_FP32_OUT_GEMM && a.is_cuda() && a.scalar_type() == torch::kBFloat16;
+}
+
 // fp32 logits of rows [begin, begin + n) of `hidden`.
 torch::Tensor chunk_logits(const torch::Tensor& hidden, const torch::Tensor& weight, int64_t begin, int64_t n) {
-  return hidden.narrow(0, begin, n).mm(weight.t()).to(torch::kFloat32);
+  const auto h = hidden.narrow(0, begin, n);
+#if PPU_FP32_OUT_GEMM
+  if (fp32_out_gemm(h)) return at::mm(h, weight.t(), torch::kFloat32);
+#endif
+  return h.mm(weight.t()).to(torch::kFloat32);
+}
+
+// gw += a^T b in fp32, for bf16 or fp32 a and b.
+void accumulate_at_b(torch::Tensor& gw, const torch::Tensor& a, const torch::Tensor& b) {
+#if PPU_FP32_OUT_GEMM
+  if (fp32_out_gemm(a)) {
+    at::addmm_out(gw, gw, a.t(), b, torch::kFloat32);
+    return;
+  }
+#endif
+  if (a.scalar_type() == torch::kFloat32) gw.addmm_(a.t(), b);
+  else gw.add_(a.t().mm(b).to(torch::kFloat32));
 }
 
 struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntropy> {
@@ -46,11 +74,11 @@ struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntrop
       d.scatter_add_(1, targets.narrow(0, b, n).unsqueeze(1), torch::full({n, 1}, -1.0f, d.options()));
       d.mul_(scale);
       const auto dc = d.to(hidden.scalar_type());
-      if (need_h) gh.narrow(0, b, n).copy_(dc.mm(weight));
-      if (need_w) {
-        if (hidden.scalar_type() == torch::kFloat32) gw.addmm_(dc.t(), hidden.narrow(0, b, n));
-        else gw.add_(dc.t().mm(hidden.narrow(0, b, n)).to(torch::kFloat32));
+      if (need_h) {  // rows of a contiguous tensor: the GEMM writes them in place
+        auto rows = gh.narrow(0, b, n);
+        torch::mm_out(rows, dc, weight);
       }
+      if (need_w) accumulate_at_b(gw, dc, hidden.narrow(0, b, n));
     }
     return {gh, need_w ? gw.to(weight.scalar_type()) : torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

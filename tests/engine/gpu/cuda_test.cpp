@@ -24,14 +24,17 @@
 #include "engine/optim/fused_adamw.h"
 #include "engine/optim/inner_optimizer.h"
 #include "engine/optim/outer_optimizer.h"
+#include "model/chunked_loss_check.h"
 #include "model/per_token_gradients.h"
 #include "moved_by_rank.h"
 #include "rank_threads.h"
 
 using namespace ppu;
 using ppu::test::bf16_error_bound;
+using ppu::test::expect_bf16_chunked_loss_within_bounds;
 using ppu::test::per_token_squares;
 using ppu::test::PerTokenSquares;
+using ppu::test::rel_error;
 using ppu::testing::expect_owner_mean;
 using ppu::testing::move_by_rank_then;
 using ppu::testing::tiny_job;
@@ -66,12 +69,6 @@ ModelSpec gpu_spec() {
 torch::Tensor gpu_batch(uint64_t seed, int64_t B = 4) {
   auto gen = at::detail::createCPUGenerator(seed);
   return at::randint(0, gpu_spec().vocab, {B, gpu_spec().seq_len + 1}, gen, torch::kLong);
-}
-
-// ‖a − ref‖ / ‖ref‖ in fp64 on the host.
-double rel_error(const torch::Tensor& a, const torch::Tensor& ref) {
-  const auto a64 = a.detach().to(torch::kCPU, torch::kFloat64), r64 = ref.detach().to(torch::kCPU, torch::kFloat64);
-  return (a64 - r64).norm().item<double>() / r64.norm().item<double>();
 }
 
 // The part of a full parameter tensor that `sl` trains.
@@ -310,12 +307,6 @@ TEST_F(Cuda, FrozenSlicesHaveNoGradientAndNoOptimiserStateOnTheDevice) {
   }
 }
 
-// Count-vector normalisation with the four ranks' models on one GPU (threads, Gloo; the outer
-// state on the host): the same invariant, with the same derived tolerance, as
-// Distributed.CountNormalisationAveragesOverTheOwnersOfEachElement on the CPU — K = 4, N = 2:
-// slice n moves by n + 1 + (K − N)/2, unsliced elements by (K + 1)/2, every rank holds the same
-// global θ — in fp32 and in bf16 (the deltas from the fp32 masters). θ_k ← θ afterwards: exactly
-// where fp32 or trainable, rounded to bf16 on a bf16 model's frozen elements.
 // The inner optimiser's CUDA path (PyTorch's fused AdamW kernel) against the CPU update that
 // the CPU tests pin to torch::optim::AdamW: same state after three steps with weight decay and
 // a clipping factor. Both compute in fp32 with their own operation order (the kernel keeps the
@@ -342,6 +333,25 @@ TEST_F(Cuda, FusedAdamWOnTheDeviceMatchesTheCpuUpdate) {
       << "a bf16 parameter must go to the tensor-op fallback";
 }
 
+// The chunked cross-entropy on the device, where its bf16 GEMMs write fp32 logits and
+// accumulate dL/dW in fp32 in the GEMM itself (LibTorch >= 2.11): the same bounds against the
+// fp64 reference as on the CPU (ChunkedCrossEntropy.SameLossAndGradientsAsThePlainOne), with a
+// vocabulary and hidden size large enough for cuBLAS's own blocking, and a chunk that does not
+// divide N.
+TEST_F(Cuda, ChunkedLossWithFp32GemmOutputsStaysWithinBf16Rounding) {
+  auto gen = at::detail::createCPUGenerator(11);
+  const int64_t N = 1000, d = 256, V = 4099;
+  const auto h0 = at::normal(0, 1, {N, d}, gen), w0 = at::normal(0, 0.05, {V, d}, gen);
+  const auto targets = at::randint(0, V, {N}, gen, torch::kLong);
+  expect_bf16_chunked_loss_within_bounds(h0, w0, targets, 300, torch::kCUDA);
+}
+
+// Count-vector normalisation with the four ranks' models on one GPU (threads, Gloo; the outer
+// state on the host): the same invariant, with the same derived tolerance, as
+// Distributed.CountNormalisationAveragesOverTheOwnersOfEachElement on the CPU — K = 4, N = 2:
+// slice n moves by n + 1 + (K − N)/2, unsliced elements by (K + 1)/2, every rank holds the same
+// global θ — in fp32 and in bf16 (the deltas from the fp32 masters). θ_k ← θ afterwards: exactly
+// where fp32 or trainable, rounded to bf16 on a bf16 model's frozen elements.
 TEST_F(Cuda, FourRanksOnOneGpuNormaliseByTheCountVector) {
   const Config c = tiny_job({"slicing.mode=mlp+heads", "slicing.slices=2", "outer.optimizer=average", "method=diloco"});
   Config ppu = c;

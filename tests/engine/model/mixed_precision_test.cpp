@@ -19,13 +19,16 @@
 #include "engine/model/chunked_cross_entropy.h"
 #include "engine/model/transformer.h"
 #include "engine/optim/inner_optimizer.h"
+#include "model/chunked_loss_check.h"
 #include "model/per_token_gradients.h"
 #include "tiny_model.h"
 
 using namespace ppu;
 using ppu::test::bf16_error_bound;
+using ppu::test::expect_bf16_chunked_loss_within_bounds;
 using ppu::test::per_token_squares;
 using ppu::test::PerTokenSquares;
+using ppu::test::rel_error;
 
 namespace {
 
@@ -44,11 +47,6 @@ struct Case {
 std::vector<Case> cases() {
   return {{SliceMode::None, 1, 1, 0},     {SliceMode::Mlp, 2, 2, 1},        {SliceMode::Mlp, 4, 4, 2},
           {SliceMode::MlpHeads, 4, 4, 3}, {SliceMode::MlpHeadsWo, 4, 2, 1}, {SliceMode::Horizontal, 2, 2, 1}};
-}
-
-double rel_error(const torch::Tensor& a, const torch::Tensor& ref) {
-  return (a.to(torch::kFloat64) - ref.to(torch::kFloat64)).norm().item<double>() /
-         ref.to(torch::kFloat64).norm().item<double>();
 }
 
 // Current and peak bytes the CPU allocator handed out while installed (c10's memory reports,
@@ -272,30 +270,9 @@ TEST(ChunkedCrossEntropy, SameLossAndGradientsAsThePlainOne) {
     EXPECT_TRUE(torch::allclose(hc.grad(), h.grad(), 1e-4, 1e-7)) << chunk;
     EXPECT_TRUE(torch::allclose(wc.grad(), w.grad(), 1e-4, 1e-7)) << chunk;
   }
-  // bf16 operands: fp32 loss, bf16 gradients within bf16's rounding of the fp32 reference
-  // (bf16_error_bound; the derivation is at MixedPrecision.TrainableSliceGradients...). Forward:
-  // rounding h and w to bf16, the logits' matmul, log-softmax, the mean (5 operations); backward:
-  // softmax − one-hot, its rounding, and the matmul of dh or dW (3 more). dh's rows are separate tokens, so its error
-  // is ε per row; dW sums N tokens' outer products, so it gets the conditioning κ_W = sqrt(Σ_t ‖G_t‖²‖h_t‖²) / ‖Gᵀh‖
-  // with G = (softmax − one-hot)/N; the loss, a mean of positive terms, κ = sqrt(Σ ℓ_t²) / Σ ℓ_t.
-  auto hb = h0.to(torch::kBFloat16).requires_grad_(true), wb = w0.to(torch::kBFloat16).requires_grad_(true);
-  const auto lb = chunked_cross_entropy(hb, wb, targets, 64);
-  lb.backward();
-  const auto h64 = h0.to(torch::kFloat64), w64 = w0.to(torch::kFloat64);
-  const auto logits = h64.mm(w64.t());
-  const auto per_token_loss = -logits.log_softmax(1).gather(1, targets.unsqueeze(1)).squeeze(1);  // ℓ_t, fp64
-  const auto G = (logits.softmax(1) - torch::one_hot(targets, V).to(torch::kFloat64)) / N;
-  const double kappa_loss = per_token_loss.pow(2).sum().sqrt().item<double>() / per_token_loss.sum().item<double>();
-  const double kappa_w =
-      (G.pow(2).sum(1) * h64.pow(2).sum(1)).sum().sqrt().item<double>() / G.t().mm(h64).norm().item<double>();
-  EXPECT_EQ(lb.scalar_type(), torch::kFloat32);
-  EXPECT_NEAR(lb.item<double>(), plain.item<double>(), bf16_error_bound(5) * kappa_loss * plain.item<double>());
-  EXPECT_EQ(hb.grad().scalar_type(), torch::kBFloat16);
-  EXPECT_LT(rel_error(hb.grad(), h.grad()), bf16_error_bound(8));
-  EXPECT_LT(rel_error(wb.grad(), w.grad()), bf16_error_bound(8) * kappa_w);
-  std::printf("[ bf16     ] chunked head: dh error %.4f (bound %.4f), dW error %.4f (kappa %.2f, bound %.4f)\n",
-              rel_error(hb.grad(), h.grad()), bf16_error_bound(8), rel_error(wb.grad(), w.grad()), kappa_w,
-              bf16_error_bound(8) * kappa_w);
+  // bf16 operands: fp32 loss, bf16 gradients within bf16's rounding of the fp64 reference
+  // (the derivation of the per-operation bound is at MixedPrecision.TrainableSliceGradients...).
+  expect_bf16_chunked_loss_within_bounds(h0, w0, targets, 64, torch::kCPU);
 }
 
 TEST(ChunkedCrossEntropy, TransformerLossAndGradientsMatchThePlainHead) {

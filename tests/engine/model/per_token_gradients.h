@@ -1,7 +1,7 @@
 // The bf16 tolerance the gradient tests share (model/mixed_precision_test.cpp on the CPU,
 // gpu/cuda_test.cpp on a CUDA device): bf16_error_bound, the relative error of a quantity
-// computed through `ops` bf16 operations, and per_token_squares, the per-token gradients that
-// give each tensor's conditioning κ (how much cancellation its gradient sum hides).
+// computed through `ops` bf16 operations, rel_error, the measured one, and per_token_squares, the per-token gradients
+// that give each tensor's conditioning κ (how much cancellation its gradient sum hides).
 #pragma once
 
 #include <torch/torch.h>
@@ -22,6 +22,12 @@ namespace ppu::test {
 inline double bf16_error_bound(double ops) {
   constexpr double kU = 1.0 / 256, kLambda = 5;
   return kLambda * std::sqrt(ops) * kU;
+}
+
+// ‖a − ref‖ / ‖ref‖ in fp64 on the host, for tensors on any device.
+inline double rel_error(const torch::Tensor& a, const torch::Tensor& ref) {
+  const auto a64 = a.detach().to(torch::kCPU, torch::kFloat64), r64 = ref.detach().to(torch::kCPU, torch::kFloat64);
+  return (a64 - r64).norm().item<double>() / r64.norm().item<double>();
 }
 
 // Σ over the B·S tokens of each per-token gradient squared, element by element (fp64, each
