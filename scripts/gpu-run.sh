@@ -9,7 +9,8 @@
 # and with PPU_GPU_BENCH_ARGS=--profile profile.md and traces/ (gzipped profiler traces).
 #
 # Usage (device tool, carry [".gpu-debs"]): bash scripts/gpu-run.sh [--dry-run]
-#   PPU_GPU_BUDGET_S: seconds the whole script may take; PPU_GPU_BENCH_ARGS: flags for bench/gpu/run.py.
+#   PPU_GPU_BUDGET_S: seconds the whole script may take; PPU_GPU_BENCH_ARGS: flags for bench/gpu/run.py;
+#   PPU_GPU_SKIP_BENCH=1: build and `ctest -L gpu` only.
 #   --dry-run: on a machine with a CUDA PyTorch (PPU_PYTHON, default python3) but no GPU and no
 #   CUDA toolkit: the same steps, configured with PPU_TORCH_CUDA_STUB and CMake's search confined
 #   to the unpacked prefix and the wheel (as bare as the GPU machine); the GPU steps run and fail.
@@ -106,19 +107,25 @@ cmake "${args[@]}" >"$logs/configure.log" 2>&1 || {
 }
 log "$(grep -E 'PPU: (Torch|NCCL)' "$logs/configure.log" | paste -sd' ')"
 targets=(ppu-train ppu-plan ppu-launch runtime_gpu_tests)
-# Build, then the tests, must leave about half the budget to the benchmark (it needs ~270 s in full).
-timeout "$(left $((budget * 52 / 100)))" ninja -C "$build" -j"$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1 || {
+# Build, then the tests, must leave about half the budget to the benchmark (it needs ~270 s in
+# full), unless there is none.
+bench_share=$([[ ${PPU_GPU_SKIP_BENCH:-0} == 1 ]] && echo 0 || echo 1)
+timeout "$(left $((bench_share * budget * 52 / 100)))" ninja -C "$build" -j"$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1 || {
   grep -m10 -B2 -A8 "error" "$logs/build.log"
   die "build FAILED or over its deadline (logs.tar.gz: build.log)"
 }
 log "build ok"
 
 # 4. CUDA correctness: the gtests and the 4-ranks-on-one-GPU process tests (label gpu).
-(cd "$build" && timeout "$(left $((budget * 46 / 100)))" ctest -L gpu --output-on-failure --timeout 240) >"$logs/ctest-gpu.log" 2>&1
+(cd "$build" && timeout "$(left $((bench_share * budget * 46 / 100)))" ctest -L gpu --output-on-failure --timeout 240) >"$logs/ctest-gpu.log" 2>&1
 log "ctest -L gpu: rc=$? ($(grep -E 'tests passed|tests failed' "$logs/ctest-gpu.log"))"
 grep -E '^\s*[0-9]+/[0-9]+ Test' "$logs/ctest-gpu.log" | tee -a "$out/summary.txt"
 
 # 5. Table 1's memory, speed, MFU and the PyTorch reference (its own deadline: what finished is kept).
+if [[ ${PPU_GPU_SKIP_BENCH:-0} == 1 ]]; then
+  pack
+  exit 0
+fi
 # shellcheck disable=SC2086 # PPU_GPU_BENCH_ARGS: extra flags, e.g. --speed-only
 timeout "$(left 15)" "$py" bench/gpu/run.py "$build" --out "$logs/bench" ${PPU_GPU_BENCH_ARGS:-} >"$logs/bench.log" 2>&1
 log "bench/gpu/run.py: rc=$?"

@@ -21,14 +21,14 @@ import sys
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
 # First match wins: attention kernels contain "gemm"-like words, so they come first.
 KERNEL_CLASSES = [
-    ("attention", re.compile(r"flash|fmha|attention", re.I)),
-    ("GEMM", re.compile(r"gemm|nvjet|cutlass|xmma|sm90_|sm80_|cublas|splitk", re.I)),
-    ("optimiser", re.compile(r"adam|multi_tensor_apply", re.I)),
-    ("LayerNorm", re.compile(r"layer_?norm", re.I)),
-    ("loss and softmax", re.compile(r"softmax|logsumexp|nll_loss|cross_entropy|log_softmax", re.I)),
-    ("copies and casts", re.compile(r"copy|CatArray|cat_|memcpy|memset", re.I)),
-    ("reductions", re.compile(r"reduce", re.I)),
-    ("elementwise", re.compile(r"elementwise|functor|gelu|relu|fill", re.I)),
+    ("attention", re.compile(r"flash|fmha|attention", re.IGNORECASE)),
+    ("GEMM", re.compile(r"gemm|nvjet|cutlass|xmma|sm90_|sm80_|cublas|splitk", re.IGNORECASE)),
+    ("optimiser", re.compile(r"adam|multi_tensor_apply", re.IGNORECASE)),
+    ("LayerNorm", re.compile(r"layer_?norm", re.IGNORECASE)),
+    ("loss and softmax", re.compile(r"softmax|logsumexp|nll_loss|cross_entropy|log_softmax", re.IGNORECASE)),
+    ("copies and casts", re.compile(r"copy|CatArray|cat_|memcpy|memset", re.IGNORECASE)),
+    ("reductions", re.compile(r"reduce", re.IGNORECASE)),
+    ("elementwise", re.compile(r"elementwise|functor|gelu|relu|fill", re.IGNORECASE)),
 ]
 
 

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/remove_tree.h"
+
 namespace ppu {
 
 namespace fs = std::filesystem;
@@ -42,14 +44,14 @@ ExportDir::ExportDir(std::string out, const nlohmann::json& identity, bool overw
   if (const auto why = refusal(out_, identity); !why.empty() && !overwrite)
     throw ExportRefused("--out " + out_ + " " + why + "; pass --overwrite to replace it");
   staging_ = out_ + ".partial-" + std::to_string(::getpid());
-  fs::remove_all(staging_);
+  remove_tree(staging_);
   fs::create_directories(staging_);
 }
 
 ExportDir::~ExportDir() {
   if (committed_) return;
   std::error_code ignored;
-  fs::remove_all(staging_, ignored);
+  remove_tree(staging_, ignored);
 }
 
 void ExportDir::commit() {
@@ -67,7 +69,7 @@ void ExportDir::commit() {
   fs::rename(staging_, out);
   committed_ = true;
   sync_directory(out.has_parent_path() ? out.parent_path() : fs::path("."));
-  if (replacing) fs::remove_all(aside);
+  if (replacing) remove_tree(aside.string());
 }
 
 }  // namespace ppu

@@ -16,15 +16,17 @@ std::vector<int64_t> output_sizes(const torch::Tensor& x, const torch::Tensor& w
 struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFunction> {
   // `trainable` is an input only so that autograd routes its gradient here; the forward
   // reads the same storage through `full`.
+  // `product` false: the output is left uninitialised (partial_linear_backward_only).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
                                [[maybe_unused]] const torch::Tensor& trainable, const torch::Tensor& full, int64_t dim,
-                               int64_t begin, int64_t end, const std::vector<int64_t>& input_keep) {
+                               int64_t begin, int64_t end, const std::vector<int64_t>& input_keep, bool product) {
     ctx->save_for_backward({x});
     ctx->saved_data["full"] = full;
     ctx->saved_data["dim"] = dim;
     ctx->saved_data["begin"] = begin;
     ctx->saved_data["end"] = end;
     ctx->saved_data["input_keep"] = input_keep;
+    if (!product) return torch::empty(output_sizes(x, full), x.options());
     return x.reshape({-1, x.size(-1)}).mm(full.t()).view(output_sizes(x, full));
   }
 
@@ -73,7 +75,8 @@ struct PartialLinearFunction : public torch::autograd::Function<PartialLinearFun
         gw = g2.t().mm(x2.narrow(1, begin, end - begin));  // columns of W: [out, n]
       }
     }
-    return {gx, gw, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {
+        gx, gw, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -165,7 +168,11 @@ torch::Tensor partial_linear(const torch::Tensor& x, const WeightSlice& w) {
   // A fully trainable weight takes the same path: its gradient comes out as one contiguous mm
   // of the weight's own shape (autograd's matmul backward yields the transpose of W^T's gradient,
   // a strided tensor that accumulation and AdamW then walk with strides).
-  return PartialLinearFunction::apply(x, w.trainable, w.full, w.dim, w.begin, w.end, w.input_keep);
+  return PartialLinearFunction::apply(x, w.trainable, w.full, w.dim, w.begin, w.end, w.input_keep, true);
+}
+
+torch::Tensor partial_linear_backward_only(const torch::Tensor& x, const WeightSlice& w) {
+  return PartialLinearFunction::apply(x, w.trainable, w.full, w.dim, w.begin, w.end, w.input_keep, false);
 }
 
 }  // namespace ppu

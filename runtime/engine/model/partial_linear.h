@@ -35,6 +35,12 @@ WeightSlice make_weight_slice(const torch::Tensor& full, const TensorRegion& reg
 // y = x W^T with the partial backward described above. x: [..., in].
 torch::Tensor partial_linear(const torch::Tensor& x, const WeightSlice& w);
 
+// partial_linear's backward without its forward product: returns an uninitialised tensor of
+// y's shape whose gradient flows exactly as partial_linear's. Only for a backward root whose
+// value is never read: the recomputed block's last projection (torch.utils.checkpoint's early
+// stop skips the same product).
+torch::Tensor partial_linear_backward_only(const torch::Tensor& x, const WeightSlice& w);
+
 // Several weights that read the same input (the attention's Q, K and V) as one GEMM: `stacked`
 // holds their rows one after the other, [Σ out_p, in], and each part's `full` is its block of
 // rows (a view of `stacked`). Forward: y = x stackedᵀ, [..., Σ out_p], the parts' outputs side

@@ -134,12 +134,11 @@ bool Transformer::fused_attention() const {
 #endif
 }
 
-torch::Tensor Transformer::rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const {
-  // x: [B, h, S, hd]
-  const int64_t S = x.size(2), half = x.size(3) / 2;
-  auto x1 = x.narrow(3, 0, half), x2 = x.narrow(3, half, half);
-  auto rotated = torch::cat({-x2, x1}, 3);
-  return x * cos.narrow(0, 0, S) + rotated * sin.narrow(0, 0, S);
+torch::Tensor Transformer::rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const int64_t last = x.dim() - 1, half = x.size(last) / 2;
+  auto x1 = x.narrow(last, 0, half), x2 = x.narrow(last, half, half);
+  auto rotated = torch::cat({-x2, x1}, last);
+  return x * cos + rotated * sin;
 }
 
 torch::Tensor Transformer::project_qkv(const torch::Tensor& x, int l) const {
@@ -151,26 +150,37 @@ torch::Tensor Transformer::project_qkv(const torch::Tensor& x, int l) const {
 torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
   const int64_t B = x.size(0), S = x.size(1), h = spec_.heads, hd = spec_.head_dim();
   const auto qkv = project_qkv(x, l);  // [B, S, 3·h·hd]
-  const bool fused = fused_attention();
-  if (!fused && cpu_attention_supports(qkv)) {  // rotary, scores, softmax, PV and layouts in one pass per head
-    auto out = causal_self_attention_cpu(qkv, h, {rope_cos_q_, rope_sin_q_, rope_cos_, rope_sin_});
-    return partial_linear(out, s(l, kWo));
-  }
-  // Heads-major and contiguous, [B, h, S, hd], in one copy (unbind's backward stacks the three
-  // gradients back in one copy too): the batched matmuls below then run on B*h contiguous
-  // matrices. The explicit path's queries carry 1/sqrt(hd); SDPA applies it itself.
-  auto parts = qkv.view({B, S, 3, h, hd}).permute({2, 0, 3, 1, 4}).contiguous().unbind(0);
-  auto q = rotate(parts[0], fused ? rope_cos_ : rope_cos_q_, fused ? rope_sin_ : rope_sin_q_);
-  auto k = rotate(parts[1], rope_cos_, rope_sin_);
-  const auto& v = parts[2];
 #if TORCH_VERSION_MAJOR >= 2
-  if (fused) {
-    // Flash / memory-efficient kernels on CUDA: the [S, S] scores are never materialised.
+  if (fused_attention()) {
+    // Flash / cuDNN kernels on CUDA: the [S, S] scores are never materialised. They work in
+    // [B, S, h, hd] memory order, which is qkv's own: the rotary tables apply in that order
+    // (their outputs dense [B, S, h, hd]), and q, k, v reach SDPA as [B, h, S, hd] views of it,
+    // so no layout copy is made in the forward, none by the kernels, and none in the backward
+    // (unbind's backward stacks the three gradients straight into qkv's layout; the output's
+    // transpose is a view of the kernel's [B, S, h, hd] result). A profile of the step found
+    // the heads-major copies (and the kernels' own) costing 8 % of it on an H200 (docs/GPU.md).
+    const auto parts = qkv.view({B, S, 3, h, hd}).unbind(2);
+    const auto cos = rope_cos_.narrow(0, 0, S).unsqueeze(1),
+               sin = rope_sin_.narrow(0, 0, S).unsqueeze(1);  // [S, 1, hd]
+    auto q = rotate(parts[0], cos, sin).transpose(1, 2);
+    auto k = rotate(parts[1], cos, sin).transpose(1, 2);
+    auto v = parts[2].transpose(1, 2);
     auto out =
         at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true).transpose(1, 2).reshape({B, S, h * hd});
     return partial_linear(out, s(l, kWo));
   }
 #endif
+  if (cpu_attention_supports(qkv)) {  // rotary, scores, softmax, PV and layouts in one pass per head
+    auto out = causal_self_attention_cpu(qkv, h, {rope_cos_q_, rope_sin_q_, rope_cos_, rope_sin_});
+    return partial_linear(out, s(l, kWo));
+  }
+  // Heads-major and contiguous, [B, h, S, hd], in one copy (unbind's backward stacks the three
+  // gradients back in one copy too): the batched matmuls below then run on B*h contiguous
+  // matrices. The queries carry 1/sqrt(hd) through their tables.
+  auto parts = qkv.view({B, S, 3, h, hd}).permute({2, 0, 3, 1, 4}).contiguous().unbind(0);
+  auto q = rotate(parts[0], rope_cos_q_.narrow(0, 0, S), rope_sin_q_.narrow(0, 0, S));
+  auto k = rotate(parts[1], rope_cos_.narrow(0, 0, S), rope_sin_.narrow(0, 0, S));
+  const auto& v = parts[2];
   // scores = causal_bias + q k^T in one GEMM per head, then softmax; [B*h, S, S].
   auto scores = torch::baddbmm(causal_bias_.narrow(0, 0, S).narrow(1, 0, S), q.view({B * h, S, hd}),
                                k.view({B * h, S, hd}).transpose(1, 2));
@@ -179,7 +189,7 @@ torch::Tensor Transformer::attention(const torch::Tensor& x, int l) const {
   return partial_linear(out, s(l, kWo));
 }
 
-torch::Tensor Transformer::mlp(const torch::Tensor& x, int l) const {
+torch::Tensor Transformer::mlp(const torch::Tensor& x, int l, bool product) const {
   const WeightSlice* up = &s(l, kMlpUp);
   const WeightSlice* down = &s(l, kMlpDown);
   WeightSlice up_kept, down_kept;
@@ -201,13 +211,23 @@ torch::Tensor Transformer::mlp(const torch::Tensor& x, int l) const {
   }
   auto hidden = partial_linear(x, *up);
   hidden = spec_.activation == Activation::Gelu ? torch::gelu(hidden) : torch::relu(hidden);
-  return partial_linear(hidden, *down);
+  return product ? partial_linear(hidden, *down) : partial_linear_backward_only(hidden, *down);
 }
 
 torch::Tensor Transformer::block(const torch::Tensor& x, int l) const {
+  const auto [h, m] = block_parts(x, l, true);
+  return h + m;
+}
+
+std::pair<torch::Tensor, torch::Tensor> Transformer::block_for_backward(const torch::Tensor& x, int l) const {
+  return block_parts(x, l, false);
+}
+
+std::pair<torch::Tensor, torch::Tensor> Transformer::block_parts(const torch::Tensor& x, int l, bool product) const {
   const std::vector<int64_t> d{spec_.d_model};
   auto h = x + attention(torch::layer_norm(x, d, w(l, kLn1Weight), w(l, kLn1Bias), kLayerNormEps), l);
-  return h + mlp(torch::layer_norm(h, d, w(l, kLn2Weight), w(l, kLn2Bias), kLayerNormEps), l);
+  auto m = mlp(torch::layer_norm(h, d, w(l, kLn2Weight), w(l, kLn2Bias), kLayerNormEps), l, product);
+  return {h, m};
 }
 
 namespace {
@@ -231,16 +251,18 @@ struct RecomputedBlock : public torch::autograd::Function<RecomputedBlock> {
     torch::NoGradGuard no_grad;
     return model->block(x, static_cast<int>(layer));
   }
+  // y = h + m, so dL/dh (besides m's path) and dL/dm are both dL/dy: the two summands are the
+  // roots, and the block's last product, whose output nothing reads, is not recomputed.
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_out) {
     auto x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     const auto* model = static_cast<const ModelRef*>(ctx->saved_data["model"].toCapsule().get())->model;
-    torch::Tensor y;
+    std::pair<torch::Tensor, torch::Tensor> roots;
     {
       torch::AutoGradMode enable(true);
-      y = model->block(x, static_cast<int>(ctx->saved_data["layer"].toInt()));
+      roots = model->block_for_backward(x, static_cast<int>(ctx->saved_data["layer"].toInt()));
     }
-    torch::autograd::backward({y}, {grad_out[0]});
+    torch::autograd::backward({roots.first, roots.second}, {grad_out[0], grad_out[0]});
     return {x.grad(), torch::Tensor(), torch::Tensor()};
   }
 };

@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model_spec.h"
@@ -64,6 +65,10 @@ class Transformer {
   bool fused_attention() const;
   // One pre-norm block: x + attn(ln1(x)), then + mlp(ln2(.)).
   torch::Tensor block(const torch::Tensor& x, int layer) const;
+  // The block's two summands, h = x + attn(ln1(x)) and m = mlp(ln2(h)), with m's last product
+  // (the down projection) left uncomputed: roots for a backward of the block that never reads
+  // its output (dL/dh and dL/dm are both dL/dy). Recomputation runs this instead of block().
+  std::pair<torch::Tensor, torch::Tensor> block_for_backward(const torch::Tensor& x, int layer) const;
 
   // Full parameter tensors in layout order (frozen parts included): sync, checkpoints, checksums.
   const std::vector<torch::Tensor>& weights() const { return weights_; }
@@ -94,8 +99,11 @@ class Transformer {
   torch::Tensor attention(const torch::Tensor& x, int layer) const;
   // [B, S, 3·h·hd]: Q | K | V of layer l, heads-major within each.
   torch::Tensor project_qkv(const torch::Tensor& x, int layer) const;
-  torch::Tensor mlp(const torch::Tensor& x, int layer) const;
-  torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
+  // `product` false: the down projection's output is left uninitialised (block_for_backward).
+  torch::Tensor mlp(const torch::Tensor& x, int layer, bool product = true) const;
+  std::pair<torch::Tensor, torch::Tensor> block_parts(const torch::Tensor& x, int layer, bool product) const;
+  // x·cos + rotate_half(x)·sin over x's last dimension; cos and sin broadcast against x.
+  static torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
   void init_tables(torch::Device device);
   // Puts layer l's W_q, W_k, W_v in one [3d, d] buffer (qkv_[l]) whose row blocks become the
   // three parameters, when their slicing allows (stackable): the attention then projects in

@@ -1,9 +1,9 @@
 #include "engine/obs/step_profiler.h"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/version.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -84,8 +84,8 @@ void StepProfiler::stop_and_write() {
   active_ = false;
   if (device_.is_cuda()) torch::cuda::synchronize(device_.has_index() ? device_.index() : -1);
   const auto result = profiler::disableProfiler();
-  const auto path = (std::filesystem::path(dir_) / ("rank" + std::to_string(rank_) + "-steps" +
-                                                    std::to_string(first_) + "-" + std::to_string(last_) + ".json"))
+  const auto path = (std::filesystem::path(dir_) / ("rank" + std::to_string(rank_) + "-steps" + std::to_string(first_) +
+                                                    "-" + std::to_string(last_) + ".json"))
                         .string();
   try {
     result->save(path);

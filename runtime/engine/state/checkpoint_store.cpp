@@ -10,6 +10,7 @@
 
 #include "common/atomic_file.h"
 #include "common/fnv1a.h"
+#include "common/remove_tree.h"
 #include "data/token_shard.h"
 #include "engine/state/checkpoint_format.h"
 
@@ -154,7 +155,7 @@ void CheckpointStore::save(int64_t round, const Writer& rank_part, const Writer&
     }
     atomic_write_file(dir + "/" + kManifest, manifest.dump(2));
     const auto rounds = rounds_in(dir_);
-    for (size_t i = keep_; i < rounds.size(); ++i) fs::remove_all(round_dir(rounds[i]));
+    for (size_t i = keep_; i < rounds.size(); ++i) remove_tree(round_dir(rounds[i]));
   }
   collectives_.barrier();
 }
@@ -221,7 +222,7 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_
     // Removed, not left beside the new rounds: a stale higher round would otherwise outlive
     // the pruning and be the first candidate of the next resume.
     if (collectives_.rank() == 0)
-      for (const auto& [dir, why] : rejected) fs::remove_all(dir);
+      for (const auto& [dir, why] : rejected) remove_tree(dir);
     collectives_.barrier();
     return std::nullopt;
   }

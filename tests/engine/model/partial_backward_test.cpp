@@ -356,10 +356,13 @@ TEST(PartialBackward, RecomputationGivesTheSameGradientsAndRerunsTheForward) {
       EXPECT_TRUE(torch::allclose(plain.trainable()[i].grad(), recomputed.trainable()[i].grad(), kRecomputeRtol,
                                   kRecomputeAtol))
           << describe(c) << " " << plain.layout()[i].name;
-    // The backward now also runs every block's forward once more (all but the output head).
+    // The backward now also runs every block's forward once more (all but the output head),
+    // except each block's last product, the MLP's down projection, whose output the backward
+    // never reads (as torch.utils.checkpoint's early stop).
     const StepFlops f = step_flops(spec(), 3, spec().seq_len, plain.plan());
     const double head = 2.0 * 3 * spec().seq_len * spec().d_model * spec().vocab;
-    EXPECT_EQ(backward_flops, f.backward_matmul + f.forward_matmul - head) << describe(c);
+    const double down = 2.0 * 3 * spec().seq_len * spec().mlp_hidden() * spec().d_model * spec().layers;
+    EXPECT_EQ(backward_flops, f.backward_matmul + f.forward_matmul - head - down) << describe(c);
   }
 }
 
