@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "common/env.h"
+#include "common/termination_message.h"
 #include "core/cost_model.h"
 #include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
@@ -21,6 +22,7 @@
 #include "data/token_shard.h"
 #include "engine/comm/collectives.h"
 #include "engine/comm/delta_exchange.h"
+#include "engine/comm/heartbeat.h"
 #include "engine/model/transformer.h"
 #include "engine/obs/device_memory.h"
 #include "engine/obs/rank_metrics.h"
@@ -84,6 +86,17 @@ struct Progress {
   double bytes_received = 0, network_wait_seconds = 0;
 };
 
+// A peer is silent (network.heartbeat_s): this rank stops as a dead peer makes it stop (exit 3,
+// the gang is restarted), now rather than after network.timeout_s. From the heartbeat's thread,
+// while the training thread may be blocked in a collective that would wait for the peer.
+[[noreturn]] void stop_for_lost_peer(const Heartbeat::Lost& lost) {
+  const auto status = exit_status_of(PeerError(Heartbeat::describe(lost)));
+  spdlog::error("{}", status.message);
+  write_termination_message(status.message);
+  spdlog::shutdown();
+  std::_Exit(status.code);
+}
+
 class Run {
  public:
   Run(const Config& c, const RunEnv& env)
@@ -94,6 +107,8 @@ class Run {
         device_(rank_device(c, env)),
         collectives_(env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)),
                      nccl_device(env, device_)),
+        heartbeat_(env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.heartbeat_s * 1000)),
+                   stop_for_lost_peer),
         plan_(SlicePlan::from_config(c, env.rendezvous.world_size, env.rendezvous.rank)),
         schedule_(c, c.model),
         dataset_(load_dataset(c)),
@@ -145,6 +160,7 @@ class Run {
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
     const double seconds = wall - eval_seconds_;
     const double eval = evaluate();
+    heartbeat_.leave();  // the last collective is behind: peers may finish after this rank exits
     return summary(loss, eval, seconds, p_.step > first ? seconds / (p_.step - first) : 0);
   }
 
@@ -481,6 +497,7 @@ class Run {
   WirePlan wire_;  // the wire dtype ppu-plan reports too: bf16 runs send bf16
   torch::Device device_;
   Collectives collectives_;
+  Heartbeat heartbeat_;  // after the rendezvous: every peer is up when it starts
   SlicePlan plan_;
   StreamingSchedule schedule_;
   data::TokenDataset dataset_;

@@ -6,6 +6,9 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
                    run resumes from the previous checkpoint and ends with the checksum of an
                    uninterrupted run
        dead-peer   kill one of two ranks started by hand: the survivor exits 3, never hangs
+       frozen-peer SIGSTOP a rank of four (a middle one, then rank 0, which hosts the store):
+                   every other rank names it and exits 3 within network.heartbeat_s, long
+                   before network.timeout_s; after SIGCONT the stopped rank exits 3 too
        bad-config  invalid configs stop before any work with exit 2 and name the key
        launch-fail ppu-launch stops every rank when one fails and returns its exit code
        equivalence ppu-launch runs of PPU (N=1) and Streaming DiLoCo agree bit for bit
@@ -29,6 +32,7 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -199,6 +203,66 @@ def case_dead_peer():
         fail(f"the surviving rank exited {procs[0].returncode}, expected 3 (peer failure)")
     if "peer failure" not in out:
         fail("no clear peer-failure message")
+
+
+def freeze_one(stopped, heartbeat_s=3.0, timeout_s=300):
+    """Four ranks by hand; SIGSTOP rank `stopped` once rank 0 logs step 10; returns the others'
+    exit codes, outputs and how long they took after the stop, then the stopped rank's exit code
+    after SIGCONT."""
+    port = str(free_port())
+    procs = []
+    for rank in range(4):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="4", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        cmd = [TRAIN, "--config", TINY, *BASE, "--set", "train.steps=100000", "--set", "slicing.slices=2"]
+        cmd += ["--set", f"network.timeout_s={timeout_s}", "--set", f"network.heartbeat_s={heartbeat_s}"]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    watched = procs[1] if stopped == 0 else procs[0]
+    for line in watched.stdout:
+        if "step 10/" in line:
+            break
+    procs[stopped].send_signal(signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    results = {}
+    try:
+        for rank, p in enumerate(procs):
+            if rank != stopped:
+                out = p.communicate(timeout=timeout_s / 2)[0]
+                results[rank] = (p.returncode, out, time.monotonic() - stopped_at)
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        fail(f"with rank {stopped} stopped, a survivor was still running after {timeout_s / 2:.0f} s")
+    procs[stopped].send_signal(signal.SIGCONT)
+    try:
+        procs[stopped].communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        procs[stopped].kill()
+        fail(f"rank {stopped}, continued after its peers stopped, hung")
+    return results, procs[stopped].returncode
+
+
+def case_frozen_peer():
+    heartbeat_s = 3.0
+    for stopped, expected in [(2, "rank 2 has sent no heartbeat"), (0, "")]:
+        results, resumed_rc = freeze_one(stopped, heartbeat_s)
+        for rank, (rc, out, seconds) in sorted(results.items()):
+            print(f"rank {stopped} stopped: rank {rank} exited {rc} after {seconds:.1f} s")
+            if rc != 3:
+                fail(f"rank {rank} exited {rc} with rank {stopped} stopped, expected 3 (peer failure)\n{out[-800:]}")
+            if stopped == 0:  # the store stops with rank 0: either the store or rank 0 is named
+                if "rendezvous store has not answered" not in out and "rank 0 has sent no heartbeat" not in out:
+                    fail(f"rank {rank} did not say that rank 0 (the store's host) went silent\n{out[-800:]}")
+            elif expected not in out and "peer failure" not in out:
+                fail(f"rank {rank} did not name the silent rank\n{out[-800:]}")
+        # Who noticed first named the silence within the window (the rest may see a peer's exit).
+        named = [out for rc, out, _ in results.values() if "heartbeat" in out or "has not answered" in out]
+        if not named:
+            fail(f"with rank {stopped} stopped, no rank reported a silent peer (the collective timeout fired?)")
+        silent = [float(m) for out in named for m in re.findall(r"for ([0-9.]+) s \(", out)]
+        if not silent or min(silent) > heartbeat_s * 1.5 + 1:
+            fail(f"the silence reported ({silent}) is not within network.heartbeat_s={heartbeat_s}")
+        if resumed_rc != 3:
+            fail(f"rank {stopped}, continued after SIGCONT, exited {resumed_rc}, expected 3")
 
 
 def case_bad_config():
@@ -631,6 +695,7 @@ def case_unusable_checkpoints():
     "data-error": case_data_error,
     "resume": case_resume,
     "dead-peer": case_dead_peer,
+    "frozen-peer": case_frozen_peer,
     "bad-config": case_bad_config,
     "launch-fail": case_launch_fail,
     "equivalence": case_equivalence,

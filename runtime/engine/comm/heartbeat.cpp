@@ -1,0 +1,157 @@
+#include "engine/comm/heartbeat.h"
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+namespace ppu {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Added to a rank's counter when it leaves: a value this large means "finished", not "alive".
+constexpr int64_t kLeft = int64_t{1} << 48;
+
+}  // namespace
+
+struct Heartbeat::Shared {
+  RendezvousInfo info;
+  std::chrono::milliseconds window, interval;
+  OnLost on_lost;
+  std::string prefix;
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stop = false, leaving = false;
+  std::atomic<bool> reported{false};
+  std::atomic<Clock::rep> answered{0};  // when the store last answered (Clock ticks)
+  std::promise<void> beater_done;
+
+  std::string key(int rank) const { return prefix + std::to_string(rank); }
+  void report(const Lost& lost) {
+    if (!reported.exchange(true)) on_lost(lost);
+  }
+  // Sleeps one interval; false once stopped.
+  bool pause() {
+    std::unique_lock<std::mutex> lock(mutex);
+    return !wake.wait_for(lock, interval, [this] { return stop; });
+  }
+};
+
+Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds window, OnLost on_lost,
+                     std::string key_prefix) {
+  if (info.world_size < 2 || window.count() <= 0) return;
+  shared_ = std::make_shared<Shared>();
+  shared_->info = info;
+  shared_->window = window;
+  shared_->interval = std::max(window / 5, std::chrono::milliseconds(50));
+  shared_->on_lost = std::move(on_lost);
+  shared_->prefix = std::move(key_prefix);
+  shared_->answered = Clock::now().time_since_epoch().count();
+  beater_ = std::thread([s = shared_] { beat(s); });
+  watchdog_ = std::thread([s = shared_] {
+    while (s->pause()) {
+      const auto silent = Clock::now() - Clock::time_point(Clock::duration(s->answered.load()));
+      if (silent > s->window) {
+        s->report(Lost{-1, seconds(silent)});
+        return;
+      }
+    }
+  });
+}
+
+Heartbeat::~Heartbeat() { stop(false); }
+
+void Heartbeat::leave() { stop(true); }
+
+void Heartbeat::stop(bool leaving) {
+  if (!shared_) return;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->stop = true;
+    shared_->leaving = shared_->leaving || leaving;
+  }
+  shared_->wake.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+  if (!beater_.joinable()) return;
+  // A beater blocked on a store that never answers is left behind (it owns its state).
+  if (shared_->beater_done.get_future().wait_for(shared_->window) == std::future_status::ready) beater_.join();
+  else beater_.detach();
+}
+
+std::string Heartbeat::describe(const Lost& lost) {
+  std::ostringstream out;
+  out.precision(3);
+  if (lost.rank < 0)
+    out << "the rendezvous store has not answered for " << lost.silent_s << " s (its host is stopped, lost or down)";
+  else
+    out << "rank " << lost.rank << " has sent no heartbeat for " << lost.silent_s
+        << " s (stopped, hung, or its host lost)";
+  return out.str();
+}
+
+void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
+  const auto& info = s->info;
+  const auto start = Clock::now();
+  // Peers' last counter value and when it last moved; a peer not seen yet counts from `start`.
+  std::vector<int64_t> last(info.world_size, -1);
+  std::vector<Clock::time_point> moved(info.world_size, start);
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  do {
+    try {
+      if (!store) {  // its own connection: the training thread's may be blocked in a collective
+        c10d::TCPStoreOptions opts;
+        opts.port = static_cast<std::uint16_t>(info.master_port);
+        opts.isServer = false;
+        opts.waitWorkers = false;
+        // The watchdog, not this timeout, decides silence; LibTorch 1.13 counts a connect's
+        // timeout in whole seconds (below 1 s it gives up at once).
+        opts.timeout = std::max<std::chrono::milliseconds>(s->window, std::chrono::seconds(10));
+        store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts);
+      }
+      store->add(s->key(info.rank), 1);
+      const auto now = Clock::now();
+      s->answered = now.time_since_epoch().count();
+      for (int r = 0; r < info.world_size; ++r) {
+        if (r == info.rank) continue;
+        const int64_t value = store->add(s->key(r), 0);
+        if (value >= kLeft) continue;  // finished
+        if (value != last[r]) {
+          last[r] = value;
+          moved[r] = now;
+        } else if (now - moved[r] > s->window) {
+          s->report(Lost{r, seconds(now - moved[r])});
+          s->beater_done.set_value();
+          return;
+        }
+      }
+    } catch (const std::exception&) {
+      store.reset();  // reconnect next time; the watchdog reports a store that stays silent
+    }
+  } while (s->pause());
+  bool leaving = false;
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    leaving = s->leaving;
+  }
+  if (leaving && store) {
+    try {
+      store->add(s->key(info.rank), kLeft);
+    } catch (const std::exception&) {  // peers will see it silent, as if lost: the job is ending anyway
+    }
+  }
+  s->beater_done.set_value();
+}
+
+}  // namespace ppu

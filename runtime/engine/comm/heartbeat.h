@@ -1,0 +1,61 @@
+// Heartbeat: every rank's liveness through the rendezvous store, so that a rank that stops
+// without closing its connections (SIGSTOP, a hung or lost node, a partitioned pod) is noticed
+// within `window` by every survivor, instead of after the collective timeout
+// (network.timeout_s, 300 s by default). A rank that dies closes its sockets and fails the next
+// collective at once; this covers the ranks that do not.
+//
+// Contract: a beater thread, with its own connection to the store, increments this rank's
+// counter every window / 5 and reads every peer's; a peer whose counter has not moved for
+// `window` (counted from this monitor's start for a peer not seen yet) is reported once to
+// `on_lost`. A watchdog thread that does no I/O reports the store itself when the beater has
+// had no answer for `window` (a store whose host is stopped never answers, and a TCPStore read
+// does not time out). on_lost runs on one of those threads; the monitor then stops. A process
+// that is stopped beats no more, whatever its other threads were doing; a rank busy in a long
+// step keeps beating. leave() marks this rank as finished, so that peers still evaluating or
+// writing do not count it as lost; the destructor stops without that mark (a rank unwinding on
+// an error is lost to its peers) and never waits on a store that does not answer.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "engine/comm/collectives.h"
+
+namespace ppu {
+
+class Heartbeat {
+ public:
+  struct Lost {
+    int rank;         // the silent peer, or -1 when the store itself stopped answering
+    double silent_s;  // how long it has been silent
+  };
+  using OnLost = std::function<void(const Lost&)>;
+
+  // `key_prefix` separates incarnations of a job that share a store. Off (no threads) for a
+  // single rank or a zero window.
+  Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds window, OnLost on_lost,
+            std::string key_prefix = "ppu/heartbeat/");
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+  ~Heartbeat();
+
+  // This rank finished its work: peers stop watching it.
+  void leave();
+
+  // The message a rank reports for `lost` (logs, termination message).
+  static std::string describe(const Lost& lost);
+
+ private:
+  struct Shared;
+  // The beater's loop: beat, read the peers, report a silent one.
+  static void beat(const std::shared_ptr<Shared>& s);
+  void stop(bool leaving);
+
+  std::shared_ptr<Shared> shared_;  // outlives this object while a beater is blocked on the store
+  std::thread beater_, watchdog_;
+};
+
+}  // namespace ppu

@@ -1,0 +1,93 @@
+// Heartbeat (engine/comm/heartbeat.h) against a real c10d TCPStore on loopback, ranks as
+// monitors in one process: a rank that stops beating without leaving is reported, by rank,
+// within about the window; one that leaves is never reported; a store that goes away is
+// reported as the store.
+#include "engine/comm/heartbeat.h"
+
+#include <gtest/gtest.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "../common/free_port.h"
+
+namespace ppu {
+namespace {
+
+using namespace std::chrono_literals;
+
+c10::intrusive_ptr<c10d::TCPStore> serve(int port) {
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(port);
+  opts.isServer = true;
+  opts.waitWorkers = false;
+  return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
+}
+
+struct Report {
+  std::atomic<int> count{0};
+  std::atomic<int> rank{-2};
+  std::atomic<double> silent{0};
+  Heartbeat::OnLost sink() {
+    return [this](const Heartbeat::Lost& lost) {
+      rank = lost.rank;
+      silent = lost.silent_s;
+      ++count;
+    };
+  }
+};
+
+RendezvousInfo rank_of(int rank, int world, int port) { return {rank, world, "127.0.0.1", port}; }
+
+TEST(Heartbeat, ASilentRankIsReportedWithinTheWindowAndALeavingOneNever) {
+  const int port = testing::free_port();
+  auto store = serve(port);
+  constexpr auto kWindow = 600ms;
+  Report r0;
+  Heartbeat h0(rank_of(0, 3, port), kWindow, r0.sink());
+  auto h1 = std::make_unique<Heartbeat>(rank_of(1, 3, port), kWindow, [](const Heartbeat::Lost&) {});
+  auto h2 = std::make_unique<Heartbeat>(rank_of(2, 3, port), kWindow, [](const Heartbeat::Lost&) {});
+  std::this_thread::sleep_for(3 * kWindow);
+  EXPECT_EQ(r0.count, 0) << "reported rank " << r0.rank << " while every rank beat";
+  h1->leave();  // finished: never reported
+  h1.reset();
+  std::this_thread::sleep_for(3 * kWindow);
+  EXPECT_EQ(r0.count, 0) << "reported rank " << r0.rank << " after it left";
+  h2.reset();  // silent without leaving (a rank that stopped)
+  const auto stopped = std::chrono::steady_clock::now();
+  while (r0.count == 0 && std::chrono::steady_clock::now() - stopped < 10 * kWindow) std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(r0.count, 1);
+  EXPECT_EQ(r0.rank, 2);
+  EXPECT_GE(r0.silent, 0.6);
+  EXPECT_LT(r0.silent, 0.6 + 2.0);  // the window plus a few beats (and a loaded machine's delays)
+}
+
+TEST(Heartbeat, AStoreThatGoesAwayIsReportedAsTheStore) {
+  const int port = testing::free_port();
+  auto store = serve(port);
+  Report r;
+  Heartbeat h(rank_of(1, 2, port), 500ms, r.sink());
+  Heartbeat peer(rank_of(0, 2, port), 500ms, [](const Heartbeat::Lost&) {});
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(r.count, 0);
+  store.reset();  // the server stops: connections close, new ones are refused
+  const auto gone = std::chrono::steady_clock::now();
+  while (r.count == 0 && std::chrono::steady_clock::now() - gone < 10s) std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(r.count, 1);
+  EXPECT_EQ(r.rank, -1);
+  EXPECT_NE(Heartbeat::describe({-1, r.silent}).find("rendezvous store"), std::string::npos);
+}
+
+TEST(Heartbeat, OffForOneRankOrAZeroWindow) {
+  Report r;
+  { Heartbeat alone(rank_of(0, 1, 1), 100ms, r.sink()); }
+  { Heartbeat off(rank_of(0, 2, 1), 0ms, r.sink()); }  // no thread: nothing connects to port 1
+  EXPECT_EQ(r.count, 0);
+}
+
+}  // namespace
+}  // namespace ppu
