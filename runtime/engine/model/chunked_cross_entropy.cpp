@@ -15,9 +15,9 @@ using torch::autograd::variable_list;
 // a bf16 product, a cast and an add over the whole [vocab, d] per chunk.
 #define PPU_FP32_OUT_GEMM (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 11))
 
-bool fp32_out_gemm(const torch::Tensor& a) {
-  return PPU_FP32_OUT_GEMM && a.is_cuda() && a.scalar_type() == torch::kBFloat16;
-}
+#if PPU_FP32_OUT_GEMM
+bool fp32_out_gemm(const torch::Tensor& a) { return a.is_cuda() && a.scalar_type() == torch::kBFloat16; }
+#endif
 
 // fp32 logits of rows [begin, begin + n) of `hidden`.
 torch::Tensor chunk_logits(const torch::Tensor& hidden, const torch::Tensor& weight, int64_t begin, int64_t n) {
