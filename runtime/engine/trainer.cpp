@@ -93,7 +93,7 @@ struct Progress {
   const auto status = exit_status_of(PeerError(Heartbeat::describe(lost)));
   spdlog::error("{}", status.message);
   write_termination_message(status.message);
-  spdlog::shutdown();
+  spdlog::default_logger()->flush();  // not shutdown(): the training thread may be logging
   std::_Exit(status.code);
 }
 
