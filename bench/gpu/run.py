@@ -56,16 +56,17 @@ CHILD = None  # the process being measured, killed if the deadline's SIGTERM arr
 REFERENCE = {"streaming-diloco": ("none", 1), "mlp-heads-4": ("mlp+heads", 4)}
 
 
-def load_paper_memory():
-    """bench/paper_memory/run.py, the CPU memory bench: Table 1's figures and the solo ppu-train
-    command are kept there."""
-    spec = importlib.util.spec_from_file_location("paper_memory", os.path.join(ROOT, "bench", "paper_memory", "run.py"))
+def load_module(name, path):
+    """A bench script of this tree as a module (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-PAPER_MEMORY = load_paper_memory()
+# The CPU memory bench keeps Table 1's figures and the solo ppu-train command.
+PAPER_MEMORY = load_module("paper_memory", os.path.join(ROOT, "bench", "paper_memory", "run.py"))
+TRACE_SUMMARY = load_module("trace_summary", os.path.join(HERE, "trace_summary.py"))
 
 
 def table1_gb():
@@ -108,7 +109,9 @@ def run_measured(cmd, log_path, env=None):
     return rc
 
 
-PROFILED_STEPS = 2  # traced after 3 steps (ours: train.profile_first_step; the reference: --warmup)
+# A profiled run: PROFILED_AFTER untraced steps (ours: train.profile_first_step; the
+# reference: --warmup), then PROFILED_STEPS traced ones, and no more.
+PROFILED_AFTER, PROFILED_STEPS = 3, 2
 
 
 def run_train(build, name, a, work, recompute, deterministic, profile_dir=None):
@@ -121,7 +124,7 @@ def run_train(build, name, a, work, recompute, deterministic, profile_dir=None):
         "train.device=cuda",
         "train.dtype=bf16",
         f"train.recompute={'true' if recompute else 'false'}",
-        f"train.steps={a.steps}",
+        f"train.steps={PROFILED_AFTER + PROFILED_STEPS if profile_dir else a.steps}",
         "train.eval_every=0",
         "train.eval_batches=1",
         "train.log_every=1",
@@ -138,9 +141,8 @@ def run_train(build, name, a, work, recompute, deterministic, profile_dir=None):
     if profile_dir:
         sets += [
             f"train.profile_dir={profile_dir}",
-            "train.profile_first_step=3",
+            f"train.profile_first_step={PROFILED_AFTER}",
             f"train.profile_steps={PROFILED_STEPS}",
-            f"train.steps={3 + PROFILED_STEPS}",
         ]
     summary = os.path.join(work, tag + ".json")
     cmd, env = PAPER_MEMORY.solo_train_command(build, config, summary, sets)
@@ -202,13 +204,12 @@ def run_reference(name, a, recompute, work, profile=None):
         f"--batch={a.batch}",
         f"--mode={mode}",
         f"--slices={slices}",
-        f"--steps={a.reference_steps}",
-        "--warmup=2",
+        f"--steps={PROFILED_STEPS if profile else a.reference_steps}",
+        f"--warmup={PROFILED_AFTER if profile else 2}",
     ] + (["--recompute"] if recompute else [])
     tag = f"reference-{name}" + ("" if recompute else "-no-recompute")
     if profile:
-        cmd = [c for c in cmd if not c.startswith(("--steps=", "--warmup="))]
-        cmd += ["--warmup=3", f"--steps={PROFILED_STEPS}", f"--profile={profile}", f"--profile-steps={PROFILED_STEPS}"]
+        cmd += [f"--profile={profile}", f"--profile-steps={PROFILED_STEPS}"]
         tag += "-profiled"
     log_path = os.path.join(work, tag + ".log")
     rc = run_measured(cmd, log_path)
@@ -221,13 +222,6 @@ def run_reference(name, a, recompute, work, profile=None):
     r.update({"config": name, "recompute": recompute, "rc": 0})
     print(f"{tag}: step {r['median_step_seconds']:.3f} s", flush=True)
     return r
-
-
-def load_trace_summary():
-    spec = importlib.util.spec_from_file_location("trace_summary", os.path.join(HERE, "trace_summary.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def profile_pair(a, work, out, recompute):
@@ -245,13 +239,12 @@ def profile_pair(a, work, out, recompute):
         traces["PyTorch reference"] = ref_trace
     if not traces:
         return {"recompute": recompute, "error": "no trace written"}
-    ts = load_trace_summary()
     try:
-        summaries = {label: ts.summarise(path, PROFILED_STEPS) for label, path in traces.items()}
+        summaries = {label: TRACE_SUMMARY.summarise(path, PROFILED_STEPS) for label, path in traces.items()}
     except ValueError as e:
         print(f"profile, {tag}: {e}", flush=True)
         return {"recompute": recompute, "error": str(e)}
-    text = f"### Streaming DiLoCo, {tag}, {PROFILED_STEPS} steps traced\n\n" + ts.report(summaries, 15)
+    text = f"### Streaming DiLoCo, {tag}, {PROFILED_STEPS} steps traced\n\n" + TRACE_SUMMARY.report(summaries, 15)
     with open(os.path.join(out, "profile.md"), "a") as f:
         f.write(text + "\n")
     print(text, flush=True)
