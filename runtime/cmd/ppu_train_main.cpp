@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,10 @@
 
 int main(int argc, char** argv) {
   ppu::install_crash_report("ppu-train");
+  // A peer that exits closes its sockets; Gloo's writev to such a socket must fail with EPIPE
+  // (a PeerError: exit 3, a gang restart) instead of killing this rank by SIGPIPE, which a
+  // supervisor reads as a crash (seen when a stopped rank resumed after its peers had exited).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"ppu-train: one rank of a partial-parameter-update training job"};
   std::string config_path = ppu::env_string(ppu::contract::env::kConfig, "");
   std::vector<std::string> overrides;
