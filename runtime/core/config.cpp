@@ -87,6 +87,10 @@ const Table<Collective>& table(Collective) {
   static const Table<Collective> t = {{"ring", Collective::Ring}, {"direct", Collective::Direct}};
   return t;
 }
+const Table<Recovery>& table(Recovery) {
+  static const Table<Recovery> t = {{"gang", Recovery::Gang}, {"live", Recovery::Live}};
+  return t;
+}
 
 template <class E>
 std::string name_in_table(E value) {
@@ -341,6 +345,7 @@ PPU_INSTANTIATE_CHOICE(DataSampling)
 PPU_INSTANTIATE_CHOICE(Device)
 PPU_INSTANTIATE_CHOICE(Dtype)
 PPU_INSTANTIATE_CHOICE(Collective)
+PPU_INSTANTIATE_CHOICE(Recovery)
 #undef PPU_INSTANTIATE_CHOICE
 
 std::vector<KeySchema> config_schema() {
@@ -367,6 +372,7 @@ std::string choice_name(DataSampling v) { return name_in_table(v); }
 std::string choice_name(Device v) { return name_in_table(v); }
 std::string choice_name(Dtype v) { return name_in_table(v); }
 std::string choice_name(Collective v) { return name_in_table(v); }
+std::string choice_name(Recovery v) { return name_in_table(v); }
 
 int Config::effective_slices() const {
   if (method != Method::Ppu || slicing.mode == SliceMode::None) return 1;
@@ -468,6 +474,16 @@ void validate_config(const Config& c, int world_size) {
           "config key 'outer.overlap_steps' must be in [0, outer.sync_every), got " + str(out.overlap_steps));
   require(!(out.grouping == Grouping::Slices && c.method == Method::Ppu && c.slicing.mode == SliceMode::Horizontal),
           "config key 'outer.grouping' is 'slices' but slicing.mode=horizontal has no MLP slices to group by");
+
+  // Live recovery re-runs an interrupted outer sync with the survivors' deltas: the deltas must
+  // still be this rank's untouched local progress (no overlap, no error-feedback residuals
+  // already spent), and DDP's per-step gradient all-reduce has no round to finish degraded.
+  if (c.network.recovery == Recovery::Live) {
+    require(c.method != Method::Ddp, "config key 'network.recovery' is 'live' but method=ddp has no outer rounds");
+    require(out.overlap_steps == 0,
+            "config key 'network.recovery' is 'live': it needs outer.overlap_steps = 0, got " + str(out.overlap_steps));
+    require(!out.error_feedback, "config key 'network.recovery' is 'live': it needs outer.error_feedback = false");
+  }
 
   require(c.data.source != DataSource::Shards || !c.data.path.empty(),
           "config key 'data.path' is required when data.source=shards");

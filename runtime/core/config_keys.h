@@ -54,7 +54,7 @@ inline constexpr SectionDoc kSectionDocs[] = {
     {"train", "Run length, evaluation, logging, device and precision."},
     {"checkpoint", "Where and how often checkpoints are written, and what an unusable one means."},
     {"metrics", "rank 0's Prometheus endpoint (docs/METRICS.md)."},
-    {"network", "Collective timeouts and schedule, and ppu-plan's link model."},
+    {"network", "Collective timeouts and schedule, failure detection and recovery, and ppu-plan's link model."},
 };
 
 // The default column of a model key whose value comes from model.preset.
@@ -157,7 +157,10 @@ struct KeyMeta {
   KEY(network, timeout_s,          double,     300,              above(0),    "collective and rendezvous timeout in seconds") \
   KEY(network, heartbeat_s,        double,     15,               at_least(0), "seconds without a peer's heartbeat before the ranks stop as for a dead peer (a stopped or lost rank, found long before timeout_s); 0 = off") \
   KEY(network, message_bytes,      double,     0,                at_least(0), "ppu-plan: bytes per sync instead of the model's; 0 = the model's") \
-  KEY(network, collective,         Collective, Collective::Ring, kAny,        "all-reduce schedule: ring (reduce-scatter + all-gather) or direct")
+  KEY(network, collective,         Collective, Collective::Ring, kAny,        "all-reduce schedule: ring (reduce-scatter + all-gather) or direct") \
+  KEY(network, recovery,           Recovery,   Recovery::Gang,   kAny,        "a lost rank: gang (every rank stops; the gang restarts from the last checkpoint) or live (the others finish the round without it, re-form and take its replacement back; docs/RECOVERY.md)") \
+  KEY(network, min_live_fraction,  double,     0.5,              closed(0, 1),  "recovery live: below this fraction of ranks alive the job falls back to a gang restart") \
+  KEY(network, max_uncovered_rounds, int64_t,  2,                at_least(0), "recovery live: rounds an element may go without a live owner before the job falls back to a gang restart")
 
 // Every section list in file order (the order of to_yaml, the CRD and docs/CONFIG.md).
 #define PPU_SECTION_KEYS(KEY) \

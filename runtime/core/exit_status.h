@@ -5,6 +5,7 @@
 //   ConfigError      2  a bad key, flag or combination: no retry can succeed
 //   PeerFailure      3  a peer died or a collective timed out: the gang is restarted
 //   UnusableInput    4  data or a checkpoint missing, corrupt or of another kind: no retry can succeed
+//   OutOfGroup       5  network.recovery=live: this rank is out of the live group; restart only it
 //   anything else    1  a crash or an I/O error: the gang is restarted
 #pragma once
 
@@ -29,6 +30,14 @@ class UnusableInput : public std::runtime_error {
   using std::runtime_error::runtime_error;
   // What was unusable, for the first words of the message: "data", "checkpoint", ...
   virtual const char* subject() const noexcept { return "input"; }
+};
+
+// With network.recovery=live: the live group went on without this rank (it was silent past the
+// heartbeat window, or it restarted after the group dropped it). Restarting this rank alone
+// brings it back at a round boundary.
+class OutOfGroup : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 struct ExitStatus {

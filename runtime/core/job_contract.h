@@ -14,6 +14,10 @@ inline constexpr int kRuntimeFailure = 1;  // crash or I/O error: the operator r
 inline constexpr int kConfigError = 2;     // bad key, flag or slicing: the job fails at once
 inline constexpr int kPeerFailure = 3;     // a peer died or a collective timed out: gang restart
 inline constexpr int kDataError = 4;       // data (or a required checkpoint) missing or unusable: fails at once
+// network.recovery=live: this rank is out of the live group (silent past the heartbeat window,
+// then resumed; or restarted while the group moved on without it). Restart only this rank: it
+// rejoins at a round boundary. With recovery gang it is handled like 3.
+inline constexpr int kRejoin = 5;
 }  // namespace exit_code
 
 // Whether a rank's exit code means no restart can succeed (the operator marks the job Failed).
@@ -33,7 +37,16 @@ inline constexpr const char* kMetricsPort = "PPU_METRICS_PORT";            // ov
 inline constexpr const char* kLogPrefixed = "PPU_LOG_PREFIXED";            // ppu-launch prefixes lines itself
 inline constexpr const char* kOneDnn = "PPU_ONEDNN";                       // off: no oneDNN (the AVX2-only bf16 path)
 inline constexpr const char* kTerminationLogPath = "PPU_TERMINATION_LOG";  // tests: write the message here
+// "1": the rendezvous store at MASTER_ADDR:MASTER_PORT is served by ppu-rendezvous (ppu-launch's
+// child, or the job's rendezvous pod), not by rank 0, so it outlives any rank. Required by
+// network.recovery=live; without it rank 0 hosts the store.
+inline constexpr const char* kExternalStore = "PPU_EXTERNAL_STORE";
 }  // namespace env
+
+// The store server every rank of a live-recovery job connects to: `ppu-rendezvous --port P`
+// (the runtime image carries it beside ppu-train).
+inline constexpr const char* kRendezvousBinary = "ppu-rendezvous";
+inline constexpr int kRendezvousPort = 29500;
 
 // ppu-train writes its last error line here when the file is writable, or on success its result
 // (core/run_result.h); the pod template sets it as terminationMessagePath, so the operator can
@@ -50,6 +63,12 @@ inline constexpr const char* kLoss = "ppu_loss";
 inline constexpr const char* kTokensPerSecond = "ppu_tokens_per_second";
 inline constexpr const char* kOuterRound = "ppu_outer_round";
 inline constexpr const char* kCheckpointRound = "ppu_checkpoint_round";
+// network.recovery=live (every rank reports the live group's view; the operator takes the
+// smallest live count and coverage and the largest counters).
+inline constexpr const char* kLiveRanks = "ppu_live_ranks";                 // ranks in the current group
+inline constexpr const char* kMinSliceCoverage = "ppu_min_slice_coverage";  // min over elements of live/all owners
+inline constexpr const char* kRoundsDegraded = "ppu_rounds_degraded_total"; // rounds run with a rank missing
+inline constexpr const char* kRecoveries = "ppu_recoveries_total";          // groups re-formed without a gang restart
 }  // namespace metric
 
 }  // namespace ppu::contract

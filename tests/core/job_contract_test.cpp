@@ -49,7 +49,8 @@ TEST(JobContract, ExitCodesAreTheDocumentedTable) {
                                      {ec::kRuntimeFailure, false},
                                      {ec::kConfigError, true},
                                      {ec::kPeerFailure, false},
-                                     {ec::kDataError, true}};
+                                     {ec::kDataError, true},
+                                     {ec::kRejoin, false}};
   ASSERT_EQ(rows.size(), codes.size()) << "docs/METRICS.md documents a different set of exit codes";
   for (const auto& [code, permanent] : codes) {
     ASSERT_TRUE(rows.count(code)) << "exit code " << code << " is not in docs/METRICS.md";
@@ -64,13 +65,15 @@ TEST(JobContract, EnvironmentAndScrapedMetricsAreDocumented) {
   namespace metric = ppu::contract::metric;
   const std::string docs = read_doc("METRICS.md") + read_doc("RUNTIME.md") + read_doc("OPERATOR.md");
   for (const char* name : {env::kRank, env::kWorldSize, env::kLocalRank, env::kMasterAddr, env::kMasterPort,
-                           env::kConfig, env::kRunId, env::kCheckpointDir, env::kMetricsPort, env::kLogPrefixed})
+                           env::kConfig, env::kRunId, env::kCheckpointDir, env::kMetricsPort, env::kLogPrefixed,
+                           env::kExternalStore})
     EXPECT_NE(docs.find(std::string("`") + name), std::string::npos)
         << "environment variable " << name << " is undocumented";
   const std::string metrics = read_doc("METRICS.md");
   for (const char* name :
        {metric::kStateBytes, metric::kFlopsExecuted, metric::kFlopsFullBackward, metric::kEvalPerplexity, metric::kLoss,
-        metric::kTokensPerSecond, metric::kOuterRound, metric::kCheckpointRound})
+        metric::kTokensPerSecond, metric::kOuterRound, metric::kCheckpointRound, metric::kLiveRanks,
+        metric::kMinSliceCoverage, metric::kRoundsDegraded, metric::kRecoveries})
     EXPECT_NE(metrics.find(std::string("`") + name + "`"), std::string::npos)
         << "rank metric " << name << " is not in docs/METRICS.md";
   EXPECT_NE(docs.find(ppu::contract::kTerminationLog), std::string::npos);
@@ -93,6 +96,7 @@ TEST(ExitStatus, EveryKindOfFailureHasItsContractCode) {
   const auto input = ppu::exit_status_of(Checkpointish("round-000004: no outer state"));
   EXPECT_EQ(input.code, ec::kDataError);
   EXPECT_EQ(input.message, "checkpoint error: round-000004: no outer state");
+  EXPECT_EQ(ppu::exit_status_of(ppu::OutOfGroup("rank 2 was dropped in generation 3")).code, ec::kRejoin);
   EXPECT_EQ(ppu::exit_status_of(std::runtime_error("disk full")).code, ec::kRuntimeFailure);
   EXPECT_EQ(ppu::exit_status_of(std::bad_alloc()).code, ec::kRuntimeFailure);
   EXPECT_TRUE(ppu::contract::exit_is_permanent(config.code));
