@@ -29,7 +29,7 @@ TEST(OperatorMetricNames, OnlyCountersEndInTotal) {
   JobMetrics jm;
   jm.flops_executed = 3e9;
   jm.flops_full_backward = 4e9;
-  m.set_job("ns1", "demo", jm, 2, 2, 0);
+  m.set_job("ns1", "demo", jm, 2, 2, 0, 0);
   m.gang_restart();
   m.reconcile_done("success", 0.01);
   int families = 0;

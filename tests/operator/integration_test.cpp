@@ -6,8 +6,10 @@
 #include <prometheus/text_serializer.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <thread>
@@ -351,6 +353,130 @@ TEST_F(OperatorIT, PodDeletedByHandRestartsTheGang) {
   EXPECT_TRUE(wait_pods("h", 2));
 }
 
+// ---- live recovery (training.network.recovery live) ----
+
+json live_manifest(json m) {
+  m["spec"]["training"]["network"] = {{"recovery", "live"}};
+  return m;
+}
+
+TEST_F(OperatorIT, LiveJobHasARendezvousPodAndServiceAndRanksUseThemAsAnExternalStore) {
+  start_controller();
+  json created = create_job(live_manifest(job_manifest("lv", 2)));
+  const std::string uid = created["metadata"]["uid"];
+  ASSERT_TRUE(wait_pods("lv", 3)) << "two ranks and the store";
+  Response store = client_->get(ResourceKind::Pod, "default", "lv-rendezvous");
+  ASSERT_TRUE(store.ok()) << store.describe();
+  const json& c = store.body["spec"]["containers"][0];
+  EXPECT_EQ(c["command"], json::array({"ppu-rendezvous", "--port", "29500"}));
+  EXPECT_EQ(c["image"], "ppu:test");
+  EXPECT_EQ(store.body["metadata"]["labels"]["ppu.dev/role"], "rendezvous");
+  EXPECT_EQ(store.body["metadata"]["ownerReferences"][0]["uid"], uid);
+  Response svc = client_->get(ResourceKind::Service, "default", "lv-rendezvous");
+  ASSERT_TRUE(svc.ok()) << svc.describe();
+  EXPECT_NE(svc.body["spec"]["clusterIP"], "None") << "a ClusterIP Service";
+  EXPECT_EQ(svc.body["spec"]["selector"], store.body["metadata"]["labels"]);
+  EXPECT_EQ(svc.body["spec"]["ports"][0]["port"], 29500);
+  EXPECT_EQ(svc.body["metadata"]["ownerReferences"][0]["uid"], uid);
+  for (const char* rank : {"lv-rank-0", "lv-rank-1"}) {
+    Response p = client_->get(ResourceKind::Pod, "default", rank);
+    ASSERT_TRUE(p.ok()) << p.describe();
+    EXPECT_EQ(env_value(p.body, "MASTER_ADDR"), "lv-rendezvous.default.svc") << rank;
+    EXPECT_EQ(env_value(p.body, "MASTER_PORT"), "29500") << rank;
+    EXPECT_EQ(env_value(p.body, "PPU_EXTERNAL_STORE"), "1") << rank;
+  }
+  set_all("lv", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("lv") == "Running"; })) << job("lv").dump();
+  EXPECT_TRUE(eventually([&] { return job("lv")["status"].value("recoveries", -1) == 0; })) << job("lv").dump();
+  EXPECT_EQ(pods("lv").size(), 3u) << "the store is not taken for a stray pod";
+  std::string out;
+  ASSERT_EQ(env_->kubectl("get ppj lv", out), 0) << out;
+  EXPECT_NE(out.find("RECOVERIES"), std::string::npos) << out;
+}
+
+TEST_F(OperatorIT, DeletingOneRankOfALiveJobRecreatesOnlyThatPod) {
+  start_controller(1);
+  create_job(live_manifest(job_manifest("lr", 4)));
+  ASSERT_TRUE(wait_pods("lr", 5));
+  set_all("lr", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("lr") == "Running"; }));
+  auto uid_of = [&](const std::string& pod) {
+    return client_->get(ResourceKind::Pod, "default", pod).body["metadata"].value("uid", std::string());
+  };
+  std::map<std::string, std::string> before;
+  for (const char* p : {"lr-rank-0", "lr-rank-1", "lr-rank-3", "lr-rendezvous"}) before[p] = uid_of(p);
+  const std::string lost = uid_of("lr-rank-2");
+  ASSERT_TRUE(client_->remove(ResourceKind::Pod, "default", "lr-rank-2").ok());
+  ASSERT_TRUE(eventually([&] {
+    const std::string now = uid_of("lr-rank-2");
+    return !now.empty() && now != lost;
+  })) << "rank 2 not recreated";
+  ASSERT_TRUE(eventually([&] { return job("lr")["status"].value("recoveries", 0) == 1; })) << job("lr").dump();
+  Response r2 = client_->get(ResourceKind::Pod, "default", "lr-rank-2");
+  EXPECT_EQ(env_value(r2.body, "RANK"), "2");
+  for (const auto& [p, uid] : before) EXPECT_EQ(uid_of(p), uid) << p << " was touched";
+  EXPECT_EQ(restarts("lr"), 0);
+  EXPECT_EQ(phase("lr"), "Running");
+  EXPECT_TRUE(has_event("RankRecovery"));
+  EXPECT_FALSE(has_event("GangRestart"));
+
+  // The replacement runs, then dies of a signal: recreated alone again, a second recovery.
+  set_pod_status("lr-rank-2", "Running");
+  const std::string second = uid_of("lr-rank-2");
+  set_pod_status("lr-rank-2", "Failed", 137);
+  ASSERT_TRUE(eventually([&] {
+    const std::string now = uid_of("lr-rank-2");
+    return !now.empty() && now != second && job("lr")["status"].value("recoveries", 0) == 2;
+  })) << job("lr").dump();
+  for (const auto& [p, uid] : before) EXPECT_EQ(uid_of(p), uid) << p << " was touched";
+  // Settled: the count stays at 2 and the record of the replaced rank is gone.
+  ASSERT_TRUE(eventually([&] { return !job("lr")["status"].contains("recoveringRanks"); })) << job("lr").dump();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(job("lr")["status"].value("recoveries", 0), 2);
+  EXPECT_EQ(restarts("lr"), 0);
+}
+
+TEST_F(OperatorIT, DeletingOneRankOfAGangJobStillRestartsTheGang) {
+  start_controller(1);
+  create_job(job_manifest("gr", 4));
+  ASSERT_TRUE(wait_pods("gr", 4));
+  set_all("gr", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("gr") == "Running"; }));
+  auto before = pod_uids("gr");
+  ASSERT_TRUE(client_->remove(ResourceKind::Pod, "default", "gr-rank-2").ok());
+  ASSERT_TRUE(eventually([&] { return restarts("gr") == 1; })) << job("gr").dump();
+  ASSERT_TRUE(eventually([&] {
+    auto now = pod_uids("gr");
+    if (now.size() != 4) return false;
+    for (const auto& u : now)
+      if (before.count(u)) return false;
+    return true;
+  })) << "every rank replaced";
+  EXPECT_FALSE(job("gr")["status"].contains("recoveries"));
+  EXPECT_FALSE(client_->get(ResourceKind::Pod, "default", "gr-rendezvous").ok()) << "no store for a gang job";
+}
+
+TEST_F(OperatorIT, ARankExiting3UnderLiveRestartsTheGangAndTheStore) {
+  start_controller(1);
+  create_job(live_manifest(job_manifest("l3", 2)));
+  ASSERT_TRUE(wait_pods("l3", 3));
+  set_all("l3", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("l3") == "Running"; }));
+  auto before = pod_uids("l3");
+  set_pod_status("l3-rank-1", "Failed", 3, "too few ranks left for the live group");
+  ASSERT_TRUE(eventually([&] { return restarts("l3") == 1; })) << job("l3").dump();
+  ASSERT_TRUE(eventually([&] {
+    auto now = pod_uids("l3");
+    if (now.size() != 3) return false;
+    for (const auto& u : now)
+      if (before.count(u)) return false;
+    return true;
+  })) << "ranks and store all new";
+  EXPECT_TRUE(client_->get(ResourceKind::Pod, "default", "l3-rendezvous").ok());
+  EXPECT_EQ(job("l3")["status"].value("recoveries", -1), 0);
+  EXPECT_TRUE(has_event("GangRestart"));
+}
+
 TEST_F(OperatorIT, BackoffLimitExhaustedFailsTheJob) {
   start_controller(1);
   json m = job_manifest("b", 2);
@@ -686,7 +812,8 @@ TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
     bool handleGet(CivetServer*, mg_connection* c) override {
       std::string body =
           "ppu_outer_round{rank=\"0\"} 7\nppu_eval_perplexity{rank=\"0\"} 42.5\n"
-          "ppu_state_bytes{component=\"weights\"} 100\nppu_flops_executed_total 3\nppu_flops_full_backward_total 4\n";
+          "ppu_state_bytes{component=\"weights\"} 100\nppu_flops_executed_total 3\nppu_flops_full_backward_total 4\n"
+          "ppu_live_ranks 2\nppu_min_slice_coverage 0.5\n";
       mg_printf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s", body.size(),
                 body.c_str());
       return true;
@@ -713,6 +840,10 @@ TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
   EXPECT_NE(exposition.find("ppu_job_state_bytes{component=\"weights\",job=\"mx\",namespace=\"default\"} 200"),
             std::string::npos);
   EXPECT_NE(exposition.find("ppu_operator_reconciles_total{result=\"success\"}"), std::string::npos);
+  EXPECT_EQ(job("mx")["status"]["liveRanks"], 2);
+  EXPECT_EQ(job("mx")["status"]["minSliceCoverage"], "0.500");
+  EXPECT_NE(exposition.find("ppu_job_live_ranks{job=\"mx\",namespace=\"default\"} 2"), std::string::npos);
+  EXPECT_NE(exposition.find("ppu_job_min_slice_coverage{job=\"mx\",namespace=\"default\"} 0.5"), std::string::npos);
 }
 
 TEST_F(OperatorIT, LeaderElectionAllowsOneHolderAndHandsOver) {

@@ -10,6 +10,7 @@
 #include "reconcile/job_constants.h"
 #include "reconcile/job_spec.h"
 #include "reconcile/ppujob_status.h"
+#include "reconcile/rendezvous.h"
 
 namespace ppu::op {
 
@@ -80,7 +81,8 @@ void Controller::set_progress(const std::string& key, const ScrapedProgress& p) 
     std::lock_guard<std::mutex> l(progress_mu_);
     auto& cur = progress_[key];
     changed = cur.outer_round != p.outer_round || cur.eval_perplexity != p.eval_perplexity ||
-              cur.checkpoint_round != p.checkpoint_round;
+              cur.checkpoint_round != p.checkpoint_round || cur.live_ranks != p.live_ranks ||
+              cur.min_slice_coverage != p.min_slice_coverage;
     cur = p;
   }
   if (changed) queue_.add(key);
@@ -140,10 +142,14 @@ void Controller::process(const std::string& key) {
   const std::string uid = (*job)["metadata"].value("uid", std::string());
   // Only objects this job controls: a same-named job re-created with a new uid must not adopt
   // the previous incarnation's pods (they are garbage-collected).
-  for (auto& p : pods_->by_job(ns, name))
-    if (owned_by(p, uid)) in.pods.push_back(std::move(p));
+  for (auto& p : pods_->by_job(ns, name)) {
+    if (!owned_by(p, uid)) continue;
+    if (is_rendezvous_pod(p)) in.rendezvous_pod = std::move(p);
+    else in.pods.push_back(std::move(p));
+  }
   JobSpec spec = parse_job(*job);
   if (auto s = services_->get(ns, service_name(spec)); s && owned_by(*s, uid)) in.service = s;
+  if (auto s = services_->get(ns, rendezvous_name(spec)); s && owned_by(*s, uid)) in.rendezvous_service = s;
   if (auto c = configmaps_->get(ns, config_map_name(spec)); c && owned_by(*c, uid)) in.config_map = c;
   if (netpols_) {
     if (auto n = netpols_->get(ns, network_policy_name(spec)); n && owned_by(*n, uid)) in.network_policy = n;
@@ -175,7 +181,8 @@ void Controller::process(const std::string& key) {
   if (metrics_) {
     const PPUJobStatus st = status_of(in.job);
     metrics_->set_job_status(ns, name, static_cast<int>(st.ready_ranks.value_or(0)), spec.replicas,
-                             static_cast<int>(st.restart_count.value_or(0)));
+                             static_cast<int>(st.restart_count.value_or(0)),
+                             static_cast<int>(st.recoveries.value_or(0)));
     // A final result (the status this pass wrote, else the one observed) sets the job's gauges,
     // also after an operator restart, when no scrape will ever run for the finished job.
     const PPUJobStatus* current = &st;

@@ -39,7 +39,7 @@ void MetricsScraper::scrape_once() {
     JobSpec spec = parse_job(job);
     std::vector<std::vector<Sample>> per_rank;
     for (const auto& pod : controller_.pods_of(spec.ns, spec.name)) {
-      if (pod_phase(pod) != "Running") continue;
+      if (pod_phase(pod) != "Running" || !pod_rank(pod)) continue;  // ranks only, not the rendezvous store
       std::string ip = pod["status"].value("podIP", std::string());
       if (ip.empty()) continue;
       if (ip.find(':') != std::string::npos) ip = "[" + ip + "]";
@@ -51,11 +51,13 @@ void MetricsScraper::scrape_once() {
     if (per_rank.empty()) continue;
     JobMetrics m = aggregate_job_metrics(per_rank);
     metrics_.set_job(spec.ns, spec.name, m, static_cast<int>(st.ready_ranks.value_or(0)), spec.replicas,
-                     static_cast<int>(st.restart_count.value_or(0)));
+                     static_cast<int>(st.restart_count.value_or(0)), static_cast<int>(st.recoveries.value_or(0)));
     ScrapedProgress p;
     p.outer_round = m.outer_round;
     p.eval_perplexity = m.eval_perplexity;
     p.checkpoint_round = m.checkpoint_round;
+    p.live_ranks = m.live_ranks;
+    p.min_slice_coverage = m.min_slice_coverage;
     controller_.set_progress(spec.ns + "/" + spec.name, p);
   }
 }

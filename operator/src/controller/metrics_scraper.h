@@ -1,6 +1,7 @@
 // MetricsScraper: every interval, GETs http://<podIP>:<metricsPort>/metrics of each running rank
 // of each job the controller caches, aggregates the samples per job (metrics/job_metrics.h),
-// exports the per-job gauges and hands outer round / perplexity to the controller for status.
+// exports the per-job gauges and hands outer round / perplexity (and, with recovery live, the
+// live group's size and slice coverage) to the controller for status.
 // Ranks that do not answer are skipped; scraping never blocks reconciling (its own thread).
 #pragma once
 

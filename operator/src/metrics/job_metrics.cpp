@@ -34,6 +34,11 @@ JobMetrics aggregate_job_metrics(const std::vector<std::vector<Sample>>& per_ran
       } else if (s.name == contract::metric::kCheckpointRound) {
         auto r = static_cast<int64_t>(s.value);
         m.checkpoint_round = m.checkpoint_round ? std::max(*m.checkpoint_round, r) : r;
+      } else if (s.name == contract::metric::kLiveRanks) {
+        auto n = static_cast<int64_t>(s.value);
+        m.live_ranks = m.live_ranks ? std::min(*m.live_ranks, n) : n;
+      } else if (s.name == contract::metric::kMinSliceCoverage) {
+        m.min_slice_coverage = m.min_slice_coverage ? std::min(*m.min_slice_coverage, s.value) : s.value;
       }
     }
   }

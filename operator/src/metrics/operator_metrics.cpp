@@ -57,7 +57,13 @@ OperatorMetrics::OperatorMetrics()
       tps_(gauge_family(*registry_, "ppu_job_tokens_per_second", "Training tokens/s summed over ranks")),
       ready_(gauge_family(*registry_, "ppu_job_ranks_ready", "Ready rank pods")),
       total_(gauge_family(*registry_, "ppu_job_replicas", "Ranks wanted (spec.replicas)")),
-      job_restarts_(gauge_family(*registry_, "ppu_job_restarts", "Gang restarts of the job (status.restartCount)")) {}
+      job_restarts_(gauge_family(*registry_, "ppu_job_restarts", "Gang restarts of the job (status.restartCount)")),
+      job_recoveries_(gauge_family(*registry_, "ppu_job_recoveries",
+                                   "Rank pods recreated alone by live recovery (status.recoveries)")),
+      live_ranks_(gauge_family(*registry_, "ppu_job_live_ranks",
+                               "Ranks in the live group, the smallest count any rank reports")),
+      coverage_(gauge_family(*registry_, "ppu_job_min_slice_coverage",
+                             "Smallest fraction of an element's owners that are live, over the ranks")) {}
 
 void OperatorMetrics::reconcile_done(const std::string& result, double seconds) {
   reconciles_.Add({{"result", result}}).Increment();
@@ -94,17 +100,18 @@ prometheus::Gauge& OperatorMetrics::job_gauge(prometheus::Family<prometheus::Gau
   return g;
 }
 
-void OperatorMetrics::set_job_status(const std::string& ns, const std::string& job, int ready, int total,
-                                     int restarts) {
+void OperatorMetrics::set_job_status(const std::string& ns, const std::string& job, int ready, int total, int restarts,
+                                     int recoveries) {
   std::lock_guard<std::mutex> l(mu_);
   job_gauge(ready_, ns, job).Set(ready);
   job_gauge(total_, ns, job).Set(total);
   job_gauge(job_restarts_, ns, job).Set(restarts);
+  job_gauge(job_recoveries_, ns, job).Set(recoveries);
 }
 
 void OperatorMetrics::set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ready, int total,
-                              int restarts) {
-  set_job_status(ns, job, ready, total, restarts);
+                              int restarts, int recoveries) {
+  set_job_status(ns, job, ready, total, restarts, recoveries);
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [component, bytes] : m.state_bytes)
     job_gauge(state_bytes_, ns, job, {{"component", component}}).Set(bytes);
@@ -115,6 +122,8 @@ void OperatorMetrics::set_job(const std::string& ns, const std::string& job, con
   if (m.loss) job_gauge(loss_, ns, job).Set(*m.loss);
   if (m.outer_round) job_gauge(round_, ns, job).Set(static_cast<double>(*m.outer_round));
   if (m.tokens_per_second) job_gauge(tps_, ns, job).Set(*m.tokens_per_second);
+  if (m.live_ranks) job_gauge(live_ranks_, ns, job).Set(static_cast<double>(*m.live_ranks));
+  if (m.min_slice_coverage) job_gauge(coverage_, ns, job).Set(*m.min_slice_coverage);
 }
 
 void OperatorMetrics::set_job_result(const std::string& ns, const std::string& job, int64_t outer_round,

@@ -33,8 +33,9 @@ class OperatorMetrics {
 
   // Per-job series (labels namespace, job); remove_job drops them when the job goes away.
   void set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ranks_ready, int ranks_total,
-               int restarts);
-  void set_job_status(const std::string& ns, const std::string& job, int ranks_ready, int ranks_total, int restarts);
+               int restarts, int recoveries);
+  void set_job_status(const std::string& ns, const std::string& job, int ranks_ready, int ranks_total, int restarts,
+                      int recoveries);
   // A finished job's final round and perplexity (status.result), which no scrape follows.
   void set_job_result(const std::string& ns, const std::string& job, int64_t outer_round, double perplexity);
   void remove_job(const std::string& ns, const std::string& job);
@@ -62,6 +63,9 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& ready_;
   prometheus::Family<prometheus::Gauge>& total_;
   prometheus::Family<prometheus::Gauge>& job_restarts_;
+  prometheus::Family<prometheus::Gauge>& job_recoveries_;
+  prometheus::Family<prometheus::Gauge>& live_ranks_;
+  prometheus::Family<prometheus::Gauge>& coverage_;
   std::mutex mu_;
   // ns/job → every gauge created for it, so remove_job can drop them all.
   std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>> per_job_;

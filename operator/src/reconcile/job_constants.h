@@ -31,6 +31,9 @@ inline constexpr const char* kResultReported = "ResultReported";
 // spec.export of a Succeeded job. True: the model is on the checkpoint volume (status.export says
 // where); False while the export Job runs or is refused, or once it failed (reasons below).
 inline constexpr const char* kExported = "Exported";
+// recovery live only. True while Running with fewer ranks in the live group than replicas, or a
+// slice element without a live owner (status.liveRanks, status.minSliceCoverage); False otherwise.
+inline constexpr const char* kDegraded = "Degraded";
 }  // namespace condition
 
 // Reasons: of events, of conditions and of status.reason (the same word where they coincide).
@@ -53,6 +56,13 @@ inline constexpr const char* kBackoffLimitExceeded = "BackoffLimitExceeded";
 inline constexpr const char* kConfigurationError = "ConfigurationError";            // a rank exited 2
 inline constexpr const char* kCheckpointOrDataMissing = "CheckpointOrDataMissing";  // a rank exited 4
 inline constexpr const char* kPodCreationFailed = "PodCreationFailed";              // event of a refusal
+// recovery live.
+inline constexpr const char* kRankRecovery = "RankRecovery";  // event: one rank pod lost, recreated alone
+inline constexpr const char* kRecoveryLimitExceeded = "RecoveryLimitExceeded";  // Failed: maxRecoveries spent
+inline constexpr const char* kLiveGroupDegraded = "LiveGroupDegraded";          // Degraded True
+inline constexpr const char* kLiveGroupComplete = "LiveGroupComplete";          // Degraded False: all ranks live
+inline constexpr const char* kLiveGroupNotReported = "LiveGroupNotReported";    // Degraded False: no figures yet
+inline constexpr const char* kNotRunning = "NotRunning";                        // Degraded False: phase not Running
 // The export (condition Exported; the same words as events, ExportStarted an event only).
 inline constexpr const char* kExportStarted = "ExportStarted";  // event: the export Job was created
 inline constexpr const char* kExportRunning = "ExportRunning";  // Exported False: ppu-export runs

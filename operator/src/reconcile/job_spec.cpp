@@ -1,5 +1,7 @@
 #include "reconcile/job_spec.h"
 
+#include "core/job_contract.h"
+
 namespace ppu::op {
 
 namespace {
@@ -26,6 +28,11 @@ JobSpec parse_job(const json& job) {
   j.metrics_port = value_or<int>(j.spec, "metricsPort", 9100);
   const json rp = j.spec.value("runPolicy", json::object());
   j.run_policy.backoff_limit = value_or<int>(rp, "backoffLimit", 3);
+  j.run_policy.max_recoveries = value_or<int>(rp, "maxRecoveries", j.run_policy.max_recoveries);
+  // The one source of the policy is the training config the ranks read (network.recovery).
+  const json training = j.spec.value("training", json::object());
+  const json network = training.is_object() ? training.value("network", json::object()) : json::object();
+  j.recovery = value_or<std::string>(network, "recovery", "gang") == "live" ? Recovery::Live : Recovery::Gang;
   if (rp.contains("activeDeadlineSeconds") && !rp["activeDeadlineSeconds"].is_null())
     j.run_policy.active_deadline_seconds = rp["activeDeadlineSeconds"].get<int64_t>();
   if (rp.contains("ttlSecondsAfterFinished") && !rp["ttlSecondsAfterFinished"].is_null())
@@ -52,7 +59,14 @@ std::string export_job_name(const JobSpec& j) { return j.name + "-export"; }
 std::string export_network_policy_name(const JobSpec& j) { return j.name + ".export"; }
 std::string pod_name(const JobSpec& j, int rank) { return j.name + "-rank-" + std::to_string(rank); }
 std::string run_id(const JobSpec& j) { return j.ns + "-" + j.name + "-" + j.uid.substr(0, 8); }
-std::string master_addr(const JobSpec& j) { return pod_name(j, 0) + "." + service_name(j) + "." + j.ns + ".svc"; }
+std::string rendezvous_name(const JobSpec& j) { return j.name + "-rendezvous"; }
+
+std::string master_addr(const JobSpec& j) {
+  if (j.recovery == Recovery::Live) return rendezvous_name(j) + "." + j.ns + ".svc";
+  return pod_name(j, 0) + "." + service_name(j) + "." + j.ns + ".svc";
+}
+
+int master_port(const JobSpec& j) { return j.recovery == Recovery::Live ? contract::kRendezvousPort : j.master_port; }
 
 std::optional<int> pod_rank(const json& pod) {
   const json* labels = nullptr;

@@ -1,7 +1,8 @@
 // JobSpec: a PPUJob's spec read into plain values, with the CRD's defaults applied again (the
 // operator must behave the same on objects created before a default existed). Also the names
 // every object of a job gets: <job> (Service, NetworkPolicy), <job>-config (ConfigMap), <job>-rank-<k> (pods),
-// and for spec.export <job>-export (batch/v1 Job) and <job>.export (its NetworkPolicy).
+// for spec.export <job>-export (batch/v1 Job) and <job>.export (its NetworkPolicy), and with
+// training.network.recovery live <job>-rendezvous (the store's pod and Service, rendezvous.h).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@ inline constexpr const char* kExportLabel = "ppu.dev/export";
 
 struct RunPolicy {
   int backoff_limit = 3;
+  int max_recoveries = 10;  // recovery live: single ranks recreated before the job is Failed
   std::optional<int64_t> active_deadline_seconds;
   std::optional<int64_t> ttl_seconds_after_finished;
   std::string clean_pod_policy = "Running";  // All | Running | None
@@ -40,6 +42,11 @@ struct ExportSpec {
   json resources;  // spec.export.resources; null: the ranks' cpu and memory (export_job.h)
 };
 
+// spec.training.network.recovery: what a lost rank costs (docs/OPERATOR.md, "Live recovery").
+// Gang: every rank stops and the gang restarts; Live: the other ranks go on and only the lost
+// rank's pod is recreated, against a rendezvous store that lives outside the ranks.
+enum class Recovery { Gang, Live };
+
 struct JobSpec {
   std::string ns, name, uid;
   int64_t generation = 0;
@@ -47,6 +54,7 @@ struct JobSpec {
   std::string image;
   int master_port = 29500;
   int metrics_port = 9100;
+  Recovery recovery = Recovery::Gang;
   RunPolicy run_policy;
   std::optional<ExportSpec> model_export;  // nullopt: spec.export absent, nothing is exported
   json spec;  // the raw spec, for passthrough fields (resources, volumes, scheduling, training)
@@ -64,7 +72,13 @@ std::string export_job_name(const JobSpec& j);      // <job>-export
 std::string export_network_policy_name(const JobSpec& j);
 // <namespace>-<job>-<first 8 characters of the uid>: unique per job object, stable across restarts.
 std::string run_id(const JobSpec& j);
+// <job>-rendezvous: the pod and the Service of the live-recovery store.
+std::string rendezvous_name(const JobSpec& j);
+// The store the ranks rendezvous at: rank 0 (<job>-rank-0.<job>.<ns>.svc, spec.masterPort) with
+// recovery gang; the rendezvous Service (<job>-rendezvous.<ns>.svc, contract::kRendezvousPort)
+// with recovery live.
 std::string master_addr(const JobSpec& j);
+int master_port(const JobSpec& j);
 // Rank encoded in a pod's ppu.dev/rank label; nullopt when absent or malformed.
 std::optional<int> pod_rank(const json& pod);
 

@@ -36,6 +36,14 @@ std::optional<FatalExit> fatal_exit(const json& pod) {
   return std::nullopt;
 }
 
+std::optional<int> exit_code(const json& pod) {
+  const json st = pod.value("status", json::object());
+  for (const auto& cs : st.value("containerStatuses", json::array()))
+    if (cs.contains("state") && cs["state"].contains("terminated"))
+      return cs["state"]["terminated"].value("exitCode", 0);
+  return std::nullopt;
+}
+
 std::string termination_message(const json& pod) {
   const json st = pod.value("status", json::object());
   for (const auto& cs : st.value("containerStatuses", json::array()))

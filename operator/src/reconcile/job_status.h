@@ -23,6 +23,10 @@ struct FatalExit {
 // The termination message of the pod's (first) terminated container, "" if none.
 std::string termination_message(const json& pod);
 
+// The exit code of the pod's (first) terminated container; nullopt when none terminated
+// (evicted before starting, node lost, still running).
+std::optional<int> exit_code(const json& pod);
+
 // A container of the pod terminated with exit code 2 or 4.
 std::optional<FatalExit> fatal_exit(const json& pod);
 // Why a pod counts as failed ("Evicted", "NodeLost", "Error: exit code 1", ...), for events.

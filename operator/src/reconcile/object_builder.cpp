@@ -167,9 +167,11 @@ json build_pod(const JobSpec& j, int rank, int restart) {
 
   json envs = json::array(
       {env(contract::env::kRank, std::to_string(rank)), env(contract::env::kWorldSize, std::to_string(j.replicas)),
-       env(contract::env::kMasterAddr, master_addr(j)), env(contract::env::kMasterPort, std::to_string(j.master_port)),
+       env(contract::env::kMasterAddr, master_addr(j)), env(contract::env::kMasterPort, std::to_string(master_port(j))),
        env(contract::env::kConfig, kConfigPath), env(contract::env::kCheckpointDir, kCheckpointPath),
        env(contract::env::kRunId, run_id(j)), env(contract::env::kMetricsPort, std::to_string(j.metrics_port))});
+  // The store is the rendezvous pod's (rendezvous.h), so it outlives any rank, rank 0 included.
+  if (j.recovery == Recovery::Live) envs.push_back(env(contract::env::kExternalStore, "1"));
   if (s.contains("env") && s["env"].is_array())
     for (const auto& e : s["env"]) envs.push_back(e);
 

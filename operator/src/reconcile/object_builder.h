@@ -19,7 +19,8 @@ namespace ppu::op {
 std::string render_training_config(const JobSpec& j);
 json build_config_map(const JobSpec& j);
 json build_service(const JobSpec& j);
-// `restart` is the job's restartCount when the pod is created (recorded as an annotation).
+// `restart` is the job's restartCount when the pod is created (recorded as an annotation). With
+// recovery live its store is the rendezvous Service (MASTER_ADDR, MASTER_PORT, PPU_EXTERNAL_STORE=1).
 json build_pod(const JobSpec& j, int rank, int restart);
 // Ingress to the job's pods: from its own pods on every port (c10d rendezvous on masterPort and
 // Gloo's pair connections on ephemeral ports), and to metricsPort from `metrics_namespaces`.

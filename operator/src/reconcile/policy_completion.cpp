@@ -17,6 +17,7 @@ void finish(Pass& p, bool succeeded, const std::string& why, const std::string& 
   p.status.phase = succeeded ? JobPhase::Succeeded : JobPhase::Failed;
   p.status.completion_time = format_rfc3339(p.in.now);
   p.status.next_restart_time.reset();
+  p.status.recovering_ranks.reset();
   p.cond(succeeded ? condition::kSucceeded : condition::kFailed, true, why, message);
   p.cond(condition::kRunning, false, why, message);
   if (const Condition* c = p.status.condition(condition::kPodCreationFailed); c && c->is_true())

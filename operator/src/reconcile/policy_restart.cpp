@@ -1,6 +1,8 @@
 // Restart: a failed or lost rank restarts the whole gang (ranks resume from the latest
 // checkpoint) after an exponential back-off, at most backoffLimit times; exit codes 2 and 4
-// fail the job at once because a restart cannot fix them (docs/METRICS.md).
+// fail the job at once because a restart cannot fix them (docs/METRICS.md). With recovery live
+// only exit code 3 (the survivors gave up the live group) and a lost rendezvous store restart the
+// gang, and the store is recreated with it (fresh keys); other losses are policy_recovery.cpp's.
 #include <cmath>
 
 #include "core/job_contract.h"
@@ -13,8 +15,9 @@ namespace ppu::op::detail::policy {
 bool restarting(Pass& p, const Gang& g) {
   if (p.phase() != JobPhase::Restarting) return false;
   // Tear-down first; the new gang is created only once every old pod is gone (names repeat).
-  if (!g.by_rank.empty() || g.any_terminating) {
+  if (!g.by_rank.empty() || g.any_terminating || g.rendezvous) {
     for (const auto& [r, pod] : g.by_rank) p.delete_pod(*pod);
+    if (g.rendezvous) p.delete_pod(*g.rendezvous);
     return true;
   }
   auto not_before = parse_rfc3339(p.status.next_restart_time.value_or(""));
@@ -26,6 +29,8 @@ bool restarting(Pass& p, const Gang& g) {
   p.status.next_restart_time.reset();
   p.cond(condition::kRestarting, false, reason::kGangRecreated,
          "rank pods recreated; ranks resume from the latest checkpoint");
+  p.status.recovering_ranks.reset();  // a new gang: no rank is being replaced
+  keep_rendezvous(p, g);
   for (int r = 0; r < g.size; ++r) p.create(ResourceKind::Pod, build_pod(p.spec, r, p.restarts()));
   p.event(event_type::kNormal, reason::kGangCreated,
           "created " + std::to_string(g.size) + " rank pods (restart " + std::to_string(p.restarts()) + ")");
@@ -46,18 +51,36 @@ bool fatal_exit(Pass& p, const Gang& g) {
   return false;
 }
 
+namespace {
+
+// With recovery live, what ends the live group: a rank that exited 3, or the store's pod lost.
+std::string live_group_failure(const Pass& p, const Gang& g, bool started) {
+  for (const auto& [r, pod] : g.by_rank)
+    if (pod_lost(*pod) && exit_code(*pod) == contract::exit_code::kPeerFailure)
+      return "rank " + std::to_string(r) + " failed (" + failure_reason(*pod) +
+             ": too few ranks or slices left for the live group)";
+  if (g.rendezvous && pod_lost(*g.rendezvous))
+    return "rendezvous pod " + rendezvous_name(p.spec) + " failed (" + failure_reason(*g.rendezvous) + ")";
+  if (!g.rendezvous && !g.rendezvous_terminating && started)
+    return "rendezvous pod " + rendezvous_name(p.spec) + " disappeared (deleted, evicted or node lost)";
+  return "";
+}
+
+}  // namespace
+
 bool rank_failure(Pass& p, const Gang& g) {
   std::string failure;
   bool started = false;
   for (const auto& [r, pod] : g.by_rank) {
     auto ph = pod_phase(*pod);
     if (ph == pod_phase_name::kRunning || ph == pod_phase_name::kSucceeded) started = true;
-    if ((ph == pod_phase_name::kFailed || ph == pod_phase_name::kUnknown) && failure.empty())
+    if (pod_lost(*pod) && failure.empty())
       failure = "rank " + std::to_string(r) + " failed (" + failure_reason(*pod) + ")";
   }
+  if (p.spec.recovery == Recovery::Live) failure = live_group_failure(p, g, started);
   // A missing rank is a loss only once the gang has started; before that it is a creation that
   // has not happened (or not been observed) yet, and creating it again is harmless.
-  if (failure.empty() && started && static_cast<int>(g.by_rank.size()) < g.size) {
+  else if (failure.empty() && started && static_cast<int>(g.by_rank.size()) < g.size) {
     for (int r = 0; r < g.size; ++r)
       if (!g.by_rank.count(r)) {
         failure = "rank " + std::to_string(r) + " pod disappeared (deleted, evicted or node lost)";
@@ -83,6 +106,7 @@ bool rank_failure(Pass& p, const Gang& g) {
           failure + "; restarting all " + std::to_string(g.size) + " ranks (restart " + std::to_string(n) + " of " +
               std::to_string(limit) + ")");
   for (const auto& [r, pod] : g.by_rank) p.delete_pod(*pod);
+  if (g.rendezvous) p.delete_pod(*g.rendezvous);
   return true;
 }
 

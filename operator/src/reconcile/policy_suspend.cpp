@@ -11,6 +11,7 @@ bool suspend(Pass& p) {
   if (p.phase() != JobPhase::Suspended) {
     p.status.phase = JobPhase::Suspended;
     p.status.next_restart_time.reset();
+    p.status.recovering_ranks.reset();
     p.cond(condition::kSuspended, true, reason::kSuspended, "spec.runPolicy.suspend is true; rank pods deleted");
     p.cond(condition::kRunning, false, reason::kSuspended, "job is suspended");
     p.event(event_type::kNormal, reason::kSuspended, "job suspended, rank pods deleted");

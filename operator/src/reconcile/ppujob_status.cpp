@@ -18,9 +18,11 @@ constexpr std::pair<JobPhase, const char*> kPhaseWords[] = {
 
 // The schema's top-level keys; everything else goes to PPUJobStatus::unknown.
 constexpr const char* kStatusKeys[] = {
-    "phase",       "conditions",  "reason",       "message",         "readyRanks",          "activeRanks",
-    "failedRanks", "readyString", "restartCount", "nextRestartTime", "lastCheckpointRound", "outerRound",
-    "perplexity",  "result",      "export",       "startTime",       "completionTime",      "observedGeneration",
+    "phase",          "conditions",         "reason",      "message",          "readyRanks",
+    "activeRanks",    "failedRanks",        "readyString", "restartCount",     "nextRestartTime",
+    "recoveries",     "recoveringRanks",    "liveRanks",   "minSliceCoverage", "lastCheckpointRound",
+    "outerRound",     "perplexity",         "result",      "export",           "startTime",
+    "completionTime", "observedGeneration",
 };
 
 // A present, non-null key read as T (throws nlohmann's type_error on another type).
@@ -108,6 +110,14 @@ void from_json(const json& j, Condition& c) {
   read(o, "observedGeneration", c.observed_generation);
 }
 
+void to_json(json& j, const RecoveringRank& r) { j = json{{"rank", r.rank}, {"podUID", r.pod_uid}}; }
+
+void from_json(const json& j, RecoveringRank& r) {
+  const json& o = object_or_empty(j, "status.recoveringRanks[]");
+  r.rank = o.value("rank", int64_t{0});
+  r.pod_uid = o.value("podUID", std::string());
+}
+
 void to_json(json& j, const JobResult& r) {
   j = json::object();
   write(j, "outerRound", r.outer_round);
@@ -166,6 +176,10 @@ void to_json(json& j, const PPUJobStatus& s) {
   write(j, "readyString", s.ready_string);
   write(j, "restartCount", s.restart_count);
   write(j, "nextRestartTime", s.next_restart_time);
+  write(j, "recoveries", s.recoveries);
+  write(j, "recoveringRanks", s.recovering_ranks);
+  write(j, "liveRanks", s.live_ranks);
+  write(j, "minSliceCoverage", s.min_slice_coverage);
   write(j, "lastCheckpointRound", s.last_checkpoint_round);
   write(j, "outerRound", s.outer_round);
   if (s.perplexity) std::visit([&](const auto& v) { j["perplexity"] = v; }, *s.perplexity);
@@ -196,6 +210,10 @@ void from_json(const json& j, PPUJobStatus& s) {
   read(o, "readyString", s.ready_string);
   read(o, "restartCount", s.restart_count);
   read(o, "nextRestartTime", s.next_restart_time);
+  read(o, "recoveries", s.recoveries);
+  read(o, "recoveringRanks", s.recovering_ranks);
+  read(o, "liveRanks", s.live_ranks);
+  read(o, "minSliceCoverage", s.min_slice_coverage);
   read(o, "lastCheckpointRound", s.last_checkpoint_round);
   read(o, "outerRound", s.outer_round);
   if (auto it = o.find("perplexity"); it != o.end() && !it->is_null()) {

@@ -62,6 +62,14 @@ struct ExportedModel {
   std::optional<std::string> dtype;
 };
 
+// One of status.recoveringRanks (recovery live): a rank whose pod the operator is replacing, and
+// the uid of the pod it counted as lost ("" when the pod vanished unseen). It makes the count of
+// status.recoveries exactly once per lost pod whatever the caches show (policy_recovery.cpp).
+struct RecoveringRank {
+  int64_t rank = 0;
+  std::string pod_uid;
+};
+
 // status.perplexity is x-kubernetes-int-or-string: the operator writes a decimal string, an
 // integer someone else wrote stays an integer.
 using IntOrString = std::variant<int64_t, std::string>;
@@ -80,6 +88,12 @@ struct PPUJobStatus {
   std::optional<std::string> ready_string;  // "ready/replicas"
   std::optional<int64_t> restart_count;
   std::optional<std::string> next_restart_time;  // RFC 3339
+  // recovery live: single rank pods recreated (not gang restarts), those being replaced now, and
+  // from the ranks' metrics the smallest live group and slice coverage (a decimal string in [0,1]).
+  std::optional<int64_t> recoveries;
+  std::optional<std::vector<RecoveringRank>> recovering_ranks;
+  std::optional<int64_t> live_ranks;
+  std::optional<std::string> min_slice_coverage;
   std::optional<int64_t> last_checkpoint_round;
   std::optional<int64_t> outer_round;
   std::optional<IntOrString> perplexity;
@@ -103,6 +117,8 @@ PPUJobStatus status_of(const json& job);
 
 void to_json(json& j, const Condition& c);
 void from_json(const json& j, Condition& c);
+void to_json(json& j, const RecoveringRank& r);
+void from_json(const json& j, RecoveringRank& r);
 void to_json(json& j, const JobResult& r);
 void from_json(const json& j, JobResult& r);
 void to_json(json& j, const ExportedModel& x);

@@ -69,10 +69,12 @@ struct Pass {
     if (!deleted.insert(name_of(pod)).second) return;
     delete_object(ResourceKind::Pod, pod);
   }
+  // Every pod of the job, the rendezvous store's included.
   template <class Pred>
   void delete_pods_if(Pred pred) {
     for (const auto& p : in.pods)
       if (pred(p)) delete_pod(p);
+    if (in.rendezvous_pod && pred(*in.rendezvous_pod)) delete_pod(*in.rendezvous_pod);
   }
   void cond(const std::string& type, bool on, const std::string& why, const std::string& msg) {
     status.set_condition(type, on ? "True" : "False", why, msg, in.now, spec.generation);
@@ -93,13 +95,24 @@ inline bool pod_active(const json& p) {
   return ph == pod_phase_name::kPending || ph == pod_phase_name::kRunning || ph == pod_phase_name::kUnknown;
 }
 
-// The K rank pods as the policies see them: rank -> pod, terminating pods set aside.
+// A pod that failed or was lost: Failed, or Unknown (its node stopped reporting).
+inline bool pod_lost(const json& p) {
+  const auto ph = pod_phase(p);
+  return ph == pod_phase_name::kFailed || ph == pod_phase_name::kUnknown;
+}
+
+// The K rank pods as the policies see them: rank -> pod, terminating pods set aside; with recovery
+// live also the rendezvous store's pod.
 struct Gang {
   int size = 0;  // K = spec.replicas
   std::map<int, const json*> by_rank;
-  bool any_terminating = false;
+  std::set<int> terminating_ranks;   // ranks whose pod is terminating (its name is not free yet)
+  bool any_terminating = false;      // a rank's or the store's pod is terminating
+  const json* rendezvous = nullptr;  // the store's pod, when not terminating (recovery live)
+  bool rendezvous_terminating = false;
 };
-// Also asks to delete every pod that is not one of the K ranks (e.g. left from a larger replicas).
+// Also asks to delete every pod that is not one of the K ranks (e.g. left from a larger replicas),
+// and the rendezvous pod of a job whose recovery is gang.
 Gang observe_gang(Pass& p);
 
 namespace policy {
@@ -138,8 +151,20 @@ bool restarting(Pass& p, const Gang& g);
 // A rank exited 2 (configuration) or 4 (checkpoint or data missing) => Failed at once.
 bool fatal_exit(Pass& p, const Gang& g);
 // A rank failed or vanished after the gang started => gang restart with back-off, or Failed
-// once restartCount reached backoffLimit.
+// once restartCount reached backoffLimit. With recovery live only what the live group cannot
+// survive: a rank that exited 3 (its peers fell back to a gang restart), or the store's pod lost.
 bool rank_failure(Pass& p, const Gang& g);
+
+// Live recovery (policy_recovery.cpp), recovery live only.
+// A rank pod lost for any other reason (exit 5, 1, a signal; Unknown; deleted or gone with its
+// node) is deleted if still there and recreated alone by the pass's missing ranks (same name and
+// rank): status.recoveries + 1, once per lost pod (status.recoveringRanks), or Failed
+// (RecoveryLimitExceeded) past spec.runPolicy.maxRecoveries. True only when it failed the job.
+bool live_recovery(Pass& p, const Gang& g);
+// Creates the store's pod when there is none (before any rank, so a refusal stops the ranks too).
+void keep_rendezvous(Pass& p, const Gang& g);
+// Condition Degraded from status.liveRanks / minSliceCoverage and the phase (after the policies).
+void degraded(Pass& p);
 
 }  // namespace policy
 }  // namespace ppu::op::detail

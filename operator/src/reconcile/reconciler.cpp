@@ -1,6 +1,7 @@
 // reconcile(): the order in which the policies see a pass, plus what every active job needs
 // whatever the policies decide: its owned objects (ConfigMap, Service, NetworkPolicy), the rank
-// pods that are missing, the Running transition, the refusal condition and the rank counts.
+// pods that are missing, the Running transition, the refusal condition and the rank counts; with
+// recovery live also the rendezvous store's Service and pod.
 #include "reconcile/reconciler.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "kube/rfc3339.h"
 #include "reconcile/object_builder.h"
 #include "reconcile/reconcile_pass.h"
+#include "reconcile/rendezvous.h"
 
 namespace ppu::op {
 
@@ -25,16 +27,27 @@ Gang observe_gang(Pass& p) {
   Gang g;
   g.size = p.spec.replicas;
   for (const auto& pod : p.in.pods) {
+    auto r = pod_rank(pod);
     if (pod_terminating(pod)) {
       g.any_terminating = true;
+      if (r) g.terminating_ranks.insert(*r);
       continue;
     }
-    auto r = pod_rank(pod);
     if (!r || *r >= g.size || g.by_rank.count(*r)) {
       p.delete_pod(pod);  // not one of the K ranks (e.g. left over from a larger replicas)
       continue;
     }
     g.by_rank[*r] = &pod;
+  }
+  if (const auto& store = p.in.rendezvous_pod) {
+    if (pod_terminating(*store)) {
+      g.any_terminating = g.rendezvous_terminating = true;
+    } else if (p.spec.recovery != Recovery::Live) {
+      p.delete_pod(*store);  // left from a live configuration changed while suspended
+      g.any_terminating = g.rendezvous_terminating = true;
+    } else {
+      g.rendezvous = &*store;
+    }
   }
   return g;
 }
@@ -55,6 +68,7 @@ void count_ranks(Pass& p) {
   p.status.failed_ranks = failed;
   p.status.ready_string = std::to_string(ready) + "/" + std::to_string(p.spec.replicas);
   if (!p.status.restart_count) p.status.restart_count = 0;
+  if (p.spec.recovery == Recovery::Live && !p.status.recoveries) p.status.recoveries = 0;
   p.status.observed_generation = p.spec.generation;
 }
 
@@ -69,6 +83,12 @@ void copy_progress(Pass& p) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3f", *pr.eval_perplexity);
     p.status.perplexity = std::string(buf);
+  }
+  if (pr.live_ranks) p.status.live_ranks = *pr.live_ranks;
+  if (pr.min_slice_coverage && std::isfinite(*pr.min_slice_coverage)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", std::clamp(*pr.min_slice_coverage, 0.0, 1.0));
+    p.status.min_slice_coverage = std::string(buf);
   }
 }
 
@@ -90,6 +110,11 @@ void ensure_owned_objects(Pass& p) {
     else if (p.in.network_policy->value("spec", json()) != want["spec"])
       p.patch(ResourceKind::NetworkPolicy, network_policy_name(p.spec), json{{"spec", want["spec"]}});
   }
+  // recovery live: the store's Service (its pod is created with the ranks, keep_rendezvous()).
+  if (p.spec.recovery == Recovery::Live && !p.in.rendezvous_service)
+    p.create(ResourceKind::Service, build_rendezvous_service(p.spec));
+  else if (p.spec.recovery != Recovery::Live && p.in.rendezvous_service)
+    p.delete_object(ResourceKind::Service, *p.in.rendezvous_service);
 }
 
 // A refusal seen while this pass still has objects to create keeps PodCreationFailed True;
@@ -131,6 +156,7 @@ void note_refusal(Pass& p) {
 void keep_gang(Pass& p, const Gang& g) {
   const int K = g.size;
   if (g.any_terminating && static_cast<int>(g.by_rank.size()) < K) return;  // wait for names to free up
+  policy::keep_rendezvous(p, g);
   bool created = false;
   for (int r = 0; r < K; ++r)
     if (!g.by_rank.count(r)) {
@@ -172,8 +198,8 @@ void run(Pass& p) {
 
   ensure_owned_objects(p);
   const Gang g = observe_gang(p);
-  const bool settled =
-      policy::restarting(p, g) || policy::fatal_exit(p, g) || policy::completion(p, g) || policy::rank_failure(p, g);
+  const bool settled = policy::restarting(p, g) || policy::fatal_exit(p, g) || policy::completion(p, g) ||
+                       policy::rank_failure(p, g) || policy::live_recovery(p, g);
   if (!settled) keep_gang(p, g);
   note_refusal(p);
 }
@@ -183,6 +209,7 @@ void run(Pass& p) {
 Decision Pass::result() {
   count_ranks(*this);
   copy_progress(*this);
+  policy::degraded(*this);
   Decision d;
   if (json(status) != observed_status) d.actions.emplace_back(UpdateStatus{spec.name, status});
   for (auto& a : actions) d.actions.push_back(std::move(a));

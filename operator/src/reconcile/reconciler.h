@@ -44,12 +44,19 @@ struct ScrapedProgress {
   std::optional<int64_t> outer_round;
   std::optional<double> eval_perplexity;
   std::optional<int64_t> checkpoint_round;
+  // recovery live: the smallest ppu_live_ranks and ppu_min_slice_coverage over the ranks.
+  std::optional<int64_t> live_ranks;
+  std::optional<double> min_slice_coverage;
 };
 
 struct Observed {
-  json job;                            // the PPUJob (with metadata.resourceVersion)
-  std::vector<json> pods;              // pods labelled ppu.dev/job=<name> and owned by the job
-  std::optional<json> service;         // <job>
+  json job;                     // the PPUJob (with metadata.resourceVersion)
+  std::vector<json> pods;       // pods labelled ppu.dev/job=<name> and owned by the job, but the store's
+  std::optional<json> service;  // <job>
+  // The rendezvous store (rendezvous.h): its pod (label ppu.dev/role=rendezvous, whatever the
+  // job's recovery: a gang job deletes a leftover one) and its Service <job>-rendezvous.
+  std::optional<json> rendezvous_pod;
+  std::optional<json> rendezvous_service;
   std::optional<json> config_map;      // <job>-config
   std::optional<json> network_policy;  // <job>
   // spec.export (export_job.h): the batch/v1 Job <job>-export, the pods it made (label

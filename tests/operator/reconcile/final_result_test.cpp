@@ -43,7 +43,7 @@ Observed finished_gang(const std::vector<std::string>& messages) {
   auto pods = gang(job, static_cast<int>(messages.size()), "Running");
   for (size_t r = 0; r < pods.size(); ++r) pods[r] = with_exit(pods[r], 0, messages[r]);
   Observed in = observed(job, pods);
-  in.progress = ScrapedProgress{15, 9.082, 15};
+  in.progress = ScrapedProgress{15, 9.082, 15, std::nullopt, std::nullopt};
   return in;
 }
 

@@ -278,7 +278,7 @@ TEST(Reconcile, ChangedTrainingConfigPatchesTheConfigMap) {
 TEST(Reconcile, ScrapedProgressLandsInStatus) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
   Observed in = observed(job, gang(job, 2, "Running"));
-  in.progress = ScrapedProgress{7, 12.3456, 6};
+  in.progress = ScrapedProgress{7, 12.3456, 6, std::nullopt, std::nullopt};
   Decision d = reconcile(in);
   const auto st = new_status(d);
   ASSERT_TRUE(st);

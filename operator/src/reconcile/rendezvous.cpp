@@ -1,0 +1,58 @@
+#include "reconcile/rendezvous.h"
+
+#include <string>
+
+#include "core/job_contract.h"
+#include "kube/typed_object.h"
+#include "reconcile/object_builder.h"
+
+namespace ppu::op {
+
+namespace {
+json selector_for(const JobSpec& j) { return json{{kJobLabel, j.name}, {kRoleLabel, kRendezvousRole}}; }
+}  // namespace
+
+json build_rendezvous_pod(const JobSpec& j, int restart) {
+  const json& s = j.spec;
+  json md = object_metadata(j, rendezvous_name(j));
+  md["labels"][kRoleLabel] = kRendezvousRole;
+  md["annotations"] = {{"ppu.dev/restart", std::to_string(restart)}};
+
+  const int port = contract::kRendezvousPort;
+  json container = {
+      {"name", kRendezvousContainer},
+      {"image", j.image},
+      {"command", json::array({contract::kRendezvousBinary, "--port", std::to_string(port)})},
+      {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", port}}})},
+      // A key-value store of a few keys per rank: a tenth of a core and a little memory.
+      {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}, {"limits", {{"memory", "256Mi"}}}}},
+      {"volumeMounts", json::array({{{"name", "tmp"}, {"mountPath", kTmpPath}}})},
+      {"terminationMessagePath", contract::kTerminationLog},
+      {"terminationMessagePolicy", kTerminationMessagePolicy}};
+  if (s.contains("imagePullPolicy")) container["imagePullPolicy"] = s["imagePullPolicy"];
+  container["securityContext"] = container_security_context(j);
+
+  json spec = pod_settings(j);
+  spec["restartPolicy"] = "Never";
+  spec["containers"] = json::array({container});
+  spec["volumes"] = json::array({{{"name", "tmp"}, {"emptyDir", json::object()}}});
+  return typed_object(ResourceKind::Pod, {{"metadata", md}, {"spec", spec}});
+}
+
+json build_rendezvous_service(const JobSpec& j) {
+  const int port = contract::kRendezvousPort;
+  return typed_object(ResourceKind::Service,
+                      {{"metadata", object_metadata(j, rendezvous_name(j))},
+                       {"spec",
+                        {{"selector", selector_for(j)},
+                         {"publishNotReadyAddresses", true},
+                         {"ports", json::array({{{"name", "rendezvous"}, {"port", port}, {"targetPort", port}}})}}}});
+}
+
+bool is_rendezvous_pod(const json& pod) {
+  if (!pod.contains("metadata") || !pod["metadata"].contains("labels")) return false;
+  const json& labels = pod["metadata"]["labels"];
+  return labels.contains(kRoleLabel) && labels[kRoleLabel] == kRendezvousRole;
+}
+
+}  // namespace ppu::op
