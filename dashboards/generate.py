@@ -83,6 +83,12 @@ def panel(title, targets, kind="timeseries", unit="short", desc="", stack=False)
     return p
 
 
+def bounded(p, lo, hi):
+    """A panel whose values lie in [lo, hi] (a gauge's scale)."""
+    p["fieldConfig"]["defaults"].update({"min": lo, "max": hi})
+    return p
+
+
 def dashboard(uid, title, desc, panels, variables):
     # Lay panels out two per row, 12 grid units wide, 8 high.
     for i, p in enumerate(panels):
@@ -141,6 +147,29 @@ def overview():
                 kind="stat",
             ),
             panel("Gang restarts", [("{{job}}", f"ppu_job_restarts{{{SEL}}}")], kind="stat"),
+            panel(
+                "Live ranks / total",
+                [("{{job}} live", f"ppu_job_live_ranks{{{SEL}}}"), ("{{job}} total", f"ppu_job_replicas{{{SEL}}}")],
+                kind="stat",
+                desc="network.recovery=live: ranks in the live group (the smallest count any rank reports).",
+            ),
+            bounded(
+                panel(
+                    "Min slice coverage",
+                    [("{{job}}", f"ppu_job_min_slice_coverage{{{SEL}}}")],
+                    kind="gauge",
+                    unit="percentunit",
+                    desc="Smallest fraction of an element's owners that are live; below 1 the job is Degraded.",
+                ),
+                0,
+                1,
+            ),
+            panel(
+                "Rank recoveries",
+                [("{{job}}", f"ppu_job_recoveries{{{SEL}}}")],
+                kind="stat",
+                desc="Rank pods the operator recreated alone (network.recovery=live); gang restarts are apart.",
+            ),
             panel(
                 "Progress",
                 [

@@ -840,8 +840,9 @@ TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
   EXPECT_NE(exposition.find("ppu_job_state_bytes{component=\"weights\",job=\"mx\",namespace=\"default\"} 200"),
             std::string::npos);
   EXPECT_NE(exposition.find("ppu_operator_reconciles_total{result=\"success\"}"), std::string::npos);
-  EXPECT_EQ(job("mx")["status"]["liveRanks"], 2);
-  EXPECT_EQ(job("mx")["status"]["minSliceCoverage"], "0.500");
+  // A gang job has no live group in its status; the gauges pass on what its ranks report.
+  EXPECT_FALSE(job("mx")["status"].contains("liveRanks")) << job("mx").dump();
+  EXPECT_FALSE(job("mx")["status"].contains("minSliceCoverage"));
   EXPECT_NE(exposition.find("ppu_job_live_ranks{job=\"mx\",namespace=\"default\"} 2"), std::string::npos);
   EXPECT_NE(exposition.find("ppu_job_min_slice_coverage{job=\"mx\",namespace=\"default\"} 0.5"), std::string::npos);
 }

@@ -84,6 +84,8 @@ void copy_progress(Pass& p) {
     std::snprintf(buf, sizeof buf, "%.3f", *pr.eval_perplexity);
     p.status.perplexity = std::string(buf);
   }
+  // The live group exists only with recovery live (a gang job's ranks may export the gauges too).
+  if (p.spec.recovery != Recovery::Live) return;
   if (pr.live_ranks) p.status.live_ranks = *pr.live_ranks;
   if (pr.min_slice_coverage && std::isfinite(*pr.min_slice_coverage)) {
     char buf[32];

@@ -6,6 +6,7 @@
 // Degraded condition and the live-group figures; a gang job is unchanged.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -362,6 +363,8 @@ struct DegradedRow {
   std::string status, reason;
 };
 
+std::ostream& operator<<(std::ostream& os, const DegradedRow& r) { return os << r.name; }
+
 class Degraded : public ::testing::TestWithParam<DegradedRow> {};
 
 TEST_P(Degraded, FollowsTheLiveGroup) {
@@ -407,6 +410,17 @@ TEST(LiveRecovery, DegradedTurnsFalseWhenTheJobStopsRunning) {
   EXPECT_EQ(condition_of(after, condition::kDegraded)->at("status"), "False");
   EXPECT_EQ(condition_of(after, condition::kDegraded)->at("reason"), reason::kNotRunning);
   EXPECT_EQ(after["minSliceCoverage"], "0.500");
+}
+
+TEST(LiveRecovery, AGangJobKeepsNoLiveGroupInItsStatus) {
+  json job = make_job("demo", 4, running_status(0));
+  Observed in = observed(job, gang(job, 4, "Running"));
+  in.progress = ScrapedProgress{5, 9.0, 4, 0, 0.0};  // what a gang job's ranks might export
+  const json st = status_after(in, reconcile(in));
+  EXPECT_EQ(st["outerRound"], 5);
+  EXPECT_FALSE(st.contains("liveRanks"));
+  EXPECT_FALSE(st.contains("minSliceCoverage"));
+  EXPECT_FALSE(condition_of(st, condition::kDegraded));
 }
 
 TEST(LiveRecovery, JobMetricsTakeTheSmallestLiveGroupAndCoverage) {
