@@ -6,6 +6,13 @@
 // Before starting any rank it runs `ppu-train --check` once with the same config and
 // WORLD_SIZE, so whatever a rank would reject (config for K, device, dtype, dataset) is
 // reported once, with ppu-train's exit code, instead of K times.
+// With network.recovery=live it first starts ppu-rendezvous on the port (the ranks get
+// PPU_EXTERNAL_STORE=1), and a rank that fails does not stop the others: they go on without
+// it. --max-restarts N (torchrun's flag) restarts failed ranks, at most N times in all: with
+// live recovery a failed rank alone, in place (same RANK; it rejoins the group), except that
+// exit 3 from the survivors (live recovery gave up) restarts the gang and the store; with
+// recovery gang the whole gang, which resumes from its last checkpoint. Exit codes 2 and 4
+// are never retried.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -20,6 +27,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +47,7 @@ struct Child {
   std::string pending;
   bool running = true;
   int code = 0;
+  std::vector<std::string> args;  // to start it again
 };
 
 int free_port() {
@@ -64,8 +73,20 @@ std::string default_trainer() {
   return "ppu-train";  // from PATH
 }
 
+std::string sibling(const std::string& binary, const std::string& name) {
+  const auto dir = std::filesystem::path(binary).parent_path();
+  return dir.empty() ? name : (dir / name).string();
+}
+
+// How every rank of this launch is started.
+struct RankSetup {
+  int world = 1, port = 0, metrics_port = 0;
+  bool external_store = false;
+  std::string trainer;
+};
+
 Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer,
-            const std::vector<std::string>& args, bool check = false) {
+            const std::vector<std::string>& args, bool check = false, bool external_store = false) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   const pid_t pid = fork();
@@ -83,6 +104,7 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
     setenv(ppu::contract::env::kMasterPort, std::to_string(port).c_str(), 1);
     setenv(ppu::contract::env::kLogPrefixed, "1", 1);
     if (metrics_port > 0) setenv(ppu::contract::env::kMetricsPort, std::to_string(metrics_port + rank).c_str(), 1);
+    if (external_store) setenv(ppu::contract::env::kExternalStore, "1", 1);
     std::vector<char*> argv{const_cast<char*>(trainer.c_str())};
     if (check) argv.push_back(const_cast<char*>("--check"));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -92,7 +114,40 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
     _exit(127);
   }
   close(fds[1]);
-  return Child{rank, pid, fds[0], {}};
+  return Child{rank, pid, fds[0], {}, true, 0, args};
+}
+
+Child spawn_rank(const RankSetup& s, int rank, const std::vector<std::string>& args) {
+  return spawn(rank, s.world, s.port, s.metrics_port, s.trainer, args, false, s.external_store);
+}
+
+// ppu-rendezvous on `port`, its output prefixed "[store]"; waits until it serves.
+Child spawn_store(const std::string& binary, int port) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    const std::string port_text = std::to_string(port);
+    execlp(binary.c_str(), binary.c_str(), "--port", port_text.c_str(), nullptr);
+    std::cerr << "ppu-launch: cannot run " << binary << ": " << std::strerror(errno) << "\n";
+    _exit(127);
+  }
+  close(fds[1]);
+  Child store{-1, pid, fds[0], {}, true, 0, {}};
+  std::string seen;
+  char buf[512];
+  for (ssize_t n; seen.find("serving") == std::string::npos && (n = read(store.out_fd, buf, sizeof buf)) > 0;)
+    seen.append(buf, static_cast<size_t>(n));
+  if (seen.find("serving") == std::string::npos)
+    throw std::runtime_error(binary + " did not start serving on port " + std::to_string(port) + ": " + seen);
+  std::cout << "[store] " << seen << std::flush;
+  return store;
 }
 
 // Prints the child's complete lines with a rank prefix (or, with `capture`, collects all of
@@ -111,11 +166,12 @@ void forward_output(Child& c, bool flush, std::string* capture = nullptr) {
   }
   size_t nl;
   while ((nl = c.pending.find('\n')) != std::string::npos) {
-    std::cout << "[rank " << c.rank << "] " << c.pending.substr(0, nl + 1);
+    std::cout << (c.rank < 0 ? std::string("[store] ") : "[rank " + std::to_string(c.rank) + "] ")
+              << c.pending.substr(0, nl + 1);
     c.pending.erase(0, nl + 1);
   }
   if (flush && !c.pending.empty()) {
-    std::cout << "[rank " << c.rank << "] " << c.pending << "\n";
+    std::cout << (c.rank < 0 ? std::string("[store] ") : "[rank " + std::to_string(c.rank) + "] ") << c.pending << "\n";
     c.pending.clear();
   }
   std::cout.flush();
@@ -168,13 +224,20 @@ void stop_all(std::vector<Child>& children, double grace_seconds) {
     }
 }
 
+void stop_all(Child& one, double grace_seconds) {
+  std::vector<Child> v{one};
+  stop_all(v, grace_seconds);
+  one = v[0];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ppu-launch: run K ppu-train ranks on this machine"};
   int nproc = 0;
   int master_port = 0;
-  std::string config_path, summary, summary_dir, trainer = default_trainer();
+  int max_restarts = 0;
+  std::string config_path, summary, summary_dir, trainer = default_trainer(), rendezvous;
   std::vector<std::string> overrides;
   double grace = 10;
   app.add_option("--nproc", nproc, "number of ranks K (default: the config's `ranks`)")->check(CLI::PositiveNumber);
@@ -184,6 +247,11 @@ int main(int argc, char** argv) {
   app.add_option("--summary", summary, "rank 0's JSON summary file");
   app.add_option("--summary-dir", summary_dir, "write every rank's summary to DIR/rank-<r>.json");
   app.add_option("--ppu-train", trainer, "path of the ppu-train binary");
+  app.add_option("--ppu-rendezvous", rendezvous, "path of the ppu-rendezvous binary (default: beside ppu-train)");
+  app.add_option("--max-restarts", max_restarts,
+                 "restarts of failed ranks allowed in all: with network.recovery=live the failed rank alone, "
+                 "else the gang (from its last checkpoint)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--grace-seconds", grace, "how long stopped ranks get before SIGKILL");
   try {
     app.parse(argc, argv);
@@ -192,6 +260,9 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Child> children;
+  std::optional<Child> store;
+  RankSetup setup;
+  bool live = false;
   try {
     // Validate before starting anything: a bad config is reported once, not K times.
     const ppu::Config config = ppu::load_config(config_path, overrides);
@@ -199,6 +270,9 @@ int main(int argc, char** argv) {
     ppu::validate_config(config, nproc);
     if (master_port == 0) master_port = free_port();
     if (!summary_dir.empty()) std::filesystem::create_directories(summary_dir);
+    live = config.network.recovery == ppu::Recovery::Live && nproc > 1;
+    if (rendezvous.empty()) rendezvous = sibling(trainer, ppu::contract::kRendezvousBinary);
+    setup = RankSetup{nproc, master_port, config.metrics.port, live, trainer};
 
     std::vector<std::string> rank_args;
     if (!config_path.empty()) rank_args.insert(rank_args.end(), {"--config", config_path});
@@ -224,33 +298,44 @@ int main(int argc, char** argv) {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
 
+    if (live) store = spawn_store(rendezvous, master_port);
     for (int r = 0; r < nproc; ++r) {
       std::vector<std::string> args = rank_args;
       if (!summary_dir.empty())
         args.insert(args.end(), {"--summary", summary_dir + "/rank-" + std::to_string(r) + ".json"});
       else if (r == 0 && !summary.empty()) args.insert(args.end(), {"--summary", summary});
-      children.push_back(spawn(r, nproc, master_port, config.metrics.port, trainer, args));
+      children.push_back(spawn_rank(setup, r, args));
     }
-    std::cout << "[launch] started " << nproc << " ranks, rendezvous 127.0.0.1:" << master_port << std::endl;
+    std::cout << "[launch] started " << nproc << " ranks, rendezvous 127.0.0.1:" << master_port
+              << (live ? " (ppu-rendezvous; live recovery)" : "") << std::endl;
   } catch (const std::exception& e) {  // core/exit_status.h's table
     const auto status = ppu::exit_status_of(e);
     std::cerr << "ppu-launch: " << status.message << "\n";
     stop_all(children, grace);
+    if (store) stop_all(*store, grace);
     return status.code;
   }
 
-  int result = 0;
+  namespace ec = ppu::contract::exit_code;
+  int result = 0, restarts = 0;
+  std::vector<int> lost;  // live: ranks that failed and were not restarted
+  auto stop_everything = [&] {
+    stop_all(children, grace);
+    if (store) stop_all(*store, grace);
+  };
   size_t running = children.size();
   while (running > 0) {
     std::vector<pollfd> fds;
-    fds.reserve(children.size());
+    fds.reserve(children.size() + 1);
     for (auto& c : children) fds.push_back({c.out_fd, POLLIN, 0});
+    if (store) fds.push_back({store->out_fd, POLLIN, 0});
     poll(fds.data(), fds.size(), 200);
     for (size_t i = 0; i < children.size(); ++i)
       if (fds[i].revents & (POLLIN | POLLHUP)) forward_output(children[i], false);
+    if (store && (fds.back().revents & POLLIN)) forward_output(*store, false);
     if (g_stop_signal) {
       std::cerr << "[launch] signal " << g_stop_signal << ": stopping all ranks\n";
-      stop_all(children, grace);
+      stop_everything();
       result = 128 + g_stop_signal;
       break;
     }
@@ -262,18 +347,60 @@ int main(int argc, char** argv) {
       c.code = exit_code(status);
       --running;
       forward_output(c, true);
-      if (c.code != 0 && result == 0) {
+      close(c.out_fd);
+      c.out_fd = -1;
+      if (c.code == 0) continue;
+      const bool permanent = ppu::contract::exit_is_permanent(c.code);
+      if (live && !permanent && c.code != ec::kPeerFailure) {  // the others go on without it
+        if (restarts < max_restarts) {
+          ++restarts;
+          std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code << ": restarting it in place ("
+                    << restarts << " of " << max_restarts << " restarts)\n";
+          c = spawn_rank(setup, c.rank, c.args);
+          ++running;
+        } else {
+          std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code
+                    << ": the other ranks go on without it (no restarts left)\n";
+          lost.push_back(c.rank);
+        }
+        continue;
+      }
+      if (!permanent && restarts < max_restarts) {  // the gang again, from its last checkpoint
+        ++restarts;
+        std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code << ": restarting the gang ("
+                  << restarts << " of " << max_restarts << " restarts)\n";
+        stop_everything();
+        for (auto& other : children)
+          if (other.out_fd >= 0) close(other.out_fd);
+        if (store) {
+          close(store->out_fd);
+          store = spawn_store(rendezvous, master_port);
+        }
+        for (auto& other : children) other = spawn_rank(setup, other.rank, other.args);
+        running = children.size();
+        lost.clear();
+        break;
+      }
+      if (result == 0) {
         result = c.code;
         std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code << ": stopping the other ranks\n";
-        stop_all(children, grace);
+        stop_everything();
         running = 0;
       }
     }
   }
-  for (auto& c : children) {
-    forward_output(c, true);
-    close(c.out_fd);
+  for (auto& c : children)
+    if (c.out_fd >= 0) {
+      forward_output(c, true);
+      close(c.out_fd);
+    }
+  if (store) stop_all(*store, grace);
+  if (result == 0 && lost.empty()) {
+    std::cout << "[launch] all " << children.size() << " ranks finished" << std::endl;
+  } else if (result == 0) {
+    std::cout << "[launch] the job finished without rank(s)";
+    for (int r : lost) std::cout << " " << r;
+    std::cout << " (failed, not restarted)" << std::endl;
   }
-  if (result == 0) std::cout << "[launch] all " << children.size() << " ranks finished" << std::endl;
   return result;
 }

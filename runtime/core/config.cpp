@@ -483,6 +483,8 @@ void validate_config(const Config& c, int world_size) {
     require(out.overlap_steps == 0,
             "config key 'network.recovery' is 'live': it needs outer.overlap_steps = 0, got " + str(out.overlap_steps));
     require(!out.error_feedback, "config key 'network.recovery' is 'live': it needs outer.error_feedback = false");
+    require(c.network.heartbeat_s > 0,
+            "config key 'network.recovery' is 'live': it needs network.heartbeat_s > 0 to tell a lost rank");
   }
 
   require(c.data.source != DataSource::Shards || !c.data.path.empty(),

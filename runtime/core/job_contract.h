@@ -65,10 +65,10 @@ inline constexpr const char* kOuterRound = "ppu_outer_round";
 inline constexpr const char* kCheckpointRound = "ppu_checkpoint_round";
 // network.recovery=live (every rank reports the live group's view; the operator takes the
 // smallest live count and coverage and the largest counters).
-inline constexpr const char* kLiveRanks = "ppu_live_ranks";                 // ranks in the current group
-inline constexpr const char* kMinSliceCoverage = "ppu_min_slice_coverage";  // min over elements of live/all owners
-inline constexpr const char* kRoundsDegraded = "ppu_rounds_degraded_total"; // rounds run with a rank missing
-inline constexpr const char* kRecoveries = "ppu_recoveries_total";          // groups re-formed without a gang restart
+inline constexpr const char* kLiveRanks = "ppu_live_ranks";                  // ranks in the current group
+inline constexpr const char* kMinSliceCoverage = "ppu_min_slice_coverage";   // min over elements of live/all owners
+inline constexpr const char* kRoundsDegraded = "ppu_rounds_degraded_total";  // rounds run with a rank missing
+inline constexpr const char* kRecoveries = "ppu_recoveries_total";           // groups re-formed without a gang restart
 }  // namespace metric
 
 }  // namespace ppu::contract

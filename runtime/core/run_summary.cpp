@@ -11,6 +11,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StateBytesSummary, weights, gradients, inner_
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CudaMemorySummary, allocated, reserved, peak)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPhasesSummary, batch, forward, backward, gradient_allreduce, optimizer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OneDnnSummary, enabled, bf16_matmul)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecoverySummary, policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries,
+                                   rejoins, recovery_seconds, rejoined_at_step)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BlasSummary, library, variant, threads, intra_op_threads, libtorch, torch_blas, core,
                                    core_env, cpu_avx512)
 

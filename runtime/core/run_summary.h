@@ -40,6 +40,18 @@ struct OneDnnSummary {
   bool enabled = false, bf16_matmul = false;
 };
 
+// network.recovery=live (the defaults for gang runs: all ranks live, nothing recovered).
+struct RecoverySummary {
+  std::string policy = "gang";    // network.recovery
+  int live_ranks = 0;             // ranks in the final group
+  double min_slice_coverage = 1;  // smallest live/all owners over elements, in the final group
+  int64_t rounds_degraded = 0;    // rounds this rank finished with a rank missing
+  int64_t recoveries = 0;         // groups this rank re-formed in place after losing ranks
+  int64_t rejoins = 0;            // groups this rank re-formed to take replacements back
+  double recovery_seconds = 0;    // wall time those re-formations took (agreeing, forming, state)
+  int64_t rejoined_at_step = -1;  // a replacement: the step it rejoined at; -1: started with the job
+};
+
 struct BlasSummary {
   std::string library, variant;
   int threads = 0, intra_op_threads = 0;
@@ -87,6 +99,7 @@ struct BlasSummary {
   FIELD(inner_step_phases_median,   StepPhasesSummary,                "median seconds per phase: {batch, forward, backward, gradient_allreduce, optimizer}") \
   FIELD(device,                     std::optional<std::string>,       "CUDA runs only: the device, e.g. cuda:0") \
   FIELD(cuda_memory_bytes,          std::optional<CudaMemorySummary>, "CUDA runs only: {allocated, reserved, peak} bytes at the end; peak since the process started") \
+  FIELD(recovery,                   RecoverySummary,                  "live recovery: {policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries, rejoins, recovery_seconds, rejoined_at_step}") \
   FIELD(onednn,                     OneDnnSummary,                    "{enabled, bf16_matmul}: whether LibTorch used oneDNN, and for bf16 matmuls") \
   FIELD(blas,                       BlasSummary,                      "the BLAS the process loaded: {library, variant, threads, intra_op_threads, libtorch, torch_blas, core, core_env, cpu_avx512}")
 // clang-format on

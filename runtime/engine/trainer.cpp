@@ -14,6 +14,7 @@
 #include "common/env.h"
 #include "common/termination_message.h"
 #include "core/cost_model.h"
+#include "core/job_contract.h"
 #include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
 #include "core/wire_plan.h"
@@ -23,6 +24,7 @@
 #include "engine/comm/collectives.h"
 #include "engine/comm/delta_exchange.h"
 #include "engine/comm/heartbeat.h"
+#include "engine/comm/live_group.h"
 #include "engine/model/transformer.h"
 #include "engine/obs/device_memory.h"
 #include "engine/obs/rank_metrics.h"
@@ -46,6 +48,12 @@ std::vector<bool> decay_mask(const InnerConfig& inner, const std::vector<ParamIn
   mask.reserve(layout.size());
   for (const auto& p : layout) mask.push_back(applies_weight_decay(inner, p.role));
   return mask;
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+  return out;
 }
 
 std::string duration(double seconds) {
@@ -72,8 +80,9 @@ torch::Device rank_device(const Config& c, const RunEnv& env) {
 
 // NCCL needs one GPU per rank: only when this node's ranks (LOCAL_WORLD_SIZE, as torchrun sets
 // it; else all ranks) fit on its GPUs. Otherwise deltas and gradients go through Gloo via host.
-int nccl_device(const RunEnv& env, const torch::Device& device) {
-  if (!device.is_cuda() || env.rendezvous.world_size == 1) return -1;
+// Live recovery re-forms Gloo groups only: its ranks stay on Gloo.
+int nccl_device(const Config& c, const RunEnv& env, const torch::Device& device) {
+  if (!device.is_cuda() || env.rendezvous.world_size == 1 || c.network.recovery == Recovery::Live) return -1;
   const int local_world = env_int("LOCAL_WORLD_SIZE", env.rendezvous.world_size);
   return local_world <= static_cast<int>(torch::cuda::device_count()) ? device.index() : -1;
 }
@@ -103,12 +112,14 @@ class Run {
       : c_(c),
         env_(env),
         ddp_(c.method == Method::Ddp),
+        live_(c.network.recovery == Recovery::Live && env.rendezvous.world_size > 1),
         wire_(wire_plan(c)),
         device_(rank_device(c, env)),
         collectives_(env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)),
-                     nccl_device(env, device_)),
-        heartbeat_(env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.heartbeat_s * 1000)),
-                   stop_for_lost_peer),
+                     nccl_device(c, env, device_)),
+        heartbeat_(
+            env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.heartbeat_s * 1000)),
+            [this](const Heartbeat::Lost& lost) { on_lost(lost); }, "ppu/heartbeat/", live_),
         plan_(SlicePlan::from_config(c, env.rendezvous.world_size, env.rendezvous.rank)),
         schedule_(c, c.model),
         dataset_(load_dataset(c)),
@@ -126,6 +137,15 @@ class Run {
         profiler_(c.train.profile_dir, c.train.profile_first_step, c.train.profile_steps, env.rendezvous.rank,
                   device_) {
     if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
+    if (live_) {
+      if (!env.rendezvous.external_store)
+        throw ConfigError("config key 'network.recovery' is 'live' but the store is rank 0's: set " +
+                          std::string(contract::env::kExternalStore) +
+                          "=1 with a ppu-rendezvous at MASTER_ADDR:MASTER_PORT (ppu-launch and the operator do)");
+      group_.emplace(collectives_, heartbeat_);
+    }
+    recovery_.policy = choice_name(c.network.recovery);
+    metrics_.set_live(collectives_.world_size(), 1);
     model_.set_recompute(c.train.recompute);
     // Deterministic fp32 CUDA runs keep the explicit attention: SDPA would pick its
     // memory-efficient kernel (flash needs 16-bit inputs), whose backward is nondeterministic.
@@ -136,7 +156,14 @@ class Run {
   }
 
   RunSummary run() {
-    resume();
+    if (collectives_.joining()) {
+      if (!rejoin()) {
+        spdlog::info("the job finished before rank {} could rejoin", env_.rendezvous.rank);
+        return summary(0, 0, 0, 0);
+      }
+    } else {
+      resume();
+    }
     const auto start = Clock::now();
     const int64_t first = p_.step;
     double loss = 0;
@@ -155,11 +182,13 @@ class Run {
       }
       if (p_.step % c_.outer.sync_every == 0 || p_.step == c_.train.steps) end_of_round();
       report(loss, start, first);
+      evaluate_if_due();
     }
     // Training time excludes evaluation (done on the global θ, once per run, not per rank).
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
     const double seconds = wall - eval_seconds_;
     const double eval = evaluate();
+    if (group_ && collectives_.rank() == 0) group_->finish();  // replacements still waiting stop
     heartbeat_.leave();  // the last collective is behind: peers may finish after this rank exits
     return summary(loss, eval, seconds, p_.step > first ? seconds / (p_.step - first) : 0);
   }
@@ -228,6 +257,10 @@ class Run {
   // With overlap τ > 0 a fragment's exchange runs in the background for τ inner steps; the
   // last step and checkpoints complete every exchange first.
   void outer_sync(int fragment) {
+    if (group_) {
+      record(fragment, live_sync(fragment, false));
+      return;
+    }
     const bool last = p_.step == c_.train.steps;
     if (c_.outer.overlap_steps == 0 || last) {
       if (last) drain_syncs();
@@ -252,7 +285,140 @@ class Run {
   void finish_training() {
     drain_syncs();
     if (c_.outer.final_sync != FinalSync::Average) return;
-    for (int f : schedule_.unsynced_at_end(c_.train.steps)) record(f, outer_.average(f));
+    for (int f : schedule_.unsynced_at_end(c_.train.steps)) record(f, group_ ? live_sync(f, true) : outer_.average(f));
+  }
+
+  // ---- Live recovery (network.recovery=live; docs/RECOVERY.md) ----
+
+  // One outer sync that survives the loss of ranks: the exchange takes effect only if every
+  // member completed it (LiveGroup::commit); otherwise the survivors re-form and run it again
+  // with their own deltas, normalised by the live owners of each element.
+  SyncResult live_sync(int fragment, bool plain_average) {
+    for (;;) {
+      auto sync = outer_.begin(fragment, false);
+      sync.plain_average = plain_average;
+      std::string failure;
+      try {
+        outer_.complete(sync);
+      } catch (const PeerError& e) {
+        failure = e.what();
+      }
+      if (group_->commit(failure.empty())) return outer_.apply(sync);
+      recover(failure.empty() ? "a member did not complete the exchange" : failure);
+    }
+  }
+
+  // Runs `work` (collectives of the group) again after a re-formation whenever a member is lost.
+  template <class F>
+  auto live(F&& work) {
+    for (;;) {
+      try {
+        return work();
+      } catch (const PeerError& e) {
+        if (!group_) throw;
+        recover(e.what());
+      }
+    }
+  }
+
+  // A peer is silent: with live recovery the group's collectives are abandoned (a re-formation
+  // follows); the store's silence, or any loss under recovery gang, stops this rank (exit 3).
+  void on_lost(const Heartbeat::Lost& lost) {
+    if (!live_ || lost.rank < 0) stop_for_lost_peer(lost);
+    spdlog::warn("{}", Heartbeat::describe(lost));
+    collectives_.abort_for(lost.rank, Heartbeat::describe(lost));
+  }
+
+  void recover(const std::string& why) {
+    const auto start = Clock::now();
+    spdlog::warn("the group lost a member ({}): re-forming without it", why);
+    const auto lost = group_->recover();  // OutOfGroup (exit 5) if the others went on without this rank
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    ++recovery_.recoveries;
+    recovery_.recovery_seconds += seconds;
+    metrics_.add_recovery();
+    after_reform();
+    spdlog::warn("lost rank(s) [{}] in round {} (step {}): generation {} has ranks [{}] ({:.1f} s to re-form)",
+                 ranks_text(lost), p_.rounds + 1, p_.step, group_->generation(), ranks_text(collectives_.members()),
+                 seconds);
+    const auto live = static_cast<double>(collectives_.world_size());
+    if (live < c_.network.min_live_fraction * collectives_.job_size())
+      throw PeerError("live recovery gives up: " + std::to_string(collectives_.world_size()) + " of " +
+                      std::to_string(collectives_.job_size()) + " ranks live, below network.min_live_fraction = " +
+                      fmt::format("{}", c_.network.min_live_fraction) + ": gang restart from the last checkpoint");
+    if (!group_->newcomers().empty()) share_state(false);  // the generation took replacements in too
+  }
+
+  // The owner counts of the new group's members (every rank: the configured ones).
+  void after_reform() {
+    std::vector<SlicePlan> plans;
+    for (int r : collectives_.members()) plans.push_back(SlicePlan::from_config(c_, collectives_.job_size(), r));
+    outer_.set_owners(std::move(plans), collectives_.job_size());
+    metrics_.set_live(collectives_.world_size(), outer_.min_coverage());
+  }
+
+  // The newcomers of this generation get θ, the momentum and where the run is from its source;
+  // a newcomer's inner optimiser starts fresh and its data continues its rank's stream.
+  void share_state(bool newcomer) {
+    const auto& members = collectives_.members();
+    const int root = static_cast<int>(std::find(members.begin(), members.end(), group_->source()) - members.begin());
+    auto where = torch::tensor({p_.step, p_.rounds, uncovered_rounds_, last_checkpoint_round_}, torch::kInt64);
+    collectives_.broadcast(where, root);
+    outer_.share_state(collectives_, root, newcomer);
+    if (!newcomer) return;
+    p_.step = where[0].item<int64_t>();
+    p_.rounds = where[1].item<int64_t>();
+    uncovered_rounds_ = where[2].item<int64_t>();
+    last_checkpoint_round_ = where[3].item<int64_t>();
+    loader_.seek(static_cast<uint64_t>(p_.step));  // one batch per inner step
+  }
+
+  // A replacement process: join the live group at its next round boundary, take the state from
+  // a live member, then do what the members do after taking it in (checkpoint, evaluation).
+  bool rejoin() {
+    const auto start = Clock::now();
+    spdlog::info("rank {} is a replacement: asking the live group to take it back", env_.rendezvous.rank);
+    if (!group_->join()) return false;
+    share_state(true);
+    after_reform();
+    recovery_.rejoined_at_step = p_.step;
+    recovery_.recovery_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    metrics_.set_checkpoint_round(static_cast<double>(std::max<int64_t>(0, last_checkpoint_round_)));
+    spdlog::info("rank {} rejoined in round {} (step {}): generation {} has ranks [{}]; state from rank {}",
+                 env_.rendezvous.rank, p_.rounds, p_.step, group_->generation(), ranks_text(collectives_.members()),
+                 group_->source());
+    checkpoint_if_due();
+    evaluate_if_due();
+    return true;
+  }
+
+  // At a round boundary: count a degraded round, fall back when a slice has gone without a
+  // live owner too long, and take replacements back (not after the last step).
+  void live_round_end() {
+    if (collectives_.world_size() < collectives_.job_size()) {
+      ++recovery_.rounds_degraded;
+      metrics_.add_degraded_round();
+    }
+    if (outer_.min_coverage() == 0) {
+      if (++uncovered_rounds_ > c_.network.max_uncovered_rounds)
+        throw PeerError("live recovery gives up: an element has had no live owner for " +
+                        std::to_string(uncovered_rounds_) + " rounds (network.max_uncovered_rounds = " +
+                        std::to_string(c_.network.max_uncovered_rounds) + "): gang restart from the last checkpoint");
+    } else {
+      uncovered_rounds_ = 0;
+    }
+    if (p_.step == c_.train.steps) return;
+    const auto joiners = live([&] { return group_->pending_joiners(); });
+    if (joiners.empty()) return;
+    const auto start = Clock::now();
+    const auto added = live([&] { return group_->admit(joiners); });
+    if (added.empty()) return;
+    share_state(false);
+    after_reform();
+    ++recovery_.rejoins;
+    recovery_.recovery_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    spdlog::info("rank(s) [{}] rejoined in round {} (step {}): generation {} has ranks [{}]", ranks_text(added),
+                 p_.rounds, p_.step, group_->generation(), ranks_text(collectives_.members()));
   }
 
   void drain_syncs() {
@@ -272,10 +438,22 @@ class Run {
 
   void end_of_round() {
     ++p_.rounds;
-    if (store_ && p_.rounds % c_.checkpoint.every_rounds == 0) {
-      drain_syncs();
+    if (group_) live_round_end();
+    checkpoint_if_due();
+  }
+
+  // A checkpoint holds every rank's state: a group with a rank missing writes none.
+  void checkpoint_if_due() {
+    if (!store_ || p_.rounds % c_.checkpoint.every_rounds != 0) return;
+    drain_syncs();
+    live([&] {
+      if (collectives_.world_size() < collectives_.job_size()) {
+        spdlog::warn("checkpoint of round {} skipped: {} of {} ranks live", p_.rounds, collectives_.world_size(),
+                     collectives_.job_size());
+        return;
+      }
       save_checkpoint();
-    }
+    });
   }
 
   // The running totals a checkpoint carries, by name (checkpoint_key::total).
@@ -358,13 +536,16 @@ class Run {
     const auto start = Clock::now();
     torch::NoGradGuard no_grad;
     const Transformer global(c_.model, global_params(), device_);
-    const int rank = env_.rendezvous.rank, stride = env_.rendezvous.world_size;
-    const double mine = eval_loss_sum(global, dataset_, c_, rank, stride, device_);
-    eval_batches_done_ += rank < c_.train.eval_batches ? (c_.train.eval_batches - 1 - rank) / stride + 1 : 0;
-    double total = 0;
-    for (const auto& part : collectives_.allgather(torch::tensor({mine}, torch::kFloat64)))
-      total += part.item<double>();
-    const double loss = total / c_.train.eval_batches;
+    const double loss = live([&] {
+      // The group's ranks share the batches (after a loss, the survivors all of them).
+      const int rank = collectives_.rank(), stride = collectives_.world_size();
+      const double mine = eval_loss_sum(global, dataset_, c_, rank, stride, device_);
+      double total = 0;
+      for (const auto& part : collectives_.allgather(torch::tensor({mine}, torch::kFloat64)))
+        total += part.item<double>();
+      eval_batches_done_ += rank < c_.train.eval_batches ? (c_.train.eval_batches - 1 - rank) / stride + 1 : 0;
+      return total / c_.train.eval_batches;
+    });
     metrics_.set_eval(loss, floor_perplexity());
     eval_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return loss;
@@ -422,6 +603,9 @@ class Run {
       spdlog::info("step {}/{} loss {:.4f} ppl {:.2f} lr {:.2e} tok/s {:.0f} round {} eta {}", p_.step, c_.train.steps,
                    loss, std::exp(loss), lr_, tps, p_.rounds, duration(eta));
     }
+  }
+
+  void evaluate_if_due() {
     if (c_.train.eval_every > 0 && p_.step % c_.train.eval_every == 0 && p_.step < c_.train.steps) {
       const double eval = evaluate();
       spdlog::info("eval step {} loss {:.4f} ppl {:.3f}{} of the global parameters", p_.step, eval, std::exp(eval),
@@ -474,6 +658,9 @@ class Run {
     r.step_seconds = step_seconds;
     r.inner_step_seconds_median = steady_inner_step_seconds();
     r.inner_step_phases_median = phases_.medians(kWarmupSteps);
+    r.recovery = recovery_;
+    r.recovery.live_ranks = collectives_.world_size();
+    r.recovery.min_slice_coverage = outer_.min_coverage();
     if (device_.is_cuda()) {
       // Only on CUDA, so CPU summaries keep their keys; peak is since the process started.
       const auto m = cuda_memory(device_.index());
@@ -494,6 +681,7 @@ class Run {
   const Config& c_;
   RunEnv env_;
   bool ddp_;
+  bool live_;      // network.recovery=live with more than one rank
   WirePlan wire_;  // the wire dtype ppu-plan reports too: bf16 runs send bf16
   torch::Device device_;
   Collectives collectives_;
@@ -508,6 +696,9 @@ class Run {
   RankMetrics metrics_;
   StepFlops flops_;
   std::optional<CheckpointStore> store_;
+  std::optional<LiveGroup> group_;  // network.recovery=live
+  RecoverySummary recovery_;
+  int64_t uncovered_rounds_ = 0;  // consecutive rounds with an element without a live owner
   struct Pending {
     int64_t apply_at;
     OuterOptimizer::InFlight sync;

@@ -45,12 +45,8 @@ std::map<int, std::string> documented_exit_codes() {
 TEST(JobContract, ExitCodesAreTheDocumentedTable) {
   namespace ec = ppu::contract::exit_code;
   const auto rows = documented_exit_codes();
-  const std::map<int, bool> codes = {{ec::kDone, false},
-                                     {ec::kRuntimeFailure, false},
-                                     {ec::kConfigError, true},
-                                     {ec::kPeerFailure, false},
-                                     {ec::kDataError, true},
-                                     {ec::kRejoin, false}};
+  const std::map<int, bool> codes = {{ec::kDone, false},        {ec::kRuntimeFailure, false}, {ec::kConfigError, true},
+                                     {ec::kPeerFailure, false}, {ec::kDataError, true},       {ec::kRejoin, false}};
   ASSERT_EQ(rows.size(), codes.size()) << "docs/METRICS.md documents a different set of exit codes";
   for (const auto& [code, permanent] : codes) {
     ASSERT_TRUE(rows.count(code)) << "exit code " << code << " is not in docs/METRICS.md";
@@ -64,9 +60,9 @@ TEST(JobContract, EnvironmentAndScrapedMetricsAreDocumented) {
   namespace env = ppu::contract::env;
   namespace metric = ppu::contract::metric;
   const std::string docs = read_doc("METRICS.md") + read_doc("RUNTIME.md") + read_doc("OPERATOR.md");
-  for (const char* name : {env::kRank, env::kWorldSize, env::kLocalRank, env::kMasterAddr, env::kMasterPort,
-                           env::kConfig, env::kRunId, env::kCheckpointDir, env::kMetricsPort, env::kLogPrefixed,
-                           env::kExternalStore})
+  for (const char* name :
+       {env::kRank, env::kWorldSize, env::kLocalRank, env::kMasterAddr, env::kMasterPort, env::kConfig, env::kRunId,
+        env::kCheckpointDir, env::kMetricsPort, env::kLogPrefixed, env::kExternalStore})
     EXPECT_NE(docs.find(std::string("`") + name), std::string::npos)
         << "environment variable " << name << " is undocumented";
   const std::string metrics = read_doc("METRICS.md");

@@ -3,18 +3,25 @@
 #include "common/env.h"
 #include "core/job_contract.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef PPU_WITH_NCCL
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <exception>
+#include <thread>
 
 namespace ppu {
 
 namespace {
+
+// LiveGroup writes it once the job's first group has formed (live_group.cpp names it too).
+constexpr const char* kFirstGroupKey = "live/g0/members";
 
 bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
 
@@ -35,6 +42,7 @@ RendezvousInfo rendezvous_from_env() {
   info.world_size = env_int(contract::env::kWorldSize, 1);
   info.master_addr = env_string(contract::env::kMasterAddr, info.master_addr);
   info.master_port = env_int(contract::env::kMasterPort, 29500);
+  info.external_store = env_string(contract::env::kExternalStore, "") == "1";
   if (info.world_size < 1)
     throw std::invalid_argument("WORLD_SIZE must be >= 1, got " + std::to_string(info.world_size));
   if (info.rank < 0 || info.rank >= info.world_size)
@@ -47,53 +55,154 @@ RendezvousInfo rendezvous_from_env() {
 
 Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds timeout, int nccl_device)
     : info_(info), timeout_(timeout) {
+  members_ = {info.rank};
   if (info.world_size == 1) return;
   try {
     c10d::TCPStoreOptions opts;
     opts.port = static_cast<std::uint16_t>(info.master_port);
-    opts.isServer = info.rank == 0;
-    opts.numWorkers = info.world_size;
-    opts.waitWorkers = true;
+    opts.isServer = info.rank == 0 && !info.external_store;
+    if (!info.external_store) opts.numWorkers = static_cast<std::size_t>(info.world_size);
+    opts.waitWorkers = !info.external_store;
     opts.timeout = timeout;
-    auto store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts);
-    auto gloo = c10d::ProcessGroupGloo::Options::create(timeout);
-    // Bind Gloo to loopback for local runs; otherwise to the interface of this host's name
-    // (a pod's IP), unless GLOO_SOCKET_IFNAME names one.
-    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
-      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    else if (is_loopback(info.master_addr))
-      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    else gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, info.rank, info.world_size, gloo);
+    store_ = c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts);
+    // An external store outlives a gang: its first group has its own generation's keys, and
+    // once that group exists (LiveGroup records its members) a process of the job is a
+    // replacement, which joins a later generation instead.
+    if (info.external_store && store_->check({kFirstGroupKey})) {
+      joining_ = true;
+      return;
+    }
+    if (info.external_store) {
+      std::vector<int> all(info.world_size);
+      for (int r = 0; r < info.world_size; ++r) all[r] = r;
+      reform(all, 0);
+    } else {
+      form(store_, info.rank, info.world_size);
+      members_.resize(info.world_size);
+      for (int r = 0; r < info.world_size; ++r) members_[r] = r;
+    }
 #ifdef PPU_WITH_NCCL
     if (nccl_device >= 0) {
       // Own key space in the store, so NCCL's unique-id exchange cannot meet Gloo's keys.
-      auto prefixed = c10::make_intrusive<c10d::PrefixStore>("nccl", store);
-      auto opts = c10d::ProcessGroupNCCL::Options::create();
-      opts->timeout = timeout;
+      auto prefixed = c10::make_intrusive<c10d::PrefixStore>("nccl", store_);
+      auto nccl_opts = c10d::ProcessGroupNCCL::Options::create();
+      nccl_opts->timeout = timeout;
       nccl_ = std::make_unique<NcclGroup>();
-      nccl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, info.rank, info.world_size, opts);
+      nccl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, info.rank, info.world_size, nccl_opts);
     }
 #else
     (void)nccl_device;
 #endif
+  } catch (const PeerError&) {
+    throw;
   } catch (const std::exception& e) {
     throw PeerError("rendezvous at " + info.master_addr + ":" + std::to_string(info.master_port) + " as rank " +
                     std::to_string(info.rank) + " of " + std::to_string(info.world_size) + " failed: " + e.what());
   }
 }
 
+void Collectives::form(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {
+  auto gloo = c10d::ProcessGroupGloo::Options::create(timeout_);
+  // Bind Gloo to loopback for local runs; otherwise to the interface of this host's name
+  // (a pod's IP), unless GLOO_SOCKET_IFNAME names one.
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+    gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  else if (is_loopback(info_.master_addr))
+    gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  else gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, gloo);
+  rank_ = rank;
+  world_size_ = size;
+}
+
+void Collectives::reform(const std::vector<int>& members, int64_t generation) {
+  const auto me = std::find(members.begin(), members.end(), info_.rank);
+  if (me == members.end() || !std::is_sorted(members.begin(), members.end()))
+    throw std::logic_error("reform: the members must be ascending and include this rank");
+  if (group_) retired_.push_back(group_);
+  group_.reset();
+  sequence_ = 0;
+  const auto prefix = "live/g" + std::to_string(generation) + "/pg";
+  try {
+    form(c10::make_intrusive<c10d::PrefixStore>(prefix, store_), static_cast<int>(me - members.begin()),
+         static_cast<int>(members.size()));
+  } catch (const std::exception& e) {
+    throw PeerError("forming generation " + std::to_string(generation) + " failed: " + e.what());
+  }
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  members_ = members;
+  abortable_ = true;
+  aborted_ = false;
+  abort_reason_.clear();
+}
+
+void Collectives::abort_for(int job_rank, const std::string& why) {
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  if (std::find(members_.begin(), members_.end(), job_rank) == members_.end()) return;
+  if (!aborted_) abort_reason_ = why;
+  aborted_ = true;
+}
+
+void Collectives::abort(const std::string& why) {
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  if (!aborted_) abort_reason_ = why;
+  aborted_ = true;
+}
+
+c10::intrusive_ptr<c10d::Store> Collectives::store() const { return store_; }
+
 Collectives::~Collectives() = default;
 
 void Collectives::wait(const char* what, const std::function<void()>& op) {
   try {
     op();
+  } catch (const PeerError&) {
+    throw;
   } catch (const std::exception& e) {
     std::string msg = e.what();
     if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
     throw PeerError(std::string(what) + " failed (a peer died or timed out after " +
                     std::to_string(timeout_.count() / 1000) + " s): " + msg);
   }
+}
+
+void Collectives::wait_for(const char* what, const c10::intrusive_ptr<c10d::Work>& work) {
+  if (!abortable_) return wait(what, [&] { work->wait(timeout_); });
+  // Gloo's waits cannot be interrupted, and its send/recv works never report completion to a
+  // poll: a detached thread waits (until Gloo's own timeout at worst, holding the work and its
+  // tensors), while this one also watches abort().
+  struct Waiting {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::exception_ptr error;
+  };
+  auto state = std::make_shared<Waiting>();
+  std::thread([work, state, timeout = timeout_] {
+    std::exception_ptr error;
+    try {
+      work->wait(timeout);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->error = error;
+    state->done = true;
+    state->done_cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(state->mutex);
+  auto probed = std::chrono::steady_clock::now();
+  while (!state->done_cv.wait_for(lock, std::chrono::milliseconds(2), [&] { return state->done; })) {
+    if (abort_probe_ && std::chrono::steady_clock::now() - probed > std::chrono::milliseconds(50)) {
+      probed = std::chrono::steady_clock::now();
+      if (auto why = abort_probe_(); !why.empty()) abort(why);
+    }
+    if (aborted_) {
+      std::lock_guard<std::mutex> reason(abort_mutex_);
+      throw PeerError(std::string(what) + " abandoned: " + abort_reason_);
+    }
+  }
+  if (state->error) wait(what, [&] { std::rethrow_exception(state->error); });
 }
 
 Collectives::Pending Collectives::allreduce_sum_async(torch::Tensor& tensor) {
@@ -115,7 +224,7 @@ Collectives::Pending Collectives::allreduce_sum_async(torch::Tensor& tensor) {
   std::vector<torch::Tensor> tensors{staged ? tensor.to(torch::kCPU) : tensor};
   wait("all-reduce", [&] { work = group_->allreduce(tensors, opts); });
   return [this, work, tensors, staged, tensor]() mutable {
-    wait("all-reduce", [&] { work->wait(timeout_); });
+    wait_for("all-reduce", work);
     if (staged) tensor.copy_(tensors[0]);
   };
 }
@@ -132,7 +241,7 @@ Collectives::Pending Collectives::allgather_async(const torch::Tensor& tensor, s
     return [] {};
   }
   auto outputs = std::make_shared<std::vector<std::vector<torch::Tensor>>>(1);
-  for (int r = 0; r < info_.world_size; ++r) (*outputs)[0].push_back(torch::empty_like(tensor));
+  for (int r = 0; r < world_size_; ++r) (*outputs)[0].push_back(torch::empty_like(tensor));
   std::vector<torch::Tensor> inputs{tensor};
   c10::intrusive_ptr<c10d::Work> work;
   wait("all-gather", [&] {
@@ -141,7 +250,7 @@ Collectives::Pending Collectives::allgather_async(const torch::Tensor& tensor, s
     work = group_->allgather(*outputs, inputs, opts);
   });
   return [this, work, outputs, &out] {
-    wait("all-gather", [&] { work->wait(timeout_); });
+    wait_for("all-gather", work);
     out = (*outputs)[0];
   };
 }
@@ -151,7 +260,7 @@ Collectives::Pending Collectives::send(torch::Tensor& tensor, int dst, int tag) 
   std::vector<torch::Tensor> tensors{tensor};
   c10::intrusive_ptr<c10d::Work> work;
   wait("send", [&] { work = group_->send(tensors, dst, tag); });
-  return [this, work] { wait("send", [&] { work->wait(timeout_); }); };
+  return [this, work] { wait_for("send", work); };
 }
 
 Collectives::Pending Collectives::recv(torch::Tensor& tensor, int src, int tag) {
@@ -159,16 +268,31 @@ Collectives::Pending Collectives::recv(torch::Tensor& tensor, int src, int tag) 
   std::vector<torch::Tensor> tensors{tensor};
   c10::intrusive_ptr<c10d::Work> work;
   wait("receive", [&] { work = group_->recv(tensors, src, tag); });
-  return [this, work] { wait("receive", [&] { work->wait(timeout_); }); };
+  return [this, work] { wait_for("receive", work); };
 }
 
 void Collectives::barrier() {
   if (!group_) return;
+  c10::intrusive_ptr<c10d::Work> work;
   wait("barrier", [&] {
     c10d::BarrierOptions opts;
     opts.timeout = timeout_;
-    group_->barrier(opts)->wait(timeout_);
+    work = group_->barrier(opts);
   });
+  wait_for("barrier", work);
+}
+
+void Collectives::broadcast(torch::Tensor& tensor, int root) {
+  if (!group_) return;
+  std::vector<torch::Tensor> tensors{tensor};
+  c10::intrusive_ptr<c10d::Work> work;
+  wait("broadcast", [&] {
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    opts.timeout = timeout_;
+    work = group_->broadcast(tensors, opts);
+  });
+  wait_for("broadcast", work);
 }
 
 }  // namespace ppu

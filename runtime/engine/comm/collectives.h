@@ -2,13 +2,22 @@
 // MASTER_ADDR:MASTER_PORT and a Gloo process group (CPU tensors). With WORLD_SIZE = 1 there
 // is no process group and every collective is the identity. Every collective waits at most
 // `timeout`; a dead or hung peer surfaces as PeerError (exit code 3), never as a hang.
+// The store is rank 0's unless `external_store` (PPU_EXTERNAL_STORE: ppu-rendezvous serves it
+// and it outlives every rank). Live recovery re-forms the group: reform(members, generation)
+// builds a new Gloo group of those job ranks over the store's keys of that generation, with
+// group ranks in job-rank order; rank()/world_size() are then the group's, job_rank() stays.
+// abort() makes every wait in progress or to come throw PeerError until the next reform (a
+// silent peer would otherwise hold a collective until the timeout); a replaced group is kept,
+// not destroyed, since its threads may still be blocked on a peer that never answers.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,7 +26,9 @@
 
 namespace c10d {
 class ProcessGroupGloo;
-}
+class Store;
+class Work;
+}  // namespace c10d
 
 namespace ppu {
 class NcclGroup;  // defined in collectives.cpp, only in CUDA builds
@@ -36,9 +47,11 @@ struct RendezvousInfo {
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  bool external_store = false;  // PPU_EXTERNAL_STORE=1: no rank serves the store
 };
 
-// Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun-compatible; defaults 0 of 1).
+// Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun-compatible; defaults 0 of 1) and
+// PPU_EXTERNAL_STORE.
 RendezvousInfo rendezvous_from_env();
 
 class Collectives {
@@ -49,8 +62,30 @@ class Collectives {
   Collectives(const RendezvousInfo& info, std::chrono::milliseconds timeout, int nccl_device = -1);
   ~Collectives();
 
-  int rank() const { return info_.rank; }
-  int world_size() const { return info_.world_size; }
+  int rank() const { return rank_; }              // in the current group
+  int world_size() const { return world_size_; }  // of the current group
+  int job_rank() const { return info_.rank; }
+  int job_size() const { return info_.world_size; }
+  const std::vector<int>& members() const { return members_; }  // job ranks of the group, ascending
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  // The rendezvous store (null with WORLD_SIZE = 1); thread-safe for its own requests.
+  c10::intrusive_ptr<c10d::Store> store() const;
+
+  // A new group of `members` (job ranks, ascending, this rank among them) over the keys of
+  // `generation`; clears abort(). Blocks until every member has joined or the timeout.
+  void reform(const std::vector<int>& members, int64_t generation);
+  // Every wait now or later throws PeerError(`why`) until the next reform. Any thread.
+  void abort(const std::string& why);
+  // The same, only while `job_rank` is a member of the current group (a late report about a
+  // rank already left out changes nothing).
+  void abort_for(int job_rank, const std::string& why);
+  bool aborted() const { return aborted_; }
+  // Asked every 50 ms by a wait in a re-formable group: a non-empty answer aborts it (a peer
+  // has begun re-forming the group). Set before the first collective.
+  void set_abort_probe(std::function<std::string()> probe) { abort_probe_ = std::move(probe); }
+  // An external store already holds a live group of this job: this process is a replacement
+  // and formed no group yet (LiveGroup::join forms one).
+  bool joining() const { return joining_; }
 
   // Waits for a collective started by an *_async call; throws PeerError.
   using Pending = std::function<void()>;
@@ -60,6 +95,8 @@ class Collectives {
   // In-place SUM over ranks of a contiguous tensor (CPU, or CUDA: see the constructor).
   void allreduce_sum(torch::Tensor& tensor) { allreduce_sum_async(tensor)(); }
   Pending allreduce_sum_async(torch::Tensor& tensor);
+  // `tensor` of group rank `root` on every rank (contiguous CPU tensor).
+  void broadcast(torch::Tensor& tensor, int root);
   // Every rank's `tensor` (same shape and dtype everywhere), in rank order.
   std::vector<torch::Tensor> allgather(const torch::Tensor& tensor);
   // Fills `out` (resized to world_size) once the returned Pending has been called.
@@ -77,9 +114,22 @@ class Collectives {
 
  private:
   void wait(const char* what, const std::function<void()>& op);
+  // Waits for `work`; in a re-formable group abort() ends the wait too. Throws PeerError.
+  void wait_for(const char* what, const c10::intrusive_ptr<c10d::Work>& work);
+  void form(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size);
 
   RendezvousInfo info_;
   std::chrono::milliseconds timeout_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  int rank_ = 0, world_size_ = 1;
+  std::vector<int> members_;  // under abort_mutex_ while it changes
+  bool joining_ = false;
+  bool abortable_ = false;  // a re-formable group (live recovery): waits watch abort()
+  std::function<std::string()> abort_probe_;
+  std::atomic<bool> aborted_{false};
+  std::mutex abort_mutex_;
+  std::string abort_reason_;
+  std::vector<c10::intrusive_ptr<c10d::ProcessGroupGloo>> retired_;
   // The Gloo group itself, not its c10d::ProcessGroup base: in LibTorch 2.x Gloo is a
   // c10d::Backend, in 1.13 a ProcessGroup; its collectives have the same signatures in both.
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;

@@ -33,7 +33,8 @@ struct Heartbeat::Shared {
   std::string prefix;
   std::mutex mutex;
   std::condition_variable wake;
-  bool stop = false, leaving = false;
+  bool stop = false, leaving = false, keep_watching = false;
+  std::vector<bool> silent;  // per rank, under mutex
   std::atomic<bool> reported{false};
   std::atomic<Clock::rep> answered{0};  // when the store last answered (Clock ticks)
   std::promise<void> beater_done;
@@ -41,6 +42,10 @@ struct Heartbeat::Shared {
   std::string key(int rank) const { return prefix + std::to_string(rank); }
   void report(const Lost& lost) {
     if (!reported.exchange(true)) on_lost(lost);
+  }
+  void set_silent(int rank, bool value) {
+    std::lock_guard<std::mutex> lock(mutex);
+    silent[rank] = value;
   }
   // Sleeps one interval; false once stopped.
   bool pause() {
@@ -50,9 +55,11 @@ struct Heartbeat::Shared {
 };
 
 Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds window, OnLost on_lost,
-                     std::string key_prefix) {
+                     std::string key_prefix, bool keep_watching) {
   if (info.world_size < 2 || window.count() <= 0) return;
   shared_ = std::make_shared<Shared>();
+  shared_->keep_watching = keep_watching;
+  shared_->silent.assign(info.world_size, false);
   shared_->info = info;
   shared_->window = window;
   shared_->interval = std::max(window / 5, std::chrono::milliseconds(50));
@@ -61,8 +68,12 @@ Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds windo
   shared_->answered = Clock::now().time_since_epoch().count();
   beater_ = std::thread([s = shared_] { beat(s); });
   watchdog_ = std::thread([s = shared_] {
+    auto tick = Clock::now();
     while (s->pause()) {
-      const auto silent = Clock::now() - Clock::time_point(Clock::duration(s->answered.load()));
+      const auto now = Clock::now();
+      if (now - tick > s->window / 2) s->answered = now.time_since_epoch().count();  // this process was stopped
+      tick = now;
+      const auto silent = now - Clock::time_point(Clock::duration(s->answered.load()));
       if (silent > s->window) {
         s->report(Lost{-1, seconds(silent)});
         return;
@@ -74,6 +85,12 @@ Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds windo
 Heartbeat::~Heartbeat() { stop(false); }
 
 void Heartbeat::leave() { stop(true); }
+
+bool Heartbeat::silent(int rank) const {
+  if (!shared_) return false;
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  return shared_->silent.at(rank);
+}
 
 void Heartbeat::stop(bool leaving) {
   if (!shared_) return;
@@ -108,6 +125,7 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
   std::vector<int64_t> last(info.world_size, -1);
   std::vector<Clock::time_point> moved(info.world_size, start);
   c10::intrusive_ptr<c10d::TCPStore> store;
+  auto tick = start;
   do {
     try {
       if (!store) {  // its own connection: the training thread's may be blocked in a collective
@@ -123,6 +141,9 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
       store->add(s->key(info.rank), 1);
       const auto now = Clock::now();
       s->answered = now.time_since_epoch().count();
+      // Stopped ourselves for longer than the window: the peers' silence is not theirs.
+      if (now - tick > s->window) std::fill(moved.begin(), moved.end(), now);
+      tick = now;
       for (int r = 0; r < info.world_size; ++r) {
         if (r == info.rank) continue;
         const int64_t value = store->add(s->key(r), 0);
@@ -130,7 +151,15 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
         if (value != last[r]) {
           last[r] = value;
           moved[r] = now;
+          if (s->keep_watching) s->set_silent(r, false);
         } else if (now - moved[r] > s->window) {
+          if (s->keep_watching) {
+            if (!s->silent[r]) {  // this thread is the only writer
+              s->set_silent(r, true);
+              s->on_lost(Lost{r, seconds(now - moved[r])});
+            }
+            continue;
+          }
           s->report(Lost{r, seconds(now - moved[r])});
           s->beater_done.set_value();
           return;

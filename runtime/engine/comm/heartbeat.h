@@ -14,6 +14,11 @@
 // step keeps beating. leave() marks this rank as finished, so that peers still evaluating or
 // writing do not count it as lost; the destructor stops without that mark (a rank unwinding on
 // an error is lost to its peers) and never waits on a store that does not answer.
+// With `keep_watching` (network.recovery=live) the monitor goes on after a report: each peer is
+// reported once per silence, becomes live again when its counter moves (a replacement beats
+// under the same rank), and silent() tells who is silent now; only the store's silence stops it.
+// A gap in this process's own schedule longer than the window (it was stopped itself) restarts
+// every clock instead of blaming the peers or the store for it.
 #pragma once
 
 #include <chrono>
@@ -37,13 +42,16 @@ class Heartbeat {
   // `key_prefix` separates incarnations of a job that share a store. Off (no threads) for a
   // single rank or a zero window.
   Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds window, OnLost on_lost,
-            std::string key_prefix = "ppu/heartbeat/");
+            std::string key_prefix = "ppu/heartbeat/", bool keep_watching = false);
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
   ~Heartbeat();
 
   // This rank finished its work: peers stop watching it.
   void leave();
+
+  // Whether `rank` has been silent for the window (keep_watching; false when off).
+  bool silent(int rank) const;
 
   // The message a rank reports for `lost` (logs, termination message).
   static std::string describe(const Lost& lost);

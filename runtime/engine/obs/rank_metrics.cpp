@@ -45,6 +45,10 @@ struct RankMetrics::Families {
   prometheus::Gauge& checkpoint_round;
   prometheus::Family<prometheus::Counter>& sync_received;
   prometheus::Family<prometheus::Counter>& network_wait;
+  prometheus::Gauge& live_ranks;
+  prometheus::Gauge& min_slice_coverage;
+  prometheus::Counter& rounds_degraded;
+  prometheus::Counter& recoveries;
 };
 
 namespace {
@@ -94,6 +98,12 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       counter("ppu_outer_sync_received_bytes_total", "Bytes this rank took off the wire for syncs").Register(r),
       counter("ppu_network_wait_seconds_total", "Seconds training was blocked waiting for an exchange to complete")
           .Register(r),
+      one(gauge(contract::metric::kLiveRanks, "Ranks in this rank's current group"), r),
+      one(gauge(contract::metric::kMinSliceCoverage,
+                "Smallest fraction, over parameter elements, of an element's owners that are live"),
+          r),
+      one(counter(contract::metric::kRoundsDegraded, "Outer rounds finished with a rank missing"), r),
+      one(counter(contract::metric::kRecoveries, "Groups re-formed in place without a gang restart"), r),
   });
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
@@ -171,6 +181,20 @@ void RankMetrics::add_sync(const std::string& fragment, double bytes_sent, doubl
 
 void RankMetrics::set_checkpoint_round(double round) {
   if (f_) f_->checkpoint_round.Set(round);
+}
+
+void RankMetrics::set_live(double live_ranks, double min_slice_coverage) {
+  if (!f_) return;
+  f_->live_ranks.Set(live_ranks);
+  f_->min_slice_coverage.Set(min_slice_coverage);
+}
+
+void RankMetrics::add_degraded_round() {
+  if (f_) f_->rounds_degraded.Increment();
+}
+
+void RankMetrics::add_recovery() {
+  if (f_) f_->recoveries.Increment();
 }
 
 double process_rss_bytes() {

@@ -42,6 +42,10 @@ class RankMetrics {
   void add_sync(const std::string& fragment, double bytes_sent, double bytes_received, double seconds,
                 double wait_seconds);
   void set_checkpoint_round(double round);
+  // Live recovery (network.recovery=live); a gang run reports K and 1 and never counts.
+  void set_live(double live_ranks, double min_slice_coverage);
+  void add_degraded_round();
+  void add_recovery();
 
  private:
   struct Families;

@@ -82,21 +82,35 @@ OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool overlapped) {
 }
 
 SyncResult OuterOptimizer::finish(InFlight& sync) {
-  torch::NoGradGuard no_grad;
+  complete(sync);
+  return apply(sync);
+}
+
+void OuterOptimizer::complete(InFlight& sync) {
   const auto start = std::chrono::steady_clock::now();
   const AllreduceStats stats = sync.wait();
   sync.result.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  sync.result.seconds += sync.result.wait_seconds;
   sync.result.bytes_sent = stats.bytes_sent;
   sync.result.bytes_received = stats.bytes_received;
   sync.result.exchange_seconds = stats.seconds;
+}
+
+SyncResult OuterOptimizer::apply(InFlight& sync) {
+  torch::NoGradGuard no_grad;
+  const auto start = std::chrono::steady_clock::now();
   const auto& pieces = schedule_.fragments().at(sync.fragment).pieces;
   const auto& slices = model_.plan().params();
   int64_t offset = 0;
   for (const auto& piece : pieces) {
     auto global = region_view(global_[piece.param_index], piece);
     const int64_t n = global.numel();
-    // Line 13, second half: element-wise 1/m (m is constant within a parameter).
-    auto delta = sync.flat.narrow(0, offset, n).view(global.sizes()).div_(slices[piece.param_index].owners);
+    // Line 13, second half: element-wise 1/m (m is constant within a parameter, unless ranks
+    // are missing: then m counts the live owners of each element).
+    auto delta = sync.flat.narrow(0, offset, n).view(global.sizes());
+    const auto live = live_owners(piece);
+    if (live.defined()) delta.div_(live.clamp_min(1));
+    else delta.div_(slices[piece.param_index].owners);
     offset += n;
 
     // Line 14: the outer step on the pseudo-gradient g = −Δ.
@@ -105,8 +119,14 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
       if (!m.defined()) m = host_.zeros(global_[piece.param_index].sizes());
       auto buf = region_view(m, piece);
       auto g = -delta;
-      buf.mul_(config_.momentum).add_(g);
-      global.sub_(g.add(buf, config_.momentum), config_.lr);
+      if (live.defined()) {  // an element without a live owner keeps its value and momentum
+        const auto owned = live.gt(0);
+        buf.copy_(torch::where(owned, buf.mul(config_.momentum).add(g), buf));
+        global.sub_(torch::where(owned, g.add(buf, config_.momentum), torch::zeros_like(g)), config_.lr);
+      } else {
+        buf.mul_(config_.momentum).add_(g);
+        global.sub_(g.add(buf, config_.momentum), config_.lr);
+      }
     } else {  // outer.optimizer average, or a sync that only averages (plain_average)
       global.add_(delta);
     }
@@ -123,6 +143,51 @@ SyncResult OuterOptimizer::finish(InFlight& sync) {
   }
   sync.result.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return sync.result;
+}
+
+void OuterOptimizer::set_owners(std::vector<SlicePlan> live_plans, int world_size) {
+  const bool everyone = static_cast<int>(live_plans.size()) == world_size;
+  live_plans_ = everyone ? std::vector<SlicePlan>{} : std::move(live_plans);
+  min_coverage_ = 1;
+  if (everyone) return;
+  for (size_t i = 0; i < model_.plan().params().size(); ++i) {
+    const auto& whole = model_.plan().params()[i];
+    FragmentPiece piece;
+    piece.param_index = static_cast<int>(i);
+    const auto live = live_owners(piece);
+    min_coverage_ = std::min(min_coverage_, live.min().item<double>() / whole.owners);
+  }
+}
+
+torch::Tensor OuterOptimizer::live_owners(const FragmentPiece& piece) const {
+  if (live_plans_.empty()) return {};
+  auto counts = torch::zeros_like(region_view(global_[piece.param_index], piece));
+  for (const auto& plan : live_plans_)
+    if (const auto part = trainable_part(plan.params()[piece.param_index], piece)) region_view(counts, *part).add_(1);
+  return counts;
+}
+
+void OuterOptimizer::share_state(Collectives& collectives, int root, bool adopt) {
+  torch::NoGradGuard no_grad;
+  // Which parameters have momentum yet (a fragment not synchronised has none).
+  auto has = torch::zeros({static_cast<int64_t>(momentum_.size())}, torch::kInt64);
+  for (size_t i = 0; i < momentum_.size(); ++i) has[static_cast<int64_t>(i)] = momentum_[i].defined() ? 1 : 0;
+  collectives.broadcast(has, root);
+  for (size_t i = 0; i < global_.size(); ++i) {
+    auto g = global_[i].contiguous();
+    collectives.broadcast(g, root);
+    if (!g.is_same(global_[i])) global_[i].copy_(g);
+    if (has[static_cast<int64_t>(i)].item<int64_t>() == 0) {
+      momentum_[i] = torch::Tensor();
+      continue;
+    }
+    if (!momentum_[i].defined()) momentum_[i] = host_.zeros(global_[i].sizes());
+    auto m = momentum_[i].contiguous();
+    collectives.broadcast(m, root);
+    if (!m.is_same(momentum_[i])) momentum_[i].copy_(m);
+  }
+  if (adopt)
+    for (size_t i = 0; i < global_.size(); ++i) model_.store_fp32(i, TensorRegion{}, global_[i]);
 }
 
 int64_t OuterOptimizer::momentum_bytes() const {

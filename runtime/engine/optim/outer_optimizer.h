@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
 #include "core/wire_plan.h"
 #include "engine/comm/collectives.h"
@@ -64,7 +65,21 @@ class OuterOptimizer {
   SyncResult sync(int fragment);     // begin + finish, no overlap
   SyncResult average(int fragment);  // the final plain average, no overlap
   InFlight begin(int fragment, bool overlapped);
-  SyncResult finish(InFlight& sync);
+  SyncResult finish(InFlight& sync);  // complete + apply
+  // Waits for the exchange (throws PeerError), then the outer step of lines 13–14. Live
+  // recovery applies only an exchange that every member completed (LiveGroup::commit).
+  void complete(InFlight& sync);
+  SyncResult apply(InFlight& sync);
+
+  // Live recovery: the slice plans of the ranks in the group now (all K: the configured owner
+  // counts). With fewer, an element's delta is divided by its live owners, and an element
+  // without any keeps its value and its momentum.
+  void set_owners(std::vector<SlicePlan> live_plans, int world_size);
+  // The smallest fraction of an element's owners that are live (1 with every rank).
+  double min_coverage() const { return min_coverage_; }
+  // θ and the momentum of group rank `root`, on every rank of the group (a collective: the
+  // others hold the same values already, except newcomers). `adopt` (a newcomer): also θ_k ← θ.
+  void share_state(Collectives& collectives, int root, bool adopt);
 
   const std::vector<torch::Tensor>& global() const { return global_; }
   int64_t momentum_bytes() const;
@@ -86,6 +101,10 @@ class OuterOptimizer {
   std::vector<torch::Tensor> global_;    // fp32, host
   std::vector<torch::Tensor> momentum_;  // fp32, host; allocated on a fragment's first sync
   std::vector<FeedbackState> feedback_;  // per fragment, with outer.error_feedback
+  std::vector<SlicePlan> live_plans_;    // empty: every rank is live
+  double min_coverage_ = 1;
+  // Live owners of each element of `piece` (fp32, the piece's shape); undefined with every rank.
+  torch::Tensor live_owners(const FragmentPiece& piece) const;
 };
 
 }  // namespace ppu

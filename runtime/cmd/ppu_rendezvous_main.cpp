@@ -1,0 +1,49 @@
+// ppu-rendezvous: the rendezvous store of a live-recovery job (network.recovery=live), served
+// outside the ranks so that it outlives any of them, rank 0 included: c10d's TCPStore server on
+// --port until SIGTERM or SIGINT. ppu-launch runs one per job on this machine; the operator
+// runs one per job in its own pod behind a Service. Ranks reach it at MASTER_ADDR:MASTER_PORT
+// with PPU_EXTERNAL_STORE=1 (core/job_contract.h). It holds only small keys (membership,
+// heartbeats, Gloo's addresses); the tensors go between the ranks.
+// Exit codes: 0 stopped by a signal, 2 bad flag, 1 the port cannot be served.
+#include <CLI/CLI.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <csignal>
+#include <iostream>
+
+#include "core/exit_status.h"
+#include "core/job_contract.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ppu-rendezvous: the rendezvous store of a live-recovery PPU job"};
+  int port = ppu::contract::kRendezvousPort;
+  app.add_option("--port", port, "TCP port to serve the store on")->check(CLI::Range(1, 65535));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return ppu::usage_exit_code(app.exit(e));
+  }
+  // The signals are waited for, not handled: block them before the store's threads start.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a rank that dies mid-request must not stop the store
+  try {
+    c10d::TCPStoreOptions opts;
+    opts.port = static_cast<std::uint16_t>(port);
+    opts.isServer = true;
+    opts.waitWorkers = false;
+    c10d::TCPStore store("0.0.0.0", opts);
+    std::cout << "ppu-rendezvous: serving the store on port " << port << std::endl;
+    int sig = 0;
+    sigwait(&stop, &sig);
+    std::cout << "ppu-rendezvous: stopped by signal " << sig << std::endl;
+  } catch (const std::exception& e) {
+    const auto status = ppu::exit_status_of(e);
+    std::cerr << "ppu-rendezvous: " << status.message << std::endl;
+    return status.code;
+  }
+  return 0;
+}

@@ -1,0 +1,88 @@
+// LiveGroup: how the ranks of a network.recovery=live job agree, through the external
+// rendezvous store, on what a failure changes — which exchanges took effect, who is in the
+// next group, and when a replacement comes back. Collectives carries out the decisions
+// (reform); the trainer decides what to do with them (docs/RECOVERY.md).
+//
+// Store keys (every rank sees the same store, which outlives all of them):
+//   live/g<n>/members        the job ranks of generation n, ascending ("0,1,3"); written once
+//                            by compare-and-set, so every rank reads the same list
+//   live/g<n>/reforming      a member began re-forming after a failure: every member abandons
+//                            the collective it waits in (Collectives' abort probe)
+//   live/g<n>/arrived/<r>    rank r reached the re-formation of generation n after a failure
+//   live/g<n>/source         the job rank that sends the state to generation n's newcomers
+//   live/g<n>/x<s>/done      how many members completed exchange s of generation n
+//   live/g<n>/x<s>/outcome   "commit" or "abort", compare-and-set: the exchange's fate
+//   live/joins, live/join/<i> replacements asking to come back, in order of arrival
+//   live/done                the job finished: a replacement still waiting exits
+//
+// Contracts:
+//  - commit(done): every member of the generation gets the same answer for its next exchange;
+//    "commit" only if every member completed it. A member that was stopped and resumed after
+//    the others moved on reads their answer, never a different one.
+//  - recover(): the survivors' next generation: every member of the current one that reached
+//    it, waiting for the others until each has either arrived or gone silent (heartbeat) or
+//    asked to rejoin as a new process. Throws OutOfGroup when that generation was formed
+//    without this rank, PeerError when it cannot be formed within the timeout.
+//  - pending_joiners()/admit(): at a round boundary, the replacements every member has seen
+//    (one all-gather of the join count) and the generation that takes them in.
+//  - join(): a replacement's side: ask, wait for a generation that includes this rank, form it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/comm/collectives.h"
+#include "engine/comm/heartbeat.h"
+
+namespace ppu {
+
+class LiveGroup {
+ public:
+  // `heartbeat` tells who is silent while a generation forms (it must watch with keep_watching).
+  LiveGroup(Collectives& collectives, const Heartbeat& heartbeat);
+
+  int64_t generation() const { return generation_; }
+
+  // Whether the next exchange of this generation took effect on every member; `done`: it
+  // completed here.
+  bool commit(bool done);
+
+  // Forms the survivors' next generation (see above) and returns the job ranks it lost.
+  std::vector<int> recover();
+
+  // The replacements to take in now, the same on every member (a collective of the group).
+  std::vector<int> pending_joiners();
+  // Forms the next generation with `joiners` added; returns the job ranks actually added (the
+  // generation may have been taken by a concurrent recovery, without them): newcomers().
+  std::vector<int> admit(const std::vector<int>& joiners);
+
+  // A replacement's side. Returns false when the job finished before taking this rank back.
+  bool join();
+
+  // The job rank that sends the current generation's newcomers their state, and those
+  // newcomers (empty when the generation only lost ranks).
+  int source() const { return source_; }
+  const std::vector<int>& newcomers() const { return newcomers_; }
+  // Marks the job finished (waiting replacements stop waiting).
+  void finish();
+
+ private:
+  std::string key(int64_t generation, const std::string& name) const;
+  // Reads generation `next`'s members (written by whoever decided it), forms it, and records
+  // the state source for newcomers relative to `before`.
+  void form(int64_t next, const std::vector<int>& before);
+  std::vector<int> join_requests(int64_t upto) const;  // ranks of requests joins_seen_+1..upto
+
+  Collectives& col_;
+  const Heartbeat& heartbeat_;
+  std::atomic<int64_t> generation_{0};  // read by the abort probe on communication threads
+  int64_t exchange_ = 0;    // exchanges of this generation so far
+  int64_t joins_seen_ = 0;  // join requests already taken in (or standing for a member)
+  int source_ = 0;
+  std::vector<int> newcomers_;
+};
+
+}  // namespace ppu
