@@ -1,4 +1,4 @@
-# PPU container image: ppu-train, ppu-launch, ppu-plan, ppu-data, ppu-export and ppu-operator, non-root.
+# PPU container image: ppu-train, ppu-launch, ppu-rendezvous, ppu-plan, ppu-data, ppu-export and ppu-operator, non-root.
 #
 # Without a registry (Debian's podman/buildah 1.28; the base image comes from debootstrap):
 #   scripts/build-image.sh                       # = base image + podman build, prints time and size
@@ -60,7 +60,7 @@ RUN set -e; prefix=""; \
     scripts/build.sh /build; \
     cmake --install /build --prefix /opt/ppu --strip
 # The binaries the image ships; dockerfile_test.sh keeps this list equal to CMake's install set.
-ENV PPU_BINARIES="ppu-train ppu-launch ppu-plan ppu-data ppu-export ppu-operator"
+ENV PPU_BINARIES="ppu-train ppu-launch ppu-rendezvous ppu-plan ppu-data ppu-export ppu-operator"
 # The runtime tree /opt/rootfs: the binaries in /usr/local/bin, configs in /etc/ppu/configs, and
 # every shared library the binaries' ldd resolves, at the path ldd resolved it to (so DT_RPATH,
 # e.g. the OpenMP OpenBLAS one, finds the same file) with symlinked directories resolved (/lib is
@@ -84,7 +84,7 @@ RUN set -eu; root=/opt/rootfs; mkdir -p $root/usr/local/bin $root/etc/ppu $root/
 FROM ${DEBIAN} AS runtime
 COPY --from=build /opt/rootfs/ /
 # Index the copied libraries, then prove every binary resolves all of them (libcuda excepted).
-RUN ldconfig && for b in ppu-train ppu-launch ppu-plan ppu-data ppu-export ppu-operator; do \
+RUN ldconfig && for b in ppu-train ppu-launch ppu-rendezvous ppu-plan ppu-data ppu-export ppu-operator; do \
       if ldd /usr/local/bin/$b | grep -v 'libcuda\.so' | grep 'not found'; then echo "$b: missing libraries" >&2; exit 1; fi; \
     done
 # 65532: the conventional "nonroot" uid; the chart's securityContext uses the same.
