@@ -16,6 +16,9 @@
 #   5. the same job again, one rank's container killed with SIGKILL a third of the way through:
 #      gang restart, the new gang resumes from the checkpoint on the volume, Succeeded, and every
 #      rank's final param_checksum equals the uninterrupted run's;
+#   5b. the same job with network.recovery=live: rank 2's pod deleted, later rank 0's container
+#      killed: each time only that pod is recreated (the others keep their UIDs), the job
+#      Succeeds with restartCount 0 and 2 recoveries, every rank with the same parameters;
 #   6. manifests/samples/cpu-tiny.yaml applied as shipped (its image name is an alias that
 #      `cluster.sh load-image --as` gave the built image) runs to Succeeded, and its final status
 #      (round, perplexity, checkpoint round, ResultReported) is what the same training section
@@ -325,6 +328,61 @@ for r in 0 1 2 3; do
 done
 say "killed job Succeeded after $rc gang restart(s) with param_checksum $REF_SUM, equal to the uninterrupted run"
 phase "kill, gang restart, resume"
+
+# ---- 5b. the same job with live recovery: lose a rank pod, only that pod comes back -------------
+# network.recovery=live (docs/RECOVERY.md): the operator runs the job's rendezvous pod; deleting
+# rank 2's pod, then killing rank 0's container, recreates only that pod each time; the other
+# ranks keep their pods (same UIDs), the job Succeeds with no gang restart and 2 recoveries.
+job live ckpt-live "$STEPS" | sed 's/^    checkpoint: /    network: {recovery: live, heartbeat_s: 5}\n    checkpoint: /' \
+  | kubectl apply -f - >/dev/null
+wait_phase live Running 240
+uid() { kubectl -n "$NS" get pod -l "ppu.dev/job=live,ppu.dev/rank=$1" -o jsonpath='{.items[0].metadata.uid}'; }
+live_round() { # live_round ROUND: wait until the job's status reaches outer round ROUND
+  local i r
+  for ((i = 0; i < 600; i++)); do
+    r="$(ppj live outerRound)"
+    [[ "$r" =~ ^[0-9]+$ && "$r" -ge $1 ]] && return 0
+    sleep 1
+  done
+  die "live job never reached round $1 (at '$r')"
+}
+wait_recoveries() { # wait_recoveries N: until status.recoveries >= N and the lost rank trains again
+  local i n
+  for ((i = 0; i < 300; i++)); do
+    n="$(ppj live recoveries)"
+    [[ "$n" =~ ^[0-9]+$ && "$n" -ge $1 && "$(ppj live liveRanks)" == 4 ]] && return 0
+    sleep 1
+  done
+  die "live job: recoveries '$n', liveRanks '$(ppj live liveRanks)' after $1 rank loss(es)"
+}
+[[ -n "$(kubectl -n "$NS" get pod live-rendezvous -o name 2>/dev/null)" ]] || die "the live job has no rendezvous pod"
+live_round $((ROUNDS / 4))
+declare -A UIDS
+for r in 0 1 2 3; do UIDS[$r]="$(uid "$r")"; done
+kubectl -n "$NS" delete pod -l ppu.dev/job=live,ppu.dev/rank=2 --wait=false >/dev/null
+say "deleted rank 2's pod at round $(ppj live outerRound)"
+wait_recoveries 1
+live_round $((ROUNDS / 2))
+CID="$(kubectl -n "$NS" get pod -l ppu.dev/job=live,ppu.dev/rank=0 -o jsonpath='{.items[0].status.containerStatuses[0].containerID}')"
+bash "$CL" netns ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks kill -s SIGKILL "${CID#containerd://}"
+say "killed rank 0's container at round $(ppj live outerRound)"
+wait_recoveries 2
+for r in 1 3; do
+  [[ "$(uid "$r")" == "${UIDS[$r]}" ]] || die "rank $r's pod was recreated although only ranks 2 and 0 were lost"
+done
+for r in 0 2; do
+  [[ "$(uid "$r")" != "${UIDS[$r]}" ]] || die "rank $r's pod was not recreated after it was lost"
+done
+wait_phase live Succeeded 900
+[[ "$(ppj live restartCount)" == 0 ]] || die "live job: restartCount '$(ppj live restartCount)', expected no gang restart"
+LDIR="$(pv_dir ckpt-live)"
+LSUM="$(checksum "$LDIR/summary-rank-1.json")"
+for r in 0 2 3; do
+  [[ "$(checksum "$LDIR/summary-rank-$r.json")" == "$LSUM" ]] || die "live job: rank $r ends with other parameters than rank 1"
+done
+kubectl -n "$NS" logs live-rank-1 2>/dev/null | grep -E 'lost rank|rejoined in round' | sed 's/^/    /' || true
+say "live job Succeeded with 0 gang restarts and $(ppj live recoveries) recoveries; ranks 1 and 3 kept their pods"
+phase "live recovery: a deleted pod and a killed rank 0, no gang restart"
 
 # ---- 6. a sample as a user applies it: no edits, the default namespace -------------------------
 kubectl apply -f "$ROOT/manifests/samples/cpu-tiny.yaml" >/dev/null

@@ -48,7 +48,8 @@ def fail(msg):
 def rank_pids(launcher_pid):
     """{rank: pid} of the ppu-train processes ppu-launch runs now."""
     pids = {}
-    for pid in subprocess.run(["pgrep", "-P", str(launcher_pid)], capture_output=True, text=True).stdout.split():
+    children = subprocess.run(["pgrep", "-P", str(launcher_pid)], capture_output=True, text=True, check=False)
+    for pid in children.stdout.split():
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
                 env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
@@ -67,7 +68,7 @@ class Run:
     def __init__(self, work, extra=(), restarts=1):
         self.work = work
         self.log = os.path.join(work, "launch.log")
-        self.out = open(self.log, "w")
+        self.out = open(self.log, "w")  # noqa: SIM115  (ppu-launch writes it until finish() closes it)
         self.summaries = os.path.join(work, "summaries")
         cmd = [LAUNCH, *LIVE, *extra, "--max-restarts", str(restarts), "--summary-dir", self.summaries]
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
