@@ -142,7 +142,7 @@ class Run {
         throw ConfigError("config key 'network.recovery' is 'live' but the store is rank 0's: set " +
                           std::string(contract::env::kExternalStore) +
                           "=1 with a ppu-rendezvous at MASTER_ADDR:MASTER_PORT (ppu-launch and the operator do)");
-      group_.emplace(collectives_, heartbeat_);
+      group_.emplace(collectives_, [this](int rank) { return heartbeat_.silent(rank); });
     }
     recovery_.policy = choice_name(c.network.recovery);
     metrics_.set_live(collectives_.world_size(), 1);
@@ -336,7 +336,7 @@ class Run {
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     ++recovery_.recoveries;
     recovery_.recovery_seconds += seconds;
-    metrics_.add_recovery();
+    metrics_.add_recovery(true, seconds);
     after_reform();
     spdlog::warn("lost rank(s) [{}] in round {} (step {}): generation {} has ranks [{}] ({:.1f} s to re-form)",
                  ranks_text(lost), p_.rounds + 1, p_.step, group_->generation(), ranks_text(collectives_.members()),
@@ -416,7 +416,9 @@ class Run {
     share_state(false);
     after_reform();
     ++recovery_.rejoins;
-    recovery_.recovery_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    recovery_.recovery_seconds += seconds;
+    metrics_.add_recovery(false, seconds);
     spdlog::info("rank(s) [{}] rejoined in round {} (step {}): generation {} has ranks [{}]", ranks_text(added),
                  p_.rounds, p_.step, group_->generation(), ranks_text(collectives_.members()));
   }

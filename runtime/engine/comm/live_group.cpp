@@ -43,8 +43,7 @@ constexpr const char* kDone = "live/done";
 
 }  // namespace
 
-LiveGroup::LiveGroup(Collectives& collectives, const Heartbeat& heartbeat)
-    : col_(collectives), heartbeat_(heartbeat) {
+LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent) : col_(collectives), silent_(std::move(silent)) {
   // The first group of the job has formed: from now on a starting process is a replacement.
   if (!col_.joining()) decide(*col_.store(), key(0, "members"), list(col_.members()));
   // A member that re-forms the group ends the collectives the others are still waiting in
@@ -101,7 +100,7 @@ std::vector<int> LiveGroup::recover() {
       std::vector<int> arrived, waiting;
       for (int r : before) {
         if (store.check({key(next, "arrived/" + std::to_string(r))})) arrived.push_back(r);
-        else if (!heartbeat_.silent(r) && !rejoining.count(r)) waiting.push_back(r);
+        else if (!silent_(r) && !rejoining.count(r)) waiting.push_back(r);
       }
       if (waiting.empty()) {
         decide(store, members_key, list(arrived));

@@ -31,18 +31,20 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "engine/comm/collectives.h"
-#include "engine/comm/heartbeat.h"
 
 namespace ppu {
 
 class LiveGroup {
  public:
-  // `heartbeat` tells who is silent while a generation forms (it must watch with keep_watching).
-  LiveGroup(Collectives& collectives, const Heartbeat& heartbeat);
+  // Whether a job rank has gone silent (Heartbeat::silent, with keep_watching).
+  using IsSilent = std::function<bool(int)>;
+  // `silent` tells who is silent while a generation forms.
+  LiveGroup(Collectives& collectives, IsSilent silent);
 
   int64_t generation() const { return generation_; }
 
@@ -77,10 +79,10 @@ class LiveGroup {
   std::vector<int> join_requests(int64_t upto) const;  // ranks of requests joins_seen_+1..upto
 
   Collectives& col_;
-  const Heartbeat& heartbeat_;
+  IsSilent silent_;
   std::atomic<int64_t> generation_{0};  // read by the abort probe on communication threads
-  int64_t exchange_ = 0;    // exchanges of this generation so far
-  int64_t joins_seen_ = 0;  // join requests already taken in (or standing for a member)
+  int64_t exchange_ = 0;                // exchanges of this generation so far
+  int64_t joins_seen_ = 0;              // join requests already taken in (or standing for a member)
   int source_ = 0;
   std::vector<int> newcomers_;
 };

@@ -49,6 +49,7 @@ struct RankMetrics::Families {
   prometheus::Gauge& min_slice_coverage;
   prometheus::Counter& rounds_degraded;
   prometheus::Counter& recoveries;
+  prometheus::Counter& recovery_seconds;
 };
 
 namespace {
@@ -104,6 +105,7 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
           r),
       one(counter(contract::metric::kRoundsDegraded, "Outer rounds finished with a rank missing"), r),
       one(counter(contract::metric::kRecoveries, "Groups re-formed in place without a gang restart"), r),
+      one(counter("ppu_recovery_seconds_total", "Seconds spent re-forming the group and taking ranks back"), r),
   });
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
@@ -193,8 +195,10 @@ void RankMetrics::add_degraded_round() {
   if (f_) f_->rounds_degraded.Increment();
 }
 
-void RankMetrics::add_recovery() {
-  if (f_) f_->recoveries.Increment();
+void RankMetrics::add_recovery(bool lost, double seconds) {
+  if (!f_) return;
+  if (lost) f_->recoveries.Increment();
+  f_->recovery_seconds.Increment(seconds);
 }
 
 double process_rss_bytes() {

@@ -45,7 +45,9 @@ class RankMetrics {
   // Live recovery (network.recovery=live); a gang run reports K and 1 and never counts.
   void set_live(double live_ranks, double min_slice_coverage);
   void add_degraded_round();
-  void add_recovery();
+  // A re-formation that took `seconds`: after losing ranks (`lost`, counted) or to take a
+  // replacement back (time only).
+  void add_recovery(bool lost, double seconds);
 
  private:
   struct Families;

@@ -1,0 +1,130 @@
+// LiveGroup (engine/comm/live_group.h) with the real parts in threads: a TCPStore server as
+// ppu-rendezvous runs it, and per rank its Collectives (external store) and LiveGroup.
+// An exchange commits only when every member completed it; survivors re-form without a silent
+// rank, which then finds itself out of the group; a replacement joins at a boundary and gets the
+// state's source.
+#include "engine/comm/live_group.h"
+
+#include <gtest/gtest.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "../common/free_port.h"
+#include "core/exit_status.h"
+
+namespace ppu {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Who the heartbeat would call silent (the Heartbeat itself is tested in heartbeat_test.cpp).
+std::array<std::atomic<bool>, 3> g_silent{};
+
+// One rank's membership: connects to the store and forms (or, a replacement, waits to join).
+struct Member {
+  Member(int rank, int world, int port)
+      : col({rank, world, "127.0.0.1", port, /*external_store=*/true}, 30s),
+        group(col, [](int r) { return g_silent[r].load(); }) {}
+  Collectives col;
+  LiveGroup group;
+};
+
+c10::intrusive_ptr<c10d::TCPStore> serve(int port) {
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(port);
+  opts.isServer = true;
+  opts.waitWorkers = false;
+  return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
+}
+
+// Runs f(rank) on one thread per rank in `ranks` and joins them; rethrows the first failure.
+void each(const std::vector<int>& ranks, const std::function<void(int)>& f) {
+  std::vector<std::exception_ptr> errors(ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        f(ranks[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+double sum_of_ones(Collectives& col) {
+  auto t = torch::ones({1});
+  col.allreduce_sum(t);
+  return t.item<double>();
+}
+
+TEST(LiveGroup, AnExchangeCommitsOnlyWhenEveryMemberCompletedIt) {
+  const int port = testing::free_port();
+  auto store = serve(port);
+  std::vector<std::unique_ptr<Member>> m(3);
+  each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
+  std::vector<int> first(3), second(3);
+  each({0, 1, 2}, [&](int r) { first[r] = m[r]->group.commit(true); });
+  each({0, 1, 2}, [&](int r) { second[r] = m[r]->group.commit(r != 2); });  // rank 2's exchange failed
+  EXPECT_EQ(first, (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(second, (std::vector<int>{0, 0, 0}));
+}
+
+TEST(LiveGroup, SurvivorsReformWithoutASilentRankAndAReplacementRejoins) {
+  const int port = testing::free_port();
+  auto store = serve(port);
+  std::vector<std::unique_ptr<Member>> m(3);
+  each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
+  // Rank 2 stops; the others find it silent and re-form.
+  auto stopped = std::move(m[2]);
+  g_silent[2] = true;
+  std::vector<std::vector<int>> lost(2);
+  each({0, 1}, [&](int r) { lost[r] = m[r]->group.recover(); });
+  EXPECT_EQ(lost[0], (std::vector<int>{2}));
+  EXPECT_EQ(m[0]->col.members(), (std::vector<int>{0, 1}));
+  EXPECT_EQ(m[1]->group.generation(), 1);
+  std::vector<double> sums(2);
+  each({0, 1}, [&](int r) { sums[r] = sum_of_ones(m[r]->col); });
+  EXPECT_EQ(sums, (std::vector<double>{2, 2}));
+  // The stopped rank resumes: the group went on without it.
+  EXPECT_THROW(stopped->group.recover(), OutOfGroup);
+  stopped.reset();
+
+  // A replacement for rank 2 asks to join; the members take it in at their next boundary.
+  g_silent[2] = false;
+  auto replacement = std::make_unique<Member>(2, 3, port);
+  EXPECT_TRUE(replacement->col.joining());
+  std::vector<std::vector<int>> joiners(2), added(2);
+  bool joined = false;
+  std::thread join([&] { joined = replacement->group.join(); });
+  for (auto deadline = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < deadline;) {
+    each({0, 1}, [&](int r) { joiners[r] = m[r]->group.pending_joiners(); });
+    if (!joiners[0].empty()) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(joiners[0], (std::vector<int>{2}));
+  EXPECT_EQ(joiners[1], joiners[0]);
+  each({0, 1}, [&](int r) { added[r] = m[r]->group.admit(joiners[r]); });
+  join.join();
+  ASSERT_TRUE(joined);
+  EXPECT_EQ(added[0], (std::vector<int>{2}));
+  EXPECT_EQ(replacement->col.members(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(replacement->group.source(), 0);
+  EXPECT_EQ(m[1]->group.source(), 0);
+  std::vector<double> three(3);
+  m[2] = std::move(replacement);
+  each({0, 1, 2}, [&](int r) { three[r] = sum_of_ones(m[r]->col); });
+  EXPECT_EQ(three, (std::vector<double>{3, 3, 3}));
+}
+
+}  // namespace
+}  // namespace ppu
