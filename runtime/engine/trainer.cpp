@@ -157,10 +157,7 @@ class Run {
 
   RunSummary run() {
     if (collectives_.joining()) {
-      if (!rejoin()) {
-        spdlog::info("the job finished before rank {} could rejoin", env_.rendezvous.rank);
-        return summary(0, 0, 0, 0);
-      }
+      if (!rejoin()) return finished_without_this_rank();
     } else {
       resume();
     }
@@ -188,9 +185,24 @@ class Run {
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
     const double seconds = wall - eval_seconds_;
     const double eval = evaluate();
-    if (group_ && collectives_.rank() == 0) group_->finish();  // replacements still waiting stop
+    auto result = summary(loss, eval, seconds, p_.step > first ? seconds / (p_.step - first) : 0);
+    if (group_ && collectives_.rank() == 0) group_->finish(nlohmann::json(result).dump());  // for late replacements
     heartbeat_.leave();  // the last collective is behind: peers may finish after this rank exits
-    return summary(loss, eval, seconds, p_.step > first ? seconds / (p_.step - first) : 0);
+    return result;
+  }
+
+  // A replacement that the job finished without: it reports the job's result (the global θ's
+  // eval loss and checksum, steps, rounds, as a member summarised them) with nothing trained
+  // by this process, so that its summary and termination message are still the job's.
+  RunSummary finished_without_this_rank() {
+    spdlog::info("the job finished before rank {} could rejoin: reporting the job's result", env_.rendezvous.rank);
+    auto r = nlohmann::json::parse(group_->finished_result()).get<RunSummary>();
+    r.rank = env_.rendezvous.rank;
+    r.tokens = r.flops_executed = r.flops_full_backward = r.flops_saved_fraction = 0;
+    r.bytes_sent = r.bytes_received = r.bytes_allreduced = r.network_wait_seconds = r.sync_seconds = 0;
+    r.recovery = recovery_;
+    r.recovery.live_ranks = 0;  // never in the final group
+    return r;
   }
 
  private:

@@ -10,6 +10,8 @@ cases: kill-each-rank  kill -9 rank 0, a middle rank and the last rank of a 4-ra
        frozen      SIGSTOP a rank: the others name it within network.heartbeat_s and re-form
                    without it; after SIGCONT it finds the group gone on (exit 5, "out of the
                    live group"), is restarted, rejoins, and every rank ends with one checksum
+       late-replacement  a rank killed after the last boundary that takes replacements back:
+                   the job finishes without it, and the replacement reports the job's result
        fallback    ranks 0 and 2 (both owners of slice 0) killed, no restarts: the survivors
                    exit 3 once the slice has had no live owner for more than
                    network.max_uncovered_rounds rounds; one rank killed with
@@ -203,5 +205,27 @@ def case_fallback():
         fail(f"one of four lost with min_live_fraction 0.9: ppu-launch exited {rc}, expected 3\n{log[-3000:]}")
 
 
-{"kill-each-rank": case_kill_each_rank, "frozen": case_frozen, "fallback": case_fallback}[CASE]()
+def case_late_replacement():
+    # Killed after the last round boundary that takes replacements back (step 190 of 200): the
+    # job finishes without the replacement, which reports the job's result as its own summary.
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-late-"))
+    run.wait_for(rf"\[rank 0\] .* step {STEPS - 5}/")
+    os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
+    rc = run.finish()
+    log = run.text()
+    if rc != 0 or "the job finished before rank 3 could rejoin" not in log:
+        fail(f"ppu-launch exited {rc}; expected 0 and the replacement to report the job's result\n{log[-3000:]}")
+    sums = [run.summary(r) for r in range(4)]
+    if len({s["param_checksum"] for s in sums}) != 1 or sums[3]["eval_loss"] != sums[0]["eval_loss"]:
+        fail(f"the late replacement's summary is not the job's result: {[s['param_checksum'] for s in sums]}")
+    if sums[3]["tokens"] != 0 or sums[3]["recovery"]["live_ranks"] != 0:
+        fail(f"the late replacement claims work it did not do: {sums[3]['tokens']} tokens, {sums[3]['recovery']}")
+
+
+{
+    "kill-each-rank": case_kill_each_rank,
+    "frozen": case_frozen,
+    "fallback": case_fallback,
+    "late-replacement": case_late_replacement,
+}[CASE]()
 print("PASS", CASE)

@@ -181,7 +181,10 @@ bool LiveGroup::join() {
   const int64_t request = store.add(kJoins, 1);
   store.set("live/join/" + std::to_string(request), bytes(std::to_string(me)));
   for (;;) {
-    if (store.check({kDone})) return false;
+    if (store.check({kDone})) {
+      finished_result_ = text(store.get(kDone));
+      return false;
+    }
     while (store.check({key(generation_ + 1, "members")})) ++generation_;
     // A generation takes this process in when it lists this rank and admitted its request.
     const std::string joins = key(generation_, "joins");
@@ -199,6 +202,6 @@ bool LiveGroup::join() {
   }
 }
 
-void LiveGroup::finish() { col_.store()->set(kDone, bytes("1")); }
+void LiveGroup::finish(const std::string& result) { col_.store()->set(kDone, bytes(result)); }
 
 }  // namespace ppu

@@ -13,7 +13,8 @@
 //   live/g<n>/x<s>/done      how many members completed exchange s of generation n
 //   live/g<n>/x<s>/outcome   "commit" or "abort", compare-and-set: the exchange's fate
 //   live/joins, live/join/<i> replacements asking to come back, in order of arrival
-//   live/done                the job finished: a replacement still waiting exits
+//   live/done                the job finished (a member's summary): a replacement still waiting
+//                            reports it and exits
 //
 // Contracts:
 //  - commit(done): every member of the generation gets the same answer for its next exchange;
@@ -61,15 +62,18 @@ class LiveGroup {
   // generation may have been taken by a concurrent recovery, without them): newcomers().
   std::vector<int> admit(const std::vector<int>& joiners);
 
-  // A replacement's side. Returns false when the job finished before taking this rank back.
+  // A replacement's side. Returns false when the job finished before taking this rank back
+  // (finished_result() is then the job's result).
   bool join();
 
   // The job rank that sends the current generation's newcomers their state, and those
   // newcomers (empty when the generation only lost ranks).
   int source() const { return source_; }
   const std::vector<int>& newcomers() const { return newcomers_; }
-  // Marks the job finished (waiting replacements stop waiting).
-  void finish();
+  // Marks the job finished with its result (a member's run summary, JSON): replacements still
+  // waiting stop and report it (finished_result()).
+  void finish(const std::string& result);
+  const std::string& finished_result() const { return finished_result_; }
 
  private:
   std::string key(int64_t generation, const std::string& name) const;
@@ -85,6 +89,7 @@ class LiveGroup {
   int64_t joins_seen_ = 0;              // join requests already taken in (or standing for a member)
   int source_ = 0;
   std::vector<int> newcomers_;
+  std::string finished_result_;
 };
 
 }  // namespace ppu

@@ -91,8 +91,8 @@ TEST(LiveOwners, DeltasAreDividedByLiveOwnersAndUnownedElementsKeepValueAndMomen
         << sl.param.name;
     EXPECT_GT(m0.narrow(sl.dim, 0, half).abs().max().item<double>(), 0) << "the kept momentum is not zero";
     // Slice 1 (ranks 1 and 3, live): the live owners' mean.
-    EXPECT_TRUE(
-        torch::allclose(after[0].global[i].narrow(sl.dim, half, half), want_global.narrow(sl.dim, half, half), 1e-5, 1e-5))
+    EXPECT_TRUE(torch::allclose(after[0].global[i].narrow(sl.dim, half, half), want_global.narrow(sl.dim, half, half),
+                                1e-5, 1e-5))
         << sl.param.name;
   }
 }
