@@ -32,7 +32,8 @@ STAMP = re.compile(r"^\[rank (\d+)\] (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+) \w+ (
 
 
 def stamp(text):
-    return datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.timezone.utc).timestamp()
+    """spdlog's local wall-clock time as seconds since the epoch (a naive datetime is local)."""
+    return datetime.datetime.fromisoformat(text).timestamp()
 
 
 def read(path):
@@ -80,11 +81,11 @@ def run(build, ranks, policy, kill_step, heartbeat, work):
         if launcher.wait(timeout=1800) != 0:
             raise SystemExit(f"{policy} K={ranks}: ppu-launch exited {launcher.returncode}; see {log_path}")
     lines = [m.groups() for m in map(STAMP.match, read(log_path).splitlines()) if m]
-    steps_at_kill = max(int(s) for r, t, msg in lines if (s := _step(msg)) and stamp(t) <= killed)
+    steps_at_kill = max(s for _r, t, msg in lines if (s := _step(msg)) and stamp(t) <= killed)
     again = full = None
     ready = rejoined = False
     resumed_at = None
-    for rank, t, msg in lines:
+    for _rank, t, msg in lines:
         when = stamp(t)
         if when < killed:
             continue
