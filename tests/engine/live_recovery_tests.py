@@ -1,7 +1,8 @@
 """Live recovery (network.recovery=live, docs/RECOVERY.md) with real processes under ppu-launch.
 
 usage: live_recovery_tests.py BIN_DIR SOURCE_DIR CASE
-cases: kill-each-rank  kill -9 rank 0, a middle rank and the last rank of a 4-rank PPU run
+cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; then
+                   kill -9 rank 0, a middle rank and the last rank of a 4-rank PPU run
                    (N = 2) at a random step, --max-restarts 1: only the killed rank is started
                    again, the others keep their processes; the run completes; the log names the
                    round each rank was lost and rejoined; the final eval loss differs from the
@@ -103,16 +104,20 @@ class Run:
             return json.load(f)
 
 
-def uninterrupted_eval_loss(seed):
-    work = tempfile.mkdtemp(prefix=f"ppu-live-seed{seed}-")
-    run = Run(work, ["--set", f"train.seed={seed}"], restarts=0)
+def uninterrupted(seed, recovery="live"):
+    work = tempfile.mkdtemp(prefix=f"ppu-{recovery}-seed{seed}-")
+    run = Run(work, ["--set", f"train.seed={seed}", "--set", f"network.recovery={recovery}"], restarts=0)
     if run.finish() != 0:
-        fail(f"uninterrupted run (seed {seed}) failed:\n{run.text()[-3000:]}")
-    return run.summary(0)["eval_loss"]
+        fail(f"uninterrupted run (seed {seed}, {recovery}) failed:\n{run.text()[-3000:]}")
+    return run.summary(0)
 
 
 def case_kill_each_rank():
-    losses = {seed: uninterrupted_eval_loss(seed) for seed in (0, 1, 2)}
+    # Without a failure, live recovery changes nothing: the same bits as the gang policy.
+    live, gang = uninterrupted(0), uninterrupted(0, "gang")
+    if live["param_checksum"] != gang["param_checksum"]:
+        fail(f"uninterrupted live run {live['param_checksum']} != gang run {gang['param_checksum']}")
+    losses = {0: live["eval_loss"], **{seed: uninterrupted(seed)["eval_loss"] for seed in (1, 2)}}
     spread = max(losses.values()) - min(losses.values())
     print(f"uninterrupted eval loss by seed {losses}; spread {spread:.4f}")
     for victim in (0, 1, 3):
