@@ -151,6 +151,14 @@ void Collectives::abort(const std::string& why) {
 
 c10::intrusive_ptr<c10d::Store> Collectives::store() const { return store_; }
 
+bool Collectives::has_group() const {
+  if (group_) return true;
+  // One rank alone: every collective is the identity. Otherwise this rank has no group now (a
+  // replacement before it joins, a re-formation that failed): a collective must not pass as one.
+  if (info_.world_size > 1) throw PeerError("rank " + std::to_string(info_.rank) + " is in no group of the job");
+  return false;
+}
+
 Collectives::~Collectives() = default;
 
 void Collectives::wait(const char* what, const std::function<void()>& op) {
@@ -206,7 +214,7 @@ void Collectives::wait_for(const char* what, const c10::intrusive_ptr<c10d::Work
 }
 
 Collectives::Pending Collectives::allreduce_sum_async(torch::Tensor& tensor) {
-  if (!group_) return [] {};
+  if (!has_group()) return [] {};
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;
   opts.timeout = timeout_;
@@ -236,7 +244,7 @@ std::vector<torch::Tensor> Collectives::allgather(const torch::Tensor& tensor) {
 }
 
 Collectives::Pending Collectives::allgather_async(const torch::Tensor& tensor, std::vector<torch::Tensor>& out) {
-  if (!group_) {
+  if (!has_group()) {
     out = {tensor};
     return [] {};
   }
@@ -272,7 +280,7 @@ Collectives::Pending Collectives::recv(torch::Tensor& tensor, int src, int tag) 
 }
 
 void Collectives::barrier() {
-  if (!group_) return;
+  if (!has_group()) return;
   c10::intrusive_ptr<c10d::Work> work;
   wait("barrier", [&] {
     c10d::BarrierOptions opts;
@@ -283,7 +291,7 @@ void Collectives::barrier() {
 }
 
 void Collectives::broadcast(torch::Tensor& tensor, int root) {
-  if (!group_) return;
+  if (!has_group()) return;
   std::vector<torch::Tensor> tensors{tensor};
   c10::intrusive_ptr<c10d::Work> work;
   wait("broadcast", [&] {

@@ -117,6 +117,9 @@ class Collectives {
   // Waits for `work`; in a re-formable group abort() ends the wait too. Throws PeerError.
   void wait_for(const char* what, const c10::intrusive_ptr<c10d::Work>& work);
   void form(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size);
+  // Whether collectives go through a group (false: a single-rank job); throws PeerError for a
+  // rank of a larger job that has none now.
+  bool has_group() const;
 
   RendezvousInfo info_;
   std::chrono::milliseconds timeout_;
