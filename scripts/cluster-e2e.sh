@@ -342,6 +342,7 @@ live_round() { # live_round ROUND: wait until the job's status reaches outer rou
   for ((i = 0; i < 600; i++)); do
     r="$(ppj live outerRound)"
     [[ "$r" =~ ^[0-9]+$ && "$r" -ge $1 ]] && return 0
+    [[ "$(ppj live phase)" == Failed ]] && die "live job Failed: $(kubectl -n "$NS" get ppj live -o jsonpath='{.status}')"
     sleep 1
   done
   die "live job never reached round $1 (at '$r')"
@@ -351,6 +352,7 @@ wait_recoveries() { # wait_recoveries N: until status.recoveries >= N and the lo
   for ((i = 0; i < 300; i++)); do
     n="$(ppj live recoveries)"
     [[ "$n" =~ ^[0-9]+$ && "$n" -ge $1 && "$(ppj live liveRanks)" == 4 ]] && return 0
+    [[ "$(ppj live phase)" == Failed ]] && die "live job Failed: $(kubectl -n "$NS" get ppj live -o jsonpath='{.status}')"
     sleep 1
   done
   die "live job: recoveries '$n', liveRanks '$(ppj live liveRanks)' after $1 rank loss(es)"

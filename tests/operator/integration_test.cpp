@@ -374,7 +374,7 @@ TEST_F(OperatorIT, LiveJobHasARendezvousPodAndServiceAndRanksUseThemAsAnExternal
   EXPECT_EQ(store.body["metadata"]["ownerReferences"][0]["uid"], uid);
   Response svc = client_->get(ResourceKind::Service, "default", "lv-rendezvous");
   ASSERT_TRUE(svc.ok()) << svc.describe();
-  EXPECT_NE(svc.body["spec"]["clusterIP"], "None") << "a ClusterIP Service";
+  EXPECT_EQ(svc.body["spec"]["clusterIP"], "None") << "headless: the name is the store pod's own address";
   EXPECT_EQ(svc.body["spec"]["selector"], store.body["metadata"]["labels"]);
   EXPECT_EQ(svc.body["spec"]["ports"][0]["port"], 29500);
   EXPECT_EQ(svc.body["metadata"]["ownerReferences"][0]["uid"], uid);

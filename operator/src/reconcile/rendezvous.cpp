@@ -44,7 +44,10 @@ json build_rendezvous_service(const JobSpec& j) {
   return typed_object(ResourceKind::Service,
                       {{"metadata", object_metadata(j, rendezvous_name(j))},
                        {"spec",
-                        {{"selector", selector_for(j)},
+                        // Headless: the name resolves to the store pod's own IP (no kube-proxy
+                        // needed), published before it is ready, as rank 0's is for gang jobs.
+                        {{"clusterIP", "None"},
+                         {"selector", selector_for(j)},
                          {"publishNotReadyAddresses", true},
                          {"ports", json::array({{{"name", "rendezvous"}, {"port", port}, {"targetPort", port}}})}}}});
 }

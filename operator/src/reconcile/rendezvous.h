@@ -1,6 +1,6 @@
 // The rendezvous store of a job with training.network.recovery live: one pod running
-// `ppu-rendezvous --port 29500` (core/job_contract.h) from the job's image, and a ClusterIP Service
-// <job>-rendezvous in front of it that every rank's MASTER_ADDR names. The store lives outside the
+// `ppu-rendezvous --port 29500` (core/job_contract.h) from the job's image, and a headless Service
+// <job>-rendezvous that every rank's MASTER_ADDR names. The store lives outside the
 // ranks because any rank may die, rank 0 included, and the survivors must keep their group (and
 // a replacement must find it) while it is recreated. Pure builders, plus how to recognise the pod.
 #pragma once
@@ -20,8 +20,9 @@ inline constexpr const char* kRendezvousContainer = "ppu-rendezvous";
 // restartPolicy Never (a store restarted in place would be empty: its loss is a gang restart).
 // `restart` is the job's restartCount when it is created (the ppu.dev/restart annotation).
 json build_rendezvous_pod(const JobSpec& j, int restart);
-// The Service <job>-rendezvous: ClusterIP, port contract::kRendezvousPort, publishing the pod's
-// address before it is ready (the ranks retry their connection, there is no probe to wait for).
+// The Service <job>-rendezvous: headless (its name resolves to the store pod's IP, as rank 0's does
+// for gang jobs; no kube-proxy needed), port contract::kRendezvousPort, publishing the pod's address
+// before it is ready (the ranks retry their connection, there is no probe to wait for).
 json build_rendezvous_service(const JobSpec& j);
 // A pod of the job that is its rendezvous store (label ppu.dev/role=rendezvous).
 bool is_rendezvous_pod(const json& pod);

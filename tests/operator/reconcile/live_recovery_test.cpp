@@ -120,7 +120,7 @@ TEST(LiveRecoveryObjects, TheStorePodFollowsTheRankPodsConventions) {
 
   const json svc = build_rendezvous_service(s);
   EXPECT_EQ(svc["metadata"]["name"], "demo-rendezvous");
-  EXPECT_FALSE(svc["spec"].contains("clusterIP")) << "a ClusterIP: a recreated store keeps the address";
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None") << "headless: the name is the store pod's own address";
   EXPECT_EQ(svc["spec"]["selector"], store["metadata"]["labels"]);
   EXPECT_EQ(svc["spec"]["ports"][0]["port"], 29500);
 }
