@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   // (a PeerError: exit 3, a gang restart) instead of killing this rank by SIGPIPE, which a
   // supervisor reads as a crash (seen when a stopped rank resumed after its peers had exited).
   std::signal(SIGPIPE, SIG_IGN);
+  // SIGTERM ends the rank at once (a container's PID 1 would otherwise ignore it, and a deleted
+  // pod would wait out its grace period before its replacement can start).
+  std::signal(SIGTERM, [](int sig) { std::_Exit(128 + sig); });
   CLI::App app{"ppu-train: one rank of a partial-parameter-update training job"};
   std::string config_path = ppu::env_string(ppu::contract::env::kConfig, "");
   std::vector<std::string> overrides;

@@ -390,8 +390,12 @@ class Run {
   bool rejoin() {
     const auto start = Clock::now();
     spdlog::info("rank {} is a replacement: asking the live group to take it back", env_.rendezvous.rank);
-    if (!group_->join()) return false;
-    share_state(true);
+    try {
+      if (!group_->join()) return false;
+      share_state(true);
+    } catch (const PeerError& e) {  // the group is not at fault: only this rank starts again (exit 5)
+      throw OutOfGroup(std::string("rejoining failed: ") + e.what());
+    }
     after_reform();
     recovery_.rejoined_at_step = p_.step;
     recovery_.recovery_seconds += std::chrono::duration<double>(Clock::now() - start).count();
