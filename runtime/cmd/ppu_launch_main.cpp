@@ -26,6 +26,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -85,8 +86,9 @@ struct RankSetup {
   std::string trainer;
 };
 
-Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer,
-            const std::vector<std::string>& args, bool check = false, bool external_store = false) {
+// Forks a child in its own process group with stdout and stderr on a pipe (the Child's
+// out_fd); `exec` runs in the child and does not return.
+Child fork_child(int rank, const std::vector<std::string>& args, const std::function<void()>& exec) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   const pid_t pid = fork();
@@ -97,6 +99,16 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
     close(fds[1]);
+    exec();
+    _exit(127);
+  }
+  close(fds[1]);
+  return Child{rank, pid, fds[0], {}, true, 0, args};
+}
+
+Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer,
+            const std::vector<std::string>& args, bool check = false, bool external_store = false) {
+  return fork_child(rank, args, [&] {
     setenv(ppu::contract::env::kRank, std::to_string(rank).c_str(), 1);
     setenv(ppu::contract::env::kWorldSize, std::to_string(world).c_str(), 1);
     setenv(ppu::contract::env::kLocalRank, std::to_string(rank).c_str(), 1);
@@ -111,10 +123,7 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
     std::cerr << "ppu-launch: cannot run " << trainer << ": " << std::strerror(errno) << "\n";
-    _exit(127);
-  }
-  close(fds[1]);
-  return Child{rank, pid, fds[0], {}, true, 0, args};
+  });
 }
 
 Child spawn_rank(const RankSetup& s, int rank, const std::vector<std::string>& args) {
@@ -123,23 +132,11 @@ Child spawn_rank(const RankSetup& s, int rank, const std::vector<std::string>& a
 
 // ppu-rendezvous on `port`, its output prefixed "[store]"; waits until it serves.
 Child spawn_store(const std::string& binary, int port) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(fds[1], STDOUT_FILENO);
-    dup2(fds[1], STDERR_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    const std::string port_text = std::to_string(port);
+  const std::string port_text = std::to_string(port);
+  Child store = fork_child(-1, {}, [&] {
     execlp(binary.c_str(), binary.c_str(), "--port", port_text.c_str(), nullptr);
     std::cerr << "ppu-launch: cannot run " << binary << ": " << std::strerror(errno) << "\n";
-    _exit(127);
-  }
-  close(fds[1]);
-  Child store{-1, pid, fds[0], {}, true, 0, {}};
+  });
   std::string seen;
   char buf[512];
   for (ssize_t n; seen.find("serving") == std::string::npos && (n = read(store.out_fd, buf, sizeof buf)) > 0;)

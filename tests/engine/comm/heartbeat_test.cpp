@@ -14,19 +14,12 @@
 #include <thread>
 
 #include "../common/free_port.h"
+#include "store_server.h"
 
 namespace ppu {
 namespace {
 
 using namespace std::chrono_literals;
-
-c10::intrusive_ptr<c10d::TCPStore> serve(int port) {
-  c10d::TCPStoreOptions opts;
-  opts.port = static_cast<std::uint16_t>(port);
-  opts.isServer = true;
-  opts.waitWorkers = false;
-  return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
-}
 
 struct Report {
   std::atomic<int> count{0};
@@ -45,7 +38,7 @@ RendezvousInfo rank_of(int rank, int world, int port) { return {rank, world, "12
 
 TEST(Heartbeat, ASilentRankIsReportedWithinTheWindowAndALeavingOneNever) {
   const int port = testing::free_port();
-  auto store = serve(port);
+  auto store = testing::serve_store(port);
   constexpr auto kWindow = 600ms;
   Report r0;
   Heartbeat h0(rank_of(0, 3, port), kWindow, r0.sink());
@@ -68,7 +61,7 @@ TEST(Heartbeat, ASilentRankIsReportedWithinTheWindowAndALeavingOneNever) {
 
 TEST(Heartbeat, AStoreThatGoesAwayIsReportedAsTheStore) {
   const int port = testing::free_port();
-  auto store = serve(port);
+  auto store = testing::serve_store(port);
   Report r;
   Heartbeat h(rank_of(1, 2, port), 500ms, r.sink());
   Heartbeat peer(rank_of(0, 2, port), 500ms, [](const Heartbeat::Lost&) {});

@@ -18,6 +18,7 @@
 
 #include "../common/free_port.h"
 #include "core/exit_status.h"
+#include "store_server.h"
 
 namespace ppu {
 namespace {
@@ -35,14 +36,6 @@ struct Member {
   Collectives col;
   LiveGroup group;
 };
-
-c10::intrusive_ptr<c10d::TCPStore> serve(int port) {
-  c10d::TCPStoreOptions opts;
-  opts.port = static_cast<std::uint16_t>(port);
-  opts.isServer = true;
-  opts.waitWorkers = false;
-  return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
-}
 
 // Runs f(rank) on one thread per rank in `ranks` and joins them; rethrows the first failure.
 void each(const std::vector<int>& ranks, const std::function<void(int)>& f) {
@@ -69,7 +62,7 @@ double sum_of_ones(Collectives& col) {
 
 TEST(LiveGroup, AnExchangeCommitsOnlyWhenEveryMemberCompletedIt) {
   const int port = testing::free_port();
-  auto store = serve(port);
+  auto store = testing::serve_store(port);
   std::vector<std::unique_ptr<Member>> m(3);
   each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
   std::vector<int> first(3), second(3);
@@ -81,7 +74,7 @@ TEST(LiveGroup, AnExchangeCommitsOnlyWhenEveryMemberCompletedIt) {
 
 TEST(LiveGroup, SurvivorsReformWithoutASilentRankAndAReplacementRejoins) {
   const int port = testing::free_port();
-  auto store = serve(port);
+  auto store = testing::serve_store(port);
   std::vector<std::unique_ptr<Member>> m(3);
   each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
   // Rank 2 stops; the others find it silent and re-form.
