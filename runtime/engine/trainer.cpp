@@ -119,7 +119,8 @@ class Run {
                      nccl_device(c, env, device_)),
         heartbeat_(
             env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.heartbeat_s * 1000)),
-            [this](const Heartbeat::Lost& lost) { on_lost(lost); }, "ppu/heartbeat/", live_),
+            [this](const Heartbeat::Lost& lost) { on_lost(lost); }, "ppu/heartbeat/", live_,
+            /*start_now=*/!collectives_.joining()),
         plan_(SlicePlan::from_config(c, env.rendezvous.world_size, env.rendezvous.rank)),
         schedule_(c, c.model),
         dataset_(load_dataset(c)),
@@ -392,6 +393,7 @@ class Run {
     spdlog::info("rank {} is a replacement: asking the live group to take it back", env_.rendezvous.rank);
     try {
       if (!group_->join()) return false;
+      heartbeat_.start();  // only now: until the group took it in, its predecessor's silence spoke
       share_state(true);
     } catch (const PeerError& e) {  // the group is not at fault: only this rank starts again (exit 5)
       throw OutOfGroup(std::string("rejoining failed: ") + e.what());

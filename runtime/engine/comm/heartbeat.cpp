@@ -55,7 +55,7 @@ struct Heartbeat::Shared {
 };
 
 Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds window, OnLost on_lost,
-                     std::string key_prefix, bool keep_watching) {
+                     std::string key_prefix, bool keep_watching, bool start_now) {
   if (info.world_size < 2 || window.count() <= 0) return;
   shared_ = std::make_shared<Shared>();
   shared_->keep_watching = keep_watching;
@@ -65,6 +65,11 @@ Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds windo
   shared_->interval = std::max(window / 5, std::chrono::milliseconds(50));
   shared_->on_lost = std::move(on_lost);
   shared_->prefix = std::move(key_prefix);
+  if (start_now) start();
+}
+
+void Heartbeat::start() {
+  if (!shared_ || beater_.joinable()) return;
   shared_->answered = Clock::now().time_since_epoch().count();
   beater_ = std::thread([s = shared_] { beat(s); });
   watchdog_ = std::thread([s = shared_] {

@@ -41,12 +41,16 @@ class Heartbeat {
 
   // `key_prefix` separates incarnations of a job that share a store. Off (no threads) for a
   // single rank or a zero window.
+  // `start_now` false: nothing beats until start() (a replacement rank, which must not beat
+  // under its rank while its predecessor's silence is what tells the others it died).
   Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds window, OnLost on_lost,
-            std::string key_prefix = "ppu/heartbeat/", bool keep_watching = false);
+            std::string key_prefix = "ppu/heartbeat/", bool keep_watching = false, bool start_now = true);
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
   ~Heartbeat();
 
+  // Starts beating and watching (once; a no-op when off or started).
+  void start();
   // This rank finished its work: peers stop watching it.
   void leave();
 
