@@ -50,12 +50,6 @@ std::vector<bool> decay_mask(const InnerConfig& inner, const std::vector<ParamIn
   return mask;
 }
 
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
-  return out;
-}
-
 std::string duration(double seconds) {
   const long s = std::lround(std::max(0.0, seconds));
   char buf[32];

@@ -18,12 +18,6 @@ using Clock = std::chrono::steady_clock;
 std::string text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
 std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
-std::string list(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
-  return out;
-}
-
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> ranks;
   std::stringstream in(s);
@@ -43,9 +37,15 @@ constexpr const char* kDone = "live/done";
 
 }  // namespace
 
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+  return out;
+}
+
 LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent) : col_(collectives), silent_(std::move(silent)) {
   // The first group of the job has formed: from now on a starting process is a replacement.
-  if (!col_.joining()) decide(*col_.store(), key(0, "members"), list(col_.members()));
+  if (!col_.joining()) decide(*col_.store(), key(0, "members"), ranks_text(col_.members()));
   // A member that re-forms the group ends the collectives the others are still waiting in
   // (one may be waiting on a survivor that has already given up on it).
   col_.set_abort_probe([this] {
@@ -103,11 +103,11 @@ std::vector<int> LiveGroup::recover() {
         else if (!silent_(r) && !rejoining.count(r)) waiting.push_back(r);
       }
       if (waiting.empty()) {
-        decide(store, members_key, list(arrived));
+        decide(store, members_key, ranks_text(arrived));
         break;
       }
       if (Clock::now() > deadline)
-        throw PeerError("generation " + std::to_string(next) + " could not form: rank(s) " + list(waiting) +
+        throw PeerError("generation " + std::to_string(next) + " could not form: rank(s) " + ranks_text(waiting) +
                         " neither arrived nor went silent within network.timeout_s");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -124,7 +124,7 @@ void LiveGroup::form(int64_t next, const std::vector<int>& before) {
   const auto members = parse_list(text(store.get(key(next, "members"))));
   if (!contains(members, col_.job_rank()))
     throw OutOfGroup("generation " + std::to_string(next) + " of the live group was formed without rank " +
-                     std::to_string(col_.job_rank()) + " (members " + list(members) + ")");
+                     std::to_string(col_.job_rank()) + " (members " + ranks_text(members) + ")");
   // Newcomers take their state from the lowest member that was in the group before.
   int source = -1;
   for (int r : members)
@@ -169,7 +169,7 @@ std::vector<int> LiveGroup::admit(const std::vector<int>& joiners) {
   std::sort(proposal.begin(), proposal.end());
   const int64_t next = generation_ + 1;
   store.set(key(next, "joins"), bytes(std::to_string(upto)));
-  decide(store, key(next, "members"), list(proposal));
+  decide(store, key(next, "members"), ranks_text(proposal));
   form(next, before);
   if (!newcomers_.empty()) joins_seen_ = upto;
   return newcomers_;

@@ -40,6 +40,9 @@
 
 namespace ppu {
 
+// Job ranks as the store and the logs write them: "0,1,3".
+std::string ranks_text(const std::vector<int>& ranks);
+
 class LiveGroup {
  public:
   // Whether a job rank has gone silent (Heartbeat::silent, with keep_watching).
