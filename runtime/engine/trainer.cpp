@@ -298,34 +298,43 @@ class Run {
   // ---- Live recovery (network.recovery=live; docs/RECOVERY.md) ----
 
   // One outer sync that survives the loss of ranks: the exchange takes effect only if every
-  // member completed it (LiveGroup::commit); otherwise the survivors re-form and run it again
-  // with their own deltas, normalised by the live owners of each element.
+  // member completed it; otherwise the survivors re-form and run it again with their own
+  // deltas, normalised by the live owners of each element.
   SyncResult live_sync(int fragment, bool plain_average) {
-    for (;;) {
-      auto sync = outer_.begin(fragment, false);
-      sync.plain_average = plain_average;
-      std::string failure;
-      try {
-        outer_.complete(sync);
-      } catch (const PeerError& e) {
-        failure = e.what();
-      }
-      if (group_->commit(failure.empty())) return outer_.apply(sync);
-      recover(failure.empty() ? "a member did not complete the exchange" : failure);
-    }
+    auto sync = live([&] {
+      auto s = outer_.begin(fragment, false);
+      s.plain_average = plain_average;
+      outer_.complete(s);
+      return s;
+    });
+    return outer_.apply(sync);
   }
 
-  // Runs `work` (collectives of the group) again after a re-formation whenever a member is lost.
+  // Runs `work` (collectives of the group) until it completes on every member of one
+  // generation; without a live group it just runs it.
   template <class F>
-  auto live(F&& work) {
-    for (;;) {
-      try {
-        return work();
-      } catch (const PeerError& e) {
-        if (!group_) throw;
-        recover(e.what());
-      }
+  auto live(F&& work) -> decltype(work()) {
+    if (!group_) return work();
+    for (;;)
+      if (auto result = attempt(work)) return std::move(*result);
+  }
+
+  // Runs `work` once and agrees with every member whether it completed everywhere
+  // (LiveGroup::commit). If not, the result is dropped and the survivors re-form: the members
+  // of a generation therefore leave every collective together and never go on from different
+  // ones (a member can complete an all-gather that another saw fail).
+  template <class F>
+  auto attempt(F&& work) -> std::optional<decltype(work())> {
+    std::optional<decltype(work())> result;
+    std::string failure;
+    try {
+      result.emplace(work());
+    } catch (const PeerError& e) {
+      failure = e.what();
     }
+    if (group_->commit(failure.empty())) return result;
+    recover(failure.empty() ? "a member did not complete a collective" : failure);
+    return std::nullopt;
   }
 
   // A peer is silent: with live recovery the group's collectives are abandoned (a re-formation
@@ -336,24 +345,43 @@ class Run {
     collectives_.abort_for(lost.rank, Heartbeat::describe(lost));
   }
 
-  void recover(const std::string& why) {
-    const auto start = Clock::now();
-    spdlog::warn("the group lost a member ({}): re-forming without it", why);
-    const auto lost = group_->recover();  // OutOfGroup (exit 5) if the others went on without this rank
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    ++recovery_.recoveries;
-    recovery_.recovery_seconds += seconds;
-    metrics_.add_recovery(true, seconds);
-    after_reform();
-    spdlog::warn("lost rank(s) [{}] in round {} (step {}): generation {} has ranks [{}] ({:.1f} s to re-form)",
-                 ranks_text(lost), p_.rounds + 1, p_.step, group_->generation(), ranks_text(collectives_.members()),
-                 seconds);
-    const auto live = static_cast<double>(collectives_.world_size());
-    if (live < c_.network.min_live_fraction * collectives_.job_size())
-      throw PeerError("live recovery gives up: " + std::to_string(collectives_.world_size()) + " of " +
-                      std::to_string(collectives_.job_size()) + " ranks live, below network.min_live_fraction = " +
-                      fmt::format("{}", c_.network.min_live_fraction) + ": gang restart from the last checkpoint");
-    if (!group_->newcomers().empty()) share_state(false);  // the generation took replacements in too
+  void recover(std::string why) {
+    for (;;) {
+      const auto start = Clock::now();
+      spdlog::warn("the group lost a member ({}): re-forming without it", why);
+      const auto lost = group_->recover();  // OutOfGroup (exit 5) if the others went on without this rank
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      ++recovery_.recoveries;
+      recovery_.recovery_seconds += seconds;
+      metrics_.add_recovery(true, seconds);
+      after_reform();
+      spdlog::warn("lost rank(s) [{}] in round {} (step {}): generation {} has ranks [{}] ({:.1f} s to re-form)",
+                   ranks_text(lost), p_.rounds + 1, p_.step, group_->generation(), ranks_text(collectives_.members()),
+                   seconds);
+      const auto live = static_cast<double>(collectives_.world_size());
+      if (live < c_.network.min_live_fraction * collectives_.job_size())
+        throw PeerError("live recovery gives up: " + std::to_string(collectives_.world_size()) + " of " +
+                        std::to_string(collectives_.job_size()) + " ranks live, below network.min_live_fraction = " +
+                        fmt::format("{}", c_.network.min_live_fraction) + ": gang restart from the last checkpoint");
+      // A generation that also took replacements in (a concurrent admission decided it)
+      // sends them the state first, as admit_joiners does.
+      if (group_->newcomers().empty()) return;
+      why = "taking rank(s) [" + ranks_text(group_->newcomers()) + "] in failed";
+      if (take_in_newcomers()) return;
+    }
+  }
+
+  // The members' side of taking replacements in: the state to the newcomers, then the commit
+  // that the newcomers make too (rejoin). Whether every member and newcomer completed it.
+  bool take_in_newcomers() {
+    bool sent = true;
+    try {
+      share_state(false);
+    } catch (const PeerError& e) {
+      spdlog::warn("sending the state to rank(s) [{}] failed: {}", ranks_text(group_->newcomers()), e.what());
+      sent = false;
+    }
+    return group_->commit(sent);
   }
 
   // The owner counts of the new group's members (every rank: the configured ones).
@@ -385,13 +413,18 @@ class Run {
   bool rejoin() {
     const auto start = Clock::now();
     spdlog::info("rank {} is a replacement: asking the live group to take it back", env_.rendezvous.rank);
+    std::string failure;
     try {
       if (!group_->join()) return false;
       heartbeat_.start();  // only now: until the group took it in, its predecessor's silence spoke
       share_state(true);
     } catch (const PeerError& e) {  // the group is not at fault: only this rank starts again (exit 5)
-      throw OutOfGroup(std::string("rejoining failed: ") + e.what());
+      failure = e.what();
     }
+    // The members commit the same step (take_in_newcomers): all of them hold the shared state,
+    // or none goes on with this process.
+    if (!group_->commit(failure.empty()))
+      throw OutOfGroup("rejoining failed: " + (failure.empty() ? "a member did not complete it" : failure));
     after_reform();
     recovery_.rejoined_at_step = p_.step;
     recovery_.recovery_seconds += std::chrono::duration<double>(Clock::now() - start).count();
@@ -423,15 +456,21 @@ class Run {
     const auto joiners = live([&] { return group_->pending_joiners(); });
     if (joiners.empty()) return;
     const auto start = Clock::now();
-    const auto added = live([&] { return group_->admit(joiners); });
-    if (added.empty()) return;
-    share_state(false);
-    after_reform();
+    // Not run again when it fails: the recovery drops whoever was lost, a newcomer included,
+    // and the next boundary sees the requests that are still standing.
+    const auto added = attempt([&] {
+      auto newcomers = group_->admit(joiners);
+      if (!newcomers.empty()) share_state(false);
+      return newcomers;
+    });
+    if (!added) return;
+    after_reform();  // the generation admit formed, with or without the joiners
+    if (added->empty()) return;
     ++recovery_.rejoins;
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     recovery_.recovery_seconds += seconds;
     metrics_.add_recovery(false, seconds);
-    spdlog::info("rank(s) [{}] rejoined in round {} (step {}): generation {} has ranks [{}]", ranks_text(added),
+    spdlog::info("rank(s) [{}] rejoined in round {} (step {}): generation {} has ranks [{}]", ranks_text(*added),
                  p_.rounds, p_.step, group_->generation(), ranks_text(collectives_.members()));
   }
 
@@ -461,12 +500,12 @@ class Run {
     if (!store_ || p_.rounds % c_.checkpoint.every_rounds != 0) return;
     drain_syncs();
     live([&] {
-      if (collectives_.world_size() < collectives_.job_size()) {
+      const bool every_rank = collectives_.world_size() == collectives_.job_size();
+      if (every_rank) save_checkpoint();
+      else
         spdlog::warn("checkpoint of round {} skipped: {} of {} ranks live", p_.rounds, collectives_.world_size(),
                      collectives_.job_size());
-        return;
-      }
-      save_checkpoint();
+      return every_rank;
     });
   }
 
@@ -557,9 +596,10 @@ class Run {
       double total = 0;
       for (const auto& part : collectives_.allgather(torch::tensor({mine}, torch::kFloat64)))
         total += part.item<double>();
-      eval_batches_done_ += rank < c_.train.eval_batches ? (c_.train.eval_batches - 1 - rank) / stride + 1 : 0;
       return total / c_.train.eval_batches;
     });
+    const int rank = collectives_.rank(), stride = collectives_.world_size();  // of the evaluation that counted
+    eval_batches_done_ += rank < c_.train.eval_batches ? (c_.train.eval_batches - 1 - rank) / stride + 1 : 0;
     metrics_.set_eval(loss, floor_perplexity());
     eval_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return loss;

@@ -8,6 +8,10 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    round each rank was lost and rejoined; the final eval loss differs from the
                    same seed's uninterrupted run by less than the spread of uninterrupted runs
                    over seeds 0, 1, 2 (max - min of their eval losses, measured in the test)
+       boundaries  kill -9 a rank (1, 2, 3, then 0) just as another rank logs a round boundary's
+                   step, four times in one run: a rank can die while the others are in different
+                   collectives of the boundary (one completed an all-gather that another saw
+                   fail); each is taken back, and the run ends with one checksum on every rank
        frozen      SIGSTOP a rank: the others name it within network.heartbeat_s and re-form
                    without it; after SIGCONT it finds the group gone on (exit 5, "out of the
                    live group"), is restarted, rejoins, and every rank ends with one checksum
@@ -165,6 +169,33 @@ def case_kill_each_rank():
             fail(f"eval loss {loss:.4f} is {abs(loss - losses[0]):.4f} from the uninterrupted run's, above the spread")
 
 
+def case_boundaries():
+    # 1000 steps: after the last kill, time enough for a replacement to start under load.
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-boundaries-"), ["--set", "train.steps=1000"], restarts=4)
+    pids = {}
+    for kill, (victim, step) in enumerate([(1, 30), (2, 70), (3, 110), (0, 150)], start=1):
+        watched = 1 if victim == 0 else 0
+        run.wait_for(rf"\[rank {watched}\] .* step {step}/")
+        pids = rank_pids(run.proc.pid)
+        os.kill(pids[victim], signal.SIGKILL)
+        run.wait_for(rf"rank {victim} exited with code 137: restarting it in place \({kill} of 4")
+        run.wait_for(rf"rank\(s\) \[{victim}\] rejoined in round")
+        after = rank_pids(run.proc.pid)
+        for r in pids:
+            if r != victim and after.get(r) != pids[r]:
+                fail(f"rank {r} has process {after.get(r)}, was {pids[r]}: restarted though rank {victim} died")
+    rc = run.finish()
+    log = run.text()
+    if rc != 0:
+        fail(f"ppu-launch exited {rc}\n{log[-3000:]}")
+    if log.count("restarting it in place") != 4:
+        fail(f"expected 4 restarts in place:\n{log[-3000:]}")
+    checksums = {run.summary(r)["param_checksum"] for r in range(4)}
+    if len(checksums) != 1:
+        fail(f"ranks disagree on the final parameters: {checksums}")
+    print(f"4 ranks killed at round boundaries, each taken back; one checksum {checksums.pop()}")
+
+
 def case_frozen():
     run = Run(tempfile.mkdtemp(prefix="ppu-live-frozen-"))
     run.wait_for(r"\[rank 0\] .* step 30/")
@@ -229,6 +260,7 @@ def case_late_replacement():
 
 {
     "kill-each-rank": case_kill_each_rank,
+    "boundaries": case_boundaries,
     "frozen": case_frozen,
     "fallback": case_fallback,
     "late-replacement": case_late_replacement,

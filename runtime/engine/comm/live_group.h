@@ -10,15 +10,16 @@
 //                            the collective it waits in (Collectives' abort probe)
 //   live/g<n>/arrived/<r>    rank r reached the re-formation of generation n after a failure
 //   live/g<n>/source         the job rank that sends the state to generation n's newcomers
-//   live/g<n>/x<s>/done      how many members completed exchange s of generation n
-//   live/g<n>/x<s>/outcome   "commit" or "abort", compare-and-set: the exchange's fate
+//   live/g<n>/x<s>/done      how many members completed collective s of generation n
+//   live/g<n>/x<s>/outcome   "commit" or "abort", compare-and-set: the collective's fate
 //   live/joins, live/join/<i> replacements asking to come back, in order of arrival
 //   live/done                the job finished (a member's summary): a replacement still waiting
 //                            reports it and exits
 //
 // Contracts:
-//  - commit(done): every member of the generation gets the same answer for its next exchange;
-//    "commit" only if every member completed it. A member that was stopped and resumed after
+//  - commit(done): every member of the generation gets the same answer for its next
+//    collective (the trainer commits after each one); "commit" only if every member completed
+//    it. A member that was stopped and resumed after
 //    the others moved on reads their answer, never a different one.
 //  - recover(): the survivors' next generation: every member of the current one that reached
 //    it, waiting for the others until each has either arrived or gone silent (heartbeat) or
@@ -52,7 +53,7 @@ class LiveGroup {
 
   int64_t generation() const { return generation_; }
 
-  // Whether the next exchange of this generation took effect on every member; `done`: it
+  // Whether the next collective of this generation took effect on every member; `done`: it
   // completed here.
   bool commit(bool done);
 
@@ -88,7 +89,7 @@ class LiveGroup {
   Collectives& col_;
   IsSilent silent_;
   std::atomic<int64_t> generation_{0};  // read by the abort probe on communication threads
-  int64_t exchange_ = 0;                // exchanges of this generation so far
+  int64_t exchange_ = 0;                // collectives of this generation committed or aborted so far
   int64_t joins_seen_ = 0;              // join requests already taken in (or standing for a member)
   int source_ = 0;
   std::vector<int> newcomers_;
