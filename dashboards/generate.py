@@ -170,38 +170,23 @@ def overview():
                 kind="stat",
                 desc="Rank pods the operator recreated alone (network.recovery=live); gang restarts are apart.",
             ),
-            panel(
-                "Progress",
-                [
-                    (
-                        "{{job}}",
-                        (
-                            f"100 * max by (namespace, job) (ppu_step{{{SEL}}})"
-                            f" / max by (namespace, job) (ppu_steps_target{{{SEL}}})"
-                        ),
-                    )
-                ],
-                kind="gauge",
-                unit="percent",
-                desc="Inner steps done of train.steps.",
+            bounded(
+                panel(
+                    "Progress",
+                    [("{{job}}", f"ppu_job_progress_ratio{{{SEL}}}")],
+                    kind="gauge",
+                    unit="percentunit",
+                    desc="Inner steps done by the slowest rank of train.steps (status.progressPercentage).",
+                ),
+                0,
+                1,
             ),
             panel(
                 "ETA",
-                [
-                    (
-                        "{{job}}",
-                        # steps left / (steps per second), where steps per second =
-                        # tokens/s divided by tokens per step (tokens so far / steps so far).
-                        (
-                            f"max by (namespace, job) ((ppu_steps_target{{{SEL}}} - ppu_step{{{SEL}}})"
-                            f" * ppu_tokens_total{{{SEL}}}"
-                            f" / clamp_min(ppu_step{{{SEL}}} * ppu_tokens_per_second{{{SEL}}}, 1e-9))"
-                        ),
-                    )
-                ],
+                [("{{job}}", f"ppu_job_remaining_seconds{{{SEL}}}")],
                 kind="stat",
                 unit="s",
-                desc="Remaining inner steps at the current per-rank throughput.",
+                desc="Seconds the slowest rank still needs at its measured rate (status.estimatedRemainingSeconds).",
             ),
             panel(
                 "Eval perplexity",

@@ -63,6 +63,10 @@ inline constexpr const char* kLoss = "ppu_loss";
 inline constexpr const char* kTokensPerSecond = "ppu_tokens_per_second";
 inline constexpr const char* kOuterRound = "ppu_outer_round";
 inline constexpr const char* kCheckpointRound = "ppu_checkpoint_round";
+inline constexpr const char* kStep = "ppu_step";                 // inner steps completed
+inline constexpr const char* kStepsTarget = "ppu_steps_target";  // inner steps configured
+// Seconds to this rank's last step at its measured rate (training time, evaluations excluded).
+inline constexpr const char* kRemainingSeconds = "ppu_remaining_seconds";
 // network.recovery=live (every rank reports the live group's view; the operator takes the
 // smallest live count and coverage and the largest counters).
 inline constexpr const char* kLiveRanks = "ppu_live_ranks";                  // ranks in the current group

@@ -647,13 +647,13 @@ class Run {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count() - eval_seconds_;
     const auto done = static_cast<double>(p_.step - first);
     const double tps = elapsed > 0 ? done * c_.inner.batch_size * c_.model.seq_len / elapsed : 0;
-    metrics_.set_progress(p_.step, c_.train.steps, loss, tps, p_.rounds);
+    const double eta = done > 0 ? elapsed / done * static_cast<double>(c_.train.steps - p_.step) : 0;
+    metrics_.set_progress(p_.step, c_.train.steps, eta, loss, tps, p_.rounds);
     const StateBytes state = measured_state();
     metrics_.set_state(state, full_training_state(state));
     const auto cuda = cuda_memory(device_.is_cuda() ? device_.index() : -1);
     metrics_.set_memory(process_rss_bytes(), cuda.allocated, cuda.reserved, cuda.peak);
     if (p_.step % c_.train.log_every == 0 || p_.step == c_.train.steps) {
-      const double eta = done > 0 ? elapsed / done * (c_.train.steps - p_.step) : 0;
       spdlog::info("step {}/{} loss {:.4f} ppl {:.2f} lr {:.2e} tok/s {:.0f} round {} eta {}", p_.step, c_.train.steps,
                    loss, std::exp(loss), lr_, tps, p_.rounds, duration(eta));
     }

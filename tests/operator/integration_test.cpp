@@ -813,7 +813,8 @@ TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
       std::string body =
           "ppu_outer_round{rank=\"0\"} 7\nppu_eval_perplexity{rank=\"0\"} 42.5\n"
           "ppu_state_bytes{component=\"weights\"} 100\nppu_flops_executed_total 3\nppu_flops_full_backward_total 4\n"
-          "ppu_live_ranks 2\nppu_min_slice_coverage 0.5\n";
+          "ppu_live_ranks 2\nppu_min_slice_coverage 0.5\nppu_step 250\nppu_steps_target 1000\n"
+          "ppu_remaining_seconds 90.4\n";
       mg_printf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s", body.size(),
                 body.c_str());
       return true;
@@ -833,6 +834,10 @@ TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
   scraper_->start();
   ASSERT_TRUE(eventually([&] { return job("mx")["status"].value("outerRound", 0) == 7; })) << job("mx").dump();
   EXPECT_EQ(job("mx")["status"]["perplexity"], "42.500");
+  EXPECT_EQ(job("mx")["status"].value("step", 0), 250);
+  EXPECT_EQ(job("mx")["status"].value("steps", 0), 1000);
+  EXPECT_EQ(job("mx")["status"].value("progressPercentage", 0), 25);
+  EXPECT_EQ(job("mx")["status"].value("estimatedRemainingSeconds", 0), 90);
   std::string exposition = prometheus::TextSerializer().Serialize(metrics_.registry()->Collect());
   EXPECT_NE(exposition.find("ppu_job_outer_round{job=\"mx\",namespace=\"default\"} 7"), std::string::npos)
       << exposition;
@@ -845,6 +850,8 @@ TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
   EXPECT_FALSE(job("mx")["status"].contains("minSliceCoverage"));
   EXPECT_NE(exposition.find("ppu_job_live_ranks{job=\"mx\",namespace=\"default\"} 2"), std::string::npos);
   EXPECT_NE(exposition.find("ppu_job_min_slice_coverage{job=\"mx\",namespace=\"default\"} 0.5"), std::string::npos);
+  EXPECT_NE(exposition.find("ppu_job_progress_ratio{job=\"mx\",namespace=\"default\"} 0.25"), std::string::npos);
+  EXPECT_NE(exposition.find("ppu_job_remaining_seconds{job=\"mx\",namespace=\"default\"} 90.4"), std::string::npos);
 }
 
 TEST_F(OperatorIT, LeaderElectionAllowsOneHolderAndHandsOver) {

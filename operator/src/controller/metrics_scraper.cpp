@@ -56,6 +56,9 @@ void MetricsScraper::scrape_once() {
     p.outer_round = m.outer_round;
     p.eval_perplexity = m.eval_perplexity;
     p.checkpoint_round = m.checkpoint_round;
+    p.step = m.step;
+    p.steps_target = m.steps_target;
+    p.remaining_seconds = m.remaining_seconds;
     p.live_ranks = m.live_ranks;
     p.min_slice_coverage = m.min_slice_coverage;
     controller_.set_progress(spec.ns + "/" + spec.name, p);

@@ -34,6 +34,14 @@ JobMetrics aggregate_job_metrics(const std::vector<std::vector<Sample>>& per_ran
       } else if (s.name == contract::metric::kCheckpointRound) {
         auto r = static_cast<int64_t>(s.value);
         m.checkpoint_round = m.checkpoint_round ? std::max(*m.checkpoint_round, r) : r;
+      } else if (s.name == contract::metric::kStep) {
+        auto n = static_cast<int64_t>(s.value);
+        m.step = m.step ? std::min(*m.step, n) : n;
+      } else if (s.name == contract::metric::kStepsTarget) {
+        auto n = static_cast<int64_t>(s.value);
+        m.steps_target = m.steps_target ? std::max(*m.steps_target, n) : n;
+      } else if (s.name == contract::metric::kRemainingSeconds) {
+        m.remaining_seconds = m.remaining_seconds ? std::max(*m.remaining_seconds, s.value) : s.value;
       } else if (s.name == contract::metric::kLiveRanks) {
         auto n = static_cast<int64_t>(s.value);
         m.live_ranks = m.live_ranks ? std::min(*m.live_ranks, n) : n;

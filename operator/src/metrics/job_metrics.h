@@ -1,6 +1,7 @@
 // JobMetrics: one job's training metrics aggregated over its ranks, as docs/METRICS.md defines
 // for the operator: sums for memory, FLOPs and tokens/s; means for loss and perplexity; the
-// smallest outer round (a round is done when every rank has done it); the smallest live group and
+// smallest outer round (a round is done when every rank has done it); the slowest rank's step
+// and remaining seconds; the smallest live group and
 // slice coverage (recovery live: the most pessimistic rank's view). Pure.
 #pragma once
 
@@ -20,6 +21,9 @@ struct JobMetrics {
   double flops_executed = 0, flops_full_backward = 0;
   std::optional<double> eval_perplexity, loss, tokens_per_second;
   std::optional<int64_t> outer_round, checkpoint_round;
+  std::optional<int64_t> step;               // min of ppu_step (the slowest rank)
+  std::optional<int64_t> steps_target;       // max of ppu_steps_target
+  std::optional<double> remaining_seconds;   // max of ppu_remaining_seconds (the slowest rank)
   std::optional<int64_t> live_ranks;         // min of ppu_live_ranks
   std::optional<double> min_slice_coverage;  // min of ppu_min_slice_coverage
   double flops_saved_ratio() const {

@@ -63,7 +63,11 @@ OperatorMetrics::OperatorMetrics()
       live_ranks_(gauge_family(*registry_, "ppu_job_live_ranks",
                                "Ranks in the live group, the smallest count any rank reports")),
       coverage_(gauge_family(*registry_, "ppu_job_min_slice_coverage",
-                             "Smallest fraction of an element's owners that are live, over the ranks")) {}
+                             "Smallest fraction of an element's owners that are live, over the ranks")),
+      progress_(gauge_family(*registry_, "ppu_job_progress_ratio",
+                             "Inner steps done by the slowest rank over the steps configured (0-1)")),
+      remaining_(gauge_family(*registry_, "ppu_job_remaining_seconds",
+                              "Seconds the slowest rank still needs at its measured rate")) {}
 
 void OperatorMetrics::reconcile_done(const std::string& result, double seconds) {
   reconciles_.Add({{"result", result}}).Increment();
@@ -124,6 +128,9 @@ void OperatorMetrics::set_job(const std::string& ns, const std::string& job, con
   if (m.tokens_per_second) job_gauge(tps_, ns, job).Set(*m.tokens_per_second);
   if (m.live_ranks) job_gauge(live_ranks_, ns, job).Set(static_cast<double>(*m.live_ranks));
   if (m.min_slice_coverage) job_gauge(coverage_, ns, job).Set(*m.min_slice_coverage);
+  if (m.step && m.steps_target && *m.steps_target > 0)
+    job_gauge(progress_, ns, job).Set(static_cast<double>(*m.step) / static_cast<double>(*m.steps_target));
+  if (m.remaining_seconds) job_gauge(remaining_, ns, job).Set(*m.remaining_seconds);
 }
 
 void OperatorMetrics::set_job_result(const std::string& ns, const std::string& job, int64_t outer_round,

@@ -66,6 +66,8 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& job_recoveries_;
   prometheus::Family<prometheus::Gauge>& live_ranks_;
   prometheus::Family<prometheus::Gauge>& coverage_;
+  prometheus::Family<prometheus::Gauge>& progress_;
+  prometheus::Family<prometheus::Gauge>& remaining_;
   std::mutex mu_;
   // ns/job → every gauge created for it, so remove_job can drop them all.
   std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>> per_job_;

@@ -25,7 +25,10 @@ void finish(Pass& p, bool succeeded, const std::string& why, const std::string& 
   if (succeeded) {
     p.status.reason.reset();
     p.status.message.reset();
+    p.status.progress_percentage = 100;
+    p.status.estimated_remaining_seconds = 0;
   } else {
+    p.status.estimated_remaining_seconds.reset();  // it will not finish
     p.status.reason = why;
     p.status.message = message;
   }
@@ -124,6 +127,7 @@ bool completion(Pass& p, const Gang& g) {
     seconds = std::max(seconds, res.seconds);
   }
   p.status.outer_round = first.round;
+  p.status.step = p.status.steps = steps;  // every step done (finish() sets 100 %)
   p.status.perplexity = decimal(first.perplexity, "%.3f");
   if (first.checkpoint_round >= 0) p.status.last_checkpoint_round = first.checkpoint_round;
   else p.status.last_checkpoint_round.reset();

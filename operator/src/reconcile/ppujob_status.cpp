@@ -18,11 +18,32 @@ constexpr std::pair<JobPhase, const char*> kPhaseWords[] = {
 
 // The schema's top-level keys; everything else goes to PPUJobStatus::unknown.
 constexpr const char* kStatusKeys[] = {
-    "phase",          "conditions",         "reason",      "message",          "readyRanks",
-    "activeRanks",    "failedRanks",        "readyString", "restartCount",     "nextRestartTime",
-    "recoveries",     "recoveringRanks",    "liveRanks",   "minSliceCoverage", "lastCheckpointRound",
-    "outerRound",     "perplexity",         "result",      "export",           "startTime",
-    "completionTime", "observedGeneration",
+    "phase",
+    "conditions",
+    "reason",
+    "message",
+    "readyRanks",
+    "activeRanks",
+    "failedRanks",
+    "readyString",
+    "restartCount",
+    "nextRestartTime",
+    "recoveries",
+    "recoveringRanks",
+    "liveRanks",
+    "minSliceCoverage",
+    "lastCheckpointRound",
+    "outerRound",
+    "perplexity",
+    "result",
+    "export",
+    "startTime",
+    "completionTime",
+    "observedGeneration",
+    "step",
+    "steps",
+    "progressPercentage",
+    "estimatedRemainingSeconds",
 };
 
 // A present, non-null key read as T (throws nlohmann's type_error on another type).
@@ -182,6 +203,10 @@ void to_json(json& j, const PPUJobStatus& s) {
   write(j, "minSliceCoverage", s.min_slice_coverage);
   write(j, "lastCheckpointRound", s.last_checkpoint_round);
   write(j, "outerRound", s.outer_round);
+  write(j, "step", s.step);
+  write(j, "steps", s.steps);
+  write(j, "progressPercentage", s.progress_percentage);
+  write(j, "estimatedRemainingSeconds", s.estimated_remaining_seconds);
   if (s.perplexity) std::visit([&](const auto& v) { j["perplexity"] = v; }, *s.perplexity);
   write(j, "result", s.result);
   write(j, "export", s.model_export);
@@ -216,6 +241,10 @@ void from_json(const json& j, PPUJobStatus& s) {
   read(o, "minSliceCoverage", s.min_slice_coverage);
   read(o, "lastCheckpointRound", s.last_checkpoint_round);
   read(o, "outerRound", s.outer_round);
+  read(o, "step", s.step);
+  read(o, "steps", s.steps);
+  read(o, "progressPercentage", s.progress_percentage);
+  read(o, "estimatedRemainingSeconds", s.estimated_remaining_seconds);
   if (auto it = o.find("perplexity"); it != o.end() && !it->is_null()) {
     if (it->is_string()) s.perplexity = it->get<std::string>();
     else if (it->is_number_integer()) s.perplexity = it->get<int64_t>();

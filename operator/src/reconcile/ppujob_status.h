@@ -96,6 +96,13 @@ struct PPUJobStatus {
   std::optional<std::string> min_slice_coverage;
   std::optional<int64_t> last_checkpoint_round;
   std::optional<int64_t> outer_round;
+  // Progress from the ranks' metrics while the job runs: the slowest rank's inner step of the
+  // configured total, its percentage (0-100, rounded down) and the seconds the slowest rank
+  // still needs at its measured rate; Succeeded: 100 and 0.
+  std::optional<int64_t> step;
+  std::optional<int64_t> steps;
+  std::optional<int64_t> progress_percentage;
+  std::optional<int64_t> estimated_remaining_seconds;
   std::optional<IntOrString> perplexity;
   std::optional<JobResult> result;
   std::optional<ExportedModel> model_export;   // status.export

@@ -79,6 +79,13 @@ void copy_progress(Pass& p) {
   const auto& pr = *p.in.progress;
   if (pr.outer_round) p.status.outer_round = *pr.outer_round;
   if (pr.checkpoint_round) p.status.last_checkpoint_round = *pr.checkpoint_round;
+  if (pr.step && pr.steps_target && *pr.steps_target > 0) {
+    p.status.step = *pr.step;
+    p.status.steps = *pr.steps_target;
+    p.status.progress_percentage = std::clamp<int64_t>(*pr.step * 100 / *pr.steps_target, 0, 100);
+  }
+  if (pr.remaining_seconds && std::isfinite(*pr.remaining_seconds))
+    p.status.estimated_remaining_seconds = std::llround(std::max(0.0, *pr.remaining_seconds));
   if (pr.eval_perplexity && std::isfinite(*pr.eval_perplexity)) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3f", *pr.eval_perplexity);

@@ -47,6 +47,10 @@ struct ScrapedProgress {
   // recovery live: the smallest ppu_live_ranks and ppu_min_slice_coverage over the ranks.
   std::optional<int64_t> live_ranks;
   std::optional<double> min_slice_coverage;
+  // The smallest ppu_step, the largest ppu_steps_target and ppu_remaining_seconds (the slowest rank).
+  std::optional<int64_t> step;
+  std::optional<int64_t> steps_target;
+  std::optional<double> remaining_seconds;
 };
 
 struct Observed {

@@ -38,6 +38,7 @@ struct RankMetrics::Families {
   prometheus::Gauge& tokens_per_second;
   prometheus::Gauge& step;
   prometheus::Gauge& steps_target;
+  prometheus::Gauge& remaining_seconds;
   prometheus::Gauge& outer_round;
   prometheus::Family<prometheus::Counter>& sync_bytes;
   prometheus::Family<prometheus::Counter>& sync_seconds;
@@ -89,8 +90,11 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       gauge("ppu_eval_perplexity_floor", "Best achievable perplexity of the synthetic corpus").Register(r),
       one(counter("ppu_tokens_total", "Training tokens consumed by this rank"), r),
       one(gauge(contract::metric::kTokensPerSecond, "Recent training throughput of this rank"), r),
-      one(gauge("ppu_step", "Inner steps completed"), r),
-      one(gauge("ppu_steps_target", "Inner steps configured"), r),
+      one(gauge(contract::metric::kStep, "Inner steps completed"), r),
+      one(gauge(contract::metric::kStepsTarget, "Inner steps configured"), r),
+      one(gauge(contract::metric::kRemainingSeconds,
+                "Seconds to this rank's last step at its measured rate (evaluations excluded)"),
+          r),
       one(gauge(contract::metric::kOuterRound, "Outer rounds completed"), r),
       counter("ppu_outer_sync_bytes_total", "Bytes this rank sent (put on the wire) for syncs").Register(r),
       counter("ppu_outer_sync_seconds_total", "Seconds spent in outer syncs").Register(r),
@@ -153,11 +157,12 @@ void RankMetrics::add_step(double flops_executed, double flops_full, double toke
   f_->tokens.Increment(tokens);
 }
 
-void RankMetrics::set_progress(double step, double steps_target, double loss, double tokens_per_second,
-                               double outer_round) {
+void RankMetrics::set_progress(double step, double steps_target, double remaining_seconds, double loss,
+                               double tokens_per_second, double outer_round) {
   if (!f_) return;
   f_->step.Set(step);
   f_->steps_target.Set(steps_target);
+  f_->remaining_seconds.Set(remaining_seconds);
   f_->loss.Set(loss);
   f_->train_ppl.Set(std::exp(loss));
   f_->tokens_per_second.Set(tokens_per_second);

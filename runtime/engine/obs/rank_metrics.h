@@ -35,7 +35,9 @@ class RankMetrics {
   void set_state(const StateBytes& measured, const StateBytes& full_training);
   void set_memory(double rss_bytes, double cuda_allocated, double cuda_reserved, double cuda_peak);
   void add_step(double flops_executed, double flops_full, double tokens);
-  void set_progress(double step, double steps_target, double loss, double tokens_per_second, double outer_round);
+  // `remaining_seconds`: to the last step at this rank's measured rate.
+  void set_progress(double step, double steps_target, double remaining_seconds, double loss, double tokens_per_second,
+                    double outer_round);
   void set_eval(double loss, double floor_perplexity);
   // One sync of `fragment` ("gradients" for DDP): bytes sent and received by this rank, wall
   // seconds in the sync and, of those, seconds blocked waiting for the exchange.

@@ -21,6 +21,9 @@ ppu_outer_round{rank="0"} 5
 ppu_tokens_per_second{rank="0"} 100 1712345678000
 weird_label{path="a\"b\\c\nd"} 1
 garbage line here
+ppu_step{rank="0"} 500
+ppu_steps_target{rank="0"} 1000
+ppu_remaining_seconds{rank="0"} 40
 )";
 
 const char* kRank1 = R"(ppu_state_bytes{component="weights",rank="1"} 1000
@@ -31,11 +34,14 @@ ppu_loss{rank="1"} 2.7
 ppu_outer_round{rank="1"} 4
 ppu_tokens_per_second{rank="1"} 120
 ppu_eval_loss NaN
+ppu_step{rank="1"} 450
+ppu_steps_target{rank="1"} 1000
+ppu_remaining_seconds{rank="1"} 55.5
 )";
 
 TEST(PromText, ParsesNamesLabelsValuesAndEscapes) {
   auto s = parse_prometheus_text(kRank0);
-  ASSERT_EQ(s.size(), 9u) << "comments and the malformed line are skipped";
+  ASSERT_EQ(s.size(), 12u) << "comments and the malformed line are skipped";
   EXPECT_EQ(s[0].name, "ppu_state_bytes");
   EXPECT_EQ(s[0].labels.at("component"), "weights");
   EXPECT_DOUBLE_EQ(s[0].value, 1000);
@@ -62,6 +68,9 @@ TEST(JobMetrics, SumsMeansAndMinimumRound) {
   EXPECT_DOUBLE_EQ(*m.loss, 2.6);
   EXPECT_DOUBLE_EQ(*m.tokens_per_second, 220);
   EXPECT_EQ(*m.outer_round, 4) << "a round counts when every rank finished it";
+  EXPECT_EQ(*m.step, 450) << "progress is the slowest rank's";
+  EXPECT_EQ(*m.steps_target, 1000);
+  EXPECT_DOUBLE_EQ(*m.remaining_seconds, 55.5) << "so is the time left";
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ Observed finished_gang(const std::vector<std::string>& messages) {
   auto pods = gang(job, static_cast<int>(messages.size()), "Running");
   for (size_t r = 0; r < pods.size(); ++r) pods[r] = with_exit(pods[r], 0, messages[r]);
   Observed in = observed(job, pods);
-  in.progress = ScrapedProgress{15, 9.082, 15, std::nullopt, std::nullopt};
+  in.progress = ScrapedProgress{15, 9.082, 15, std::nullopt, std::nullopt, 990, 1000, 4.0};
   return in;
 }
 
@@ -97,6 +97,9 @@ TEST(FinalStatus, ComesFromTheRanksResultsNotTheLastScrape) {
   const auto done = condition_of(st, "Succeeded");
   ASSERT_TRUE(done);
   EXPECT_NE((*done)["message"].get<std::string>().find("eval perplexity 8.754"), std::string::npos);
+  EXPECT_EQ(st["progressPercentage"], 100);  // not the scrape's 99
+  EXPECT_EQ(st["estimatedRemainingSeconds"], 0);
+  EXPECT_EQ(st["step"], 200);  // the results' steps, not the scrape's 990
 
   // A later pass, with the stale scrape still in the controller's memory, changes nothing.
   Observed again = finished_gang({format_run_result(result(0)), format_run_result(result(1))});
@@ -116,6 +119,7 @@ TEST(FinalStatus, DisagreeingChecksumsAreNotACleanSuccess) {
   EXPECT_NE(msg.find("7905be7a33aa0be4 on rank(s) 1"), std::string::npos) << msg;
   EXPECT_FALSE(st.contains("outerRound"));
   EXPECT_FALSE(st.contains("perplexity"));
+  EXPECT_FALSE(st.contains("estimatedRemainingSeconds")) << "a failed job will not finish";
   bool warned = false;
   for (const auto& e : testing::actions_of<RecordEvent>(d))
     if (e.type == "Warning" && e.reason == "RanksDisagree") warned = true;

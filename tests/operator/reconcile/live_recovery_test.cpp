@@ -371,7 +371,8 @@ TEST_P(Degraded, FollowsTheLiveGroup) {
   const DegradedRow& row = GetParam();
   json job = live_job();
   Observed in = observed_live(job, gang(job, 4, "Running"));
-  if (row.live || row.coverage) in.progress = ScrapedProgress{5, 9.0, 4, row.live, row.coverage};
+  if (row.live || row.coverage)
+    in.progress = ScrapedProgress{5, 9.0, 4, row.live, row.coverage, std::nullopt, std::nullopt, std::nullopt};
   const json st = status_after(in, reconcile(in));
   const auto c = condition_of(st, condition::kDegraded);
   ASSERT_TRUE(c) << st.dump();
@@ -404,7 +405,7 @@ TEST(LiveRecovery, DegradedTurnsFalseWhenTheJobStopsRunning) {
   std::vector<json> pods = gang(job, 4, "Running");
   pods[0] = with_exit(pods[0], 3, "peers gone");
   Observed in = observed_live(job, pods);
-  in.progress = ScrapedProgress{5, 9.0, 4, 3, 0.5};
+  in.progress = ScrapedProgress{5, 9.0, 4, 3, 0.5, std::nullopt, std::nullopt, std::nullopt};
   const json after = *new_status(reconcile(in));
   EXPECT_EQ(after["phase"], phase::kRestarting);
   EXPECT_EQ(condition_of(after, condition::kDegraded)->at("status"), "False");
@@ -415,7 +416,8 @@ TEST(LiveRecovery, DegradedTurnsFalseWhenTheJobStopsRunning) {
 TEST(LiveRecovery, AGangJobKeepsNoLiveGroupInItsStatus) {
   json job = make_job("demo", 4, running_status(0));
   Observed in = observed(job, gang(job, 4, "Running"));
-  in.progress = ScrapedProgress{5, 9.0, 4, 0, 0.0};  // what a gang job's ranks might export
+  in.progress = ScrapedProgress{5,           9.0, 4, 0, 0.0, std::nullopt, std::nullopt,
+                                std::nullopt};  // what a gang job's ranks might export
   const json st = status_after(in, reconcile(in));
   EXPECT_EQ(st["outerRound"], 5);
   EXPECT_FALSE(st.contains("liveRanks"));

@@ -278,13 +278,17 @@ TEST(Reconcile, ChangedTrainingConfigPatchesTheConfigMap) {
 TEST(Reconcile, ScrapedProgressLandsInStatus) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
   Observed in = observed(job, gang(job, 2, "Running"));
-  in.progress = ScrapedProgress{7, 12.3456, 6, std::nullopt, std::nullopt};
+  in.progress = ScrapedProgress{7, 12.3456, 6, std::nullopt, std::nullopt, 333, 1000, 90.6};
   Decision d = reconcile(in);
   const auto st = new_status(d);
   ASSERT_TRUE(st);
   EXPECT_EQ((*st)["outerRound"], 7);
   EXPECT_EQ((*st)["perplexity"], "12.346");
   EXPECT_EQ((*st)["lastCheckpointRound"], 6);
+  EXPECT_EQ((*st)["step"], 333);
+  EXPECT_EQ((*st)["steps"], 1000);
+  EXPECT_EQ((*st)["progressPercentage"], 33) << "rounded down: 100 only once every step is done";
+  EXPECT_EQ((*st)["estimatedRemainingSeconds"], 91);
 }
 
 TEST(Reconcile, DeletingJobIsLeftToGarbageCollection) {
