@@ -72,7 +72,8 @@ T checked(std::string (*read)(const std::string&, T&), const std::string& v) {
 
 // The values that Flags holds converted, as given; parse_flags() converts those that were.
 struct Given {
-  std::string network_policy, leader_elect, metrics_namespaces, scrape_interval, restart_backoff, restart_backoff_max;
+  std::string network_policy, leader_elect, metrics_namespaces, scrape_interval, restart_backoff, restart_backoff_max,
+      kueue;
 };
 
 // Every flag, its value's name (shown in the help) and its help text. Defaults are Flags' own.
@@ -102,6 +103,15 @@ void declare(CLI::App& app, Flags& f, Given& g) {
   app.add_flag("--network-policy{true}", g.network_policy,
                "create a NetworkPolicy per PPUJob closing its ports to other pods\n"
                "(default true)")
+      ->type_name("BOOL")
+      ->check(rule([](const std::string& v) {
+        bool b = false;
+        return read_bool(v, b);
+      }));
+  app.add_flag("--kueue{true}", g.kueue,
+               "queue PPUJobs labelled kueue.x-k8s.io/queue-name through Kueue: one\n"
+               "Workload per job, no pod before admission (needs Kueue's CRDs;\n"
+               "default false)")
       ->type_name("BOOL")
       ->check(rule([](const std::string& v) {
         bool b = false;
@@ -206,6 +216,7 @@ Flags parse_flags(const std::vector<std::string>& args) {
   // CLI11 has checked every value given.
   if (app.count("--network-policy")) f.network_policy = checked(read_bool, g.network_policy);
   if (app.count("--leader-elect")) f.leader_elect = g.leader_elect == "true";
+  if (app.count("--kueue")) f.kueue = checked(read_bool, g.kueue);
   if (app.count("--metrics-namespaces")) f.metrics_namespaces = checked(read_namespaces, g.metrics_namespaces);
   if (app.count("--scrape-interval")) f.scrape_interval_s = checked(read_duration, g.scrape_interval);
   if (app.count("--restart-backoff")) f.restart_backoff_s = checked(read_duration, g.restart_backoff);

@@ -20,6 +20,7 @@ struct Flags {
   std::string metrics_addr = ":8080";
   std::string metrics_auth = "none";            // none | token (TokenReview + SubjectAccessReview)
   bool network_policy = true;                   // a NetworkPolicy per PPUJob
+  bool kueue = false;                           // Kueue Workloads for queued PPUJobs
   std::vector<std::string> metrics_namespaces;  // empty: the operator's own namespace
   std::string health_addr = ":8081";
   bool leader_elect = false;

@@ -9,6 +9,7 @@
 #include "kube/rfc3339.h"
 #include "reconcile/job_constants.h"
 #include "reconcile/job_spec.h"
+#include "reconcile/kueue_workload.h"
 #include "reconcile/ppujob_status.h"
 #include "reconcile/rendezvous.h"
 
@@ -40,13 +41,22 @@ Controller::Controller(KubeApi& client, ControllerOptions opts, OperatorMetrics*
   export_pods_ = std::make_unique<Informer>(
       client_, ResourceKind::Pod, opts_.ns, kExportLabel,
       [this](const json& o, Informer::Change) { on_owned(o, kExportLabel); }, prune_pod);
+  // Kueue's decisions arrive as changes of the job's Workload (admitted, evicted).
+  if (opts_.reconcile.kueue) {
+    workloads_ = std::make_unique<Informer>(client_, ResourceKind::Workload, opts_.ns, kJobLabel, owned);
+    // A class created after the job that names it: the job waits (PriorityClassNotFound) until then.
+    priority_classes_ = std::make_unique<Informer>(client_, ResourceKind::WorkloadPriorityClass, "", "",
+                                                   [this](const json&, Informer::Change) {
+                                                     for (const auto& j : jobs_->list()) queue_.add(object_key(j));
+                                                   });
+  }
 }
 
 Controller::~Controller() { stop(); }
 
 void Controller::start_informers() {
   for (Informer* i : {pods_.get(), services_.get(), configmaps_.get(), netpols_.get(), export_jobs_.get(),
-                      export_pods_.get(), jobs_.get()})
+                      export_pods_.get(), workloads_.get(), priority_classes_.get(), jobs_.get()})
     if (i) i->start();
 }
 
@@ -66,13 +76,14 @@ void Controller::stop() {
   for (auto& t : workers_)
     if (t.joinable()) t.join();
   for (Informer* i : {jobs_.get(), pods_.get(), services_.get(), configmaps_.get(), netpols_.get(), export_jobs_.get(),
-                      export_pods_.get()})
+                      export_pods_.get(), workloads_.get(), priority_classes_.get()})
     if (i) i->stop();
 }
 
 bool Controller::synced() const {
   return jobs_->synced() && pods_->synced() && services_->synced() && configmaps_->synced() &&
-         (!netpols_ || netpols_->synced()) && export_jobs_->synced() && export_pods_->synced();
+         (!netpols_ || netpols_->synced()) && export_jobs_->synced() && export_pods_->synced() &&
+         (!workloads_ || (workloads_->synced() && priority_classes_->synced()));
 }
 
 void Controller::set_progress(const std::string& key, const ScrapedProgress& p) {
@@ -110,13 +121,18 @@ void Controller::on_owned(const json& obj, const char* label) {
 void Controller::update_phase_gauge() {
   if (!metrics_) return;
   std::map<std::string, int> counts, exports;
+  int waiting = 0;
   for (const auto& j : jobs_->list()) {
     const PPUJobStatus st = status_of(j);
     if (st.phase) counts[to_string(*st.phase)]++;
     if (const Condition* c = st.condition(condition::kExported)) exports[c->reason]++;
+    if (const Condition* c = st.condition(condition::kAdmitted);
+        c && !c->is_true() && st.phase != JobPhase::Succeeded && st.phase != JobPhase::Failed)
+      ++waiting;
   }
   metrics_->set_jobs_by_phase(counts);
   metrics_->set_exports_by_reason(exports);
+  metrics_->set_jobs_waiting_for_admission(waiting);
 }
 
 void Controller::worker() {
@@ -163,6 +179,11 @@ void Controller::process(const std::string& key) {
     for (auto& p : export_pods_->by_job(ns, name))
       if (owned_by(p, job_uid)) in.export_pods.push_back(std::move(p));
     in.export_job = std::move(x);
+  }
+  if (workloads_) {
+    if (auto w = workloads_->get(ns, workload_name(spec)); w && owned_by(*w, uid)) in.workload = std::move(w);
+    if (!spec.priority_class.empty())
+      if (auto c = priority_classes_->get("", spec.priority_class)) in.priority_value = (*c).value("value", int64_t{0});
   }
   {
     std::lock_guard<std::mutex> l(progress_mu_);

@@ -68,6 +68,7 @@ class Controller {
   WorkQueue queue_;
   std::unique_ptr<Informer> jobs_, pods_, services_, configmaps_, netpols_;  // netpols_ may be null
   std::unique_ptr<Informer> export_jobs_, export_pods_;                      // batch/v1 Jobs, their pods
+  std::unique_ptr<Informer> workloads_, priority_classes_;                   // with --kueue only
   std::vector<std::thread> workers_;
   std::atomic<uint64_t> reconciles_{0};
   std::atomic<bool> stopped_{false};

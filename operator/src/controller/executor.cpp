@@ -84,6 +84,11 @@ ExecResult Executor::execute(const json& job, const Decision& d) {
                        [&](const PatchObject& p) -> std::optional<Response> {
                          return client_.merge_patch(p.kind, ns, p.name, p.patch);
                        },
+                       [&](const PatchStatusOf& p) -> std::optional<Response> {
+                         // A 409 (Kueue changed the Workload meanwhile) fails the pass: the next
+                         // one reads the new state.
+                         return client_.merge_patch(p.kind, ns, p.name, p.patch, "status");
+                       },
                        [&](const DeleteObject& del) -> std::optional<Response> {
                          Response r = client_.remove(del.kind, ns, del.name, "Background", del.uid);
                          if (r.status == 404 || r.status == 409) r.status = 200;

@@ -22,6 +22,9 @@ enum class ResourceKind {
   TokenReview,
   SubjectAccessReview,
   ResourceQuota,  // read and written by the tests only
+  // Kueue (--kueue): the Workload that queues a job, and the priority classes it names.
+  Workload,
+  WorkloadPriorityClass,
 };
 
 struct ResourceInfo {
@@ -50,6 +53,9 @@ inline constexpr ResourceInfo kResources[] = {
     {ResourceKind::SubjectAccessReview, "authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
      false},
     {ResourceKind::ResourceQuota, "", "v1", "ResourceQuota", "resourcequotas", true},
+    {ResourceKind::Workload, "kueue.x-k8s.io", "v1beta2", "Workload", "workloads", true},
+    {ResourceKind::WorkloadPriorityClass, "kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass",
+     "workloadpriorityclasses", false},
 };
 
 // The table is indexed by the enum: each row sits at its own kind's position.

@@ -39,6 +39,9 @@ OperatorMetrics::OperatorMetrics()
       jobs_(gauge_family(*registry_, "ppu_operator_jobs", "PPUJobs by phase")),
       exports_(gauge_family(*registry_, "ppu_operator_job_exports",
                             "PPUJobs with spec.export by the reason of their Exported condition")),
+      waiting_(gauge_family(*registry_, "ppu_operator_jobs_waiting_for_admission",
+                            "PPUJobs queued for Kueue or evicted by it, waiting to be admitted")
+                   .Add({})),
       restarts_(BuildCounter()
                     .Name("ppu_operator_gang_restarts_total")
                     .Help("Gang restarts performed by this operator")
@@ -77,6 +80,7 @@ void OperatorMetrics::reconcile_done(const std::string& result, double seconds) 
 
 void OperatorMetrics::set_queue_depth(size_t d) { depth_.Set(static_cast<double>(d)); }
 void OperatorMetrics::gang_restart() { restarts_.Increment(); }
+void OperatorMetrics::set_jobs_waiting_for_admission(int n) { waiting_.Set(n); }
 
 void OperatorMetrics::set_jobs_by_phase(const std::map<std::string, int>& counts) {
   for (const char* p : phase::kAll) {

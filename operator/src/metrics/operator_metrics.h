@@ -30,6 +30,8 @@ class OperatorMetrics {
   void set_jobs_by_phase(const std::map<std::string, int>& counts);
   // PPUJobs by the reason of their Exported condition (every reason of reason::kExportReasons, 0 if none).
   void set_exports_by_reason(const std::map<std::string, int>& counts);
+  // Jobs whose condition Admitted is False (queued for Kueue, or evicted) and not finished.
+  void set_jobs_waiting_for_admission(int n);
 
   // Per-job series (labels namespace, job); remove_job drops them when the job goes away.
   void set_job(const std::string& ns, const std::string& job, const JobMetrics& m, int ranks_ready, int ranks_total,
@@ -51,6 +53,7 @@ class OperatorMetrics {
   prometheus::Histogram& duration_;
   prometheus::Family<prometheus::Gauge>& jobs_;
   prometheus::Family<prometheus::Gauge>& exports_;
+  prometheus::Gauge& waiting_;
   prometheus::Counter& restarts_;
   prometheus::Family<prometheus::Gauge>& state_bytes_;
   prometheus::Family<prometheus::Gauge>& flops_exec_;

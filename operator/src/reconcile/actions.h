@@ -36,6 +36,12 @@ struct PatchObject {
   json patch;
 };
 
+// JSON merge patch `patch` onto kind/name's status subresource (a Kueue Workload's conditions).
+struct PatchStatusOf {
+  ResourceKind kind;
+  std::string name;
+  json patch;
+};
 // DELETE kind/name, only the incarnation with `uid` when it is not empty (NotFound and a uid
 // mismatch are success: the object we saw is gone).
 struct DeleteObject {
@@ -56,7 +62,8 @@ struct RecordEvent {
   std::string message;
 };
 
-using Action = std::variant<UpdateStatus, CreateObject, PatchObject, DeleteObject, DeletePPUJob, RecordEvent>;
+using Action =
+    std::variant<UpdateStatus, CreateObject, PatchObject, PatchStatusOf, DeleteObject, DeletePPUJob, RecordEvent>;
 
 struct Decision {
   std::vector<Action> actions;

@@ -34,6 +34,9 @@ inline constexpr const char* kExported = "Exported";
 // recovery live only. True while Running with fewer ranks in the live group than replicas, or a
 // slice element without a live owner (status.liveRanks, status.minSliceCoverage); False otherwise.
 inline constexpr const char* kDegraded = "Degraded";
+// Jobs labelled kueue.x-k8s.io/queue-name: True once Kueue admitted the job's Workload (its
+// reason says why not: Queued, Evicted, KueueNotEnabled, PriorityClassNotFound).
+inline constexpr const char* kAdmitted = "Admitted";
 }  // namespace condition
 
 // Reasons: of events, of conditions and of status.reason (the same word where they coincide).
@@ -71,6 +74,12 @@ inline constexpr const char* kExportFailed = "ExportFailed";    // Exported Fals
 inline constexpr const char* kExportJobRefused =
     "ExportJobRefused";  // Exported False: creating the Job refused, retried
 inline constexpr const char* kExportReasons[] = {kExportRunning, kModelExported, kExportFailed, kExportJobRefused};
+// Kueue (condition Admitted; Queued and Evicted are also status.reason while the job waits).
+inline constexpr const char* kQueued = "Queued";                    // waiting for Kueue to admit the Workload
+inline constexpr const char* kAdmitted = "Admitted";                // Admitted True; event
+inline constexpr const char* kEvicted = "Evicted";                  // Kueue evicted it (preempted...): pods removed
+inline constexpr const char* kKueueNotEnabled = "KueueNotEnabled";  // queue label, operator without --kueue
+inline constexpr const char* kPriorityClassNotFound = "PriorityClassNotFound";
 }  // namespace reason
 
 // core/v1 Event.type.

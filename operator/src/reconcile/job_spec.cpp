@@ -21,6 +21,10 @@ JobSpec parse_job(const json& job) {
   j.name = md.at("name").get<std::string>();
   j.uid = value_or<std::string>(md, "uid", "");
   j.generation = value_or<int64_t>(md, "generation", 0);
+  if (const auto labels = md.value("labels", json::object()); labels.is_object()) {
+    j.queue_name = value_or<std::string>(labels, kQueueNameLabel, "");
+    j.priority_class = value_or<std::string>(labels, kPriorityClassLabel, "");
+  }
   j.spec = job.value("spec", json::object());
   j.replicas = value_or<int>(j.spec, "replicas", 1);
   j.image = value_or<std::string>(j.spec, "image", "");

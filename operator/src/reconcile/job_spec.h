@@ -47,6 +47,10 @@ struct ExportSpec {
 // rank's pod is recreated, against a rendezvous store that lives outside the ranks.
 enum class Recovery { Gang, Live };
 
+// Kueue's labels on a job (docs/OPERATOR.md, "Queueing with Kueue").
+inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
+inline constexpr const char* kPriorityClassLabel = "kueue.x-k8s.io/priority-class";
+
 struct JobSpec {
   std::string ns, name, uid;
   int64_t generation = 0;
@@ -57,6 +61,9 @@ struct JobSpec {
   Recovery recovery = Recovery::Gang;
   RunPolicy run_policy;
   std::optional<ExportSpec> model_export;  // nullopt: spec.export absent, nothing is exported
+  // Kueue: the labels kueue.x-k8s.io/queue-name (a LocalQueue of the job's namespace) and
+  // kueue.x-k8s.io/priority-class (a WorkloadPriorityClass); empty when absent.
+  std::string queue_name, priority_class;
   json spec;  // the raw spec, for passthrough fields (resources, volumes, scheduling, training)
 };
 

@@ -155,6 +155,18 @@ bool fatal_exit(Pass& p, const Gang& g);
 // survive: a rank that exited 3 (its peers fell back to a gang restart), or the store's pod lost.
 bool rank_failure(Pass& p, const Gang& g);
 
+// Kueue (policy_queue.cpp), jobs labelled kueue.x-k8s.io/queue-name only.
+// Creates the job's Workload (its priority from the class the label names). Until Kueue admits
+// it, and after Kueue evicts it (preemption), the job holds no pod: every pod is deleted, then
+// an evicted Workload's quota is released; phase Pending, condition Admitted False and
+// status.reason/message say why (Queued with Kueue's message, Evicted, KueueNotEnabled,
+// PriorityClassNotFound). No restart is counted and the deadline counts from admission. A
+// Workload admitted for another replicas is replaced. True while the job may not run.
+bool admission(Pass& p, const Gang& g);
+// Suspended: the Workload is deleted (its quota freed; resuming queues the job again).
+// Succeeded/Failed: the Workload is marked Finished, which frees its quota.
+void release_workload(Pass& p);
+
 // Live recovery (policy_recovery.cpp), recovery live only.
 // A rank pod lost for any other reason (exit 5, 1, a signal; Unknown; deleted or gone with its
 // node) is deleted if still there and recreated alone by the pass's missing ranks (same name and

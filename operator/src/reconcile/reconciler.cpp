@@ -189,10 +189,12 @@ void run(Pass& p) {
   if (p.in.job["metadata"].contains("deletionTimestamp")) return;  // garbage collection owns it now
   const std::optional<JobPhase> ph = p.phase();
   if (ph == JobPhase::Succeeded || ph == JobPhase::Failed) {
+    policy::release_workload(p);
     policy::finished(p);
     return;
   }
   if (policy::suspend(p)) {
+    policy::release_workload(p);
     note_refusal(p);  // nothing to create while suspended: a pending refusal is moot
     return;
   }
@@ -202,11 +204,15 @@ void run(Pass& p) {
     p.status.restart_count = 0;
     p.cond(condition::kCreated, true, reason::kCreated, "PPUJob accepted by ppu-operator");
   }
+  ensure_owned_objects(p);
+  const Gang g = observe_gang(p);
+  if (policy::admission(p, g)) {
+    note_refusal(p);
+    return;
+  }
   if (!p.status.start_time) p.status.start_time = format_rfc3339(p.in.now);
   if (policy::deadline(p)) return;
 
-  ensure_owned_objects(p);
-  const Gang g = observe_gang(p);
   const bool settled = policy::restarting(p, g) || policy::fatal_exit(p, g) || policy::completion(p, g) ||
                        policy::rank_failure(p, g) || policy::live_recovery(p, g);
   if (!settled) keep_gang(p, g);

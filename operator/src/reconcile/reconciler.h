@@ -22,6 +22,7 @@ struct ReconcileOptions {
   double restart_backoff_s = 10;                // first gang restart waits this long; doubles each time
   double restart_backoff_max_s = 300;           // cap of the exponential back-off
   bool network_policy = true;                   // own a NetworkPolicy per job (build_network_policy)
+  bool kueue = false;                           // Kueue integration on (--kueue): queued jobs get a Workload
   std::vector<std::string> metrics_namespaces;  // may scrape the ranks' metrics port
 };
 
@@ -68,6 +69,10 @@ struct Observed {
   std::optional<json> export_job;
   std::vector<json> export_pods;
   std::optional<json> export_network_policy;
+  // Kueue (options.kueue): the job's Workload ppujob-<job>, and the value of the
+  // WorkloadPriorityClass its kueue.x-k8s.io/priority-class label names (absent: no such class).
+  std::optional<json> workload;
+  std::optional<int64_t> priority_value;
   std::optional<ScrapedProgress> progress;
   std::optional<CreationRefusal> refusal;
   int64_t now = 0;  // Unix seconds
