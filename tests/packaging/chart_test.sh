@@ -125,6 +125,27 @@ expect_grep "- --leader-elect-namespace=ppu-system" "$N" "Lease in the release n
 expect_grep "^  replicas: 2$" "$N" "two operator replicas"
 expect_grep "my_dashboards: \"1\"" "$N" "dashboard label configurable"
 
+# --- Kueue: off by default (no flag value true, no kueue.x-k8s.io RBAC); on: the flag, Workloads
+# and their status in the job role, priority classes read through a ClusterRole in either scope.
+expect_grep "- --kueue=false$" "$D" "kueue.enabled false by default ⇒ --kueue=false"
+expect_no_grep "kueue.x-k8s.io" "$D" "no Kueue RBAC by default"
+"$HELM" template ppu "$CHART" -n ppu-system --set kueue.enabled=true --set scope=namespace \
+  --set watchNamespace=team-a >"$W/kueue.yaml"
+expect_grep "- --kueue=true$" "$W/kueue.yaml" "kueue.enabled=true ⇒ --kueue=true"
+python3 - "$W/kueue.yaml" <<'PY' || fail "Kueue RBAC"
+import re, sys
+docs = open(sys.argv[1]).read().split("\n---\n")
+def doc(kind, name):
+    return next(d for d in docs if re.search(rf"^kind: {kind}$", d, re.M) and re.search(rf"^  name: {name}$", d, re.M))
+role = doc("Role", "ppu-ppu-operator")
+assert "resources: [workloads]\n    verbs: [get, list, watch, create, delete]" in role, role
+assert "resources: [workloads/status]\n    verbs: [get, patch]" in role, role
+prio = doc("ClusterRole", "ppu-ppu-operator-kueue-priorities")
+assert "resources: [workloadpriorityclasses]\n    verbs: [get, list, watch]" in prio, prio
+assert doc("ClusterRoleBinding", "ppu-ppu-operator-kueue-priorities")
+PY
+pass "kueue.enabled=true: Workloads (+status) in the job role, priority classes read cluster-wide"
+
 # --- security features off: no NetworkPolicy RBAC, /metrics open, ServiceMonitor without a token ----
 "$HELM" template ppu "$CHART" -n ppu-system --set networkPolicy.enabled=false --set metricsAuth.enabled=false \
   --set serviceMonitor.enabled=true >"$W/off.yaml"
