@@ -7,10 +7,14 @@
 #       there keeps only the plugins the cluster uses);
 #   pause    the sandbox container's process, tests/cluster/pause.c compiled statically;
 #   prometheus  with --prometheus only (scripts/cluster-e2e.sh): github.com/prometheus/prometheus
-#       pinned in tests/cluster/prometheus/go.mod, because Debian's lacks Kubernetes discovery.
+#       pinned in tests/cluster/prometheus/go.mod, because Debian's lacks Kubernetes discovery;
+#   kueue       with --kueue only (scripts/cluster.sh kueue-up): the manager of sigs.k8s.io/kueue
+#       pinned in tests/cluster/kueue/go.mod, and that module's CRDs (config/components/crd/bases)
+#       copied into kueue-crds/ next to it. Kueue's go.mod needs Go >= 1.25.0, newer than
+#       scripts/go-toolchain.sh's default minimum, so --kueue asks it for that.
 # etcd is Debian's (etcd-server). Needs only the Go module proxy (the client's configured one).
 #
-# Usage: scripts/build-cluster-tools.sh [--print-dir] [--force] [--prometheus]
+# Usage: scripts/build-cluster-tools.sh [--print-dir] [--force] [--prometheus] [--kueue]
 #   PPU_CLUSTER_TOOLS_DIR  where binaries go (default: $HOME/.cache/ppu-cluster-tools/<k8s>-<coredns>)
 #   GO                     go binary to prefer (scripts/go-toolchain.sh installs one if needed)
 # Prints the directory on its last line.
@@ -20,6 +24,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 K8SMOD="$PPU_REPO/tests/cluster/tools"
 DNSMOD="$PPU_REPO/tests/cluster/coredns"
 PROMMOD="$PPU_REPO/tests/cluster/prometheus"
+KUEUEMOD="$PPU_REPO/tests/cluster/kueue"
 VERSION="$(ppu_modver "$K8SMOD" k8s.io/kubernetes)"
 APIVERSION="$(ppu_modver "$PPU_REPO/tests/operator/kube-tools" k8s.io/kubernetes)"
 DNSVERSION="$(ppu_modver "$DNSMOD" github.com/coredns/coredns)"
@@ -32,13 +37,18 @@ fi
 OUT="${PPU_CLUSTER_TOOLS_DIR:-${HOME:-/root}/.cache/ppu-cluster-tools/$VERSION-coredns$DNSVERSION}"
 
 PROM=0
-ppu_tool_flags build-cluster-tools 2,16 --print-dir --prometheus=PROM -- "$@"
+KUEUE=0
+ppu_tool_flags build-cluster-tools 2,20 --print-dir --prometheus=PROM --kueue=KUEUE -- "$@"
 if [[ $PRINT_ONLY == 1 ]]; then
   echo "$OUT"
   exit 0
 fi
 
 KUBE_TOOLS="$("$PPU_REPO/scripts/build-kube-tools.sh" | tail -1)"
+if [[ $KUEUE == 1 ]]; then
+  # Kueue's go line; the release fetched when the machine has no Go that new.
+  export PPU_GO_MIN="${PPU_GO_MIN:-1.25.0}" PPU_GO_PIN="${PPU_GO_PIN:-1.25.0}"
+fi
 ppu_go build-cluster-tools
 ppu_lock "$OUT/.lock"
 
@@ -62,6 +72,23 @@ if [[ $PROM == 1 ]]; then
   PROMVERSION="$(ppu_modver "$PROMMOD" github.com/prometheus/prometheus)" # v0.X.Y = Prometheus 2.X.Y
   build prometheus "$PROMMOD" github.com/prometheus/prometheus/cmd/prometheus \
     "-s -w -X github.com/prometheus/common/version.Version=2.${PROMVERSION#v0.}"
+fi
+if [[ $KUEUE == 1 ]]; then
+  KUEUEVERSION="$(ppu_modver "$KUEUEMOD" sigs.k8s.io/kueue)"
+  build kueue "$KUEUEMOD" sigs.k8s.io/kueue/cmd/kueue \
+    "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUEVERSION"
+  if [[ $FORCE == 1 || ! -f "$OUT/kueue-crds/.complete" ]]; then
+    # The module's own directory in Go's module cache (downloaded by the build above).
+    moddir="$(cd "$KUEUEMOD" && "$GO" list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"
+    [[ -d "$moddir/config/components/crd/bases" ]] \
+      || ppu_die build-cluster-tools "no config/components/crd/bases in sigs.k8s.io/kueue at '$moddir'"
+    rm -rf "$OUT/kueue-crds" "$OUT/kueue-crds.tmp"
+    mkdir "$OUT/kueue-crds.tmp"
+    cp "$moddir"/config/components/crd/bases/*.yaml "$OUT/kueue-crds.tmp/"
+    chmod 0644 "$OUT/kueue-crds.tmp"/*.yaml # the module cache's files are read-only
+    echo "$KUEUEVERSION" >"$OUT/kueue-crds.tmp/.complete"
+    mv "$OUT/kueue-crds.tmp" "$OUT/kueue-crds"
+  fi
 fi
 
 if [[ $FORCE == 1 || ! -x "$OUT/pause" || "$PPU_REPO/tests/cluster/pause.c" -nt "$OUT/pause" ]]; then

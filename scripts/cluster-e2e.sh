@@ -28,7 +28,15 @@
 #      shipped: it Succeeds, the operator's export Job writes the model (Exported=True, column
 #      EXPORT ModelExported, status.export at the last checkpoint round); the PPUJob is deleted
 #      (its export Job goes with it) and a pod that mounts the claim, as a server would, finds the
-#      Hugging Face directory there: model.safetensors, and a config.json of model_type gpt_neox.
+#      Hugging Face directory there: model.safetensors, and a config.json of model_type gpt_neox;
+#   8. Kueue (scripts/cluster.sh kueue-up; the chart with kueue.enabled) and the queue of
+#      manifests/samples/kueue-queue.yaml sized for one 4-rank gang: two queued jobs submitted
+#      together, one runs, the other waits (reason Queued with Kueue's message, no pod);
+#      suspending the first hands its quota to the second, and the first, resumed, queues again
+#      and finishes from its checkpoint; a high-priority job preempts a running low one (its pods
+#      deleted, reason Evicted), which is admitted again afterwards, resumes from its checkpoint
+#      and Succeeds with restartCount 0; a queued job deleted while waiting leaves no Workload
+#      and no pod; every Workload goes with its PPUJob.
 # Prints how long each phase took. Needs root.
 #
 # Usage: scripts/cluster-e2e.sh [--keep] [--rebuild-image]
@@ -48,7 +56,7 @@ for a in "$@"; do
     --keep) KEEP=1 ;;
     --rebuild-image) REBUILD=1 ;;
     -h | --help)
-      sed -n '2,32p' "$0"
+      sed -n '2,47p' "$0"
       exit 0
       ;;
     *)
@@ -82,6 +90,7 @@ HELM="$(bash "$ROOT/scripts/build-helm.sh" | tail -1)"
 # Prometheus with Kubernetes service discovery: Debian's 2.42 is built without it, so it comes
 # from its Go module (tests/cluster/prometheus/go.mod).
 PROM="$(bash "$ROOT/scripts/build-cluster-tools.sh" --prometheus | tail -1)/prometheus"
+bash "$ROOT/scripts/build-cluster-tools.sh" --kueue >/dev/null # step 8 (cluster.sh kueue-up runs it)
 phase tools
 if [[ $REBUILD == 1 ]] || ! podman image exists "$IMAGE"; then bash "$ROOT/scripts/build-image.sh" --tag "$IMAGE" >/dev/null; fi
 phase image
@@ -489,6 +498,110 @@ say "a pod mounting claim $XCLAIM after the PPUJob is gone reads $x_path/: $(tr 
 kubectl delete pod model-reader --wait=true >/dev/null
 kubectl delete pvc "$XCLAIM" --wait=true >/dev/null
 phase "export sample: the model on the volume"
+
+# ---- 8. Kueue: one gang admitted at a time, suspend, preemption, deletion ----------------------
+bash "$CL" kueue-up >/dev/null
+"$HELM" upgrade ppu-operator "$ROOT/charts/ppu-operator" -n "$OPNS" --reuse-values --set kueue.enabled=true \
+  --wait --timeout 180s >/dev/null
+kubectl -n "$OPNS" rollout status deploy/ppu-operator --timeout=180s >/dev/null
+# The sample queue in this namespace, its quota sized for one job() gang (4 x 100m CPU), not two.
+sed -e 's/nominalQuota: "1.5"/nominalQuota: 600m/' -e "s/namespace: default/namespace: $NS/" \
+  "$ROOT/manifests/samples/kueue-queue.yaml" | kubectl apply -f - >/dev/null
+queued_job() { # queued_job NAME CLAIM STEPS PRIORITY_CLASS: job() in LocalQueue ppu
+  job "$1" "$2" "$3" | sed "s|^metadata: {name: $1, namespace: $NS}$|metadata: {name: $1, namespace: $NS, labels: {kueue.x-k8s.io/queue-name: ppu, kueue.x-k8s.io/priority-class: $4}}|"
+}
+admitted() { kubectl -n "$NS" get ppj "$1" -o jsonpath='{.status.conditions[?(@.type=="Admitted")].status}'; }
+npods() { kubectl -n "$NS" get pods -l "ppu.dev/job=$1" --no-headers 2>/dev/null | wc -l; }
+# wl_condition JOB TYPE: the status of condition TYPE of the job's Workload.
+wl_condition() { kubectl -n "$NS" get workload "ppujob-$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].status}" 2>/dev/null; }
+# wait_waiting JOB REASON SECONDS: the job waits for Kueue with REASON, and has no pod meanwhile.
+wait_waiting() {
+  local i
+  for ((i = 0; i < $3; i += 2)); do
+    if [[ "$(ppj "$1" reason)" == "$2" && "$(admitted "$1")" == False ]]; then
+      (($(npods "$1") == 0)) && return 0
+    fi
+    sleep 2
+  done
+  die "$1 is not waiting with reason $2 after $3 s: $(kubectl -n "$NS" get ppj "$1" -o jsonpath='{.status}') ($(npods "$1") pods)"
+}
+# Both at once: Kueue admits one gang; the other waits with no pod, saying why.
+{
+  queued_job qa ckpt-qa 400 low
+  echo ---
+  queued_job qb ckpt-qb 400 low
+} | kubectl apply -f - >/dev/null
+first=""
+for ((i = 0; i < 120; i += 2)); do
+  for j in qa qb; do [[ "$(admitted $j)" == True ]] && first=$j; done
+  [[ -n "$first" ]] && break
+  sleep 2
+done
+[[ -n "$first" ]] || die "Kueue admitted neither qa nor qb: $(kubectl -n "$NS" get ppj,workloads 2>&1)"
+second=$([[ $first == qa ]] && echo qb || echo qa)
+wait_waiting "$second" Queued 60
+msg="$(ppj "$second" message)"
+[[ "$msg" == *"insufficient unused quota"* ]] || die "$second waits without Kueue's reason: '$msg'"
+[[ "$(kubectl -n "$NS" get ppj "$second" --no-headers)" == *Queued* ]] || die "column REASON does not say Queued"
+[[ "$(wl_condition "$second" QuotaReserved)" == False ]] \
+  || die "Workload ppujob-$second holds quota while its job waits"
+wait_phase "$first" Running 240
+say "$first admitted and Running; $second waits with no pod: $msg"
+# Suspending the running job releases its quota (its Workload is deleted): the other is admitted.
+for ((i = 0; i < 120; i += 2)); do
+  ck="$(ppj "$first" lastCheckpointRound)"
+  ((${ck:-0} >= 2)) && break
+  sleep 2
+done
+kubectl -n "$NS" patch ppj "$first" --type=merge -p '{"spec":{"runPolicy":{"suspend":true}}}' >/dev/null
+wait_phase "$first" Suspended 60
+wait_phase "$second" Running 240
+kubectl -n "$NS" patch ppj "$first" --type=merge -p '{"spec":{"runPolicy":{"suspend":false}}}' >/dev/null
+wait_waiting "$first" Queued 60
+say "$first suspended: its quota went to $second; resumed, $first queues again"
+wait_phase "$second" Succeeded 600
+wait_phase "$first" Succeeded 600
+[[ "$(wl_condition "$first" Finished)" == True ]] \
+  || die "Workload ppujob-$first is not Finished after its job Succeeded"
+kubectl -n "$NS" logs "$first-rank-0" | grep -q "resumed from" || die "$first did not resume from its checkpoint after the suspend"
+phase "Kueue: queued, suspended, admitted in turn"
+
+# Preemption: a high-priority job evicts a running low one, which resumes from its checkpoint.
+queued_job qc ckpt-qc 1000 low | kubectl apply -f - >/dev/null
+wait_phase qc Running 240
+for ((i = 0; i < 120; i += 2)); do
+  ck="$(ppj qc lastCheckpointRound)"
+  ((${ck:-0} >= 2)) && break
+  sleep 2
+done
+queued_job qd ckpt-qd 200 high | kubectl apply -f - >/dev/null
+wait_waiting qc Evicted 120
+[[ "$(ppj qc message)" == *Preempted* ]] || die "qc evicted without saying it was preempted: $(ppj qc message)"
+wait_phase qd Running 240
+say "qd (high) preempted qc (low): qc's pods are gone and it waits: $(ppj qc message)"
+# A queued job deleted while it waits leaves nothing behind.
+queued_job qe ckpt-qe 200 low | kubectl apply -f - >/dev/null
+wait_waiting qe Queued 60
+kubectl -n "$NS" delete ppj qe --wait=true >/dev/null
+for ((i = 0; i < 60; i++)); do
+  kubectl -n "$NS" get workload ppujob-qe >/dev/null 2>&1 || break
+  sleep 1
+done
+kubectl -n "$NS" get workload ppujob-qe >/dev/null 2>&1 && die "Workload ppujob-qe outlived its deleted PPUJob"
+(($(npods qe) == 0)) || die "deleted queued job qe left pods"
+wait_phase qd Succeeded 600
+wait_phase qc Succeeded 900
+[[ "$(ppj qc restartCount)" == 0 ]] || die "qc's preemption counted as a failure: restartCount $(ppj qc restartCount)"
+kubectl -n "$NS" logs qc-rank-0 | grep -q "resumed from" || die "qc did not resume from its checkpoint after the preemption"
+say "qd Succeeded, then qc was admitted again, resumed from its checkpoint and Succeeded (restartCount 0)"
+kubectl -n "$NS" delete ppj qa qb qc qd --wait=true >/dev/null
+for ((i = 0; i < 60; i++)); do
+  [[ -z "$(kubectl -n "$NS" get workloads --no-headers 2>/dev/null)" ]] && break
+  sleep 1
+done
+[[ -z "$(kubectl -n "$NS" get workloads --no-headers 2>/dev/null)" ]] || die "Workloads left after their PPUJobs were deleted"
+bash "$CL" kueue-down >/dev/null
+phase "Kueue: preemption and deletion"
 
 "$HELM" uninstall ppu-operator -n "$OPNS" >/dev/null
 phase "helm uninstall"

@@ -12,6 +12,9 @@
 #                                           named NAME2 (e.g. the samples' image, so they run as shipped)
 #   scripts/cluster.sh netns CMD...         run CMD inside the cluster's network namespace (exec'd:
 #                                           it keeps the caller's PID; `down` stops it too)
+#   scripts/cluster.sh kueue-up             start Kueue (its CRDs and manager, no webhooks) on the
+#                                           running cluster, for the operator's Workloads
+#   scripts/cluster.sh kueue-down           stop it and remove its files (`down` does it too)
 #
 # What runs (all from Debian or built here by scripts/build-cluster-tools.sh at pinned versions):
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet (cgroupfs driver, cgroup
@@ -35,8 +38,8 @@
 # The parts, sourced from scripts/cluster/ (each file's header says what it does): common.sh
 # (logging, cgroups, entering the namespaces, spawn, wait_for), pki.sh, config.sh, namespace.sh
 # (the holder process), images.sh (pause image, load-image), control-plane.sh, node.sh,
-# addons.sh (CoreDNS, storage) and down.sh. This file keeps the settings, deps, up, status and
-# the commands.
+# addons.sh (CoreDNS, storage), kueue.sh (kueue-up, kueue-down) and down.sh. This file keeps
+# the settings, deps, up, status and the commands.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,7 +57,7 @@ DEBS=(containerd runc containernetworking-plugins podman buildah debootstrap soc
   iproute2 util-linux curl)
 SYS_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-usage() { sed -n '2,30p' "$0"; }
+usage() { sed -n '2,33p' "$0"; }
 
 source "$ROOT/scripts/lib.sh"
 source "$ROOT/scripts/cluster/common.sh"
@@ -65,6 +68,7 @@ source "$ROOT/scripts/cluster/images.sh"
 source "$ROOT/scripts/cluster/control-plane.sh"
 source "$ROOT/scripts/cluster/node.sh"
 source "$ROOT/scripts/cluster/addons.sh"
+source "$ROOT/scripts/cluster/kueue.sh"
 source "$ROOT/scripts/cluster/down.sh"
 
 cmd_deps() {
@@ -123,6 +127,8 @@ case "${1:-}" in
     shift
     cmd_load_image "$@"
     ;;
+  kueue-up) cmd_kueue_up ;;
+  kueue-down) cmd_kueue_down ;;
   netns)
     shift
     [[ -f "$DIR/holder.pid" ]] || die "no cluster"

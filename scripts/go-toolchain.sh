@@ -13,7 +13,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # helm v3.18 needs go >= 1.24.0; the kube-tools module needs 1.22, shfmt v3.12.0 1.23. The pin
-# is what we fetch.
+# is what we fetch. Kueue (tests/cluster/kueue, only built on request) needs 1.25.0:
+# build-cluster-tools.sh --kueue sets PPU_GO_MIN and PPU_GO_PIN for that.
 MIN="${PPU_GO_MIN:-1.24.0}"
 PIN="${PPU_GO_PIN:-1.24.6}"
 CACHE="$PPU_TOOLS_CACHE/go$PIN"

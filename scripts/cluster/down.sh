@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # scripts/cluster.sh, part: cmd_down, which stops everything `up` started and removes what it
-# made: processes started with `cluster.sh netns` (found by their network namespace while the
-# holder still proves it is the cluster's), then the kubelet, then every process in the cgroup
-# subtree (TERM, then KILL); the cgroups and the parents `up` created; any mount left; the host
-# paths `up` created; and $DIR.
+# made: Kueue, if `kueue-up` started it (kueue_down, scripts/cluster/kueue.sh: its process, its
+# mount and the host directories it created); processes started with `cluster.sh netns` (found
+# by their network namespace while the holder still proves it is the cluster's), then the
+# kubelet, then every process in the cgroup subtree (TERM, then KILL); the cgroups and the
+# parents `up` created; any mount left; the host paths `up` created; and $DIR.
 # Sourced by cluster.sh; defines functions only.
 
 cmd_down() {
@@ -11,6 +12,7 @@ cmd_down() {
     log "nothing to stop ($DIR does not exist)"
     return 0
   }
+  kueue_down
   local cg
   cg="$(cg_root)"
   local sig round pids=()

@@ -6,6 +6,9 @@
 # - tools.go names the three commands scripts/build-cluster-tools.sh builds;
 # - CoreDNS is an exact release, and main.go compiles in every plugin the Corefile that
 #   scripts/cluster.sh writes (scripts/cluster/config.sh) uses;
+# - Kueue (scripts/cluster.sh kueue-up) is an exact release, tools.go names the manager that
+#   build-cluster-tools.sh --kueue builds, and the Go it asks scripts/go-toolchain.sh for is at
+#   least tests/cluster/kueue/go.mod's `go` line;
 # - the pause program (tests/cluster/pause.c) builds statically, sleeps, and exits 0 on SIGTERM.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -41,6 +44,18 @@ while read -r plugin; do
     || fail "the Corefile uses plugin '$plugin', which tests/cluster/coredns/main.go does not compile in"
 done < <(grep -oE '^    [a-z]+' <<<"$corefile" | sed 's/^ *//' | sort -u)
 ok "CoreDNS $dns with every plugin the Corefile uses"
+kueue="$(ver "$ROOT/tests/cluster/kueue/go.mod" sigs.k8s.io/kueue)"
+[[ "$kueue" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "Kueue pin '$kueue' is not an exact release"
+grep -q '"sigs.k8s.io/kueue/cmd/kueue"' "$ROOT/tests/cluster/kueue/tools.go" || fail "kueue/tools.go does not import cmd/kueue"
+# shellcheck disable=SC2016 # the build script's line, literally
+grep -qF 'build kueue "$KUEUEMOD" sigs.k8s.io/kueue/cmd/kueue' "$ROOT/scripts/build-cluster-tools.sh" \
+  || fail "build-cluster-tools.sh does not build sigs.k8s.io/kueue/cmd/kueue"
+gomod="$(awk '$1=="go" {print $2}' "$ROOT/tests/cluster/kueue/go.mod")"
+# shellcheck disable=SC2016 # the build script's default, literally
+gomin="$(sed -n 's/.*PPU_GO_MIN="${PPU_GO_MIN:-\([0-9.]*\)}".*/\1/p' "$ROOT/scripts/build-cluster-tools.sh")"
+[[ -n "$gomod" && -n "$gomin" && "$(printf '%s\n%s\n' "$gomod" "$gomin" | sort -V | head -1)" == "$gomod" ]] \
+  || fail "build-cluster-tools.sh --kueue asks for Go '$gomin', tests/cluster/kueue/go.mod needs '$gomod'"
+ok "Kueue $kueue (cmd/kueue), built with Go >= $gomin (its go.mod: $gomod)"
 
 W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT

@@ -64,13 +64,13 @@ json build_workload(const JobSpec& j, std::optional<int64_t> priority) {
   json pod_sets = json::array();
   pod_sets.push_back({{"name", kRanksPodSet}, {"count", j.replicas}, {"template", template_of(build_pod(j, 0, 0))}});
   if (j.recovery == Recovery::Live)
-    pod_sets.push_back({{"name", kRendezvousPodSet}, {"count", 1}, {"template", template_of(build_rendezvous_pod(j, 0))}});
+    pod_sets.push_back(
+        {{"name", kRendezvousPodSet}, {"count", 1}, {"template", template_of(build_rendezvous_pod(j, 0))}});
   json spec = {{"queueName", j.queue_name}, {"active", true}, {"podSets", pod_sets}};
   if (!j.priority_class.empty()) {
-    spec["priorityClassRef"] = {
-        {"group", resource(ResourceKind::WorkloadPriorityClass).group},
-        {"kind", resource(ResourceKind::WorkloadPriorityClass).kind},
-        {"name", j.priority_class}};
+    spec["priorityClassRef"] = {{"group", resource(ResourceKind::WorkloadPriorityClass).group},
+                                {"kind", resource(ResourceKind::WorkloadPriorityClass).kind},
+                                {"name", j.priority_class}};
     spec["priority"] = priority.value_or(0);
   }
   json md = object_metadata(j, workload_name(j));

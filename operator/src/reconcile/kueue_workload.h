@@ -23,11 +23,11 @@ json build_workload(const JobSpec& j, std::optional<int64_t> priority);
 
 // A Workload's state as Kueue set it.
 struct WorkloadState {
-  bool reserved = false;   // QuotaReserved True: quota is held (Kueue admitted, or evicted and not yet released)
-  bool admitted = false;   // Admitted True
-  bool evicted = false;    // Evicted True: the pods must go, then the quota is given back
-  bool finished = false;   // Finished True: quota released for good
-  std::string why;         // the message of Evicted (evicted), else of QuotaReserved False (waiting)
+  bool reserved = false;       // QuotaReserved True: quota is held (Kueue admitted, or evicted and not yet released)
+  bool admitted = false;       // Admitted True
+  bool evicted = false;        // Evicted True: the pods must go, then the quota is given back
+  bool finished = false;       // Finished True: quota released for good
+  std::string why;             // the message of Evicted (evicted), else of QuotaReserved False (waiting)
   std::string evicted_reason;  // Preempted, PodsReadyTimeout, ClusterQueueStopped, ...
   std::string cluster_queue;   // status.admission.clusterQueue once admitted
   int64_t ranks = -1;          // count of pod set `ranks`; -1 when absent

@@ -51,8 +51,8 @@ bool admission(Pass& p, const Gang& g) {
       return true;
     }
     p.create(ResourceKind::Workload, build_workload(p.spec, p.in.priority_value));
-    hold(p, reason::kQueued, "waiting for Kueue to admit Workload " + workload_name(p.spec) + " (LocalQueue " +
-                                    p.spec.queue_name + ")");
+    hold(p, reason::kQueued,
+         "waiting for Kueue to admit Workload " + workload_name(p.spec) + " (LocalQueue " + p.spec.queue_name + ")");
     return true;
   }
   const WorkloadState w = read_workload(*p.in.workload);
@@ -62,8 +62,8 @@ bool admission(Pass& p, const Gang& g) {
          "Kueue evicted the job (" + w.evicted_reason + "): " + w.why + "; it resumes from its last checkpoint " +
              "when admitted again");
     if (w.reserved && !any_pod_left(g) && p.deleted.empty())
-      p.actions.emplace_back(PatchStatusOf{ResourceKind::Workload, workload_name(p.spec),
-                                           release_quota_patch(*p.in.workload, p.in.now)});
+      p.actions.emplace_back(
+          PatchStatusOf{ResourceKind::Workload, workload_name(p.spec), release_quota_patch(*p.in.workload, p.in.now)});
     return true;
   }
   if (!w.admitted) {

@@ -2,7 +2,9 @@
 // against FakeKube: a job gets its gang, a failed rank restarts it once, and the gang-restart
 // counter counts that restart exactly once (from the decision, not from an event's text); a job
 // with spec.export gets one export Job when it succeeds, and that Job's pod and status, seen
-// through their own informers, make the model's place the job's status.
+// through their own informers, make the model's place the job's status; with --kueue a queued job
+// gets its Workload and no pod until Kueue (played by the test) admits it, and the waiting gauge
+// counts it meanwhile.
 #include <gtest/gtest.h>
 
 #include <prometheus/text_serializer.h>
@@ -16,6 +18,7 @@
 #include "kube/rfc3339.h"
 #include "metrics/operator_metrics.h"
 #include "reconcile/job_constants.h"
+#include "reconcile/job_spec.h"
 #include "reconcile/job_status.h"
 #include "test_objects.h"
 #include "wait_until.h"
@@ -160,6 +163,50 @@ TEST(ControllerLoop, ExportsOnceTheJobSucceededAndRecordsWhereTheModelIs) {
     const std::string text = prometheus::TextSerializer().Serialize(metrics.registry()->Collect());
     return text.find("ppu_operator_job_exports{reason=\"ModelExported\"} 1") != std::string::npos;
   }));
+  c.stop();
+}
+
+TEST(ControllerLoop, AQueuedJobHasNoPodUntilKueueAdmitsItsWorkload) {
+  FakeKube kube;
+  json job = testing::make_job("demo", 2);
+  job["metadata"].erase("uid");
+  job["metadata"].erase("resourceVersion");
+  job["metadata"]["labels"] = {{kQueueNameLabel, "team-a"}};
+  kube.put(ResourceKind::PPUJob, job);
+  OperatorMetrics metrics;
+  ControllerOptions opts;
+  opts.workers = 2;
+  opts.reconcile.kueue = true;
+  Controller c(kube, opts, &metrics);
+  c.start_informers();
+  c.start_workers();
+
+  ASSERT_TRUE(eventually([&] { return kube.peek(ResourceKind::Workload, "ns1", "ppujob-demo").has_value(); }));
+  const auto waiting = [&](int n) {
+    const std::string text = prometheus::TextSerializer().Serialize(metrics.registry()->Collect());
+    return text.find("ppu_operator_jobs_waiting_for_admission " + std::to_string(n)) != std::string::npos;
+  };
+  ASSERT_TRUE(eventually([&] { return waiting(1); }));
+  EXPECT_TRUE(kube.objects(ResourceKind::Pod, "ns1").empty()) << "no rank pod before admission";
+
+  // Kueue's part: quota reserved and the Workload admitted.
+  json w = *kube.peek(ResourceKind::Workload, "ns1", "ppujob-demo");
+  EXPECT_EQ(w["spec"]["podSets"][0]["count"], 2);
+  const std::string now = format_rfc3339(now_seconds());
+  w["status"] = {{"admission", {{"clusterQueue", "cq"}}},
+                 {"conditions", json::array({{{"type", "QuotaReserved"},
+                                              {"status", "True"},
+                                              {"reason", "QuotaReserved"},
+                                              {"message", ""},
+                                              {"lastTransitionTime", now}},
+                                             {{"type", "Admitted"},
+                                              {"status", "True"},
+                                              {"reason", "Admitted"},
+                                              {"message", ""},
+                                              {"lastTransitionTime", now}}})}};
+  kube.put(ResourceKind::Workload, w);
+  ASSERT_TRUE(eventually([&] { return kube.objects(ResourceKind::Pod, "ns1").size() == 2; }));
+  EXPECT_TRUE(eventually([&] { return waiting(0); }));
   c.stop();
 }
 
