@@ -134,6 +134,13 @@ def overview():
                 desc="PPUJobs the operator sees in each phase.",
             ),
             panel(
+                "Jobs waiting for admission (Kueue)",
+                [("waiting", "ppu_operator_jobs_waiting_for_admission")],
+                kind="stat",
+                desc="PPUJobs queued for Kueue or evicted by it (operator --kueue); reason and Kueue's message "
+                "in each job's status.",
+            ),
+            panel(
                 "Ranks ready / total",
                 [("{{job}} ready", f"ppu_job_ranks_ready{{{SEL}}}"), ("{{job}} total", f"ppu_job_replicas{{{SEL}}}")],
                 kind="stat",

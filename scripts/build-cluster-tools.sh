@@ -9,8 +9,8 @@
 #   prometheus  with --prometheus only (scripts/cluster-e2e.sh): github.com/prometheus/prometheus
 #       pinned in tests/cluster/prometheus/go.mod, because Debian's lacks Kubernetes discovery;
 #   kueue       with --kueue only (scripts/cluster.sh kueue-up): the manager of sigs.k8s.io/kueue
-#       pinned in tests/cluster/kueue/go.mod, and that module's CRDs (config/components/crd/bases)
-#       copied into kueue-crds/ next to it. Kueue's go.mod needs Go >= 1.25.0, newer than
+#       pinned in tests/cluster/kueue/go.mod, and that module's CRDs (scripts/kueue-crds.sh)
+#       linked as kueue-crds/ next to it. Kueue's go.mod needs Go >= 1.25.0, newer than
 #       scripts/go-toolchain.sh's default minimum, so --kueue asks it for that.
 # etcd is Debian's (etcd-server). Needs only the Go module proxy (the client's configured one).
 #
@@ -77,18 +77,9 @@ if [[ $KUEUE == 1 ]]; then
   KUEUEVERSION="$(ppu_modver "$KUEUEMOD" sigs.k8s.io/kueue)"
   build kueue "$KUEUEMOD" sigs.k8s.io/kueue/cmd/kueue \
     "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUEVERSION"
-  if [[ $FORCE == 1 || ! -f "$OUT/kueue-crds/.complete" ]]; then
-    # The module's own directory in Go's module cache (downloaded by the build above).
-    moddir="$(cd "$KUEUEMOD" && "$GO" list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"
-    [[ -d "$moddir/config/components/crd/bases" ]] \
-      || ppu_die build-cluster-tools "no config/components/crd/bases in sigs.k8s.io/kueue at '$moddir'"
-    rm -rf "$OUT/kueue-crds" "$OUT/kueue-crds.tmp"
-    mkdir "$OUT/kueue-crds.tmp"
-    cp "$moddir"/config/components/crd/bases/*.yaml "$OUT/kueue-crds.tmp/"
-    chmod 0644 "$OUT/kueue-crds.tmp"/*.yaml # the module cache's files are read-only
-    echo "$KUEUEVERSION" >"$OUT/kueue-crds.tmp/.complete"
-    mv "$OUT/kueue-crds.tmp" "$OUT/kueue-crds"
-  fi
+  # Its CRDs beside it (scripts/kueue-crds.sh, the same pinned version).
+  [[ -L "$OUT/kueue-crds" ]] || rm -rf "$OUT/kueue-crds" # a copy made by an older version of this script
+  ln -sfn "$(bash "$PPU_REPO/scripts/kueue-crds.sh" | tail -1)" "$OUT/kueue-crds"
 fi
 
 if [[ $FORCE == 1 || ! -x "$OUT/pause" || "$PPU_REPO/tests/cluster/pause.c" -nt "$OUT/pause" ]]; then

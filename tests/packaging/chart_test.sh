@@ -345,7 +345,11 @@ for f in "$ROOT"/manifests/rbac/*.yaml "$ROOT"/manifests/operator/*.yaml; do
   pass "${f#"$ROOT"/} accepted (server-side dry run)"
 done
 
-# Samples: every PPUJob accepted with strict field validation (unknown training keys fail).
+# Samples: every PPUJob accepted with strict field validation (unknown training keys fail); the
+# Kueue queue sample against Kueue's own CRDs (scripts/kueue-crds.sh, the pinned version).
+KUEUE_CRDS="$(bash "$ROOT/scripts/kueue-crds.sh" | tail -1)"
+K apply --server-side -f "$KUEUE_CRDS" >/dev/null || fail "Kueue's CRDs ($KUEUE_CRDS) rejected"
+K wait --for=condition=Established -f "$KUEUE_CRDS" --timeout=60s >/dev/null || fail "Kueue's CRDs not established"
 n=0
 for f in "$ROOT"/manifests/samples/*.yaml; do
   K apply --dry-run=server --validate=strict -f "$f" >"$W/s.txt" 2>&1 || {
