@@ -19,8 +19,19 @@ constexpr const char* kRequeued = "Requeued";
 constexpr const char* kRanksPodSet = "ranks";
 constexpr const char* kRendezvousPodSet = "rendezvous";
 
+// The pod's spec as Kueue should count it. Kueue sums the containers' requests, and nothing
+// defaults a Workload's template: a resource given only as a limit (GPUs usually are) gets the
+// request the API server would give it in the pod, its limit.
 json template_of(const json& pod) {
-  return json{{"metadata", {{"labels", pod["metadata"].value("labels", json::object())}}}, {"spec", pod["spec"]}};
+  json spec = pod["spec"];
+  for (auto& c : spec["containers"]) {
+    if (!c.contains("resources") || !c["resources"].contains("limits")) continue;
+    json& res = c["resources"];
+    if (!res.contains("requests")) res["requests"] = json::object();
+    for (const auto& [name, limit] : res["limits"].items())
+      if (!res["requests"].contains(name)) res["requests"][name] = limit;
+  }
+  return json{{"metadata", {{"labels", pod["metadata"].value("labels", json::object())}}}, {"spec", spec}};
 }
 
 std::vector<Condition> conditions_of(const json& workload) {

@@ -116,6 +116,16 @@ TEST(Queue, AQueuedJobGetsOneWorkloadForItsWholeGangAndNoPod) {
   EXPECT_EQ((*admitted)["status"], "False");
 }
 
+TEST(Queue, AResourceGivenOnlyAsALimitIsRequestedAsThePodWouldBe) {
+  json job = queued_job();
+  job["spec"]["resources"] = {{"requests", {{"cpu", "8"}}}, {"limits", {{"cpu", "16"}, {"nvidia.com/gpu", 1}}}};
+  const json w = build_workload(parse_job(job), std::nullopt);
+  const json& res = w["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"];
+  EXPECT_EQ(res["requests"]["nvidia.com/gpu"], 1) << "Kueue counts requests: the GPUs must be in them";
+  EXPECT_EQ(res["requests"]["cpu"], "8") << "a request given stays";
+  EXPECT_EQ(res["limits"]["cpu"], "16");
+}
+
 TEST(Queue, ALiveJobReservesItsRendezvousPodToo) {
   json job = queued_job();
   job["spec"]["training"]["network"] = {{"recovery", "live"}};
