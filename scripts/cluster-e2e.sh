@@ -563,7 +563,14 @@ wait_phase "$second" Succeeded 600
 wait_phase "$first" Succeeded 600
 [[ "$(wl_condition "$first" Finished)" == True ]] \
   || die "Workload ppujob-$first is not Finished after its job Succeeded"
-kubectl -n "$NS" logs "$first-rank-0" | grep -q "resumed from" || die "$first did not resume from its checkpoint after the suspend"
+# The log whole, then matched: `kubectl logs | grep -q` fails under pipefail when grep exits
+# before kubectl has written everything (SIGPIPE).
+resumed() { # resumed JOB: rank 0's line saying where it resumed from
+  local log
+  log="$(kubectl -n "$NS" logs "$1-rank-0")"
+  grep -m1 "resumed from" <<<"$log"
+}
+resumed "$first" >/dev/null || die "$first did not resume from its checkpoint after the suspend"
 phase "Kueue: queued, suspended, admitted in turn"
 
 # Preemption: a high-priority job evicts a running low one, which resumes from its checkpoint.
@@ -592,8 +599,8 @@ kubectl -n "$NS" get workload ppujob-qe >/dev/null 2>&1 && die "Workload ppujob-
 wait_phase qd Succeeded 600
 wait_phase qc Succeeded 900
 [[ "$(ppj qc restartCount)" == 0 ]] || die "qc's preemption counted as a failure: restartCount $(ppj qc restartCount)"
-kubectl -n "$NS" logs qc-rank-0 | grep -q "resumed from" || die "qc did not resume from its checkpoint after the preemption"
-say "qd Succeeded, then qc was admitted again, resumed from its checkpoint and Succeeded (restartCount 0)"
+qc_resumed="$(resumed qc)" || die "qc did not resume from its checkpoint after the preemption"
+say "qd Succeeded, then qc was admitted again and Succeeded (restartCount 0): ${qc_resumed#*info }"
 kubectl -n "$NS" delete ppj qa qb qc qd --wait=true >/dev/null
 for ((i = 0; i < 60; i++)); do
   [[ -z "$(kubectl -n "$NS" get workloads --no-headers 2>/dev/null)" ]] && break
