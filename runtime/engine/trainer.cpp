@@ -364,7 +364,7 @@ class Run {
                         std::to_string(collectives_.job_size()) + " ranks live, below network.min_live_fraction = " +
                         fmt::format("{}", c_.network.min_live_fraction) + ": gang restart from the last checkpoint");
       // A generation that also took replacements in (a concurrent admission decided it)
-      // sends them the state first, as admit_joiners does.
+      // sends them the state first, as live_round_end's admission does.
       if (group_->newcomers().empty()) return;
       why = "taking rank(s) [" + ranks_text(group_->newcomers()) + "] in failed";
       if (take_in_newcomers()) return;

@@ -91,10 +91,7 @@ void Controller::set_progress(const std::string& key, const ScrapedProgress& p) 
   {
     std::lock_guard<std::mutex> l(progress_mu_);
     auto& cur = progress_[key];
-    changed = cur.outer_round != p.outer_round || cur.eval_perplexity != p.eval_perplexity ||
-              cur.checkpoint_round != p.checkpoint_round || cur.live_ranks != p.live_ranks ||
-              cur.min_slice_coverage != p.min_slice_coverage || cur.step != p.step ||
-              cur.steps_target != p.steps_target || cur.remaining_seconds != p.remaining_seconds;
+    changed = cur != p;
     cur = p;
   }
   if (changed) queue_.add(key);

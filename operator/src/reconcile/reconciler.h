@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kube/resource_kind.h"
@@ -53,6 +54,13 @@ struct ScrapedProgress {
   std::optional<int64_t> steps_target;
   std::optional<double> remaining_seconds;
 };
+// Field by field (every field of the struct): a scrape that changed nothing brings no pass.
+inline auto fields_of(const ScrapedProgress& p) {
+  return std::tie(p.outer_round, p.eval_perplexity, p.checkpoint_round, p.live_ranks, p.min_slice_coverage, p.step,
+                  p.steps_target, p.remaining_seconds);
+}
+inline bool operator==(const ScrapedProgress& a, const ScrapedProgress& b) { return fields_of(a) == fields_of(b); }
+inline bool operator!=(const ScrapedProgress& a, const ScrapedProgress& b) { return !(a == b); }
 
 struct Observed {
   json job;                     // the PPUJob (with metadata.resourceVersion)
