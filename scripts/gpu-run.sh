@@ -6,11 +6,14 @@
 # reference). Every phase has a deadline, so the script ends by itself within PPU_GPU_BUDGET_S
 # (default 570 s) and always packs what it has. Output under $OUT (the device tool's output
 # folder; ./gpu-out elsewhere): summary.txt, table.md, results.json, table1.png, logs.tar.gz,
-# and with PPU_GPU_BENCH_ARGS=--profile profile.md and traces/ (gzipped profiler traces).
+# with PPU_GPU_BENCH_ARGS=--profile profile.md and traces/ (gzipped profiler traces), and when the
+# study's corpus travels too, study.md/json/png (bench/gpu/study.py, if time is left).
 #
-# Usage (device tool, carry [".gpu-debs"]): bash scripts/gpu-run.sh [--dry-run]
+# Usage (device tool, carry [".gpu-debs", "out/study/corpus/data"]): bash scripts/gpu-run.sh [--dry-run]
 #   PPU_GPU_BUDGET_S: seconds the whole script may take; PPU_GPU_BENCH_ARGS: flags for bench/gpu/run.py;
-#   PPU_GPU_SKIP_BENCH=1: build and `ctest -L gpu` only.
+#   PPU_GPU_SKIP_TESTS=1 / PPU_GPU_SKIP_BENCH=1: no `ctest -L gpu` / no bench/gpu/run.py;
+#   PPU_GPU_STUDY_DATA (default out/study/corpus/data), PPU_GPU_STUDY_MIN_S (default 200),
+#   PPU_GPU_STUDY_ARGS: the study phase's corpus, the time it needs left, flags for it.
 #   --dry-run: on a machine with a CUDA PyTorch (PPU_PYTHON, default python3) but no GPU and no
 #   CUDA toolkit: the same steps, configured with PPU_TORCH_CUDA_STUB and CMake's search confined
 #   to the unpacked prefix and the wheel (as bare as the GPU machine); the GPU steps run and fail.
@@ -117,18 +120,33 @@ timeout "$(left $((bench_share * budget * 52 / 100)))" ninja -C "$build" -j"$(np
 log "build ok"
 
 # 4. CUDA correctness: the gtests and the 4-ranks-on-one-GPU process tests (label gpu).
-(cd "$build" && timeout "$(left $((bench_share * budget * 46 / 100)))" ctest -L gpu --output-on-failure --timeout 240) >"$logs/ctest-gpu.log" 2>&1
-log "ctest -L gpu: rc=$? ($(grep -E 'tests passed|tests failed' "$logs/ctest-gpu.log"))"
-grep -E '^\s*[0-9]+/[0-9]+ Test' "$logs/ctest-gpu.log" | tee -a "$out/summary.txt"
+if [[ ${PPU_GPU_SKIP_TESTS:-0} != 1 ]]; then
+  (cd "$build" && timeout "$(left $((bench_share * budget * 46 / 100)))" ctest -L gpu --output-on-failure --timeout 240) >"$logs/ctest-gpu.log" 2>&1
+  log "ctest -L gpu: rc=$? ($(grep -E 'tests passed|tests failed' "$logs/ctest-gpu.log"))"
+  grep -E '^\s*[0-9]+/[0-9]+ Test' "$logs/ctest-gpu.log" | tee -a "$out/summary.txt"
+fi
 
 # 5. Table 1's memory, speed, MFU and the PyTorch reference (its own deadline: what finished is kept).
-if [[ ${PPU_GPU_SKIP_BENCH:-0} == 1 ]]; then
-  pack
-  exit 0
+if [[ ${PPU_GPU_SKIP_BENCH:-0} != 1 ]]; then
+  # shellcheck disable=SC2086 # PPU_GPU_BENCH_ARGS: extra flags, e.g. --speed-only
+  timeout "$(left 15)" "$py" bench/gpu/run.py "$build" --out "$logs/bench" ${PPU_GPU_BENCH_ARGS:-} >"$logs/bench.log" 2>&1
+  log "bench/gpu/run.py: rc=$?"
+  cat "$logs/bench.log"
+  for f in table.md results.json table1.png profile.md traces; do [[ -e $logs/bench/$f ]] && cp -r "$logs/bench/$f" "$out/"; done
 fi
-# shellcheck disable=SC2086 # PPU_GPU_BENCH_ARGS: extra flags, e.g. --speed-only
-timeout "$(left 15)" "$py" bench/gpu/run.py "$build" --out "$logs/bench" ${PPU_GPU_BENCH_ARGS:-} >"$logs/bench.log" 2>&1
-log "bench/gpu/run.py: rc=$?"
-cat "$logs/bench.log"
-for f in table.md results.json table1.png profile.md traces; do [[ -e $logs/bench/$f ]] && cp -r "$logs/bench/$f" "$out/"; done
+
+# 6. The optional first look at ~86 M parameters (bench/gpu/study.py), when the study's corpus was
+# carried (PPU_GPU_STUDY_DATA) and enough of the budget is left; otherwise said and skipped.
+study_data=${PPU_GPU_STUDY_DATA:-out/study/corpus/data}
+if [[ ! -f $study_data/meta.json ]]; then
+  log "study: no corpus at $study_data (carry it to run bench/gpu/study.py)"
+elif (($(left 15) < ${PPU_GPU_STUDY_MIN_S:-200})); then
+  log "study: $(left 15) s left, under PPU_GPU_STUDY_MIN_S (${PPU_GPU_STUDY_MIN_S:-200}); not run"
+else
+  # shellcheck disable=SC2086 # PPU_GPU_STUDY_ARGS: extra flags, e.g. --steps 200
+  timeout "$(left 15)" "$py" bench/gpu/study.py "$build" "$study_data" --out "$logs/study" ${PPU_GPU_STUDY_ARGS:-} >"$logs/study.log" 2>&1
+  log "bench/gpu/study.py: rc=$?"
+  tail -20 "$logs/study.log"
+  for f in study.md study.json study.png; do [[ -e $logs/study/$f ]] && cp "$logs/study/$f" "$out/"; done
+fi
 pack

@@ -12,6 +12,8 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
        bad-config  invalid configs stop before any work with exit 2 and name the key
        launch-fail ppu-launch stops every rank when one fails and returns its exit code
        equivalence ppu-launch runs of PPU (N=1) and Streaming DiLoCo agree bit for bit
+       repeat-bf16 two identical bf16 runs end with the same checksum bit for bit
+                   (train.deterministic; on a GPU, whether SDPA's bf16 kernels are deterministic)
        metrics     a live /metrics scrape passes promtool check metrics
        data-error  a missing or corrupt dataset exits 4 (never retried) naming the path
        runtime-failure  an environment failure at run time (the metrics port is taken) exits 1,
@@ -345,6 +347,19 @@ def case_equivalence():
         fail(f"inner_step_phases_median has keys {sorted(phases)}")
     if min(phases.values()) < 0 or not all(phases[p] > 0 for p in ("forward", "backward", "optimizer")):
         fail(f"inner_step_phases_median {phases}: a computing phase took no time")
+
+
+def case_repeat_bf16():
+    work = tempfile.mkdtemp(prefix="ppu-repeat-")
+    args = ["--set", "train.dtype=bf16", "--set", "train.deterministic=true"]
+    runs = [launch(args, os.path.join(work, name)) for name in ("a", "b")]
+    for run in runs:
+        if run.returncode:
+            fail("bf16 run failed:\n" + run.stdout[-2000:] + run.stderr[-2000:])
+    sums = [summary(os.path.join(work, name, "rank-0.json"))["param_checksum"] for name in ("a", "b")]
+    print("bf16 checksums", sums)
+    if sums[0] != sums[1]:
+        fail("two identical bf16 runs ended with different parameters")
 
 
 def case_metrics():
@@ -699,5 +714,6 @@ def case_unusable_checkpoints():
     "bad-config": case_bad_config,
     "launch-fail": case_launch_fail,
     "equivalence": case_equivalence,
+    "repeat-bf16": case_repeat_bf16,
 }[CASE]()
 print("PASS", CASE)

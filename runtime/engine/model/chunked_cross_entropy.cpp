@@ -40,47 +40,69 @@ void accumulate_at_b(torch::Tensor& gw, const torch::Tensor& a, const torch::Ten
   else gw.add_(a.t().mm(b).to(torch::kFloat32));
 }
 
+// Adds, over rows [begin, begin + n), the mean loss's terms to `total` and, when gh or gw is
+// defined, the chunk's dL/dh rows and dL/dW (for an upstream gradient of 1): G = (softmax −
+// onehot)/N from the logits already at hand, so each chunk's logits are computed once.
+void loss_chunk(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets, int64_t begin,
+                int64_t n, torch::Tensor& total, torch::Tensor& gh, torch::Tensor& gw) {
+  const int64_t N = hidden.size(0);
+  auto logits = chunk_logits(hidden, weight, begin, n);  // [n, V] fp32
+  const auto t = targets.narrow(0, begin, n).unsqueeze(1);
+  const auto lse = torch::logsumexp(logits, 1, /*keepdim=*/true);
+  total += (lse - logits.gather(1, t)).sum().to(torch::kFloat64);
+  if (!gh.defined() && !gw.defined()) return;
+  auto& d = logits.sub_(lse).exp_();  // softmax, in place of the logits
+  d.scatter_add_(1, t, torch::full({n, 1}, -1.0f, d.options()));
+  d.mul_(1.0 / static_cast<double>(N));
+  const auto gc = d.to(hidden.scalar_type());
+  if (gh.defined()) {  // rows of a contiguous tensor: the GEMM writes them in place
+    auto rows = gh.narrow(0, begin, n);
+    torch::mm_out(rows, gc, weight);
+  }
+  if (gw.defined()) accumulate_at_b(gw, gc, hidden.narrow(0, begin, n));
+}
+
+// The gradients are taken inside the forward, chunk by chunk while its logits exist (the loss
+// is the graph's last node: its backward follows at once), and the backward only scales them by
+// the upstream gradient. No logits are recomputed; dL/dW's fp32 buffer lives from the loss's
+// forward to its backward, where the plain order allocates it at the backward's start, so the
+// peak is the same.
 struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntropy> {
+  // want_h, want_w: whether hidden and weight will get a gradient (decided before apply, where
+  // grad mode is still the caller's; inside forward it is off).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
-                               const torch::Tensor& targets, int64_t chunk) {
-    ctx->save_for_backward({hidden, weight, targets});
-    ctx->saved_data["chunk"] = chunk;
+                               const torch::Tensor& targets, int64_t chunk, bool want_h, bool want_w) {
     const int64_t N = hidden.size(0);
+    torch::Tensor gh = want_h ? torch::empty_like(hidden) : torch::Tensor();
+    // dL/dW accumulates over chunks in fp32 and takes the weight's dtype in the backward.
+    torch::Tensor gw = want_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat32)) : torch::Tensor();
     auto total = torch::zeros({}, hidden.options().dtype(torch::kFloat64));
-    for (int64_t b = 0; b < N; b += chunk) {
-      const int64_t n = std::min(chunk, N - b);
-      const auto logits = chunk_logits(hidden, weight, b, n);
-      const auto picked = logits.gather(1, targets.narrow(0, b, n).unsqueeze(1)).squeeze(1);
-      total += (torch::logsumexp(logits, 1) - picked).sum().to(torch::kFloat64);
-    }
+    for (int64_t b = 0; b < N; b += chunk)
+      loss_chunk(hidden, weight, targets, b, std::min(chunk, N - b), total, gh, gw);
+    ctx->saved_data["gh"] = gh;
+    ctx->saved_data["gw"] = gw;
+    ctx->saved_data["weight_dtype"] = weight.scalar_type();
     return (total / static_cast<double>(N)).to(torch::kFloat32);
   }
 
+  // grad_outputs[0] is a 0-dim fp32 tensor on the device: a multiply, not a host sync. The
+  // gradients leave the context, so a second backward through the same graph is an error.
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    const auto saved = ctx->get_saved_variables();
-    const auto& hidden = saved[0];
-    const auto& weight = saved[1];
-    const auto& targets = saved[2];
-    const int64_t chunk = ctx->saved_data["chunk"].toInt();
-    const int64_t N = hidden.size(0);
-    const double scale = grad_outputs[0].item<double>() / static_cast<double>(N);
-    const bool need_h = ctx->needs_input_grad(0), need_w = ctx->needs_input_grad(1);
-    torch::Tensor gh = need_h ? torch::empty_like(hidden) : torch::Tensor();
-    // dL/dW accumulates over chunks in fp32, then takes the weight's dtype once.
-    torch::Tensor gw = need_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat32)) : torch::Tensor();
-    for (int64_t b = 0; b < N; b += chunk) {
-      const int64_t n = std::min(chunk, N - b);
-      auto d = torch::softmax(chunk_logits(hidden, weight, b, n), 1);  // [n, V] fp32
-      d.scatter_add_(1, targets.narrow(0, b, n).unsqueeze(1), torch::full({n, 1}, -1.0f, d.options()));
-      d.mul_(scale);
-      const auto dc = d.to(hidden.scalar_type());
-      if (need_h) {  // rows of a contiguous tensor: the GEMM writes them in place
-        auto rows = gh.narrow(0, b, n);
-        torch::mm_out(rows, dc, weight);
-      }
-      if (need_w) accumulate_at_b(gw, dc, hidden.narrow(0, b, n));
-    }
-    return {gh, need_w ? gw.to(weight.scalar_type()) : torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    auto& saved = ctx->saved_data;
+    TORCH_CHECK(saved.count("gh") == 1,
+                "chunked_cross_entropy: backward runs once per forward (its gradients are taken in the forward)");
+    const auto tensor = [](const c10::IValue& v) { return v.isTensor() ? v.toTensor() : torch::Tensor(); };
+    auto gh = tensor(saved["gh"]);
+    auto gw = tensor(saved["gw"]);
+    const auto dtype = saved["weight_dtype"].toScalarType();
+    saved.clear();
+    const auto& g = grad_outputs[0];
+    return {gh.defined() ? gh.mul_(g) : gh,
+            gw.defined() ? gw.mul_(g).to(dtype) : gw,
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -90,7 +112,10 @@ torch::Tensor chunked_cross_entropy(const torch::Tensor& hidden, const torch::Te
                                     const torch::Tensor& targets, int64_t chunk) {
   TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && targets.dim() == 1 && chunk > 0,
               "chunked_cross_entropy: hidden [N, d], weight [V, d], targets [N], chunk > 0");
-  return ChunkedCrossEntropy::apply(hidden.contiguous(), weight, targets.contiguous(), chunk);
+  // Without grad mode (evaluation) nothing but the loss is computed.
+  const bool grad = torch::GradMode::is_enabled();
+  return ChunkedCrossEntropy::apply(hidden.contiguous(), weight, targets.contiguous(), chunk,
+                                    grad && hidden.requires_grad(), grad && weight.requires_grad());
 }
 
 }  // namespace ppu

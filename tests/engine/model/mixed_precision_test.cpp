@@ -18,6 +18,7 @@
 #include "core/config.h"
 #include "engine/model/chunked_cross_entropy.h"
 #include "engine/model/transformer.h"
+#include "engine/obs/matmul_flop_counter.h"
 #include "engine/optim/inner_optimizer.h"
 #include "model/chunked_loss_check.h"
 #include "model/per_token_gradients.h"
@@ -273,6 +274,55 @@ TEST(ChunkedCrossEntropy, SameLossAndGradientsAsThePlainOne) {
   // bf16 operands: fp32 loss, bf16 gradients within bf16's rounding of the fp64 reference
   // (the derivation of the per-operation bound is at MixedPrecision.TrainableSliceGradients...).
   expect_bf16_chunked_loss_within_bounds(h0, w0, targets, 64, torch::kCPU);
+}
+
+// Each chunk's logits are computed once: with both gradients wanted, the forward and backward
+// together run three [n, d] x [d, V] products per chunk (logits, dL/dh, dL/dW), not four; with
+// one gradient, two; under NoGradGuard (evaluation), only the logits.
+TEST(ChunkedCrossEntropy, EachChunksLogitsAreComputedOnce) {
+  auto gen = at::detail::createCPUGenerator(5);
+  const int64_t N = 200, d = 16, V = 61, chunk = 64;
+  const auto h0 = at::normal(0, 1, {N, d}, gen).to(torch::kBFloat16);
+  const auto w0 = at::normal(0, 0.3, {V, d}, gen).to(torch::kBFloat16);
+  const auto targets = at::randint(0, V, {N}, gen, torch::kLong);
+  const double product = 2.0 * N * V * d;
+  const auto flops_of = [&](bool grad_h, bool grad_w) {
+    auto h = h0.clone().requires_grad_(grad_h), w = w0.clone().requires_grad_(grad_w);
+    MatmulFlopCounter counter;
+    auto loss = chunked_cross_entropy(h, w, targets, chunk);
+    if (loss.requires_grad()) loss.backward();
+    EXPECT_EQ(h.grad().defined(), grad_h && torch::GradMode::is_enabled());
+    EXPECT_EQ(w.grad().defined(), grad_w && torch::GradMode::is_enabled());
+    return counter.flops();
+  };
+  EXPECT_DOUBLE_EQ(flops_of(true, true), 3 * product);
+  EXPECT_DOUBLE_EQ(flops_of(false, true), 2 * product);
+  EXPECT_DOUBLE_EQ(flops_of(true, false), 2 * product);
+  EXPECT_DOUBLE_EQ(flops_of(false, false), product);
+  torch::NoGradGuard no_grad;
+  EXPECT_DOUBLE_EQ(flops_of(true, true), product);
+}
+
+// The gradients taken in the forward are scaled by the upstream gradient in the backward, and a
+// second backward through the same graph is refused rather than scaling them twice.
+TEST(ChunkedCrossEntropy, TheUpstreamGradientScalesTheGradientsOnce) {
+  auto gen = at::detail::createCPUGenerator(6);
+  const int64_t N = 90, d = 12, V = 37;
+  const auto h0 = at::normal(0, 1, {N, d}, gen), w0 = at::normal(0, 0.3, {V, d}, gen);
+  const auto targets = at::randint(0, V, {N}, gen, torch::kLong);
+  auto h = h0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+  (torch::nn::functional::cross_entropy(h.mm(w.t()), targets) * -2.5).backward();
+  auto hc = h0.clone().requires_grad_(true), wc = w0.clone().requires_grad_(true);
+  const auto scaled = chunked_cross_entropy(hc, wc, targets, 16) * -2.5;
+  scaled.backward({}, /*retain_graph=*/true);
+  EXPECT_TRUE(torch::allclose(hc.grad(), h.grad(), 1e-4, 1e-7));
+  EXPECT_TRUE(torch::allclose(wc.grad(), w.grad(), 1e-4, 1e-7));
+  try {
+    scaled.backward();
+    ADD_FAILURE() << "a second backward was accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backward runs once"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ChunkedCrossEntropy, TransformerLossAndGradientsMatchThePlainHead) {
