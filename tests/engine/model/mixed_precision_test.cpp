@@ -78,6 +78,18 @@ int64_t peak_during(F body) {
   return tracker->peak;
 }
 
+// A random output-head problem for the chunked loss: hidden states h [N, d] ~ N(0, 1), head
+// weights w [V, d] ~ N(0, w_sd), targets uniform in [0, V); fp32 on the CPU, a function of seed.
+struct HeadProblem {
+  torch::Tensor h, w, targets;
+};
+HeadProblem random_head(uint64_t seed, int64_t N, int64_t d, int64_t V, double w_sd) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  auto h = at::normal(0, 1, {N, d}, gen);
+  auto w = at::normal(0, w_sd, {V, d}, gen);
+  return {h, w, at::randint(0, V, {N}, gen, torch::kLong)};
+}
+
 }  // namespace
 
 // The bf16 path (§3.1: bf16 weights and activations, fp32 masters of the trainable slices) must
@@ -256,10 +268,7 @@ TEST(MixedPrecision, StoringFp32ValuesRoundsTheWorkingWeightsAndSetsTheMasters) 
 }
 
 TEST(ChunkedCrossEntropy, SameLossAndGradientsAsThePlainOne) {
-  auto gen = at::detail::createCPUGenerator(4);
-  const int64_t N = 300, d = 24, V = 97;
-  const auto h0 = at::normal(0, 1, {N, d}, gen), w0 = at::normal(0, 0.3, {V, d}, gen);
-  const auto targets = at::randint(0, V, {N}, gen, torch::kLong);
+  const auto [h0, w0, targets] = random_head(4, 300, 24, 97, 0.3);
   auto h = h0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
   const auto plain = torch::nn::functional::cross_entropy(h.mm(w.t()), targets);
   plain.backward();
@@ -280,11 +289,10 @@ TEST(ChunkedCrossEntropy, SameLossAndGradientsAsThePlainOne) {
 // together run three [n, d] x [d, V] products per chunk (logits, dL/dh, dL/dW), not four; with
 // one gradient, two; under NoGradGuard (evaluation), only the logits.
 TEST(ChunkedCrossEntropy, EachChunksLogitsAreComputedOnce) {
-  auto gen = at::detail::createCPUGenerator(5);
   const int64_t N = 200, d = 16, V = 61, chunk = 64;
-  const auto h0 = at::normal(0, 1, {N, d}, gen).to(torch::kBFloat16);
-  const auto w0 = at::normal(0, 0.3, {V, d}, gen).to(torch::kBFloat16);
-  const auto targets = at::randint(0, V, {N}, gen, torch::kLong);
+  const auto problem = random_head(5, N, d, V, 0.3);
+  const auto h0 = problem.h.to(torch::kBFloat16), w0 = problem.w.to(torch::kBFloat16);
+  const auto& targets = problem.targets;
   const double product = 2.0 * N * V * d;
   const auto flops_of = [&](bool grad_h, bool grad_w) {
     auto h = h0.clone().requires_grad_(grad_h), w = w0.clone().requires_grad_(grad_w);
@@ -306,10 +314,7 @@ TEST(ChunkedCrossEntropy, EachChunksLogitsAreComputedOnce) {
 // The gradients taken in the forward are scaled by the upstream gradient in the backward, and a
 // second backward through the same graph is refused rather than scaling them twice.
 TEST(ChunkedCrossEntropy, TheUpstreamGradientScalesTheGradientsOnce) {
-  auto gen = at::detail::createCPUGenerator(6);
-  const int64_t N = 90, d = 12, V = 37;
-  const auto h0 = at::normal(0, 1, {N, d}, gen), w0 = at::normal(0, 0.3, {V, d}, gen);
-  const auto targets = at::randint(0, V, {N}, gen, torch::kLong);
+  const auto [h0, w0, targets] = random_head(6, 90, 12, 37, 0.3);
   auto h = h0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
   (torch::nn::functional::cross_entropy(h.mm(w.t()), targets) * -2.5).backward();
   auto hc = h0.clone().requires_grad_(true), wc = w0.clone().requires_grad_(true);
@@ -344,10 +349,9 @@ TEST(ChunkedCrossEntropy, TransformerLossAndGradientsMatchThePlainHead) {
 TEST(ChunkedCrossEntropy, PeakMemoryIsLowerThanThePlainOne) {
   // 4096 tokens, vocabulary 2048, d 64: the plain head's fp32 logits alone are 32 MiB, and its
   // backward holds log-softmax and the logits' gradient of the same size.
-  auto gen = at::detail::createCPUGenerator(8);
   const int64_t N = 4096, d = 64, V = 2048, chunk = 256;
-  const auto h0 = at::normal(0, 1, {N, d}, gen), w0 = at::normal(0, 0.1, {V, d}, gen);
-  const auto targets = at::randint(0, V, {N}, gen, torch::kLong);
+  const auto problem = random_head(8, N, d, V, 0.1);  // named: a lambda below captures its parts
+  const auto &h0 = problem.h, &w0 = problem.w, &targets = problem.targets;
   double loss_plain = 0, loss_chunked = 0;
   const int64_t plain = peak_during([&] {
     auto h = h0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
