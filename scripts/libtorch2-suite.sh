@@ -7,7 +7,7 @@
 #
 # Phases (each timed, summary on the last lines and in $LOG_DIR/summary.txt):
 #   1. deps     scripts/install-deps.sh --test, kube tools, helm (as scripts/test.sh does)
-#   2. torch    venv under ~/.cache with torch==$PPU_TORCH_VERSION and its nvidia-* wheels
+#   2. torch    venv under $PPU_LIBTORCH2_HOME with torch==$PPU_TORCH_VERSION and its nvidia-* wheels
 #               (pip's configured index; skipped when that version is already installed)
 #   3. configure  PPU_TORCH_CUDA_STUB=ON (no CUDA toolkit here: PPU_WITH_CUDA is OFF, the
 #               binaries still link libtorch_cuda.so), linker told where the nvidia libs are
