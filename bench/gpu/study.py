@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -37,6 +38,7 @@ METHODS = [
     ("ppu-mlp-2", "PPU 1/2 MLPs", ["method=ppu", "slicing.mode=mlp", "slicing.slices=2"]),
 ]
 EVAL = re.compile(r"^\[rank 0\].* eval step (\d+) loss ([0-9.]+)")
+CHILD = None  # the ppu-launch running now: stopped (it stops its ranks) when SIGTERM arrives
 
 
 def run(build, data, a, method_sets, out_dir):
@@ -69,9 +71,12 @@ def run(build, data, a, method_sets, out_dir):
         cmd += ["--set", s]
     cmd += ["--summary-dir", out_dir]
     log_path = os.path.join(out_dir, "run.log")
+    global CHILD
     start = time.monotonic()
     with open(log_path, "w") as log:
-        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+        CHILD = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        rc = CHILD.wait()
+    CHILD = None
     seconds = time.monotonic() - start
     if rc != 0:
         with open(log_path) as f:
@@ -101,13 +106,17 @@ def peak_gb(summary):
     return "" if peak is None else f"{peak / 1e9:.2f}"
 
 
-def write_report(a, results, out):
-    base = results["streaming-diloco"]["summary"]
+def write_report(a, results, out, stopped=""):
+    """study.md and study.json from the methods that finished (a row says which did not)."""
+    with open(os.path.join(out, "study.json"), "w") as f:
+        json.dump({"args": vars(a), "results": results, "stopped": stopped}, f, indent=1)
+    base = results.get("streaming-diloco", {}).get("summary")
+    params = next(iter(results.values()))["summary"]["total_params"] / 1e6 if results else 0
     lines = [
         f"# PPU 1/2 MLPs against Streaming DiLoCo on {a.gpu}",
         "",
         (
-            f"{base['total_params'] / 1e6:.1f} M parameters ({a.preset}, vocabulary 2048, sequence {a.seq_len}), "
+            f"{params:.1f} M parameters ({a.preset}, vocabulary 2048, sequence {a.seq_len}), "
             f"K = {a.ranks} ranks sharing the device, bf16, {a.steps} steps of {a.batch} x {a.seq_len} tokens "
             f"per rank, inner lr {a.lr}, one seed; the CPU study's outer setup (bench/study/study.yaml)."
         ),
@@ -119,9 +128,12 @@ def write_report(a, results, out):
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for key, label, _ in METHODS:
+        if key not in results:
+            lines.append(f"| {label} | {f'not run ({stopped})' if stopped else 'not run yet'} | | | | | | | |")
+            continue
         r = results[key]
         s = r["summary"]
-        diff = "" if key == "streaming-diloco" else f"{s['eval_loss'] - base['eval_loss']:+.4f}"
+        diff = "" if key == "streaming-diloco" or base is None else f"{s['eval_loss'] - base['eval_loss']:+.4f}"
         lines.append(
             f"| {label} | {s['eval_loss']:.4f} | {diff} | {s['eval_perplexity']:.2f} | "
             f"{s['tokens'] * s['world_size'] / 1e6:.2f} M | {device_state_gb(s):.2f} | {peak_gb(s)} | "
@@ -139,7 +151,7 @@ def write_report(a, results, out):
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "study.md"), "w") as f:
         f.write(text)
-    print(text)
+    return text
 
 
 def plot(a, results, path):
@@ -155,11 +167,13 @@ def plot(a, results, path):
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     tokens_per_step = a.ranks * a.batch * a.seq_len
     for key, label, _ in METHODS:
+        if key not in results:
+            continue
         curve = results[key]["curve"]
         ax.plot([s * tokens_per_step / 1e6 for s, _ in curve], [v for _, v in curve], marker="o", ms=3, label=label)
     ax.set_xlabel("tokens, all ranks (M)")
     ax.set_ylabel("eval loss of θ (nats/token)")
-    params = results["streaming-diloco"]["summary"]["total_params"] / 1e6
+    params = next(iter(results.values()))["summary"]["total_params"] / 1e6
     ax.set_title(f"{params:.3g} M parameters, K = {a.ranks}, {a.gpu}")
     ax.grid(alpha=0.3)
     ax.legend()
@@ -193,16 +207,29 @@ def main():
 
         a.gpu = torch.cuda.get_device_name()
     os.makedirs(a.out, exist_ok=True)
-    results = {}
-    for key, label, sets in METHODS:
-        seconds, curve, summary = run(a.build, data, a, sets, os.path.join(a.out, key))
-        results[key] = {"seconds": seconds, "curve": curve, "summary": summary}
-        print(f"study: {label}: eval loss {summary['eval_loss']:.4f} after {seconds:.0f} s", flush=True)
-    with open(os.path.join(a.out, "study.json"), "w") as f:
-        json.dump({"args": {k: v for k, v in vars(a).items()}, "results": results}, f, indent=1)
-    write_report(a, results, a.out)
-    plot(a, results, os.path.join(a.out, "study.png"))
+
+    def stop(signum, frame):
+        raise TimeoutError(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    results, stopped = {}, ""
+    try:
+        for key, label, sets in METHODS:
+            seconds, curve, summary = run(a.build, data, a, sets, os.path.join(a.out, key))
+            results[key] = {"seconds": seconds, "curve": curve, "summary": summary}
+            print(f"study: {label}: eval loss {summary['eval_loss']:.4f} after {seconds:.0f} s", flush=True)
+            write_report(a, results, a.out)
+    except TimeoutError as e:
+        if CHILD and CHILD.poll() is None:
+            CHILD.terminate()  # ppu-launch stops its ranks
+            CHILD.wait()
+        stopped = f"stopped by {e}"
+        print(f"study: {stopped}; the report has the runs that finished", flush=True)
+    print(write_report(a, results, a.out, stopped))
+    if results:
+        plot(a, results, os.path.join(a.out, "study.png"))
+    return 0 if len(results) == len(METHODS) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
