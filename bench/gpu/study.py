@@ -17,8 +17,10 @@ the default 400 steps are 6.6 M tokens, about one pass over the corpus.
 
 Writes OUT/study.md (final eval loss, perplexity, difference, tokens, device state per rank,
 step time), OUT/study.json, OUT/study.png (eval loss against tokens) and each run's log and
-summaries under OUT/<method>/. A CPU check of the script itself: --device cpu with a small
---layers/--d-model/--seq-len/--steps.
+summaries under OUT/<method>/; after each run and when SIGTERM arrives (gpu-run.sh's deadline:
+ppu-launch is stopped, and stops its ranks). Exit 1 unless both runs finished. The CPU check of
+the script itself (ctest study_gpu_script_on_cpu): --device cpu with a small
+--layers/--d-model/--seq-len/--steps on the small corpus.
 """
 
 import argparse
@@ -48,7 +50,7 @@ def run(build, data, a, method_sets, out_dir):
         f"ranks={a.ranks}",
         f"data.path={data}",
         f"model.preset={a.preset}",
-        "model.vocab=2048",
+        f"model.vocab={a.vocab}",
         f"model.seq_len={a.seq_len}",
         f"train.device={a.device}",
         "train.dtype=bf16",
@@ -116,7 +118,7 @@ def write_report(a, results, out, stopped=""):
         f"# PPU 1/2 MLPs against Streaming DiLoCo on {a.gpu}",
         "",
         (
-            f"{params:.1f} M parameters ({a.preset}, vocabulary 2048, sequence {a.seq_len}), "
+            f"{params:.1f} M parameters ({a.preset}, vocabulary {a.vocab}, sequence {a.seq_len}), "
             f"K = {a.ranks} ranks sharing the device, bf16, {a.steps} steps of {a.batch} x {a.seq_len} tokens "
             f"per rank, inner lr {a.lr}, one seed; the CPU study's outer setup (bench/study/study.yaml)."
         ),
@@ -201,6 +203,8 @@ def main():
     data = os.path.abspath(a.data)
     if not os.path.isfile(os.path.join(data, "meta.json")):
         sys.exit(f"study: {data}/meta.json not found (DATA_DIR: bench/study/corpus.sh --full OUT, then OUT/data)")
+    with open(os.path.join(data, "meta.json")) as f:
+        a.vocab = json.load(f)["vocab"]
     a.gpu = a.device
     if a.device == "cuda":
         import torch

@@ -4,17 +4,8 @@
 # summary.json (runs, unigram entropy, paired) and five PNG plots;
 # a second invocation skips every finished run; a bad flag is a one-line error naming it.
 # Usage: quick_test.sh BUILD_DIR SOURCE_DIR SHARED_DIR. Prints "PASS study-quick" or "FAIL: ...".
-set -uo pipefail
-BUILD=$1
-SRC=$2
-SHARED=$3
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
-OUT=$(mktemp -d /tmp/study-quick.XXXXXX)
-trap 'rm -rf "$OUT"' EXIT
-export PPU_BUILD=$BUILD PPU_SHAKESPEARE=$SHARED/data/tinyshakespeare.txt
+# shellcheck source=tests/study/lib.sh
+source "$(dirname "$0")/lib.sh" "$1" "$2" "$3" study-quick
 
 bash "$SRC/bench/study/run.sh" --quick --out "$OUT" >"$OUT/first.log" 2>&1 || {
   tail -20 "$OUT/first.log"
