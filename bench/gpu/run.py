@@ -15,7 +15,9 @@ In one invocation, on one GPU, one process at a time (so that every timing has t
      the reference runs; one extra row measures what the default true costs). From its summary: the peak allocated CUDA memory
      (caching allocator), the training state by component, the median inner step; from
      ppu-plan: the §3.1 device memory model and the step's FLOPs (Appendix C);
-  3. Streaming DiLoCo's full-backward step once more without recomputation: the MFU row;
+  3. Streaming DiLoCo's full-backward step once more without recomputation: the MFU row; and
+     again with loss chunks of LOSS_CHUNK_ROW tokens (train.loss_chunk_tokens) instead of the
+     default 64 MiB of fp32 logits;
   4. the PyTorch reference of the same model and step (bench/pytorch_peer/reference_step.py
      on cuda, bf16, fp32 masters, fused AdamW), for full training and for 1/4 MLPs + 1/4 heads,
      with and without recomputation as the rows above: tokens/s of ours against it;
@@ -109,16 +111,22 @@ def run_measured(cmd, log_path, env=None):
     return rc
 
 
+# The speed row that tries larger loss chunks than the default 16 Mi / vocab tokens (524 at
+# 32000): fewer passes over the fp32 dL/dW, ~0.3 GB more peak memory (docs/GPU.md's lead).
+LOSS_CHUNK_ROW = 2048
+
 # A profiled run: PROFILED_AFTER untraced steps (ours: train.profile_first_step; the
 # reference: --warmup), then PROFILED_STEPS traced ones, and no more.
 PROFILED_AFTER, PROFILED_STEPS = 3, 2
 
 
-def run_train(build, name, a, work, recompute, deterministic, profile_dir=None):
+def run_train(build, name, a, work, recompute, deterministic, profile_dir=None, loss_chunk=0):
     config = os.path.join(ROOT, "configs", "paper", name + ".yaml")
     tag = name + ("" if recompute else "-no-recompute") + ("" if deterministic else "-nondeterministic")
     if profile_dir:
         tag += "-profiled"
+    if loss_chunk:
+        tag += f"-loss-chunk-{loss_chunk}"
     sets = [
         f"train.deterministic={'true' if deterministic else 'false'}",
         "train.device=cuda",
@@ -138,6 +146,8 @@ def run_train(build, name, a, work, recompute, deterministic, profile_dir=None):
         "checkpoint.dir=",
         "metrics.port=0",
     ]
+    if loss_chunk:
+        sets.append(f"train.loss_chunk_tokens={loss_chunk}")
     if profile_dir:
         sets += [
             f"train.profile_dir={profile_dir}",
@@ -152,6 +162,7 @@ def run_train(build, name, a, work, recompute, deterministic, profile_dir=None):
         "config": name,
         "recompute": recompute,
         "deterministic": deterministic,
+        "loss_chunk_tokens": loss_chunk,
         "rc": rc,
         "seconds": time.time() - start,
     }
@@ -258,7 +269,7 @@ def profile_pair(a, work, out, recompute):
 
 def tables(res):
     t1 = res["table1_gb"]
-    rows = [r for r in res["ppu_train"] if r["recompute"] and not r["deterministic"]]
+    rows = [r for r in res["ppu_train"] if r["recompute"] and not r["deterministic"] and not r.get("loss_chunk_tokens")]
     rows.sort(key=lambda r: CONFIGS.index(r["config"]))
     full = next((r for r in rows if r["config"] == "streaming-diloco" and r["rc"] == 0), None)
     out = [
@@ -307,9 +318,11 @@ def tables(res):
         model_flops = r["flops_per_step"]["executed"]  # Appendix C: forward + (partial) backward, no recompute
         mfu = model_flops / r["step_seconds_median"] / 1e12
         ref_ok = ref is not None and ref.get("rc") == 0
+        chunks = r.get("loss_chunk_tokens")
+        chunk_label = f", loss chunks of {chunks} tokens" if chunks else ""
         out.append(
             f"| {LABELS[r['config']]}, {'recompute' if r['recompute'] else 'no recompute'}"
-            f"{', train.deterministic=true' if r['deterministic'] else ''} | "
+            f"{', train.deterministic=true' if r['deterministic'] else ''}{chunk_label} | "
             f"{r['step_seconds_median']:.3f} | {tokens / r['step_seconds_median']:,.0f} | "
             + (
                 f"{ref['median_step_seconds']:.3f} | {tokens / ref['median_step_seconds']:,.0f} | "
@@ -414,6 +427,7 @@ def main():
         jobs.append(("ours", "streaming-diloco", False, False))
         if not a.skip_reference:
             jobs.append(("reference", "streaming-diloco", False, False))
+        jobs.append(("ours-loss-chunk", "streaming-diloco", False, False))  # the dL/dW lead (docs/GPU.md)
         if not a.speed_only:
             jobs.append(("ours", "streaming-diloco", False, True))  # what train.deterministic costs
     if a.profile:  # after the speed rows (traced steps are slower), before the other Table 1 rows
@@ -429,6 +443,10 @@ def main():
         for kind, name, recompute, deterministic in jobs:
             if kind == "ours":
                 res["ppu_train"].append(run_train(a.build, name, a, work, recompute, deterministic))
+            elif kind == "ours-loss-chunk":
+                res["ppu_train"].append(
+                    run_train(a.build, name, a, work, recompute, deterministic, loss_chunk=LOSS_CHUNK_ROW)
+                )
             elif kind == "profile":
                 res["profiles"].append(profile_pair(a, work, a.out, recompute))
             else:

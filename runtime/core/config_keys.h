@@ -138,6 +138,7 @@ struct KeyMeta {
   KEY(train, device,       Device,   Device::Cpu, kAny,        "where the model runs") \
   KEY(train, dtype,        Dtype,    Dtype::Fp32, kAny,        "compute precision; bf16 keeps fp32 masters of the trainable slices (section 3.1)") \
   KEY(train, recompute,    bool,     false,       kAny,        "recompute each block's activations in the backward pass") \
+  KEY(train, loss_chunk_tokens, int64_t, 0,       at_least(0), "bf16: tokens per chunk of the output head's cross-entropy (the [tokens, vocab] fp32 logits exist one chunk at a time); 0 = as many as make 64 MiB of logits") \
   KEY(train, deterministic, bool,    true,        kAny,        "CUDA: deterministic kernels and cuBLAS workspace, so a resumed run is bit-exact; false may be faster") \
   KEY(train, profile_dir,   std::string, "",     kAny,        "write a PyTorch profiler trace (Chrome JSON, CPU ops and CUDA kernels) of some inner steps here; empty = off") \
   KEY(train, profile_first_step, int64_t, 3,     at_least(0), "first inner step the profiler traces (after warm-up)") \

@@ -145,9 +145,12 @@ class Run {
     // Deterministic fp32 CUDA runs keep the explicit attention: SDPA would pick its
     // memory-efficient kernel (flash needs 16-bit inputs), whose backward is nondeterministic.
     if (device_.is_cuda() && c.train.deterministic && !model_.mixed_precision()) model_.set_fused_attention(false);
-    // bf16: the output head's cross-entropy in chunks of at most 64 MiB of fp32 logits, so the
-    // full [B*S, vocab] fp32 logits never exist (fp32 keeps the plain, bit-exact path).
-    if (model_.mixed_precision()) model_.set_loss_chunk(std::max<int64_t>(1, (int64_t{16} << 20) / c.model.vocab));
+    // bf16: the output head's cross-entropy in chunks (by default of at most 64 MiB of fp32
+    // logits), so the full [B*S, vocab] fp32 logits never exist (fp32 keeps the plain, bit-exact
+    // path). Larger chunks trade memory for fewer passes over the fp32 dL/dW (docs/GPU.md).
+    if (model_.mixed_precision())
+      model_.set_loss_chunk(c.train.loss_chunk_tokens > 0 ? c.train.loss_chunk_tokens
+                                                          : std::max<int64_t>(1, (int64_t{16} << 20) / c.model.vocab));
   }
 
   RunSummary run() {

@@ -69,9 +69,10 @@ TEST(MixedPrecisionJob, MeasuredStateEqualsThePlanForEverySlicingModeAndDtype) {
 TEST(MixedPrecisionJob, Bf16RunReachesTheLossOfTheFp32Run) {
   const std::vector<std::string> learnable = {"train.steps=24", "inner.lr=3e-3", "data.synthetic_support=4",
                                               "slicing.mode=mlp+heads"};
-  auto with = [&](const std::string& dtype) {
+  auto with = [&](const std::string& dtype, const std::string& extra = "") {
     auto o = learnable;
     o.push_back("train.dtype=" + dtype);
+    if (!extra.empty()) o.push_back(extra);
     return tiny_job(o);
   };
   const auto fp32 = train_job(with("fp32"), 2);
@@ -94,6 +95,12 @@ TEST(MixedPrecisionJob, Bf16RunReachesTheLossOfTheFp32Run) {
   EXPECT_EQ(bf16.summaries[1]["param_checksum"], bf16.summaries[0]["param_checksum"]);
   EXPECT_EQ(bf16.summaries[1]["eval_loss"], bf16.summaries[0]["eval_loss"]);
   EXPECT_NE(bf16.summaries[0]["param_checksum"], fp32.summaries[0]["param_checksum"]);
+  // train.loss_chunk_tokens reaches the loss: 5-token chunks (26 a batch, against one by default
+  // at vocabulary 256) sum dL/dW in another order, so the parameters differ in their last bits
+  // while the loss keeps the bf16 margin.
+  const auto chunked = train_job(with("bf16", "train.loss_chunk_tokens=5"), 2);
+  EXPECT_NE(chunked.summaries[0]["param_checksum"], bf16.summaries[0]["param_checksum"]);
+  EXPECT_NEAR(chunked.summaries[0]["eval_loss"].get<double>(), l32, kBf16LossNats);
   // bf16 state: 2 bytes per weight + 4 per trainable element, against 4 per weight in fp32.
   const double total = fp32.summaries[0]["total_params"].get<double>(),
                trainable = fp32.summaries[0]["trainable_params"].get<double>();
