@@ -26,20 +26,23 @@ the script itself (ctest study_gpu_script_on_cpu): --device cpu with a small
 import argparse
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
 
+from run import load_module  # bench/gpu/run.py, beside this script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 STUDY_YAML = os.path.join(ROOT, "bench", "study", "study.yaml")
+
+# The eval curve comes out of a ppu-launch log as the CPU study's report reads it (eval_losses).
+STUDY_REPORT = load_module("study_report", os.path.join(ROOT, "bench", "study", "report.py"))
 METHODS = [
     ("streaming-diloco", "Streaming DiLoCo", ["method=streaming-diloco"]),
     ("ppu-mlp-2", "PPU 1/2 MLPs", ["method=ppu", "slicing.mode=mlp", "slicing.slices=2"]),
 ]
-EVAL = re.compile(r"^\[rank 0\].* eval step (\d+) loss ([0-9.]+)")
 CHILD = None  # the ppu-launch running now: stopped (it stops its ranks) when SIGTERM arrives
 
 
@@ -83,17 +86,12 @@ def run(build, data, a, method_sets, out_dir):
     if rc != 0:
         with open(log_path) as f:
             sys.exit(f"study: {' '.join(method_sets)} exited {rc}; last lines of {log_path}:\n" + f.read()[-3000:])
-    curve = []
-    with open(log_path) as f:
-        for line in f:
-            m = EVAL.match(line)
-            if m:
-                curve.append((int(m.group(1)), float(m.group(2))))
     with open(os.path.join(out_dir, "rank-0.json")) as f:
         summary = json.load(f)
-    if not curve or curve[-1][0] != a.steps:  # the final evaluation, logged as "done: eval loss"
-        curve.append((a.steps, summary["eval_loss"]))
-    return seconds, curve, summary
+    with open(log_path) as f:
+        evals = STUDY_REPORT.eval_losses(f)
+    evals[a.steps] = summary["eval_loss"]  # the final evaluation of θ, after the last step
+    return seconds, sorted(evals.items()), summary
 
 
 def device_state_gb(summary):

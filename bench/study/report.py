@@ -175,6 +175,17 @@ def field(s, key, where):
     return s[key]
 
 
+def eval_losses(log_lines):
+    """{step: eval loss of θ} from rank 0's 'eval step N loss X' lines of a ppu-launch log (the
+    final evaluation, after the last step, is logged otherwise: it is the summary's eval_loss)."""
+    evals = {}
+    for line in log_lines:
+        m = EVAL.match(line)
+        if m:
+            evals[int(m.group(1))] = float(m.group(2))
+    return evals
+
+
 def load_run(d, name, seed):
     run = f"run {name} seed {seed} ({d})"
     paths = sorted(
@@ -222,11 +233,7 @@ def load_run(d, name, seed):
         log = pathlib.Path(d, "run.log").read_text(errors="replace").splitlines()
     except OSError:
         die(f"{run} has no run.log")
-    evals = {}
-    for line in log:
-        m = EVAL.match(line)
-        if m:
-            evals[int(m.group(1))] = float(m.group(2))
+    evals = eval_losses(log)
     steps = r0["steps"]
     if not evals:
         die(f"{run}: run.log has no '[rank 0] ... eval step N loss X' line (the eval curve)")
