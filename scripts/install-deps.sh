@@ -12,7 +12,8 @@ PKGS=(
 )
 # --test: what the suite adds. --bench: the PyTorch reference of bench/pytorch_peer (Debian's
 # python3-torch is the same LibTorch 1.13 the build links) and linux-perf for profiling.
-# gnuplot-nox draws the study plots (bench/study/report.py); python3-torch also runs the
+# gnuplot-nox draws the study plots (bench/study/report.py), python3-scipy and python3-yaml run
+# its statistics (bench/study/stats.py, with Debian's /usr/bin/python3); python3-torch also runs the
 # independent evaluation of ppu-export's output in the suite (scripts/ppu_export_eval.py).
 # python3-venv: --test also installs checkov, the chart's policy scanner (tests/packaging/
 # checkov_test.sh), pinned, from PyPI into a venv of its own (scripts/install-checkov.sh), and
@@ -28,8 +29,8 @@ for a in "$@"; do
   case "$a" in
     --test)
       TEST=1
-      PKGS+=(etcd-server prometheus openssl python3 python3-venv python3-torch gnuplot-nox clang-format clang-tidy
-        shellcheck)
+      PKGS+=(etcd-server prometheus openssl python3 python3-venv python3-torch python3-scipy python3-yaml gnuplot-nox
+        clang-format clang-tidy shellcheck)
       ;;
     --no-go) GO_TOOLS=0 ;;
     --bench) PKGS+=(python3 python3-torch linux-perf) ;;

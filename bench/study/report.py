@@ -1,26 +1,37 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Writes the study's tables and plots from the finished runs of run.sh.
 
-Contract: `report.py OUT` reads OUT/runs/NAME-sSEED/{rank-*.json, run.log, rusage, done} for
-every run with a `done` marker (others are skipped with a note), the token shards
-OUT/corpus/data/{train,val}.bin and, for the row order and the `paired` tags, grid.tsv next to
-this file. It writes into OUT:
+Contract: `report.py OUT [--corpus DIR]` reads OUT/runs/NAME-sSEED/{rank-*.json, run.log, rusage,
+done} for every run with a `done` marker (others are skipped with a note), the token shards
+DIR/data/{train,val}.bin (DIR defaults to OUT/corpus), the statistical plan analysis.yaml and,
+for the row order, the `paired` tags and their `vs=NAME` references, grid.tsv next to this file.
+It writes into OUT:
   table.md         one row per grid row that ran: final eval loss of θ (mean, and each seed's),
-                   perplexity, tokens, FLOPs, state, peak RSS, bytes sent, wall time
-  paired.md        each `paired` PPU row against streaming-diloco seed by seed: the differences
-                   in final eval loss, their mean, sd, 95 % Student-t interval, the verdict and the
-                   smallest difference the seeds could have detected (80 % power)
+                   perplexity, tokens, FLOPs, state, peak RSS, bytes sent, wall time; then per row
+                   the parameters, the CPU models, the kernel path and the resolved outer lr,
+                   outer momentum, inner lr and inner grad_clip
+  paired.md        each `paired` row against its reference row (streaming-diloco, or the row its
+                   `vs=NAME` tag names) seed by seed: the differences in final eval loss, their
+                   mean and sd, the paired t-test's p, Holm-adjusted over the family of every
+                   comparison in the report, the Bonferroni interval, TOST against the declared
+                   equivalence margin, the detectable size (exact noncentral-t power) and the
+                   verdict (stats.py)
   summary.json     every number above, per seed and per row, the eval curves and the unigram
-                   entropy reference; top-level keys: study, unigram, runs, paired
-  loss_vs_tokens.png, loss_vs_flops.png, paired.png, memory.png, ppl_vs_n.png (gnuplot),
-  plots.gp and the *.dat files it reads (gnuplot plots.gp in OUT redraws them).
+                   entropy reference; top-level keys: study, statistics, unigram, runs, paired
+  loss_vs_tokens.png, loss_vs_flops.png, paired.png, memory.png, ppl_vs_n.png, gap_vs_params.png
+  (gnuplot), plots.gp and the *.dat files it reads (gnuplot plots.gp in OUT redraws them).
 Fields used from the rank summaries (ppu-train --summary): eval_loss, eval_perplexity, tokens,
-steps, world_size, flops_executed, flops_full_backward, state_bytes (weights, gradients,
-inner_optimizer, outer_optimizer, offloaded, total), bytes_sent, method, slicing. Eval curves come
-from rank 0's "eval step N loss X" log lines (evaluations of the global θ, the same on every
-rank); the final point is the summary's eval_loss. rusage is "status peak_rss_bytes wall_seconds"
-(peak_rss.py). Exits non-zero with a message naming the run or file when an input is missing or
-malformed. Python standard library and gnuplot only.
+steps, world_size, total_params, flops_executed, flops_full_backward, state_bytes (weights,
+gradients, inner_optimizer, outer_optimizer, offloaded, total), bytes_sent, method, slicing,
+kernel_path {cpu_model, openblas_core, aten_capability, onednn} and optimizer_settings {inner,
+outer}. Runs whose kernel paths differ in openblas_core, aten_capability or onednn are neither
+paired nor compared: report.py exits naming two of them (the CPU model may differ: on one path
+the bits do not depend on it); a summary without kernel_path predates the study's v2 and its run
+must be re-run. Eval curves come from rank 0's "eval step N loss X" log lines (evaluations of the
+global θ, the same on every rank); the final point is the summary's eval_loss. rusage is "status
+peak_rss_bytes wall_seconds" (peak_rss.py). Exits non-zero with a message naming the run or file
+when an input is missing or malformed. Needs Debian's /usr/bin/python3 with python3-scipy and
+python3-yaml (scripts/install-deps.sh --test) for the statistics, and gnuplot.
 """
 
 import glob
@@ -86,11 +97,10 @@ STYLE = {  # colour, point type; the same in every plot
 EXTRA_COLOURS = ["#637939", "#e7969c", "#6b6ecf", "#b5cf6b", "#ad494a", "#3182bd"]
 MIB = 1 / 2**20
 
-# Two-sided 95 % and one-sided 80 % quantiles of Student's t, t_{0.975,df} and t_{0.80,df}, for
-# df = n - 1 = 1..9 (n = 2..10 seeds), from the standard tables. More seeds use df = 9's values,
-# which are larger than the true ones (a wider interval and a larger detectable effect: conservative).
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
-T80 = {1: 1.376, 2: 1.061, 3: 0.978, 4: 0.941, 5: 0.920, 6: 0.906, 7: 0.896, 8: 0.889, 9: 0.883}
+# What decides a CPU run's bits besides its config and seed (runtime/core/run_summary.h); runs
+# must agree on these to be paired or compared. The CPU model is listed, not compared.
+KERNEL_KEYS = ("openblas_core", "aten_capability", "onednn")
+ATEN_CAPABILITIES = ("default", "avx2", "avx512")
 
 
 def die(msg):
@@ -106,7 +116,7 @@ def mean(xs):
 
 
 def read_grid():
-    """grid.tsv's rows in order: [(name, tags)]."""
+    """grid.tsv's rows in order: [(name, tags)]; a tag `vs=NAME` is kept as it is."""
     path = os.path.join(HERE, "grid.tsv")
     try:
         lines = pathlib.Path(path).read_text().splitlines()
@@ -120,6 +130,29 @@ def read_grid():
         tags = set(f[3].split(",")) if len(f) > 3 and f[3] else set()
         rows.append((f[0], tags))
     return rows
+
+
+def reference_of(name, tags):
+    """The row a `paired` row is compared with: its `vs=NAME` tag, else REFERENCE."""
+    refs = [t[3:] for t in tags if t.startswith("vs=")]
+    if len(refs) > 1 or (refs and not refs[0]):
+        die(f"grid row {name} has tags {','.join(sorted(tags))}: at most one vs=NAME, with a name")
+    return refs[0] if refs else REFERENCE
+
+
+def comparisons(grid):
+    """[(row, reference)] for every `paired` row of the grid that is not its own reference."""
+    names = {n for n, _ in grid}
+    out = []
+    for n, tags in grid:
+        if "paired" not in tags:
+            continue
+        ref = reference_of(n, tags)
+        if ref not in names:
+            die(f"grid row {n} is paired with {ref}, which is not a row of the grid")
+        if ref != n:
+            out.append((n, ref))
+    return out
 
 
 def read_shard(path):
@@ -186,6 +219,50 @@ def eval_losses(log_lines):
     return evals
 
 
+def kernel_path(x, where):
+    """A rank summary's kernel_path, checked: {cpu_model, openblas_core, aten_capability, onednn}."""
+    if "kernel_path" not in x:
+        die(
+            f"{where} has no kernel_path: the run predates the study's v2 (one pinned kernel path, issue 44) "
+            "and must be re-run with today's run.sh"
+        )
+    kp = x["kernel_path"]
+    ok = (
+        isinstance(kp, dict)
+        and isinstance(kp.get("cpu_model"), str)
+        and isinstance(kp.get("openblas_core"), str)
+        and kp.get("aten_capability") in ATEN_CAPABILITIES
+        and isinstance(kp.get("onednn"), bool)
+    )
+    if not ok:
+        die(
+            f"{where}: kernel_path {json.dumps(kp)} is not {{cpu_model: string, openblas_core: string, "
+            f"aten_capability: {' | '.join(ATEN_CAPABILITIES)}, onednn: true | false}}"
+        )
+    return kp
+
+
+def path_key(kp):
+    return tuple(kp[k] for k in KERNEL_KEYS)
+
+
+def path_text(kp):
+    return f"OpenBLAS {kp['openblas_core'] or '(not OpenBLAS)'}, ATen {kp['aten_capability']}, " + (
+        "oneDNN on" if kp["onednn"] else "oneDNN off"
+    )
+
+
+def optimizer_settings(x, where):
+    """A rank summary's optimizer_settings {inner: {...}, outer: {...}}, with the keys table.md shows."""
+    o = field(x, "optimizer_settings", where)
+    if not (isinstance(o, dict) and isinstance(o.get("inner"), dict) and isinstance(o.get("outer"), dict)):
+        die(f"{where}: optimizer_settings is not {{inner: {{...}}, outer: {{...}}}}")
+    for section, key in (("outer", "lr"), ("outer", "momentum"), ("inner", "lr"), ("inner", "grad_clip")):
+        if key not in o[section]:
+            die(f"{where}: optimizer_settings.{section} has no '{key}'")
+    return o
+
+
 def load_run(d, name, seed):
     run = f"run {name} seed {seed} ({d})"
     paths = sorted(
@@ -215,11 +292,21 @@ def load_run(d, name, seed):
             "state_bytes",
             "bytes_sent",
             "method",
+            "total_params",
         ):
             field(x, key, f"{run}: {os.path.basename(p)}")
         for c in COMPONENTS + ["total"]:
             if c not in x["state_bytes"]:
                 die(f"{run}: {os.path.basename(p)} has no state_bytes.{c}")
+    # Every rank of a run: one kernel path and one resolved optimiser (the ranks share a config).
+    files = [os.path.basename(p) for p in paths]
+    kps = [kernel_path(x, f"{run}: {f}") for f, x in zip(files, s, strict=True)]
+    settings = [optimizer_settings(x, f"{run}: {f}") for f, x in zip(files, s, strict=True)]
+    for f, kp, o in zip(files[1:], kps[1:], settings[1:], strict=True):
+        if path_key(kp) != path_key(kps[0]):
+            die(f"{run}: {f} ran on {path_text(kp)}, {files[0]} on {path_text(kps[0])}: one run, two kernel paths")
+        if o != settings[0]:
+            die(f"{run}: {f} resolved other optimizer_settings than {files[0]}")
     try:
         status, peak, wall = pathlib.Path(d, "rusage").read_text().split()
         status, peak, wall = int(status), int(peak), float(wall)
@@ -257,6 +344,10 @@ def load_run(d, name, seed):
         "wall_seconds": wall,
         "method": r0["method"],
         "slicing": r0.get("slicing", {}),
+        "total_params": r0["total_params"],
+        "kernel_path": {k: kps[0][k] for k in KERNEL_KEYS},
+        "cpu_models": sorted({kp["cpu_model"] for kp in kps}),
+        "optimizer_settings": settings[0],
         # (step, tokens all ranks, FLOPs per rank, eval loss), tokens and FLOPs at a constant rate per step
         "curve": [(n, n * tokens / steps, n * flops / steps, evals[n]) for n in sorted(evals)],
     }
@@ -275,7 +366,25 @@ def load_runs(out):
         found.setdefault(name, {})[seed] = load_run(d, name, seed)
     if not found:
         die(f"no finished run under {out}/runs")
+    check_kernel_paths(found)
     return found
+
+
+def check_kernel_paths(runs):
+    """Every run on one kernel path, or exit naming two runs that differ and how many ran on each
+    path (runs: {name: {seed: run}})."""
+    by_path = {}
+    for name in sorted(runs):
+        for seed in sorted(runs[name]):
+            kp = runs[name][seed]["kernel_path"]
+            by_path.setdefault(path_key(kp), (kp, []))[1].append(f"{name} seed {seed}")
+    if len(by_path) > 1:
+        (kp_a, a), (kp_b, b) = list(by_path.values())[:2]
+        counts = "; ".join(f"{len(v)} on {path_text(kp)}" for kp, v in by_path.values())
+        die(
+            f"run {b[0]} ran on {path_text(kp_b)}, run {a[0]} on {path_text(kp_a)} ({counts}): report.py pairs "
+            "and compares runs of one kernel path only; re-run the others on the study's pinned path (run.sh)"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,6 +395,9 @@ def row_summary(name, seeds):
     """One grid row over its seeds (the state, FLOPs and bytes are the same for every seed)."""
     rs = [seeds[s] for s in sorted(seeds)]
     r = rs[0]
+    for x in rs[1:]:
+        if x["optimizer_settings"] != r["optimizer_settings"]:
+            die(f"row {name}: seed {x['seed']} resolved other optimizer_settings than seed {r['seed']}")
     losses, ppls = [x["eval_loss"] for x in rs], [x["eval_perplexity"] for x in rs]
     return {
         "seeds": sorted(seeds),
@@ -306,6 +418,10 @@ def row_summary(name, seeds):
         "wall_seconds_mean": mean([x["wall_seconds"] for x in rs]),
         "method": r["method"],
         "slicing": r["slicing"],
+        "total_params": r["total_params"],
+        "kernel_path": r["kernel_path"],
+        "cpu_models": sorted({m for x in rs for m in x["cpu_models"]}),
+        "optimizer_settings": r["optimizer_settings"],
         "per_seed": [
             {k: v for k, v in x.items() if k != "curve"} | {"curve": [list(p) for p in x["curve"]]} for x in rs
         ],
@@ -325,49 +441,67 @@ def mean_curve(seeds):
     return rows
 
 
-def paired_stats(name, ppu, ref):
-    """Paired differences d_s = loss(name, s) − loss(reference, s) over the seeds both rows ran."""
-    seeds = sorted(set(ppu) & set(ref))
-    d = [ppu[s]["eval_loss"] - ref[s]["eval_loss"] for s in seeds]
-    res = {
-        "reference": REFERENCE,
-        "seeds": seeds,
-        "n": len(d),
-        "loss": [ppu[s]["eval_loss"] for s in seeds],
-        "reference_loss": [ref[s]["eval_loss"] for s in seeds],
-        "differences": d,
-        "mean": mean(d) if d else None,
-        "ppl_ratio_mean": math.exp(mean(d)) if d else None,
-    }
-    na = "n/a (one seed)" if len(d) == 1 else "n/a (no paired seed)"
-    if len(d) < 2:
-        return res | {
-            "sd": None,
-            "t975": None,
-            "ci95": None,
-            "verdict": na,
-            "t80": None,
-            "mde80": None,
-            "ppl_ratio_ci95": None,
-            "ppl_ratio_mde80": None,
+def statistics_module():
+    """stats.py beside this file (imported on first use: bench/gpu/study.py loads this file for its
+    log reader on machines without scipy)."""
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    try:
+        import stats
+    except ImportError as e:
+        die(
+            f"{e}: the statistics need scipy and yaml, Debian's python3-scipy and python3-yaml "
+            f"(scripts/install-deps.sh --test), which /usr/bin/python3 imports; this is {sys.executable}. "
+            "Run /usr/bin/python3 bench/study/report.py OUT"
+        )
+    return stats
+
+
+def read_analysis():
+    stats = statistics_module()
+    try:
+        return stats.read_analysis(os.path.join(HERE, "analysis.yaml"))
+    except stats.AnalysisError as e:
+        die(str(e))
+
+
+def exp_or_none(x):
+    return None if x is None else math.exp(x)
+
+
+def paired_family(pairs, analysis=None):
+    """pairs: {name: (reference name, the row's runs {seed: run}, the reference's runs)}. Differences
+    d_s = loss(name, s) − loss(reference, s) over the seeds both rows ran; every comparison with at
+    least two such seeds is one member of the family the corrections count (stats.family)."""
+    stats = statistics_module()
+    analysis = analysis or read_analysis()
+    seeds = {name: sorted(set(row) & set(ref)) for name, (_, row, ref) in pairs.items()}
+    res = stats.family(
+        {
+            name: ([row[s]["eval_loss"] for s in seeds[name]], [ref[s]["eval_loss"] for s in seeds[name]])
+            for name, (_, row, ref) in pairs.items()
+        },
+        analysis,
+    )
+    out = {}
+    for name, (reference, row, ref) in pairs.items():
+        r = res[name]
+        out[name] = {
+            "reference": reference,
+            "seeds": seeds[name],
+            "loss": [row[s]["eval_loss"] for s in seeds[name]],
+            "reference_loss": [ref[s]["eval_loss"] for s in seeds[name]],
+            **r,
+            "ppl_ratio_mean": exp_or_none(r["mean"]),
+            "ppl_ratio_ci": [math.exp(x) for x in r["ci"]] if r["ci"] else None,
+            "ppl_ratio_detectable": exp_or_none(r["detectable"]),
         }
-    n, m = len(d), mean(d)
-    sd = math.sqrt(sum((x - m) ** 2 for x in d) / (n - 1))
-    t975, t80 = T975[min(n - 1, 9)], T80[min(n - 1, 9)]
-    half = t975 * sd / math.sqrt(n)
-    lo, hi = m - half, m + half
-    verdict = "worse" if lo > 0 else "better" if hi < 0 else "indistinguishable at this power"
-    mde = (t975 + t80) * sd / math.sqrt(n)
-    return res | {
-        "sd": sd,
-        "t975": t975,
-        "ci95": [lo, hi],
-        "verdict": verdict,
-        "t80": t80,
-        "mde80": mde,
-        "ppl_ratio_ci95": [math.exp(lo), math.exp(hi)],
-        "ppl_ratio_mde80": math.exp(mde),
-    }
+    return out
+
+
+def paired_stats(name, ppu, ref, reference=REFERENCE):
+    """One comparison as a family of its own (owners.py): no correction beyond it."""
+    return paired_family({name: (reference, ppu, ref)})[name]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,6 +539,30 @@ def write_table(out, order, rows):
             "over seeds. Sent: payload bytes one rank put on the wire (largest rank). Wall: the run's wall time "
             "(start-up and evaluation included), mean over seeds."
         ),
+        "",
+        (
+            "| run | seeds | parameters | CPU model(s) | kernel path | outer lr | outer momentum | inner lr | "
+            "inner grad_clip |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in order:
+        r = rows[name]
+        o = r["optimizer_settings"]
+        lines.append(
+            f"| {name} | {','.join(map(str, r['seeds']))} | {r['total_params']:,} | {'; '.join(r['cpu_models'])} | "
+            f"{path_text(r['kernel_path'])} | {o['outer']['lr']:g} | {o['outer']['momentum']:g} | "
+            f"{o['inner']['lr']:g} | {o['inner']['grad_clip']:g} |"
+        )
+    lines += [
+        "",
+        (
+            "Parameters: of the model (total_params). CPU model(s): /proc/cpuinfo's model name of the machines the "
+            "row's runs ran on. Kernel path: the kernels that decide a CPU run's bits besides config and seed "
+            "(OpenBLAS's core, ATen's CPU capability, oneDNN on or off); report.py compares runs of one path "
+            "only, on which the CPU model does not change a result. Optimiser: as every run of the row resolved it "
+            "(summary's optimizer_settings; grad_clip 0 = no clipping)."
+        ),
     ]
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -414,57 +572,89 @@ def fmt(x, spec="+.4f"):
     return "n/a" if x is None else format(x, spec)
 
 
-def write_paired(out, paired):
+def write_paired(out, paired, analysis):
+    tested = [p for p in paired.values() if p["n"] >= 2]
+    m = len(tested)
+    a, margin = analysis["alpha"], analysis["equivalence_margin_nats"]
+    each = f"{a / m:.4g}" if m else "n/a"
+    level = f"{100 * (1 - a / m):.4g} %" if m else "n/a"
     lines = [
-        f"# Paired comparison with {REFERENCE} (final eval loss of θ, nats/token)",
+        "# Paired comparisons (final eval loss of θ, nats/token)",
         "",
         (
-            f"Seed s is the same initial θ and the same data streams for both rows, so d_s = loss(row, s) − "
-            f"loss({REFERENCE}, s) removes what the seed does to both. Mean and sample sd over the seeds; the 95 % "
-            "interval is mean ± t_{0.975,n−1}·sd/√n (Student t). Verdict: **worse** if the interval lies above 0, "
-            "**better** if below 0, otherwise **indistinguishable at this power**."
+            "Each `paired` row is compared with its reference row (`vs`: streaming-diloco unless the grid names "
+            "another) seed by seed. Seed s is the same initial θ and the same data streams for both rows, so "
+            "d_s = loss(row, s) − loss(reference, s) removes what the seed does to both. Mean and sample sd "
+            "over the seeds; p: the two-sided paired t-test (scipy.stats.ttest_rel)."
         ),
         "",
         (
-            "MDE (80 %) = (t_{0.975,n−1} + t_{0.80,n−1})·sd/√n, the minimum detectable effect: the smallest true "
-            "mean difference that this many seeds, with this seed-to-seed spread, would find (interval excluding 0) "
-            "4 times in 5. A true difference smaller than it would often be called indistinguishable, so "
-            "'indistinguishable' rules out only differences of about the MDE or more, not small ones. "
-            "The ppl ratio columns are exp() of the loss columns: PPU's perplexity over "
-            f"{REFERENCE}'s (a ratio of geometric means over seeds)."
+            f"**The family is every comparison below with at least two paired seeds: m = {m}.** The statistical "
+            f"plan (bench/study/analysis.yaml, declared before the v2 runs): alpha = {a:g}, power = "
+            f"{analysis['power']:g}, equivalence margin ±{margin:g} nats (perplexity ratio "
+            f"{math.exp(-margin):.3f} to {math.exp(margin):.3f}), correction {analysis['correction']}."
         ),
         "",
         (
-            "| run | seeds | d_s per seed | mean d | sd | 95 % interval | verdict | MDE (80 %) | ppl ratio | "
-            "ppl ratio 95 % | ppl ratio MDE |"
+            "- **Verdicts: Holm-Bonferroni.** The p-values of the m difference tests are Holm-adjusted (the i-th "
+            "smallest times m − i + 1, made monotone); **worse** or **better** (by the sign of the mean) where the "
+            f"adjusted p < {a:g}. Equivalence is tested by two one-sided t-tests (TOST) against ±{margin:g} nats, "
+            f"their p (the larger one-sided p) Holm-adjusted over the same m comparisons: **equivalent within "
+            f"±{margin:g} nats** where that adjusted p < {a:g} and no difference was found. Otherwise **not "
+            "distinguishable**, with the detectable size. A difference the seeds resolve is called worse or better even "
+            "when it lies inside the margin (the TOST column then says so too). Each kind of verdict keeps its family-wise error at "
+            f"{a:g}: the chance of any false 'worse'/'better' is at most {a:g}, and of any false 'equivalent' "
+            f"at most {a:g}."
         ),
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        (
+            f"- **Intervals: Bonferroni**, the simultaneous Student-t interval at confidence 1 − alpha/m = {level} "
+            "(t quantile at 1 − alpha/(2m)), since Holm's procedure has no simple simultaneous interval. It is "
+            "wider than what Holm's test needs for every comparison but the one with the smallest p, so a "
+            "Holm verdict of worse or better can come with a Bonferroni interval that still touches 0."
+        ),
+        (
+            f"- **Detectable size**: the true mean difference that the two-sided paired t-test at the Bonferroni "
+            f"level alpha/m = {each} detects with probability {analysis['power']:g}, from its exact power "
+            "(noncentral t with n − 1 degrees of freedom and noncentrality δ√n/σ; δ/σ solved with Brent's method), "
+            "taking the observed sd as σ. A true difference smaller than it is often missed: 'not distinguishable' "
+            "rules out only differences of about that size or more."
+        ),
+        (
+            "- The ppl ratio columns are exp() of the loss columns: the row's perplexity over its reference's (a "
+            "ratio of geometric means over seeds)."
+        ),
+        "",
+        (
+            f"| run | vs | seeds | d_s per seed | mean d | sd | p | p (Holm) | interval ({level}, Bonferroni) | "
+            f"TOST p (Holm), ±{margin:g} | verdict | detectable size | ppl ratio | ppl ratio interval |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes = []
     for name, p in paired.items():
-        ci = "n/a" if p["ci95"] is None else f"[{p['ci95'][0]:+.4f}, {p['ci95'][1]:+.4f}]"
-        rci = "n/a" if p["ppl_ratio_ci95"] is None else "[{:.3f}, {:.3f}]".format(*tuple(p["ppl_ratio_ci95"]))
-        if p["n"] < 2:
-            sd = ci = mde = p["verdict"]
-            rci = rmde = "n/a"
-        else:
-            sd, mde, rmde = fmt(p["sd"], ".4f"), fmt(p["mde80"], ".4f"), fmt(p["ppl_ratio_mde80"], ".3f")
-        lines.append(
-            f"| {name} | {','.join(map(str, p['seeds'])) or '-'} | "
-            f"{', '.join(format(x, '+.4f') for x in p['differences']) or '-'} | {fmt(p['mean'])} | {sd} | "
-            f"{ci} | {p['verdict']} | {mde} | {fmt(p['ppl_ratio_mean'], '.3f')} | {rci} | {rmde} |"
+        head = (
+            f"| {name} | {p['reference']} | {','.join(map(str, p['seeds'])) or '-'} | "
+            f"{', '.join(format(x, '+.4f') for x in p['differences']) or '-'} | {fmt(p['mean'])} | "
         )
-        if p["n"] >= 2:
-            notes.append(
-                f"- **{name}**: {p['verdict']}. Over {p['n']} seeds its final eval loss differs from "
-                f"{REFERENCE}'s by {p['mean']:+.4f} nats/token on average (perplexity "
-                f"×{p['ppl_ratio_mean']:.3f}), 95 % interval "
-                f"[{p['ci95'][0]:+.4f}, {p['ci95'][1]:+.4f}] (×{p['ppl_ratio_ci95'][0]:.3f} to "
-                f"×{p['ppl_ratio_ci95'][1]:.3f}); the seeds could detect a true difference of about "
-                f"{p['mde80']:.4f} nats (perplexity ×{p['ppl_ratio_mde80']:.3f}) at 80 % power."
-            )
-        else:
-            notes.append(f"- **{name}**: {p['verdict']}: no interval or verdict.")
+        if p["n"] < 2:
+            na = f"{p['verdict']} | n/a | n/a | n/a | n/a | {p['verdict']} | n/a"
+            lines.append(head + f"{na} | {fmt(p['ppl_ratio_mean'], '.3f')} | n/a |")
+            notes.append(f"- **{name}** vs {p['reference']}: {p['verdict']}: no test, interval or verdict.")
+            continue
+        ci = "[{:+.4f}, {:+.4f}]".format(*p["ci"])
+        rci = "[{:.3f}, {:.3f}]".format(*p["ppl_ratio_ci"])
+        lines.append(
+            head + f"{p['sd']:.4f} | {p['p']:.3g} | {p['p_holm']:.3g} | {ci} | {p['tost_p_holm']:.3g} | "
+            f"{p['verdict']} | {p['detectable']:.4f} | {p['ppl_ratio_mean']:.3f} | {rci} |"
+        )
+        notes.append(
+            f"- **{name}** vs {p['reference']}: {p['verdict']}. Over {p['n']} seeds the final eval loss differs by "
+            f"{p['mean']:+.4f} nats/token on average (perplexity ×{p['ppl_ratio_mean']:.3f}); paired t-test p = "
+            f"{p['p']:.3g}, Holm-adjusted {p['p_holm']:.3g}; {level} Bonferroni interval {ci} (×{p['ppl_ratio_ci'][0]:.3f} "
+            f"to ×{p['ppl_ratio_ci'][1]:.3f}); TOST against ±{margin:g} nats, Holm-adjusted p = "
+            f"{p['tost_p_holm']:.3g}; the seeds detect a true difference of {p['detectable']:.4f} nats "
+            f"(perplexity ×{p['ppl_ratio_detectable']:.3f}) with probability {analysis['power']:g}."
+        )
     with open(os.path.join(out, "paired.md"), "w") as f:
         f.write("\n".join(lines + [""] + (notes or ["No paired row ran."])) + "\n")
 
@@ -526,9 +716,10 @@ def loss_range(names, runs, unigram):
 
 
 def loss_plots(runs, order, unigram, budget):
-    left = [n for n in BASELINES + PPU_MLP + PPU_MLP_HEADS + LONGER if n in runs]
-    refs = [n for n in ABLATION_REFERENCES if n in runs]
-    right = refs + [n for n in order if n not in left]
+    """order: the rows to draw (those of the main model size)."""
+    left = [n for n in BASELINES + PPU_MLP + PPU_MLP_HEADS + LONGER if n in order]
+    refs = [n for n in ABLATION_REFERENCES if n in order]
+    right = refs + [n for n in order if n not in left and n not in refs]
     ulabel = f"unigram entropy ({unigram:.3f} nats)"
     script = []
     for xcol, scale, xlabel, what, png in [
@@ -578,39 +769,58 @@ def nice_step(span, tics=6):
     return next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
 
 
-def paired_plot(paired):
+def verdict_lines(p):
+    """The verdict on at most two short lines for a plot's tic or label."""
+    v = p["verdict"]
+    if v.startswith("not distinguishable"):
+        return f"not distinguishable\\ndetectable {p['detectable']:.3f} nats"
+    return v.replace(" within", "\\nwithin")
+
+
+def paired_plot(paired, analysis):
     names = list(paired)
     ys = (
-        [0.0]
+        [-analysis["equivalence_margin_nats"], analysis["equivalence_margin_nats"]]
         + [d for p in paired.values() for d in p["differences"]]
-        + [y for p in paired.values() if p["ci95"] for y in p["ci95"]]
+        + [y for p in paired.values() if p["ci"] for y in p["ci"]]
     )
     lo, hi = min(ys), max(ys)
     pad = 0.1 * (hi - lo or 0.01)
     lo, hi = lo - pad, hi + pad
+    m = next(iter(paired.values()))["family_size"]
+    level = f"{100 * (1 - analysis['alpha'] / m):.4g} %" if m else ""
+    margin = analysis["equivalence_margin_nats"]
 
     def tic(n):
         p = paired[n]
-        extra = f"MDE {p['mde80']:.3f} nats" if p["mde80"] is not None else ""
-        return f'"{n}\\n{p["verdict"]}\\n{extra}" {names.index(n)}'
+        vs = "" if p["reference"] == REFERENCE else f"\\nvs {p['reference']}"
+        return f'"{n}{vs}\\n{verdict_lines(p)}" {names.index(n)}'
 
     lines = [
+        f"set terminal pngcairo size {max(1100, 210 * len(names) + 150)},680 font ',11' noenhanced",
         "set output 'paired.png'",
         (
-            f"set title \"Final eval loss of each paired PPU row minus {REFERENCE}'s with the same seed\\n"
-            'points: one seed each; bar: mean and its 95 % Student-t interval; MDE: detectable at 80 % power" '
+            "set title \"Final eval loss of each paired row minus its reference's, seed by seed\\n"
+            f"(reference: {REFERENCE} unless named); "
+            + (f"bar: mean and its {level} Bonferroni interval (m = {m})" if m else "one seed each: no interval")
+            + "\\n"
+            f'verdicts Holm-corrected; equivalent only by TOST within ±{margin:g} nats (dashed lines)" '
             "font ',12'"
         ),
-        "set ylabel 'final eval loss − Streaming DiLoCo (nats)'; set xlabel ''",
+        "set ylabel 'final eval loss − reference (nats)'; set xlabel ''",
         f"set yrange [{lo:.5f}:{hi:.5f}]",
-        "set y2label 'perplexity ratio PPU / Streaming DiLoCo = exp(difference)'",
+        "set y2label 'perplexity ratio row / reference = exp(difference)'",
         "set link y2 via exp(y) inverse log(y)",
         f"set y2tics {nice_step(math.exp(hi) - math.exp(lo)):g} format '%.4g'",
         f"set xrange [-0.6:{len(names) - 0.4}]; set xtics (" + ", ".join(tic(n) for n in names) + ")",
-        "set key outside bottom center horizontal; set bmargin 8",
+        "set key outside bottom center horizontal; set bmargin 9",
     ]
     seed_set = sorted({s for p in paired.values() for s in p["seeds"]})
-    elems = ["0 with lines lw 1.5 lc rgb '#000000' title 'no difference'"]
+    elems = [
+        "0 with lines lw 1.5 lc rgb '#000000' title 'no difference'",
+        f"{margin} with lines dt 2 lw 1.2 lc rgb '#555555' title 'equivalence margin ±{margin:g}'",
+        f"{-margin} with lines dt 2 lw 1.2 lc rgb '#555555' notitle",
+    ]
     points = [(7, "#1f77b4"), (5, "#ff7f0e"), (9, "#2ca02c"), (11, "#9467bd"), (13, "#8c564b")]
     for j, s in enumerate(seed_set):
         pt, colour = points[j % len(points)]
@@ -618,26 +828,103 @@ def paired_plot(paired):
             f"'paired-seeds.dat' using ($3 == {s} ? $1 : 1/0):4 with points pt {pt} ps 1.6 "
             f"lc rgb '{colour}' title 'seed {s}'"
         )
-    if any(p["ci95"] for p in paired.values()):
+    if any(p["ci"] for p in paired.values()):
         elems.append(
             "'paired.dat' using 1:3:4:5 with yerrorbars pt 3 ps 2.5 lw 2.5 lc rgb '#d62728' "
-            "title 'mean with 95 % interval'"
+            f"title 'mean with {level} Bonferroni interval'"
         )
     lines.append("plot " + ", \\\n  ".join(elems))
     return "\n".join(lines)
 
 
-def memory_plot(rows, order, out):
+def gap_points(paired, rows):
+    """The 1/4-MLPs-minus-Streaming-DiLoCo comparisons, one per model size, that have an interval:
+    [(total parameters, name, comparison)], smallest model first. A comparison qualifies when the row
+    is PPU with 1/4 of the MLPs (full Jacobian), its reference is Streaming DiLoCo of the same size, and
+    both resolved the same optimiser settings."""
+    found = {}
+    for name, p in paired.items():
+        r, ref = rows.get(name), rows.get(p["reference"])
+        if not r or not ref or p["ci"] is None:
+            continue
+        sl = r["slicing"]
+        if not (
+            r["method"] == "ppu"
+            and sl.get("mode") == "mlp"
+            and sl.get("slices") == 4
+            and sl.get("jacobian", "full") == "full"
+            and ref["method"] == "streaming-diloco"
+            and ref["total_params"] == r["total_params"]
+            and ref["optimizer_settings"] == r["optimizer_settings"]
+        ):
+            continue
+        if r["total_params"] in found:
+            die(f"two 1/4-MLPs comparisons at {r['total_params']:,} parameters: {found[r['total_params']][0]}, {name}")
+        found[r["total_params"]] = (name, p)
+    return [(k, *found[k]) for k in sorted(found)]
+
+
+def gap_plot(points, analysis, out):
+    """gap_vs_params.png: the paired 1/4-MLPs − Streaming DiLoCo difference against parameters."""
+    m = points[0][2]["family_size"]
+    level = f"{100 * (1 - analysis['alpha'] / m):.4g} %"
+    with open(os.path.join(out, "gap.dat"), "w") as f:
+        f.write("# parameters mean ci_low ci_high (final eval loss, 1/4 MLPs − Streaming DiLoCo, nats) run\n")
+        f.writelines(f"{k} {p['mean']} {p['ci'][0]} {p['ci'][1]} {n}\n" for k, n, p in points)
+    with open(os.path.join(out, "gap-seeds.dat"), "w") as f:
+        f.write("# parameters seed difference\n")
+        for k, _, p in points:
+            f.writelines(
+                f"{k * 1.035 ** (j + 1):.1f} {s} {d}\n"  # beside the bar, to its right
+                for j, (s, d) in enumerate(zip(p["seeds"], p["differences"], strict=True))
+            )
+    ys = [0.0] + [y for _, _, p in points for y in p["ci"] + p["differences"]]
+    lo, hi = min(ys), max(ys)
+    pad = 0.12 * (hi - lo or 0.01)
+    ks = [k for k, _, _ in points]
+    labels = [
+        f"set label \"{n}\\n{verdict_lines(p)}\" at {k}, {p['ci'][1]:.5f} center offset 0, 2.2 font ',9'"
+        for k, n, p in points
+    ]
+    tics = ", ".join(f"'{k:,}' {k}" for k in ks)
+    return "\n".join(
+        [
+            "set terminal pngcairo size 1000,700 font ',11' noenhanced",
+            "set output 'gap_vs_params.png'",
+            (
+                'set title "PPU 1/4 MLPs minus Streaming DiLoCo of the same size, seed by seed, against the model size'
+                f'\\nbar: mean and its {level} Bonferroni interval (family of m = {m}); small points: each seed"'
+            ),
+            f"set logscale x; set xrange [{min(ks) / 1.6:.0f}:{max(ks) * 1.6:.0f}]",
+            f"set xtics ({tics}); set mxtics default; set xlabel 'parameters of the model (log scale)'",
+            "set ylabel 'final eval loss, 1/4 MLPs − Streaming DiLoCo (nats)'",
+            f"set yrange [{lo - pad:.5f}:{hi + 3 * pad:.5f}]",
+            "set y2label 'perplexity ratio = exp(difference)'; set link y2 via exp(y) inverse log(y)",
+            f"set y2tics {nice_step(math.exp(hi) - math.exp(lo)):g} format '%.4g'",
+            "set key inside top left vertical box opaque; set grid",
+            *labels,
+            "plot 0 with lines lw 1.5 lc rgb '#000000' title 'no difference', \\",
+            "  'gap-seeds.dat' using 1:3 with points pt 7 ps 1.1 lc rgb '#1f77b4' title 'one seed', \\",
+            f"  'gap.dat' using 1:2:3:4 with yerrorbars pt 5 ps 1.8 lw 2.5 lc rgb '#d62728' title 'mean, {level} interval', \\",
+            "  'gap.dat' using 1:2 with lines dt 2 lw 1.5 lc rgb '#d62728' notitle",
+            "unset logscale x; unset label; unset y2tics; unset y2label; unset link y2; set xtics autofreq",
+        ]
+    )
+
+
+def memory_plot(rows, order, out, refs, sizes):
+    """refs: {row: the row its state is compared with}; sizes: (rows of the main model size, the others)."""
+    main_rows, other = sizes
     groups = [
-        ("baselines", [n for n in BASELINES if n in rows]),
-        ("PPU 1/N MLPs", [n for n in PPU_MLP if n in rows]),
-        ("PPU 1/N MLPs\\n+ 1/N heads", [n for n in PPU_MLP_HEADS if n in rows]),
-        ("ablations", [n for n in order if n not in BASELINES + PPU_MLP + PPU_MLP_HEADS + LONGER]),
+        ("baselines", [n for n in BASELINES if n in main_rows]),
+        ("PPU 1/N MLPs", [n for n in PPU_MLP if n in main_rows]),
+        ("PPU 1/N MLPs\\n+ 1/N heads", [n for n in PPU_MLP_HEADS if n in main_rows]),
+        ("ablations", [n for n in main_rows if n not in BASELINES + PPU_MLP + PPU_MLP_HEADS + LONGER]),
+        ("other model sizes\\n(vs their own reference)", other),
     ]
     groups = [(g, ns) for g, ns in groups if ns]
     ref = rows.get(REFERENCE)
     ref_total = ref["state_bytes"]["total"] if ref else None
-    ref_dev = sum(ref["state_bytes"][c] for c in COMPONENTS if c not in HOST) if ref else None
     x, tics, group_labels, separators, labels = 0.0, [], [], [], []
     top = max(r["state_bytes"]["total"] for r in rows.values()) * MIB
     with open(os.path.join(out, "memory.dat"), "w") as f:
@@ -653,10 +940,12 @@ def memory_plot(rows, order, out):
                     cum.append(cum[-1] + b[c] * MIB)
                 f.write(f"{x:.2f} {n} " + " ".join(f"{v:.4f}" for v in cum) + "\n")
                 tics.append(f"'{n}' {x:.2f}")
-                if ref_total and rows[n]["method"] == "ppu":
+                rb = rows[refs[n]]["state_bytes"] if refs.get(n) in rows else None
+                if rb and rows[n]["method"] == "ppu":
                     dev = sum(b[c] for c in COMPONENTS if c not in HOST)
+                    ref_dev = sum(rb[c] for c in COMPONENTS if c not in HOST)
                     text = (
-                        f"{100 * (b['total'] / ref_total - 1):+.1f} %\\ndev. {100 * (dev / ref_dev - 1):+.0f} %"
+                        f"{100 * (b['total'] / rb['total'] - 1):+.1f} %\\ndev. {100 * (dev / ref_dev - 1):+.0f} %"
                     ).replace("-", "−")
                     labels.append(f"set label \"{text}\" at {x:.2f}, {cum[-1] + 0.07 * top:.4f} center font ',9'")
                 x += 1
@@ -672,7 +961,8 @@ def memory_plot(rows, order, out):
         elems.append(f"{ref_total * MIB} with lines dt 2 lw 1.5 lc rgb '#2ca02c' title '{REFERENCE} total'")
     k = next(iter(rows.values()))["world_size"]
     note = (
-        f"labels: state vs {REFERENCE}, in all and on the device (dev.: weights + gradients + AdamW)"
+        f"labels: state vs {REFERENCE}{' (other sizes: vs their own)' if other else ''}, in all and on the device "
+        "(dev.: weights + gradients + AdamW)"
         if ref_total
         else ""
     ) + "".join(f"; {n}: as {LONGER_OF[n]}" for n in LONGER if n in rows)
@@ -765,19 +1055,24 @@ def ppl_plot(rows, runs, out, tokens):
     )
 
 
-def plots(out, runs, rows, order, paired, unigram):
+def plots(out, runs, rows, order, paired, unigram, analysis, refs, sizes):
+    """sizes: (rows of the main model size, rows of other sizes); the loss and perplexity plots show
+    the main size only, gap_vs_params.png the 1/4 gap at every size."""
+    main_rows, other = sizes
     write_curves(out, runs)
     k = rows[order[0]]["world_size"]
-    tokens = Counter(rows[n]["tokens"] for n in order).most_common(1)[0][0]
+    tokens = Counter(rows[n]["tokens"] for n in main_rows).most_common(1)[0][0]
     budget = f"{tokens / 1e6:.1f} M tokens per run (K = {k})" + "".join(
         f", {n}: {rows[n]['tokens'] / 1e6:.1f} M ({rows[n]['tokens'] / tokens:.2g}x)"
-        for n in order
+        for n in main_rows
         if abs(rows[n]["tokens"] / tokens - 1) > 0.01
     )
+    if other:
+        budget += f"; not shown: {len(other)} rows at other model sizes (gap_vs_params.png)"
     with open(os.path.join(out, "paired.dat"), "w") as f:
-        f.write("# index run mean ci_low ci_high (final eval loss − reference, nats)\n")
+        f.write("# index run mean ci_low ci_high (final eval loss − reference, nats; Bonferroni interval)\n")
         for i, (n, p) in enumerate(paired.items()):
-            lo, hi = p["ci95"] or ("NaN", "NaN")
+            lo, hi = p["ci"] or ("NaN", "NaN")
             f.write(f"{i} {n} {p['mean'] if p['mean'] is not None else 'NaN'} {lo} {hi}\n")
     with open(os.path.join(out, "paired-seeds.dat"), "w") as f:
         f.write("# x run seed difference\n")
@@ -791,18 +1086,24 @@ def plots(out, runs, rows, order, paired, unigram):
         "set terminal pngcairo size 1700,800 font ',11' noenhanced",
         "set grid",
         "set key inside top right vertical box opaque samplen 3",
-        loss_plots(runs, order, unigram, budget),
+        loss_plots(runs, main_rows, unigram, budget),
         "set autoscale",
         "set terminal pngcairo size 1100,680 font ',11' noenhanced",
     ]
     if paired:
-        script += [paired_plot(paired), "unset y2tics; unset y2label; unset link y2; set bmargin"]
+        script += [paired_plot(paired, analysis), "unset y2tics; unset y2label; unset link y2; set bmargin"]
     script += [
         "set autoscale; set xtics autofreq norotate",
-        memory_plot(rows, order, out),
+        memory_plot(rows, order, out, refs, sizes),
         "set autoscale; set xtics autofreq norotate",
-        ppl_plot(rows, runs, out, tokens),
+        ppl_plot({n: rows[n] for n in main_rows}, runs, out, tokens),
     ]
+    points = gap_points(paired, rows)
+    if points:
+        script += ["set autoscale; set xtics autofreq norotate", gap_plot(points, analysis, out)]
+    else:
+        for f in ("gap_vs_params.png", "gap.dat", "gap-seeds.dat"):  # none from an earlier report either
+            pathlib.Path(out, f).unlink(missing_ok=True)
     with open(os.path.join(out, "plots.gp"), "w") as f:
         f.write("\n".join(script) + "\n")
     try:
@@ -817,35 +1118,51 @@ def plots(out, runs, rows, order, paired, unigram):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: report.py OUT_DIR")
-    out = sys.argv[1]
+    args = sys.argv[1:]
+    corpus = None
+    if len(args) == 3 and args[1] == "--corpus":
+        corpus = args[2]
+    elif len(args) != 1 or args[0].startswith("-"):
+        sys.exit("usage: report.py OUT_DIR [--corpus CORPUS_DIR]")
+    out = args[0]
+    corpus = corpus or os.path.join(out, "corpus")
     grid = read_grid()
-    unigram = unigram_entropy(os.path.join(out, "corpus", "data"))
+    analysis = read_analysis()
     runs = load_runs(out)
+    unigram = unigram_entropy(os.path.join(corpus, "data"))
     grid_names = [n for n, _ in grid]
     order = [n for n in grid_names if n in runs] + sorted(n for n in runs if n not in grid_names)
     rows = {n: row_summary(n, runs[n]) for n in order}
     ks = {r["world_size"] for r in rows.values()}
     if len(ks) > 1:
         die(f"runs under {out}/runs mix world sizes {sorted(ks)}; the study compares at one K")
-    paired = {}
-    for n, tags in grid:
-        if "paired" in tags and n != REFERENCE and n in runs:
-            paired[n] = paired_stats(n, runs[n], runs.get(REFERENCE, {}))
+    pairs = {n: (ref, runs[n], runs.get(ref, {})) for n, ref in comparisons(grid) if n in runs}
+    paired = paired_family(pairs, analysis)
+    # The main model size: the reference row's (else the commonest); rows of other sizes are
+    # compared with their own references only.
+    main_size = (
+        rows[REFERENCE]["total_params"]
+        if REFERENCE in rows
+        else Counter(r["total_params"] for r in rows.values()).most_common(1)[0][0]
+    )
+    main_rows = [n for n in order if rows[n]["total_params"] == main_size]
+    other = [n for n in order if rows[n]["total_params"] != main_size]
+    refs = {n: (paired[n]["reference"] if n in paired else REFERENCE if n in main_rows else n) for n in order}
     write_table(out, order, rows)
-    write_paired(out, paired)
-    tokens = Counter(r["tokens"] for r in rows.values()).most_common(1)[0][0]
-    ref = rows.get(REFERENCE)
-    for r in rows.values():
+    write_paired(out, paired, analysis)
+    tokens = Counter(rows[n]["tokens"] for n in main_rows).most_common(1)[0][0]
+    for n, r in rows.items():
         b = r["state_bytes"]
         r["device_state_bytes"] = sum(b[c] for c in COMPONENTS if c not in HOST)
         r["host_state_bytes"] = sum(b[c] for c in HOST)
+        ref = rows.get(refs[n])
         if ref:
+            r["state_reference"] = refs[n]
             r["state_vs_reference"] = b["total"] / ref["state_bytes"]["total"] - 1
             r["device_state_vs_reference"] = (
                 r["device_state_bytes"] / (sum(ref["state_bytes"][c] for c in COMPONENTS if c not in HOST)) - 1
             )
+    tested = [p for p in paired.values() if p["n"] >= 2]
     summary = {
         "study": {
             "world_size": ks.pop(),
@@ -853,7 +1170,19 @@ def main():
             "reference": REFERENCE,
             "host_components": sorted(HOST),
             "rows": order,
-            "t_quantiles": {"t975_by_df": T975, "t80_by_df": T80},
+            "main_model_params": main_size,
+            "other_model_sizes": other,
+            "kernel_path": rows[order[0]]["kernel_path"],
+            "cpu_models": sorted({m for r in rows.values() for m in r["cpu_models"]}),
+        },
+        "statistics": analysis
+        | {
+            "family_size": len(tested),
+            "family": [n for n, p in paired.items() if p["n"] >= 2],
+            "test": "paired two-sided t-test (scipy.stats.ttest_rel)",
+            "verdicts": "Holm-adjusted p of the difference and of TOST, each over the family",
+            "interval": "Bonferroni: Student t at confidence 1 - alpha/m",
+            "detectable": "exact power of the two-sided paired t-test at alpha/m (noncentral t), observed sd",
         },
         "unigram": unigram,
         "runs": rows,
@@ -861,7 +1190,7 @@ def main():
     }
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    plots(out, runs, rows, order, paired, unigram["nats_per_token"])
+    plots(out, runs, rows, order, paired, unigram["nats_per_token"], analysis, refs, (main_rows, other))
     print(pathlib.Path(out, "table.md").read_text(), end="")
     print()
     print(pathlib.Path(out, "paired.md").read_text(), end="")

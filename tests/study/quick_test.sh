@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # study_quick_pipeline: bench/study/run.sh --quick writes the corpus manifest, one summary per
-# rank for every quick grid row, table.md with a row per run, paired.md (one seed: no interval),
+# rank for every quick grid row, table.md with a row per run (results; kernel path and
+# optimiser settings), paired.md (one seed: no interval),
 # summary.json (runs, unigram entropy, paired) and five PNG plots;
 # a second invocation skips every finished run; a bad flag is a one-line error naming it.
 # Usage: quick_test.sh BUILD_DIR SOURCE_DIR SHARED_DIR. Prints "PASS study-quick" or "FAIL: ...".
@@ -25,7 +26,10 @@ for n in $names; do
   grep -q "^| $n | 0 | [0-9.]* |" "$OUT/table.md" || fail "table.md has no row for $n"
   grep -q "eval step 10 loss" "$d/run.log" || fail "run $n logged no eval curve"
 done
-[[ $(grep -c "^| " "$OUT/table.md") -eq $(($(wc -w <<<"$names") + 1)) ]] || fail "table.md has extra or missing rows"
+# two tables, each a header and a row per run: the results, then the kernel path and optimiser settings
+[[ $(grep -c "^| " "$OUT/table.md") -eq $((2 * ($(wc -w <<<"$names") + 1))) ]] || fail "table.md has extra or missing rows"
+grep -q "^| streaming-diloco | 0 | [0-9,]* | .* | OpenBLAS .*, ATen .*, oneDNN o[nf]* | " "$OUT/table.md" \
+  || fail "table.md lists no kernel path for streaming-diloco"
 python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert sorted(s["runs"]) == sorted(sys.argv[2].split()) and all(v["peak_rss"] > 1 << 20 and v["bytes_sent"] > 0 for v in s["runs"].values())' "$OUT/summary.json" "$names" \
   || fail "summary.json lacks a run, peak RSS or bytes sent"
 # A sanity bound, derived: the uniform model over the 1024 tokens scores log 1024 = 6.93 nats; the
@@ -36,7 +40,7 @@ python3 -c 'import json,sys; u=json.load(open(sys.argv[1]))["unigram"]; assert 0
 paired=$(awk -F'\t' '$4 ~ /(^|,)quick(,|$)/ && $4 ~ /(^|,)paired(,|$)/ && $1 != "streaming-diloco" {print $1}' "$SRC/bench/study/grid.tsv")
 [[ -n $paired ]] || fail "grid.tsv marks no quick row paired"
 for n in $paired; do # one seed under --quick: a difference, but no interval or verdict
-  grep -q "^| $n | 0 | [-+][0-9.]* | [-+][0-9.]* | n/a (one seed) |" "$OUT/paired.md" || fail "paired.md has no one-seed row for $n"
+  grep -q "^| $n | streaming-diloco | 0 | [-+][0-9.]* | [-+][0-9.]* | n/a (one seed) |" "$OUT/paired.md" || fail "paired.md has no one-seed row for $n"
   python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["paired"][sys.argv[2]]; assert p["n"] == 1 and p["verdict"] == "n/a (one seed)"' "$OUT/summary.json" "$n" \
     || fail "summary.json has no one-seed paired entry for $n"
 done
