@@ -17,6 +17,7 @@
 #include "core/cost_model.h"
 #include "core/model_spec.h"
 #include "core/slice_plan.h"
+#include "engine/cpu/blas_kernels.h"
 #include "engine/cpu/compute_threads.h"
 #include "engine/model/transformer.h"
 
@@ -53,6 +54,7 @@ struct GemmTimer {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ppu::run_widest_blas_kernels(argv);  // the kernels ppu-train runs; may re-execute this binary
   CLI::App app{"partial_backward_bench: PPU backward time vs full backward, next to Appendix C"};
   ModelSpec m = *model_preset("small");
   int batch = 8, reps = 7, threads = 0;

@@ -15,7 +15,9 @@ gemm_peak measures this machine's fp32 GEMM peak with the same BLAS and threads 
 ppu-plan gives each configuration's exact matmul FLOPs per step, so each median becomes a
 model-FLOPs utilisation (MFU). Prints a table: seconds per step, tokens/s ratio C++/Python, MFU.
 All three run OpenBLAS with the same kernels: --openblas-core auto (the default) removes
-OPENBLAS_CORETYPE from their environment, so OpenBLAS picks the kernels for this CPU; a NAME
+OPENBLAS_CORETYPE from their environment, so the kernels for this CPU run (OpenBLAS's detection,
+or where it fell back to narrower kernels than the CPU runs, the core ppu's binaries chose: the
+first GEMM peak says which, and the reference is then given that core too); a NAME
 (e.g. Haswell) sets it for all three. A machine's environment may set OPENBLAS_CORETYPE (this
 project's dev machine sets Haswell, which halves the GEMM rate of its AVX-512 CPU); the bench
 never inherits it silently, prints the core each process ran, and stops if they differ.
@@ -231,6 +233,10 @@ def main():
                 )
             )
         )
+        if a.openblas_core == "auto" and peaks[-1].get("core_source") == "runtime":
+            # ppu's binaries re-executed onto wider kernels than OpenBLAS detected
+            # (runtime/engine/cpu/blas_kernels.h); Python's torch would not: give it the same core.
+            BASE_ENV["OPENBLAS_CORETYPE"] = peaks[-1]["core"]
         for shape, name in rows:
             mode, slices = SLICINGS[name]
             for who in ("ours", "ref") if rep % 2 == 0 else ("ref", "ours"):

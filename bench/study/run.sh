@@ -2,7 +2,13 @@
 # The study's one command (docs/REPRODUCTION.md): builds the corpus, runs every row of grid.tsv
 # for each of its seeds with K ranks via ppu-launch at equal tokens, then writes the table and
 # the plots (report.py). Resumable: a run whose OUT/runs/NAME-sSEED/done exists is skipped.
-#   run.sh [--quick] [--out DIR]
+#   run.sh [--quick] [--out DIR] [--corpus DIR]
+# --corpus: where the corpus is built (default OUT/corpus), so OUT can be a committed directory
+#          (docs/study/grid-v2) that a later sitting, or a clean clone, resumes.
+# One kernel path for every run: OpenBLAS's Haswell kernels, ATen's AVX2 kernels, oneDNN off
+# (OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 PPU_ONEDNN=off), which every x86-64 CPU
+# with AVX2 and FMA runs, so a run is bit-reproducible on any such machine; each run's summary
+# records the path (kernel_path) and run.sh stops if it differs from the pin.
 # --quick: the tinyshakespeare corpus, a tiny model, 4 ranks, 40 steps, the rows marked quick;
 #          it checks that the pipeline produces its outputs, not the scientific result.
 # Prints "[i/n] NAME seed S ... ETA" before every run. Env: PPU_BUILD (default ./build).
@@ -12,6 +18,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${PPU_BUILD:-$ROOT/build}
 QUICK=0
 OUT=""
+CORPUS=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick)
@@ -26,8 +33,16 @@ while [[ $# -gt 0 ]]; do
       OUT=$2
       shift 2
       ;;
+    --corpus)
+      [[ $# -ge 2 ]] || {
+        echo "run.sh: --corpus needs a directory" >&2
+        exit 2
+      }
+      CORPUS=$2
+      shift 2
+      ;;
     *)
-      echo "run.sh: unknown flag '$1' (use --quick, --out DIR)" >&2
+      echo "run.sh: unknown flag '$1' (use --quick, --out DIR, --corpus DIR)" >&2
       exit 2
       ;;
   esac
@@ -37,20 +52,40 @@ LAUNCH=$BUILD/bin/ppu-launch
   echo "run.sh: $LAUNCH not built (set PPU_BUILD)" >&2
   exit 2
 }
+grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo || {
+  echo "run.sh: the study's kernel path (OpenBLAS Haswell, ATen avx2) needs a CPU with AVX2 and FMA" >&2
+  exit 2
+}
+export OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 PPU_ONEDNN=off
+unset OPENBLAS_L2_SIZE
+KERNEL_PATH='{"openblas_core": "Haswell", "aten_capability": "avx2", "onednn": false}'
 if ((QUICK)); then
   OUT=${OUT:-$ROOT/out/study-quick}
+  CORPUS=${CORPUS:-$OUT/corpus}
   K=4
-  bash "$HERE/corpus.sh" --small "$OUT/corpus"
+  bash "$HERE/corpus.sh" --small "$CORPUS"
   EXTRA=(--set model.layers=2 --set model.d_model=64 --set model.vocab=1024 --set model.seq_len=64
     --set train.steps=40 --set train.eval_every=10 --set train.eval_batches=2 --set train.log_every=10
     --set inner.warmup_steps=5 --set inner.batch_size=4 --set outer.sync_every=10)
 else
   OUT=${OUT:-$ROOT/out/study}
+  CORPUS=${CORPUS:-$OUT/corpus}
   K=8
-  bash "$HERE/corpus.sh" --full "$OUT/corpus"
+  bash "$HERE/corpus.sh" --full "$CORPUS"
   EXTRA=()
 fi
 mkdir -p "$OUT/runs"
+# The corpus every run of OUT trained on: a resumed OUT must get the same one back.
+if [[ -f $OUT/MANIFEST ]]; then
+  cmp -s "$CORPUS/MANIFEST" "$OUT/MANIFEST" || {
+    echo "run.sh: $CORPUS/MANIFEST differs from $OUT/MANIFEST (other package versions or text):" >&2
+    diff "$OUT/MANIFEST" "$CORPUS/MANIFEST" >&2 || true
+    echo "run.sh: the runs in $OUT trained on another corpus; use a new --out" >&2
+    exit 1
+  }
+else
+  cp "$CORPUS/MANIFEST" "$OUT/MANIFEST"
+fi
 
 # The inner learning rate, chosen once for every method (docs/REPRODUCTION.md): DDP, the
 # synchronous baseline, trains 20 % of the study's steps (its own cosine schedule over them) at
@@ -71,7 +106,7 @@ if [[ ${#LR_CANDIDATES[@]} -gt 0 && ! -s $OUT/inner_lr ]]; then
     mkdir -p "$d"
     if [[ ! -f $d/done ]]; then
       echo "lr sweep: DDP at inner.lr=$lr, 400 steps"
-      "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" --set "ranks=$K" --set data.path="$OUT/corpus/data" \
+      "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" --set "ranks=$K" --set data.path="$CORPUS/data" \
         --set method=ddp --set "inner.lr=$lr" --set train.steps=400 --set inner.warmup_steps=12 --set train.eval_every=0 \
         --summary-dir "$d" >"$d/run.log" 2>&1 || {
         echo "run.sh: lr sweep at $lr failed; see $d/run.log" >&2
@@ -91,8 +126,8 @@ fi
 [[ -s $OUT/inner_lr ]] && INNER_LR=$(cat "$OUT/inner_lr") && echo "inner.lr = $INNER_LR for every row ($OUT/inner_lr)"
 [[ -n $INNER_LR ]] && EXTRA+=(--set "inner.lr=$INNER_LR")
 
-# Order: the paired rows seed by seed (every paired row's seed 0, then seed 1, ...), so a study
-# stopped part-way has whole pairs; then the one-seed rows.
+# Order: the rows with several seeds, seed by seed (every such row's seed 0, then seed 1, ...),
+# so a study stopped part-way has whole pairs; then the one-seed rows.
 paired=()
 single=() # "name|seed|sets"
 while IFS=$'\t' read -r name seeds sets tag; do
@@ -100,7 +135,7 @@ while IFS=$'\t' read -r name seeds sets tag; do
   ((QUICK)) && [[ ,$tag, != *,quick,* ]] && continue
   ((QUICK)) && seeds=${seeds%%,*}
   for s in ${seeds//,/ }; do
-    if [[ ,$tag, == *,paired,* ]]; then paired+=("$s|$name|$sets"); else single+=("$name|$s|$sets"); fi
+    if [[ $seeds == *,* ]]; then paired+=("$s|$name|$sets"); else single+=("$name|$s|$sets"); fi
   done
 done <"$HERE/grid.tsv"
 jobs=()
@@ -131,10 +166,19 @@ for job in "${jobs[@]}"; do
   for kv in $sets; do keys+=(--set "$kv"); done
   t0=$(date +%s)
   if ! python3 "$HERE/peak_rss.py" "$dir/rusage" -- "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" \
-    --set "ranks=$K" --set data.path="$OUT/corpus/data" --set "train.seed=$seed" "${EXTRA[@]}" "${keys[@]}" \
+    --set "ranks=$K" --set data.path="$CORPUS/data" --set "train.seed=$seed" "${EXTRA[@]}" "${keys[@]}" \
     --summary-dir "$dir" >"$dir/run.log" 2>&1; then
     echo "run.sh: run $name seed $seed failed; see $dir/run.log" >&2
     tail -5 "$dir/run.log" >&2
+    exit 1
+  fi
+  if ! python3 - "$dir/rank-0.json" "$KERNEL_PATH" <<'PY'; then
+import json, sys
+ran = json.load(open(sys.argv[1]))["kernel_path"]
+pin = json.loads(sys.argv[2])
+sys.exit(0 if all(ran[k] == v for k, v in pin.items()) else f"kernel path {ran}, not the study's {pin}")
+PY
+    echo "run.sh: run $name seed $seed ran on another kernel path; see $dir/rank-0.json" >&2
     exit 1
   fi
   echo "$sets" >"$dir/sets"
@@ -143,4 +187,4 @@ for job in "${jobs[@]}"; do
   measured=$((measured + 1))
 done
 echo "runs finished in $(($(date +%s) - t_start))s; writing the report"
-python3 "$HERE/report.py" "$OUT"
+/usr/bin/python3 "$HERE/report.py" "$OUT" --corpus "$CORPUS"

@@ -35,6 +35,7 @@
 #include "core/model_constants.h"
 #include "core/model_spec.h"
 #include "data/dataset_dir.h"
+#include "engine/cpu/blas_kernels.h"
 #include "engine/run_dataset.h"
 #include "engine/state/checkpoint_format.h"
 #include "engine/state/checkpoint_store.h"
@@ -242,6 +243,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ppu::run_widest_blas_kernels(argv);  // its evaluation runs GEMMs; may re-execute this binary
   CLI::App app{"ppu-export: a run's checkpoint as a Hugging Face model directory (or PPU's own layout)"};
   Options o;
   app.add_option("--checkpoint", o.checkpoint_dir,

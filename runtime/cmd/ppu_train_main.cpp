@@ -23,11 +23,13 @@
 #include "core/run_result.h"
 #include "core/run_summary.h"
 #include "engine/comm/collectives.h"
+#include "engine/cpu/blas_kernels.h"
 #include "engine/cpu/compute_threads.h"
 #include "engine/cpu/onednn_switch.h"
 #include "engine/trainer.h"
 
 int main(int argc, char** argv) {
+  ppu::run_widest_blas_kernels(argv);  // may re-execute this binary: before anything else runs
   ppu::install_crash_report("ppu-train");
   // A peer that exits closes its sockets; Gloo's writev to such a socket must fail with EPIPE
   // (a PeerError: exit 3, a gang restart) instead of killing this rank by SIGPIPE, which a
@@ -79,18 +81,22 @@ int main(int argc, char** argv) {
     spdlog::info("rank {} of {}: method {}, slicing {} N={}, model {} layers d={} heads={}", env.rendezvous.rank,
                  env.rendezvous.world_size, ppu::method_name(config.method), ppu::slice_mode_name(config.slicing.mode),
                  config.effective_slices(), config.model.layers, config.model.d_model, config.model.heads);
-    spdlog::info("BLAS: {} ({} variant, {} threads, core {}{}), {} intra-op threads; LibTorch {} built with BLAS {}",
+    spdlog::info("BLAS: {} ({} variant, {} threads, core {} {}), {} intra-op threads; LibTorch {} built with BLAS {}",
                  blas.library.empty() ? "none mapped" : blas.library, blas.variant, blas.threads,
-                 blas.core.empty() ? "-" : blas.core, blas.core_env.empty() ? "" : " set by OPENBLAS_CORETYPE",
-                 torch::get_num_threads(), blas.libtorch, blas.torch_blas);
-    if (const auto warning = ppu::blas_core_warning(blas); !warning.empty()) spdlog::warn("{}", warning);
-    spdlog::info("oneDNN: {}; bf16 matmuls on {}",
-                 onednn.enabled ? "on" : (onednn.available ? "off (PPU_ONEDNN)" : "absent"),
+                 blas.core.empty() ? "-" : blas.core, ppu::blas_core_reason(blas), torch::get_num_threads(),
+                 blas.libtorch, blas.torch_blas);
+    if (const auto& warning = ppu::blas_kernels().warning; !warning.empty()) spdlog::warn("{}", warning);
+    spdlog::info("CPU {}; ATen kernels {}; oneDNN: {}; bf16 matmuls on {}", ppu::cpu_model_name(),
+                 ppu::aten_cpu_capability(), onednn.enabled ? "on" : (onednn.available ? "off (PPU_ONEDNN)" : "absent"),
                  onednn.bf16_matmul ? "oneDNN" : "ATen's own kernels");
     ppu::RunSummary summary = ppu::train(config, env);
     summary.onednn = {onednn.enabled, onednn.bf16_matmul};
-    summary.blas = {blas.library,    blas.variant, blas.threads,  torch::get_num_threads(), blas.libtorch,
-                    blas.torch_blas, blas.core,    blas.core_env, blas.cpu_avx512};
+    summary.kernel_path = {ppu::cpu_model_name(), blas.core, ppu::aten_cpu_capability(), onednn.enabled};
+    summary.optimizer_settings = {{"inner", ppu::config_section_json(config, "inner")},
+                                  {"outer", ppu::config_section_json(config, "outer")}};
+    summary.blas = {blas.library,     blas.variant,    blas.threads,     torch::get_num_threads(),
+                    blas.libtorch,    blas.torch_blas, blas.core,        blas.core_detected,
+                    blas.core_source, blas.core_env,   blas.cpu_vectors, blas.cpu_avx512};
     spdlog::info(
         "done: eval loss {:.4f} ppl {:.3f}, FLOPs saved {:.1f}%, state {:.1f} MB (full training {:.1f} MB), checksum "
         "{}",

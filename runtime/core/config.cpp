@@ -1,6 +1,7 @@
 #include "core/config.h"
 
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <set>
@@ -34,7 +35,8 @@ const Table<SliceMode>& table(SliceMode) {
                                      {"mlp", SliceMode::Mlp},
                                      {"mlp+heads", SliceMode::MlpHeads},
                                      {"mlp+heads+wo", SliceMode::MlpHeadsWo},
-                                     {"horizontal", SliceMode::Horizontal}};
+                                     {"horizontal", SliceMode::Horizontal},
+                                     {"heads", SliceMode::Heads}};
   return t;
 }
 const Table<Jacobian>& table(Jacobian) {
@@ -203,6 +205,19 @@ struct Writer {
   void operator()(const KeyMeta& m, const T& v) {
     if constexpr (std::is_enum_v<T>) slot(m.key) = name_in_table(v);
     else slot(m.key) = v;
+  }
+};
+
+// Every key of one section into a JSON object (config_section_json).
+struct SectionJsonWriter {
+  std::string prefix;  // "inner."
+  nlohmann::json out;
+  template <class T>
+  void operator()(const KeyMeta& m, const T& v) {
+    const std::string key = m.key;
+    if (key.rfind(prefix, 0) != 0) return;
+    if constexpr (std::is_enum_v<T>) out[key.substr(prefix.size())] = name_in_table(v);
+    else out[key.substr(prefix.size())] = v;
   }
 };
 
@@ -435,9 +450,10 @@ void check_slicing(const ModelSpec& m, SliceMode mode, int world_size, int n) {
   if (mode == SliceMode::None) return;
   require(world_size % n == 0, "ranks K=" + str(world_size) + " must be a multiple of slicing.slices N=" + str(n) +
                                    " (every slice needs the same number of owners)");
-  require(m.mlp_hidden() % n == 0,
-          "slicing.slices N=" + str(n) + " must divide the MLP hidden size 4*model.d_model=" + str(m.mlp_hidden()));
-  if (mode == SliceMode::MlpHeads || mode == SliceMode::MlpHeadsWo)
+  if (mode != SliceMode::Heads)
+    require(m.mlp_hidden() % n == 0,
+            "slicing.slices N=" + str(n) + " must divide the MLP hidden size 4*model.d_model=" + str(m.mlp_hidden()));
+  if (mode == SliceMode::MlpHeads || mode == SliceMode::MlpHeadsWo || mode == SliceMode::Heads)
     require(m.heads % n == 0, "slicing.slices N=" + str(n) + " must divide model.heads=" + str(m.heads) +
                                   " in slicing.mode=" + slice_mode_name(mode));
   if (mode == SliceMode::Horizontal)
@@ -503,6 +519,12 @@ std::string to_yaml(const Config& config) {
   YAML::Emitter out;
   out << writer.root;
   return std::string(out.c_str()) + "\n";
+}
+
+nlohmann::json config_section_json(const Config& config, const std::string& section) {
+  SectionJsonWriter writer{section + ".", nlohmann::json::object()};
+  visit_fields(config, writer);
+  return writer.out;
 }
 
 }  // namespace ppu

@@ -5,6 +5,8 @@
 // with a ConfigError whose message names the key and the value.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -22,22 +24,23 @@ namespace ppu {
 // the name once and rejects any other with a ConfigError naming the key and the allowed values;
 // choice_name() spells a value back (summaries, checkpoints, logs). The tables are in config.cpp.
 enum class Method { Ppu, DiLoCo, StreamingDiLoCo, Ddp };  // method
-// none | mlp | mlp+heads (§2.2) and the Appendix A.2 ablations: mlp+heads+wo (W_O sliced by
-// head group too) and horizontal (each rank trains the MLPs of 1/N of the layers).
-enum class SliceMode { None, Mlp, MlpHeads, MlpHeadsWo, Horizontal };  // slicing.mode
-enum class Jacobian { Full, Slice, SliceRandom };                      // slicing.jacobian: full | slice | slice+random
-enum class InnerOptimizerKind { AdamW, Sgd };                          // inner.optimizer: adamw | sgd
-enum class LrScheduleKind { Cosine, Constant };                        // inner.schedule: cosine | constant
-enum class OuterOptimizerKind { Nesterov, Average };                   // outer.optimizer: nesterov | average
-enum class Grouping { Layers, Slices };                                // outer.grouping: layers | slices
-enum class WireDtype { Fp32, Bf16, Int8 };                             // outer.delta_dtype: fp32 | bf16 | int8
-enum class FinalSync { Average, None };                                // outer.final_sync: average | none
-enum class DataSource { Synthetic, Shards };                           // data.source: synthetic | shards
-enum class DataSampling { Iid, Contiguous };                           // data.sampling: iid | contiguous
-enum class Device { Cpu, Cuda };                                       // train.device: cpu | cuda
-enum class Dtype { Fp32, Bf16 };                                       // train.dtype: fp32 | bf16
-enum class Collective { Ring, Direct };                                // network.collective: ring | direct
-enum class Recovery { Gang, Live };                                    // network.recovery: gang | live
+// none | mlp | mlp+heads (§2.2), the Appendix A.2 ablations: mlp+heads+wo (W_O sliced by head
+// group too) and horizontal (each rank trains the MLPs of 1/N of the layers), and heads (only the
+// Q/K/V heads sliced, MLPs whole: the ablation the paper's reviewers asked for).
+enum class SliceMode { None, Mlp, MlpHeads, MlpHeadsWo, Horizontal, Heads };  // slicing.mode
+enum class Jacobian { Full, Slice, SliceRandom };     // slicing.jacobian: full | slice | slice+random
+enum class InnerOptimizerKind { AdamW, Sgd };         // inner.optimizer: adamw | sgd
+enum class LrScheduleKind { Cosine, Constant };       // inner.schedule: cosine | constant
+enum class OuterOptimizerKind { Nesterov, Average };  // outer.optimizer: nesterov | average
+enum class Grouping { Layers, Slices };               // outer.grouping: layers | slices
+enum class WireDtype { Fp32, Bf16, Int8 };            // outer.delta_dtype: fp32 | bf16 | int8
+enum class FinalSync { Average, None };               // outer.final_sync: average | none
+enum class DataSource { Synthetic, Shards };          // data.source: synthetic | shards
+enum class DataSampling { Iid, Contiguous };          // data.sampling: iid | contiguous
+enum class Device { Cpu, Cuda };                      // train.device: cpu | cuda
+enum class Dtype { Fp32, Bf16 };                      // train.dtype: fp32 | bf16
+enum class Collective { Ring, Direct };               // network.collective: ring | direct
+enum class Recovery { Gang, Live };                   // network.recovery: gang | live
 
 std::string choice_name(Activation v);
 std::string choice_name(Method v);
@@ -139,6 +142,9 @@ void validate_config(const Config& config, int world_size);
 void check_slicing(const ModelSpec& m, SliceMode mode, int world_size, int n);
 // The config as YAML (all keys, defaults filled in): stored in checkpoints and summaries.
 std::string to_yaml(const Config& config);
+// One section's keys as a JSON object ({name: value}, choices by name, defaults filled in), e.g.
+// "inner" or "outer": the resolved settings a run summary records.
+nlohmann::json config_section_json(const Config& config, const std::string& section);
 
 // Whether AdamW/SGD weight decay applies to a parameter of `role`: matrices always, the tied
 // embedding per inner.decay_embedding, LayerNorm parameters per inner.decay_norms.

@@ -85,7 +85,7 @@ struct KeyMeta {
   KEY(top, ranks,  int,    4,           at_least(1), "K for ppu-plan; at run time WORLD_SIZE wins (the operator sets it to spec.replicas)")
 
 #define PPU_SLICING_KEYS(KEY) \
-  KEY(slicing, mode,     SliceMode, SliceMode::Mlp, kAny,        "what each rank trains a 1/N slice of: mlp (the method), mlp+heads (also Q/K/V heads), none; mlp+heads+wo and horizontal are Appendix A.2's ablations") \
+  KEY(slicing, mode,     SliceMode, SliceMode::Mlp, kAny,        "what each rank trains a 1/N slice of: mlp (the method), mlp+heads (also Q/K/V heads), none; mlp+heads+wo and horizontal are Appendix A.2's ablations, heads (Q/K/V heads only, MLPs whole) the reviewers' heads-only ablation") \
   KEY(slicing, slices,   int,       4,              at_least(1), "N; rank k trains slice k mod N, so K must be a multiple of N") \
   KEY(slicing, jacobian, Jacobian,  Jacobian::Full, kAny,        "which MLP slices carry the input gradient (Appendix D): full is the method; slice and slice+random are its ablations")
 

@@ -55,8 +55,20 @@ struct RecoverySummary {
 struct BlasSummary {
   std::string library, variant;
   int threads = 0, intra_op_threads = 0;
-  std::string libtorch, torch_blas, core, core_env;
+  std::string libtorch, torch_blas;
+  std::string core, core_detected, core_source, core_env;  // OpenBLAS's kernels and who chose them
+  std::string cpu_vectors;                                 // avx512, avx2 or older
   bool cpu_avx512 = false;
+};
+
+// What decides a CPU run's floating-point results besides its config and seed: runs that agree
+// on openblas_core, aten_capability and onednn compute the same bits on any CPU that runs them
+// (bench/study pins one such path; report.py pairs runs only on equal paths).
+struct KernelPathSummary {
+  std::string cpu_model;        // /proc/cpuinfo's model name
+  std::string openblas_core;    // OpenBLAS's kernels ("" when the BLAS is not OpenBLAS)
+  std::string aten_capability;  // ATen's CPU kernels: default, avx2 or avx512 (ATEN_CPU_CAPABILITY caps it)
+  bool onednn = false;          // LibTorch may send ops to oneDNN
 };
 
 // clang-format off
@@ -101,7 +113,9 @@ struct BlasSummary {
   FIELD(cuda_memory_bytes,          std::optional<CudaMemorySummary>, "CUDA runs only: {allocated, reserved, peak} bytes at the end; peak since the process started") \
   FIELD(recovery,                   RecoverySummary,                  "live recovery: {policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries, rejoins, recovery_seconds, rejoined_at_step}") \
   FIELD(onednn,                     OneDnnSummary,                    "{enabled, bf16_matmul}: whether LibTorch used oneDNN, and for bf16 matmuls") \
-  FIELD(blas,                       BlasSummary,                      "the BLAS the process loaded: {library, variant, threads, intra_op_threads, libtorch, torch_blas, core, core_env, cpu_avx512}")
+  FIELD(kernel_path,                KernelPathSummary,                "{cpu_model, openblas_core, aten_capability, onednn}: the kernels that decide a CPU run's bits besides config and seed") \
+  FIELD(optimizer_settings,         nlohmann::json,                   "{inner, outer}: every inner.* and outer.* key as the run resolved it (defaults filled in)") \
+  FIELD(blas,                       BlasSummary,                      "the BLAS the process loaded: {library, variant, threads, intra_op_threads, libtorch, torch_blas, core, core_detected, core_source, core_env, cpu_vectors, cpu_avx512}; core_source: detected (OpenBLAS's choice), runtime (OpenBLAS fell back to narrower kernels than the CPU runs, so ppu chose) or environment (OPENBLAS_CORETYPE)")
 // clang-format on
 
 struct RunSummary {

@@ -19,7 +19,8 @@ SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int
   if (rank < 0 || rank >= world_size)
     throw ConfigError("RANK=" + std::to_string(rank) + " is outside [0, WORLD_SIZE=" + std::to_string(world_size) +
                       ")");
-  const bool heads = mode == SliceMode::MlpHeads || mode == SliceMode::MlpHeadsWo;
+  const bool heads = mode == SliceMode::MlpHeads || mode == SliceMode::MlpHeadsWo || mode == SliceMode::Heads;
+  const bool mlp_sliced = mode != SliceMode::Heads;
 
   const int n_idx = slice_index();
   const int sliced_owners = world_size / slices_;
@@ -43,8 +44,12 @@ SlicePlan::SlicePlan(const ModelSpec& model, SliceMode mode, int world_size, int
       }
     } else if (slices_ > 1) {
       switch (p.role) {
-        case ParamRole::MlpUp: slice_along(0, p.shape[0]); break;
-        case ParamRole::MlpDown: slice_along(1, p.shape[1]); break;
+        case ParamRole::MlpUp:
+          if (mlp_sliced) slice_along(0, p.shape[0]);
+          break;
+        case ParamRole::MlpDown:
+          if (mlp_sliced) slice_along(1, p.shape[1]);
+          break;
         case ParamRole::AttnQ:
         case ParamRole::AttnK:
         case ParamRole::AttnV:
@@ -89,14 +94,19 @@ int64_t SlicePlan::total_parameters() const {
 }
 
 double SlicePlan::rho_attn() const {
-  return mode_ == SliceMode::MlpHeads || mode_ == SliceMode::MlpHeadsWo ? 1.0 / slices_ : 1.0;
+  const bool heads = mode_ == SliceMode::MlpHeads || mode_ == SliceMode::MlpHeadsWo || mode_ == SliceMode::Heads;
+  return heads ? 1.0 / slices_ : 1.0;
 }
 double SlicePlan::rho_out() const { return mode_ == SliceMode::MlpHeadsWo ? 1.0 / slices_ : 1.0; }
 // Horizontal: 1/N of the layers compute their whole MLP gradient, the rest none; the FLOPs are
 // linear in rho per layer, so the layer average 1/N gives the same total.
-double SlicePlan::rho_mlp() const { return mode_ == SliceMode::None ? 1.0 : 1.0 / slices_; }
+double SlicePlan::rho_mlp() const {
+  return mode_ == SliceMode::None || mode_ == SliceMode::Heads ? 1.0 : 1.0 / slices_;
+}
 double SlicePlan::rho_mlp_input() const {
-  if (mode_ == SliceMode::None || mode_ == SliceMode::Horizontal || jacobian_ == Jacobian::Full) return 1.0;
+  if (mode_ == SliceMode::None || mode_ == SliceMode::Horizontal || mode_ == SliceMode::Heads ||
+      jacobian_ == Jacobian::Full)
+    return 1.0;
   return (jacobian_ == Jacobian::Slice ? 1.0 : 2.0) / slices_;
 }
 

@@ -8,6 +8,8 @@
 //                       (columns [n*d/N, (n+1)*d/N)); Appendix A.2's ablation.
 //  - mode horizontal:   the whole MLPs of layers [n*L/N, (n+1)*L/N), none of the other layers'
 //                       (frozen: an empty range); Appendix A.2's horizontal ablation.
+//  - mode heads:        only the Q/K/V rows of head group n (as mlp+heads); the MLPs are trained
+//                       whole by every rank (the heads-only ablation).
 //  - mode none:         every element trainable on every rank (N = 1).
 // Every sliced element is trained by exactly K/N ranks, so m is constant per parameter.
 // `jacobian` (slicing.jacobian, Appendix D) says which MLP slices carry the input gradient:

@@ -44,6 +44,29 @@ TEST(SlicePlan, MlpHeadsSlicesQkvByHeadGroupButNotWo) {
   EXPECT_DOUBLE_EQ(plan.rho_mlp(), 0.5);
 }
 
+TEST(SlicePlan, HeadsOnlySlicesQkvByHeadGroupAndTrainsMlpsWhole) {
+  const ModelSpec m = tiny();                          // 4 heads of 16
+  const SlicePlan plan(m, SliceMode::Heads, 8, 4, 6);  // slice 2
+  for (const char* name : {"blocks.0.attn.wq.weight", "blocks.0.attn.wk.weight", "blocks.0.attn.wv.weight"}) {
+    const auto& p = plan.find(name);
+    EXPECT_EQ(p.dim, 0);
+    EXPECT_EQ(p.begin, 32);  // head 2
+    EXPECT_EQ(p.end, 48);
+    EXPECT_EQ(p.owners, 2);
+  }
+  for (const char* name : {"blocks.0.mlp.up.weight", "blocks.0.mlp.down.weight", "blocks.0.attn.wo.weight"}) {
+    EXPECT_FALSE(plan.find(name).sliced()) << name;
+    EXPECT_EQ(plan.find(name).owners, 8) << name;
+  }
+  EXPECT_DOUBLE_EQ(plan.rho_attn(), 0.25);
+  EXPECT_DOUBLE_EQ(plan.rho_mlp(), 1.0);
+  EXPECT_DOUBLE_EQ(plan.rho_mlp_input(), 1.0);
+  const int64_t d = m.d_model, L = m.layers;
+  EXPECT_EQ(plan.trainable_parameters(), plan.total_parameters() - 3 * d * d * L * 3 / 4);
+  // N must divide the heads, not the MLP width alone.
+  EXPECT_THROW(SlicePlan(m, SliceMode::Heads, 8, 8, 0), ConfigError);
+}
+
 TEST(SlicePlan, ModeNoneTrainsEverything) {
   const SlicePlan plan(tiny(), SliceMode::None, 4, 4, 2);
   EXPECT_EQ(plan.slices(), 1);

@@ -1,20 +1,22 @@
 #include "engine/cpu/compute_threads.h"
 
+#include "engine/cpu/blas_kernels.h"
+
 #include <ATen/Version.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
-#include <cstdlib>
+#include <cctype>
 #include <filesystem>
+#include <fstream>
 
 namespace ppu {
 
 namespace {
 
 using GetThreads = int (*)();
-using GetCoreName = char* (*)();
 using SetThreads = void (*)(int);
 
 int collect_blas(struct dl_phdr_info* info, size_t, void* data) {
@@ -54,22 +56,47 @@ BlasInfo loaded_blas() {
   for (const char* v : {"openmp", "pthread", "serial"})
     if (info.library.find(std::string("openblas-") + v) != std::string::npos) info.variant = v;
   if (auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))) info.threads = get();
-  if (auto get = reinterpret_cast<GetCoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"))) info.core = get();
-  if (const char* forced = std::getenv("OPENBLAS_CORETYPE")) info.core_env = forced;
+  const BlasKernels& kernels = blas_kernels();
+  info.core = kernels.core;
+  info.core_detected = kernels.core_detected;
+  info.core_source = kernels.core_source;
+  info.core_env = kernels.core_env;
+  info.cpu_vectors = kernels.cpu_vectors;
   info.cpu_avx512 = __builtin_cpu_supports("avx512f");
   info.libtorch = TORCH_VERSION;
   info.torch_blas = build_setting(at::show_config(), "BLAS_INFO");
   return info;
 }
 
-std::string blas_core_warning(const BlasInfo& blas) {
-  if (blas.core_env.empty() || blas.core.empty() || !blas.cpu_avx512) return "";
-  // OpenBLAS's x86-64 cores with AVX-512 kernels (0.3.21 names; later ones add to the list).
-  for (const char* wide : {"SkylakeX", "Cooperlake", "SapphireRapids"})
-    if (blas.core == wide) return "";
-  return "OPENBLAS_CORETYPE=" + blas.core_env + " in the environment makes OpenBLAS run its " + blas.core +
-         " kernels on a CPU with AVX-512; unset it to let OpenBLAS choose (about 2x the GEMM rate on "
-         "the project's dev machine, docs/BENCHMARKS.md)";
+std::string aten_cpu_capability() {
+  // at::native::get_cpu_capability() is not exported; show_config() reports the same choice.
+  const std::string config = at::show_config();
+  const std::string label = "CPU capability usage: ";
+  const auto at = config.find(label);
+  if (at == std::string::npos) return "";
+  const auto start = at + label.size();
+  std::string level = config.substr(start, config.find('\n', start) - start);
+  for (auto& ch : level) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return level == "no avx" ? "default" : level;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) break;
+    const auto start = line.find_first_not_of(" \t", colon + 1);
+    return start == std::string::npos ? "" : line.substr(start);
+  }
+  return "";
+}
+
+std::string blas_core_reason(const BlasInfo& blas) {
+  if (blas.core_source == "environment") return "(OPENBLAS_CORETYPE=" + blas.core_env + ")";
+  if (blas.core_source == "runtime")
+    return "(chosen by ppu: OpenBLAS detected " + blas.core_detected + " on a CPU with " + blas.cpu_vectors + ")";
+  return "(OpenBLAS's detection)";
 }
 
 }  // namespace ppu

@@ -7,10 +7,9 @@
 // It also reports the LibTorch version and the BLAS that LibTorch was built against
 // (at::show_config's BLAS_INFO): "generic" for Debian's 1.13, which calls libblas.so.3 (the
 // OpenBLAS above), "mkl" for PyTorch's 2.x wheels, which link MKL statically and map no BLAS.
-// And it reports which kernels OpenBLAS runs (its core name) and whether OPENBLAS_CORETYPE in
-// the environment chose them: on a CPU with AVX-512, a forced AVX2 core (Haswell, Zen) runs
-// GEMMs at about half the rate OpenBLAS's own choice reaches (docs/BENCHMARKS.md), and
-// blas_core_warning() says so.
+// And it reports which kernels OpenBLAS runs (its core name) and who chose them: OpenBLAS's
+// detection, the runtime (blas_kernels.h, when the detection fell back to narrower kernels than
+// the CPU runs) or OPENBLAS_CORETYPE in the user's environment.
 #pragma once
 
 #include <string>
@@ -18,21 +17,28 @@
 namespace ppu {
 
 struct BlasInfo {
-  std::string library;      // resolved path of the loaded libblas.so.3 (or libopenblas), "" if none
-  std::string variant;      // "openmp", "pthread", "serial" or "unknown" (from the path)
-  int threads = 0;          // openblas_get_num_threads(), 0 when the BLAS is not OpenBLAS
-  std::string libtorch;     // TORCH_VERSION of the headers built against, e.g. "1.13.0"
-  std::string torch_blas;   // BLAS_INFO of at::show_config(): "generic", "mkl", "open"..., "" if absent
-  std::string core;         // openblas_get_corename(), e.g. "Cooperlake", "" when not OpenBLAS
-  std::string core_env;     // OPENBLAS_CORETYPE as the process found it, "" if unset
-  bool cpu_avx512 = false;  // the CPU executes AVX-512F
+  std::string library;        // resolved path of the loaded libblas.so.3 (or libopenblas), "" if none
+  std::string variant;        // "openmp", "pthread", "serial" or "unknown" (from the path)
+  int threads = 0;            // openblas_get_num_threads(), 0 when the BLAS is not OpenBLAS
+  std::string libtorch;       // TORCH_VERSION of the headers built against, e.g. "1.13.0"
+  std::string torch_blas;     // BLAS_INFO of at::show_config(): "generic", "mkl", "open"..., "" if absent
+  std::string core;           // openblas_get_corename(), e.g. "Cooperlake", "" when not OpenBLAS
+  std::string core_detected;  // OpenBLAS's own detection ("" when the user forced a core)
+  std::string core_source;    // "detected", "runtime" or "environment" (blas_kernels.h)
+  std::string core_env;       // OPENBLAS_CORETYPE as the user set it, "" if unset
+  std::string cpu_vectors;    // the CPU's widest vectors with OpenBLAS kernels: avx512, avx2, older
+  bool cpu_avx512 = false;    // the CPU executes AVX-512F
 };
 
 void configure_compute_threads(int threads);
 BlasInfo loaded_blas();
-
-// A warning for the log when OPENBLAS_CORETYPE pins an OpenBLAS core without AVX-512 kernels on
-// a CPU that has them; "" otherwise.
-std::string blas_core_warning(const BlasInfo& blas);
+// ATen's CPU kernel level in this process, as at::show_config() reports it: "default", "avx2" or
+// "avx512" (the best the CPU and the build have, or lower where ATEN_CPU_CAPABILITY says so).
+std::string aten_cpu_capability();
+// /proc/cpuinfo's first "model name", "" where there is none.
+std::string cpu_model_name();
+// Why this core runs, for the log: "(OpenBLAS's detection)", "(chosen by ppu: OpenBLAS detected
+// Prescott on a CPU with avx512)" or "(OPENBLAS_CORETYPE=Haswell)".
+std::string blas_core_reason(const BlasInfo& blas);
 
 }  // namespace ppu

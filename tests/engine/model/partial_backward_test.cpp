@@ -63,13 +63,13 @@ struct Case {
   SlicePlan plan() const { return {spec(), mode, world, slices, rank, jacobian}; }
 };
 
-// The method's modes, then the ablations (Appendix A.2: W_O sliced, horizontal; Appendix D:
-// detached Jacobian). The tiny model has 2 layers and 4 heads.
+// The method's modes, then the ablations (Appendix A.2: W_O sliced, horizontal; heads only;
+// Appendix D: detached Jacobian). The tiny model has 2 layers and 4 heads.
 std::vector<Case> cases() {
   return {{SliceMode::Mlp, 2, 2, 1},        {SliceMode::Mlp, 4, 4, 2},        {SliceMode::Mlp, 8, 8, 5},
           {SliceMode::MlpHeads, 2, 2, 0},   {SliceMode::MlpHeads, 4, 4, 3},   {SliceMode::MlpHeads, 8, 4, 6},
           {SliceMode::MlpHeadsWo, 4, 2, 1}, {SliceMode::MlpHeadsWo, 4, 4, 2}, {SliceMode::Horizontal, 4, 2, 3},
-          {SliceMode::Horizontal, 2, 2, 0}};
+          {SliceMode::Horizontal, 2, 2, 0}, {SliceMode::Heads, 4, 4, 1},      {SliceMode::Heads, 8, 2, 5}};
 }
 
 // Cases whose backward differs from full autograd on purpose (only through the MLP input path).
@@ -93,6 +93,7 @@ int sliced_per_model(const Case& c) {
     case SliceMode::MlpHeads: return 5 * L;
     case SliceMode::MlpHeadsWo: return 6 * L;
     case SliceMode::Horizontal: return 2 * (L - L / c.slices);  // the other layer groups' MLPs
+    case SliceMode::Heads: return 3 * L;
     default: return 0;
   }
 }
