@@ -11,7 +11,9 @@
 # records the path (kernel_path) and run.sh stops if it differs from the pin.
 # --quick: the tinyshakespeare corpus, a tiny model, 4 ranks, 40 steps, the rows marked quick;
 #          it checks that the pipeline produces its outputs, not the scientific result.
-# Prints "[i/n] NAME seed S ... ETA" before every run. Env: PPU_BUILD (default ./build).
+# Prints "[i/n] NAME seed S ... ETA" before every run. Env: PPU_BUILD (default ./build): a copy of
+# bin/{ppu-launch,ppu-train,ppu-rendezvous,ppu-data} with a COMMIT file beside bin/ lets the tree
+# be rebuilt while the study runs; each run records the commit its binaries came from.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -77,7 +79,8 @@ fi
 mkdir -p "$OUT/runs"
 # The corpus every run of OUT trained on: a resumed OUT must get the same one back.
 if [[ -f $OUT/MANIFEST ]]; then
-  cmp -s "$CORPUS/MANIFEST" "$OUT/MANIFEST" || {
+  # The same packages, text and tokens; ppu-data's "wrote DIR ..." lines name the corpus's path.
+  cmp -s <(grep -v '^wrote ' "$CORPUS/MANIFEST") <(grep -v '^wrote ' "$OUT/MANIFEST") || {
     echo "run.sh: $CORPUS/MANIFEST differs from $OUT/MANIFEST (other package versions or text):" >&2
     diff "$OUT/MANIFEST" "$CORPUS/MANIFEST" >&2 || true
     echo "run.sh: the runs in $OUT trained on another corpus; use a new --out" >&2
@@ -182,6 +185,9 @@ PY
     exit 1
   fi
   echo "$sets" >"$dir/sets"
+  # The commit the binaries were built from: $BUILD/COMMIT when the build is a snapshot of one
+  # (a long study runs from a copy, so that rebuilding the tree does not change its binaries).
+  if [[ -f $BUILD/COMMIT ]]; then cp "$BUILD/COMMIT" "$dir/commit"; else git -C "$ROOT" rev-parse HEAD >"$dir/commit"; fi
   touch "$dir/done"
   spent=$((spent + $(date +%s) - t0))
   measured=$((measured + 1))
