@@ -12,7 +12,8 @@
 // live recovery a failed rank alone, in place (same RANK; it rejoins the group), except that
 // exit 3 from the survivors (live recovery gave up) restarts the gang and the store; with
 // recovery gang the whole gang, which resumes from its last checkpoint. Exit codes 2 and 4
-// are never retried.
+// are never retried. A live job that finished without a rank it could not restart (no restarts
+// left) exits with that rank's code, not 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -316,6 +317,7 @@ int main(int argc, char** argv) {
   namespace ec = ppu::contract::exit_code;
   int result = 0, restarts = 0;
   std::vector<int> lost;  // live: ranks that failed and were not restarted
+  int lost_code = 0;      // the first such rank's exit code
   auto stop_everything = [&] {
     stop_all(children, grace);
     if (store) stop_all(*store, grace);
@@ -359,6 +361,7 @@ int main(int argc, char** argv) {
           std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code
                     << ": the other ranks go on without it (no restarts left)\n";
           lost.push_back(c.rank);
+          if (lost_code == 0) lost_code = c.code;
         }
         continue;
       }
@@ -376,6 +379,7 @@ int main(int argc, char** argv) {
         for (auto& other : children) other = spawn_rank(setup, other.rank, other.args);
         running = children.size();
         lost.clear();
+        lost_code = 0;
         break;
       }
       if (result == 0) {
@@ -395,9 +399,11 @@ int main(int argc, char** argv) {
   if (result == 0 && lost.empty()) {
     std::cout << "[launch] all " << children.size() << " ranks finished" << std::endl;
   } else if (result == 0) {
+    // The job's θ is complete, but a rank was lost for good: not a clean success.
     std::cout << "[launch] the job finished without rank(s)";
     for (int r : lost) std::cout << " " << r;
-    std::cout << " (failed, not restarted)" << std::endl;
+    std::cout << " (failed, not restarted): exiting with the first one's code " << lost_code << std::endl;
+    result = lost_code;
   }
   return result;
 }

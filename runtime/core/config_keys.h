@@ -156,6 +156,7 @@ struct KeyMeta {
 #define PPU_NETWORK_KEYS(KEY) \
   KEY(network, bandwidth_gb_per_s, double,     0,                at_least(0), "ppu-plan's per-link bandwidth in GB/s; 0 = unlimited") \
   KEY(network, timeout_s,          double,     300,              above(0),    "collective and rendezvous timeout in seconds") \
+  KEY(network, progress_timeout_s, double,     0,                at_least(0), "seconds a rank's training thread may make no progress (no step, no evaluation batch, not waiting on its peers) before the rank counts as hung: it stops beating, so its peers fence it, and ends itself (exit 5 under recovery live, 3 under gang); 0 = max(2 x heartbeat_s, 20 x the median inner step), not watched before the first steps are measured; needs heartbeat_s > 0") \
   KEY(network, heartbeat_s,        double,     15,               at_least(0), "seconds without a peer's heartbeat before the ranks stop as for a dead peer (a stopped or lost rank, found long before timeout_s); 0 = off") \
   KEY(network, message_bytes,      double,     0,                at_least(0), "ppu-plan: bytes per sync instead of the model's; 0 = the model's") \
   KEY(network, collective,         Collective, Collective::Ring, kAny,        "all-reduce schedule: ring (reduce-scatter + all-gather) or direct") \

@@ -25,12 +25,13 @@ torch::Tensor to_tensor(const data::TokenBatch& b) {
 }
 
 double eval_loss_sum(const Transformer& model, const data::TokenDataset& dataset, const Config& c, int first,
-                     int stride, torch::Device device) {
+                     int stride, torch::Device device, const std::function<void()>& after_batch) {
   torch::NoGradGuard no_grad;
   double sum = 0;
   for (int i = first; i < c.train.eval_batches; i += stride) {
     const auto batch = dataset.eval_batch(i, c.inner.batch_size, c.model.seq_len, c.train.eval_batches);
     sum += model.loss(to_tensor(batch).to(device)).item<double>();
+    if (after_batch) after_batch();
   }
   return sum;
 }

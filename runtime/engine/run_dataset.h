@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,10 @@ data::TokenDataset load_dataset(const Config& c);
 // int64 [batch, seq_len + 1]
 torch::Tensor to_tensor(const data::TokenBatch& b);
 
-// The sum of the losses of batches first, first + stride, ... < batches (not yet divided).
+// The sum of the losses of batches first, first + stride, ... < batches (not yet divided);
+// `after_batch` (if any) runs after each batch (the trainer's progress clock).
 double eval_loss_sum(const Transformer& model, const data::TokenDataset& dataset, const Config& c, int first,
-                     int stride, torch::Device device);
+                     int stride, torch::Device device, const std::function<void()>& after_batch = {});
 
 std::string parameter_checksum(const std::vector<torch::Tensor>& tensors);
 

@@ -25,6 +25,7 @@
 #include "engine/comm/delta_exchange.h"
 #include "engine/comm/heartbeat.h"
 #include "engine/comm/live_group.h"
+#include "engine/fault_hooks.h"
 #include "engine/model/transformer.h"
 #include "engine/obs/device_memory.h"
 #include "engine/obs/rank_metrics.h"
@@ -100,6 +101,22 @@ struct Progress {
   std::_Exit(status.code);
 }
 
+// This rank's training thread has made no progress for its window (comm/progress_clock.h): it
+// has stopped beating, so its peers fence it; the process ends so that its supervisor replaces
+// it (under recovery live it alone: exit 5; under gang the gang: exit 3). From the heartbeat's
+// thread, while the training thread is stuck.
+[[noreturn]] void stop_hung_rank(double idle_s, double window_s, bool live) {
+  const std::string what = fmt::format(
+      "this rank's training thread has made no progress for {:.1f} s (window {:.1f} s, "
+      "network.progress_timeout_s): it is hung, and leaves the group to be replaced",
+      idle_s, window_s);
+  const auto status = live ? exit_status_of(OutOfGroup(what)) : exit_status_of(PeerError(what));
+  spdlog::error("{}", status.message);
+  write_termination_message(status.message);
+  spdlog::default_logger()->flush();
+  std::_Exit(status.code);
+}
+
 class Run {
  public:
   Run(const Config& c, const RunEnv& env)
@@ -129,10 +146,19 @@ class Run {
             env.metrics_port,
             {{"rank", std::to_string(env.rendezvous.rank)}, {"run_id", env.run_id}, {"method", method_name(c.method)}}),
         flops_(step_flops(c.model, c.inner.batch_size, c.model.seq_len, plan_)),
-        profiler_(c.train.profile_dir, c.train.profile_first_step, c.train.profile_steps, env.rendezvous.rank,
-                  device_) {
+        profiler_(c.train.profile_dir, c.train.profile_first_step, c.train.profile_steps, env.rendezvous.rank, device_),
+        faults_(env.rendezvous.rank, collectives_.joining()) {
+    // Progress, not liveness: a hung training thread stops this rank's heartbeat.
+    if (c.network.progress_timeout_s > 0) collectives_.progress().set_window(c.network.progress_timeout_s);
+    heartbeat_.watch_progress(collectives_.progress(), [this](double idle_s) {
+      stop_hung_rank(idle_s, collectives_.progress().window(), live_);
+    });
     if (!env.checkpoint_dir.empty()) store_.emplace(env.checkpoint_dir, c.checkpoint.keep, collectives_);
     if (live_) {
+      // No wait of the live path may outlast a few heartbeat windows (a member that died while
+      // a group formed must not hold the others for network.timeout_s).
+      const auto beat = std::chrono::milliseconds(static_cast<int64_t>(c.network.heartbeat_s * 1000));
+      collectives_.set_connect_timeout(std::max<std::chrono::milliseconds>(3 * beat, std::chrono::seconds(5)));
       if (!env.rendezvous.external_store)
         throw ConfigError("config key 'network.recovery' is 'live' but the store is rank 0's: set " +
                           std::string(contract::env::kExternalStore) +
@@ -163,11 +189,13 @@ class Run {
     const int64_t first = p_.step;
     double loss = 0;
     for (int64_t t = p_.step; t < c_.train.steps; ++t) {
+      faults_.before_step(t, [this] { outer_.global().front().view({-1})[0].add_(1.0); });
       const auto step_start = Clock::now();
       model_.begin_step(t);
       profiler_.before_step(t);
       loss = inner_step(t);  // lines 7–10
       step_seconds_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
+      made_progress();
       profiler_.after_step(t);
       p_.step = t + 1;
       if (!ddp_) {
@@ -267,6 +295,7 @@ class Run {
   // With overlap τ > 0 a fragment's exchange runs in the background for τ inner steps; the
   // last step and checkpoints complete every exchange first.
   void outer_sync(int fragment) {
+    check_theta(fragment);
     if (group_) {
       record(fragment, live_sync(fragment, false));
       return;
@@ -295,7 +324,37 @@ class Run {
   void finish_training() {
     drain_syncs();
     if (c_.outer.final_sync != FinalSync::Average) return;
-    for (int f : schedule_.unsynced_at_end(c_.train.steps)) record(f, group_ ? live_sync(f, true) : outer_.average(f));
+    for (int f : schedule_.unsynced_at_end(c_.train.steps)) {
+      check_theta(f);
+      record(f, group_ ? live_sync(f, true) : outer_.average(f));
+    }
+  }
+
+  // θ is the same on every rank: before a fragment's sync the group agrees on a digest of its θ
+  // and momentum. A rank holding another one (a flipped bit, a bug) takes the majority's before
+  // it computes its delta, so the exchange never carries the drift; it is logged and counted,
+  // never silent. Ties go to the lowest group rank's value.
+  void check_theta(int fragment) {
+    if (collectives_.job_size() == 1) return;
+    const auto mine = static_cast<int64_t>(outer_.fragment_digest(fragment));
+    const auto digests = live([&] { return collectives_.allgather(torch::tensor({mine}, torch::kInt64)); });
+    std::vector<int64_t> all;
+    for (const auto& d : digests) all.push_back(d.item<int64_t>());
+    int root = 0;
+    for (int r = 0; r < static_cast<int>(all.size()); ++r)
+      if (std::count(all.begin(), all.end(), all[r]) > std::count(all.begin(), all.end(), all[root])) root = r;
+    std::vector<int> wrong;
+    for (int r = 0; r < static_cast<int>(all.size()); ++r)
+      if (all[r] != all[root]) wrong.push_back(collectives_.members()[r]);
+    if (wrong.empty()) return;
+    spdlog::error("θ of fragment {} before its sync at step {} differs on rank(s) [{}]: resynchronised from rank {}",
+                  schedule_.fragments()[fragment].name, p_.step, ranks_text(wrong), collectives_.members()[root]);
+    live([&] {
+      outer_.resync_fragment(collectives_, fragment, root);
+      return true;
+    });
+    recovery_.theta_mismatches += static_cast<int64_t>(wrong.size());
+    metrics_.add_theta_mismatches(static_cast<int>(wrong.size()));
   }
 
   // ---- Live recovery (network.recovery=live; docs/RECOVERY.md) ----
@@ -352,7 +411,14 @@ class Run {
     for (;;) {
       const auto start = Clock::now();
       spdlog::warn("the group lost a member ({}): re-forming without it", why);
-      const auto lost = group_->recover();  // OutOfGroup (exit 5) if the others went on without this rank
+      group_->set_patience(reform_patience());
+      std::vector<int> lost;
+      try {
+        lost = group_->recover();     // OutOfGroup (exit 5) if the others went on without this rank
+      } catch (const PeerError& e) {  // another member was lost while the group formed: again
+        why = e.what();
+        continue;
+      }
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       ++recovery_.recoveries;
       recovery_.recovery_seconds += seconds;
@@ -363,15 +429,25 @@ class Run {
                    seconds);
       const auto live = static_cast<double>(collectives_.world_size());
       if (live < c_.network.min_live_fraction * collectives_.job_size())
-        throw PeerError("live recovery gives up: " + std::to_string(collectives_.world_size()) + " of " +
-                        std::to_string(collectives_.job_size()) + " ranks live, below network.min_live_fraction = " +
-                        fmt::format("{}", c_.network.min_live_fraction) + ": gang restart from the last checkpoint");
+        throw LiveRecoveryGaveUp(
+            "live recovery gives up: " + std::to_string(collectives_.world_size()) + " of " +
+            std::to_string(collectives_.job_size()) + " ranks live, below network.min_live_fraction = " +
+            fmt::format("{}", c_.network.min_live_fraction) + ": gang restart from the last checkpoint");
       // A generation that also took replacements in (a concurrent admission decided it)
       // sends them the state first, as live_round_end's admission does.
       if (group_->newcomers().empty()) return;
       why = "taking rank(s) [" + ranks_text(group_->newcomers()) + "] in failed";
       if (take_in_newcomers()) return;
     }
+  }
+
+  // How long a re-formation waits for members that neither arrive nor fall silent: a member
+  // still in a step arrives when it ends; past its progress window plus two heartbeats it is
+  // hung or cut off, and the others go on without it (network.timeout_s at most).
+  std::chrono::milliseconds reform_patience() {
+    const double window = collectives_.progress().window();
+    const double seconds = std::isfinite(window) ? window + 2 * c_.network.heartbeat_s : c_.network.timeout_s;
+    return std::chrono::milliseconds(static_cast<int64_t>(1000 * std::min(seconds, c_.network.timeout_s)));
   }
 
   // The members' side of taking replacements in: the state to the newcomers, then the commit
@@ -449,9 +525,10 @@ class Run {
     }
     if (outer_.min_coverage() == 0) {
       if (++uncovered_rounds_ > c_.network.max_uncovered_rounds)
-        throw PeerError("live recovery gives up: an element has had no live owner for " +
-                        std::to_string(uncovered_rounds_) + " rounds (network.max_uncovered_rounds = " +
-                        std::to_string(c_.network.max_uncovered_rounds) + "): gang restart from the last checkpoint");
+        throw LiveRecoveryGaveUp(
+            "live recovery gives up: an element has had no live owner for " + std::to_string(uncovered_rounds_) +
+            " rounds (network.max_uncovered_rounds = " + std::to_string(c_.network.max_uncovered_rounds) +
+            "): gang restart from the last checkpoint");
     } else {
       uncovered_rounds_ = 0;
     }
@@ -524,6 +601,7 @@ class Run {
   }
 
   void save_checkpoint() {
+    const ProgressClock::Waiting writing(collectives_.progress());  // I/O, not a hung thread
     store_->save(
         p_.rounds,
         [&](torch::serialize::OutputArchive& a) {
@@ -595,7 +673,8 @@ class Run {
     const double loss = live([&] {
       // The group's ranks share the batches (after a loss, the survivors all of them).
       const int rank = collectives_.rank(), stride = collectives_.world_size();
-      const double mine = eval_loss_sum(global, dataset_, c_, rank, stride, device_);
+      const double mine =
+          eval_loss_sum(global, dataset_, c_, rank, stride, device_, [this] { collectives_.progress().tick(); });
       double total = 0;
       for (const auto& part : collectives_.allgather(torch::tensor({mine}, torch::kFloat64)))
         total += part.item<double>();
@@ -606,6 +685,20 @@ class Run {
     metrics_.set_eval(loss, floor_perplexity());
     eval_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return loss;
+  }
+
+  // A step done: tick the progress clock and, with network.progress_timeout_s = 0, derive the
+  // window from the measured steps: 20 median steps, at least 2 heartbeat windows (not watched
+  // until a few steps are measured: start-up, data loading and the first steps are slower).
+  void made_progress() {
+    auto& progress = collectives_.progress();
+    progress.tick();
+    if (c_.network.progress_timeout_s > 0 || step_seconds_.size() < kWarmupSteps + 3) return;
+    if (step_seconds_.size() % 10 != 3 && std::isfinite(progress.window())) return;  // every 10 steps
+    const std::size_t from = step_seconds_.size() > 50 ? step_seconds_.size() - 50 : kWarmupSteps;
+    std::vector<double> recent(step_seconds_.begin() + static_cast<std::ptrdiff_t>(from), step_seconds_.end());
+    std::nth_element(recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(recent.size() / 2), recent.end());
+    progress.set_window(std::max(2 * c_.network.heartbeat_s, 20 * recent[recent.size() / 2]));
   }
 
   // Median wall time of one inner step (lines 7–10: batch, forward, backward, optimiser) after
@@ -770,6 +863,7 @@ class Run {
   std::vector<double> step_seconds_;
   StepProfiler profiler_;                         // train.profile_dir: a trace of a few inner steps
   StepPhases phases_;                             // the same steps as step_seconds_, phase by phase
+  FaultHooks faults_;                             // PPU_TEST_FAULT: tests place faults at steps
   static constexpr std::size_t kWarmupSteps = 2;  // left out of the medians
 };
 
@@ -798,8 +892,19 @@ void check_runnable(const Config& config, const RunEnv& env) {
 
 RunSummary train(const Config& config, const RunEnv& env) {
   check_runnable(config, env);
-  Run run(config, env);
-  return run.run();
+  const bool live = config.network.recovery == Recovery::Live && env.rendezvous.world_size > 1;
+  try {
+    Run run(config, env);
+    return run.run();
+  } catch (const LiveRecoveryGaveUp&) {
+    throw;  // the coverage rules: gang restart from the last checkpoint (exit 3)
+  } catch (const PeerError& e) {
+    // Under live recovery a rank that lost the group (a blip, a store it could not reach, a
+    // group it could not form) is replaced alone and rejoins; only the coverage rules restart
+    // the gang.
+    if (live) throw OutOfGroup(std::string("this rank lost the live group: ") + e.what());
+    throw;
+  }
 }
 
 }  // namespace ppu

@@ -17,6 +17,19 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    live group"), is restarted, rejoins, and every rank ends with one checksum
        late-replacement  a rank killed after the last boundary that takes replacements back:
                    the job finishes without it, and the replacement reports the job's result
+       hung        rank 2's training thread hangs at step 40 (PPU_TEST_FAULT; its process, heartbeat
+                   thread and sockets stay up): past its progress window it stops beating and
+                   exits 5, is restarted alone and rejoins; no other process changes, and every
+                   rank ends with one checksum (before progress was watched, the survivors
+                   waited network.timeout_s twice and the gang restarted)
+       second-loss rank 1 killed, then rank 2 killed the moment a survivor starts re-forming
+                   without rank 1 (a loss during a recovery): both are taken back, nothing exits
+                   3 and the gang is never restarted, and re-forming never waits for
+                   network.timeout_s (60 s here; a member that died while the Gloo group formed
+                   used to hold the others that long, then exit 3)
+       lost-for-good rank 3 killed with no restarts left: the job finishes without it, the
+                   survivors' summaries count the degraded rounds, and ppu-launch exits with the
+                   lost rank's code (137), not 0
        fallback    ranks 0 and 2 (both owners of slice 0) killed, no restarts: the survivors
                    exit 3 once the slice has had no live owner for more than
                    network.max_uncovered_rounds rounds; one rank killed with
@@ -72,13 +85,13 @@ def rank_pids(launcher_pid):
 class Run:
     """ppu-launch in the background, its output kept in a file and read as it grows."""
 
-    def __init__(self, work, extra=(), restarts=1):
+    def __init__(self, work, extra=(), restarts=1, env=None):
         self.work = work
         self.log = os.path.join(work, "launch.log")
         self.out = open(self.log, "w")  # noqa: SIM115  (ppu-launch writes it until finish() closes it)
         self.summaries = os.path.join(work, "summaries")
         cmd = [LAUNCH, *LIVE, *extra, "--max-restarts", str(restarts), "--summary-dir", self.summaries]
-        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT, env=env)
 
     def text(self):
         with open(self.log) as f:
@@ -221,6 +234,74 @@ def case_frozen():
         fail(f"ranks disagree on the final parameters after SIGCONT: {checksums}")
 
 
+def same_processes(before, after, replaced):
+    for r, pid in before.items():
+        if r not in replaced and after.get(r) != pid:
+            fail(f"rank {r} has process {after.get(r)}, was {pid}: restarted though only {replaced} failed")
+
+
+def one_checksum(run):
+    checksums = {run.summary(r)["param_checksum"] for r in range(4)}
+    if len(checksums) != 1:
+        fail(f"ranks disagree on the final parameters: {checksums}")
+    return checksums.pop()
+
+
+def case_hung():
+    env = dict(os.environ, PPU_TEST_FAULT="hang:2:40")
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-hung-"), env=env)
+    run.wait_for(r"\[rank 2\] .*PPU_TEST_FAULT: the training thread of rank 2 hangs before step 40")
+    before = rank_pids(run.proc.pid)
+    hung_at = time.monotonic()
+    run.wait_for(r"\[rank 2\] .*training thread has made no progress for")
+    run.wait_for(r"rank 2 exited with code 5: restarting it in place")
+    fenced = time.monotonic() - hung_at
+    run.wait_for(r"rank\(s\) \[2\] rejoined in round")
+    same_processes(before, rank_pids(run.proc.pid), {2})
+    rc = run.finish()
+    log = run.text()
+    if rc != 0 or "restarting the gang" in log:
+        fail(f"a hung training thread: ppu-launch exited {rc} (want 0, no gang restart)\n{log[-3000:]}")
+    print(f"rank 2 hung at step 40: fenced and replaced {fenced:.1f} s later; one checksum {one_checksum(run)}")
+
+
+def case_second_loss():
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-second-"), ["--set", "network.timeout_s=60"], restarts=2)
+    run.wait_for(r"\[rank 0\] .* step 30/")
+    before = rank_pids(run.proc.pid)
+    os.kill(before[1], signal.SIGKILL)
+    run.wait_for(r"\[rank [03]\] .*the group lost a member")
+    os.kill(before[2], signal.SIGKILL)  # during the re-formation without rank 1
+    run.wait_for(r"rank\(s\) \[[0-9,]*1[0-9,]*\] rejoined in round", timeout=240)
+    run.wait_for(r"rank\(s\) \[[0-9,]*2[0-9,]*\] rejoined in round", timeout=240)
+    same_processes(before, rank_pids(run.proc.pid), {1, 2})
+    rc = run.finish()
+    log = run.text()
+    if rc != 0 or "restarting the gang" in log or "exited with code 3" in log:
+        fail(f"a second loss during a recovery: ppu-launch exited {rc} (want 0, no exit 3)\n{log[-3000:]}")
+    waits = [float(x) for x in re.findall(r"\(([0-9.]+) s to re-form\)", log)]
+    if not waits or max(waits) >= 60:
+        fail(f"re-forming took {waits} s: a wait of the live path ran to network.timeout_s")
+    print(
+        f"ranks 1 and 2 lost, the second during the re-formation: re-formed in {waits} s; one checksum "
+        f"{one_checksum(run)}"
+    )
+
+
+def case_lost_for_good():
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-lost-"), restarts=0)
+    run.wait_for(r"\[rank 0\] .* step 30/")
+    os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
+    rc = run.finish()
+    log = run.text()
+    if rc != 137 or "the job finished without rank(s) 3" not in log:
+        fail(f"rank 3 lost for good: ppu-launch exited {rc}, want 137 naming it\n{log[-3000:]}")
+    degraded = run.summary(0)["recovery"]["rounds_degraded"]
+    if degraded < 1:
+        fail(f"the survivors' summary counts {degraded} degraded rounds")
+    print(f"rank 3 lost for good: exit {rc}, {degraded} rounds degraded")
+
+
 def case_fallback():
     # Ranks 0 and 2 train slice 0 (rank mod N): with both gone it has no live owner.
     run = Run(tempfile.mkdtemp(prefix="ppu-live-uncovered-"), ["--set", "network.max_uncovered_rounds=1"], 0)
@@ -264,5 +345,8 @@ def case_late_replacement():
     "frozen": case_frozen,
     "fallback": case_fallback,
     "late-replacement": case_late_replacement,
+    "hung": case_hung,
+    "second-loss": case_second_loss,
+    "lost-for-good": case_lost_for_good,
 }[CASE]()
 print("PASS", CASE)

@@ -12,6 +12,10 @@ cases: resume      kill a random rank mid-run, corrupt the newest checkpoint, re
        bad-config  invalid configs stop before any work with exit 2 and name the key
        launch-fail ppu-launch stops every rank when one fails and returns its exit code
        equivalence ppu-launch runs of PPU (N=1) and Streaming DiLoCo agree bit for bit
+       theta-flip  one element of rank 2's global θ changed at step 15 (PPU_TEST_FAULT=flip:2:15):
+                   the θ check before the next sync of that fragment finds it on rank 2 alone,
+                   repairs it from the others before any delta is taken, and the run ends with
+                   the checksum of an unfaulted run; every rank counts one mismatch
        repeat-bf16 two identical bf16 runs end with the same checksum bit for bit
                    (train.deterministic; on a GPU, whether SDPA's bf16 kernels are deterministic)
        metrics     a live /metrics scrape passes promtool check metrics
@@ -347,6 +351,25 @@ def case_equivalence():
         fail(f"inner_step_phases_median has keys {sorted(phases)}")
     if min(phases.values()) < 0 or not all(phases[p] > 0 for p in ("forward", "backward", "optimizer")):
         fail(f"inner_step_phases_median {phases}: a computing phase took no time")
+
+
+def case_theta_flip():
+    work = tempfile.mkdtemp(prefix="ppu-theta-")
+    clean = launch([], os.path.join(work, "clean"))
+    flipped = launch([], os.path.join(work, "flip"), env=dict(os.environ, PPU_TEST_FAULT="flip:2:15"))
+    if clean.returncode or flipped.returncode:
+        fail("runs failed:\n" + clean.stderr[-2000:] + flipped.stderr[-2000:])
+    log = flipped.stdout + flipped.stderr
+    found = re.findall(r"θ of fragment (\S+) before its sync at step (\d+) differs on rank\(s\) \[([0-9,]+)\]", log)
+    if len(found) < 1 or any(ranks != "2" for _, _, ranks in found):
+        fail(f"the θ check should name rank 2 (and only it): {found}\n{log[-2000:]}")
+    sums = [summary(os.path.join(work, d, f"rank-{r}.json")) for d in ("clean", "flip") for r in range(4)]
+    if len({s["param_checksum"] for s in sums}) != 1:
+        fail(f"the repaired run differs from the clean one: {[s['param_checksum'] for s in sums]}")
+    counted = [s["recovery"]["theta_mismatches"] for s in sums]
+    if counted != [0, 0, 0, 0, 1, 1, 1, 1]:
+        fail(f"theta_mismatches per rank (clean, then flipped run): {counted}")
+    print(f"θ changed on rank 2 at step 15: found at {found}, repaired; checksums equal the clean run's")
 
 
 def case_repeat_bf16():
@@ -715,5 +738,6 @@ def case_unusable_checkpoints():
     "launch-fail": case_launch_fail,
     "equivalence": case_equivalence,
     "repeat-bf16": case_repeat_bf16,
+    "theta-flip": case_theta_flip,
 }[CASE]()
 print("PASS", CASE)

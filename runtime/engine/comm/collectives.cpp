@@ -102,7 +102,9 @@ Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds t
 }
 
 void Collectives::form(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {
-  auto gloo = c10d::ProcessGroupGloo::Options::create(timeout_);
+  const ProgressClock::Waiting waiting(progress_);  // Gloo's constructor waits for every member
+  // The group's timeout bounds its connection; every operation passes timeout_ itself.
+  auto gloo = c10d::ProcessGroupGloo::Options::create(connect_timeout_.count() > 0 ? connect_timeout_ : timeout_);
   // Bind Gloo to loopback for local runs; otherwise to the interface of this host's name
   // (a pod's IP), unless GLOO_SOCKET_IFNAME names one.
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
@@ -136,6 +138,11 @@ void Collectives::reform(const std::vector<int>& members, int64_t generation) {
   abort_reason_.clear();
 }
 
+void Collectives::set_connect_timeout(std::chrono::milliseconds timeout) {
+  connect_timeout_ = timeout;
+  if (store_) store_->setTimeout(timeout);
+}
+
 void Collectives::abort_for(int job_rank, const std::string& why) {
   std::lock_guard<std::mutex> lock(abort_mutex_);
   if (std::find(members_.begin(), members_.end(), job_rank) == members_.end()) return;
@@ -162,6 +169,7 @@ bool Collectives::has_group() const {
 Collectives::~Collectives() = default;
 
 void Collectives::wait(const char* what, const std::function<void()>& op) {
+  const ProgressClock::Waiting waiting(progress_);
   try {
     op();
   } catch (const PeerError&) {
@@ -176,6 +184,7 @@ void Collectives::wait(const char* what, const std::function<void()>& op) {
 
 void Collectives::wait_for(const char* what, const c10::intrusive_ptr<c10d::Work>& work) {
   if (!abortable_) return wait(what, [&] { work->wait(timeout_); });
+  const ProgressClock::Waiting waiting(progress_);
   // Gloo's waits cannot be interrupted, and its send/recv works never report completion to a
   // poll: a detached thread waits (until Gloo's own timeout at worst, holding the work and its
   // tensors), while this one also watches abort().

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/exit_status.h"
+#include "engine/comm/progress_clock.h"
 
 namespace c10d {
 class ProcessGroupGloo;
@@ -68,12 +69,20 @@ class Collectives {
   int job_size() const { return info_.world_size; }
   const std::vector<int>& members() const { return members_; }  // job ranks of the group, ascending
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // This rank's progress: every wait on the peers (collectives, forming a group) counts as
+  // progress (heartbeat.h); the trainer ticks it for its own work.
+  ProgressClock& progress() { return progress_; }
   // The rendezvous store (null with WORLD_SIZE = 1); thread-safe for its own requests.
   c10::intrusive_ptr<c10d::Store> store() const;
 
   // A new group of `members` (job ranks, ascending, this rank among them) over the keys of
-  // `generation`; clears abort(). Blocks until every member has joined or the timeout.
+  // `generation`; clears abort(). Blocks until every member has joined or the connect timeout
+  // (set_connect_timeout; the collective timeout until set): a member that died after it was
+  // listed must not hold the others for network.timeout_s.
   void reform(const std::vector<int>& members, int64_t generation);
+  // Also the store client's timeout: Gloo's rendezvous waits on the store for a member's address,
+  // which a member that died before publishing it never writes.
+  void set_connect_timeout(std::chrono::milliseconds timeout);
   // Every wait now or later throws PeerError(`why`) until the next reform. Any thread.
   void abort(const std::string& why);
   // The same, only while `job_rank` is a member of the current group (a late report about a
@@ -123,6 +132,7 @@ class Collectives {
 
   RendezvousInfo info_;
   std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds connect_timeout_{0};  // 0: timeout_
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_ = 0, world_size_ = 1;
   std::vector<int> members_;  // under abort_mutex_ while it changes
@@ -138,6 +148,7 @@ class Collectives {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   std::unique_ptr<NcclGroup> nccl_;
   uint32_t sequence_ = 0;
+  ProgressClock progress_;
 };
 
 }  // namespace ppu

@@ -30,6 +30,9 @@ struct Heartbeat::Shared {
   RendezvousInfo info;
   std::chrono::milliseconds window, interval;
   OnLost on_lost;
+  std::atomic<const ProgressClock*> progress{nullptr};  // published after on_hung
+  OnHung on_hung;
+  bool hung = false;  // the beater's own: on_hung ran
   std::string prefix;
   std::mutex mutex;
   std::condition_variable wake;
@@ -66,6 +69,12 @@ Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds windo
   shared_->on_lost = std::move(on_lost);
   shared_->prefix = std::move(key_prefix);
   if (start_now) start();
+}
+
+void Heartbeat::watch_progress(const ProgressClock& clock, OnHung on_hung) {
+  if (!shared_ || shared_->progress.load()) return;
+  shared_->on_hung = std::move(on_hung);
+  shared_->progress.store(&clock, std::memory_order_release);
 }
 
 void Heartbeat::start() {
@@ -143,7 +152,16 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
         opts.timeout = std::max<std::chrono::milliseconds>(s->window, std::chrono::seconds(10));
         store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts);
       }
-      store->add(s->key(info.rank), 1);
+      const ProgressClock* progress = s->progress.load(std::memory_order_acquire);
+      if (progress && progress->stalled()) {
+        // This rank's training thread is hung: no more beats, so the peers fence it; then end it.
+        if (!s->hung) {
+          s->hung = true;
+          s->on_hung(progress->idle_seconds());
+        }
+      } else {
+        store->add(s->key(info.rank), 1);
+      }
       const auto now = Clock::now();
       s->answered = now.time_since_epoch().count();
       // Stopped ourselves for longer than the window: the peers' silence is not theirs.

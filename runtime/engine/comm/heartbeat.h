@@ -19,6 +19,10 @@
 // under the same rank), and silent() tells who is silent now; only the store's silence stops it.
 // A gap in this process's own schedule longer than the window (it was stopped itself) restarts
 // every clock instead of blaming the peers or the store for it.
+// Progress, not liveness (watch_progress): with a ProgressClock this rank beats only while its
+// training thread makes progress (progress_clock.h). Once the clock has been idle past its
+// window the rank stops beating, so its peers find it silent and fence it, and `on_hung` runs
+// once (the trainer ends the process: its supervisor replaces it).
 #pragma once
 
 #include <chrono>
@@ -28,6 +32,7 @@
 #include <thread>
 
 #include "engine/comm/collectives.h"
+#include "engine/comm/progress_clock.h"
 
 namespace ppu {
 
@@ -38,6 +43,7 @@ class Heartbeat {
     double silent_s;  // how long it has been silent
   };
   using OnLost = std::function<void(const Lost&)>;
+  using OnHung = std::function<void(double idle_seconds)>;
 
   // `key_prefix` separates incarnations of a job that share a store. Off (no threads) for a
   // single rank or a zero window.
@@ -49,6 +55,9 @@ class Heartbeat {
   Heartbeat& operator=(const Heartbeat&) = delete;
   ~Heartbeat();
 
+  // Beat only while `clock` shows progress; `on_hung` once it has been idle past its window.
+  // Before or after start(), once; `clock` must outlive this object.
+  void watch_progress(const ProgressClock& clock, OnHung on_hung);
   // Starts beating and watching (once; a no-op when off or started).
   void start();
   // This rank finished its work: peers stop watching it.

@@ -43,7 +43,8 @@ std::string ranks_text(const std::vector<int>& ranks) {
   return out;
 }
 
-LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent) : col_(collectives), silent_(std::move(silent)) {
+LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent)
+    : col_(collectives), silent_(std::move(silent)), patience_(collectives.timeout()) {
   // The first group of the job has formed: from now on a starting process is a replacement.
   if (!col_.joining()) decide(*col_.store(), key(0, "members"), ranks_text(col_.members()));
   // A member that re-forms the group ends the collectives the others are still waiting in
@@ -61,6 +62,7 @@ std::string LiveGroup::key(int64_t generation, const std::string& name) const {
 }
 
 bool LiveGroup::commit(bool done) {
+  const ProgressClock::Waiting on_members(col_.progress());
   auto& store = *col_.store();
   const std::string base = key(generation_, "x" + std::to_string(exchange_++) + "/");
   const std::string outcome = base + "outcome";
@@ -86,6 +88,7 @@ std::vector<int> LiveGroup::join_requests(int64_t upto) const {
 }
 
 std::vector<int> LiveGroup::recover() {
+  const ProgressClock::Waiting on_members(col_.progress());
   auto& store = *col_.store();
   const std::vector<int> before = col_.members();
   const int64_t next = generation_ + 1;
@@ -93,7 +96,7 @@ std::vector<int> LiveGroup::recover() {
   if (!store.check({members_key})) {
     store.set(key(next, "reforming"), bytes("1"));
     store.set(key(next, "arrived/" + std::to_string(col_.job_rank())), bytes("1"));
-    const auto deadline = Clock::now() + col_.timeout();
+    const auto deadline = Clock::now() + patience_;
     while (!store.check({members_key})) {
       const auto requests = join_requests(store.add(kJoins, 0));
       const std::set<int> rejoining(requests.begin(), requests.end());
@@ -102,13 +105,12 @@ std::vector<int> LiveGroup::recover() {
         if (store.check({key(next, "arrived/" + std::to_string(r))})) arrived.push_back(r);
         else if (!silent_(r) && !rejoining.count(r)) waiting.push_back(r);
       }
-      if (waiting.empty()) {
+      // Past the patience the members that neither came nor fell silent are left out too: they
+      // find the generation formed without them (OutOfGroup) and are replaced.
+      if (waiting.empty() || Clock::now() > deadline) {
         decide(store, members_key, ranks_text(arrived));
         break;
       }
-      if (Clock::now() > deadline)
-        throw PeerError("generation " + std::to_string(next) + " could not form: rank(s) " + ranks_text(waiting) +
-                        " neither arrived nor went silent within network.timeout_s");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
@@ -176,6 +178,7 @@ std::vector<int> LiveGroup::admit(const std::vector<int>& joiners) {
 }
 
 bool LiveGroup::join() {
+  const ProgressClock::Waiting on_group(col_.progress());  // until the next round boundary
   auto& store = *col_.store();
   const int me = col_.job_rank();
   const int64_t request = store.add(kJoins, 1);

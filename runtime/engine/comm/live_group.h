@@ -23,8 +23,10 @@
 //    the others moved on reads their answer, never a different one.
 //  - recover(): the survivors' next generation: every member of the current one that reached
 //    it, waiting for the others until each has either arrived or gone silent (heartbeat) or
-//    asked to rejoin as a new process. Throws OutOfGroup when that generation was formed
-//    without this rank, PeerError when it cannot be formed within the timeout.
+//    asked to rejoin as a new process, or `patience` has passed (set_patience: a member that
+//    still beats but does not come is left out too, and finds itself out of the group). Throws
+//    OutOfGroup when that generation was formed without this rank, PeerError when forming the
+//    Gloo group of the agreed members fails (a member died meanwhile: recover again).
 //  - pending_joiners()/admit(): at a round boundary, the replacements every member has seen
 //    (one all-gather of the join count) and the generation that takes them in.
 //  - join(): a replacement's side: ask, wait for a generation that includes this rank, form it.
@@ -41,6 +43,15 @@
 
 namespace ppu {
 
+// Live recovery cannot go on under its coverage rules (network.min_live_fraction,
+// network.max_uncovered_rounds): the one live-path failure that restarts the gang (exit 3).
+// Every other failure of the live path leaves this rank out of the group (exit 5, restarted
+// alone): see train().
+class LiveRecoveryGaveUp : public PeerError {
+ public:
+  using PeerError::PeerError;
+};
+
 // Job ranks as the store and the logs write them: "0,1,3".
 std::string ranks_text(const std::vector<int>& ranks);
 
@@ -52,6 +63,9 @@ class LiveGroup {
   LiveGroup(Collectives& collectives, IsSilent silent);
 
   int64_t generation() const { return generation_; }
+  // How long recover() waits for members that neither arrive nor fall silent (default: the
+  // collectives' timeout).
+  void set_patience(std::chrono::milliseconds patience) { patience_ = patience; }
 
   // Whether the next collective of this generation took effect on every member; `done`: it
   // completed here.
@@ -92,6 +106,7 @@ class LiveGroup {
   int64_t exchange_ = 0;                // collectives of this generation committed or aborted so far
   int64_t joins_seen_ = 0;              // join requests already taken in (or standing for a member)
   int source_ = 0;
+  std::chrono::milliseconds patience_;
   std::vector<int> newcomers_;
   std::string finished_result_;
 };

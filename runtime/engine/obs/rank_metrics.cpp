@@ -51,6 +51,7 @@ struct RankMetrics::Families {
   prometheus::Counter& rounds_degraded;
   prometheus::Counter& recoveries;
   prometheus::Counter& recovery_seconds;
+  prometheus::Counter& theta_mismatches;
 };
 
 namespace {
@@ -110,6 +111,9 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       one(counter(contract::metric::kRoundsDegraded, "Outer rounds finished with a rank missing"), r),
       one(counter(contract::metric::kRecoveries, "Groups re-formed in place without a gang restart"), r),
       one(counter("ppu_recovery_seconds_total", "Seconds spent re-forming the group and taking ranks back"), r),
+      one(counter("ppu_theta_mismatches_total",
+                  "Ranks found holding another global θ than the others before a sync (then repaired)"),
+          r),
   });
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
@@ -194,6 +198,10 @@ void RankMetrics::set_live(double live_ranks, double min_slice_coverage) {
   if (!f_) return;
   f_->live_ranks.Set(live_ranks);
   f_->min_slice_coverage.Set(min_slice_coverage);
+}
+
+void RankMetrics::add_theta_mismatches(int ranks) {
+  if (f_) f_->theta_mismatches.Increment(ranks);
 }
 
 void RankMetrics::add_degraded_round() {

@@ -47,6 +47,8 @@ class RankMetrics {
   // Live recovery (network.recovery=live); a gang run reports K and 1 and never counts.
   void set_live(double live_ranks, double min_slice_coverage);
   void add_degraded_round();
+  // `ranks` ranks held another θ than the others before a sync (each repaired).
+  void add_theta_mismatches(int ranks);
   // A re-formation that took `seconds`: after losing ranks (`lost`, counted) or to take a
   // replacement back (time only).
   void add_recovery(bool lost, double seconds);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "engine/comm/delta_exchange.h"
+#include "common/fnv1a.h"
 #include "engine/model/region_view.h"
 #include "engine/state/checkpoint_format.h"
 
@@ -195,6 +196,34 @@ int64_t OuterOptimizer::momentum_bytes() const {
   for (const auto& m : momentum_)
     if (m.defined()) b += m.nbytes();
   return b;
+}
+
+uint64_t OuterOptimizer::fragment_digest(int fragment) const {
+  uint64_t h = kFnv1a64Offset;
+  for (const auto& piece : schedule_.fragments().at(fragment).pieces) {
+    const auto theta = region_view(global_[piece.param_index], piece).contiguous();
+    h = fnv1a64(theta.data_ptr(), theta.nbytes(), h);
+    if (!momentum_[piece.param_index].defined()) continue;
+    const auto m = region_view(momentum_[piece.param_index], piece).contiguous();
+    h = fnv1a64(m.data_ptr(), m.nbytes(), h);
+  }
+  return h;
+}
+
+void OuterOptimizer::resync_fragment(Collectives& collectives, int fragment, int root) {
+  torch::NoGradGuard no_grad;
+  for (const auto& piece : schedule_.fragments().at(fragment).pieces) {
+    auto theta = region_view(global_[piece.param_index], piece);
+    auto t = theta.contiguous();
+    collectives.broadcast(t, root);
+    if (!t.is_same(theta)) theta.copy_(t);
+    // Whether the fragment has momentum yet is the same on every rank (its first sync made it).
+    if (!momentum_[piece.param_index].defined()) continue;
+    auto m = region_view(momentum_[piece.param_index], piece);
+    auto mc = m.contiguous();
+    collectives.broadcast(mc, root);
+    if (!mc.is_same(m)) m.copy_(mc);
+  }
 }
 
 int64_t OuterOptimizer::global_bytes() const {

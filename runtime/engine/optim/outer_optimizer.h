@@ -81,6 +81,14 @@ class OuterOptimizer {
   // others hold the same values already, except newcomers). `adopt` (a newcomer): also θ_k ← θ.
   void share_state(Collectives& collectives, int root, bool adopt);
 
+  // A digest of fragment `fragment`'s θ and momentum (FNV-1a 64 over their fp32 bytes): the
+  // same on every rank unless one has drifted (a flipped bit, a bug). The trainer agrees on it
+  // before every sync (trainer.cpp, check_theta).
+  uint64_t fragment_digest(int fragment) const;
+  // Fragment `fragment`'s θ and momentum of group rank `root` on every rank (a collective).
+  // θ_k, this rank's local progress, is left as it is: its next delta is taken from the
+  // repaired θ.
+  void resync_fragment(Collectives& collectives, int fragment, int root);
   const std::vector<torch::Tensor>& global() const { return global_; }
   int64_t momentum_bytes() const;
   int64_t global_bytes() const;

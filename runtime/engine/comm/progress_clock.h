@@ -1,0 +1,59 @@
+// ProgressClock: when this rank's training thread last made progress, so that the heartbeat
+// reports progress rather than liveness (heartbeat.h). Progress is a tick from the training
+// thread (an inner step, an evaluation batch) or time spent waiting on others (a collective, an
+// agreement through the store, a checkpoint write): a rank blocked on its peers is not the
+// one that hangs. A training thread stuck anywhere else stops the clock; idle_seconds() then
+// grows, and past window() the heartbeat stops beating for this rank (its peers fence it) and
+// the rank ends itself so that its supervisor replaces it.
+// window(): network.progress_timeout_s, or when that is 0 a default the trainer derives from
+// the measured step time with a floor (trainer.cpp); until set, +infinity (not watched).
+// Every member is safe to use from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <limits>
+
+namespace ppu {
+
+class ProgressClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  ProgressClock() { tick(); }
+
+  void tick() noexcept { last_ = Clock::now().time_since_epoch().count(); }
+
+  // While one exists the training thread waits on others: it counts as progressing.
+  class Waiting {
+   public:
+    explicit Waiting(ProgressClock& clock) noexcept : clock_(clock) { ++clock_.waiting_; }
+    ~Waiting() {
+      clock_.tick();
+      --clock_.waiting_;
+    }
+    Waiting(const Waiting&) = delete;
+    Waiting& operator=(const Waiting&) = delete;
+
+   private:
+    ProgressClock& clock_;
+  };
+
+  // Seconds since the last progress; 0 while waiting on others.
+  double idle_seconds() const noexcept {
+    if (waiting_ > 0) return 0;
+    return std::chrono::duration<double>(Clock::now() - Clock::time_point(Clock::duration(last_.load()))).count();
+  }
+
+  void set_window(double seconds) noexcept { window_ = seconds; }
+  double window() const noexcept { return window_; }
+  // Idle for longer than the window: the training thread is hung.
+  bool stalled() const noexcept { return idle_seconds() > window_.load(); }
+
+ private:
+  std::atomic<Clock::rep> last_{0};
+  std::atomic<int> waiting_{0};
+  std::atomic<double> window_{std::numeric_limits<double>::infinity()};
+};
+
+}  // namespace ppu

@@ -1,0 +1,45 @@
+#include "engine/fault_hooks.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+#include "core/exit_status.h"
+
+namespace ppu {
+
+FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
+  const char* spec = std::getenv("PPU_TEST_FAULT");
+  if (!spec || replacement) return;
+  std::stringstream all(spec);
+  for (std::string item; std::getline(all, item, ',');) {
+    std::stringstream parts(item);
+    std::string kind, rank, step;
+    if (!std::getline(parts, kind, ':') || !std::getline(parts, rank, ':') || !std::getline(parts, step) ||
+        (kind != "hang" && kind != "flip"))
+      throw ConfigError("PPU_TEST_FAULT: '" + item + "' is not hang|flip:<rank>:<step>");
+    try {
+      if (std::stoi(rank) == job_rank) faults_.push_back({kind, std::stoll(step)});
+    } catch (const std::exception&) {
+      throw ConfigError("PPU_TEST_FAULT: '" + item + "' needs integer rank and step");
+    }
+  }
+}
+
+void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_theta) const {
+  for (const auto& f : faults_) {
+    if (f.step != step) continue;
+    if (f.kind == "flip") {
+      spdlog::warn("PPU_TEST_FAULT: rank {} changes an element of its global θ before step {}", rank_, step);
+      flip_theta();
+      continue;
+    }
+    spdlog::warn("PPU_TEST_FAULT: the training thread of rank {} hangs before step {}", rank_, step);
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+}
+
+}  // namespace ppu

@@ -1,0 +1,36 @@
+// FaultHooks: test-only faults that a process test places at a chosen step, for the faults a
+// signal cannot make (the chaos bench and tests/engine/live_recovery_tests.py use it).
+// PPU_TEST_FAULT = "<kind>:<rank>:<step>[,...]", read once; kinds:
+//   hang   the training thread of job rank <rank> stops for good before inner step <step>
+//          (the process, its heartbeat thread and its sockets stay up: a hung training thread)
+//   flip   one element of that rank's global θ changes before inner step <step> (a flipped
+//          bit, a bug): the θ check before the next sync must find and repair it
+// Only a process that starts with the job takes a fault: a replacement (a later process of the
+// same rank) does not, so a hang is not repeated after the rank is replaced. Unset: nothing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ppu {
+
+class FaultHooks {
+ public:
+  // `replacement`: this process rejoins a running job (it takes no fault).
+  FaultHooks(int job_rank, bool replacement);
+  // Before inner step `step`: carries out a fault placed there (a hang never returns);
+  // `flip_theta` changes this rank's θ.
+  void before_step(int64_t step, const std::function<void()>& flip_theta) const;
+
+ private:
+  struct Fault {
+    std::string kind;
+    int64_t step;
+  };
+  std::vector<Fault> faults_;  // this rank's
+  int rank_;
+};
+
+}  // namespace ppu
