@@ -1,15 +1,20 @@
 // hf_tokenizer: a run's SentencePiece model (ppu-data text) as the files Hugging Face's
 // AutoTokenizer loads — tokenizer.json for the fast (Rust) tokenizer, tokenizer_config.json and
-// special_tokens_map.json — giving the same ids as the SentencePiece model itself: its NFKC
-// character map and whitespace rules, BPE merges (or Unigram scores) and byte fallback. Literal
-// "<s>"/"</s>" in a text are text, as ppu-data encoded them (split_special_tokens); no BOS or
-// EOS is added (ppu-data ends every line with </s> itself). The .model file is copied beside
-// them by the caller, so the SentencePiece-backed slow tokenizer loads too.
+// special_tokens_map.json — with the ids SentencePiece gives, and SentencePiece's decode. The
+// caller copies the .model beside them as tokenizer.model for the slow tokenizer.
 //
-// The model is read from its protobuf bytes without its schema (protobuf's UnknownFieldSet):
-// Debian ships SentencePiece's library but not the generated header of its model proto. Throws
-// std::runtime_error naming the file for a model this conversion does not express exactly
-// (model types other than BPE and Unigram, whitespace as suffix, no whitespace escaping).
+// tokenizer.json is assembled from the model's own settings: the normaliser and decoder of
+// export/hf_normalizer.h, the pre-tokeniser and BPE or Unigram model of export/hf_segmenter.h,
+// its control pieces (<s>, </s>, <unk>, <pad>) as special added tokens. tokenizer_config.json
+// names GemmaTokenizer, whose slow form encodes with sp_model.encode and decodes with
+// sp_model.decode and nothing around them (LlamaTokenizer's legacy/add_prefix_space handling
+// alters decode, and setting add_prefix_space would make transformers rebuild the fast
+// tokenizer from the slow one), and whose fast form loads tokenizer.json as written. No BOS or
+// EOS is added (ppu-data ends every line with </s> itself), and a literal "<s>" or "</s>" in a
+// text is text (split_special_tokens), as SentencePiece encodes it. A model the conversion does
+// not express exactly is refused (export/spm_support.h lists what is exported).
+//
+// Throws std::runtime_error naming the file for an unreadable or refused model.
 #pragma once
 
 #include <nlohmann/json.hpp>

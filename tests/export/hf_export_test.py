@@ -10,8 +10,9 @@ to a step that ends a round and ppu-export writes the model. Then, with transfor
     evaluation windows equals the summary's eval_loss within FP32_LOSS_ATOL (fp32 export), and
     within the bound BF16_LOSS_BOUND states for the bf16 export of the same checkpoint;
   - AutoTokenizer.from_pretrained(dir), fast and slow, gives the ids ppu-data gave every line of
-    a sample (byte fallback and literal "</s>" included), and the config's BOS/EOS ids are the
-    tokenizer's;
+    a sample (byte fallback and literal "</s>" included), and SentencePiece's ids and decodes on
+    tokenizer_parity's generated texts (runtime_process.hf_tokenizer_parity covers more models
+    and settings); the config's BOS/EOS ids are the tokenizer's;
   - generate() returns new text; the model card and provenance name the round and eval loss.
 Then the directory's guarantees: re-exporting the same checkpoint succeeds (idempotent), a
 different one is refused with exit 2 unless --overwrite, and a sharded export (tiny
@@ -26,12 +27,14 @@ import subprocess
 import sys
 import tempfile
 
+import sentencepiece as spm
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 BIN, SRC = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "scripts"))
 from ppu_export_eval import read_shard, read_val_tokens  # shard readers; no model code
+from tokenizer_parity import generated_texts, mismatches  # texts SentencePiece normalises specially
 from training_run import launch_command  # the run both export tests start from
 
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
@@ -226,6 +229,12 @@ for use_fast in (True, False):
     if not any(tok.convert_ids_to_tokens(i).startswith("<0x") for i in odd_ids) or eos in odd_ids:
         fail(f"{type(tok).__name__}: the odd line should use byte fallback and no special token: {odd_ids}")
     print(f"{type(tok).__name__}: {len(lines)} lines tokenised as ppu-data did")
+sp = spm.SentencePieceProcessor(model_file=os.path.join(hf_dir, "tokenizer.model"))
+fast, slow = AutoTokenizer.from_pretrained(hf_dir), AutoTokenizer.from_pretrained(hf_dir, use_fast=False)
+bad = mismatches(sp, fast, slow, generated_texts(1, 400))
+if bad:
+    fail(f"{len(bad)} disagreements with SentencePiece on generated texts, e.g. {bad[:3]}")
+print("fast and slow tokenizers agree with SentencePiece on 400 generated texts")
 
 # generate() continues a prompt with new text.
 tok = AutoTokenizer.from_pretrained(hf_dir)
@@ -235,9 +244,11 @@ prompt = tok("This License", return_tensors="pt").input_ids
 # model is FSDP-managed, importing torch.distributed.fsdp, which Debian's torch 1.13 cannot
 # import under Python 3.11 (a dataclass default its metadata module declares).
 generated = model.generate(prompt, max_new_tokens=20, do_sample=False, synced_gpus=False)
-text = tok.decode(generated[0][prompt.shape[1] :], skip_special_tokens=True)
-if generated.shape[1] <= prompt.shape[1] or not text:
-    fail("generate() returned no new tokens")
+# The whole sequence decoded: a continuation of "▁" pieces alone (what this tiny model tends to
+# generate) decodes to "" by SentencePiece's rule for leading whitespace, which the tokenizer keeps.
+text = tok.decode(generated[0], skip_special_tokens=True)
+if generated.shape[1] <= prompt.shape[1] or not text.startswith("This License") or text == "This License":
+    fail(f"generate() returned no new tokens: {text!r}")
 print(f"generate: 'This License' -> {text!r}")
 
 # The directory's guarantees.
