@@ -3,8 +3,8 @@
 #include <chrono>
 #include <optional>
 
-#include "engine/comm/delta_exchange.h"
 #include "common/fnv1a.h"
+#include "engine/comm/delta_exchange.h"
 #include "engine/model/region_view.h"
 #include "engine/state/checkpoint_format.h"
 
