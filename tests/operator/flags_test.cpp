@@ -43,6 +43,15 @@ TEST(Flags, ErrorsNameTheFlag) {
   EXPECT_EQ(message({"--restart-backoff=3x"}), "--restart-backoff: '3x' has unknown unit 'x' (use ms, s, m or h)");
   EXPECT_EQ(message({"--leader-elect=1"}), "--leader-elect: '1' is not true or false");
   EXPECT_EQ(message({"--network-policy="}), "--network-policy: '' is not true or false");
+  EXPECT_EQ(message({"--force-delete-on-lost-node=maybe"}),
+            "--force-delete-on-lost-node: 'maybe' is not true or false");
+}
+
+TEST(Flags, ForceDeletionOnLostNodesIsOnUnlessTurnedOff) {
+  EXPECT_TRUE(parse_flags({}).force_delete_on_lost_node);
+  EXPECT_TRUE(parse_flags({"--force-delete-on-lost-node"}).force_delete_on_lost_node);
+  EXPECT_FALSE(parse_flags({"--force-delete-on-lost-node=false"}).force_delete_on_lost_node);
+  EXPECT_NE(usage().find("\n  --force-delete-on-lost-node BOOL watch Nodes"), std::string::npos) << usage();
 }
 
 TEST(Flags, DefaultsRepeatsAndEmptyValues) {

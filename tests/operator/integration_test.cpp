@@ -197,6 +197,15 @@ class OperatorIT : public ::testing::Test {
     return json();
   }
 
+  // The message of the (last listed) event with `reason`, "" if none.
+  std::string event_message(const std::string& reason) {
+    std::string msg;
+    const json items = client_->list(ResourceKind::Event, "default").body.value("items", json::array());
+    for (const auto& e : items)
+      if (e.value("reason", "") == reason) msg = e.value("message", std::string());
+    return msg;
+  }
+
   bool has_event(const std::string& reason) {
     Response r = client_->list(ResourceKind::Event, "default");
     for (const auto& e : r.body["items"])
@@ -306,6 +315,17 @@ TEST_F(OperatorIT, CelRejectsBadJobsWithMessagesNamingTheField) {
   EXPECT_NE(apply(manifest("m", "4", "{preset: tiny}", "{mode: everything, slices: 4}"), out), 0);
   EXPECT_NE(out.find("spec.training.slicing.mode"), std::string::npos) << out;
 
+  // Live recovery pacing: the back-off's cap is not below its base; no negative window.
+  const std::string paced = manifest("rp", "4", "{preset: tiny}", "{mode: mlp, slices: 4}");
+  EXPECT_NE(apply(paced + "  runPolicy: {recoveryBackoffSeconds: 60, recoveryBackoffMaxSeconds: 30}\n", out), 0);
+  EXPECT_NE(out.find("spec.runPolicy.recoveryBackoffMaxSeconds must be at least"), std::string::npos) << out;
+  EXPECT_NE(apply(paced + "  runPolicy: {recoveryWindowSeconds: -1}\n", out), 0);
+  EXPECT_NE(out.find("recoveryWindowSeconds"), std::string::npos) << out;
+  ASSERT_EQ(apply(paced + "  runPolicy: {recoveryWindowSeconds: 0, recoveryBackoffSeconds: 0}\n", out), 0) << out;
+  const json rp = job("rp")["spec"]["runPolicy"];
+  EXPECT_EQ(rp["recoveryBackoffMaxSeconds"], 300) << "defaulted: " << rp.dump();
+  EXPECT_EQ(rp["maxRecoveries"], 10);
+
   // Immutability while not suspended, allowed while suspended.
   ASSERT_EQ(apply(manifest("imm", "4", "{preset: tiny}", "{mode: mlp, slices: 4}"), out), 0) << out;
   EXPECT_NE(env_->kubectl("patch ppj imm --type=merge -p '{\"spec\":{\"replicas\":8}}'", out), 0);
@@ -396,7 +416,9 @@ TEST_F(OperatorIT, LiveJobHasARendezvousPodAndServiceAndRanksUseThemAsAnExternal
 
 TEST_F(OperatorIT, DeletingOneRankOfALiveJobRecreatesOnlyThatPod) {
   start_controller(1);
-  create_job(live_manifest(job_manifest("lr", 4)));
+  json manifest = live_manifest(job_manifest("lr", 4));
+  manifest["spec"]["runPolicy"]["recoveryBackoffSeconds"] = 2;
+  create_job(manifest);
   ASSERT_TRUE(wait_pods("lr", 5));
   set_all("lr", "Running");
   ASSERT_TRUE(eventually([&] { return phase("lr") == "Running"; }));
@@ -420,7 +442,8 @@ TEST_F(OperatorIT, DeletingOneRankOfALiveJobRecreatesOnlyThatPod) {
   EXPECT_TRUE(has_event("RankRecovery"));
   EXPECT_FALSE(has_event("GangRestart"));
 
-  // The replacement runs, then dies of a signal: recreated alone again, a second recovery.
+  // The replacement runs, then dies of a signal: recreated alone again, a second recovery, and
+  // rank 2's second loss within the window: its replacement waits recoveryBackoffSeconds.
   set_pod_status("lr-rank-2", "Running");
   const std::string second = uid_of("lr-rank-2");
   set_pod_status("lr-rank-2", "Failed", 137);
@@ -429,6 +452,15 @@ TEST_F(OperatorIT, DeletingOneRankOfALiveJobRecreatesOnlyThatPod) {
     return !now.empty() && now != second && job("lr")["status"].value("recoveries", 0) == 2;
   })) << job("lr").dump();
   for (const auto& [p, uid] : before) EXPECT_EQ(uid_of(p), uid) << p << " was touched";
+  const std::string waited = event_message("RankRecoveryBackoff");
+  const auto until = waited.find("(until ");
+  ASSERT_NE(until, std::string::npos) << "no back-off event: " << waited;
+  EXPECT_NE(waited.find("rank 2 was lost 2 times"), std::string::npos) << waited;
+  const auto not_before = parse_rfc3339(waited.substr(until + 7, 20));
+  const auto created = parse_rfc3339(
+      client_->get(ResourceKind::Pod, "default", "lr-rank-2").body["metadata"].value("creationTimestamp", ""));
+  ASSERT_TRUE(not_before && created) << waited;
+  EXPECT_GE(*created, *not_before) << "the replacement was created before its back-off ended";
   // Settled: the count stays at 2 and the record of the replaced rank is gone.
   ASSERT_TRUE(eventually([&] { return !job("lr")["status"].contains("recoveringRanks"); })) << job("lr").dump();
   std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -475,6 +507,86 @@ TEST_F(OperatorIT, ARankExiting3UnderLiveRestartsTheGangAndTheStore) {
   EXPECT_TRUE(client_->get(ResourceKind::Pod, "default", "l3-rendezvous").ok());
   EXPECT_EQ(job("l3")["status"].value("recoveries", -1), 0);
   EXPECT_TRUE(has_event("GangRestart"));
+}
+
+// ---- a lost node (no kubelet here: the test plays the node and the node lifecycle controller) ----
+
+TEST_F(OperatorIT, ALiveRankStuckTerminatingOnALostNodeIsForceDeletedAndReplaced) {
+  start_controller(1);
+  create_job(live_manifest(job_manifest("ln", 4)));
+  ASSERT_TRUE(wait_pods("ln", 5));
+  auto set_node = [&](const std::string& name, const std::string& ready) {
+    if (!client_->get(ResourceKind::Node, "", name).ok()) {
+      Response r = client_->create(ResourceKind::Node, "",
+                                   {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}}}});
+      ASSERT_TRUE(r.ok()) << r.describe();
+    }
+    const std::string now = format_rfc3339(now_seconds());
+    json cond = {{"type", "Ready"},          {"status", ready},
+                 {"reason", "Test"},         {"message", "set by the test"},
+                 {"lastHeartbeatTime", now}, {"lastTransitionTime", now}};
+    Response r = client_->merge_patch(ResourceKind::Node, "", name, {{"status", {{"conditions", json::array({cond})}}}},
+                                      "status");
+    ASSERT_TRUE(r.ok()) << r.describe();
+  };
+  auto bind = [&](const std::string& pod, const std::string& node) {  // the scheduler's part
+    std::string out;
+    const json binding = {{"apiVersion", "v1"},
+                          {"kind", "Binding"},
+                          {"metadata", {{"name", pod}, {"namespace", "default"}}},
+                          {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+    ASSERT_EQ(env_->kubectl("create -f -", out, binding.dump()), 0) << out;
+  };
+  auto uid_of = [&](const std::string& pod) {
+    return client_->get(ResourceKind::Pod, "default", pod).body["metadata"].value("uid", std::string());
+  };
+  auto terminating = [&](const std::string& pod) {
+    return client_->get(ResourceKind::Pod, "default", pod).body["metadata"].contains("deletionTimestamp");
+  };
+  set_node("lost-node", "True");
+  set_node("live-node", "True");
+  bind("ln-rank-1", "lost-node");
+  bind("ln-rank-2", "live-node");
+  set_all("ln", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("ln") == "Running"; })) << job("ln").dump();
+  const std::string rank1 = uid_of("ln-rank-1"), rank2 = uid_of("ln-rank-2"), rank0 = uid_of("ln-rank-0");
+
+  // lost-node stops answering and its pod is evicted; live-node's pod is deleted too (a drain).
+  // Both are bound to a node, so both stay Terminating until a kubelet confirms: none will here.
+  set_node("lost-node", "Unknown");
+  ASSERT_TRUE(client_->remove(ResourceKind::Pod, "default", "ln-rank-1", "Background", "", 1).ok());
+  ASSERT_TRUE(client_->remove(ResourceKind::Pod, "default", "ln-rank-2", "Background", "", 1).ok());
+  ASSERT_TRUE(terminating("ln-rank-1") && terminating("ln-rank-2")) << "the apiserver removed a bound pod at once";
+
+  // Rank 1: force-deleted once its 1 s grace period is over, and replaced under the same name.
+  ASSERT_TRUE(eventually([&] {
+    const std::string now = uid_of("ln-rank-1");
+    return !now.empty() && now != rank1 && !terminating("ln-rank-1");
+  })) << "rank 1 not replaced: "
+      << job("ln").dump();
+  EXPECT_EQ(env_value(client_->get(ResourceKind::Pod, "default", "ln-rank-1").body, "RANK"), "1");
+  const std::string forced = event_message("PodForceDeleted");
+  EXPECT_NE(forced.find("node lost-node, which is Unknown"), std::string::npos) << forced;
+  ASSERT_TRUE(eventually([&] { return job("ln")["status"].value("recoveries", 0) == 1; })) << job("ln").dump();
+
+  // Rank 2: its node is Ready, its kubelet would finish it: waited for, however long.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(uid_of("ln-rank-2"), rank2);
+  EXPECT_TRUE(terminating("ln-rank-2"));
+
+  // live-node turns NotReady: that change alone brings the pass that frees rank 2's name.
+  set_node("live-node", "False");
+  ASSERT_TRUE(eventually([&] {
+    const std::string now = uid_of("ln-rank-2");
+    return !now.empty() && now != rank2 && !terminating("ln-rank-2");
+  })) << "rank 2 not replaced: "
+      << job("ln").dump();
+  ASSERT_TRUE(eventually([&] { return job("ln")["status"].value("recoveries", 0) == 2; })) << job("ln").dump();
+  EXPECT_EQ(uid_of("ln-rank-0"), rank0) << "the other ranks keep running";
+  EXPECT_EQ(restarts("ln"), 0);
+  EXPECT_FALSE(has_event("GangRestart"));
+  const std::string text = prometheus::TextSerializer().Serialize(metrics_.registry()->Collect());
+  EXPECT_NE(text.find("ppu_operator_pod_force_deletions_total 2"), std::string::npos) << text;
 }
 
 TEST_F(OperatorIT, BackoffLimitExhaustedFailsTheJob) {
@@ -1005,6 +1117,10 @@ TEST_F(OperatorIT, RbacManifestAllowsEveryVerbTheOperatorUses) {
     EXPECT_EQ(env_->kubectl(std::string("auth can-i ") + verb + " leases.coordination.k8s.io -n ppu-system" + as, out),
               0)
         << "leader election needs " << verb << " on leases: " << out;
+  // --force-delete-on-lost-node (the default) reads Nodes: cluster-scoped.
+  for (const char* verb : {"get", "list", "watch"})
+    EXPECT_EQ(env_->kubectl(std::string("auth can-i ") + verb + " nodes" + as, out), 0)
+        << "manifests/rbac/ does not allow '" << verb << " nodes': " << out;
   // --metrics-auth=token (the chart's default) reviews scrapers' tokens: cluster-scoped creates.
   for (const char* res : {"tokenreviews.authentication.k8s.io", "subjectaccessreviews.authorization.k8s.io"})
     EXPECT_EQ(env_->kubectl(std::string("auth can-i create ") + res + as, out), 0) << res << ": " << out;

@@ -46,7 +46,18 @@ expect_grep "memory: 64Mi" "$D" "resource requests"
 expect_grep "grafana_dashboard: \"1\"" "$D" "dashboards ConfigMap labelled for the Grafana sidecar"
 for f in "$ROOT"/dashboards/*.json; do expect_grep "^  $(basename "$f"): \|-$" "$D" "dashboard $(basename "$f") in the ConfigMap"; done
 expect_grep "helm.sh/resource-policy: keep" "$D" "CRD kept on uninstall"
-expect_no_grep "secrets|nodes|\"\\*\"|- '\\*'" "$D" "RBAC names no secrets, nodes or wildcards"
+expect_no_grep "secrets|\"\\*\"|- '\\*'" "$D" "RBAC names no secrets or wildcards"
+# Nodes are only read, through their own ClusterRole (operator.forceDeleteOnLostNode, on by default).
+python3 - "$D" <<'PY' || fail "nodes RBAC"
+import re, sys
+docs = open(sys.argv[1]).read().split("\n---\n")
+with_nodes = [d for d in docs if "nodes" in d and re.search(r"^kind: (Cluster)?Role$", d, re.M)]
+assert len(with_nodes) == 1, with_nodes
+assert re.search(r"^  name: ppu-ppu-operator-nodes$", with_nodes[0], re.M), with_nodes[0]
+assert "resources: [nodes]\n    verbs: [get, list, watch]" in with_nodes[0], with_nodes[0]
+PY
+pass "nodes: get/list/watch only, in the ClusterRole ppu-ppu-operator-nodes"
+expect_grep "- --force-delete-on-lost-node=true$" "$D" "force deletion on lost nodes by default"
 # Security defaults (docs/SECURITY.md): /metrics authenticated, a NetworkPolicy per job.
 expect_grep "- --metrics-auth=token$" "$D" "/metrics requires a token by default"
 expect_grep "- --network-policy=true$" "$D" "NetworkPolicy per PPUJob by default"
@@ -105,14 +116,25 @@ pass "dashboards in the ConfigMap equal dashboards/*.json"
   --set dashboards.label=my_dashboards --set crds.install=false >"$W/ns.yaml"
 N="$W/ns.yaml"
 # Namespaced: the only cluster-scoped RBAC is what /metrics authentication needs (TokenReview and
-# SubjectAccessReview are cluster-scoped) and the metrics-reader role.
-python3 - "$N" <<'PY' || fail "namespaced install has cluster-scoped RBAC beyond /metrics authentication"
-import re, sys
+# SubjectAccessReview are cluster-scoped), the metrics-reader role, and reading nodes (they are
+# cluster-scoped) unless operator.forceDeleteOnLostNode is false.
+nscheck() { # nscheck FILE EXPECTED_NAMES_JSON
+  python3 - "$@" <<'PY'
+import json, re, sys
 docs = open(sys.argv[1]).read().split("\n---\n")
 names = sorted(re.search(r"^  name: (\S+)$", d, re.M).group(1) for d in docs if re.search(r"^kind: Cluster(Role|RoleBinding)$", d, re.M))
-assert names == ["ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-reader"], names
+assert names == json.loads(sys.argv[2]), names
 PY
-pass "namespaced install: cluster-scoped RBAC only for /metrics authentication"
+}
+nscheck "$N" '["ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-reader", "ppu-ppu-operator-nodes", "ppu-ppu-operator-nodes"]' ||
+  fail "namespaced install has cluster-scoped RBAC beyond /metrics authentication and reading nodes"
+"$HELM" template ppu "$CHART" -n ppu-system --set scope=namespace --set watchNamespace=team-a \
+  --set operator.forceDeleteOnLostNode=false >"$W/ns-nonodes.yaml"
+nscheck "$W/ns-nonodes.yaml" '["ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-reader"]' ||
+  fail "operator.forceDeleteOnLostNode=false still reads nodes"
+expect_grep "- --force-delete-on-lost-node=false$" "$W/ns-nonodes.yaml" "operator.forceDeleteOnLostNode=false ⇒ the flag false"
+expect_no_grep "nodes" "$W/ns-nonodes.yaml" "operator.forceDeleteOnLostNode=false: no nodes RBAC"
+pass "namespaced install: cluster-scoped RBAC only for /metrics authentication and reading nodes (off with the option)"
 expect_grep "bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token" "$N" "ServiceMonitor sends Prometheus's token"
 expect_no_grep "^kind: CustomResourceDefinition$" "$N" "crds.install=false leaves the CRD out"
 expect_grep "^kind: ServiceMonitor$" "$N" "ServiceMonitor rendered"
@@ -322,13 +344,14 @@ for v in "list ppujobs.ppu.dev -A" "watch ppujobs.ppu.dev -A" "update ppujobs.pp
   "create networkpolicies.networking.k8s.io -n x" "patch networkpolicies.networking.k8s.io -n x" \
   "watch networkpolicies.networking.k8s.io -A" "create jobs.batch -n x" "watch jobs.batch -A" \
   "delete jobs.batch -n x" "create tokenreviews.authentication.k8s.io" \
-  "create subjectaccessreviews.authorization.k8s.io"; do
+  "create subjectaccessreviews.authorization.k8s.io" "list nodes" "watch nodes" "get nodes"; do
   # shellcheck disable=SC2086
   [[ "$(can $v)" == yes ]] || fail "operator ServiceAccount cannot $v"
 done
 pass "operator ServiceAccount has the verbs it needs"
 for v in "get secrets -n x" "create deployments.apps -n x" "update pods -n x" "create ppujobs.ppu.dev -n x" \
-  "create leases.coordination.k8s.io -n x" "list nodes" "create clusterroles.rbac.authorization.k8s.io" \
+  "create leases.coordination.k8s.io -n x" "delete nodes" "patch nodes" \
+  "create clusterroles.rbac.authorization.k8s.io" \
   "get /metrics" "create localsubjectaccessreviews.authorization.k8s.io -n x"; do
   # shellcheck disable=SC2086
   [[ "$(can $v)" == no ]] || fail "operator ServiceAccount may $v (not least privilege)"

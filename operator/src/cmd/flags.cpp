@@ -73,7 +73,7 @@ T checked(std::string (*read)(const std::string&, T&), const std::string& v) {
 // The values that Flags holds converted, as given; parse_flags() converts those that were.
 struct Given {
   std::string network_policy, leader_elect, metrics_namespaces, scrape_interval, restart_backoff, restart_backoff_max,
-      kueue;
+      kueue, force_delete_on_lost_node;
 };
 
 // Every flag, its value's name (shown in the help) and its help text. Defaults are Flags' own.
@@ -112,6 +112,16 @@ void declare(CLI::App& app, Flags& f, Given& g) {
                "queue PPUJobs labelled kueue.x-k8s.io/queue-name through Kueue: one\n"
                "Workload per job, no pod before admission (needs Kueue's CRDs;\n"
                "default false)")
+      ->type_name("BOOL")
+      ->check(rule([](const std::string& v) {
+        bool b = false;
+        return read_bool(v, b);
+      }));
+  app.add_flag("--force-delete-on-lost-node{true}", g.force_delete_on_lost_node,
+               "watch Nodes (get/list/watch); a live job's lost rank pod stuck\n"
+               "terminating on a NotReady, unreachable or deleted node is\n"
+               "force-deleted once its grace period is over, so its replacement\n"
+               "can be created (default true; false: such a pod is waited for)")
       ->type_name("BOOL")
       ->check(rule([](const std::string& v) {
         bool b = false;
@@ -217,6 +227,8 @@ Flags parse_flags(const std::vector<std::string>& args) {
   if (app.count("--network-policy")) f.network_policy = checked(read_bool, g.network_policy);
   if (app.count("--leader-elect")) f.leader_elect = g.leader_elect == "true";
   if (app.count("--kueue")) f.kueue = checked(read_bool, g.kueue);
+  if (app.count("--force-delete-on-lost-node"))
+    f.force_delete_on_lost_node = checked(read_bool, g.force_delete_on_lost_node);
   if (app.count("--metrics-namespaces")) f.metrics_namespaces = checked(read_namespaces, g.metrics_namespaces);
   if (app.count("--scrape-interval")) f.scrape_interval_s = checked(read_duration, g.scrape_interval);
   if (app.count("--restart-backoff")) f.restart_backoff_s = checked(read_duration, g.restart_backoff);

@@ -21,6 +21,7 @@ struct Flags {
   std::string metrics_auth = "none";            // none | token (TokenReview + SubjectAccessReview)
   bool network_policy = true;                   // a NetworkPolicy per PPUJob
   bool kueue = false;                           // Kueue Workloads for queued PPUJobs
+  bool force_delete_on_lost_node = true;        // watch Nodes; force-delete live ranks stuck on lost ones
   std::vector<std::string> metrics_namespaces;  // empty: the operator's own namespace
   std::string health_addr = ":8081";
   bool leader_elect = false;

@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
   copts.reconcile.restart_backoff_max_s = flags.restart_backoff_max_s;
   copts.reconcile.network_policy = flags.network_policy;
   copts.reconcile.kueue = flags.kueue;
+  copts.reconcile.force_delete_on_lost_node = flags.force_delete_on_lost_node;
   copts.reconcile.metrics_namespaces =
       flags.metrics_namespaces.empty() ? std::vector<std::string>{rc.ns} : flags.metrics_namespaces;
   Controller controller(client, copts, &metrics);

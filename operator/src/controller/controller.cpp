@@ -9,7 +9,9 @@
 #include "kube/rfc3339.h"
 #include "reconcile/job_constants.h"
 #include "reconcile/job_spec.h"
+#include "reconcile/job_status.h"
 #include "reconcile/kueue_workload.h"
+#include "reconcile/node_health.h"
 #include "reconcile/ppujob_status.h"
 #include "reconcile/rendezvous.h"
 
@@ -50,12 +52,16 @@ Controller::Controller(KubeApi& client, ControllerOptions opts, OperatorMetrics*
                                                      for (const auto& j : jobs_->list()) queue_.add(object_key(j));
                                                    });
   }
+  // A lost node: the jobs whose pod is stuck terminating on it (reconcile/node_health.h).
+  if (opts_.reconcile.force_delete_on_lost_node)
+    nodes_ = std::make_unique<Informer>(
+        client_, ResourceKind::Node, "", "", [this](const json& o, Informer::Change c) { on_node(o, c); }, prune_node);
 }
 
 Controller::~Controller() { stop(); }
 
 void Controller::start_informers() {
-  for (Informer* i : {pods_.get(), services_.get(), configmaps_.get(), netpols_.get(), export_jobs_.get(),
+  for (Informer* i : {nodes_.get(), pods_.get(), services_.get(), configmaps_.get(), netpols_.get(), export_jobs_.get(),
                       export_pods_.get(), workloads_.get(), priority_classes_.get(), jobs_.get()})
     if (i) i->start();
 }
@@ -76,14 +82,14 @@ void Controller::stop() {
   for (auto& t : workers_)
     if (t.joinable()) t.join();
   for (Informer* i : {jobs_.get(), pods_.get(), services_.get(), configmaps_.get(), netpols_.get(), export_jobs_.get(),
-                      export_pods_.get(), workloads_.get(), priority_classes_.get()})
+                      export_pods_.get(), workloads_.get(), priority_classes_.get(), nodes_.get()})
     if (i) i->stop();
 }
 
 bool Controller::synced() const {
   return jobs_->synced() && pods_->synced() && services_->synced() && configmaps_->synced() &&
          (!netpols_ || netpols_->synced()) && export_jobs_->synced() && export_pods_->synced() &&
-         (!workloads_ || (workloads_->synced() && priority_classes_->synced()));
+         (!workloads_ || (workloads_->synced() && priority_classes_->synced())) && (!nodes_ || nodes_->synced());
 }
 
 void Controller::set_progress(const std::string& key, const ScrapedProgress& p) {
@@ -113,6 +119,13 @@ void Controller::on_owned(const json& obj, const char* label) {
   const json& md = obj["metadata"];
   if (!md.contains("labels") || !md["labels"].contains(label)) return;
   queue_.add(md.value("namespace", std::string()) + "/" + md["labels"][label].get<std::string>());
+}
+
+void Controller::on_node(const json& node, Informer::Change c) {
+  if (c != Informer::Change::Deleted && node_health(&node) == NodeHealth::Ready) return;
+  const std::string name = node["metadata"].value("name", std::string());
+  for (const auto& pod : pods_->list())
+    if (node_name(pod) == name) on_owned(pod, kJobLabel);
 }
 
 void Controller::update_phase_gauge() {
@@ -161,6 +174,17 @@ void Controller::process(const std::string& key) {
     if (is_rendezvous_pod(p)) in.rendezvous_pod = std::move(p);
     else in.pods.push_back(std::move(p));
   }
+  // The nodes the job's terminating pods are bound to (absent from in.nodes: no such Node).
+  if (nodes_) {
+    std::vector<const json*> all;
+    for (const auto& p : in.pods) all.push_back(&p);
+    if (in.rendezvous_pod) all.push_back(&*in.rendezvous_pod);
+    for (const json* p : all) {
+      const std::string node = node_name(*p);
+      if (node.empty() || !pod_terminating(*p) || in.nodes.count(node)) continue;
+      if (auto n = nodes_->get("", node)) in.nodes[node] = std::move(*n);
+    }
+  }
   JobSpec spec = parse_job(*job);
   if (auto s = services_->get(ns, service_name(spec)); s && owned_by(*s, uid)) in.service = s;
   if (auto s = services_->get(ns, rendezvous_name(spec)); s && owned_by(*s, uid)) in.rendezvous_service = s;
@@ -195,7 +219,11 @@ void Controller::process(const std::string& key) {
   reconciles_++;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  if (r.ok && d.gang_restart && metrics_) metrics_->gang_restart();
+  if (r.ok && metrics_) {
+    if (d.gang_restart) metrics_->gang_restart();
+    if (d.force_deletions > 0) metrics_->force_deletions(d.force_deletions);
+    if (d.recovery_backoffs > 0) metrics_->recovery_backoffs(d.recovery_backoffs);
+  }
 
   if (metrics_) {
     const PPUJobStatus st = status_of(in.job);

@@ -1,6 +1,8 @@
 // Controller: informers for PPUJobs and the Pods/Services/ConfigMaps/NetworkPolicies/batch Jobs
-// they own (selected by the ppu.dev/job label) plus the export Jobs' pods (label ppu.dev/export),
-// a work queue of job keys, and worker threads that run
+// they own (selected by the ppu.dev/job label) plus the export Jobs' pods (label ppu.dev/export)
+// and, with --force-delete-on-lost-node, the Nodes (their Ready condition only: a node that turns
+// NotReady or is deleted enqueues the jobs with a pod on it), a work queue of job keys, and worker
+// threads that run
 // reconcile() on the cached state and execute the resulting actions. Any change to a job or an
 // owned object enqueues the job; failures are retried with per-job exponential back-off. A
 // creation the API server refused is remembered per job until a pass creates everything, so
@@ -57,6 +59,8 @@ class Controller {
   void on_job(const json& obj, Informer::Change c);
   // Enqueues the job named by the object's `label` (ppu.dev/job, or ppu.dev/export on export pods).
   void on_owned(const json& obj, const char* label);
+  // A node that is not Ready (or was deleted) enqueues every job with a pod bound to it.
+  void on_node(const json& node, Informer::Change c);
   void worker();
   void process(const std::string& key);
   void update_phase_gauge();
@@ -69,6 +73,7 @@ class Controller {
   std::unique_ptr<Informer> jobs_, pods_, services_, configmaps_, netpols_;  // netpols_ may be null
   std::unique_ptr<Informer> export_jobs_, export_pods_;                      // batch/v1 Jobs, their pods
   std::unique_ptr<Informer> workloads_, priority_classes_;                   // with --kueue only
+  std::unique_ptr<Informer> nodes_;                                          // with --force-delete-on-lost-node only
   std::vector<std::thread> workers_;
   std::atomic<uint64_t> reconciles_{0};
   std::atomic<bool> stopped_{false};

@@ -90,7 +90,8 @@ ExecResult Executor::execute(const json& job, const Decision& d) {
                          return client_.merge_patch(p.kind, ns, p.name, p.patch, "status");
                        },
                        [&](const DeleteObject& del) -> std::optional<Response> {
-                         Response r = client_.remove(del.kind, ns, del.name, "Background", del.uid);
+                         const int64_t grace = del.grace_period_seconds;  // 0: a force deletion
+                         Response r = client_.remove(del.kind, ns, del.name, "Background", del.uid, grace);
                          if (r.status == 404 || r.status == 409) r.status = 200;
                          else if (r.ok()) res.deleted++;
                          return r;

@@ -6,6 +6,7 @@
 // metav1.Status on errors); status 0 means no response (transport failure).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -54,8 +55,11 @@ class KubeApi {
   virtual Response merge_patch(ResourceKind r, const std::string& ns, const std::string& name, const json& patch,
                                const std::string& subresource = "") = 0;
   // With `uid`, the server deletes only that incarnation (409 if the name now holds another).
+  // grace_period_s >= 0 overrides the object's own grace period (0 with a pod: force deletion,
+  // the object leaves the API at once without waiting for its kubelet); < 0 keeps it.
   virtual Response remove(ResourceKind r, const std::string& ns, const std::string& name,
-                          const std::string& propagation = "Background", const std::string& uid = "") = 0;
+                          const std::string& propagation = "Background", const std::string& uid = "",
+                          int64_t grace_period_s = -1) = 0;
   // Streams watch events ({"type":..., "object":...}) from o.resource_version with bookmarks on.
   // Returns Gone on 410 (the caller must relist), Closed when the server ended the stream,
   // Error on transport/HTTP failure, Stopped when should_stop() became true.

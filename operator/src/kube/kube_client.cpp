@@ -207,9 +207,10 @@ Response KubeClient::apply(ResourceKind r, const std::string& ns, const std::str
 }
 
 Response KubeClient::remove(ResourceKind r, const std::string& ns, const std::string& name,
-                            const std::string& propagation, const std::string& uid) {
+                            const std::string& propagation, const std::string& uid, int64_t grace_period_s) {
   json opts = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", propagation}};
   if (!uid.empty()) opts["preconditions"] = {{"uid", uid}};
+  if (grace_period_s >= 0) opts["gracePeriodSeconds"] = grace_period_s;
   return request("DELETE", resource(r).path(ns, name), opts.dump(), "application/json");
 }
 

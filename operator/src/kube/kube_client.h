@@ -41,7 +41,8 @@ class KubeClient : public KubeApi {
   Response apply(ResourceKind r, const std::string& ns, const std::string& name, const json& obj,
                  const std::string& field_manager, bool force = true, const std::string& subresource = "");
   Response remove(ResourceKind r, const std::string& ns, const std::string& name,
-                  const std::string& propagation = "Background", const std::string& uid = "") override;
+                  const std::string& propagation = "Background", const std::string& uid = "",
+                  int64_t grace_period_s = -1) override;
   WatchEnd watch(ResourceKind r, const std::string& ns, const ListOptions& o, int timeout_s,
                  const std::function<void(const json&)>& on_event, const std::function<bool()>& should_stop) override;
 

@@ -25,6 +25,9 @@ enum class ResourceKind {
   // Kueue (--kueue): the Workload that queues a job, and the priority classes it names.
   Workload,
   WorkloadPriorityClass,
+  // Read only: the node a live job's rank pod is bound to, when that pod is stuck terminating
+  // (reconcile/node_health.h; --force-delete-on-lost-node).
+  Node,
 };
 
 struct ResourceInfo {
@@ -56,6 +59,7 @@ inline constexpr ResourceInfo kResources[] = {
     {ResourceKind::Workload, "kueue.x-k8s.io", "v1beta2", "Workload", "workloads", true},
     {ResourceKind::WorkloadPriorityClass, "kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass",
      "workloadpriorityclasses", false},
+    {ResourceKind::Node, "", "v1", "Node", "nodes", false},
 };
 
 // The table is indexed by the enum: each row sits at its own kind's position.

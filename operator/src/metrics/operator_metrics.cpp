@@ -47,6 +47,17 @@ OperatorMetrics::OperatorMetrics()
                     .Help("Gang restarts performed by this operator")
                     .Register(*registry_)
                     .Add({})),
+      force_deletions_(BuildCounter()
+                           .Name("ppu_operator_pod_force_deletions_total")
+                           .Help("Lost rank pods force-deleted from a NotReady, unreachable or deleted node")
+                           .Register(*registry_)
+                           .Add({})),
+      recovery_backoffs_(BuildCounter()
+                             .Name("ppu_operator_recovery_backoffs_total")
+                             .Help("Rank replacements made to wait for their back-off (the rank lost again "
+                                   "within the recovery window)")
+                             .Register(*registry_)
+                             .Add({})),
       state_bytes_(
           gauge_family(*registry_, "ppu_job_state_bytes", "Training-state bytes by component, summed over ranks")),
       flops_exec_(
@@ -80,6 +91,8 @@ void OperatorMetrics::reconcile_done(const std::string& result, double seconds) 
 
 void OperatorMetrics::set_queue_depth(size_t d) { depth_.Set(static_cast<double>(d)); }
 void OperatorMetrics::gang_restart() { restarts_.Increment(); }
+void OperatorMetrics::force_deletions(int n) { force_deletions_.Increment(n); }
+void OperatorMetrics::recovery_backoffs(int n) { recovery_backoffs_.Increment(n); }
 void OperatorMetrics::set_jobs_waiting_for_admission(int n) { waiting_.Set(n); }
 
 void OperatorMetrics::set_jobs_by_phase(const std::map<std::string, int>& counts) {

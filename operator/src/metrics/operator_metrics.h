@@ -1,7 +1,7 @@
 // OperatorMetrics: every series ppu-operator exports (docs/METRICS.md, "Operator"), in one
 // prometheus-cpp registry: its own health (reconciles, errors, queue depth, latency, jobs by
-// phase, exports by outcome, gang restarts) and the per-job gauges built from scraped rank
-// metrics. Thread-safe.
+// phase, exports by outcome, gang restarts, force-deletions and recovery back-offs) and the
+// per-job gauges built from scraped rank metrics. Thread-safe.
 #pragma once
 
 #include <map>
@@ -27,6 +27,9 @@ class OperatorMetrics {
   void reconcile_done(const std::string& result, double seconds);  // result: success | error | conflict
   void set_queue_depth(size_t depth);
   void gang_restart();
+  // Live recovery: lost rank pods force-deleted from a lost node; replacements held by back-off.
+  void force_deletions(int n);
+  void recovery_backoffs(int n);
   void set_jobs_by_phase(const std::map<std::string, int>& counts);
   // PPUJobs by the reason of their Exported condition (every reason of reason::kExportReasons, 0 if none).
   void set_exports_by_reason(const std::map<std::string, int>& counts);
@@ -55,6 +58,8 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& exports_;
   prometheus::Gauge& waiting_;
   prometheus::Counter& restarts_;
+  prometheus::Counter& force_deletions_;
+  prometheus::Counter& recovery_backoffs_;
   prometheus::Family<prometheus::Gauge>& state_bytes_;
   prometheus::Family<prometheus::Gauge>& flops_exec_;
   prometheus::Family<prometheus::Gauge>& flops_full_;

@@ -8,7 +8,7 @@ const char* action_name(const Action& a) {
                         [](const CreateObject&) { return "Create"; },
                         [](const PatchObject&) { return "Patch"; },
                         [](const PatchStatusOf&) { return "PatchStatus"; },
-                        [](const DeleteObject&) { return "Delete"; },
+                        [](const DeleteObject& d) { return d.grace_period_seconds == 0 ? "ForceDelete" : "Delete"; },
                         [](const DeletePPUJob&) { return "DeleteJob"; },
                         [](const RecordEvent&) { return "Event"; },
                     },

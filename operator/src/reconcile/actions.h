@@ -4,6 +4,7 @@
 // job aborts the pass (409) instead of acting twice.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
@@ -43,11 +44,13 @@ struct PatchStatusOf {
   json patch;
 };
 // DELETE kind/name, only the incarnation with `uid` when it is not empty (NotFound and a uid
-// mismatch are success: the object we saw is gone).
+// mismatch are success: the object we saw is gone). grace_period_seconds >= 0 overrides the
+// object's own (0: a force deletion, reconcile/node_health.h); < 0 keeps it.
 struct DeleteObject {
   ResourceKind kind;
   std::string name;
   std::string uid;
+  int64_t grace_period_seconds = -1;
 };
 
 // DELETE the PPUJob itself (ttlSecondsAfterFinished).
@@ -69,6 +72,9 @@ struct Decision {
   std::vector<Action> actions;
   double requeue_after_s = -1;  // < 0: no timed requeue (watch events will trigger the next pass)
   bool gang_restart = false;    // this pass tears the gang down for a restart (restartCount + 1)
+  // recovery live, each counted in the pass that records it in status (so once, like gang_restart):
+  int force_deletions = 0;    // lost rank pods force-deleted from a lost node
+  int recovery_backoffs = 0;  // replacements made to wait for their back-off
 };
 
 // The lambdas of a std::visit as one callable: std::visit(Overloaded{[](const A&) {...}, ...}, v).
@@ -79,7 +85,8 @@ struct Overloaded : F... {
 template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
 
-// "UpdateStatus", "Create", "Patch", "Delete", "DeleteJob" or "Event" (logs, errors).
+// "UpdateStatus", "Create", "Patch", "PatchStatus", "Delete", "ForceDelete" (grace period 0),
+// "DeleteJob" or "Event" (logs, errors).
 const char* action_name(const Action& a);
 // "<name> <plural>/<object>", e.g. "Patch configmaps/demo-config"; an event: "Event <reason>".
 std::string describe(const Action& a);

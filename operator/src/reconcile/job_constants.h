@@ -66,6 +66,10 @@ inline constexpr const char* kLiveGroupDegraded = "LiveGroupDegraded";          
 inline constexpr const char* kLiveGroupComplete = "LiveGroupComplete";          // Degraded False: all ranks live
 inline constexpr const char* kLiveGroupNotReported = "LiveGroupNotReported";    // Degraded False: no figures yet
 inline constexpr const char* kNotRunning = "NotRunning";                        // Degraded False: phase not Running
+// Events: a lost rank's pod stuck terminating on a NotReady, unreachable or deleted node was
+// force-deleted; a rank lost again within the recovery window waits for its back-off.
+inline constexpr const char* kPodForceDeleted = "PodForceDeleted";
+inline constexpr const char* kRankRecoveryBackoff = "RankRecoveryBackoff";
 // The export (condition Exported; the same words as events, ExportStarted an event only).
 inline constexpr const char* kExportStarted = "ExportStarted";  // event: the export Job was created
 inline constexpr const char* kExportRunning = "ExportRunning";  // Exported False: ppu-export runs

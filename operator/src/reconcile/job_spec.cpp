@@ -33,6 +33,12 @@ JobSpec parse_job(const json& job) {
   const json rp = j.spec.value("runPolicy", json::object());
   j.run_policy.backoff_limit = value_or<int>(rp, "backoffLimit", 3);
   j.run_policy.max_recoveries = value_or<int>(rp, "maxRecoveries", j.run_policy.max_recoveries);
+  j.run_policy.recovery_window_seconds =
+      value_or<int64_t>(rp, "recoveryWindowSeconds", j.run_policy.recovery_window_seconds);
+  j.run_policy.recovery_backoff_seconds =
+      value_or<int64_t>(rp, "recoveryBackoffSeconds", j.run_policy.recovery_backoff_seconds);
+  j.run_policy.recovery_backoff_max_seconds =
+      value_or<int64_t>(rp, "recoveryBackoffMaxSeconds", j.run_policy.recovery_backoff_max_seconds);
   // The one source of the policy is the training config the ranks read (network.recovery).
   const json training = j.spec.value("training", json::object());
   const json network = training.is_object() ? training.value("network", json::object()) : json::object();

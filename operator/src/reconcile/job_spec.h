@@ -26,7 +26,13 @@ inline constexpr const char* kExportLabel = "ppu.dev/export";
 
 struct RunPolicy {
   int backoff_limit = 3;
-  int max_recoveries = 10;  // recovery live: single ranks recreated before the job is Failed
+  // recovery live (recovery_pacing.h): single ranks recreated within recovery_window_seconds (0:
+  // the job's lifetime) before the next loss fails the job; a rank lost again within the window
+  // waits recovery_backoff_seconds, doubled each further loss, at most recovery_backoff_max_seconds.
+  int max_recoveries = 10;
+  int64_t recovery_window_seconds = 3600;
+  int64_t recovery_backoff_seconds = 10;
+  int64_t recovery_backoff_max_seconds = 300;
   std::optional<int64_t> active_deadline_seconds;
   std::optional<int64_t> ttl_seconds_after_finished;
   std::string clean_pod_policy = "Running";  // All | Running | None

@@ -4,14 +4,20 @@
 // but exit codes 2 and 4 (fatal, policy_restart.cpp) and 3 (the survivors' gang restart) is
 // replaced alone, under the same name and rank, while the other pods keep running; the store
 // they rendezvous at lives in its own pod (rendezvous.h). Each lost pod counts once in
-// status.recoveries, up to spec.runPolicy.maxRecoveries (a rank that cannot stay up would
-// otherwise be recreated for ever), and condition Degraded says whether the live group is short.
+// status.recoveries; at most spec.runPolicy.maxRecoveries of them per recoveryWindowSeconds, and
+// a rank lost again within the window is recreated only after its back-off (recovery_pacing.h),
+// so a rank that cannot stay up neither spins nor is recreated for ever. A lost rank's pod stuck
+// terminating on a lost node is force-deleted so that its name, the replacement's, is freed
+// (node_health.h). Condition Degraded says whether the live group is short.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "kube/rfc3339.h"
+#include "reconcile/node_health.h"
 #include "reconcile/reconcile_pass.h"
+#include "reconcile/recovery_pacing.h"
 #include "reconcile/rendezvous.h"
 
 namespace ppu::op::detail::policy {
@@ -32,17 +38,108 @@ void forget_replaced(std::vector<RecoveringRank>& recovering, const Gang& g) {
                    recovering.end());
 }
 
-bool recorded(const std::vector<RecoveringRank>& recovering, int rank, const std::string* uid) {
-  return std::any_of(recovering.begin(), recovering.end(),
-                     [&](const RecoveringRank& e) { return e.rank == rank && (!uid || e.pod_uid == *uid); });
+// The entry of `rank` (with `uid`, when given), or nullptr.
+RecoveringRank* entry_of(std::vector<RecoveringRank>& recovering, int rank, const std::string* uid) {
+  for (auto& e : recovering)
+    if (e.rank == rank && (!uid || e.pod_uid == *uid)) return &e;
+  return nullptr;
+}
+
+// A loss this pass found and has not counted yet.
+struct Loss {
+  int rank = 0;
+  std::string uid;  // "" when the pod vanished unseen
+  std::string what;
+  std::optional<StuckPod> forced;  // set when this pass force-deleted the pod from its lost node
+};
+
+void announce_force_deletion(Pass& p, int rank, const StuckPod& s) {
+  p.force_deletions++;
+  p.event(event_type::kWarning, reason::kPodForceDeleted,
+          "rank " + std::to_string(rank) + " pod " + pod_name(p.spec, rank) + " was stuck terminating on " +
+              describe(s) +
+              "; force-deleted it (grace period 0) so that its replacement can be created. If the node comes back, "
+              "its kubelet kills the old container, and until then the old process is out of the live group "
+              "(it exits 5)");
+}
+
+// A rank's pod stuck terminating: force-deleted once its node is lost and its grace period over
+// (requeued for then), and a loss unless it was counted already.
+void release_stuck(Pass& p, int rank, const json& pod, std::vector<RecoveringRank>& recovering,
+                   std::vector<Loss>& lost) {
+  if (!p.in.options.force_delete_on_lost_node) return;
+  const StuckPod s = stuck_on_lost_node(pod, p.in.nodes, p.in.now);
+  if (s.wait_s >= 0) p.requeue_in(static_cast<double>(s.wait_s));
+  if (!s.force_delete) return;
+  p.force_delete_pod(pod);
+  const std::string uid = uid_of(pod);
+  if (RecoveringRank* e = entry_of(recovering, rank, &uid)) {
+    if (!e->force_deleted_from) {
+      e->force_deleted_from = s.node;
+      announce_force_deletion(p, rank, s);
+    }
+    return;
+  }
+  lost.push_back(Loss{rank, uid, "was stuck terminating on " + describe(s), s});
+}
+
+std::string window_words(const RunPolicy& rp) {
+  return rp.recovery_window_seconds > 0 ? "in the last " + std::to_string(rp.recovery_window_seconds) + " s"
+                                        : "over the job's lifetime";
+}
+
+// Counts the losses (the budget allowed them): status.recoveries, recoveringRanks and
+// recentRecoveries, each replacement's back-off, the events.
+void count_losses(Pass& p, const std::vector<Loss>& lost, int64_t used, std::vector<RecoveringRank>& recovering,
+                  std::vector<RecoveryRecord>& window) {
+  const RunPolicy& rp = p.spec.run_policy;
+  const std::string now = format_rfc3339(p.in.now);
+  p.status.recoveries = p.status.recoveries.value_or(0) + static_cast<int64_t>(lost.size());
+  for (const Loss& l : lost) {
+    const int64_t attempt = loss_attempt(window, l.rank);
+    const int64_t wait = recovery_backoff(attempt, rp);
+    RecoveringRank e{l.rank, l.uid, now, attempt, std::nullopt, std::nullopt};
+    if (wait > 0) e.recreate_after = format_rfc3339(p.in.now + wait);
+    if (l.forced) e.force_deleted_from = l.forced->node;
+    recovering.push_back(e);
+    window.push_back(RecoveryRecord{l.rank, now});
+    p.event(event_type::kWarning, reason::kRankRecovery,
+            "rank " + std::to_string(l.rank) + " " + l.what + "; recreating only this rank's pod (recovery " +
+                std::to_string(++used) + " of " + std::to_string(rp.max_recoveries) + " " + window_words(rp) +
+                "); the other ranks continue");
+    if (l.forced) announce_force_deletion(p, l.rank, *l.forced);
+    if (wait > 0) {
+      p.recovery_backoffs++;
+      p.event(event_type::kWarning, reason::kRankRecoveryBackoff,
+              "rank " + std::to_string(l.rank) + " was lost " + std::to_string(attempt) + " times " + window_words(rp) +
+                  "; its replacement waits " + std::to_string(wait) + " s (until " + *e.recreate_after +
+                  ", spec.runPolicy.recoveryBackoffSeconds doubled per loss, at most " +
+                  std::to_string(rp.recovery_backoff_max_seconds) + " s)");
+    }
+  }
+  if (window.size() > kRecoveryHistoryMax) window.erase(window.begin(), window.end() - kRecoveryHistoryMax);
+}
+
+// Ranks whose replacement's back-off has not passed are held, with a requeue for when it has.
+void hold_backed_off(Pass& p, const std::vector<RecoveringRank>& recovering) {
+  for (const auto& e : recovering) {
+    if (!e.recreate_after) continue;
+    const auto t = parse_rfc3339(*e.recreate_after);
+    if (!t || *t <= p.in.now) continue;
+    p.held_ranks.insert(static_cast<int>(e.rank));
+    p.requeue_in(static_cast<double>(*t - p.in.now));
+  }
 }
 
 }  // namespace
 
 bool live_recovery(Pass& p, const Gang& g) {
   if (p.spec.recovery != Recovery::Live) return false;
+  const RunPolicy& rp = p.spec.run_policy;
   std::vector<RecoveringRank> recovering = p.status.recovering_ranks.value_or(std::vector<RecoveringRank>{});
   forget_replaced(recovering, g);
+  std::vector<RecoveryRecord> window = in_window(p.status.recent_recoveries.value_or(std::vector<RecoveryRecord>{}),
+                                                 p.in.now, rp.recovery_window_seconds);
 
   // Missing ranks are losses once the job has run (before, they are creations not yet observed).
   bool started = p.phase() == JobPhase::Running;
@@ -50,9 +147,12 @@ bool live_recovery(Pass& p, const Gang& g) {
     const auto ph = pod_phase(*pod);
     started = started || ph == pod_phase_name::kRunning || ph == pod_phase_name::kSucceeded;
   }
-  std::vector<std::pair<int, std::string>> lost;  // rank, what happened
+  std::vector<Loss> lost;
   for (int r = 0; r < g.size; ++r) {
-    if (g.terminating_ranks.count(r)) continue;  // wait until it is gone
+    if (auto t = g.terminating_ranks.find(r); t != g.terminating_ranks.end()) {
+      release_stuck(p, r, *t->second, recovering, lost);  // otherwise: wait until it is gone
+      continue;
+    }
     auto it = g.by_rank.find(r);
     if (it != g.by_rank.end()) {
       const json& pod = *it->second;
@@ -60,35 +160,35 @@ bool live_recovery(Pass& p, const Gang& g) {
       // Deleted every pass until it is gone (uid precondition): its name is the replacement's.
       p.delete_pod(pod);
       const std::string uid = uid_of(pod);
-      if (recorded(recovering, r, &uid)) continue;
-      recovering.push_back(RecoveringRank{r, uid});
-      lost.emplace_back(r, "failed (" + failure_reason(pod) + ")");
-    } else if (!recorded(recovering, r, nullptr) && started) {
+      if (entry_of(recovering, r, &uid)) continue;
+      lost.push_back(Loss{r, uid, "failed (" + failure_reason(pod) + ")", std::nullopt});
+    } else if (!entry_of(recovering, r, nullptr) && started) {
       // Gone unseen: deleted by hand, evicted and removed, or garbage-collected with its node.
-      recovering.push_back(RecoveringRank{r, ""});
-      lost.emplace_back(r, "pod disappeared (deleted, evicted or node lost)");
+      lost.push_back(Loss{r, "", "pod disappeared (deleted, evicted or node lost)", std::nullopt});
     }
   }
+
+  if (!lost.empty()) {
+    const int64_t used = recoveries_counted(window, p.status.recoveries.value_or(0), rp);
+    const int64_t limit = rp.max_recoveries;
+    if (used + static_cast<int64_t>(lost.size()) > limit) {
+      for (const Loss& l : lost)
+        if (l.forced) announce_force_deletion(p, l.rank, *l.forced);
+      p.status.recent_recoveries = window;
+      if (!p.status.recoveries) p.status.recoveries = 0;
+      finish(p, false, reason::kRecoveryLimitExceeded,
+             "rank " + std::to_string(lost.front().rank) + " " + lost.front().what +
+                 "; spec.runPolicy.maxRecoveries=" + std::to_string(limit) + " recoveries " + window_words(rp) +
+                 " exhausted (" + std::to_string(used) + " counted)");
+      return true;
+    }
+    count_losses(p, lost, used, recovering, window);
+  }
+  hold_backed_off(p, recovering);
   if (recovering.empty()) p.status.recovering_ranks.reset();
   else p.status.recovering_ranks = recovering;
-  if (lost.empty()) return false;
-
-  const int64_t limit = p.spec.run_policy.max_recoveries;
-  const int64_t before = p.status.recoveries.value_or(0);
-  const int64_t after = before + static_cast<int64_t>(lost.size());
-  const std::string first = "rank " + std::to_string(lost.front().first) + " " + lost.front().second;
-  if (after > limit) {
-    p.status.recoveries = before;
-    finish(p, false, reason::kRecoveryLimitExceeded,
-           first + "; spec.runPolicy.maxRecoveries=" + std::to_string(limit) + " recoveries exhausted");
-    return true;
-  }
-  p.status.recoveries = after;
-  int64_t n = before;
-  for (const auto& [r, what] : lost)
-    p.event(event_type::kWarning, reason::kRankRecovery,
-            "rank " + std::to_string(r) + " " + what + "; recreating only this rank's pod (recovery " +
-                std::to_string(++n) + " of " + std::to_string(limit) + "); the other ranks continue");
+  if (window.empty()) p.status.recent_recoveries.reset();
+  else p.status.recent_recoveries = window;
   return false;  // the pass's missing ranks (keep_gang) create the replacements
 }
 

@@ -2,15 +2,48 @@
 // checkpoint) after an exponential back-off, at most backoffLimit times; exit codes 2 and 4
 // fail the job at once because a restart cannot fix them (docs/METRICS.md). With recovery live
 // only exit code 3 (the survivors gave up the live group) and a lost rendezvous store restart the
-// gang, and the store is recreated with it (fresh keys); other losses are policy_recovery.cpp's.
+// gang, and the store is recreated with it (fresh keys), and the old gang's pods stuck on a lost
+// node are force-deleted (node_health.h) rather than waited for; other losses are
+// policy_recovery.cpp's.
 #include <cmath>
 
 #include "core/job_contract.h"
 #include "kube/rfc3339.h"
+#include "reconcile/node_health.h"
 #include "reconcile/object_builder.h"
 #include "reconcile/reconcile_pass.h"
 
 namespace ppu::op::detail::policy {
+
+namespace {
+
+// A live job's old pods (ranks or store) stuck terminating on a lost node are force-deleted like a
+// lost rank's (node_health.h), with one PodForceDeleted event each, so the new gang is not held
+// for ever.
+void release_old_gang(Pass& p, const Gang& g) {
+  if (p.spec.recovery != Recovery::Live || !p.in.options.force_delete_on_lost_node) return;
+  std::vector<const json*> old;
+  for (const auto& [r, pod] : g.terminating_ranks) old.push_back(pod);
+  if (g.rendezvous_terminating && p.in.rendezvous_pod) old.push_back(&*p.in.rendezvous_pod);
+  for (const json* pod : old) {
+    const StuckPod s = stuck_on_lost_node(*pod, p.in.nodes, p.in.now);
+    if (s.wait_s >= 0) p.requeue_in(static_cast<double>(s.wait_s));
+    if (!s.force_delete) continue;
+    p.force_delete_pod(*pod);
+    // Said once: the Restarting condition's message keeps the note (a new restart resets it).
+    const std::string key = "force-deleted pod " + name_of(*pod) + " from ", note = key + describe(s);
+    const Condition* c = p.status.condition(condition::kRestarting);
+    if (!c || c->message.find(key) != std::string::npos) continue;
+    p.cond(condition::kRestarting, true, c->reason, c->message + "; " + note);
+    p.force_deletions++;
+    p.event(event_type::kWarning, reason::kPodForceDeleted,
+            "pod " + name_of(*pod) + " of the gang being restarted was stuck terminating on " + describe(s) +
+                "; force-deleted it (grace period 0) so that the new gang can be created. If the node comes "
+                "back, its kubelet kills the old containers; the new gang meets in a new store");
+  }
+}
+
+}  // namespace
 
 bool restarting(Pass& p, const Gang& g) {
   if (p.phase() != JobPhase::Restarting) return false;
@@ -18,6 +51,7 @@ bool restarting(Pass& p, const Gang& g) {
   if (!g.by_rank.empty() || g.any_terminating || g.rendezvous) {
     for (const auto& [r, pod] : g.by_rank) p.delete_pod(*pod);
     if (g.rendezvous) p.delete_pod(*g.rendezvous);
+    release_old_gang(p, g);  // recovery live: old pods stuck on a lost node
     return true;
   }
   auto not_before = parse_rfc3339(p.status.next_restart_time.value_or(""));

@@ -30,6 +30,7 @@ constexpr const char* kStatusKeys[] = {
     "nextRestartTime",
     "recoveries",
     "recoveringRanks",
+    "recentRecoveries",
     "liveRanks",
     "minSliceCoverage",
     "lastCheckpointRound",
@@ -131,12 +132,30 @@ void from_json(const json& j, Condition& c) {
   read(o, "observedGeneration", c.observed_generation);
 }
 
-void to_json(json& j, const RecoveringRank& r) { j = json{{"rank", r.rank}, {"podUID", r.pod_uid}}; }
+void to_json(json& j, const RecoveringRank& r) {
+  j = json{{"rank", r.rank}, {"podUID", r.pod_uid}};
+  write(j, "lostTime", r.lost_time);
+  write(j, "attempt", r.attempt);
+  write(j, "recreateAfter", r.recreate_after);
+  write(j, "forceDeletedFrom", r.force_deleted_from);
+}
 
 void from_json(const json& j, RecoveringRank& r) {
   const json& o = object_or_empty(j, "status.recoveringRanks[]");
   r.rank = o.value("rank", int64_t{0});
   r.pod_uid = o.value("podUID", std::string());
+  read(o, "lostTime", r.lost_time);
+  read(o, "attempt", r.attempt);
+  read(o, "recreateAfter", r.recreate_after);
+  read(o, "forceDeletedFrom", r.force_deleted_from);
+}
+
+void to_json(json& j, const RecoveryRecord& r) { j = json{{"rank", r.rank}, {"time", r.time}}; }
+
+void from_json(const json& j, RecoveryRecord& r) {
+  const json& o = object_or_empty(j, "status.recentRecoveries[]");
+  r.rank = o.value("rank", int64_t{0});
+  r.time = o.value("time", std::string());
 }
 
 void to_json(json& j, const JobResult& r) {
@@ -199,6 +218,7 @@ void to_json(json& j, const PPUJobStatus& s) {
   write(j, "nextRestartTime", s.next_restart_time);
   write(j, "recoveries", s.recoveries);
   write(j, "recoveringRanks", s.recovering_ranks);
+  write(j, "recentRecoveries", s.recent_recoveries);
   write(j, "liveRanks", s.live_ranks);
   write(j, "minSliceCoverage", s.min_slice_coverage);
   write(j, "lastCheckpointRound", s.last_checkpoint_round);
@@ -237,6 +257,7 @@ void from_json(const json& j, PPUJobStatus& s) {
   read(o, "nextRestartTime", s.next_restart_time);
   read(o, "recoveries", s.recoveries);
   read(o, "recoveringRanks", s.recovering_ranks);
+  read(o, "recentRecoveries", s.recent_recoveries);
   read(o, "liveRanks", s.live_ranks);
   read(o, "minSliceCoverage", s.min_slice_coverage);
   read(o, "lastCheckpointRound", s.last_checkpoint_round);

@@ -65,9 +65,25 @@ struct ExportedModel {
 // One of status.recoveringRanks (recovery live): a rank whose pod the operator is replacing, and
 // the uid of the pod it counted as lost ("" when the pod vanished unseen). It makes the count of
 // status.recoveries exactly once per lost pod whatever the caches show (policy_recovery.cpp).
+// Written when the loss is counted (absent in entries an older operator wrote): when, which loss
+// of this rank within spec.runPolicy.recoveryWindowSeconds it is, and, when its replacement backs
+// off (recovery_pacing.h), the time before which it is not created. forceDeletedFrom names the
+// node the lost pod was force-deleted from (node_health.h), once it was.
 struct RecoveringRank {
   int64_t rank = 0;
   std::string pod_uid;
+  std::optional<std::string> lost_time;       // RFC 3339
+  std::optional<int64_t> attempt;             // 1: the rank's first loss within the window
+  std::optional<std::string> recreate_after;  // RFC 3339
+  std::optional<std::string> force_deleted_from;
+};
+
+// One of status.recentRecoveries (recovery live): a rank recovery counted at `time`. The list
+// holds those within spec.runPolicy.recoveryWindowSeconds (all when 0), oldest first, at most
+// recovery_pacing.h's kRecoveryHistoryMax: the budget and the back-off are counted from it.
+struct RecoveryRecord {
+  int64_t rank = 0;
+  std::string time;  // RFC 3339
 };
 
 // status.perplexity is x-kubernetes-int-or-string: the operator writes a decimal string, an
@@ -88,10 +104,12 @@ struct PPUJobStatus {
   std::optional<std::string> ready_string;  // "ready/replicas"
   std::optional<int64_t> restart_count;
   std::optional<std::string> next_restart_time;  // RFC 3339
-  // recovery live: single rank pods recreated (not gang restarts), those being replaced now, and
-  // from the ranks' metrics the smallest live group and slice coverage (a decimal string in [0,1]).
+  // recovery live: single rank pods recreated (not gang restarts), those being replaced now, the
+  // recoveries of the current window (recovery_pacing.h), and from the ranks' metrics the
+  // smallest live group and slice coverage (a decimal string in [0,1]).
   std::optional<int64_t> recoveries;
   std::optional<std::vector<RecoveringRank>> recovering_ranks;
+  std::optional<std::vector<RecoveryRecord>> recent_recoveries;
   std::optional<int64_t> live_ranks;
   std::optional<std::string> min_slice_coverage;
   std::optional<int64_t> last_checkpoint_round;
@@ -126,6 +144,8 @@ void to_json(json& j, const Condition& c);
 void from_json(const json& j, Condition& c);
 void to_json(json& j, const RecoveringRank& r);
 void from_json(const json& j, RecoveringRank& r);
+void to_json(json& j, const RecoveryRecord& r);
+void from_json(const json& j, RecoveryRecord& r);
 void to_json(json& j, const JobResult& r);
 void from_json(const json& j, JobResult& r);
 void to_json(json& j, const ExportedModel& x);

@@ -33,7 +33,11 @@ struct Pass {
   std::vector<Action> actions;
   double requeue = -1;
   bool gang_restart = false;
+  int force_deletions = 0;    // lost pods force-deleted from their lost node (counted once each)
+  int recovery_backoffs = 0;  // replacements that wait for their back-off (counted once each)
   std::set<std::string> deleted;
+  // Ranks whose replacement waits for its back-off (policy_recovery.cpp): keep_gang creates none.
+  std::set<int> held_ranks;
 
   explicit Pass(const Observed& o)
       : in(o), spec(parse_job(o.job)), observed_status(o.job.value("status", json::object())) {
@@ -68,6 +72,11 @@ struct Pass {
     if (pod_terminating(pod)) return;
     if (!deleted.insert(name_of(pod)).second) return;
     delete_object(ResourceKind::Pod, pod);
+  }
+  // Force-deletes a terminating pod: grace period 0, uid precondition (node_health.h says when).
+  void force_delete_pod(const json& pod) {
+    if (!deleted.insert(name_of(pod)).second) return;
+    actions.emplace_back(DeleteObject{ResourceKind::Pod, name_of(pod), pod["metadata"].value("uid", std::string()), 0});
   }
   // Every pod of the job, the rendezvous store's included.
   template <class Pred>
@@ -106,7 +115,8 @@ inline bool pod_lost(const json& p) {
 struct Gang {
   int size = 0;  // K = spec.replicas
   std::map<int, const json*> by_rank;
-  std::set<int> terminating_ranks;   // ranks whose pod is terminating (its name is not free yet)
+  // rank -> its pod, terminating (its name is not free yet)
+  std::map<int, const json*> terminating_ranks;
   bool any_terminating = false;      // a rank's or the store's pod is terminating
   const json* rendezvous = nullptr;  // the store's pod, when not terminating (recovery live)
   bool rendezvous_terminating = false;
@@ -145,8 +155,9 @@ void resume(Pass& p);
 bool deadline(Pass& p);
 
 // Restart (policy_restart.cpp).
-// Phase Restarting: old pods are deleted; once all are gone and nextRestartTime has passed,
-// a new gang is created (phase Pending). Always settles the pass while Restarting.
+// Phase Restarting: old pods are deleted (a live job's stuck on a lost node force-deleted,
+// node_health.h); once all are gone and nextRestartTime has passed, a new gang is created
+// (phase Pending). Always settles the pass while Restarting.
 bool restarting(Pass& p, const Gang& g);
 // A rank exited 2 (configuration) or 4 (checkpoint or data missing) => Failed at once.
 bool fatal_exit(Pass& p, const Gang& g);
@@ -171,7 +182,10 @@ void release_workload(Pass& p);
 // A rank pod lost for any other reason (exit 5, 1, a signal; Unknown; deleted or gone with its
 // node) is deleted if still there and recreated alone by the pass's missing ranks (same name and
 // rank): status.recoveries + 1, once per lost pod (status.recoveringRanks), or Failed
-// (RecoveryLimitExceeded) past spec.runPolicy.maxRecoveries. True only when it failed the job.
+// (RecoveryLimitExceeded) past spec.runPolicy.maxRecoveries within recoveryWindowSeconds
+// (recovery_pacing.h). A rank lost again within the window is held (Pass::held_ranks) until its
+// back-off has passed, with a requeue for then. A rank pod stuck terminating on a lost node is
+// force-deleted (node_health.h) and counted as lost. True only when it failed the job.
 bool live_recovery(Pass& p, const Gang& g);
 // Creates the store's pod when there is none (before any rank, so a refusal stops the ranks too).
 void keep_rendezvous(Pass& p, const Gang& g);

@@ -30,7 +30,7 @@ Gang observe_gang(Pass& p) {
     auto r = pod_rank(pod);
     if (pod_terminating(pod)) {
       g.any_terminating = true;
-      if (r) g.terminating_ranks.insert(*r);
+      if (r) g.terminating_ranks[*r] = &pod;
       continue;
     }
     if (!r || *r >= g.size || g.by_rank.count(*r)) {
@@ -161,14 +161,17 @@ void note_refusal(Pass& p) {
 }
 
 // No policy settled the pass: create the ranks that are missing, and enter Running once all
-// K run.
+// K run. A gang is created whole: while any old pod is terminating, nothing is. A running live
+// job replaces ranks one by one: a rank waits only for its own name (and for its back-off).
 void keep_gang(Pass& p, const Gang& g) {
   const int K = g.size;
-  if (g.any_terminating && static_cast<int>(g.by_rank.size()) < K) return;  // wait for names to free up
+  const bool one_by_one =
+      p.spec.recovery == Recovery::Live && p.phase() == JobPhase::Running && !g.rendezvous_terminating;
+  if (!one_by_one && g.any_terminating && static_cast<int>(g.by_rank.size()) < K) return;  // wait for names
   policy::keep_rendezvous(p, g);
   bool created = false;
   for (int r = 0; r < K; ++r)
-    if (!g.by_rank.count(r)) {
+    if (!g.by_rank.count(r) && !g.terminating_ranks.count(r) && !p.held_ranks.count(r)) {
       p.create(ResourceKind::Pod, build_pod(p.spec, r, p.restarts()));
       created = true;
     }
@@ -230,6 +233,8 @@ Decision Pass::result() {
   for (auto& a : actions) d.actions.push_back(std::move(a));
   d.requeue_after_s = requeue;
   d.gang_restart = gang_restart;
+  d.force_deletions = force_deletions;
+  d.recovery_backoffs = recovery_backoffs;
   return d;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -25,6 +26,10 @@ struct ReconcileOptions {
   bool network_policy = true;                   // own a NetworkPolicy per job (build_network_policy)
   bool kueue = false;                           // Kueue integration on (--kueue): queued jobs get a Workload
   std::vector<std::string> metrics_namespaces;  // may scrape the ranks' metrics port
+  // --force-delete-on-lost-node: a live job's rank pod stuck terminating on a NotReady,
+  // unreachable or deleted node is force-deleted (reconcile/node_health.h); Observed::nodes holds
+  // the nodes. Off: such a pod is waited for, as every terminating pod is.
+  bool force_delete_on_lost_node = true;
 };
 
 // The API server refused to create one of the job's objects (403 PodSecurity/webhook/quota,
@@ -81,6 +86,9 @@ struct Observed {
   // WorkloadPriorityClass its kueue.x-k8s.io/priority-class label names (absent: no such class).
   std::optional<json> workload;
   std::optional<int64_t> priority_value;
+  // options.force_delete_on_lost_node: the Node objects (their Ready condition) of the nodes the
+  // job's terminating pods are bound to (spec.nodeName), by name; a name absent here has no Node.
+  std::map<std::string, json> nodes;
   std::optional<ScrapedProgress> progress;
   std::optional<CreationRefusal> refusal;
   int64_t now = 0;  // Unix seconds

@@ -4,7 +4,8 @@
 // with spec.export gets one export Job when it succeeds, and that Job's pod and status, seen
 // through their own informers, make the model's place the job's status; with --kueue a queued job
 // gets its Workload and no pod until Kueue (played by the test) admits it, and the waiting gauge
-// counts it meanwhile.
+// counts it meanwhile; a live job's rank stuck terminating on a node that stops answering is
+// force-deleted once the node's change arrives, and replaced.
 #include <gtest/gtest.h>
 
 #include <prometheus/text_serializer.h>
@@ -207,6 +208,66 @@ TEST(ControllerLoop, AQueuedJobHasNoPodUntilKueueAdmitsItsWorkload) {
   kube.put(ResourceKind::Workload, w);
   ASSERT_TRUE(eventually([&] { return kube.objects(ResourceKind::Pod, "ns1").size() == 2; }));
   EXPECT_TRUE(eventually([&] { return waiting(0); }));
+  c.stop();
+}
+
+double counter(const OperatorMetrics& m, const std::string& name) {
+  for (const auto& f : m.registry()->Collect())
+    if (f.name == name && !f.metric.empty()) return f.metric[0].counter.value;
+  return -1;
+}
+
+json node(const std::string& ready) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", "n1"}}},
+          {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", ready}}})}}}};
+}
+
+TEST(ControllerLoop, ALiveRankStuckOnANodeThatStopsAnsweringIsForceDeletedAndReplaced) {
+  FakeKube kube;
+  kube.put(ResourceKind::Node, node("True"));
+  json job = testing::make_job("demo", 2);
+  job["metadata"].erase("uid");
+  job["metadata"].erase("resourceVersion");
+  job["spec"]["training"]["network"] = {{"recovery", "live"}};
+  kube.put(ResourceKind::PPUJob, job);
+  OperatorMetrics metrics;
+  ControllerOptions opts;
+  opts.workers = 2;
+  Controller c(kube, opts, &metrics);
+  c.start_informers();
+  c.start_workers();
+  ASSERT_TRUE(eventually([&] { return kube.objects(ResourceKind::Pod, "ns1").size() == 3; })) << "ranks and store";
+  for (const char* p : {"demo-rank-0", "demo-rank-1", "demo-rendezvous"}) set_phase(kube, p, pod_phase_name::kRunning);
+  ASSERT_TRUE(eventually([&] { return job_phase(kube) == phase::kRunning; }));
+
+  // The kubelet's node and the node lifecycle controller's part: rank 1 is bound to n1 and was
+  // deleted (its grace period over), and n1 is Ready: its kubelet will finish the pod. Waited for.
+  json stuck = *kube.peek(ResourceKind::Pod, "ns1", "demo-rank-1");
+  const std::string old_uid = stuck["metadata"]["uid"];
+  stuck["spec"]["nodeName"] = "n1";
+  stuck["metadata"]["deletionTimestamp"] = format_rfc3339(now_seconds() - 1);
+  kube.put(ResourceKind::Pod, stuck);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(kube.peek(ResourceKind::Pod, "ns1", "demo-rank-1").has_value());
+  EXPECT_EQ(kube.count_calls("delete pods/ns1/demo-rank-1"), 0);
+
+  // n1 stops answering: the node's own change brings the pass that force-deletes the pod.
+  kube.put(ResourceKind::Node, node("Unknown"));
+  ASSERT_TRUE(eventually([&] {
+    auto p = kube.peek(ResourceKind::Pod, "ns1", "demo-rank-1");
+    return p && (*p)["metadata"]["uid"] != old_uid;
+  })) << "rank 1 not replaced";
+  EXPECT_GE(kube.count_calls("delete pods/ns1/demo-rank-1 grace=0"), 1);
+  ASSERT_TRUE(eventually([&] { return counter(metrics, "ppu_operator_pod_force_deletions_total") == 1; }));
+  int forced = 0;
+  for (const auto& e : kube.objects(ResourceKind::Event, "ns1"))
+    if (e["reason"] == reason::kPodForceDeleted) ++forced;
+  EXPECT_EQ(forced, 1);
+  const auto stored = kube.peek(ResourceKind::PPUJob, "ns1", "demo");
+  EXPECT_EQ((*stored)["status"]["recoveries"], 1);
+  EXPECT_EQ((*stored)["status"]["restartCount"], 0);
   c.stop();
 }
 

@@ -119,6 +119,26 @@ TEST(Executor, DeleteOfAMissingPodOrAnotherIncarnationIsSuccess) {
   EXPECT_FALSE(kube.peek(ResourceKind::Pod, "ns1", "demo-rank-1").has_value());
 }
 
+TEST(Executor, AForceDeletionSendsGracePeriodZeroWithTheUid) {
+  FakeKube kube;
+  json job = stored_job(kube);
+  Decision make;
+  make.actions = {create_pod(job, 0)};
+  ASSERT_TRUE(Executor(kube).execute(job, make).ok);
+  const std::string uid = (*kube.peek(ResourceKind::Pod, "ns1", "demo-rank-0"))["metadata"]["uid"];
+  Decision d;
+  d.actions = {DeleteObject{ResourceKind::Pod, "demo-rank-0", uid, 0}};
+  EXPECT_STREQ(action_name(d.actions[0]), "ForceDelete");
+  ExecResult r = Executor(kube).execute(job, d);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.deleted, 1);
+  EXPECT_EQ(kube.calls().back(), "delete pods/ns1/demo-rank-0 grace=0");
+  Decision plain;
+  plain.actions = {delete_pod("demo-rank-0", uid)};
+  ASSERT_TRUE(Executor(kube).execute(job, plain).ok) << "gone already: 404 is success";
+  EXPECT_EQ(kube.calls().back(), "delete pods/ns1/demo-rank-0") << "an ordinary deletion keeps the pod's own grace";
+}
+
 TEST(Executor, RefusedCreationIsReportedTransientFailureIsNot) {
   FakeKube kube;
   json job = stored_job(kube);

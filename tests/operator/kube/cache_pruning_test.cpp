@@ -1,11 +1,12 @@
-// Unit tests of what the pod cache keeps (operator/src/kube/cache_pruning.h): a pruned pod
-// answers every question the controller asks of a pod exactly as the full object does, and is
-// much smaller.
+// Unit tests of what the pod and node caches keep (operator/src/kube/cache_pruning.h): a pruned
+// pod answers every question the controller asks of a pod exactly as the full object does (the
+// node it is bound to included), a pruned node its health, and both are much smaller.
 #include <gtest/gtest.h>
 
 #include "kube/cache_pruning.h"
 #include "reconcile/job_spec.h"
 #include "reconcile/job_status.h"
+#include "reconcile/node_health.h"
 #include "reconcile/object_builder.h"
 #include "test_objects.h"
 
@@ -61,6 +62,41 @@ TEST(CachePruning, PrunedPodAnswersLikeTheFullOne) {
     }
     EXPECT_EQ(pruned["status"].value("podIP", ""), full["status"].value("podIP", ""));
   }
+}
+
+TEST(CachePruning, APodKeepsTheNodeItIsBoundToAndNothingElseOfItsSpec) {
+  json full = with_status(build_pod(parse_job(testing::make_job("demo", 4)), 1, 0), {{"phase", "Running"}});
+  full["spec"]["nodeName"] = "node-7";
+  json pruned = full;
+  prune_pod(pruned);
+  EXPECT_EQ(pruned["spec"], json({{"nodeName", "node-7"}}));
+  EXPECT_EQ(node_name(pruned), "node-7");
+}
+
+TEST(CachePruning, ANodeKeepsItsNameAndReadyConditionOnly) {
+  json full = {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", "node-7"},
+        {"uid", "n-1"},
+        {"resourceVersion", "9"},
+        {"labels", {{"kubernetes.io/hostname", "node-7"}}},
+        {"annotations", {{"a", std::string(500, 'x')}}}}},
+      {"spec", {{"podCIDR", "10.0.0.0/24"}, {"taints", json::array({{{"key", "k"}}})}}},
+      {"status",
+       {{"conditions", json::array({{{"type", "MemoryPressure"}, {"status", "False"}},
+                                    {{"type", "Ready"}, {"status", "Unknown"}, {"reason", "NodeStatusUnknown"}}})},
+        {"images", json::array({{{"names", json::array({std::string(200, 'i')})}}})},
+        {"addresses", json::array({{{"type", "InternalIP"}, {"address", "10.1.1.1"}}})}}}};
+  json pruned = full;
+  prune_node(pruned);
+  EXPECT_EQ(pruned["metadata"], json({{"name", "node-7"}, {"uid", "n-1"}, {"resourceVersion", "9"}}));
+  EXPECT_FALSE(pruned.contains("spec"));
+  EXPECT_EQ(pruned["status"]["conditions"].size(), 1u);
+  EXPECT_EQ(node_health(&pruned), node_health(&full));
+  EXPECT_EQ(node_health(&pruned), NodeHealth::Unreachable);
+  EXPECT_LT(pruned.dump().size() * 3, full.dump().size());
 }
 
 TEST(CachePruning, RankPodShrinksToAFractionOfItsSize) {

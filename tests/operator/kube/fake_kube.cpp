@@ -228,9 +228,10 @@ Response FakeKube::merge_patch(ResourceKind kind, const std::string& ns, const s
 }
 
 Response FakeKube::remove(ResourceKind kind, const std::string& ns, const std::string& name, const std::string&,
-                          const std::string& uid) {
+                          const std::string& uid, int64_t grace_period_s) {
   std::lock_guard<std::mutex> l(mu_);
   if (auto f = injected("delete", kind, ns, name)) return *f;
+  if (grace_period_s >= 0) calls_.back() += " grace=" + std::to_string(grace_period_s);
   auto& objs = objects_[plural(kind)];
   auto it = objs.find(key(ns, name));
   if (it == objs.end()) return status_response(404, "NotFound", plural(kind) + " \"" + name + "\" not found");

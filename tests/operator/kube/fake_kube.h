@@ -29,7 +29,8 @@ class FakeKube : public KubeApi {
   Response merge_patch(ResourceKind kind, const std::string& ns, const std::string& name, const json& patch,
                        const std::string& subresource = "") override;
   Response remove(ResourceKind kind, const std::string& ns, const std::string& name,
-                  const std::string& propagation = "Background", const std::string& uid = "") override;
+                  const std::string& propagation = "Background", const std::string& uid = "",
+                  int64_t grace_period_s = -1) override;
   WatchEnd watch(ResourceKind kind, const std::string& ns, const ListOptions& o, int timeout_s,
                  const std::function<void(const json&)>& on_event, const std::function<bool()>& should_stop) override;
 
@@ -50,7 +51,8 @@ class FakeKube : public KubeApi {
   void pause_watches(bool paused);
   // Ends every open watch as the server's time-out would (WatchEnd::Closed).
   void close_watches();
-  // "verb plural/ns/name" of every call, in order.
+  // "verb plural/ns/name" of every call, in order; a delete with a grace period ends in
+  // " grace=<seconds>".
   std::vector<std::string> calls() const;
   int count_calls(const std::string& prefix) const;
   int64_t resource_version() const;

@@ -3,7 +3,8 @@
 // store's pod and Service and the ranks' external-store environment; a rank lost for any reason
 // but exit codes 2, 3 and 4 is recreated alone and counted once in status.recoveries whatever the
 // caches show; exit 3 and a lost store restart the gang (store included); maxRecoveries; the
-// Degraded condition and the live-group figures; a gang job is unchanged.
+// Degraded condition and the live-group figures; a gang job is unchanged. The window budget and
+// the back-off: recovery_pacing_test.cpp; a pod stuck on a lost node: lost_node_test.cpp.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -165,7 +166,10 @@ TEST_P(LostRank, IsDeletedAloneAndCountedOnce) {
   EXPECT_EQ(st["phase"], phase::kRunning);
   EXPECT_EQ(st["recoveries"], 1);
   EXPECT_EQ(st["restartCount"], 0);
-  EXPECT_EQ(st["recoveringRanks"], json::parse(R"([{"rank":2,"podUID":"pod-2"}])"));
+  EXPECT_EQ(st["recoveringRanks"],
+            json::array({{{"rank", 2}, {"podUID", "pod-2"}, {"lostTime", at(0)}, {"attempt", 1}}}))
+      << "a first loss: no back-off";
+  EXPECT_EQ(st["recentRecoveries"], json::array({{{"rank", 2}, {"time", at(0)}}}));
 
   // The same pod seen again (the pod cache has not caught up): deleted again, not counted again.
   in.job["status"] = st;
@@ -193,10 +197,14 @@ TEST_P(LostRank, IsDeletedAloneAndCountedOnce) {
   EXPECT_TRUE(deleted_pods(seen).empty());
   EXPECT_TRUE(created_pods(seen).empty());
 
-  // And when the replacement is lost in turn, that is a second recovery.
+  // And when the replacement is lost in turn, that is a second recovery (its second loss within
+  // the window: recovery_pacing_test.cpp follows its back-off).
   in.job["status"] = after;
   in.pods[2] = with_exit(replacement, 5, "out of the live group");
-  EXPECT_EQ(status_after(in, reconcile(in))["recoveries"], 2);
+  const json second = status_after(in, reconcile(in));
+  EXPECT_EQ(second["recoveries"], 2);
+  EXPECT_EQ(second["recoveringRanks"][0]["attempt"], 2);
+  EXPECT_EQ(second["recentRecoveries"].size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(ExitCodes, LostRank, ::testing::Values(5, 1, 137, -1),
@@ -216,7 +224,7 @@ TEST(LiveRecovery, APodThatVanishedUnseenIsRecreatedAndCountedOnce) {
   json st = *new_status(d);
   EXPECT_EQ(st["recoveries"], 1);
   EXPECT_EQ(st["restartCount"], 0);
-  EXPECT_EQ(st["recoveringRanks"], json::parse(R"([{"rank":1,"podUID":""}])"));
+  EXPECT_EQ(st["recoveringRanks"], json::array({{{"rank", 1}, {"podUID", ""}, {"lostTime", at(0)}, {"attempt", 1}}}));
 
   // A second pass before the new pod is in the cache creates it again (AlreadyExists), uncounted.
   in.job["status"] = st;
@@ -257,11 +265,13 @@ TEST(LiveRecovery, RecoveriesDoNotCountAgainstBackoffLimitButAgainstMaxRecoverie
   EXPECT_EQ((*new_status(d))["phase"], phase::kRunning);
   EXPECT_EQ((*new_status(d))["recoveries"], 1);
 
-  // recoveries at maxRecoveries: the next loss fails the job, and every pod goes.
+  // recoveries at maxRecoveries over the job's lifetime (recoveryWindowSeconds 0): the next loss
+  // fails the job, and every pod goes. (Windows: recovery_pacing_test.cpp.)
   json spent = running_status(0);
   spent["recoveries"] = 3;
   job = live_job(spent);
   job["spec"]["runPolicy"]["maxRecoveries"] = 3;
+  job["spec"]["runPolicy"]["recoveryWindowSeconds"] = 0;
   Decision f = reconcile(observed_live(job, pods));
   const json st = *new_status(f);
   EXPECT_EQ(st["phase"], phase::kFailed);
