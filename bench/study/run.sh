@@ -54,10 +54,10 @@ LAUNCH=$BUILD/bin/ppu-launch
   echo "run.sh: $LAUNCH not built (set PPU_BUILD)" >&2
   exit 2
 }
-grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo || {
+if ! grep -qw avx2 /proc/cpuinfo || ! grep -qw fma /proc/cpuinfo; then
   echo "run.sh: the study's kernel path (OpenBLAS Haswell, ATen avx2) needs a CPU with AVX2 and FMA" >&2
   exit 2
-}
+fi
 export OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 PPU_ONEDNN=off
 unset OPENBLAS_L2_SIZE
 KERNEL_PATH='{"openblas_core": "Haswell", "aten_capability": "avx2", "onednn": false}'

@@ -126,12 +126,12 @@ names = sorted(re.search(r"^  name: (\S+)$", d, re.M).group(1) for d in docs if 
 assert names == json.loads(sys.argv[2]), names
 PY
 }
-nscheck "$N" '["ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-reader", "ppu-ppu-operator-nodes", "ppu-ppu-operator-nodes"]' ||
-  fail "namespaced install has cluster-scoped RBAC beyond /metrics authentication and reading nodes"
+nscheck "$N" '["ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-reader", "ppu-ppu-operator-nodes", "ppu-ppu-operator-nodes"]' \
+  || fail "namespaced install has cluster-scoped RBAC beyond /metrics authentication and reading nodes"
 "$HELM" template ppu "$CHART" -n ppu-system --set scope=namespace --set watchNamespace=team-a \
   --set operator.forceDeleteOnLostNode=false >"$W/ns-nonodes.yaml"
-nscheck "$W/ns-nonodes.yaml" '["ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-reader"]' ||
-  fail "operator.forceDeleteOnLostNode=false still reads nodes"
+nscheck "$W/ns-nonodes.yaml" '["ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-auth", "ppu-ppu-operator-metrics-reader"]' \
+  || fail "operator.forceDeleteOnLostNode=false still reads nodes"
 expect_grep "- --force-delete-on-lost-node=false$" "$W/ns-nonodes.yaml" "operator.forceDeleteOnLostNode=false ⇒ the flag false"
 expect_no_grep "nodes" "$W/ns-nonodes.yaml" "operator.forceDeleteOnLostNode=false: no nodes RBAC"
 pass "namespaced install: cluster-scoped RBAC only for /metrics authentication and reading nodes (off with the option)"
