@@ -516,12 +516,25 @@ class Run {
     return true;
   }
 
+  // The summary's list of degraded rounds: this round joins the last span when it follows it
+  // with the same ranks missing.
+  void note_degraded_round() {
+    std::vector<int> missing;
+    for (int r = 0; r < collectives_.job_size(); ++r)
+      if (!std::binary_search(collectives_.members().begin(), collectives_.members().end(), r)) missing.push_back(r);
+    auto& spans = recovery_.degraded;
+    if (!spans.empty() && spans.back().last_round == p_.rounds - 1 && spans.back().missing == missing)
+      spans.back().last_round = p_.rounds;
+    else spans.push_back({p_.rounds, p_.rounds, missing});
+  }
+
   // At a round boundary: count a degraded round, fall back when a slice has gone without a
   // live owner too long, and take replacements back (not after the last step).
   void live_round_end() {
     if (collectives_.world_size() < collectives_.job_size()) {
       ++recovery_.rounds_degraded;
       metrics_.add_degraded_round();
+      note_degraded_round();
     }
     if (outer_.min_coverage() == 0) {
       if (++uncovered_rounds_ > c_.network.max_uncovered_rounds)

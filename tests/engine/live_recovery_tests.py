@@ -296,10 +296,16 @@ def case_lost_for_good():
     log = run.text()
     if rc != 137 or "the job finished without rank(s) 3" not in log:
         fail(f"rank 3 lost for good: ppu-launch exited {rc}, want 137 naming it\n{log[-3000:]}")
-    degraded = run.summary(0)["recovery"]["rounds_degraded"]
+    recovery = run.summary(0)["recovery"]
+    degraded, spans = recovery["rounds_degraded"], recovery["degraded"]
     if degraded < 1:
         fail(f"the survivors' summary counts {degraded} degraded rounds")
-    print(f"rank 3 lost for good: exit {rc}, {degraded} rounds degraded")
+    # The list says which rounds and without whom: one span, rank 3 missing, to the last round.
+    if len(spans) != 1 or spans[0]["missing"] != [3] or spans[0]["last_round"] != run.summary(0)["outer_rounds"]:
+        fail(f"the survivors' summary lists the degraded rounds as {spans}")
+    if spans[0]["last_round"] - spans[0]["first_round"] + 1 != degraded:
+        fail(f"degraded spans {spans} do not add up to {degraded} rounds")
+    print(f"rank 3 lost for good: exit {rc}, {degraded} rounds degraded: {spans}")
 
 
 def case_fallback():
