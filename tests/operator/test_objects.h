@@ -19,6 +19,7 @@
 #include "reconcile/job_spec.h"
 #include "reconcile/object_builder.h"
 #include "reconcile/reconciler.h"
+#include "reconcile/rendezvous.h"
 
 namespace ppu::op::testing {
 
@@ -222,5 +223,30 @@ inline int count_events(const Decision& d, const std::string& reason) {
 }
 
 inline bool has_event(const Decision& d, const std::string& reason) { return count_events(d, reason) > 0; }
+
+// What reconcile() sees of a live-recovery job: its ranks, its store's pod Running, and every
+// owned object.
+inline Observed observed_live(const json& job, std::vector<json> pods) {
+  Observed in = observed(job, std::move(pods));
+  const JobSpec s = parse_job(job);
+  in.rendezvous_service = build_rendezvous_service(s);
+  json store = build_rendezvous_pod(s, 0);
+  store["metadata"]["uid"] = "store-1";
+  store["status"] = {{"phase", "Running"}};
+  in.rendezvous_pod = store;
+  return in;
+}
+
+// Names of the pods a decision deletes / creates, in order.
+inline std::vector<std::string> deleted_pods(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& a : actions_of<DeleteObject>(d, ResourceKind::Pod)) out.push_back(a.name);
+  return out;
+}
+inline std::vector<std::string> created_pods(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& a : actions_of<CreateObject>(d, ResourceKind::Pod)) out.push_back(a.name);
+  return out;
+}
 
 }  // namespace ppu::op::testing

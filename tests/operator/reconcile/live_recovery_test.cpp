@@ -25,12 +25,15 @@ using testing::at;
 using testing::condition_of;
 using testing::count;
 using testing::count_events;
+using testing::created_pods;
+using testing::deleted_pods;
 using testing::event_reasons;
 using testing::gang;
 using testing::make_job;
 using testing::make_pod;
 using testing::new_status;
 using testing::observed;
+using testing::observed_live;
 using testing::running_status;
 using testing::status_after;
 using testing::with_exit;
@@ -48,30 +51,6 @@ json live(json job) {
 
 json live_job(json status = running_status(0), int replicas = 4) {
   return live(make_job("demo", replicas, std::move(status)));
-}
-
-// What reconcile() sees of a live job: its ranks, its store's pod Running, and every owned object.
-Observed observed_live(const json& job, std::vector<json> pods) {
-  Observed in = observed(job, std::move(pods));
-  const JobSpec s = parse_job(job);
-  in.rendezvous_service = build_rendezvous_service(s);
-  json store = build_rendezvous_pod(s, 0);
-  store["metadata"]["uid"] = "store-1";
-  store["status"] = {{"phase", "Running"}};
-  in.rendezvous_pod = store;
-  return in;
-}
-
-// Names of the pods a decision deletes / creates, in order.
-std::vector<std::string> deleted_pods(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& a : actions_of<DeleteObject>(d, ResourceKind::Pod)) out.push_back(a.name);
-  return out;
-}
-std::vector<std::string> created_pods(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& a : actions_of<CreateObject>(d, ResourceKind::Pod)) out.push_back(a.name);
-  return out;
 }
 
 // ---- the objects ----

@@ -25,6 +25,7 @@ using testing::actions_of;
 using testing::at;
 using testing::count;
 using testing::count_events;
+using testing::created_pods;
 using testing::event_reasons;
 using testing::gang;
 using testing::has_event;
@@ -33,6 +34,7 @@ using testing::make_job;
 using testing::make_pod;
 using testing::new_status;
 using testing::observed;
+using testing::observed_live;
 using testing::running_status;
 using testing::status_after;
 
@@ -59,27 +61,10 @@ json live_job(json status = running_status(0)) {
   return job;
 }
 
-Observed observed_live(const json& job, std::vector<json> pods) {
-  Observed in = observed(job, std::move(pods));
-  const JobSpec s = parse_job(job);
-  in.rendezvous_service = build_rendezvous_service(s);
-  json store = build_rendezvous_pod(s, 0);
-  store["metadata"]["uid"] = "store-1";
-  store["status"] = {{"phase", "Running"}};
-  in.rendezvous_pod = store;
-  return in;
-}
-
 std::vector<DeleteObject> force_deletions(const Decision& d) {
   std::vector<DeleteObject> out;
   for (const auto& a : actions_of<DeleteObject>(d, ResourceKind::Pod))
     if (a.grace_period_seconds == 0) out.push_back(a);
-  return out;
-}
-
-std::vector<std::string> created_pods(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& a : actions_of<CreateObject>(d, ResourceKind::Pod)) out.push_back(a.name);
   return out;
 }
 

@@ -21,12 +21,14 @@ namespace {
 using testing::actions_of;
 using testing::at;
 using testing::count_events;
+using testing::created_pods;
 using testing::gang;
 using testing::has_event;
 using testing::kNow;
 using testing::make_job;
 using testing::new_status;
 using testing::observed;
+using testing::observed_live;
 using testing::running_status;
 using testing::status_after;
 using testing::with_exit;
@@ -56,23 +58,6 @@ json live_job(json status = running_status(0), json run_policy = json::object())
   job["spec"]["training"]["network"] = {{"recovery", "live"}};
   for (const auto& [k, v] : run_policy.items()) job["spec"]["runPolicy"][k] = v;
   return job;
-}
-
-Observed observed_live(const json& job, std::vector<json> pods) {
-  Observed in = observed(job, std::move(pods));
-  const JobSpec s = parse_job(job);
-  in.rendezvous_service = build_rendezvous_service(s);
-  json store = build_rendezvous_pod(s, 0);
-  store["metadata"]["uid"] = "store-1";
-  store["status"] = {{"phase", "Running"}};
-  in.rendezvous_pod = store;
-  return in;
-}
-
-std::vector<std::string> created_pods(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& a : actions_of<CreateObject>(d, ResourceKind::Pod)) out.push_back(a.name);
-  return out;
 }
 
 // ---- the rules ----
