@@ -707,11 +707,9 @@ class Run {
     auto& progress = collectives_.progress();
     progress.tick();
     if (c_.network.progress_timeout_s > 0 || step_seconds_.size() < kWarmupSteps + 3) return;
-    if (step_seconds_.size() % 10 != 3 && std::isfinite(progress.window())) return;  // every 10 steps
-    const std::size_t from = step_seconds_.size() > 50 ? step_seconds_.size() - 50 : kWarmupSteps;
-    std::vector<double> recent(step_seconds_.begin() + static_cast<std::ptrdiff_t>(from), step_seconds_.end());
-    std::nth_element(recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(recent.size() / 2), recent.end());
-    progress.set_window(std::max(2 * c_.network.heartbeat_s, 20 * recent[recent.size() / 2]));
+    if (step_seconds_.size() % 10 != 3 && std::isfinite(progress.window())) return;                 // every 10 steps
+    const std::size_t from = step_seconds_.size() > 50 ? step_seconds_.size() - 50 : kWarmupSteps;  // the last 50
+    progress.set_window(std::max(2 * c_.network.heartbeat_s, 20 * median_after(step_seconds_, from)));
   }
 
   // Median wall time of one inner step (lines 7–10: batch, forward, backward, optimiser) after

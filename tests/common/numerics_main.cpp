@@ -19,6 +19,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/cpu/blas_core_choice.h"
 #include "engine/cpu/compute_threads.h"
 #include "engine/cpu/onednn_switch.h"
 
@@ -29,7 +30,9 @@ namespace {
   std::exit(2);
 }
 
-bool cpu_runs_haswell_kernels() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool cpu_runs_haswell_kernels() {
+  return ppu::widest_vectors(ppu::this_cpu_vector_features()) >= ppu::VectorWidth::kAvx2;
+}
 
 // Sets PPU_ONEDNN and OPENBLAS_CORETYPE from PPU_TEST_KERNELS; re-executes when the latter changed.
 // Returns a note for the kernels line when the selection could not be honoured ("" otherwise).
