@@ -118,10 +118,11 @@ void declare(CLI::App& app, Flags& f, Given& g) {
         return read_bool(v, b);
       }));
   app.add_flag("--force-delete-on-lost-node{true}", g.force_delete_on_lost_node,
-               "watch Nodes (get/list/watch); a live job's lost rank pod stuck\n"
-               "terminating on a NotReady, unreachable or deleted node is\n"
-               "force-deleted once its grace period is over, so its replacement\n"
-               "can be created (default true; false: such a pod is waited for)")
+               "watch Nodes (get/list/watch); a live job's lost rank pod, or a\n"
+               "restarting gang's old pod, stuck terminating on a NotReady,\n"
+               "unreachable or deleted node is force-deleted once its grace\n"
+               "period is over, so its replacement can be created (default true;\n"
+               "false: such a pod is waited for)")
       ->type_name("BOOL")
       ->check(rule([](const std::string& v) {
         bool b = false;

@@ -2,9 +2,10 @@
 // checkpoint) after an exponential back-off, at most backoffLimit times; exit codes 2 and 4
 // fail the job at once because a restart cannot fix them (docs/METRICS.md). With recovery live
 // only exit code 3 (the survivors gave up the live group) and a lost rendezvous store restart the
-// gang, and the store is recreated with it (fresh keys), and the old gang's pods stuck on a lost
-// node are force-deleted (node_health.h) rather than waited for; other losses are
-// policy_recovery.cpp's.
+// gang, and the store is recreated with it (fresh keys); other losses are policy_recovery.cpp's.
+// Either way the old gang's pods stuck on a lost node are force-deleted (node_health.h) rather
+// than waited for: the new gang reuses their names, and a node that never returns would hold
+// the restart for ever.
 #include <cmath>
 
 #include "core/job_contract.h"
@@ -17,11 +18,12 @@ namespace ppu::op::detail::policy {
 
 namespace {
 
-// A live job's old pods (ranks or store) stuck terminating on a lost node are force-deleted like a
-// lost rank's (node_health.h), with one PodForceDeleted event each, so the new gang is not held
-// for ever.
+// The old gang's pods (ranks, and a live job's store) stuck terminating on a lost node are
+// force-deleted like a live job's lost rank (node_health.h), with one PodForceDeleted event each,
+// so the new gang is not held for ever. A gang job's old rank cannot reach the new gang: it knew
+// the store by the old rank 0's address, which left with that pod.
 void release_old_gang(Pass& p, const Gang& g) {
-  if (p.spec.recovery != Recovery::Live || !p.in.options.force_delete_on_lost_node) return;
+  if (!p.in.options.force_delete_on_lost_node) return;
   std::vector<const json*> old;
   for (const auto& [r, pod] : g.terminating_ranks) old.push_back(pod);
   if (g.rendezvous_terminating && p.in.rendezvous_pod) old.push_back(&*p.in.rendezvous_pod);
@@ -51,7 +53,7 @@ bool restarting(Pass& p, const Gang& g) {
   if (!g.by_rank.empty() || g.any_terminating || g.rendezvous) {
     for (const auto& [r, pod] : g.by_rank) p.delete_pod(*pod);
     if (g.rendezvous) p.delete_pod(*g.rendezvous);
-    release_old_gang(p, g);  // recovery live: old pods stuck on a lost node
+    release_old_gang(p, g);  // old pods stuck on a lost node
     return true;
   }
   auto not_before = parse_rfc3339(p.status.next_restart_time.value_or(""));

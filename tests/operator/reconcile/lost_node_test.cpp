@@ -2,10 +2,11 @@
 // (operator/src/reconcile/node_health.h and its use in policy_recovery.cpp): the node's health
 // from its Ready condition; force deletion (grace period 0, uid precondition) only for a
 // terminating pod past its grace period whose node is NotReady, unreachable or gone, never on a
-// Ready node, never an unbound or running pod, never with the option off, never for a gang job;
-// the loss counted once with an event naming the node; the replacement created once the name is
-// free, while the other ranks are replaced without waiting for it; a live job's gang restart
-// force-deletes its old pods (the store's too) stuck on a lost node, announced once.
+// Ready node, never an unbound or running pod, never with the option off, never for a running
+// gang job's pod; the loss counted once with an event naming the node; the replacement created
+// once the name is free, while the other ranks are replaced without waiting for it; a gang
+// restart, of a live job or of a gang job, force-deletes its old pods (a live store's too) stuck
+// on a lost node, announced once.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -220,7 +221,8 @@ TEST(LostNode, NeverWithTheOptionOffNorForAGangJob) {
   std::vector<json> gang_pods = gang(gang_job, 4, "Running");
   gang_pods[3] = stuck(gang_pods[3], "n1");
   Observed g = observed(gang_job, gang_pods);
-  EXPECT_TRUE(force_deletions(reconcile(g)).empty()) << "recovery gang: its restart waits for the whole gang";
+  EXPECT_TRUE(force_deletions(reconcile(g)).empty())
+      << "recovery gang, Running: a lost pod makes a gang restart first (AGangJobsRestartForceDeletes...)";
 }
 
 TEST(LostNode, APodCountedBeforeIsForceDeletedWithoutCountingItAgain) {
@@ -326,12 +328,46 @@ TEST(LostNode, ALiveGangRestartForceDeletesItsOldPodsStuckOnALostNodeOnce) {
   in.pods.clear();
   EXPECT_EQ(created_pods(reconcile(in)),
             (std::vector<std::string>{"demo-rendezvous", "demo-rank-0", "demo-rank-1", "demo-rank-2", "demo-rank-3"}));
+}
 
-  // A gang job's restart waits for its old pods, as before.
-  json gang_job = make_job("demo", 4, st);
-  Observed g = observed(gang_job, {stuck(make_pod(gang_job, 0, "Running"), "n9")});
-  g.nodes["n9"] = node("n9", "Unknown");
-  EXPECT_TRUE(force_deletions(reconcile(g)).empty());
+TEST(LostNode, AGangJobsRestartForceDeletesItsOldPodsStuckOnALostNode) {
+  // recovery gang: node n9 was lost with ranks 2 and 3; the gang restarts on the surviving node.
+  // Ranks 0 and 1 (node n1, Ready) are finishing; 2 and 3 stay Terminating on n9 for ever.
+  json st = {{"phase", phase::kRestarting},
+             {"restartCount", 1},
+             {"startTime", at(-300)},
+             {"nextRestartTime", at(-1)},
+             {"conditions", json::array({{{"type", condition::kRestarting},
+                                          {"status", "True"},
+                                          {"reason", reason::kGangRestart},
+                                          {"message", "rank 2 failed (NodeLost)"},
+                                          {"lastTransitionTime", at(-60)}}})}};
+  json job = make_job("demo", 4, st);
+  std::vector<json> pods = {stuck(make_pod(job, 0, "Running"), "n1", 10), stuck(make_pod(job, 1, "Running"), "n1", 10),
+                            stuck(make_pod(job, 2, "Running"), "n9", -30),
+                            stuck(make_pod(job, 3, "Running"), "n9", -30)};
+  Observed in = observed(job, pods);
+  in.nodes["n1"] = node("n1", "True");
+  in.nodes["n9"] = node("n9", "Unknown");
+
+  Decision d = reconcile(in);
+  std::vector<std::string> forced;
+  for (const auto& f : force_deletions(d)) forced.push_back(f.name);
+  EXPECT_EQ(forced, (std::vector<std::string>{"demo-rank-2", "demo-rank-3"})) << "never the pods on the Ready node";
+  EXPECT_TRUE(created_pods(d).empty()) << "ranks 0 and 1 are still terminating";
+  EXPECT_EQ(d.force_deletions, 2);
+  EXPECT_EQ(event_reasons(d), (std::vector<std::string>{reason::kPodForceDeleted, reason::kPodForceDeleted}));
+
+  // Once every old pod is gone the new gang is created whole (no store: recovery gang).
+  in.job["status"] = *new_status(d);
+  in.pods.clear();
+  EXPECT_EQ(created_pods(reconcile(in)),
+            (std::vector<std::string>{"demo-rank-0", "demo-rank-1", "demo-rank-2", "demo-rank-3"}));
+
+  // With the option off it waits for them.
+  in.pods = pods;
+  in.options.force_delete_on_lost_node = false;
+  EXPECT_TRUE(force_deletions(reconcile(in)).empty());
 }
 
 }  // namespace
