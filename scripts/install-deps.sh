@@ -15,6 +15,7 @@ PKGS=(
 # gnuplot-nox draws the study plots (bench/study/report.py), python3-scipy and python3-yaml run
 # its statistics (bench/study/stats.py, with Debian's /usr/bin/python3); python3-torch also runs the
 # independent evaluation of ppu-export's output in the suite (scripts/ppu_export_eval.py).
+# iproute2 (ip, tc): the network-blip test and bench/chaos put ranks in network namespaces.
 # python3-venv: --test also installs checkov, the chart's policy scanner (tests/packaging/
 # checkov_test.sh), pinned, from PyPI into a venv of its own (scripts/install-checkov.sh), and
 # the Hugging Face stack the export tests load models with (scripts/install-hf-venv.sh).
@@ -30,7 +31,7 @@ for a in "$@"; do
     --test)
       TEST=1
       PKGS+=(etcd-server prometheus openssl python3 python3-venv python3-torch python3-scipy python3-yaml gnuplot-nox
-        clang-format clang-tidy shellcheck)
+        clang-format clang-tidy shellcheck iproute2)
       ;;
     --no-go) GO_TOOLS=0 ;;
     --bench) PKGS+=(python3 python3-torch linux-perf) ;;

@@ -14,6 +14,9 @@
 // recovery gang the whole gang, which resumes from its last checkpoint. Exit codes 2 and 4
 // are never retried. A live job that finished without a rank it could not restart (no restarts
 // left) exits with that rank's code, not 0.
+// --rank-wrapper 'CMD ARGS' runs each rank as CMD ARGS ppu-train ... ({rank} in the template
+// becomes the rank; split at spaces, no shell): numactl or taskset per rank, a network namespace
+// per rank (`ip netns exec ns-{rank} env MASTER_ADDR=... GLOO_SOCKET_IFNAME=eth0`).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -30,6 +33,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,7 +89,17 @@ struct RankSetup {
   int world = 1, port = 0, metrics_port = 0;
   bool external_store = false;
   std::string trainer;
+  std::string wrapper;  // --rank-wrapper's template
 };
+
+// The words of --rank-wrapper for `rank`: the template split at spaces, {rank} replaced.
+std::vector<std::string> wrapper_words(const std::string& wrapper, int rank) {
+  std::vector<std::string> words;
+  std::istringstream in(wrapper);
+  for (std::string w; in >> w; words.push_back(w))
+    for (size_t at; (at = w.find("{rank}")) != std::string::npos;) w.replace(at, 6, std::to_string(rank));
+  return words;
+}
 
 // Forks a child in its own process group with stdout and stderr on a pipe (the Child's
 // out_fd); `exec` runs in the child and does not return.
@@ -108,7 +122,8 @@ Child fork_child(int rank, const std::vector<std::string>& args, const std::func
 }
 
 Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer,
-            const std::vector<std::string>& args, bool check = false, bool external_store = false) {
+            const std::vector<std::string>& args, bool check = false, bool external_store = false,
+            const std::string& wrapper = "") {
   return fork_child(rank, args, [&] {
     setenv(ppu::contract::env::kRank, std::to_string(rank).c_str(), 1);
     setenv(ppu::contract::env::kWorldSize, std::to_string(world).c_str(), 1);
@@ -118,17 +133,20 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
     setenv(ppu::contract::env::kLogPrefixed, "1", 1);
     if (metrics_port > 0) setenv(ppu::contract::env::kMetricsPort, std::to_string(metrics_port + rank).c_str(), 1);
     if (external_store) setenv(ppu::contract::env::kExternalStore, "1", 1);
-    std::vector<char*> argv{const_cast<char*>(trainer.c_str())};
+    const std::vector<std::string> prefix = wrapper_words(wrapper, rank);
+    std::vector<char*> argv;
+    for (const auto& w : prefix) argv.push_back(const_cast<char*>(w.c_str()));
+    argv.push_back(const_cast<char*>(trainer.c_str()));
     if (check) argv.push_back(const_cast<char*>("--check"));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
-    std::cerr << "ppu-launch: cannot run " << trainer << ": " << std::strerror(errno) << "\n";
+    std::cerr << "ppu-launch: cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
   });
 }
 
 Child spawn_rank(const RankSetup& s, int rank, const std::vector<std::string>& args) {
-  return spawn(rank, s.world, s.port, s.metrics_port, s.trainer, args, false, s.external_store);
+  return spawn(rank, s.world, s.port, s.metrics_port, s.trainer, args, false, s.external_store, s.wrapper);
 }
 
 // ppu-rendezvous on `port`, its output prefixed "[store]"; waits until it serves.
@@ -235,7 +253,7 @@ int main(int argc, char** argv) {
   int nproc = 0;
   int master_port = 0;
   int max_restarts = 0;
-  std::string config_path, summary, summary_dir, trainer = default_trainer(), rendezvous;
+  std::string config_path, summary, summary_dir, trainer = default_trainer(), rendezvous, rank_wrapper;
   std::vector<std::string> overrides;
   double grace = 10;
   app.add_option("--nproc", nproc, "number of ranks K (default: the config's `ranks`)")->check(CLI::PositiveNumber);
@@ -251,6 +269,9 @@ int main(int argc, char** argv) {
                  "else the gang (from its last checkpoint)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--grace-seconds", grace, "how long stopped ranks get before SIGKILL");
+  app.add_option("--rank-wrapper", rank_wrapper,
+                 "run each rank as WRAPPER ppu-train ...: a command template split at spaces, {rank} replaced by "
+                 "the rank (e.g. 'numactl --cpunodebind={rank}', 'ip netns exec ns-{rank}'); not for --check");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -270,7 +291,7 @@ int main(int argc, char** argv) {
     if (!summary_dir.empty()) std::filesystem::create_directories(summary_dir);
     live = config.network.recovery == ppu::Recovery::Live && nproc > 1;
     if (rendezvous.empty()) rendezvous = sibling(trainer, ppu::contract::kRendezvousBinary);
-    setup = RankSetup{nproc, master_port, config.metrics.port, live, trainer};
+    setup = RankSetup{nproc, master_port, config.metrics.port, live, trainer, rank_wrapper};
 
     std::vector<std::string> rank_args;
     if (!config_path.empty()) rank_args.insert(rank_args.end(), {"--config", config_path});

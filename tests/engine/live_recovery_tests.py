@@ -34,6 +34,11 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    exit 3 once the slice has had no live owner for more than
                    network.max_uncovered_rounds rounds; one rank killed with
                    network.min_live_fraction = 0.9: they exit 3 at once
+       network-blip every rank in a network namespace of its own (tests/engine/rank_netns.py,
+                   ppu-launch --rank-wrapper); rank 2's link is cut for 2 x network.heartbeat_s,
+                   then restored (2000 steps, H = 200): rank 2 is fenced (the others re-form without it), replaced
+                   alone and rejoins; no gang restart, exit 0, every rank ends with one checksum,
+                   and no namespace, veth or bridge of the test is left
 """
 
 import json
@@ -45,6 +50,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from rank_netns import RankNetwork
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
@@ -85,12 +92,12 @@ def rank_pids(launcher_pid):
 class Run:
     """ppu-launch in the background, its output kept in a file and read as it grows."""
 
-    def __init__(self, work, extra=(), restarts=1, env=None):
+    def __init__(self, work, extra=(), restarts=1, env=None, prefix=()):
         self.work = work
         self.log = os.path.join(work, "launch.log")
         self.out = open(self.log, "w")  # noqa: SIM115  (ppu-launch writes it until finish() closes it)
         self.summaries = os.path.join(work, "summaries")
-        cmd = [LAUNCH, *LIVE, *extra, "--max-restarts", str(restarts), "--summary-dir", self.summaries]
+        cmd = [*prefix, LAUNCH, *LIVE, *extra, "--max-restarts", str(restarts), "--summary-dir", self.summaries]
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT, env=env)
 
     def text(self):
@@ -345,7 +352,45 @@ def case_late_replacement():
         fail(f"the late replacement claims work it did not do: {sums[3]['tokens']} tokens, {sums[3]['recovery']}")
 
 
+def case_network_blip():
+    cut_s = 2 * HEARTBEAT_S
+    with RankNetwork(4) as net:
+        # After the link is back, TCP's retransmission back-off takes seconds before rank 2
+        # hears it was fenced: rounds of 200 steps keep that, the restart and the rejoin within
+        # a few rounds, and the run outlasts them.
+        extra = ["--rank-wrapper", net.wrapper, "--set", "train.steps=2000", "--set", "outer.sync_every=200"]
+        run = Run(tempfile.mkdtemp(prefix="ppu-live-blip-"), extra, prefix=net.hub_exec)
+        try:
+            run.wait_for(r"\[rank 0\] .* step 30/")
+            before = rank_pids(run.proc.pid)
+            if sorted(before) != [0, 1, 2, 3]:
+                fail(f"expected ranks 0-3 under ppu-launch, found {before}")
+            net.cut(2)
+            time.sleep(cut_s)
+            net.restore(2)
+            run.wait_for(r"lost rank\(s\) \[2\] in round")
+            run.wait_for(r"rank\(s\) \[2\] rejoined in round")
+            same_processes(before, rank_pids(run.proc.pid), {2})
+            rc = run.finish()
+        finally:
+            if run.proc.poll() is None:
+                run.proc.kill()
+        log = run.text()
+        if rc != 0 or "restarting the gang" in log:
+            fail(f"rank 2 cut off for {cut_s} s: ppu-launch exited {rc} (want 0, no gang restart)\n{log[-3000:]}")
+        code = re.search(r"rank 2 exited with code (\d+): restarting it in place", log)
+        if not code or log.count("restarting it in place") != 1:
+            fail(f"rank 2 was not replaced alone, once:\n{log[-3000:]}")
+        checksum = one_checksum(run)
+    if net.leftovers():
+        fail(f"network namespaces left behind: {net.leftovers()}")
+    print(
+        f"rank 2 cut off for {cut_s} s: fenced, exited {code.group(1)}, replaced and rejoined; one checksum {checksum}"
+    )
+
+
 {
+    "network-blip": case_network_blip,
     "kill-each-rank": case_kill_each_rank,
     "boundaries": case_boundaries,
     "frozen": case_frozen,
