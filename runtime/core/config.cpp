@@ -93,6 +93,10 @@ const Table<Recovery>& table(Recovery) {
   static const Table<Recovery> t = {{"gang", Recovery::Gang}, {"live", Recovery::Live}};
   return t;
 }
+const Table<ReplacementState>& table(ReplacementState) {
+  static const Table<ReplacementState> t = {{"coowner", ReplacementState::Coowner}, {"fresh", ReplacementState::Fresh}};
+  return t;
+}
 
 template <class E>
 std::string name_in_table(E value) {
@@ -361,6 +365,7 @@ PPU_INSTANTIATE_CHOICE(Device)
 PPU_INSTANTIATE_CHOICE(Dtype)
 PPU_INSTANTIATE_CHOICE(Collective)
 PPU_INSTANTIATE_CHOICE(Recovery)
+PPU_INSTANTIATE_CHOICE(ReplacementState)
 #undef PPU_INSTANTIATE_CHOICE
 
 std::vector<KeySchema> config_schema() {
@@ -388,6 +393,7 @@ std::string choice_name(Device v) { return name_in_table(v); }
 std::string choice_name(Dtype v) { return name_in_table(v); }
 std::string choice_name(Collective v) { return name_in_table(v); }
 std::string choice_name(Recovery v) { return name_in_table(v); }
+std::string choice_name(ReplacementState v) { return name_in_table(v); }
 
 int Config::effective_slices() const {
   if (method != Method::Ppu || slicing.mode == SliceMode::None) return 1;

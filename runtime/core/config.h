@@ -41,6 +41,7 @@ enum class Device { Cpu, Cuda };                      // train.device: cpu | cud
 enum class Dtype { Fp32, Bf16 };                      // train.dtype: fp32 | bf16
 enum class Collective { Ring, Direct };               // network.collective: ring | direct
 enum class Recovery { Gang, Live };                   // network.recovery: gang | live
+enum class ReplacementState { Coowner, Fresh };       // network.replacement_inner_state: coowner | fresh
 
 std::string choice_name(Activation v);
 std::string choice_name(Method v);
@@ -58,6 +59,7 @@ std::string choice_name(Device v);
 std::string choice_name(Dtype v);
 std::string choice_name(Collective v);
 std::string choice_name(Recovery v);
+std::string choice_name(ReplacementState v);
 // The value spelled `name` in the choice of config key `key`, e.g.
 // parse_choice<WireDtype>("outer.delta_dtype", "int8"); throws ConfigError naming the key, the
 // value and the allowed names. Instantiated for every choice above.

@@ -162,7 +162,9 @@ struct KeyMeta {
   KEY(network, collective,         Collective, Collective::Ring, kAny,        "all-reduce schedule: ring (reduce-scatter + all-gather) or direct") \
   KEY(network, recovery,           Recovery,   Recovery::Gang,   kAny,        "a lost rank: gang (every rank stops; the gang restarts from the last checkpoint) or live (the others finish the round without it, re-form and take its replacement back; docs/RECOVERY.md)") \
   KEY(network, min_live_fraction,  double,     0.5,              closed(0, 1),  "recovery live: below this fraction of ranks alive the job falls back to a gang restart") \
-  KEY(network, max_uncovered_rounds, int64_t,  2,                at_least(0), "recovery live: rounds an element may go without a live owner before the job falls back to a gang restart")
+  KEY(network, max_uncovered_rounds, int64_t,  2,                at_least(0), "recovery live: rounds an element may go without a live owner before the job falls back to a gang restart") \
+  KEY(network, max_degraded_rounds, int64_t,   20,               at_least(0), "recovery live: consecutive rounds the job may finish with a rank missing before it falls back to a gang restart from its last checkpoint (a replacement that cannot come: Pending, or its old pod stuck on a lost node); 0 = fall back at the first degraded round boundary") \
+  KEY(network, replacement_inner_state, ReplacementState, ReplacementState::Coowner, kAny, "recovery live: a replacement's inner optimiser state: coowner (the AdamW moments and step of the lowest live rank training the same slice, when there is one; else fresh) or fresh (zero moments)")
 
 // Every section list in file order (the order of to_yaml, the CRD and docs/CONFIG.md).
 #define PPU_SECTION_KEYS(KEY) \

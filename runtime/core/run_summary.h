@@ -59,6 +59,7 @@ struct RecoverySummary {
   int64_t rejoined_at_step = -1;       // a replacement: the step it rejoined at; -1: started with the job
   int64_t theta_mismatches = 0;        // ranks found with another θ than the others before a sync (repaired)
   std::vector<DegradedSpan> degraded;  // which rounds ran degraded, and without which ranks
+  std::string fallback;                // this run is the gang restart live recovery fell back to: why; else ""
 };
 
 struct BlasSummary {
@@ -120,7 +121,7 @@ struct KernelPathSummary {
   FIELD(inner_step_phases_median,   StepPhasesSummary,                "median seconds per phase: {batch, forward, backward, gradient_allreduce, optimizer}") \
   FIELD(device,                     std::optional<std::string>,       "CUDA runs only: the device, e.g. cuda:0") \
   FIELD(cuda_memory_bytes,          std::optional<CudaMemorySummary>, "CUDA runs only: {allocated, reserved, peak} bytes at the end; peak since the process started") \
-  FIELD(recovery,                   RecoverySummary,                  "live recovery: {policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries, rejoins, recovery_seconds, rejoined_at_step, theta_mismatches, degraded}; degraded: [{first_round, last_round, missing}], the rounds this rank finished with job ranks missing, span by span; theta_mismatches (any policy): ranks found holding another global θ than the others before a sync, each resynchronised") \
+  FIELD(recovery,                   RecoverySummary,                  "live recovery: {policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries, rejoins, recovery_seconds, rejoined_at_step, theta_mismatches, degraded, fallback}; degraded: [{first_round, last_round, missing}], the rounds this rank finished with job ranks missing, span by span; theta_mismatches (any policy): ranks found holding another global θ than the others before a sync, each resynchronised; fallback: when this run is the gang restart that live recovery fell back to (network.min_live_fraction, max_uncovered_rounds, max_degraded_rounds), the reason it gave, else empty") \
   FIELD(onednn,                     OneDnnSummary,                    "{enabled, bf16_matmul}: whether LibTorch used oneDNN, and for bf16 matmuls") \
   FIELD(kernel_path,                KernelPathSummary,                "{cpu_model, openblas_core, aten_capability, onednn}: the kernels that decide a CPU run's bits besides config and seed") \
   FIELD(optimizer_settings,         nlohmann::json,                   "{inner, outer}: every inner.* and outer.* key as the run resolved it (defaults filled in)") \

@@ -11,8 +11,11 @@
 #include <filesystem>
 #include <optional>
 
+#include "common/atomic_file.h"
 #include "common/env.h"
+#include "common/fnv1a.h"
 #include "common/termination_message.h"
+#include "core/coowners.h"
 #include "core/cost_model.h"
 #include "core/job_contract.h"
 #include "core/slice_plan.h"
@@ -37,6 +40,7 @@
 #include "engine/state/checkpoint_format.h"
 #include "engine/state/checkpoint_store.h"
 #include "engine/state/host_store.h"
+#include "engine/state/stand_in_part.h"
 
 namespace ppu {
 
@@ -476,15 +480,50 @@ class Run {
   void share_state(bool newcomer) {
     const auto& members = collectives_.members();
     const int root = static_cast<int>(std::find(members.begin(), members.end(), group_->source()) - members.begin());
-    auto where = torch::tensor({p_.step, p_.rounds, uncovered_rounds_, last_checkpoint_round_}, torch::kInt64);
+    auto where =
+        torch::tensor({p_.step, p_.rounds, uncovered_rounds_, last_checkpoint_round_, degraded_rounds_}, torch::kInt64);
     collectives_.broadcast(where, root);
     outer_.share_state(collectives_, root, newcomer);
+    share_inner_state(root);
     if (!newcomer) return;
     p_.step = where[0].item<int64_t>();
     p_.rounds = where[1].item<int64_t>();
     uncovered_rounds_ = where[2].item<int64_t>();
     last_checkpoint_round_ = where[3].item<int64_t>();
+    degraded_rounds_ = where[4].item<int64_t>();
     loader_.seek(static_cast<uint64_t>(p_.step));  // one batch per inner step
+  }
+
+  // network.replacement_inner_state coowner: each newcomer, in job-rank order, takes the inner
+  // AdamW state (moments and step) of the lowest co-owner of its slice that was already a member
+  // (core/coowners.h), by one broadcast from that co-owner; without one it starts fresh. Its
+  // weights stay θ: the co-owner's local weights carry the co-owner's own progress of this round,
+  // which the co-owner's delta already brings to θ; a copy would count it twice. The newcomers
+  // come from the source (a newcomer's LiveGroup does not know the others), so every member and
+  // newcomer runs the same broadcasts.
+  void share_inner_state(int root) {
+    if (c_.network.replacement_inner_state != ReplacementState::Coowner) return;
+    auto flags = torch::zeros({collectives_.job_size()}, torch::kInt64);
+    for (int r : group_->newcomers()) flags[r] = 1;
+    collectives_.broadcast(flags, root);
+    std::vector<int> newcomers;
+    for (int r = 0; r < collectives_.job_size(); ++r)
+      if (flags[r].item<int64_t>() != 0) newcomers.push_back(r);
+    const auto& members = collectives_.members();
+    for (int n : newcomers) {
+      const int source = coowner_source(n, members, newcomers, plan_.slices());
+      const int me = collectives_.job_rank();
+      if (source < 0) {
+        if (me == n)
+          spdlog::info("rank {}: no live co-owner of slice {}: its inner state starts fresh", n, plan_.slice_index());
+        continue;
+      }
+      const int from = static_cast<int>(std::find(members.begin(), members.end(), source) - members.begin());
+      inner_.share_state(collectives_, from, me == n);
+      if (me == source || me == n)
+        spdlog::info("inner state of rank {} {} rank {} (co-owner of slice {}): digest {}", n,
+                     me == n ? "taken from" : "sent by", source, plan_.slice_index(), hex64(inner_.state_digest()));
+    }
   }
 
   // A replacement process: join the live group at its next round boundary, take the state from
@@ -519,9 +558,7 @@ class Run {
   // The summary's list of degraded rounds: this round joins the last span when it follows it
   // with the same ranks missing.
   void note_degraded_round() {
-    std::vector<int> missing;
-    for (int r = 0; r < collectives_.job_size(); ++r)
-      if (!std::binary_search(collectives_.members().begin(), collectives_.members().end(), r)) missing.push_back(r);
+    const auto missing = missing_ranks();
     auto& spans = recovery_.degraded;
     if (!spans.empty() && spans.back().last_round == p_.rounds - 1 && spans.back().missing == missing)
       spans.back().last_round = p_.rounds;
@@ -533,15 +570,15 @@ class Run {
   void live_round_end() {
     if (collectives_.world_size() < collectives_.job_size()) {
       ++recovery_.rounds_degraded;
+      ++degraded_rounds_;
       metrics_.add_degraded_round();
       note_degraded_round();
     }
     if (outer_.min_coverage() == 0) {
       if (++uncovered_rounds_ > c_.network.max_uncovered_rounds)
-        throw LiveRecoveryGaveUp(
-            "live recovery gives up: an element has had no live owner for " + std::to_string(uncovered_rounds_) +
-            " rounds (network.max_uncovered_rounds = " + std::to_string(c_.network.max_uncovered_rounds) +
-            "): gang restart from the last checkpoint");
+        give_up("an element has had no live owner for " + std::to_string(uncovered_rounds_) +
+                " rounds (network.max_uncovered_rounds = " + std::to_string(c_.network.max_uncovered_rounds) +
+                "): gang restart from the last checkpoint");
     } else {
       uncovered_rounds_ = 0;
     }
@@ -586,19 +623,57 @@ class Run {
     ++p_.rounds;
     if (group_) live_round_end();
     checkpoint_if_due();
+    if (group_) bound_degraded();
   }
 
-  // A checkpoint holds every rank's state: a group with a rank missing writes none.
+  // network.max_degraded_rounds: a job still missing a rank after this boundary's admission, for
+  // more consecutive rounds than that, falls back to a gang restart (exit 3), after this round's
+  // checkpoint if one was due, so the restart loses no more than checkpoint.every_rounds. Every
+  // member counts the same rounds (newcomers get the count), so all of them decide alike.
+  // Rounds, not seconds: members' clocks differ, their round counts do not.
+  void bound_degraded() {
+    if (collectives_.world_size() == collectives_.job_size()) {
+      degraded_rounds_ = 0;
+      return;
+    }
+    if (degraded_rounds_ <= c_.network.max_degraded_rounds || p_.step == c_.train.steps) return;
+    give_up("the job has run with rank(s) [" + ranks_text(missing_ranks()) + "] missing for " +
+            std::to_string(degraded_rounds_) +
+            " consecutive rounds (network.max_degraded_rounds = " + std::to_string(c_.network.max_degraded_rounds) +
+            "): gang restart from the checkpoint of round " + std::to_string(last_checkpoint_round_));
+  }
+
+  std::vector<int> missing_ranks() const {
+    std::vector<int> missing;
+    for (int r = 0; r < collectives_.job_size(); ++r)
+      if (!std::binary_search(collectives_.members().begin(), collectives_.members().end(), r)) missing.push_back(r);
+    return missing;
+  }
+
+  // Live recovery falls back to a gang restart (exit 3): the lowest member notes why in the
+  // checkpoint directory (kFallbackNote), so that the restarted run logs it and its summary
+  // names it (recovery.fallback).
+  [[noreturn]] void give_up(const std::string& why) {
+    const std::string message = "live recovery gives up: " + why;
+    spdlog::error("{}", message);
+    if (store_ && collectives_.rank() == 0) {
+      try {
+        const nlohmann::json note = {{"reason", message}, {"round", p_.rounds}, {"step", p_.step}};
+        atomic_write_file(store_->dir() + "/" + kFallbackNote, note.dump(2));
+      } catch (const std::exception& e) {
+        spdlog::warn("could not note the fallback in {}: {}", store_->dir(), e.what());
+      }
+    }
+    throw LiveRecoveryGaveUp(message);
+  }
+
+  // A checkpoint holds every job rank's state; a degraded group writes one too (save_checkpoint).
   void checkpoint_if_due() {
     if (!store_ || p_.rounds % c_.checkpoint.every_rounds != 0) return;
     drain_syncs();
     live([&] {
-      const bool every_rank = collectives_.world_size() == collectives_.job_size();
-      if (every_rank) save_checkpoint();
-      else
-        spdlog::warn("checkpoint of round {} skipped: {} of {} ranks live", p_.rounds, collectives_.world_size(),
-                     collectives_.job_size());
-      return every_rank;
+      save_checkpoint();
+      return true;
     });
   }
 
@@ -613,8 +688,19 @@ class Run {
             {"network_wait_seconds", &p_.network_wait_seconds}};
   }
 
+  // Every member writes its own part; for each job rank missing from the group, one member
+  // stands in (core/coowners.h: the lowest live co-owner of its slice, else the lowest member)
+  // and writes that rank's part (stand_in_part). The digests logged let a test compare what a
+  // restart resumes with what the live job held.
   void save_checkpoint() {
     const ProgressClock::Waiting writing(collectives_.progress());  // I/O, not a hung thread
+    std::vector<CheckpointStore::StandIn> stand_ins;
+    std::vector<int> missing = missing_ranks(), mine;
+    for (int r : missing)
+      if (stand_in(r, collectives_.members(), plan_.slices()) == collectives_.job_rank()) {
+        mine.push_back(r);
+        stand_ins.push_back({r, [this, r](torch::serialize::OutputArchive& a) { write_stand_in_part(a, r); }});
+      }
     store_->save(
         p_.rounds,
         [&](torch::serialize::OutputArchive& a) {
@@ -627,10 +713,44 @@ class Run {
           a.write(checkpoint_key::kFeedback, feedback);
           save_progress(a);
         },
-        [&](torch::serialize::OutputArchive& a) { outer_.save(a); }, to_yaml(c_));
+        stand_ins, [&](torch::serialize::OutputArchive& a) { outer_.save(a); }, to_yaml(c_));
     metrics_.set_checkpoint_round(p_.rounds);
     last_checkpoint_round_ = p_.rounds;
-    spdlog::info("checkpoint round {} written to {}", p_.rounds, store_->dir());
+    spdlog::info("checkpoint round {} written to {}{} (digests: outer {}, inner {}{})", p_.rounds, store_->dir(),
+                 missing.empty() ? "" : fmt::format(" with rank(s) [{}] missing", ranks_text(missing)),
+                 hex64(outer_digest()), hex64(inner_.state_digest()),
+                 mine.empty() ? "" : fmt::format("; this rank wrote the part of rank(s) [{}]", ranks_text(mine)));
+  }
+
+  // The part of job rank `missing`, written by this member standing in for it (docs/RECOVERY.md,
+  // "Checkpoints of a degraded job"): weights θ (the missing rank's own progress is lost with
+  // it); this member's inner state if it trains the same slice, else none (fresh); the job's step
+  // as its data position (a rank's batches are a function of (seed, rank, step)); no
+  // error-feedback residuals (live recovery runs without them); this member's counters.
+  void write_stand_in_part(torch::serialize::OutputArchive& a, int missing) {
+    write_model_as_theta(a, model_.layout(), outer_.global(),
+                         SlicePlan::from_config(c_, collectives_.job_size(), missing), model_.dtype());
+    torch::serialize::OutputArchive inner;
+    if (same_slice(missing, collectives_.job_rank(), plan_.slices())) inner_.save(inner);
+    else inner_.save_fresh(inner);
+    a.write(checkpoint_key::kInner, inner);
+    torch::serialize::OutputArchive feedback;
+    outer_.save_feedback(feedback);
+    a.write(checkpoint_key::kFeedback, feedback);
+    write_scalar(a, checkpoint_key::kStep, p_.step);
+    write_scalar(a, checkpoint_key::kRounds, p_.rounds);
+    write_scalar(a, checkpoint_key::kLoaderPosition, p_.step);  // one batch per inner step
+    for (const auto& [name, value] : totals()) write_scalar(a, checkpoint_key::total(name), *value);
+  }
+
+  // θ and the outer momentum of every fragment, as one digest (the same on every rank).
+  uint64_t outer_digest() const {
+    uint64_t h = kFnv1a64Offset;
+    for (int f = 0; f < static_cast<int>(schedule_.fragments().size()); ++f) {
+      const uint64_t d = outer_.fragment_digest(f);
+      h = fnv1a64(&d, sizeof d, h);
+    }
+    return h;
   }
 
   void resume() {
@@ -644,7 +764,26 @@ class Run {
     }
     metrics_.set_checkpoint_round(ckpt->round);
     last_checkpoint_round_ = ckpt->round;
-    spdlog::info("resumed from {} at step {} (round {})", ckpt->path, p_.step, p_.rounds);
+    spdlog::info("resumed from {} at step {} (round {}; digests: outer {}, inner {})", ckpt->path, p_.step, p_.rounds,
+                 hex64(outer_digest()), hex64(inner_.state_digest()));
+    note_fallback(ckpt->round);
+  }
+
+  // The run before this one fell back from live recovery to a gang restart (give_up): say so,
+  // and name it in the summary (recovery.fallback). A note older than the checkpoint resumed
+  // from belongs to an earlier restart.
+  void note_fallback(int64_t resumed_round) {
+    const std::string path = store_->dir() + "/" + kFallbackNote;
+    if (!std::filesystem::exists(path)) return;
+    try {
+      const auto note = nlohmann::json::parse(read_file_bytes(path));
+      if (note.at("round").get<int64_t>() < resumed_round) return;
+      recovery_.fallback = note.at("reason").get<std::string>();
+      spdlog::warn("this run is the gang restart that live recovery fell back to at step {}: {}",
+                   note.value("step", int64_t{-1}), recovery_.fallback);
+    } catch (const std::exception& e) {
+      spdlog::warn("{} is unreadable: {}", path, e.what());
+    }
   }
 
   // Every field of the checkpoint into this rank's state; throws naming the field that is
@@ -860,6 +999,7 @@ class Run {
   std::optional<LiveGroup> group_;  // network.recovery=live
   RecoverySummary recovery_;
   int64_t uncovered_rounds_ = 0;  // consecutive rounds with an element without a live owner
+  int64_t degraded_rounds_ = 0;   // consecutive rounds finished with a job rank missing
   struct Pending {
     int64_t apply_at;
     OuterOptimizer::InFlight sync;

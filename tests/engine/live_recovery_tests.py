@@ -34,6 +34,18 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    exit 3 once the slice has had no live owner for more than
                    network.max_uncovered_rounds rounds; one rank killed with
                    network.min_live_fraction = 0.9: they exit 3 at once
+       degraded-checkpoint  rank 3 lost for good: every checkpoint after the loss still holds four
+                   parts, rank 3's written by rank 1 (its slice's live co-owner); a gang restart
+                   from the last one resumes the digests of θ + momentum and of each live rank's
+                   inner state that the live job logged as it wrote it, rank 3 resumes rank 1's
+                   inner state, and the final checksum is the live job's; a restart from an
+                   earlier degraded checkpoint trains on to the end with one checksum
+       degraded-bound  rank 3 lost with network.max_degraded_rounds = 2: after 3 degraded rounds
+                   the survivors exit 3 naming the key, after writing that round's checkpoint;
+                   the gang restart resumes from it and names the fallback in its summary
+       coowner-state  rank 2 killed and replaced: with replacement_inner_state coowner the
+                   replacement's inner state has the digest rank 0 (its slice's co-owner) logged
+                   sending it; with fresh nobody sends one
        network-blip every rank in a network namespace of its own (tests/engine/rank_netns.py,
                    ppu-launch --rank-wrapper); rank 2's link is cut for 2 x network.heartbeat_s,
                    then restored (2000 steps, H = 200): rank 2 is fenced (the others re-form without it), replaced
@@ -45,6 +57,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -389,6 +402,128 @@ def case_network_blip():
     )
 
 
+def checkpoint_digests(log, pattern):
+    """{rank: (outer digest, inner digest)} of the log lines matching pattern (with the digests)."""
+    found = {}
+    for m in re.finditer(rf"^\[rank (\d)\] .*{pattern}.*\(.*digests: outer (\w+), inner (\w+)", log, re.MULTILINE):
+        found[int(m.group(1))] = (m.group(2), m.group(3))
+    return found
+
+
+def case_degraded_checkpoint():
+    ckpt = tempfile.mkdtemp(prefix="ppu-live-degraded-ckpt-")
+    keep = ["--set", f"checkpoint.dir={ckpt}", "--set", "checkpoint.keep=100"]
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-degraded-"), keep, restarts=0)
+    run.wait_for(r"\[rank 0\] .* step 30/")
+    os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
+    rc = run.finish()
+    log = run.text()
+    if rc != 137:
+        fail(f"rank 3 lost for good: ppu-launch exited {rc}, want 137\n{log[-3000:]}")
+    live = run.summary(0)
+    rounds = sorted(int(d[6:]) for d in os.listdir(ckpt) if d.startswith("round-"))
+    degraded = []
+    for r in rounds:
+        with open(os.path.join(ckpt, f"round-{r:06d}", "manifest.json")) as f:
+            manifest = json.load(f)
+        parts = sorted(k for k in manifest["files"] if k.startswith("rank-"))
+        if parts != [f"rank-{i:05d}.pt" for i in range(4)] or manifest["world_size"] != 4:
+            fail(f"checkpoint round {r} lists {parts} of world size {manifest['world_size']}")
+        if manifest.get("stand_ins"):
+            if manifest["stand_ins"] != {"3": 1}:
+                fail(f"round {r}: rank 3's part should be written by rank 1 (co-owner), got {manifest['stand_ins']}")
+            degraded.append(r)
+    last = live["outer_rounds"]
+    if not degraded or degraded[-1] != last or len(degraded) < live["recovery"]["rounds_degraded"]:
+        fail(f"degraded checkpoints {degraded}: want every degraded round to round {last}")
+    wrote = checkpoint_digests(log, rf"checkpoint round {last} written to \S+ with rank\(s\) \[3\] missing")
+    if sorted(wrote) != [0, 1, 2]:
+        fail(f"the live ranks' digests of round {last}: {wrote}\n{log[-3000:]}")
+
+    # The gang restart from the last (degraded) checkpoint: nothing is left to train, so it holds
+    # exactly what it loaded.
+    restart = Run(tempfile.mkdtemp(prefix="ppu-live-degraded-restart-"), keep, restarts=0)
+    if restart.finish() != 0:
+        fail(f"the restart from the degraded checkpoint failed:\n{restart.text()[-3000:]}")
+    resumed = checkpoint_digests(restart.text(), rf"resumed from \S+round-{last:06d} at step")
+    want = {0: wrote[0], 1: wrote[1], 2: wrote[2], 3: wrote[1]}  # rank 3: θ and rank 1's inner state
+    if resumed != want:
+        fail(f"resumed digests {resumed}, the live job held {want}")
+    if {restart.summary(r)["param_checksum"] for r in range(4)} != {live["param_checksum"]}:
+        fail("the restart's parameters are not the live job's")
+    if restart.summary(0)["tokens"] != live["tokens"]:
+        fail(f"rank 0's counters: {restart.summary(0)['tokens']} tokens resumed, {live['tokens']} held")
+
+    # From an earlier degraded checkpoint the restart trains on, rank 3 from its stand-in part.
+    middle = degraded[len(degraded) // 2]
+    early = tempfile.mkdtemp(prefix="ppu-live-degraded-early-")
+    shutil.copytree(os.path.join(ckpt, f"round-{middle:06d}"), os.path.join(early, f"round-{middle:06d}"))
+    again = Run(tempfile.mkdtemp(prefix="ppu-live-degraded-again-"), ["--set", f"checkpoint.dir={early}"], 0)
+    if again.finish() != 0 or f"round-{middle:06d} at step" not in again.text():
+        fail(f"the restart from degraded round {middle} failed:\n{again.text()[-3000:]}")
+    print(
+        f"rank 3 lost: rounds {degraded} checkpointed degraded; restart from {last}: rank 3 resumed {resumed[3]}; "
+        f"from round {middle}: trained to the end, one checksum {one_checksum(again)}"
+    )
+
+
+def case_degraded_bound():
+    ckpt = tempfile.mkdtemp(prefix="ppu-live-bound-ckpt-")
+    extra = ["--set", f"checkpoint.dir={ckpt}", "--set", "network.max_degraded_rounds=2"]
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-bound-"), extra, restarts=0)
+    run.wait_for(r"\[rank 0\] .* step 30/")
+    os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
+    rc = run.finish()
+    log = run.text()
+    gave_up = re.search(
+        r"missing for 3 consecutive rounds \(network\.max_degraded_rounds = 2\): gang restart from the "
+        r"checkpoint of round (\d+)",
+        log,
+    )
+    if rc != 3 or not gave_up:
+        fail(f"degraded past network.max_degraded_rounds: ppu-launch exited {rc}, want 3 naming the key\n{log[-3000:]}")
+    at = int(gave_up.group(1))
+    with open(os.path.join(ckpt, "live-fallback.json")) as f:
+        note = json.load(f)
+    if note["round"] != at or "network.max_degraded_rounds" not in note["reason"]:
+        fail(f"the fallback note {note} does not name round {at} and the key")
+    # The gang restart (by hand: this ppu-launch had no restarts left) resumes from the round the
+    # job gave up at and names the fallback.
+    restart = Run(tempfile.mkdtemp(prefix="ppu-live-bound-restart-"), extra, restarts=0)
+    rc = restart.finish()
+    text = restart.text()
+    if rc != 0 or f"resumed from {ckpt}/round-{at:06d}" not in text:
+        fail(f"the gang restart did not resume from round {at}: exit {rc}\n{text[-3000:]}")
+    fallback = restart.summary(0)["recovery"]["fallback"]
+    if "network.max_degraded_rounds = 2" not in fallback or "gang restart that live recovery fell back" not in text:
+        fail(f"the restart's summary names the fallback as {fallback!r}")
+    print(f"degraded for 3 rounds: exit 3 at round {at}, restarted from it; recovery.fallback = {fallback!r}")
+
+
+def case_coowner_state():
+    for choice in ("coowner", "fresh"):
+        extra = ["--set", f"network.replacement_inner_state={choice}"]
+        run = Run(tempfile.mkdtemp(prefix=f"ppu-live-{choice}-"), extra)
+        run.wait_for(r"\[rank 0\] .* step 45/")
+        os.kill(rank_pids(run.proc.pid)[2], signal.SIGKILL)
+        run.wait_for(r"rank\(s\) \[2\] rejoined in round")
+        rc = run.finish()
+        log = run.text()
+        if rc != 0:
+            fail(f"{choice}: ppu-launch exited {rc}\n{log[-3000:]}")
+        slice0 = r"\(co-owner of slice 0\): digest (\w+)"
+        taken = re.findall(rf"\[rank 2\] .*inner state of rank 2 taken from rank 0 {slice0}", log)
+        sent = re.findall(rf"\[rank 0\] .*inner state of rank 2 sent by rank 0 {slice0}", log)
+        if choice == "fresh":
+            if taken or sent:
+                fail(f"fresh: a co-owner's state was sent: {taken} {sent}")
+            continue
+        if len(taken) != 1 or taken != sent:
+            fail(f"coowner: rank 2 took digest {taken}, rank 0 sent {sent}\n{log[-3000:]}")
+        print(f"coowner: rank 2's replacement took rank 0's inner state, digest {taken[0]} on both sides")
+    print("fresh: no inner state sent")
+
+
 {
     "network-blip": case_network_blip,
     "kill-each-rank": case_kill_each_rank,
@@ -399,5 +534,8 @@ def case_network_blip():
     "hung": case_hung,
     "second-loss": case_second_loss,
     "lost-for-good": case_lost_for_good,
+    "degraded-checkpoint": case_degraded_checkpoint,
+    "degraded-bound": case_degraded_bound,
+    "coowner-state": case_coowner_state,
 }[CASE]()
 print("PASS", CASE)

@@ -6,7 +6,9 @@
 
 #include <torch/version.h>
 
+#include "common/fnv1a.h"
 #include "core/lr_schedule.h"
+#include "engine/comm/collectives.h"
 #include "engine/optim/fused_adamw.h"
 
 namespace ppu {
@@ -193,5 +195,97 @@ int64_t InnerOptimizer::state_bytes() const {
 
 void InnerOptimizer::save(torch::serialize::OutputArchive& archive) const { optimizer_->save(archive); }
 void InnerOptimizer::load(torch::serialize::InputArchive& archive) { optimizer_->load(archive); }
+
+void InnerOptimizer::save_fresh(torch::serialize::OutputArchive& archive) const {
+  // A second optimiser of the same kind over the same groups has no state until it steps.
+  if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()))
+    torch::optim::AdamW(adamw->param_groups(), torch::optim::AdamWOptions(config_.lr)).save(archive);
+  else torch::optim::SGD(optimizer_->param_groups(), torch::optim::SGDOptions(config_.lr)).save(archive);
+}
+
+torch::optim::AdamWParamState* InnerOptimizer::adamw_state(size_t i) const {
+  auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get());
+  if (!adamw) return nullptr;
+  auto& states = adamw->state();
+#if TORCH_VERSION_MAJOR >= 2
+  const auto key = optimizer_state_key<std::decay_t<decltype(states)>::key_type>(params_[i].unsafeGetTensorImpl());
+#else
+  const auto key = c10::guts::to_string(params_[i].unsafeGetTensorImpl());
+#endif
+  const auto it = states.find(key);
+  return it == states.end() ? nullptr : static_cast<torch::optim::AdamWParamState*>(it->second.get());
+}
+
+void InnerOptimizer::share_state(Collectives& collectives, int root, bool adopt) {
+  torch::NoGradGuard no_grad;
+  const bool adam = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()) != nullptr;
+  // Root's sizes: its tensor count and their elements in all (each has two moments).
+  int64_t elements = 0;
+  for (const auto& p : params_) elements += p.numel();
+  auto sizes = torch::tensor({adam ? static_cast<int64_t>(params_.size()) : 0, adam ? elements : 0}, torch::kInt64);
+  collectives.broadcast(sizes, root);
+  const int64_t count = sizes[0].item<int64_t>(), total = sizes[1].item<int64_t>();
+  if (count == 0) return;
+  const bool sending = collectives.rank() == root;
+  auto steps = torch::zeros({count}, torch::kInt64);
+  auto moments = torch::zeros({2 * total}, torch::kFloat32);
+  if (sending) {
+    int64_t at = 0;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const int64_t n = params_[i].numel();
+      if (const auto* st = adamw_state(i)) {
+        steps[static_cast<int64_t>(i)] = st->step();
+        moments.narrow(0, at, n).copy_(st->exp_avg().reshape({-1}));
+        moments.narrow(0, total + at, n).copy_(st->exp_avg_sq().reshape({-1}));
+      }
+      at += n;
+    }
+  }
+  collectives.broadcast(steps, root);
+  collectives.broadcast(moments, root);
+  if (!adopt || sending) return;
+  TORCH_CHECK(adam && count == static_cast<int64_t>(params_.size()) && total == elements,
+              "InnerOptimizer::share_state: the source's state has ", count, " tensors of ", total,
+              " elements, this rank's ", params_.size(), " of ", elements, " (not a co-owner of its slice)");
+  auto& states = dynamic_cast<torch::optim::AdamW&>(*optimizer_).state();
+  int64_t at = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& p = params_[i];
+    const int64_t n = p.numel();
+#if TORCH_VERSION_MAJOR >= 2
+    const auto key = optimizer_state_key<std::decay_t<decltype(states)>::key_type>(p.unsafeGetTensorImpl());
+#else
+    const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+#endif
+    const int64_t step = steps[static_cast<int64_t>(i)].item<int64_t>();
+    states.erase(key);
+    if (step > 0) {
+      auto st = std::make_unique<torch::optim::AdamWParamState>();
+      auto like = [&](int64_t from) {
+        return moments.narrow(0, from, n).view(p.sizes()).to(p.device(), p.scalar_type(), false, /*copy=*/true);
+      };
+      st->exp_avg(like(at));
+      st->exp_avg_sq(like(total + at));
+      st->step(step);
+      states.emplace(key, std::move(st));
+    }
+    at += n;
+  }
+}
+
+uint64_t InnerOptimizer::state_digest() const {
+  uint64_t h = kFnv1a64Offset;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto* st = adamw_state(i);
+    const int64_t step = st ? st->step() : 0;
+    h = fnv1a64(&step, sizeof step, h);
+    if (!st) continue;
+    for (const auto& t : {st->exp_avg(), st->exp_avg_sq()}) {
+      const auto host = t.to(torch::kCPU).contiguous();
+      h = fnv1a64(host.data_ptr(), host.nbytes(), h);
+    }
+  }
+  return h;
+}
 
 }  // namespace ppu

@@ -17,6 +17,10 @@
 #include "core/config.h"
 
 namespace ppu {
+class Collectives;
+}
+
+namespace ppu {
 
 class InnerOptimizer {
  public:
@@ -35,11 +39,26 @@ class InnerOptimizer {
 
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
+  // What save() writes for this optimiser with no state yet (a rank's fresh state): the same
+  // parameter groups, so load() takes it on any rank of this plan.
+  void save_fresh(torch::serialize::OutputArchive& archive) const;
+
+  // Live recovery (network.replacement_inner_state coowner): group rank `root`'s AdamW state (per
+  // trainable tensor: step, exp_avg, exp_avg_sq) to every member of `collectives`' group, which
+  // all call it with the same root; `adopt`: this rank replaces its own state with it (it must
+  // have root's tensor shapes: a co-owner of root's slice). Sizes travel first, so members of
+  // other slices take part without matching shapes. SGD has no state: nothing is sent.
+  void share_state(Collectives& collectives, int root, bool adopt);
+  // FNV-1a 64 over every tensor's step and moments in tensor order (no state: step 0, no
+  // moments), so that logs and tests can compare two ranks' inner states.
+  uint64_t state_digest() const;
 
  private:
   void fused_step(torch::optim::AdamW& adamw);
   bool master_grad(size_t i);
   static float clip_factor(const std::vector<torch::Tensor>& params, double max_norm);
+  // AdamW's state of params_[i], or null (none yet, or SGD).
+  torch::optim::AdamWParamState* adamw_state(size_t i) const;
 
   InnerConfig config_;
   int64_t total_steps_;

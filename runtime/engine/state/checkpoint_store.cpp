@@ -66,6 +66,12 @@ std::string verify(const std::string& dir, const nlohmann::json& manifest, const
   return "";
 }
 
+std::string rank_file_name(int job_rank) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "rank-%05d.pt", job_rank);
+  return buf;
+}
+
 std::string round_name(int64_t round) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "round-%06lld", static_cast<long long>(round));
@@ -122,36 +128,48 @@ CheckpointStore::CheckpointStore(std::string dir, int keep, Collectives& collect
 
 std::string CheckpointStore::round_dir(int64_t round) const { return dir_ + "/" + round_name(round); }
 
-std::string CheckpointStore::rank_file() const {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "rank-%05d.pt", collectives_.rank());
-  return buf;
-}
+std::string CheckpointStore::rank_file() const { return rank_file_name(collectives_.job_rank()); }
 
-void CheckpointStore::save(int64_t round, const Writer& rank_part, const Writer& global_part,
-                           const std::string& config_yaml) {
+void CheckpointStore::save(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins,
+                           const Writer& global_part, const std::string& config_yaml) {
   const std::string dir = round_dir(round);
   fs::create_directories(dir);
-  const std::string mine = serialize(rank_part);
-  atomic_write_file(dir + "/" + rank_file(), mine);
-
-  // Every rank reports its file's checksum to rank 0 through an all-gather of fixed width.
-  auto info = torch::tensor(
-      {static_cast<int64_t>(mine.size()), static_cast<int64_t>(fnv1a64(mine.data(), mine.size()))}, torch::kInt64);
+  // Per job rank, what this member wrote of it: {written, bytes, checksum}; all-gathered, so the
+  // group's rank 0 learns every part from the member that wrote it (fixed width: K x 3).
+  const int ranks = collectives_.job_size();
+  auto info = torch::zeros({ranks, 3}, torch::kInt64);
+  auto write = [&](int job_rank, const Writer& writer) {
+    const std::string bytes = serialize(writer);
+    atomic_write_file(dir + "/" + rank_file_name(job_rank), bytes);
+    info[job_rank][0] = 1;
+    info[job_rank][1] = static_cast<int64_t>(bytes.size());
+    info[job_rank][2] = static_cast<int64_t>(fnv1a64(bytes.data(), bytes.size()));
+  };
+  write(collectives_.job_rank(), rank_part);
+  for (const auto& s : stand_ins) write(s.job_rank, s.part);
   const auto all = collectives_.allgather(info);
   if (collectives_.rank() == 0) {
     const std::string global = serialize(global_part);
     atomic_write_file(dir + "/" + kGlobal, global);
-    nlohmann::json manifest = {{"format", kCheckpointFormat},
-                               {"round", round},
-                               {"world_size", collectives_.world_size()},
-                               {"config", config_yaml}};
+    nlohmann::json manifest = {
+        {"format", kCheckpointFormat}, {"round", round}, {"world_size", ranks}, {"config", config_yaml}};
     manifest["files"][kGlobal] = {{"bytes", global.size()}, {"fnv1a64", checksum(global)}};
-    for (int r = 0; r < collectives_.world_size(); ++r) {
-      char name[32];
-      std::snprintf(name, sizeof name, "rank-%05d.pt", r);
-      const auto v = all[r].accessor<int64_t, 1>();
-      manifest["files"][name] = {{"bytes", v[0]}, {"fnv1a64", hex64(static_cast<uint64_t>(v[1]))}};
+    for (int r = 0; r < ranks; ++r) {
+      int writer = -1;
+      for (int m = 0; m < static_cast<int>(all.size()); ++m) {
+        if (all[m][r][0].item<int64_t>() == 0) continue;
+        if (writer >= 0)
+          throw std::logic_error("checkpoint round " + std::to_string(round) + ": two members wrote " +
+                                 rank_file_name(r));
+        writer = m;
+      }
+      if (writer < 0)
+        throw std::logic_error("checkpoint round " + std::to_string(round) + ": no member wrote " + rank_file_name(r));
+      const auto v = all[writer][r];
+      manifest["files"][rank_file_name(r)] = {{"bytes", v[1].item<int64_t>()},
+                                              {"fnv1a64", hex64(static_cast<uint64_t>(v[2].item<int64_t>()))}};
+      const int by = collectives_.members().empty() ? writer : collectives_.members()[writer];
+      if (by != r) manifest["stand_ins"][std::to_string(r)] = by;
     }
     atomic_write_file(dir + "/" + kManifest, manifest.dump(2));
     const auto rounds = rounds_in(dir_);
@@ -184,9 +202,9 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_
     nlohmann::json manifest;
     try {
       manifest = nlohmann::json::parse(read_file_bytes(dir + "/" + kManifest));
-      if (manifest.at("world_size").get<int>() != collectives_.world_size())
+      if (manifest.at("world_size").get<int>() != collectives_.job_size())
         problem = "it was written by " + std::to_string(manifest["world_size"].get<int>()) + " ranks, this run has " +
-                  std::to_string(collectives_.world_size());
+                  std::to_string(collectives_.job_size());
     } catch (const std::exception& e) {
       problem = std::string("no readable manifest (") + e.what() + ")";
     }

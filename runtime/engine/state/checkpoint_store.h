@@ -1,7 +1,10 @@
 // CheckpointStore: crash-safe checkpoints at outer-round boundaries in a directory shared by
 // all ranks:  DIR/round-000012/{rank-00000.pt, ..., global.pt, manifest.json}.
 //  - every file is written atomically (temp file, fsync, rename, directory fsync);
-//  - rank 0 writes global.pt and, after a barrier proves every rank's file is on disk,
+//  - files are named by job rank; a live group missing ranks (network.recovery live) still
+//    writes one file per job rank: a member stands in for each missing rank and writes its part
+//    (the manifest lists them under "stand_ins": job rank -> the member that wrote it);
+//  - the group's rank 0 writes global.pt and, once an all-gather has proved every part on disk,
 //    manifest.json with each file's size and FNV-1a 64 checksum: no manifest, no checkpoint;
 //  - the newest `keep` checkpoints are kept;
 //  - loading walks checkpoints newest first; a rank accepts one only if the manifest parses,
@@ -20,6 +23,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "engine/comm/collectives.h"
 #include "engine/state/checkpoint_format.h"
@@ -59,13 +63,28 @@ struct VerifiedCheckpointFile {
 VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name,
                                                      int64_t round = -1);
 
+// In the checkpoint directory, beside the rounds: why live recovery last fell back to a gang
+// restart (JSON {reason, round, step}), for the restarted run to report.
+inline constexpr const char* kFallbackNote = "live-fallback.json";
+
 class CheckpointStore {
  public:
   CheckpointStore(std::string dir, int keep, Collectives& collectives);
 
   using Writer = std::function<void(torch::serialize::OutputArchive&)>;
-  // Collective: every rank calls it at the same round.
-  void save(int64_t round, const Writer& rank_part, const Writer& global_part, const std::string& config_yaml);
+  // The part of a job rank missing from the group, written by the member standing in for it.
+  struct StandIn {
+    int job_rank;
+    Writer part;
+  };
+  // Collective: every member of the group calls it at the same round, with its own part and
+  // those it stands in for; between them the members must cover every job rank exactly once
+  // (std::logic_error on the group's rank 0 otherwise, before the manifest: no checkpoint).
+  void save(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins, const Writer& global_part,
+            const std::string& config_yaml);
+  void save(int64_t round, const Writer& rank_part, const Writer& global_part, const std::string& config_yaml) {
+    save(round, rank_part, {}, global_part, config_yaml);
+  }
   // Collective: the newest checkpoint valid on every rank; nullopt when there is none (or every
   // one is unusable and `start_over_if_unusable`); throws CheckpointError when every one is
   // unusable and the caller did not ask to start over.
@@ -75,7 +94,7 @@ class CheckpointStore {
 
  private:
   std::string round_dir(int64_t round) const;
-  std::string rank_file() const;
+  std::string rank_file() const;  // this process's job rank's
 
   std::string dir_;
   int keep_;
