@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
@@ -12,6 +13,8 @@
 namespace ppu {
 
 FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
+  if (const char* dir = std::getenv("PPU_TEST_FAULT_TRIGGER"); dir && *dir)
+    trigger_ = std::string(dir) + "/hang-" + std::to_string(job_rank);
   const char* spec = std::getenv("PPU_TEST_FAULT");
   if (!spec || replacement) return;
   std::stringstream all(spec);
@@ -30,6 +33,11 @@ FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
 }
 
 void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_theta) const {
+  std::error_code ignored;  // removing the file is what claims the hang: one file, one hang
+  if (!trigger_.empty() && std::filesystem::remove(trigger_, ignored)) {
+    spdlog::warn("PPU_TEST_FAULT_TRIGGER: the training thread of rank {} hangs before step {}", rank_, step);
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
   for (const auto& f : faults_) {
     if (f.step != step) continue;
     if (f.kind == "flip") {

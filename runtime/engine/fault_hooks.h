@@ -7,6 +7,9 @@
 //          bit, a bug): the θ check before the next sync must find and repair it
 // Only a process that starts with the job takes a fault: a replacement (a later process of the
 // same rank) does not, so a hang is not repeated after the rank is replaced. Unset: nothing.
+// PPU_TEST_FAULT_TRIGGER = <dir>, for faults placed at run time (bench/chaos): before every inner
+// step, the process of rank r that removes the file <dir>/hang-<r> hangs its training thread
+// as `hang` does; one file, one hang, replacement or not.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,7 @@ class FaultHooks {
   };
   std::vector<Fault> faults_;  // this rank's
   int rank_;
+  std::string trigger_;  // PPU_TEST_FAULT_TRIGGER's <dir>/hang-<rank>, or empty
 };
 
 }  // namespace ppu

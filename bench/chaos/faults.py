@@ -1,0 +1,67 @@
+"""Carrying out one scheduled fault on a running Job (bench/chaos/schedule.py's kinds).
+
+inject(fault, job, net, trigger_dir, heartbeat_s) does it and returns a record: the kind, the
+victims, `at` (time.time() of the first harm) and `until` (when the fault itself ended: SIGCONT
+sent, the link back up; `at` for instant ones), or `skipped` with the reason when the victim
+had no process to harm (it was still being replaced). Every fault is real: signals to the
+rank's process, its namespace's link set down (tests/engine/rank_netns.py), the store's process
+killed, and a hung training thread through the test-only PPU_TEST_FAULT_TRIGGER file.
+"""
+
+import os
+import signal
+import time
+
+
+def _signal(pid, sig):
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def inject(fault, job, net, trigger_dir, heartbeat_s):
+    rec = {"round": fault.round, "kind": fault.kind, "victims": [fault.victim]}
+    pids = job.children("ppu-train")
+    if fault.kind != "store" and fault.victim not in pids:
+        return {**rec, "skipped": f"rank {fault.victim} has no process"}
+    if fault.kind == "kill":
+        rec["at"] = time.time()
+        _signal(pids[fault.victim], signal.SIGKILL)
+    elif fault.kind == "stop":
+        rec["at"] = time.time()
+        _signal(pids[fault.victim], signal.SIGSTOP)
+        time.sleep(2 * heartbeat_s + 1)
+        _signal(pids[fault.victim], signal.SIGCONT)
+    elif fault.kind == "hang":
+        rec["at"] = time.time()
+        with open(os.path.join(trigger_dir, f"hang-{fault.victim}"), "w"):
+            pass
+    elif fault.kind == "net":
+        rec["at"] = time.time()
+        net.cut(fault.victim)
+        try:
+            time.sleep(2 * heartbeat_s)
+        finally:
+            net.restore(fault.victim)
+    elif fault.kind == "store":
+        store = job.children("ppu-rendezvous")
+        if not store:
+            return {**rec, "skipped": "no ppu-rendezvous process"}
+        rec["at"] = time.time()
+        _signal(next(iter(store.values())), signal.SIGKILL)
+    elif fault.kind == "second":
+        since = len(job.snapshot())
+        rec["at"] = time.time()
+        rec["victims"].append(fault.second_victim)
+        _signal(pids[fault.victim], signal.SIGKILL)
+        # The moment a survivor starts re-forming without the first victim.
+        seen = job.wait_for(r"the group lost a member|lost rank\(s\)", since=since, timeout=60)
+        second = pids.get(fault.second_victim)
+        rec["second_at"] = time.time()
+        rec["second_during_recovery"] = seen is not None
+        if second is not None:
+            _signal(second, signal.SIGKILL)
+    rec["until"] = time.time()
+    return rec

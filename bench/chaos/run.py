@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Chaos bench (issue 43): a K = 8 live PPU job (N = 4) under a seeded fault schedule.
+
+usage: sudo python3 bench/chaos/run.py BUILD_DIR [--out DIR] [--seed S] [--no-store]
+           [--rounds R] [--sync-every H] [--every E] [--heartbeat S] [--set key=value]...
+
+Every rank runs in a network namespace of its own (tests/engine/rank_netns.py, ppu-launch
+--rank-wrapper), for every run, so that fault-free and faulted runs take the same path. It runs
+the config fault-free with seeds 0, 1 and 2 (the seed band of the final eval loss; seed 0's wall
+time gives the fault-free rate), then with seed 0 under a schedule of about one fault every E
+outer rounds (bench/chaos/schedule.py prints it): SIGKILL, SIGSTOP past the heartbeat window,
+a hung training thread, the rank's link cut for 2 x heartbeat, the store (ppu-rendezvous)
+killed, and a second SIGKILL while the survivors re-form after a first. --no-store leaves the
+store out. The bench waits for each recovery to end before the next fault (so each is timed
+alone) and reports:
+  gang restarts         "restarting the gang" in ppu-launch's output (goal 0)
+  goodput               tokens whose updates reached θ / (K x wall time x the fault-free
+                        tokens per rank-second of seed 0)   (goal >= 0.9)
+  recovery per kind     seconds to fenced, to re-formed (the survivors' own figure) and back to
+                        full strength (bench/chaos/report.py)
+  θ mismatches          the summaries' recovery.theta_mismatches (goal 0)
+  final eval loss       against [min, max] of the fault-free seeds (goal: inside)
+It prints a table and writes DIR/chaos.json; logs (lines prefixed with their arrival time) and
+summaries stay in DIR. Needs root and iproute2; makes nothing outside its own namespaces.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tests", "engine"))
+
+import faults
+import report
+import schedule
+from job import Job
+from rank_netns import RankNetwork
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("build")
+    p.add_argument("--out", default="out/chaos")
+    p.add_argument("--seed", type=int, default=0, help="the fault schedule's seed")
+    p.add_argument("--ranks", type=int, default=8)
+    p.add_argument("--slices", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=40)
+    p.add_argument("--sync-every", type=int, default=50)
+    p.add_argument("--every", type=int, default=5, help="one fault per this many rounds, on average")
+    p.add_argument("--heartbeat", type=float, default=3.0)
+    p.add_argument("--no-store", action="store_true", help="leave the store fault out of the schedule")
+    p.add_argument("--restarts", type=int, default=40, help="ppu-launch --max-restarts")
+    p.add_argument("--set", dest="sets", action="append", default=[], help="extra config override")
+    return p.parse_args()
+
+
+def config(a, seed, ckpt):
+    kvs = [
+        f"train.steps={a.rounds * a.sync_every}",
+        f"train.seed={seed}",
+        f"outer.sync_every={a.sync_every}",
+        f"slicing.slices={a.slices}",
+        "outer.overlap_steps=0",
+        "train.eval_every=0",
+        "train.eval_batches=8",
+        "train.log_every=5",
+        "network.recovery=live",
+        f"network.heartbeat_s={a.heartbeat}",
+        f"checkpoint.dir={ckpt}",
+        "checkpoint.every_rounds=5",
+        *a.sets,
+    ]
+    return [x for kv in kvs for x in ("--set", kv)]
+
+
+def launch(a, net, name, seed, extra_env=None):
+    work = os.path.join(a.out, name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    cmd = [*net.hub_exec, os.path.join(a.build, "bin", "ppu-launch"), "--nproc", str(a.ranks)]
+    cmd += ["--config", os.path.join(SRC, "configs", "tiny.yaml"), *config(a, seed, os.path.join(work, "ckpt"))]
+    cmd += ["--rank-wrapper", net.wrapper, "--max-restarts", str(a.restarts)]
+    cmd += ["--summary-dir", os.path.join(work, "summaries")]
+    env = dict(os.environ, **(extra_env or {}))
+    return Job(cmd, os.path.join(work, "launch.log"), env=env), work
+
+
+def summaries(work, ranks):
+    out = []
+    for r in range(ranks):
+        path = os.path.join(work, "summaries", f"rank-{r}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                out.append(json.load(f))
+    return out
+
+
+def fault_free(a, net, seed):
+    job, work = launch(a, net, f"fault-free-seed{seed}", seed)
+    rc = job.finish(timeout=3600)
+    wall = job.ended - job.started
+    sums = summaries(work, a.ranks)
+    if rc != 0 or len(sums) != a.ranks:
+        raise SystemExit(f"fault-free run (seed {seed}) exited {rc}; see {job.log_path}")
+    print(f"fault-free seed {seed}: {wall:.1f} s, eval loss {sums[0]['eval_loss']:.4f}", flush=True)
+    return {"seed": seed, "wall_s": wall, "eval_loss": sums[0]["eval_loss"], "tokens": sum(s["tokens"] for s in sums)}
+
+
+def chaos(a, net, plan):
+    trigger = os.path.join(a.out, "triggers")
+    shutil.rmtree(trigger, ignore_errors=True)
+    os.makedirs(trigger)
+    job, work = launch(a, net, "chaos", 0, {"PPU_TEST_FAULT_TRIGGER": trigger})
+    records = []
+    for f in plan:
+        while job.running() and job.latest_step() < f.round * a.sync_every:
+            time.sleep(0.05)
+        if not job.running():
+            records.append({"round": f.round, "kind": f.kind, "victims": [f.victim], "skipped": "the job had ended"})
+            continue
+        step = job.latest_step()
+        rec = {**faults.inject(f, job, net, trigger, a.heartbeat), "step": step}
+        records.append(rec)
+        print(f"injected {f.text()} at step {step}{'; ' + rec['skipped'] if 'skipped' in rec else ''}", flush=True)
+        deadline = time.monotonic() + 240
+        while "skipped" not in rec and job.running() and time.monotonic() < deadline:
+            if report.recovered(job.snapshot(), rec, a.ranks, settle_s=a.heartbeat, absorb_s=max(30, 10 * a.heartbeat)):
+                break
+            time.sleep(0.2)
+        leftover = os.path.join(trigger, f"hang-{f.victim}")
+        if os.path.exists(leftover):  # the victim never reached a step: no hang happened
+            os.remove(leftover)
+            rec["skipped"] = "the hang trigger was never taken"
+    rc = job.finish(timeout=3600)
+    return job, work, rc, records
+
+
+def main():
+    a = parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    kinds = [k for k in schedule.KINDS if not (a.no_store and k == "store")]
+    plan = schedule.draw(a.seed, a.rounds, a.every, kinds, a.ranks, a.slices)
+    print(f"K = {a.ranks}, N = {a.slices}, {a.rounds} rounds of H = {a.sync_every}; heartbeat {a.heartbeat} s")
+    print(f"fault schedule (seed {a.seed}):")
+    for f in plan:
+        print(f"  {f.text()}  ({schedule.DESCRIPTION[f.kind]})")
+    with RankNetwork(a.ranks) as net:
+        free = [fault_free(a, net, seed) for seed in (0, 1, 2)]
+        job, work, rc, records = chaos(a, net, plan)
+    wall = job.ended - job.started
+    sums = summaries(work, a.ranks)
+    lines = job.snapshot()
+    steps = a.rounds * a.sync_every
+    per_rank_step = free[0]["tokens"] / (a.ranks * steps)
+    rate = free[0]["tokens"] / (a.ranks * free[0]["wall_s"])
+    tokens, rank_rounds = report.tokens_in_theta(sums, steps, a.sync_every, a.ranks, per_rank_step)
+    ends = [r.get("at") for r in records[1:]] + [job.ended]
+    outcomes = [
+        report.fault_outcome(lines, rec, end or job.ended, a.ranks) for rec, end in zip(records, ends, strict=True)
+    ]
+    band = [min(f["eval_loss"] for f in free), max(f["eval_loss"] for f in free)]
+    loss = sums[0]["eval_loss"] if sums else None
+    result = {
+        "command": " ".join(sys.argv),
+        "ranks": a.ranks,
+        "slices": a.slices,
+        "rounds": a.rounds,
+        "sync_every": a.sync_every,
+        "heartbeat_s": a.heartbeat,
+        "exit_code": rc,
+        "gang_restarts": sum("restarting the gang" in line for _t, line in lines),
+        "restarts_in_place": sum("restarting it in place" in line for _t, line in lines),
+        "wall_s": wall,
+        "fault_free": free,
+        "missing_rank_rounds": rank_rounds,
+        "tokens_in_theta": tokens,
+        "goodput": tokens / (a.ranks * wall * rate),
+        "theta_mismatches": max((s["recovery"].get("theta_mismatches", 0) for s in sums), default=None),
+        "checksums": sorted({s["param_checksum"] for s in sums}),
+        "summaries": len(sums),
+        "eval_loss": loss,
+        "seed_band": band,
+        "inside_band": loss is not None and band[0] <= loss <= band[1],
+        "faults": outcomes,
+        "by_kind": by_kind(outcomes),
+    }
+    with open(os.path.join(a.out, "chaos.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    print_table(result)
+
+
+def by_kind(outcomes):
+    """Per fault kind: how many were injected, and the mean seconds to fenced, re-formed, full strength."""
+    out = {}
+    for kind in schedule.KINDS:
+        done = [o for o in outcomes if o["kind"] == kind and "skipped" not in o]
+        if not done:
+            continue
+
+        def mean(key, done=done):
+            xs = [o[key] for o in done if o[key] is not None]
+            return sum(xs) / len(xs) if xs else None
+
+        out[kind] = {
+            "faults": len(done),
+            "fenced_s": mean("fenced_s"),
+            "reform_s": mean("reform_s"),
+            "recovered_s": mean("recovered_s"),
+            "gang_restarts": sum(o["gang_restarts"] for o in done),
+        }
+    return out
+
+
+def fmt(x):
+    return "-" if x is None else f"{x:.2f}" if isinstance(x, float) else str(x)
+
+
+def print_table(r):
+    print("\n| round | at step | fault | victims | fenced (s) | re-formed (s) | full strength (s) | restarts | gang |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for o in r["faults"]:
+        if "skipped" in o:
+            print(
+                f"| {o['round']} | {fmt(o['step'])} | {o['kind']} | {o['victims']} | skipped: {o['skipped']} | | | | |"
+            )
+            continue
+        print(
+            f"| {o['round']} | {fmt(o['step'])} | {o['kind']} | {o['victims']} | {fmt(o['fenced_s'])} | {fmt(o['reform_s'])} "
+            f"| {fmt(o['recovered_s'])} | {o['restarts_in_place']} | {o['gang_restarts']} |"
+        )
+    print("\n| fault kind | injected | fenced (s) | re-formed (s) | full strength (s) | gang restarts |")
+    print("|---|---|---|---|---|---|")
+    for kind, k in r["by_kind"].items():
+        print(
+            f"| {kind} | {k['faults']} | {fmt(k['fenced_s'])} | {fmt(k['reform_s'])} | {fmt(k['recovered_s'])} "
+            f"| {k['gang_restarts']} |"
+        )
+    print(
+        f"\nexit code {r['exit_code']}; gang restarts {r['gang_restarts']} (goal 0); restarts in place {r['restarts_in_place']}"
+    )
+    print(
+        f"goodput {r['goodput']:.3f} (goal >= 0.9): {r['tokens_in_theta']:.0f} tokens in θ "
+        f"({r['missing_rank_rounds']} rank-rounds missing) in {r['wall_s']:.1f} s vs fault-free "
+        f"{r['fault_free'][0]['wall_s']:.1f} s"
+    )
+    print(
+        f"θ mismatches {r['theta_mismatches']} (goal 0); final checksums {r['checksums']} over {r['summaries']} summaries"
+    )
+    print(
+        f"eval loss {fmt(r['eval_loss'])}, fault-free seed band [{r['seed_band'][0]:.4f}, {r['seed_band'][1]:.4f}]: "
+        f"{'inside' if r['inside_band'] else 'OUTSIDE'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

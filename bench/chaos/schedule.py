@@ -1,0 +1,56 @@
+"""The chaos bench's fault schedule: which fault, on which rank, at which outer round.
+
+draw(seed, rounds, every, kinds, ranks, slices) returns a list of Fault, one per `every` rounds
+on average (each at a round drawn uniformly in its window of `every` rounds, never in the first
+window nor in the last two rounds, so that a replacement can still rejoin), its kind drawn
+from a shuffled bag of `kinds` (every kind once in each len(kinds) faults, so a short schedule
+still has each), its victim uniformly from the ranks. The same arguments give the same
+schedule. A `second` fault kills `victim` and then, the moment the survivors start re-forming,
+`second_victim`: a rank of another slice (rank mod slices differs), so that both slices keep a
+live owner and the coverage rules do not end the job (losing both owners of a slice is the
+documented fallback, tested in live_recovery_tests.py, not a fault this bench asks to survive).
+"""
+
+import dataclasses
+import random
+
+KINDS = ("kill", "stop", "hang", "net", "store", "second")
+DESCRIPTION = {
+    "kill": "SIGKILL",
+    "stop": "SIGSTOP for 2 x heartbeat + 1 s, then SIGCONT",
+    "hang": "training thread hung (PPU_TEST_FAULT_TRIGGER)",
+    "net": "link cut for 2 x heartbeat, then restored",
+    "store": "ppu-rendezvous SIGKILLed",
+    "second": "SIGKILL, then a rank of another slice SIGKILLed as the survivors re-form",
+}
+
+
+@dataclasses.dataclass
+class Fault:
+    round: int
+    kind: str
+    victim: int  # -1 for the store
+    second_victim: int = -1
+
+    def text(self):
+        who = "the store" if self.kind == "store" else f"rank {self.victim}"
+        if self.kind == "second":
+            who += f", then rank {self.second_victim}"
+        return f"round {self.round:3d}: {self.kind:6s} {who}"
+
+
+def draw(seed, rounds, every, kinds, ranks, slices):
+    rng = random.Random(seed)
+    faults, bag = [], []
+    last = rounds - 2
+    for start in range(every, last, every):
+        if not bag:
+            bag = rng.sample(list(kinds), len(kinds))
+        kind = bag.pop()
+        at = rng.randrange(start, min(start + every, last))
+        victim = -1 if kind == "store" else rng.randrange(ranks)
+        second = -1
+        if kind == "second":
+            second = rng.choice([r for r in range(ranks) if r % slices != victim % slices])
+        faults.append(Fault(at, kind, victim, second))
+    return faults
