@@ -13,12 +13,15 @@ recovered(lines, rec, ranks, settle_s, absorb_s) -> whether that full strength h
   every rank lost has rejoined (or the gang restarted) and no recovery line came for settle_s,
   or absorb_s passed with no recovery line at all (the bench waits for it before the next
   fault, so that each recovery is timed alone).
+healthy_goodput(lines, outcomes, effective_steps) -> the job's healthy steps/s and the goodput
+  against them (load-matched: the same minutes of a shared machine; see its docstring).
 tokens_in_theta(summaries, steps, sync_every, ranks, tokens_per_rank_step) -> the tokens whose
   updates reached θ: every rank's steps, less H steps for each (round, rank) the summaries'
   recovery.degraded spans list as missing (the union over all final summaries: a replacement
   lists only the rounds it saw).
 """
 
+import itertools
 import re
 import time
 
@@ -68,6 +71,8 @@ def fault_outcome(lines, rec, end, ranks):
     full = _full_strength_after(window, last_event, ranks) if last_event is not None else None
     return {
         **out,
+        "at": at,
+        "end": end,
         "fault_seconds": round(rec["until"] - at, 2),
         "second_during_recovery": rec.get("second_during_recovery"),
         "fenced_s": round(fenced - at, 2) if fenced else None,
@@ -114,3 +119,28 @@ def tokens_in_theta(summaries, steps, sync_every, ranks, tokens_per_rank_step):
     rank_rounds = sum(len(m) for m in missing.values())
     full = ranks * steps * tokens_per_rank_step
     return full - rank_rounds * sync_every * tokens_per_rank_step, rank_rounds
+
+
+def healthy_goodput(lines, outcomes, effective_steps):
+    """Goodput against the job's own healthy stretches, which shared the machine's load at the
+    time: the job's step (the highest any rank logged) against arrival time, from its first
+    step line to its last; steps/s over the stretches that overlap no fault window (from a
+    fault's `at` to full strength, or to the next fault when it never got there) are the healthy
+    rate, and the goodput is effective_steps / (training span x healthy rate)."""
+    windows = [(o["at"], o["at"] + o["recovered_s"] if o["recovered_s"] else o["end"]) for o in outcomes if "at" in o]
+    samples, top = [], 0
+    for t, line in lines:
+        m = STEP.match(line)
+        if m and int(m.group(2)) > top:
+            top = int(m.group(2))
+            samples.append((t, top))
+    if len(samples) < 2:
+        return None, None
+    steps = seconds = 0.0
+    for (t1, s1), (t2, s2) in itertools.pairwise(samples):
+        if all(t2 <= a or t1 >= b for a, b in windows):
+            steps += s2 - s1
+            seconds += t2 - t1
+    rate = steps / seconds if seconds else None
+    span = samples[-1][0] - samples[0][0]
+    return rate, (effective_steps / (span * rate) if rate else None)

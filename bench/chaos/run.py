@@ -104,11 +104,18 @@ def fault_free(a, net, seed):
     job, work = launch(a, net, f"fault-free-seed{seed}", seed)
     rc = job.finish(timeout=3600)
     wall = job.ended - job.started
+    load = os.getloadavg()
     sums = summaries(work, a.ranks)
     if rc != 0 or len(sums) != a.ranks:
         raise SystemExit(f"fault-free run (seed {seed}) exited {rc}; see {job.log_path}")
     print(f"fault-free seed {seed}: {wall:.1f} s, eval loss {sums[0]['eval_loss']:.4f}", flush=True)
-    return {"seed": seed, "wall_s": wall, "eval_loss": sums[0]["eval_loss"], "tokens": sum(s["tokens"] for s in sums)}
+    return {
+        "seed": seed,
+        "wall_s": wall,
+        "eval_loss": sums[0]["eval_loss"],
+        "tokens": sum(s["tokens"] for s in sums),
+        "load": load,
+    }
 
 
 def chaos(a, net, plan):
@@ -152,6 +159,7 @@ def main():
     with RankNetwork(a.ranks) as net:
         free = [fault_free(a, net, seed) for seed in (0, 1, 2)]
         job, work, rc, records = chaos(a, net, plan)
+    load = os.getloadavg()
     wall = job.ended - job.started
     sums = summaries(work, a.ranks)
     lines = job.snapshot()
@@ -163,6 +171,7 @@ def main():
     outcomes = [
         report.fault_outcome(lines, rec, end or job.ended, a.ranks) for rec, end in zip(records, ends, strict=True)
     ]
+    healthy_rate, healthy = report.healthy_goodput(lines, outcomes, tokens / (a.ranks * per_rank_step))
     band = [min(f["eval_loss"] for f in free), max(f["eval_loss"] for f in free)]
     loss = sums[0]["eval_loss"] if sums else None
     result = {
@@ -180,6 +189,9 @@ def main():
         "missing_rank_rounds": rank_rounds,
         "tokens_in_theta": tokens,
         "goodput": tokens / (a.ranks * wall * rate),
+        "healthy_steps_per_s": healthy_rate,
+        "goodput_vs_healthy_stretches": healthy,
+        "load_average": {"fault_free_seed0": free[0]["load"], "chaos": load},
         "theta_mismatches": max((s["recovery"].get("theta_mismatches", 0) for s in sums), default=None),
         "checksums": sorted({s["param_checksum"] for s in sums}),
         "summaries": len(sums),
@@ -248,6 +260,12 @@ def print_table(r):
         f"({r['missing_rank_rounds']} rank-rounds missing) in {r['wall_s']:.1f} s vs fault-free "
         f"{r['fault_free'][0]['wall_s']:.1f} s"
     )
+    if r["goodput_vs_healthy_stretches"] is not None:
+        print(
+            f"goodput against the run's own healthy stretches {r['goodput_vs_healthy_stretches']:.3f} "
+            f"({r['healthy_steps_per_s']:.1f} steps/s; 1-min load average at the end: fault-free seed 0 "
+            f"{r['load_average']['fault_free_seed0'][0]:.1f}, chaos {r['load_average']['chaos'][0]:.1f})"
+        )
     print(
         f"θ mismatches {r['theta_mismatches']} (goal 0); final checksums {r['checksums']} over {r['summaries']} summaries"
     )
