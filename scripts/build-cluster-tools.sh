@@ -5,6 +5,9 @@
 #       kube-apiserver and kubectl scripts/build-kube-tools.sh builds; both are linked here);
 #   coredns  from github.com/coredns/coredns pinned in tests/cluster/coredns/go.mod (main.go
 #       there keeps only the plugins the cluster uses);
+#   kube-network-policies  NetworkPolicy enforcement: the controller of Kubernetes SIG Network's
+#       reference implementation, sigs.k8s.io/kube-network-policies pinned in
+#       tests/cluster/netpol/go.mod, with main.go there (a kubeconfig instead of in-cluster config);
 #   pause    the sandbox container's process, tests/cluster/pause.c compiled statically;
 #   prometheus  with --prometheus only (scripts/cluster-e2e.sh): github.com/prometheus/prometheus
 #       pinned in tests/cluster/prometheus/go.mod, because Debian's lacks Kubernetes discovery;
@@ -23,6 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 K8SMOD="$PPU_REPO/tests/cluster/tools"
 DNSMOD="$PPU_REPO/tests/cluster/coredns"
+NETPOLMOD="$PPU_REPO/tests/cluster/netpol"
 PROMMOD="$PPU_REPO/tests/cluster/prometheus"
 KUEUEMOD="$PPU_REPO/tests/cluster/kueue"
 VERSION="$(ppu_modver "$K8SMOD" k8s.io/kubernetes)"
@@ -68,6 +72,11 @@ for tool in kubelet kube-scheduler kube-controller-manager; do
   build "$tool" "$K8SMOD" "k8s.io/kubernetes/cmd/$tool" "$LDFLAGS"
 done
 build coredns "$DNSMOD" . "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$DNSVERSION"
+# Rebuilt when its pin or its main.go changes (the binary is named for neither).
+NETPOLSTAMP="$(cat "$NETPOLMOD/go.mod" "$NETPOLMOD/main.go" | md5sum | cut -c1-12)"
+if [[ "$(cat "$OUT/kube-network-policies.stamp" 2>/dev/null)" != "$NETPOLSTAMP" ]]; then rm -f "$OUT/kube-network-policies"; fi
+build kube-network-policies "$NETPOLMOD" . "-s -w"
+echo "$NETPOLSTAMP" >"$OUT/kube-network-policies.stamp"
 if [[ $PROM == 1 ]]; then
   PROMVERSION="$(ppu_modver "$PROMMOD" github.com/prometheus/prometheus)" # v0.X.Y = Prometheus 2.X.Y
   build prometheus "$PROMMOD" github.com/prometheus/prometheus/cmd/prometheus \

@@ -4,6 +4,8 @@
 # namespaces the holder process keeps (scripts/cluster/namespace.sh); starting a daemon inside
 # them, in the cgroup, logged to $DIR/log/NAME.log with its pid in $DIR/run/NAME.pid; polling
 # until a daemon answers; kubectl as the cluster admin inside the namespace.
+# Which node: node 1 (the control plane's) by default; with NSDIR=$DIR/node-K and
+# CG_SUB=/node-K set, holder, in_ns, in_netns and spawn act on node K's namespaces and cgroup.
 # Sourced by cluster.sh after it set DIR, SYS_PATH and the addresses; defines functions only.
 
 log() { echo "cluster: $*" >&2; }
@@ -31,7 +33,7 @@ cg_pids() { # every process in the cluster's cgroup subtree (any hierarchy)
     [[ -d "$h$cg" ]] && find "$h$cg" -name cgroup.procs -exec cat {} + 2>/dev/null
   done | sort -un
 }
-holder() { cat "$DIR/holder.pid" 2>/dev/null; }
+holder() { cat "${NSDIR:-$DIR}/holder.pid" 2>/dev/null; }
 in_ns() { # run a command in the cluster's network + mount namespaces, clean environment
   nsenter -t "$(holder)" -n -m -- env -i PATH="$SYS_PATH" HOME=/root "$@"
 }
@@ -45,7 +47,7 @@ spawn() { # spawn NAME [--host] CMD...: a daemon in the cluster cgroup (and name
     shift
   fi
   local cg
-  cg="$(cg_root)/system"
+  cg="$(cg_root)${CG_SUB:-}/system"
   (
     for h in $(cg_hierarchies); do echo "$BASHPID" >"$h$cg/cgroup.procs"; done
     if [[ $where == ns ]]; then
@@ -73,7 +75,23 @@ wait_for() { # wait_for WHAT SECONDS CMD...: poll CMD until it succeeds
   log "$what not ready after ${secs}s (logs in $DIR/log/)"
   return 1
 }
-kubectl_ns() { in_ns "$TOOLS/kubectl" --kubeconfig "$DIR/pki/admin.kubeconfig" "$@"; }
-node_ready() {
-  [[ "$(kubectl_ns get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
+kubectl_ns() { NSDIR="" in_ns "$TOOLS/kubectl" --kubeconfig "$DIR/pki/admin.kubeconfig" "$@"; } # from node 1
+node_ready() {                                                                                  # node_ready [NAME]: node NAME (default $NODE) is Ready
+  [[ "$(kubectl_ns get node "${1:-$NODE}" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
+}
+cg_mkdir() { # cg_mkdir REL: the cgroup REL in every hierarchy, cpusets inherited level by level
+  local h d rel parent
+  for h in $(cg_hierarchies); do
+    rel=""
+    for d in $(tr '/' ' ' <<<"$1"); do
+      parent="$h$rel"
+      rel="$rel/$d"
+      [[ -d "$h$rel" ]] && continue
+      mkdir "$h$rel"
+      if [[ -f "$h$rel/cpuset.cpus" ]]; then
+        cat "$parent/cpuset.cpus" >"$h$rel/cpuset.cpus"
+        cat "$parent/cpuset.mems" >"$h$rel/cpuset.mems"
+      fi
+    done
+  done
 }

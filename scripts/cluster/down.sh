@@ -35,8 +35,10 @@ cmd_down() {
       sleep 0.5
     done
   fi
-  # kubelet first, so it does not restart containers while they are being killed.
-  if [[ -f "$DIR/run/kubelet.pid" ]]; then kill "$(cat "$DIR/run/kubelet.pid")" 2>/dev/null || true; fi
+  # kubelets first, so they do not restart containers while they are being killed.
+  for p in "$DIR"/run/kubelet*.pid; do
+    if [[ -f "$p" ]]; then kill "$(cat "$p")" 2>/dev/null || true; fi
+  done
   for round in $(seq 1 60); do
     mapfile -t pids < <(cg_pids "$cg")
     ((${#pids[@]})) || break

@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # scripts/cluster.sh, part: container images without a registry. The sandbox (pause) image is
 # built with podman from tests/cluster/pause.Containerfile and the pause binary
-# scripts/build-cluster-tools.sh compiled, and imported into the node's containerd; cmd_load_image
-# copies a podman image into that containerd (`cluster.sh load-image NAME [--as NAME2]...`).
+# scripts/build-cluster-tools.sh compiled, and imported into each node's containerd; cmd_load_image
+# copies a podman image into every running node's containerd (`cluster.sh load-image NAME
+# [--as NAME2]...`).
 # Sourced by cluster.sh; defines functions only.
 
 # The pause image, saved for containerd's import in start_containerd (scripts/cluster/node.sh).
@@ -26,13 +27,17 @@ cmd_load_image() {
   tar="$DIR/images/$(echo "$image" | tr '/:' '__').tar"
   rm -f "$tar"
   podman save --format docker-archive -o "$tar" "$image" 2>/dev/null
-  in_ns ctr -a "$DIR/run/containerd.sock" -n k8s.io images import "$tar" >&2
-  rm -f "$tar"
   # podman names a local image localhost/NAME; containerd keeps that name.
   local ref="$image"
   [[ $ref == */* ]] || ref="localhost/$ref"
   [[ $ref == *:* ]] || ref="$ref:latest"
-  for a in "${aliases[@]}"; do
-    in_ns ctr -a "$DIR/run/containerd.sock" -n k8s.io images tag --force "$ref" "$a" >&2
-  done
+  local ndir
+  while read -r _ _ _ ndir; do
+    [[ -e "$ndir/stopped" ]] && continue
+    in_ns ctr -a "$ndir/run/containerd.sock" -n k8s.io images import "$tar" >&2
+    for a in "${aliases[@]}"; do
+      in_ns ctr -a "$ndir/run/containerd.sock" -n k8s.io images tag --force "$ref" "$a" >&2
+    done
+  done <"$DIR/nodes"
+  rm -f "$tar"
 }

@@ -9,6 +9,8 @@
 # - Kueue (scripts/cluster.sh kueue-up) is an exact release, tools.go names the manager that
 #   build-cluster-tools.sh --kueue builds, and the Go it asks scripts/go-toolchain.sh for is at
 #   least tests/cluster/kueue/go.mod's `go` line;
+# - kube-network-policies (NetworkPolicy enforcement) is an exact release, run through its upstream
+#   controller package, built by build-cluster-tools.sh and fed by netpol.sh's NFQUEUE rules;
 # - the pause program (tests/cluster/pause.c) builds statically, sleeps, and exits 0 on SIGTERM.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -56,6 +58,17 @@ gomin="$(sed -n 's/.*PPU_GO_MIN="${PPU_GO_MIN:-\([0-9.]*\)}".*/\1/p' "$ROOT/scri
 [[ -n "$gomod" && -n "$gomin" && "$(printf '%s\n%s\n' "$gomod" "$gomin" | sort -V | head -1)" == "$gomod" ]] \
   || fail "build-cluster-tools.sh --kueue asks for Go '$gomin', tests/cluster/kueue/go.mod needs '$gomod'"
 ok "Kueue $kueue (cmd/kueue), built with Go >= $gomin (its go.mod: $gomod)"
+knp="$(ver "$ROOT/tests/cluster/netpol/go.mod" sigs.k8s.io/kube-network-policies)"
+[[ "$knp" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "kube-network-policies pin '$knp' is not an exact release"
+grep -q '"sigs.k8s.io/kube-network-policies/pkg/networkpolicy"' "$ROOT/tests/cluster/netpol/main.go" \
+  || fail "tests/cluster/netpol/main.go does not run the upstream controller (pkg/networkpolicy)"
+# shellcheck disable=SC2016 # the build script's line, literally
+grep -q 'build kube-network-policies "$NETPOLMOD"' "$ROOT/scripts/build-cluster-tools.sh" \
+  || fail "build-cluster-tools.sh does not build kube-network-policies"
+# shellcheck disable=SC2016 # netpol.sh's line, literally
+grep -q 'NFQUEUE --queue-num "$NETPOL_QUEUE"' "$ROOT/scripts/cluster/netpol.sh" \
+  || fail "scripts/cluster/netpol.sh does not divert new connections to the controller's queue"
+ok "kube-network-policies $knp (pkg/networkpolicy), fed by the NFQUEUE rules of scripts/cluster/netpol.sh"
 
 W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT
