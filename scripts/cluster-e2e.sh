@@ -13,6 +13,14 @@
 #   4. Prometheus discovers the operator and the rank pods through Kubernetes service discovery,
 #      and every dashboard panel and variable returns data for that job (Prometheus 2.54 from its
 #      Go module: Debian's 2.42 is built without Kubernetes discovery);
+#   4b. NetworkPolicies enforced (cluster.sh's kube-network-policies), with two PPUJobs of 2 ranks
+#      started for it: tests/cluster/isolation_check.sh probes, from real pods, every port the
+#      first job's pods listen on (store, metrics, Gloo) and the operator's metrics and health
+#      ports: the job's own rank reaches its job; a pod in another namespace carrying the job's
+#      labels, a rank of the second PPUJob and a plain pod in the namespace are dropped
+#      everywhere; a pod in `monitoring` (the chart's default metricsNamespaces, metricsFrom and
+#      healthFrom) scrapes every rank and reaches the operator's two ports, and nothing else.
+#      Each assertion prints its own PASS/FAIL line;
 #   5. the same job again, one rank's container killed with SIGKILL a third of the way through:
 #      gang restart, the new gang resumes from the checkpoint on the volume, Succeeded, and every
 #      rank's final param_checksum equals the uninterrupted run's;
@@ -56,7 +64,7 @@ for a in "$@"; do
     --keep) KEEP=1 ;;
     --rebuild-image) REBUILD=1 ;;
     -h | --help)
-      sed -n '2,47p' "$0"
+      sed -n '2,55p' "$0"
       exit 0
       ;;
     *)
@@ -273,6 +281,59 @@ for ((i = 0; i < 120; i++)); do
 done
 [[ "$round" =~ ^[0-9]+$ && "$ppl" =~ ^[0-9.]+$ ]] || die "kubectl get ppj shows no round/perplexity: '$line'"
 say "kubectl get ppj ref: $line"
+
+# ---- 4b. who may connect to a job and the operator, with NetworkPolicies enforced ------------
+[[ "${NETPOL:-0}" == 1 ]] || die "the cluster does not enforce NetworkPolicies (cluster.sh up without --no-network-policy)"
+# Two PPUJobs of their own in the job namespace (2 ranks each, checkpoints on an emptyDir), long
+# enough to be running throughout whatever ref is doing: iso, whose ports are probed, and
+# iso-other, a rank of which is the other PPUJob's. Deleted after the check.
+small_job() { # small_job NAME: job() with 2 ranks, 100000 steps, no claim
+  job "$1" none 100000 | sed -n '/^apiVersion: ppu.dev/,$p' \
+    | sed -e 's/^  replicas: 4$/  replicas: 2/' -e 's/checkpoint: {claimName: none}/checkpoint: {volumeSource: {emptyDir: {}}}/'
+}
+{
+  small_job iso
+  echo ---
+  small_job iso-other
+} | kubectl apply -f - >/dev/null
+probe_pod() { # probe_pod NAMESPACE LABELS: a pod "probe" that sleeps, with the image's bash for probes
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: probe, namespace: $1, labels: $2}
+spec:
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  securityContext: {runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: probe
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sleep, infinity]
+    resources: {requests: {cpu: 10m, memory: 16Mi}, limits: {cpu: 200m, memory: 64Mi}}
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+EOF
+}
+kubectl create namespace monitoring >/dev/null
+kubectl create namespace ppu-outside >/dev/null
+{
+  probe_pod monitoring "{}"
+  echo ---
+  probe_pod ppu-outside "{ppu.dev/job: iso}" # the probed job's own labels, in another namespace
+  echo ---
+  probe_pod "$NS" "{}"
+} | kubectl apply -f - >/dev/null
+for pns in monitoring ppu-outside "$NS"; do kubectl -n "$pns" wait --for=condition=Ready pod/probe --timeout=120s >/dev/null; done
+for j in iso iso-other; do
+  wait_phase "$j" Running 240
+  kubectl -n "$NS" wait --for=condition=Ready pod -l "ppu.dev/job=$j" --timeout=120s >/dev/null
+done
+bash "$ROOT/tests/cluster/isolation_check.sh" "$NS" iso iso-other "$OPNS" monitoring ppu-outside \
+  || die "NetworkPolicies let through what they should not, or block what they should let through (lines above)"
+kubectl -n "$NS" delete ppj iso iso-other --wait=false >/dev/null
+kubectl -n "$NS" delete pod probe --wait=false >/dev/null
+kubectl delete namespace monitoring ppu-outside --wait=false >/dev/null
+phase "network policies enforced"
 
 wait_phase ref Succeeded 900
 REFDIR="$(pv_dir ckpt-ref)"
