@@ -12,8 +12,9 @@
 // live recovery a failed rank alone, in place (same RANK; it rejoins the group), except that
 // exit 3 from the survivors (live recovery gave up) restarts the gang and the store; with
 // recovery gang the whole gang, which resumes from its last checkpoint. Exit codes 2 and 4
-// are never retried. A live job that finished without a rank it could not restart (no restarts
-// left) exits with that rank's code, not 0.
+// are never retried. A live job's store that exits is started again on its port (the ranks
+// rebuild its keys, docs/RECOVERY.md), not counted as a restart. A live job that finished without a rank it could not
+// restart (no restarts left) exits with that rank's code, not 0.
 // --rank-wrapper 'CMD ARGS' runs each rank as CMD ARGS ppu-train ... ({rank} in the template
 // becomes the rank; split at spaces, no shell): numactl or taskset per rank, a network namespace
 // per rank (`ip netns exec ns-{rank} env MASTER_ADDR=... GLOO_SOCKET_IFNAME=eth0`).
@@ -353,6 +354,23 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < children.size(); ++i)
       if (fds[i].revents & (POLLIN | POLLHUP)) forward_output(children[i], false);
     if (store && (fds.back().revents & POLLIN)) forward_output(*store, false);
+    // The store is supervised too: a live job's ranks rebuild a restarted store's keys
+    // (LiveGroup), so it is started again at once, on the same port, without touching a rank.
+    if (int status; store && waitpid(store->pid, &status, WNOHANG) == store->pid) {
+      forward_output(*store, true);
+      close(store->out_fd);
+      std::cerr << "[launch] the rendezvous store exited with code " << exit_code(status)
+                << ": restarting it (the ranks rebuild its keys)\n";
+      try {
+        store = spawn_store(rendezvous, master_port);
+      } catch (const std::exception& e) {
+        store.reset();
+        std::cerr << "ppu-launch: " << e.what() << ": stopping all ranks\n";
+        stop_everything();
+        result = 1;
+        break;
+      }
+    }
     if (g_stop_signal) {
       std::cerr << "[launch] signal " << g_stop_signal << ": stopping all ranks\n";
       stop_everything();

@@ -3,11 +3,16 @@
 // --port until SIGTERM or SIGINT. ppu-launch runs one per job on this machine; the operator
 // runs one per job in its own pod behind a Service. Ranks reach it at MASTER_ADDR:MASTER_PORT
 // with PPU_EXTERNAL_STORE=1 (core/job_contract.h). It holds only small keys (membership,
-// heartbeats, Gloo's addresses); the tensors go between the ranks.
+// heartbeats, Gloo's addresses); the tensors go between the ranks. Its keys live in memory only:
+// each start writes a new incarnation (contract::kStoreIncarnationKey) before it says it serves,
+// so ranks that reconnect after a restart know the keys are gone and rebuild them (LiveGroup).
 // Exit codes: 0 stopped by a signal, 2 bad flag, 1 the port cannot be served.
 #include <CLI/CLI.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <csignal>
 #include <iostream>
 
@@ -36,7 +41,18 @@ int main(int argc, char** argv) {
     opts.isServer = true;
     opts.waitWorkers = false;
     c10d::TCPStore store("0.0.0.0", opts);
-    std::cout << "ppu-rendezvous: serving the store on port " << port << std::endl;
+    // This start's incarnation, through a client of its own (the server object serves only).
+    c10d::TCPStoreOptions client_opts;
+    client_opts.port = opts.port;
+    client_opts.isServer = false;
+    client_opts.waitWorkers = false;
+    c10d::TCPStore client("127.0.0.1", client_opts);
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const std::string incarnation = std::to_string(getpid()) + "-" +
+                                    std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+    client.set(ppu::contract::kStoreIncarnationKey, std::vector<uint8_t>(incarnation.begin(), incarnation.end()));
+    std::cout << "ppu-rendezvous: serving the store on port " << port << " (incarnation " << incarnation << ")"
+              << std::endl;
     int sig = 0;
     sigwait(&stop, &sig);
     std::cout << "ppu-rendezvous: stopped by signal " << sig << std::endl;

@@ -47,6 +47,10 @@ inline constexpr const char* kExternalStore = "PPU_EXTERNAL_STORE";
 // (the runtime image carries it beside ppu-train).
 inline constexpr const char* kRendezvousBinary = "ppu-rendezvous";
 inline constexpr int kRendezvousPort = 29500;
+// ppu-rendezvous sets this store key, once, to a value no other start of it has: a rank that
+// reconnects and reads another value knows the store restarted and lost its keys (LiveGroup then
+// rebuilds the live group's state from the ranks, docs/RECOVERY.md).
+inline constexpr const char* kStoreIncarnationKey = "ppu/store/incarnation";
 
 // ppu-train writes its last error line here when the file is writable, or on success its result
 // (core/run_result.h); the pod template sets it as terminationMessagePath, so the operator can

@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <mutex>
 #include <optional>
+#include <utility>
 
 #include "common/atomic_file.h"
 #include "common/env.h"
@@ -28,6 +30,7 @@
 #include "engine/comm/delta_exchange.h"
 #include "engine/comm/heartbeat.h"
 #include "engine/comm/live_group.h"
+#include "engine/comm/store_clients.h"
 #include "engine/fault_hooks.h"
 #include "engine/model/transformer.h"
 #include "engine/obs/device_memory.h"
@@ -168,6 +171,11 @@ class Run {
                           std::string(contract::env::kExternalStore) +
                           "=1 with a ppu-rendezvous at MASTER_ADDR:MASTER_PORT (ppu-launch and the operator do)");
       group_.emplace(collectives_, [this](int rank) { return heartbeat_.silent(rank); });
+      // A store request waits at most a heartbeat window; a lost store may stay away up to
+      // network.timeout_s while its supervisor restarts it (then the gang restarts).
+      group_->set_store_limits(std::max<std::chrono::milliseconds>(beat, std::chrono::seconds(2)),
+                               std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)));
+      heartbeat_.announce_with(group_->announcer());
     }
     recovery_.policy = choice_name(c.network.recovery);
     metrics_.set_live(collectives_.world_size(), 1);
@@ -395,19 +403,64 @@ class Run {
     std::string failure;
     try {
       result.emplace(work());
+    } catch (const StoreLost& e) {  // counted by the commit that finds the store again
+      failure = e.what();
     } catch (const PeerError& e) {
       failure = e.what();
+      note_fault("peer_failed");
     }
-    if (group_->commit(failure.empty())) return result;
+    const bool committed = group_->commit(failure.empty());
+    count_store_outages();
+    if (committed) return result;
+    note_fault("peer_failed");  // a no-op when this rank's own failure is noted already
     recover(failure.empty() ? "a member did not complete a collective" : failure);
     return std::nullopt;
   }
 
+  // ---- Faults by kind (summary recovery.faults, ppu_faults_total) ----
+
+  // The first fault since the last re-formation, and when it was seen (any thread).
+  void note_fault(const char* kind) {
+    std::lock_guard<std::mutex> lock(fault_mutex_);
+    if (!fault_) fault_ = {kind, Clock::now()};
+  }
+
+  // The group re-formed: the pending fault is recovered from.
+  void fault_recovered() {
+    std::optional<std::pair<std::string, Clock::time_point>> fault;
+    {
+      std::lock_guard<std::mutex> lock(fault_mutex_);
+      fault = std::exchange(fault_, std::nullopt);
+    }
+    if (fault) tally_fault(fault->first, std::chrono::duration<double>(Clock::now() - fault->second).count());
+  }
+
+  void tally_fault(const std::string& kind, double seconds) {
+    auto& t = recovery_.faults[kind];
+    ++t.count;
+    t.recover_seconds += seconds;
+    metrics_.add_fault(kind, seconds);
+  }
+
+  // The store's outages LiveGroup went through (a restarted store is rebuilt in place: no
+  // re-formation needed unless a member was lost too).
+  void count_store_outages() {
+    for (const auto& o : group_->take_store_outages())
+      tally_fault(o.restarted ? "store_restarted" : "store_lost", o.seconds);
+  }
+
   // A peer is silent: with live recovery the group's collectives are abandoned (a re-formation
-  // follows); the store's silence, or any loss under recovery gang, stops this rank (exit 3).
+  // follows). The store's silence under live recovery changes nothing yet: the collectives go on
+  // through Gloo, and the next store request waits for the restarted store (LiveGroup). Under
+  // recovery gang any loss stops this rank (exit 3).
   void on_lost(const Heartbeat::Lost& lost) {
-    if (!live_ || lost.rank < 0) stop_for_lost_peer(lost);
+    if (!live_) stop_for_lost_peer(lost);
     spdlog::warn("{}", Heartbeat::describe(lost));
+    if (lost.rank < 0) {
+      spdlog::warn("training goes on; the next store request waits up to network.timeout_s for the store to come back");
+      return;
+    }
+    note_fault("peer_silent");
     collectives_.abort_for(lost.rank, Heartbeat::describe(lost));
   }
 
@@ -421,16 +474,23 @@ class Run {
         lost = group_->recover();     // OutOfGroup (exit 5) if the others went on without this rank
       } catch (const PeerError& e) {  // another member was lost while the group formed: again
         why = e.what();
+        count_store_outages();
         continue;
       }
+      count_store_outages();
+      fault_recovered();
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       ++recovery_.recoveries;
       recovery_.recovery_seconds += seconds;
       metrics_.add_recovery(true, seconds);
       after_reform();
-      spdlog::warn("lost rank(s) [{}] in round {} (step {}): generation {} has ranks [{}] ({:.1f} s to re-form)",
-                   ranks_text(lost), p_.rounds + 1, p_.step, group_->generation(), ranks_text(collectives_.members()),
-                   seconds);
+      if (lost.empty())  // every member came (a store restart, a collective that failed without a loss)
+        spdlog::warn("re-formed in round {} (step {}) with every member: generation {} has ranks [{}] ({:.1f} s)",
+                     p_.rounds + 1, p_.step, group_->generation(), ranks_text(collectives_.members()), seconds);
+      else
+        spdlog::warn("lost rank(s) [{}] in round {} (step {}): generation {} has ranks [{}] ({:.1f} s to re-form)",
+                     ranks_text(lost), p_.rounds + 1, p_.step, group_->generation(), ranks_text(collectives_.members()),
+                     seconds);
       const auto live = static_cast<double>(collectives_.world_size());
       if (live < c_.network.min_live_fraction * collectives_.job_size())
         throw LiveRecoveryGaveUp(
@@ -541,8 +601,9 @@ class Run {
     }
     // The members commit the same step (take_in_newcomers): all of them hold the shared state,
     // or none goes on with this process.
-    if (!group_->commit(failure.empty()))
-      throw OutOfGroup("rejoining failed: " + (failure.empty() ? "a member did not complete it" : failure));
+    const bool joined = group_->commit(failure.empty());
+    count_store_outages();
+    if (!joined) throw OutOfGroup("rejoining failed: " + (failure.empty() ? "a member did not complete it" : failure));
     after_reform();
     recovery_.rejoined_at_step = p_.step;
     recovery_.recovery_seconds += std::chrono::duration<double>(Clock::now() - start).count();
@@ -998,6 +1059,8 @@ class Run {
   std::optional<CheckpointStore> store_;
   std::optional<LiveGroup> group_;  // network.recovery=live
   RecoverySummary recovery_;
+  std::mutex fault_mutex_;  // fault_ is noted by the heartbeat's thread too
+  std::optional<std::pair<std::string, Clock::time_point>> fault_;
   int64_t uncovered_rounds_ = 0;  // consecutive rounds with an element without a live owner
   int64_t degraded_rounds_ = 0;   // consecutive rounds finished with a job rank missing
   struct Pending {
@@ -1044,6 +1107,7 @@ void check_runnable(const Config& config, const RunEnv& env) {
 RunSummary train(const Config& config, const RunEnv& env) {
   check_runnable(config, env);
   const bool live = config.network.recovery == Recovery::Live && env.rendezvous.world_size > 1;
+  if (live) keep_ranks_alive_when_the_store_dies();  // the store may die and restart under the job
   try {
     Run run(config, env);
     return run.run();

@@ -30,6 +30,14 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
        lost-for-good rank 3 killed with no restarts left: the job finishes without it, the
                    survivors' summaries count the degraded rounds, and ppu-launch exits with the
                    lost rank's code (137), not 0
+       store-restart  the rendezvous store SIGKILLed twice mid-run (ppu-launch starts it again on its
+                   port, empty): the ranks rebuild its keys and go on; no rank process changes, no
+                   gang restart, the summaries count the restarts (recovery.faults.store_restarted),
+                   and the final parameters are bit-identical to the same seed's uninterrupted run
+                   (a store restart loses no exchange and changes no bit)
+       store-during-recovery  rank 1 SIGKILLed, then the store SIGKILLed the moment a survivor starts
+                   re-forming without rank 1 (a fault during a recovery): the group re-forms in the
+                   new store, rank 1 is taken back, nothing exits 3, every rank ends with one checksum
        fallback    ranks 0 and 2 (both owners of slice 0) killed, no restarts: the survivors
                    exit 3 once the slice has had no live owner for more than
                    network.max_uncovered_rounds rounds; one rank killed with
@@ -265,6 +273,73 @@ def one_checksum(run):
     if len(checksums) != 1:
         fail(f"ranks disagree on the final parameters: {checksums}")
     return checksums.pop()
+
+
+def store_pid(launcher_pid):
+    """The pid of the ppu-rendezvous process ppu-launch runs now."""
+    children = subprocess.run(["pgrep", "-P", str(launcher_pid)], capture_output=True, text=True, check=False)
+    for pid in children.stdout.split():
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "ppu-rendezvous":
+                    return int(pid)
+        except OSError:
+            continue
+    fail("ppu-launch runs no ppu-rendezvous")
+
+
+def kill_store(run, times_before):
+    """SIGKILL the store and wait until ppu-launch has started it again."""
+    os.kill(store_pid(run.proc.pid), signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while run.text().count("the rendezvous store exited") <= times_before:
+        if time.monotonic() > deadline or run.proc.poll() is not None:
+            fail(f"ppu-launch did not restart the store:\n{run.text()[-3000:]}")
+        time.sleep(0.05)
+
+
+def no_gang_restart(run, rc, what):
+    log = run.text()
+    if rc != 0 or "restarting the gang" in log or "exited with code 3" in log:
+        fail(f"{what}: ppu-launch exited {rc} (want 0, no gang restart, no exit 3)\n{log[-4000:]}")
+
+
+def case_store_restart():
+    reference = uninterrupted(0)
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-store-"), restarts=0)
+    run.wait_for(r"\[rank 0\] .* step 40/")
+    before = rank_pids(run.proc.pid)
+    kill_store(run, 0)
+    run.wait_for(r"\[rank 0\] .* step 125/", timeout=240)
+    kill_store(run, 1)
+    run.wait_for(r"\[rank 0\] .* step 160/", timeout=240)
+    same_processes(before, rank_pids(run.proc.pid), set())
+    rc = run.finish()
+    no_gang_restart(run, rc, "the store killed twice")
+    restarts = [run.summary(r)["recovery"]["faults"].get("store_restarted", {}).get("count", 0) for r in range(4)]
+    if min(restarts) < 1:
+        fail(f"store restarts counted per rank {restarts}: every rank met the restarted store")
+    checksum = one_checksum(run)
+    if checksum != reference["param_checksum"]:
+        fail(
+            f"after two store restarts the parameters differ from the uninterrupted run's: {checksum} vs "
+            f"{reference['param_checksum']}\n{run.text()[-3000:]}"
+        )
+    print(f"store killed at steps ~40 and ~125: rebuilt, restarts seen per rank {restarts}; bit-identical {checksum}")
+
+
+def case_store_during_recovery():
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-store-reform-"), ["--set", "network.timeout_s=60"], restarts=1)
+    run.wait_for(r"\[rank 0\] .* step 30/")
+    before = rank_pids(run.proc.pid)
+    os.kill(before[1], signal.SIGKILL)
+    run.wait_for(r"\[rank [023]\] .*the group lost a member")
+    kill_store(run, 0)  # during the re-formation without rank 1
+    run.wait_for(r"rank\(s\) \[[0-9,]*1[0-9,]*\] rejoined in round", timeout=240)
+    same_processes(before, rank_pids(run.proc.pid), {1})
+    rc = run.finish()
+    no_gang_restart(run, rc, "the store killed while the group re-formed")
+    print(f"store killed while re-forming without rank 1: rank 1 rejoined; one checksum {one_checksum(run)}")
 
 
 def case_hung():
@@ -532,6 +607,8 @@ def case_coowner_state():
     "fallback": case_fallback,
     "late-replacement": case_late_replacement,
     "hung": case_hung,
+    "store-restart": case_store_restart,
+    "store-during-recovery": case_store_during_recovery,
     "second-loss": case_second_loss,
     "lost-for-good": case_lost_for_good,
     "degraded-checkpoint": case_degraded_checkpoint,

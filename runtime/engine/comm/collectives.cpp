@@ -2,6 +2,7 @@
 
 #include "common/env.h"
 #include "core/job_contract.h"
+#include "engine/comm/store_clients.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -126,7 +127,7 @@ void Collectives::reform(const std::vector<int>& members, int64_t generation) {
   sequence_ = 0;
   const auto prefix = "live/g" + std::to_string(generation) + "/pg";
   try {
-    form(c10::make_intrusive<c10d::PrefixStore>(prefix, store_), static_cast<int>(me - members.begin()),
+    form(c10::make_intrusive<c10d::PrefixStore>(prefix, store()), static_cast<int>(me - members.begin()),
          static_cast<int>(members.size()));
   } catch (const std::exception& e) {
     throw PeerError("forming generation " + std::to_string(generation) + " failed: " + e.what());
@@ -156,7 +157,30 @@ void Collectives::abort(const std::string& why) {
   aborted_ = true;
 }
 
-c10::intrusive_ptr<c10d::Store> Collectives::store() const { return store_; }
+c10::intrusive_ptr<c10d::Store> Collectives::store() const {
+  std::lock_guard<std::mutex> lock(store_mutex_);
+  return store_;
+}
+
+void Collectives::reconnect_store() {
+  const auto timeout = connect_timeout_.count() > 0 ? connect_timeout_ : timeout_;
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(info_.master_port);
+  opts.isServer = false;
+  opts.waitWorkers = false;
+  // One short attempt (LibTorch 1.13 counts a connect's timeout in whole seconds, and its
+  // retries can miss a store that came back meanwhile): the caller retries.
+  opts.timeout = std::chrono::seconds(1);
+  try {
+    auto fresh = c10::make_intrusive<c10d::TCPStore>(info_.master_addr, opts);
+    fresh->setTimeout(std::max<std::chrono::milliseconds>(timeout, std::chrono::seconds(1)));
+    std::lock_guard<std::mutex> lock(store_mutex_);
+    retire_store_client(std::exchange(store_, fresh));
+  } catch (const std::exception& e) {
+    throw PeerError("reconnecting to the rendezvous store at " + info_.master_addr + ":" +
+                    std::to_string(info_.master_port) + " failed: " + e.what());
+  }
+}
 
 bool Collectives::has_group() const {
   if (group_) return true;
@@ -166,7 +190,9 @@ bool Collectives::has_group() const {
   return false;
 }
 
-Collectives::~Collectives() = default;
+Collectives::~Collectives() {
+  if (store_) retire_store_client(store_);  // its watcher may be parked (store_clients.h)
+}
 
 void Collectives::wait(const char* what, const std::function<void()>& op) {
   const ProgressClock::Waiting waiting(progress_);

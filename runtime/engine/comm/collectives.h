@@ -74,6 +74,10 @@ class Collectives {
   ProgressClock& progress() { return progress_; }
   // The rendezvous store (null with WORLD_SIZE = 1); thread-safe for its own requests.
   c10::intrusive_ptr<c10d::Store> store() const;
+  // A new connection to the store at MASTER_ADDR:MASTER_PORT in place of the current one (which
+  // may be blocked on a store that died or stopped answering: it is left to its requests). One
+  // attempt of about a second; throws PeerError when the store does not accept it.
+  void reconnect_store();
 
   // A new group of `members` (job ranks, ascending, this rank among them) over the keys of
   // `generation`; clears abort(). Blocks until every member has joined or the connect timeout
@@ -133,6 +137,7 @@ class Collectives {
   RendezvousInfo info_;
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds connect_timeout_{0};  // 0: timeout_
+  mutable std::mutex store_mutex_;                // store_ changes on reconnect_store()
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_ = 0, world_size_ = 1;
   std::vector<int> members_;  // under abort_mutex_ while it changes

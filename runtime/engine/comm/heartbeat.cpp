@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/comm/store_clients.h"
+
 namespace ppu {
 
 namespace {
@@ -32,6 +34,8 @@ struct Heartbeat::Shared {
   OnLost on_lost;
   std::atomic<const ProgressClock*> progress{nullptr};  // published after on_hung
   OnHung on_hung;
+  std::atomic<const Announce*> announce{nullptr};  // published once set
+  Announce announce_fn;
   bool hung = false;  // the beater's own: on_hung ran
   std::string prefix;
   std::mutex mutex;
@@ -77,20 +81,33 @@ void Heartbeat::watch_progress(const ProgressClock& clock, OnHung on_hung) {
   shared_->progress.store(&clock, std::memory_order_release);
 }
 
+void Heartbeat::announce_with(Announce announce) {
+  if (!shared_ || shared_->announce.load()) return;
+  shared_->announce_fn = std::move(announce);
+  shared_->announce.store(&shared_->announce_fn, std::memory_order_release);
+}
+
 void Heartbeat::start() {
   if (!shared_ || beater_.joinable()) return;
   shared_->answered = Clock::now().time_since_epoch().count();
   beater_ = std::thread([s = shared_] { beat(s); });
   watchdog_ = std::thread([s = shared_] {
     auto tick = Clock::now();
+    bool store_silent = false;
     while (s->pause()) {
       const auto now = Clock::now();
       if (now - tick > s->window / 2) s->answered = now.time_since_epoch().count();  // this process was stopped
       tick = now;
       const auto silent = now - Clock::time_point(Clock::duration(s->answered.load()));
       if (silent > s->window) {
-        s->report(Lost{-1, seconds(silent)});
-        return;
+        if (!s->keep_watching) {
+          s->report(Lost{-1, seconds(silent)});
+          return;
+        }
+        if (!store_silent) s->on_lost(Lost{-1, seconds(silent)});  // once per silence
+        store_silent = true;
+      } else {
+        store_silent = false;
       }
     }
   });
@@ -162,6 +179,7 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
       } else {
         store->add(s->key(info.rank), 1);
       }
+      if (const Announce* announce = s->announce.load(std::memory_order_acquire)) (*announce)(*store);
       const auto now = Clock::now();
       s->answered = now.time_since_epoch().count();
       // Stopped ourselves for longer than the window: the peers' silence is not theirs.
@@ -189,7 +207,8 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
         }
       }
     } catch (const std::exception&) {
-      store.reset();  // reconnect next time; the watchdog reports a store that stays silent
+      // Reconnect next time; the watchdog reports a store that stays silent.
+      if (store) retire_store_client(std::exchange(store, {}));
     }
   } while (s->pause());
   bool leaving = false;
@@ -203,6 +222,7 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
     } catch (const std::exception&) {  // peers will see it silent, as if lost: the job is ending anyway
     }
   }
+  if (store) retire_store_client(store);
   s->beater_done.set_value();
 }
 

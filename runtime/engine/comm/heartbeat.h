@@ -19,6 +19,9 @@
 // under the same rank), and silent() tells who is silent now; only the store's silence stops it.
 // A gap in this process's own schedule longer than the window (it was stopped itself) restarts
 // every clock instead of blaming the peers or the store for it.
+// With keep_watching the store's silence is reported too (rank -1, once per silence) and the
+// monitor goes on reconnecting: the store's supervisor restarts it and the ranks rebuild their
+// part of it (LiveGroup); each beat then also writes what announce_with() gives.
 // Progress, not liveness (watch_progress): with a ProgressClock this rank beats only while its
 // training thread makes progress (progress_clock.h). Once the clock has been idle past its
 // window the rank stops beating, so its peers find it silent and fence it, and `on_hung` runs
@@ -33,6 +36,10 @@
 
 #include "engine/comm/collectives.h"
 #include "engine/comm/progress_clock.h"
+
+namespace c10d {
+class Store;
+}  // namespace c10d
 
 namespace ppu {
 
@@ -58,6 +65,10 @@ class Heartbeat {
   // Beat only while `clock` shows progress; `on_hung` once it has been idle past its window.
   // Before or after start(), once; `clock` must outlive this object.
   void watch_progress(const ProgressClock& clock, OnHung on_hung);
+  // After each beat, `announce` runs with the beater's own store connection (LiveGroup's
+  // account of this member). Once, before or after start(); it must not block for long.
+  using Announce = std::function<void(c10d::Store&)>;
+  void announce_with(Announce announce);
   // Starts beating and watching (once; a no-op when off or started).
   void start();
   // This rank finished its work: peers stop watching it.

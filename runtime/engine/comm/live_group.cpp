@@ -1,5 +1,6 @@
 #include "engine/comm/live_group.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <algorithm>
@@ -15,7 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
 std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
 std::vector<int> parse_list(const std::string& s) {
@@ -27,15 +27,26 @@ std::vector<int> parse_list(const std::string& s) {
 
 bool contains(const std::vector<int>& ranks, int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); }
 
-// The value `key` ends up with: `proposal` if it was unset, else what another rank set first.
-std::string decide(c10d::Store& store, const std::string& key, const std::string& proposal) {
-  return text(store.compareSet(key, {}, bytes(proposal)));
-}
-
 constexpr const char* kJoins = "live/joins";
 constexpr const char* kDone = "live/done";
+constexpr const char* kFirstGroup = "live/g0/members";  // Collectives: a started process is a replacement
+
+std::string account_key(int rank) { return "live/at/" + std::to_string(rank); }
 
 }  // namespace
+
+// A member's account as announcer() writes it.
+struct LiveGroup::Account {
+  int64_t generation = -1;
+  int64_t decided = 0;  // collectives of that generation whose outcome it knows
+  char last = '-';      // the last one's outcome: 'c' commit, 'a' abort
+  std::vector<int> members;
+};
+
+struct LiveGroup::Announcement {
+  std::mutex mutex;
+  std::string account;  // "" before the group formed
+};
 
 std::string ranks_text(const std::vector<int>& ranks) {
   std::string out;
@@ -44,74 +55,181 @@ std::string ranks_text(const std::vector<int>& ranks) {
 }
 
 LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent)
-    : col_(collectives), silent_(std::move(silent)), patience_(collectives.timeout()) {
+    : col_(collectives),
+      silent_(std::move(silent)),
+      store_(collectives, std::chrono::seconds(5)),
+      store_patience_(collectives.timeout()),
+      announcement_(std::make_shared<Announcement>()),
+      patience_(collectives.timeout()) {
+  incarnation_ = store_.incarnation();
   // The first group of the job has formed: from now on a starting process is a replacement.
-  if (!col_.joining()) decide(*col_.store(), key(0, "members"), ranks_text(col_.members()));
+  if (!col_.joining()) {
+    store_.decide(kFirstGroup, ranks_text(col_.members()));
+    publish();
+  }
   // A member that re-forms the group ends the collectives the others are still waiting in
-  // (one may be waiting on a survivor that has already given up on it).
-  col_.set_abort_probe([this] {
+  // (one may be waiting on a survivor that has already given up on it). A lost store answers
+  // nothing here: the collective goes on through Gloo, and its commit finds the store again.
+  col_.set_abort_probe([this]() -> std::string {
     const int64_t next = generation_ + 1;
-    return col_.store()->check({key(next, "reforming")})
-               ? "a member began re-forming the group as generation " + std::to_string(next)
-               : std::string();
+    try {
+      if (!store_.lost() && store_.check(key(next, "reforming")))
+        return "a member began re-forming the group as generation " + std::to_string(next);
+    } catch (const StoreLost&) {
+    }
+    return {};
   });
+}
+
+void LiveGroup::set_store_limits(std::chrono::milliseconds request_timeout, std::chrono::milliseconds patience) {
+  store_.set_request_timeout(request_timeout);
+  store_patience_ = patience;
 }
 
 std::string LiveGroup::key(int64_t generation, const std::string& name) const {
   return "live/g" + std::to_string(generation) + "/" + name;
 }
 
+void LiveGroup::publish() {
+  const std::string account = std::to_string(generation_) + " " + std::to_string(exchange_) + " " + last_outcome_ +
+                              " " + ranks_text(col_.members());
+  std::lock_guard<std::mutex> lock(announcement_->mutex);
+  announcement_->account = account;
+}
+
+std::function<void(c10d::Store&)> LiveGroup::announcer() const {
+  std::vector<int> all(col_.job_size());
+  for (int r = 0; r < col_.job_size(); ++r) all[r] = r;
+  return [a = announcement_, key = account_key(col_.job_rank()), all = ranks_text(all)](c10d::Store& store) {
+    std::string account;
+    {
+      std::lock_guard<std::mutex> lock(a->mutex);
+      account = a->account;
+    }
+    if (account.empty()) return;
+    store.set(key, bytes(account));
+    store.compareSet(kFirstGroup, {}, bytes(all));  // a restarted store: replacements stay replacements
+  };
+}
+
+std::optional<LiveGroup::Account> LiveGroup::account_of(int rank) {
+  const std::string k = account_key(rank);
+  if (!store_.check(k)) return std::nullopt;
+  std::stringstream in(store_.get(k));
+  Account a;
+  std::string members;
+  in >> a.generation >> a.decided >> a.last >> members;
+  a.members = parse_list(members);
+  return a;
+}
+
+bool LiveGroup::reconnect(const std::string& why) {
+  const auto start = Clock::now();
+  const std::string before = incarnation_;
+  try {
+    incarnation_ = store_.reconnect(store_patience_);
+  } catch (const StoreLost& e) {
+    throw LiveRecoveryGaveUp(std::string("live recovery gives up: ") + e.what() + " after '" + why +
+                             "' (network.timeout_s): gang restart from the last checkpoint");
+  }
+  const bool kept = incarnation_ == before;
+  outages_.push_back({!kept, std::chrono::duration<double>(Clock::now() - start).count()});
+  spdlog::warn("{}; the rendezvous store answers again after {:.1f} s{}", why, outages_.back().seconds,
+               kept ? ", with its keys" : ": it restarted and lost its keys, which the ranks rebuild");
+  if (kept) return true;
+  // Everything that lived only in the store is gone: join requests are counted afresh.
+  rebuilt_ = true;
+  joins_seen_ = 0;
+  return false;
+}
+
 bool LiveGroup::commit(bool done) {
   const ProgressClock::Waiting on_members(col_.progress());
-  auto& store = *col_.store();
-  const std::string base = key(generation_, "x" + std::to_string(exchange_++) + "/");
+  const int64_t index = exchange_;
+  bool committed = false;
+  for (;;) {
+    try {
+      committed = commit_in_store(index, done);
+      break;
+    } catch (const StoreLost& e) {
+      if (reconnect(e.what())) continue;  // the same store: its keys are there, ask again
+      committed = commit_after_restart(index, done);
+      break;
+    }
+  }
+  ++exchange_;
+  last_outcome_ = committed ? 'c' : 'a';
+  publish();
+  return committed;
+}
+
+bool LiveGroup::commit_in_store(int64_t index, bool done) {
+  const std::string base = key(generation_, "x" + std::to_string(index) + "/");
   const std::string outcome = base + "outcome";
-  if (!done) return decide(store, outcome, "abort") == "commit";
+  if (!done) return store_.decide(outcome, "abort") == "commit";
   const auto members = static_cast<int64_t>(col_.members().size());
-  store.add(base + "done", 1);
+  store_.add(base + "done", 1);
   const auto deadline = Clock::now() + col_.timeout();
   auto pause = std::chrono::microseconds(100);
   for (;;) {
-    if (store.add(base + "done", 0) >= members) return decide(store, outcome, "commit") == "commit";
-    if (store.check({outcome})) return text(store.get(outcome)) == "commit";
-    if (col_.aborted() || Clock::now() > deadline) return decide(store, outcome, "abort") == "commit";
+    if (store_.add(base + "done", 0) >= members) return store_.decide(outcome, "commit") == "commit";
+    if (store_.check(outcome)) return store_.get(outcome) == "commit";
+    if (col_.aborted() || Clock::now() > deadline) return store_.decide(outcome, "abort") == "commit";
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2000));
   }
 }
 
-std::vector<int> LiveGroup::join_requests(int64_t upto) const {
+bool LiveGroup::commit_after_restart(int64_t index, bool done) {
+  const std::string outcome = key(generation_, "x" + std::to_string(index) + "/outcome");
+  const auto deadline = Clock::now() + patience_;
+  for (;;) {
+    try {
+      // Another member resolved it already, or one went on past it: that outcome.
+      if (store_.check(outcome)) return store_.get(outcome) == "commit";
+      std::optional<bool> seen;
+      bool every_member_known = true;
+      for (int r : col_.members()) {
+        if (r == col_.job_rank()) continue;
+        const auto a = account_of(r);
+        if (!a) {
+          every_member_known = every_member_known && silent_(r);
+          continue;
+        }
+        if (a->generation > generation_)
+          throw OutOfGroup("rank " + std::to_string(r) + " formed generation " + std::to_string(a->generation) +
+                           " of the live group without rank " + std::to_string(col_.job_rank()) +
+                           " while the store restarted");
+        if (a->generation == generation_ && a->decided > index)
+          seen = a->decided == index + 1 ? a->last == 'c' : true;  // only a commit lets a member go on
+      }
+      // Nobody live saw an outcome (or this rank did not complete it): abort, everywhere alike.
+      if (seen || every_member_known || !done || Clock::now() > deadline)
+        return store_.decide(outcome, seen.value_or(false) && done ? "commit" : "abort") == "commit";
+    } catch (const StoreLost& e) {
+      reconnect(e.what());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::vector<int> LiveGroup::join_requests(int64_t upto) {
   std::vector<int> ranks;
   for (int64_t i = joins_seen_ + 1; i <= upto; ++i)
-    ranks.push_back(std::stoi(text(col_.store()->get("live/join/" + std::to_string(i)))));
+    ranks.push_back(std::stoi(store_.get("live/join/" + std::to_string(i))));
   return ranks;
 }
 
 std::vector<int> LiveGroup::recover() {
   const ProgressClock::Waiting on_members(col_.progress());
-  auto& store = *col_.store();
   const std::vector<int> before = col_.members();
   const int64_t next = generation_ + 1;
-  const std::string members_key = key(next, "members");
-  if (!store.check({members_key})) {
-    store.set(key(next, "reforming"), bytes("1"));
-    store.set(key(next, "arrived/" + std::to_string(col_.job_rank())), bytes("1"));
-    const auto deadline = Clock::now() + patience_;
-    while (!store.check({members_key})) {
-      const auto requests = join_requests(store.add(kJoins, 0));
-      const std::set<int> rejoining(requests.begin(), requests.end());
-      std::vector<int> arrived, waiting;
-      for (int r : before) {
-        if (store.check({key(next, "arrived/" + std::to_string(r))})) arrived.push_back(r);
-        else if (!silent_(r) && !rejoining.count(r)) waiting.push_back(r);
-      }
-      // Past the patience the members that neither came nor fell silent are left out too: they
-      // find the generation formed without them (OutOfGroup) and are replaced.
-      if (waiting.empty() || Clock::now() > deadline) {
-        decide(store, members_key, ranks_text(arrived));
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (;;) {
+    try {
+      decide_members(next, before);
+      break;
+    } catch (const StoreLost& e) {
+      reconnect(e.what());  // the same store or a restarted one: decide again in it
     }
   }
   form(next, before);
@@ -121,9 +239,42 @@ std::vector<int> LiveGroup::recover() {
   return lost;
 }
 
+void LiveGroup::decide_members(int64_t next, const std::vector<int>& before) {
+  const std::string members_key = key(next, "members");
+  if (store_.check(members_key)) return;
+  store_.set(key(next, "reforming"), "1");
+  store_.set(key(next, "arrived/" + std::to_string(col_.job_rank())), "1");
+  const auto deadline = Clock::now() + patience_;
+  while (!store_.check(members_key)) {
+    const auto requests = join_requests(store_.add(kJoins, 0));
+    const std::set<int> rejoining(requests.begin(), requests.end());
+    std::vector<int> arrived, waiting;
+    for (int r : before) {
+      if (store_.check(key(next, "arrived/" + std::to_string(r)))) {
+        arrived.push_back(r);
+        continue;
+      }
+      // A restarted store: a member that formed `next` or later before it died went on without
+      // this rank (its account says so); it is not coming.
+      if (rebuilt_ && r != col_.job_rank())
+        if (const auto a = account_of(r); a && a->generation >= next && !contains(a->members, col_.job_rank()))
+          throw OutOfGroup("rank " + std::to_string(r) + " formed generation " + std::to_string(a->generation) +
+                           " of the live group without rank " + std::to_string(col_.job_rank()) +
+                           " while the store restarted");
+      if (!silent_(r) && !rejoining.count(r)) waiting.push_back(r);
+    }
+    // Past the patience the members that neither came nor fell silent are left out too: they
+    // find the generation formed without them (OutOfGroup) and are replaced.
+    if (waiting.empty() || Clock::now() > deadline) {
+      store_.decide(members_key, ranks_text(arrived));
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 void LiveGroup::form(int64_t next, const std::vector<int>& before) {
-  auto& store = *col_.store();
-  const auto members = parse_list(text(store.get(key(next, "members"))));
+  const auto members = parse_list(store_.get(key(next, "members")));
   if (!contains(members, col_.job_rank()))
     throw OutOfGroup("generation " + std::to_string(next) + " of the live group was formed without rank " +
                      std::to_string(col_.job_rank()) + " (members " + ranks_text(members) + ")");
@@ -134,18 +285,21 @@ void LiveGroup::form(int64_t next, const std::vector<int>& before) {
       source = r;
       break;
     }
-  if (source >= 0) source_ = std::stoi(decide(store, key(next, "source"), std::to_string(source)));
+  if (source >= 0) source_ = std::stoi(store_.decide(key(next, "source"), std::to_string(source)));
   newcomers_.clear();
   for (int r : members)
     if (!contains(before, r)) newcomers_.push_back(r);
   // Past this generation even if forming it fails: a later recovery moves on from it.
   generation_ = next;
   exchange_ = 0;
+  last_outcome_ = '-';
+  rebuilt_ = false;
   col_.reform(members, next);
+  publish();
 }
 
 std::vector<int> LiveGroup::pending_joiners() {
-  const auto counts = col_.allgather(torch::tensor({col_.store()->add(kJoins, 0)}, torch::kInt64));
+  const auto counts = col_.allgather(torch::tensor({store_.add(kJoins, 0)}, torch::kInt64));
   int64_t agreed = 0;
   for (const auto& c : counts) agreed = std::max(agreed, c.item<int64_t>());
   std::vector<int> joiners;
@@ -157,11 +311,10 @@ std::vector<int> LiveGroup::pending_joiners() {
 }
 
 std::vector<int> LiveGroup::admit(const std::vector<int>& joiners) {
-  auto& store = *col_.store();
   const std::vector<int> before = col_.members();
   // The requests taken in: up to the first that stands for a member (see pending_joiners).
   int64_t upto = joins_seen_;
-  for (int r : join_requests(store.add(kJoins, 0))) {
+  for (int r : join_requests(store_.add(kJoins, 0))) {
     if (!contains(joiners, r)) break;
     ++upto;
   }
@@ -170,8 +323,8 @@ std::vector<int> LiveGroup::admit(const std::vector<int>& joiners) {
     if (!contains(proposal, r)) proposal.push_back(r);
   std::sort(proposal.begin(), proposal.end());
   const int64_t next = generation_ + 1;
-  store.set(key(next, "joins"), bytes(std::to_string(upto)));
-  decide(store, key(next, "members"), ranks_text(proposal));
+  store_.set(key(next, "joins"), std::to_string(upto));
+  store_.decide(key(next, "members"), ranks_text(proposal));
   form(next, before);
   if (!newcomers_.empty()) joins_seen_ = upto;
   return newcomers_;
@@ -179,25 +332,40 @@ std::vector<int> LiveGroup::admit(const std::vector<int>& joiners) {
 
 bool LiveGroup::join() {
   const ProgressClock::Waiting on_group(col_.progress());  // until the next round boundary
-  auto& store = *col_.store();
-  const int me = col_.job_rank();
-  const int64_t request = store.add(kJoins, 1);
-  store.set("live/join/" + std::to_string(request), bytes(std::to_string(me)));
   for (;;) {
-    if (store.check({kDone})) {
-      finished_result_ = text(store.get(kDone));
+    try {
+      return join_in_store();
+    } catch (const StoreLost& e) {
+      reconnect(e.what());  // a restarted store forgot the request: ask again
+    }
+  }
+}
+
+bool LiveGroup::join_in_store() {
+  const int me = col_.job_rank();
+  const int64_t request = store_.add(kJoins, 1);
+  store_.set("live/join/" + std::to_string(request), std::to_string(me));
+  // Generations are looked for from the latest a member accounts for (a restarted store has
+  // none of the earlier ones).
+  for (int r = 0; r < col_.job_size(); ++r)
+    if (const auto a = account_of(r); a && a->generation > generation_) generation_ = a->generation;
+  for (;;) {
+    if (store_.check(kDone)) {
+      finished_result_ = store_.get(kDone);
       return false;
     }
-    while (store.check({key(generation_ + 1, "members")})) ++generation_;
+    while (store_.check(key(generation_ + 1, "members"))) ++generation_;
     // A generation takes this process in when it lists this rank and admitted its request.
     const std::string joins = key(generation_, "joins");
-    if (store.check({joins}) && std::stoll(text(store.get(joins))) >= request) {
-      const auto members = parse_list(text(store.get(key(generation_, "members"))));
+    if (store_.check(joins) && std::stoll(store_.get(joins)) >= request) {
+      const auto members = parse_list(store_.get(key(generation_, "members")));
       if (contains(members, me)) {
-        joins_seen_ = std::stoll(text(store.get(joins)));
-        source_ = std::stoi(text(store.get(key(generation_, "source"))));
+        joins_seen_ = std::stoll(store_.get(joins));
+        source_ = std::stoi(store_.get(key(generation_, "source")));
         col_.reform(members, generation_);
         exchange_ = 0;
+        last_outcome_ = '-';
+        publish();
         return true;
       }
     }
@@ -205,6 +373,11 @@ bool LiveGroup::join() {
   }
 }
 
-void LiveGroup::finish(const std::string& result) { col_.store()->set(kDone, bytes(result)); }
+void LiveGroup::finish(const std::string& result) {
+  try {
+    store_.set(kDone, result);
+  } catch (const StoreLost&) {  // a replacement still waiting then runs into its own limits
+  }
+}
 
 }  // namespace ppu

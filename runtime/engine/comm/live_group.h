@@ -15,6 +15,9 @@
 //   live/joins, live/join/<i> replacements asking to come back, in order of arrival
 //   live/done                the job finished (a member's summary): a replacement still waiting
 //                            reports it and exits
+//   live/at/<r>              member r's own account, rewritten with each of its heartbeats
+//                            (announce): "<generation> <collectives decided> <last outcome c|a|->
+//                            <members>" — what a restarted store is rebuilt from
 //
 // Contracts:
 //  - commit(done): every member of the generation gets the same answer for its next
@@ -30,15 +33,30 @@
 //  - pending_joiners()/admit(): at a round boundary, the replacements every member has seen
 //    (one all-gather of the join count) and the generation that takes them in.
 //  - join(): a replacement's side: ask, wait for a generation that includes this rank, form it.
+//  - The store itself may die and be restarted by its supervisor (ppu-launch, the operator). No
+//    request waits longer than the request timeout (BoundedStore); a lost connection is opened
+//    again for up to the store patience (then LiveRecoveryGaveUp: exit 3). A store with another
+//    incarnation has lost every key; the ranks rebuild what they need from their own accounts
+//    (live/at/<r>, republished by every member's heartbeat within a fifth of its window):
+//    a collective whose outcome was lost takes the outcome a member saw ("commit" if any member
+//    went on past it), or "abort" when no live member saw one; a member that finds a later
+//    generation formed without it is out of the group (OutOfGroup); replacements ask again; the
+//    next generation forms in the new store as after any failure. The θ digest check of the next
+//    outer sync (trainer) catches a member that went on from a different outcome.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/comm/bounded_store.h"
 #include "engine/comm/collectives.h"
 
 namespace ppu {
@@ -66,6 +84,21 @@ class LiveGroup {
   // How long recover() waits for members that neither arrive nor fall silent (default: the
   // collectives' timeout).
   void set_patience(std::chrono::milliseconds patience) { patience_ = patience; }
+  // How long one store request may take (default: the connect timeout's floor, 5 s), and how long
+  // a lost store may stay away before live recovery gives up (default: the collectives' timeout).
+  void set_store_limits(std::chrono::milliseconds request_timeout, std::chrono::milliseconds patience);
+  // The store outages this rank went through since the last call: whether the store came back
+  // empty (restarted) or with its keys, and the seconds from the failed request until it answered.
+  struct StoreOutage {
+    bool restarted;
+    double seconds;
+  };
+  std::vector<StoreOutage> take_store_outages() { return std::exchange(outages_, {}); }
+
+  // Writes this member's account (live/at/<rank>) and the first group's marker with the store
+  // connection it is given: for the heartbeat's thread (Heartbeat::announce_with), after each
+  // beat. Nothing until the group formed; safe to call after this object is gone.
+  std::function<void(c10d::Store&)> announcer() const;
 
   // Whether the next collective of this generation took effect on every member; `done`: it
   // completed here.
@@ -94,17 +127,40 @@ class LiveGroup {
   const std::string& finished_result() const { return finished_result_; }
 
  private:
+  struct Account;       // a member's account (live/at/<r>), as read back
+  struct Announcement;  // this member's account, shared with the heartbeat's thread
+
   std::string key(int64_t generation, const std::string& name) const;
   // Reads generation `next`'s members (written by whoever decided it), forms it, and records
   // the state source for newcomers relative to `before`.
   void form(int64_t next, const std::vector<int>& before);
-  std::vector<int> join_requests(int64_t upto) const;  // ranks of requests joins_seen_+1..upto
+  std::vector<int> join_requests(int64_t upto);  // ranks of requests joins_seen_+1..upto
+  // The store as it stands: the commit protocol of collective `index`.
+  bool commit_in_store(int64_t index, bool done);
+  // The same collective after the store restarted and lost its outcome (see the contract).
+  bool commit_after_restart(int64_t index, bool done);
+  // Decides generation `next`'s members as recover() describes.
+  void decide_members(int64_t next, const std::vector<int>& before);
+  // A replacement's request and wait in the store as it stands; false: the job finished.
+  bool join_in_store();
+  // After a StoreLost: connect again (within the store patience, else LiveRecoveryGaveUp) and
+  // tell whether the store kept its keys; a restarted one resets what lived only in it.
+  bool reconnect(const std::string& why);
+  std::optional<Account> account_of(int rank);
+  void publish();  // this rank's account, for announcer()
 
   Collectives& col_;
   IsSilent silent_;
+  BoundedStore store_;
+  std::chrono::milliseconds store_patience_;
+  std::string incarnation_;
+  bool rebuilt_ = false;  // the store restarted since this rank last formed a generation
+  std::vector<StoreOutage> outages_;
+  std::shared_ptr<Announcement> announcement_;
   std::atomic<int64_t> generation_{0};  // read by the abort probe on communication threads
   int64_t exchange_ = 0;                // collectives of this generation committed or aborted so far
-  int64_t joins_seen_ = 0;              // join requests already taken in (or standing for a member)
+  char last_outcome_ = '-';
+  int64_t joins_seen_ = 0;  // join requests already taken in (or standing for a member)
   int source_ = 0;
   std::chrono::milliseconds patience_;
   std::vector<int> newcomers_;

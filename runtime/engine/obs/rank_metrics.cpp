@@ -52,6 +52,8 @@ struct RankMetrics::Families {
   prometheus::Counter& recoveries;
   prometheus::Counter& recovery_seconds;
   prometheus::Counter& theta_mismatches;
+  prometheus::Family<prometheus::Counter>& faults;
+  prometheus::Family<prometheus::Counter>& fault_recovery_seconds;
 };
 
 namespace {
@@ -114,6 +116,9 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       one(counter("ppu_theta_mismatches_total",
                   "Ranks found holding another global θ than the others before a sync (then repaired)"),
           r),
+      counter("ppu_faults_total", "Faults this rank saw and recovered from, by kind (docs/RECOVERY.md)").Register(r),
+      counter("ppu_fault_recovery_seconds_total", "Seconds from a fault to the re-formed group, by the fault's kind")
+          .Register(r),
   });
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
@@ -212,6 +217,12 @@ void RankMetrics::add_recovery(bool lost, double seconds) {
   if (!f_) return;
   if (lost) f_->recoveries.Increment();
   f_->recovery_seconds.Increment(seconds);
+}
+
+void RankMetrics::add_fault(const std::string& kind, double seconds_to_recover) {
+  if (!f_) return;
+  f_->faults.Add({{"kind", kind}}).Increment();
+  f_->fault_recovery_seconds.Add({{"kind", kind}}).Increment(seconds_to_recover);
 }
 
 double process_rss_bytes() {

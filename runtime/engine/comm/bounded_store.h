@@ -1,0 +1,62 @@
+// BoundedStore: the rendezvous store as the live path asks it — no request waits longer than
+// `request_timeout`, and a store that died, restarted or cannot be reached surfaces as StoreLost
+// instead of a hang (a TCPStore read on a stopped host never returns by itself).
+//
+// Contracts:
+//  - add/check/get/set/decide run the request on a helper thread and wait at most the request
+//    timeout. A failed or unanswered request throws StoreLost and marks the connection lost:
+//    every later request throws StoreLost at once, without waiting, until reconnect().
+//  - reconnect() opens a new connection (Collectives::reconnect_store) and reads the store's
+//    incarnation (contract::kStoreIncarnationKey), retrying until `patience` has passed; it
+//    returns the incarnation, or throws StoreLost when the store did not come back in time.
+//    A different incarnation than before means the store restarted and lost every key.
+//  - A request abandoned at its timeout keeps running on its thread against the old connection
+//    (it holds that connection; reconnect() never reuses it).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "engine/comm/collectives.h"
+
+namespace ppu {
+
+// The store did not answer in time, failed, or the connection to it is lost.
+class StoreLost : public PeerError {
+ public:
+  using PeerError::PeerError;
+};
+
+class BoundedStore {
+ public:
+  BoundedStore(Collectives& collectives, std::chrono::milliseconds request_timeout);
+
+  void set_request_timeout(std::chrono::milliseconds timeout) { request_timeout_ = timeout; }
+  std::chrono::milliseconds request_timeout() const { return request_timeout_; }
+
+  int64_t add(const std::string& key, int64_t delta);
+  bool check(const std::string& key);
+  std::string get(const std::string& key);  // waits for the key on the store's side, bounded here
+  void set(const std::string& key, const std::string& value);
+  // The value `key` ends up with: `proposal` if it was unset, else what another rank set first.
+  std::string decide(const std::string& key, const std::string& proposal);
+
+  // Whether the last request failed (requests throw at once until reconnect()).
+  bool lost() const { return lost_; }
+  // A new connection and the store's incarnation (see above).
+  std::string reconnect(std::chrono::milliseconds patience);
+  // The incarnation read at the last reconnect() or incarnation() ("" before).
+  std::string incarnation();
+
+ private:
+  template <class R, class Request>
+  R ask(const char* what, Request request);
+
+  Collectives& col_;
+  std::chrono::milliseconds request_timeout_;
+  std::atomic<bool> lost_{false};
+};
+
+}  // namespace ppu

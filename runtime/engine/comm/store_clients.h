@@ -1,0 +1,27 @@
+// Store clients that survive their store's death. LibTorch 1.13's TCPStore client runs a watcher
+// thread (for watchKey) that throws, uncaught, when the store's process dies and resets the
+// connection: std::terminate ends the whole rank. Destroying such a client joins that thread. A
+// live job must outlive its store (docs/RECOVERY.md, "The store can restart"), so:
+//  - keep_ranks_alive_when_the_store_dies() installs a terminate handler that parks a thread other
+//    than the caller's (the main thread) whose uncaught exception is a std::system_error for a
+//    lost connection (ECONNRESET, ECONNABORTED, EPIPE, ENOTCONN): that thread sleeps until the
+//    process exits, which goes on. Every other call of std::terminate goes to the previous
+//    handler unchanged. Once per process, from the main thread.
+//  - retire_store_client(client) keeps a client the caller no longer uses alive until the process
+//    exits, so that its watcher, parked or not, is never joined.
+// Our own threads catch their exceptions; a lost-connection error that escapes any other thread
+// is the watcher's. LibTorch 2's client has no watcher thread: the handler then never fires.
+#pragma once
+
+#include <c10/util/intrusive_ptr.h>
+
+namespace c10d {
+class Store;
+}  // namespace c10d
+
+namespace ppu {
+
+void keep_ranks_alive_when_the_store_dies();
+void retire_store_client(c10::intrusive_ptr<c10d::Store> client);
+
+}  // namespace ppu

@@ -1,0 +1,213 @@
+// The rendezvous store dying under a live group (engine/comm/bounded_store.h, live_group.h),
+// with the real parts in threads: a store request is bounded in time and a lost connection fails
+// fast until reconnected; a restarted (empty) store is recognised by its incarnation; a commit
+// whose outcome the restart lost takes the outcome a member saw, or aborts on every member alike,
+// and the group then re-forms in the new store.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../common/free_port.h"
+#include "core/exit_status.h"
+#include "core/job_contract.h"
+#include "engine/comm/bounded_store.h"
+#include "engine/comm/live_group.h"
+#include "engine/comm/store_clients.h"
+#include "store_server.h"
+
+namespace ppu {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+std::array<std::atomic<bool>, 3> g_silent{};
+
+// A store server that writes an incarnation, as ppu-rendezvous does. Its clients' watcher
+// threads outlive its death, as in ppu-train (store_clients.h).
+c10::intrusive_ptr<c10d::TCPStore> serve(int port, const std::string& incarnation) {
+  keep_ranks_alive_when_the_store_dies();
+  auto server = testing::serve_store(port);
+  server->set(contract::kStoreIncarnationKey, std::vector<uint8_t>(incarnation.begin(), incarnation.end()));
+  return server;
+}
+
+struct Member {
+  Member(int rank, int world, int port)
+      : col({rank, world, "127.0.0.1", port, /*external_store=*/true}, 30s),
+        group(col, [](int r) { return g_silent[r].load(); }) {
+    group.set_store_limits(2s, 20s);
+  }
+  Collectives col;
+  LiveGroup group;
+};
+
+void each(const std::vector<int>& ranks, const std::function<void(int)>& f) {
+  std::vector<std::exception_ptr> errors(ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        f(ranks[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// Each member's account in the store as its heartbeat would write it.
+void announce_all(std::vector<std::unique_ptr<Member>>& m, int port) {
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(port);
+  opts.isServer = false;
+  opts.waitWorkers = false;
+  c10d::TCPStore client("127.0.0.1", opts);
+  for (auto& member : m) member->group.announcer()(client);
+}
+
+// A TCP listener that accepts connections and never answers: a store whose host is stopped.
+struct SilentListener {
+  explicit SilentListener(int port) {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 16) != 0)
+      throw std::runtime_error("cannot listen on " + std::to_string(port));
+  }
+  ~SilentListener() { close(fd); }
+  int fd;
+};
+
+// A client of the store only: the store says a group of the job exists, so it forms none.
+Collectives store_client(int port, const c10::intrusive_ptr<c10d::TCPStore>& server) {
+  const std::string first = "0,1";
+  server->set("live/g0/members", std::vector<uint8_t>(first.begin(), first.end()));
+  return Collectives({1, 2, "127.0.0.1", port, /*external_store=*/true}, 30s);
+}
+
+TEST(BoundedStore, AStoreThatStopsAnsweringIsLostWithinTheRequestTimeout) {
+  const int port = testing::free_port();
+  auto server = serve(port, "first");
+  Collectives col = store_client(port, server);
+  ASSERT_TRUE(col.joining());
+  BoundedStore store(col, 1s);
+  EXPECT_EQ(store.incarnation(), "first");
+  store.set("k", "v");
+  EXPECT_EQ(store.get("k"), "v");
+
+  // The store dies; a stopped host takes its port: the request is cut off at its timeout.
+  server.reset();
+  SilentListener stopped(port);
+  col.reconnect_store();
+  const auto asked = Clock::now();
+  EXPECT_THROW(store.check("k"), StoreLost);
+  const double waited = std::chrono::duration<double>(Clock::now() - asked).count();
+  EXPECT_GE(waited, 0.9);
+  EXPECT_TRUE(store.lost());
+  EXPECT_THROW(store.add("n", 1), StoreLost);    // at once: the connection is lost until reconnect()
+  EXPECT_THROW(store.reconnect(2s), StoreLost);  // it never answers within the patience
+}
+
+TEST(BoundedStore, AReconnectTellsARestartedStoreByItsIncarnation) {
+  const int port = testing::free_port();
+  auto server = serve(port, "first");
+  Collectives col = store_client(port, server);
+  BoundedStore store(col, 2s);
+  store.set("k", "v");
+  server.reset();
+  EXPECT_THROW(store.get("k"), StoreLost);
+  std::thread restart([&] {
+    std::this_thread::sleep_for(500ms);
+    server = serve(port, "second");
+  });
+  EXPECT_EQ(store.reconnect(10s), "second");
+  restart.join();
+  EXPECT_FALSE(store.lost());
+  EXPECT_FALSE(store.check("k"));  // the restarted store lost its keys
+}
+
+// Three members, the first group formed and one exchange committed; then the store restarts.
+struct RestartedGroup : ::testing::Test {
+  void SetUp() override {
+    for (auto& s : g_silent) s = false;
+    port = testing::free_port();
+    server = serve(port, "first");
+    m.resize(3);
+    each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
+    std::vector<int> committed(3);
+    each({0, 1, 2}, [&](int r) { committed[r] = m[r]->group.commit(true); });
+    ASSERT_EQ(committed, (std::vector<int>{1, 1, 1}));
+    server.reset();
+    server = serve(port, "second");
+  }
+  int port = 0;
+  c10::intrusive_ptr<c10d::TCPStore> server;
+  std::vector<std::unique_ptr<Member>> m;
+};
+
+TEST_F(RestartedGroup, ACommitNoMemberSawAbortsEverywhereAndTheGroupReformsInTheNewStore) {
+  announce_all(m, port);  // every member pending at exchange 1
+  std::vector<int> committed(3, -1);
+  each({0, 1, 2}, [&](int r) { committed[r] = m[r]->group.commit(true); });
+  EXPECT_EQ(committed, (std::vector<int>{0, 0, 0}));
+  std::vector<std::vector<int>> lost(3);
+  each({0, 1, 2}, [&](int r) { lost[r] = m[r]->group.recover(); });
+  EXPECT_EQ(lost[0], std::vector<int>{});
+  EXPECT_EQ(m[2]->group.generation(), 1);
+  std::vector<double> sums(3);
+  each({0, 1, 2}, [&](int r) {
+    auto t = torch::ones({1});
+    m[r]->col.allreduce_sum(t);
+    sums[r] = t.item<double>();
+  });
+  EXPECT_EQ(sums, (std::vector<double>{3, 3, 3}));
+  const auto outages = m[0]->group.take_store_outages();
+  ASSERT_EQ(outages.size(), 1u);
+  EXPECT_TRUE(outages[0].restarted);
+}
+
+TEST_F(RestartedGroup, ACommitAMemberSawBeforeTheRestartCommitsOnTheOthers) {
+  announce_all(m, port);
+  // Rank 2 read "commit" for exchange 1 just before the store died (its account says it went on).
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(port);
+  opts.isServer = false;
+  c10d::TCPStore client("127.0.0.1", opts);
+  const std::string account = "0 2 c 0,1,2";
+  client.set("live/at/2", std::vector<uint8_t>(account.begin(), account.end()));
+  std::vector<int> committed(2, -1);
+  each({0, 1}, [&](int r) { committed[r] = m[r]->group.commit(true); });
+  EXPECT_EQ(committed, (std::vector<int>{1, 1}));
+}
+
+TEST_F(RestartedGroup, AMemberThatFindsALaterGenerationFormedWithoutItIsOutOfTheGroup) {
+  announce_all(m, port);
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(port);
+  opts.isServer = false;
+  c10d::TCPStore client("127.0.0.1", opts);
+  const std::string account = "1 0 - 1,2";  // ranks 1 and 2 formed generation 1 before the restart
+  client.set("live/at/1", std::vector<uint8_t>(account.begin(), account.end()));
+  EXPECT_THROW(m[0]->group.commit(true), OutOfGroup);
+}
+
+}  // namespace
+}  // namespace ppu
