@@ -509,6 +509,29 @@ TEST_F(OperatorIT, ARankExiting3UnderLiveRestartsTheGangAndTheStore) {
   EXPECT_TRUE(has_event("GangRestart"));
 }
 
+TEST_F(OperatorIT, ALiveJobsFailedStorePodIsRecreatedAloneWithoutAGangRestart) {
+  start_controller(1);
+  create_job(live_manifest(job_manifest("ls", 2)));
+  ASSERT_TRUE(wait_pods("ls", 3));
+  set_all("ls", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("ls") == "Running"; }));
+  auto store_uid = [&] {
+    Response r = client_->get(ResourceKind::Pod, "default", "ls-rendezvous");
+    return r.ok() ? r.body["metadata"]["uid"].get<std::string>() : std::string();
+  };
+  const std::string old_store = store_uid();
+  auto ranks_before = pod_uids("ls");
+  ranks_before.erase(old_store);
+  set_pod_status("ls-rendezvous", "Failed", 137, "killed", "", "ppu-rendezvous");
+  ASSERT_TRUE(eventually([&] { return !store_uid().empty() && store_uid() != old_store; })) << job("ls").dump();
+  auto ranks_after = pod_uids("ls");
+  ranks_after.erase(store_uid());
+  EXPECT_EQ(ranks_after, ranks_before) << "no rank pod replaced";
+  EXPECT_EQ(restarts("ls"), 0);
+  EXPECT_EQ(phase("ls"), "Running");
+  EXPECT_TRUE(eventually([&] { return has_event("StoreReplaced"); }));
+}
+
 // ---- a lost node (no kubelet here: the test plays the node and the node lifecycle controller) ----
 
 TEST_F(OperatorIT, ALiveRankStuckTerminatingOnALostNodeIsForceDeletedAndReplaced) {

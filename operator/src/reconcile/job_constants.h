@@ -60,7 +60,8 @@ inline constexpr const char* kConfigurationError = "ConfigurationError";        
 inline constexpr const char* kCheckpointOrDataMissing = "CheckpointOrDataMissing";  // a rank exited 4
 inline constexpr const char* kPodCreationFailed = "PodCreationFailed";              // event of a refusal
 // recovery live.
-inline constexpr const char* kRankRecovery = "RankRecovery";  // event: one rank pod lost, recreated alone
+inline constexpr const char* kRankRecovery = "RankRecovery";    // event: one rank pod lost, recreated alone
+inline constexpr const char* kStoreReplaced = "StoreReplaced";  // event: the store's pod lost, recreated alone
 inline constexpr const char* kRecoveryLimitExceeded = "RecoveryLimitExceeded";  // Failed: maxRecoveries spent
 inline constexpr const char* kLiveGroupDegraded = "LiveGroupDegraded";          // Degraded True
 inline constexpr const char* kLiveGroupComplete = "LiveGroupComplete";          // Degraded False: all ranks live

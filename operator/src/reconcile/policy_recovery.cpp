@@ -8,7 +8,8 @@
 // a rank lost again within the window is recreated only after its back-off (recovery_pacing.h),
 // so a rank that cannot stay up neither spins nor is recreated for ever. A lost rank's pod stuck
 // terminating on a lost node is force-deleted so that its name, the replacement's, is freed
-// (node_health.h). Condition Degraded says whether the live group is short.
+// (node_health.h). The store's pod is replaced alone too, as often as it is lost (the ranks rebuild
+// its keys). Condition Degraded says whether the live group is short.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -83,6 +84,30 @@ void release_stuck(Pass& p, int rank, const json& pod, std::vector<RecoveringRan
   lost.push_back(Loss{rank, uid, "was stuck terminating on " + describe(s), s});
 }
 
+// The store's pod failed, vanished or is stuck on a lost node: it goes (force-deleted in the
+// last case), and keep_rendezvous creates it again under its name; the ranks rebuild its keys
+// (docs/RECOVERY.md). An event says so; no gang restart, no recovery counted.
+void replace_lost_store(Pass& p, const Gang& g) {
+  const std::string store = "rendezvous pod " + rendezvous_name(p.spec);
+  const std::string after = "; recreating it: the ranks rebuild its keys (no gang restart)";
+  if (g.rendezvous && pod_lost(*g.rendezvous)) {
+    p.delete_pod(*g.rendezvous);
+    p.event(event_type::kWarning, reason::kStoreReplaced,
+            store + " failed (" + failure_reason(*g.rendezvous) + ")" + after);
+  } else if (g.rendezvous_terminating && p.in.rendezvous_pod && p.in.options.force_delete_on_lost_node) {
+    const StuckPod s = stuck_on_lost_node(*p.in.rendezvous_pod, p.in.nodes, p.in.now);
+    if (s.wait_s >= 0) p.requeue_in(static_cast<double>(s.wait_s));
+    if (!s.force_delete) return;
+    p.force_delete_pod(*p.in.rendezvous_pod);
+    p.force_deletions++;
+    p.event(event_type::kWarning, reason::kPodForceDeleted,
+            store + " was stuck terminating on " + describe(s) + "; force-deleted it (grace period 0)" + after);
+  } else if (!g.rendezvous && !g.rendezvous_terminating && p.phase() == JobPhase::Running) {
+    p.event(event_type::kWarning, reason::kStoreReplaced,
+            store + " disappeared (deleted, evicted or node lost)" + after);
+  }
+}
+
 std::string window_words(const RunPolicy& rp) {
   return rp.recovery_window_seconds > 0 ? "in the last " + std::to_string(rp.recovery_window_seconds) + " s"
                                         : "over the job's lifetime";
@@ -135,6 +160,7 @@ void hold_backed_off(Pass& p, const std::vector<RecoveringRank>& recovering) {
 
 bool live_recovery(Pass& p, const Gang& g) {
   if (p.spec.recovery != Recovery::Live) return false;
+  replace_lost_store(p, g);
   const RunPolicy& rp = p.spec.run_policy;
   std::vector<RecoveringRank> recovering = p.status.recovering_ranks.value_or(std::vector<RecoveringRank>{});
   forget_replaced(recovering, g);

@@ -1,8 +1,8 @@
 // Restart: a failed or lost rank restarts the whole gang (ranks resume from the latest
 // checkpoint) after an exponential back-off, at most backoffLimit times; exit codes 2 and 4
 // fail the job at once because a restart cannot fix them (docs/METRICS.md). With recovery live
-// only exit code 3 (the survivors gave up the live group) and a lost rendezvous store restart the
-// gang, and the store is recreated with it (fresh keys); other losses are policy_recovery.cpp's.
+// only exit code 3 (the survivors gave up the live group) restarts the gang, and the store is
+// recreated with it (fresh keys); other losses, the store's included, are policy_recovery.cpp's.
 // Either way the old gang's pods stuck on a lost node are force-deleted (node_health.h) rather
 // than waited for: the new gang reuses their names, and a node that never returns would hold
 // the restart for ever.
@@ -10,6 +10,7 @@
 
 #include "core/job_contract.h"
 #include "kube/rfc3339.h"
+#include "reconcile/job_status.h"
 #include "reconcile/node_health.h"
 #include "reconcile/object_builder.h"
 #include "reconcile/reconcile_pass.h"
@@ -89,16 +90,15 @@ bool fatal_exit(Pass& p, const Gang& g) {
 
 namespace {
 
-// With recovery live, what ends the live group: a rank that exited 3, or the store's pod lost.
-std::string live_group_failure(const Pass& p, const Gang& g, bool started) {
+// With recovery live, what ends the live group: a rank that exited 3 (live recovery gave up; its
+// termination message says why). A lost store is replaced without one (policy_recovery.cpp).
+std::string live_group_failure(const Gang& g) {
   for (const auto& [r, pod] : g.by_rank)
-    if (pod_lost(*pod) && exit_code(*pod) == contract::exit_code::kPeerFailure)
-      return "rank " + std::to_string(r) + " failed (" + failure_reason(*pod) +
-             ": too few ranks or slices left for the live group)";
-  if (g.rendezvous && pod_lost(*g.rendezvous))
-    return "rendezvous pod " + rendezvous_name(p.spec) + " failed (" + failure_reason(*g.rendezvous) + ")";
-  if (!g.rendezvous && !g.rendezvous_terminating && started)
-    return "rendezvous pod " + rendezvous_name(p.spec) + " disappeared (deleted, evicted or node lost)";
+    if (pod_lost(*pod) && exit_code(*pod) == contract::exit_code::kPeerFailure) {
+      const std::string why = termination_message(*pod);
+      return "rank " + std::to_string(r) + " failed (" + failure_reason(*pod) + ": " +
+             (why.empty() ? "too few ranks or slices left for the live group" : why) + ")";
+    }
   return "";
 }
 
@@ -113,7 +113,7 @@ bool rank_failure(Pass& p, const Gang& g) {
     if (pod_lost(*pod) && failure.empty())
       failure = "rank " + std::to_string(r) + " failed (" + failure_reason(*pod) + ")";
   }
-  if (p.spec.recovery == Recovery::Live) failure = live_group_failure(p, g, started);
+  if (p.spec.recovery == Recovery::Live) failure = live_group_failure(g);
   // A missing rank is a loss only once the gang has started; before that it is a creation that
   // has not happened (or not been observed) yet, and creating it again is harmless.
   else if (failure.empty() && started && static_cast<int>(g.by_rank.size()) < g.size) {

@@ -33,7 +33,7 @@ json build_rendezvous_pod(const JobSpec& j, int restart) {
   container["securityContext"] = container_security_context(j);
 
   json spec = pod_settings(j);
-  spec["restartPolicy"] = "Never";
+  spec["restartPolicy"] = "Always";  // restarted in place, empty: the ranks rebuild its keys
   spec["containers"] = json::array({container});
   spec["volumes"] = json::array({{{"name", "tmp"}, {"emptyDir", json::object()}}});
   return typed_object(ResourceKind::Pod, {{"metadata", md}, {"spec", spec}});

@@ -17,7 +17,8 @@ inline constexpr const char* kRendezvousContainer = "ppu-rendezvous";
 
 // The store's pod <job>-rendezvous: the rank pods' image, pull policy, security contexts, service
 // account and scheduling (object_builder.h), small CPU/memory requests, a /tmp emptyDir,
-// restartPolicy Never (a store restarted in place would be empty: its loss is a gang restart).
+// restartPolicy Always: a store restarted in place is empty, and the ranks rebuild its keys
+// (docs/RECOVERY.md); a store pod that is lost anyway is replaced (policy_recovery.cpp).
 // `restart` is the job's restartCount when it is created (the ppu.dev/restart annotation).
 json build_rendezvous_pod(const JobSpec& j, int restart);
 // The Service <job>-rendezvous: headless (its name resolves to the store pod's IP, as rank 0's does

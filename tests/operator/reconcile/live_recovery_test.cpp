@@ -94,7 +94,7 @@ TEST(LiveRecoveryObjects, TheStorePodFollowsTheRankPodsConventions) {
   EXPECT_EQ(store["spec"]["securityContext"], rank["spec"]["securityContext"]);
   EXPECT_EQ(store["spec"]["nodeSelector"], rank["spec"]["nodeSelector"]);
   EXPECT_EQ(store["spec"]["automountServiceAccountToken"], false);
-  EXPECT_EQ(store["spec"]["restartPolicy"], "Never") << "a store restarted in place would be empty";
+  EXPECT_EQ(store["spec"]["restartPolicy"], "Always") << "restarted in place, empty: the ranks rebuild its keys";
   EXPECT_TRUE(is_rendezvous_pod(store));
   EXPECT_FALSE(is_rendezvous_pod(rank));
 
@@ -280,23 +280,25 @@ TEST(LiveRecovery, ExitCode3RestartsTheGangAndTheStore) {
   EXPECT_EQ(event_reasons(d), std::vector<std::string>{reason::kGangRestart});
 }
 
-TEST(LiveRecovery, ALostStoreRestartsTheGang) {
+TEST(LiveRecovery, ALostStoreIsReplacedAloneWithoutAGangRestart) {
   json job = live_job();
   Observed failed = observed_live(job, gang(job, 4, "Running"));
   failed.rendezvous_pod = with_exit(*failed.rendezvous_pod, 1, "oom");
   Decision d = reconcile(failed);
-  EXPECT_TRUE(d.gang_restart);
-  EXPECT_NE(condition_of(*new_status(d), condition::kRestarting)
-                ->at("message")
-                .get<std::string>()
-                .find("rendezvous pod demo-rendezvous failed"),
-            std::string::npos);
+  EXPECT_FALSE(d.gang_restart);
+  EXPECT_EQ(deleted_pods(d), std::vector<std::string>{"demo-rendezvous"}) << "no rank pod is touched";
+  EXPECT_TRUE(created_pods(d).empty()) << "the store's name is not free yet";
+  EXPECT_EQ(event_reasons(d), std::vector<std::string>{reason::kStoreReplaced});
 
   Observed gone = observed_live(job, gang(job, 4, "Running"));
   gone.rendezvous_pod.reset();
   Decision g = reconcile(gone);
-  EXPECT_TRUE(g.gang_restart);
-  EXPECT_EQ(count<DeleteObject>(g, ResourceKind::Pod), 4);
+  EXPECT_FALSE(g.gang_restart);
+  EXPECT_EQ(count<DeleteObject>(g, ResourceKind::Pod), 0);
+  EXPECT_EQ(created_pods(g), std::vector<std::string>{"demo-rendezvous"});
+  EXPECT_EQ(event_reasons(g), std::vector<std::string>{reason::kStoreReplaced});
+  const json st = new_status(g) ? *new_status(g) : job["status"];
+  EXPECT_EQ(st.value("restartCount", 0), 0);
 }
 
 TEST(LiveRecovery, RestartingWaitsForTheStoreAndRecreatesItFirst) {
