@@ -6,7 +6,8 @@
 # - the namespace enforces the `restricted` Pod Security Standard (so the API server admitted
 #   the rank pods only because they comply);
 # - the operator's ServiceAccount may do what its RBAC grants and is refused the rest (secrets,
-#   workloads, nodes, RBAC objects, exec, logs, ServiceAccounts, impersonation, wildcards): by
+#   workloads, node changes, RBAC objects, exec, logs, ServiceAccounts, impersonation, wildcards; it
+#   may read Nodes, for the lost-node force deletion): by
 #   `kubectl auth can-i --as`, and by real requests authenticated with its own token.
 # Usage: security_check.sh JOB_NAMESPACE JOB OPERATOR_NAMESPACE OPERATOR_SERVICEACCOUNT
 # Needs KUBECONFIG and PPU_CLUSTER_DIR (set by scripts/cluster-e2e.sh).
@@ -42,7 +43,12 @@ for cid in $rank_cids $op_cids; do
   pods=$((pods + 1))
   cid="${cid#containerd://}"
   pid="$(awk -v c="$cid" '$1==c && $3=="RUNNING" {print $2}' <<<"$tasks")"
-  [[ -n "$pid" ]] || fail "container $cid is not running in containerd (the job must be training during this check)"
+  for ((i = 0; i < 20 && ${#pid} == 0; i++)); do # a task listed a moment before it runs
+    sleep 1
+    tasks="$(ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks ls)"
+    pid="$(awk -v c="$cid" '$1==c && $3=="RUNNING" {print $2}' <<<"$tasks")"
+  done
+  [[ -n "$pid" ]] || fail "container $cid is not running in containerd (the job must be training during this check): $(grep -F "$cid" <<<"$tasks")"
   st="/proc/$pid/status"
   uids="$(awk '/^Uid:/ {print $2, $3, $4, $5}' "$st")"
   gids="$(awk '/^Gid:/ {print $2, $3, $4, $5}' "$st")"
@@ -82,6 +88,10 @@ as_sa() { kubectl --kubeconfig=/dev/null --server="$server" --certificate-author
 as_sa -n "$NS" get pods >/dev/null || fail "the operator's token cannot list pods in $NS"
 out="$(as_sa -n "$NS" get secrets 2>&1 || true)"
 [[ "$out" == *Forbidden* || "$out" == *forbidden* ]] || fail "listing secrets with the operator's token was not refused: $out"
-out="$(as_sa get nodes 2>&1 || true)"
-[[ "$out" == *orbidden* ]] || fail "listing nodes with the operator's token was not refused: $out"
-ok "requests with the operator's token: pods listed; secrets and nodes refused (403 Forbidden)"
+# Nodes it may read (--force-delete-on-lost-node, the chart's default), never change.
+as_sa get nodes >/dev/null || fail "the operator's token cannot list nodes (it watches them for lost-node force deletion)"
+out="$(as_sa label node --all ppu.dev/e2e=1 2>&1 || true)"
+[[ "$out" == *orbidden* ]] || fail "labelling a node with the operator's token was not refused: $out"
+out="$(as_sa get persistentvolumes 2>&1 || true)"
+[[ "$out" == *orbidden* ]] || fail "listing persistentvolumes with the operator's token was not refused: $out"
+ok "requests with the operator's token: pods and nodes listed; secrets, node changes and persistentvolumes refused (403 Forbidden)"
