@@ -18,6 +18,7 @@
 
 #include "../common/free_port.h"
 #include "core/exit_status.h"
+#include "live_members.h"
 #include "store_server.h"
 
 namespace ppu {
@@ -29,30 +30,11 @@ using namespace std::chrono_literals;
 std::array<std::atomic<bool>, 3> g_silent{};
 
 // One rank's membership: connects to the store and forms (or, a replacement, waits to join).
-struct Member {
-  Member(int rank, int world, int port)
-      : col({rank, world, "127.0.0.1", port, /*external_store=*/true}, 30s),
-        group(col, [](int r) { return g_silent[r].load(); }) {}
-  Collectives col;
-  LiveGroup group;
+struct Member : testing::LiveMember {
+  Member(int rank, int world, int port) : LiveMember(rank, world, port, [](int r) { return g_silent[r].load(); }) {}
 };
 
-// Runs f(rank) on one thread per rank in `ranks` and joins them; rethrows the first failure.
-void each(const std::vector<int>& ranks, const std::function<void(int)>& f) {
-  std::vector<std::exception_ptr> errors(ranks.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    threads.emplace_back([&, i] {
-      try {
-        f(ranks[i]);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
+using testing::each;
 
 double sum_of_ones(Collectives& col) {
   auto t = torch::ones({1});

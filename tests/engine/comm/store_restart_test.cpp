@@ -24,6 +24,7 @@
 #include "engine/comm/bounded_store.h"
 #include "engine/comm/live_group.h"
 #include "engine/comm/store_clients.h"
+#include "live_members.h"
 #include "store_server.h"
 
 namespace ppu {
@@ -34,49 +35,40 @@ using Clock = std::chrono::steady_clock;
 
 std::array<std::atomic<bool>, 3> g_silent{};
 
+void put(c10d::Store& store, const std::string& key, const std::string& value) {
+  store.set(key, std::vector<uint8_t>(value.begin(), value.end()));
+}
+
 // A store server that writes an incarnation, as ppu-rendezvous does. Its clients' watcher
 // threads outlive its death, as in ppu-train (store_clients.h).
 c10::intrusive_ptr<c10d::TCPStore> serve(int port, const std::string& incarnation) {
   keep_ranks_alive_when_the_store_dies();
   auto server = testing::serve_store(port);
-  server->set(contract::kStoreIncarnationKey, std::vector<uint8_t>(incarnation.begin(), incarnation.end()));
+  put(*server, contract::kStoreIncarnationKey, incarnation);
   return server;
 }
 
-struct Member {
-  Member(int rank, int world, int port)
-      : col({rank, world, "127.0.0.1", port, /*external_store=*/true}, 30s),
-        group(col, [](int r) { return g_silent[r].load(); }) {
+struct Member : testing::LiveMember {
+  Member(int rank, int world, int port) : LiveMember(rank, world, port, [](int r) { return g_silent[r].load(); }) {
     group.set_store_limits(2s, 20s);
   }
-  Collectives col;
-  LiveGroup group;
 };
 
-void each(const std::vector<int>& ranks, const std::function<void(int)>& f) {
-  std::vector<std::exception_ptr> errors(ranks.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    threads.emplace_back([&, i] {
-      try {
-        f(ranks[i]);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
+using testing::each;
 
-// Each member's account in the store as its heartbeat would write it.
-void announce_all(std::vector<std::unique_ptr<Member>>& m, int port) {
+// A plain client of the store at `port`.
+c10::intrusive_ptr<c10d::TCPStore> client_of(int port) {
   c10d::TCPStoreOptions opts;
   opts.port = static_cast<std::uint16_t>(port);
   opts.isServer = false;
   opts.waitWorkers = false;
-  c10d::TCPStore client("127.0.0.1", opts);
-  for (auto& member : m) member->group.announcer()(client);
+  return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
+}
+
+// Each member's account in the store as its heartbeat would write it.
+void announce_all(std::vector<std::unique_ptr<Member>>& m, int port) {
+  auto client = client_of(port);
+  for (auto& member : m) member->group.announcer()(*client);
 }
 
 // A TCP listener that accepts connections and never answers: a store whose host is stopped.
@@ -98,8 +90,7 @@ struct SilentListener {
 
 // A client of the store only: the store says a group of the job exists, so it forms none.
 Collectives store_client(int port, const c10::intrusive_ptr<c10d::TCPStore>& server) {
-  const std::string first = "0,1";
-  server->set("live/g0/members", std::vector<uint8_t>(first.begin(), first.end()));
+  put(*server, "live/g0/members", "0,1");
   return Collectives({1, 2, "127.0.0.1", port, /*external_store=*/true}, 30s);
 }
 
@@ -187,12 +178,7 @@ TEST_F(RestartedGroup, ACommitNoMemberSawAbortsEverywhereAndTheGroupReformsInThe
 TEST_F(RestartedGroup, ACommitAMemberSawBeforeTheRestartCommitsOnTheOthers) {
   announce_all(m, port);
   // Rank 2 read "commit" for exchange 1 just before the store died (its account says it went on).
-  c10d::TCPStoreOptions opts;
-  opts.port = static_cast<std::uint16_t>(port);
-  opts.isServer = false;
-  c10d::TCPStore client("127.0.0.1", opts);
-  const std::string account = "0 2 c 0,1,2";
-  client.set("live/at/2", std::vector<uint8_t>(account.begin(), account.end()));
+  put(*client_of(port), "live/at/2", "0 2 c 0,1,2");
   std::vector<int> committed(2, -1);
   each({0, 1}, [&](int r) { committed[r] = m[r]->group.commit(true); });
   EXPECT_EQ(committed, (std::vector<int>{1, 1}));
@@ -200,12 +186,7 @@ TEST_F(RestartedGroup, ACommitAMemberSawBeforeTheRestartCommitsOnTheOthers) {
 
 TEST_F(RestartedGroup, AMemberThatFindsALaterGenerationFormedWithoutItIsOutOfTheGroup) {
   announce_all(m, port);
-  c10d::TCPStoreOptions opts;
-  opts.port = static_cast<std::uint16_t>(port);
-  opts.isServer = false;
-  c10d::TCPStore client("127.0.0.1", opts);
-  const std::string account = "1 0 - 1,2";  // ranks 1 and 2 formed generation 1 before the restart
-  client.set("live/at/1", std::vector<uint8_t>(account.begin(), account.end()));
+  put(*client_of(port), "live/at/1", "1 0 - 1,2");  // ranks 1 and 2 formed generation 1 before the restart
   EXPECT_THROW(m[0]->group.commit(true), OutOfGroup);
 }
 
