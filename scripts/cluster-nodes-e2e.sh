@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# End to end on a real two-node cluster (scripts/cluster.sh up --nodes 2: two kubelets and two
+# containerds, each node its own network namespace, bridge and pod CIDR, routed to each other),
+# with NetworkPolicies enforced (kube-network-policies on both nodes) and the chart's defaults
+# (ctest label `cluster`). Each step prints its own PASS line, or FAIL and stops:
+#   1. a 4-rank PPUJob spread over both nodes by the user's spec.scheduling.affinity (a preferred
+#      podAntiAffinity on kubernetes.io/hostname between the job's rank pods; a weak preference
+#      for node 1 keeps the live job's store, created before any rank, there), its checkpoints on a
+#      ReadWriteMany PersistentVolumeClaim that both nodes mount (the local StorageClass's
+#      hostPath volumes are one host directory: what NFS or a shared-filesystem CSI driver is on
+#      a real cluster): ranks on both nodes, rendezvous and Gloo across the nodes, training;
+#   2. node loss under recovery live (slicing N = 1, so the survivors cover every slice whichever
+#      ranks the node held): `cluster.sh stop-node ppu-node-2` kills the node's kubelet,
+#      containerd and pods at once; the node goes NotReady, its pods are evicted after their
+#      tolerations (the job's spec.scheduling.tolerations: 5 s for unreachable/not-ready) and stay
+#      Terminating, the operator force-deletes them (events PodForceDeleted), the lost ranks are
+#      recreated on the surviving node and rejoin; condition Degraded is seen True and then
+#      False; the job Succeeds with restartCount 0, one recovery per lost rank, every pod on node
+#      1 and every rank with the same final parameters;
+#   3. node loss under recovery gang, on a fresh two-node cluster: one gang restart, the new gang
+#      on the surviving node (the old pods on the lost node force-deleted), rank 0 resumes from
+#      the last checkpoint on the shared volume, the job Succeeds with restartCount 1.
+# The operator is pinned to node 1 (chart nodeSelector): the test loses node 2, not the operator.
+# Needs root; builds the image (scripts/build-image.sh) if podman lacks it.
+#
+# Usage: scripts/cluster-nodes-e2e.sh [--keep]
+#   --keep           leave the cluster running afterwards (default: `cluster.sh down`)
+#   PPU_CLUSTER_DIR  cluster state dir (default /var/lib/ppu-cluster-nodes-e2e)
+#   PPU_IMAGE        image to test (default localhost/ppu:dev)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-nodes-e2e}"
+export PPU_CLUSTER_PORT="${PPU_CLUSTER_PORT:-16446}"
+KEEP=0
+for a in "$@"; do
+  case "$a" in
+    --keep) KEEP=1 ;;
+    -h | --help)
+      sed -n '2,29p' "$0"
+      exit 0
+      ;;
+    *)
+      echo "cluster-nodes-e2e: unknown flag '$a' (try --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+CL="$ROOT/scripts/cluster.sh"
+IMAGE="${PPU_IMAGE:-localhost/ppu:dev}"
+NS=ppu-nodes
+OPNS=ppu-system
+N1=ppu-node
+N2=ppu-node-2
+T0=$(date +%s)
+say() { echo "[cluster-nodes-e2e +$(($(date +%s) - T0))s] $*"; }
+pass() { echo "PASS cluster-nodes: $*"; }
+die() {
+  echo "FAIL: cluster-nodes: $*" >&2
+  exit 1
+}
+
+[[ $(id -u) == 0 ]] || die "needs root (containerd, namespaces, cgroups)"
+bash "$CL" deps
+HELM="$(bash "$ROOT/scripts/build-helm.sh" | tail -1)"
+if ! podman image exists "$IMAGE"; then bash "$ROOT/scripts/build-image.sh" --tag "$IMAGE" >/dev/null; fi
+cleanup() {
+  local rc=$?
+  if ((rc != 0)) && [[ -f "$PPU_CLUSTER_DIR/kubeconfig" ]]; then
+    echo "--- state at failure" >&2
+    kubectl get nodes,ppj,pods -A -o wide >&2 2>/dev/null || true
+    kubectl -n "$OPNS" logs deploy/ppu-operator --tail=30 >&2 2>/dev/null || true
+  fi
+  if [[ $KEEP == 0 ]]; then bash "$CL" down || rc=1; fi
+  exit $rc
+}
+trap cleanup EXIT
+kubectl() { "$TOOLS/kubectl" "$@"; }
+
+cluster_up() { # a fresh two-node cluster with the image loaded and the operator on node 1
+  [[ -f "$PPU_CLUSTER_DIR/holder.pid" ]] && bash "$CL" down
+  eval "$(bash "$CL" up --nodes 2 | tail -1)"
+  # shellcheck source=/dev/null # written by cluster.sh up: TOOLS, NETPOL, NODES
+  source "$PPU_CLUSTER_DIR/env"
+  [[ "$NETPOL" == 1 && "$NODES" == 2 ]] || die "cluster.sh up --nodes 2 gave NETPOL=$NETPOL NODES=$NODES"
+  bash "$CL" status || die "the cluster is not healthy"
+  bash "$CL" load-image "$IMAGE" >/dev/null
+  "$HELM" install ppu-operator "$ROOT/charts/ppu-operator" -n "$OPNS" --create-namespace \
+    --set image.repository="${IMAGE%:*}" --set image.tag="${IMAGE##*:}" --set image.pullPolicy=Never \
+    --set operator.scrapeInterval=2s --set "nodeSelector.kubernetes\.io/hostname=$N1" \
+    --wait --timeout 180s >/dev/null
+  kubectl create namespace "$NS" >/dev/null
+  kubectl label namespace "$NS" pod-security.kubernetes.io/enforce=restricted >/dev/null
+}
+
+# job NAME RECOVERY STEPS [SLICES]: the cpu-tiny sample's training (N = SLICES, default its 2), 4
+# ranks spread over the nodes by the user's affinity, checkpoints on a ReadWriteMany claim,
+# evicted 5 s after their node is lost.
+job() {
+  cat <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: ckpt-$1, namespace: $NS}
+spec:
+  storageClassName: ppu-local
+  accessModes: [ReadWriteMany]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: ppu.dev/v1alpha1
+kind: PPUJob
+metadata: {name: $1, namespace: $NS}
+spec:
+  replicas: 4
+  image: $IMAGE
+  imagePullPolicy: Never
+  args: ["--summary", "/checkpoints/summary-rank-\$(RANK).json"]
+  resources:
+    requests: {cpu: 100m, memory: 256Mi}
+    limits: {cpu: "1", memory: 1Gi}
+  checkpoint: {claimName: ckpt-$1}
+  runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 1800}
+  scheduling:
+    affinity:
+      podAntiAffinity:
+        preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 100
+          podAffinityTerm:
+            topologyKey: kubernetes.io/hostname
+            labelSelector:
+              matchLabels: {ppu.dev/job: $1}
+              matchExpressions: [{key: ppu.dev/rank, operator: Exists}]
+      nodeAffinity: # a tie-breaker: the live store (created first, no rank yet) goes to node 1
+        preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 1
+          preference: {matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [$N1]}]}
+    tolerations:
+    - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
+    - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
+EOF
+  sed -n '/^  training:/,$p' "$ROOT/manifests/samples/cpu-tiny.yaml" | sed "s/steps: 200,/steps: $3,/" \
+    | sed "s/^    checkpoint: /    network: {recovery: $2, heartbeat_s: 5}\n    checkpoint: /" \
+    | sed "s/slices: 2}/slices: ${4:-2}}/"
+}
+ppj() { kubectl -n "$NS" get ppj "$1" -o jsonpath="{.status.$2}"; }
+wait_phase() { # wait_phase JOB PHASE SECONDS
+  local i p
+  for ((i = 0; i < $3; i += 2)); do
+    p="$(ppj "$1" phase)"
+    [[ "$p" == "$2" ]] && return 0
+    [[ "$p" == Failed ]] && die "PPUJob $1 Failed: $(kubectl -n "$NS" get ppj "$1" -o jsonpath='{.status}')"
+    sleep 2
+  done
+  die "PPUJob $1 not $2 after $3 s (phase '$p')"
+}
+wait_round() { # wait_round JOB ROUND
+  local i r
+  for ((i = 0; i < 900; i += 2)); do
+    r="$(ppj "$1" outerRound)"
+    [[ "$r" =~ ^[0-9]+$ && "$r" -ge $2 ]] && return 0
+    [[ "$(ppj "$1" phase)" == Failed ]] && die "$1 Failed: $(kubectl -n "$NS" get ppj "$1" -o jsonpath='{.status}')"
+    sleep 2
+  done
+  die "$1 never reached round $2 (at '$r')"
+}
+nodes_of() { # nodes_of JOB: "rank node" per rank pod
+  kubectl -n "$NS" get pod -l "ppu.dev/job=$1" -o jsonpath='{range .items[*]}{.metadata.labels.ppu\.dev/rank} {.spec.nodeName}{"\n"}{end}' | sort -n
+}
+pv_dir() {
+  local pv
+  pv="$(kubectl -n "$NS" get pvc "$1" -o jsonpath='{.spec.volumeName}')"
+  kubectl get pv "$pv" -o jsonpath='{.spec.hostPath.path}'
+}
+checksum() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["param_checksum"])' "$1"; }
+same_parameters() { # same_parameters JOB: every rank's summary names the same parameters
+  local d s0 r
+  d="$(pv_dir "ckpt-$1")"
+  s0="$(checksum "$d/summary-rank-0.json")"
+  for r in 1 2 3; do [[ "$(checksum "$d/summary-rank-$r.json")" == "$s0" ]] || die "$1: rank $r ends with other parameters than rank 0"; done
+  echo "$s0"
+}
+spread() { # spread JOB: the job's ranks run on both nodes; prints the ranks on node 2
+  local placement on1 on2
+  wait_phase "$1" Running 300
+  kubectl -n "$NS" wait --for=condition=Ready pod -l "ppu.dev/job=$1,ppu.dev/rank" --timeout=180s >/dev/null
+  placement="$(nodes_of "$1")"
+  on1="$(awk -v n="$N1" '$2 == n {printf "%s ", $1}' <<<"$placement")"
+  on2="$(awk -v n="$N2" '$2 == n {printf "%s ", $1}' <<<"$placement")"
+  [[ -n "$on1" && -n "$on2" ]] || die "$1's ranks are not spread over both nodes: $(tr '\n' ';' <<<"$placement")"
+  echo "$on2"
+}
+# Long enough (several minutes here) that a replacement, about 90 s after the loss, rejoins well
+# before the end (the live job's survivors alone run about 4 rounds a second); the gang job only
+# needs to outlast its restart.
+STEPS=10000
+ROUNDS=$((STEPS / 10))
+GANG_STEPS=5000
+grep -q 'sync_every: 10,' "$ROOT/manifests/samples/cpu-tiny.yaml" || die "cpu-tiny.yaml no longer has outer.sync_every 10; update ROUNDS"
+
+# ---- 1 and 2: spread, trains, loses node 2 under live recovery --------------------------------
+cluster_up
+say "two nodes Ready, NetworkPolicies enforced on both, operator on $N1"
+# N = 1: every rank trains every parameter, so whichever two ranks node 2 holds, the survivors
+# cover every slice. With N = 2 a node holding both owners of a slice (ranks 0 and 2, or 1 and
+# 3: one placement in three) takes that slice with it, which live recovery cannot cover: the
+# survivors exit 3 and the gang restarts, by design (docs/RECOVERY.md).
+job spread live "$STEPS" 1 | kubectl apply -f - >/dev/null
+lost="$(spread spread)"
+wait_round spread 2
+[[ "$(ppj spread lastCheckpointRound)" =~ ^[1-9] ]] || wait_round spread 3
+pass "4 ranks spread over $N1 and $N2 by spec.scheduling.affinity (ranks ${lost}on $N2), training across the nodes with NetworkPolicies enforced, checkpoints on a ReadWriteMany claim (round $(ppj spread outerRound))"
+
+store_node="$(kubectl -n "$NS" get pod spread-rendezvous -o jsonpath='{.spec.nodeName}')"
+[[ "$store_node" == "$N1" ]] || die "the live job's store runs on '$store_node', not $N1: losing $N2 would lose it (a gang restart by design)"
+wait_round spread $((ROUNDS / 10))
+bash "$CL" stop-node "$N2"
+say "stopped $N2 at round $(ppj spread outerRound) (ranks ${lost}were there)"
+for ((i = 0; i < 180; i += 2)); do
+  ready="$(kubectl get node "$N2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')"
+  [[ "$ready" != True ]] && break
+  sleep 2
+done
+[[ "$ready" != True ]] || die "$N2 still Ready 180 s after it was stopped"
+say "$N2 Ready=$ready"
+degraded_seen=0
+for ((i = 0; i < 600; i += 2)); do
+  [[ "$(ppj spread 'conditions[?(@.type=="Degraded")].status')" == True ]] && degraded_seen=1
+  n="$(ppj spread recoveries)"
+  if [[ "$n" =~ ^[0-9]+$ ]] && ((n >= $(wc -w <<<"$lost"))) && [[ "$(ppj spread liveRanks)" == 4 ]]; then break; fi
+  [[ "$(ppj spread phase)" == Failed ]] && die "spread Failed: $(kubectl -n "$NS" get ppj spread -o jsonpath='{.status}')"
+  sleep 2
+done
+((n >= $(wc -w <<<"$lost"))) || die "spread: recoveries '$n', liveRanks '$(ppj spread liveRanks)' after losing ranks $lost"
+((degraded_seen == 1)) || die "spread: condition Degraded never True while ranks ${lost}were lost"
+forced="$(kubectl -n "$NS" get events --field-selector reason=PodForceDeleted -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')"
+[[ "$forced" == *"$N2"* ]] || die "no PodForceDeleted event naming $N2: $forced"
+wait_phase spread Succeeded 1200
+[[ "$(ppj spread restartCount)" == 0 ]] || die "spread: restartCount $(ppj spread restartCount), expected no gang restart"
+[[ "$(ppj spread 'conditions[?(@.type=="Degraded")].status')" == False ]] || die "spread: Degraded not cleared at the end"
+placement="$(nodes_of spread)"
+[[ -z "$(awk -v n="$N1" '$2 != n' <<<"$placement")" ]] || die "spread: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
+sum="$(same_parameters spread)"
+pass "live: $N2 lost; ranks ${lost}force-deleted from it and replaced on $N1 ($(ppj spread recoveries) recoveries, Degraded seen and cleared), Succeeded with restartCount 0, every rank at parameters $sum"
+
+# ---- 3: the same loss under gang recovery, on a fresh cluster ---------------------------------
+cluster_up
+ROUNDS=$((GANG_STEPS / 10))
+job gang gang "$GANG_STEPS" | kubectl apply -f - >/dev/null
+lost="$(spread gang)"
+for ((i = 0; i < 600; i += 2)); do
+  ck="$(ppj gang lastCheckpointRound)"
+  [[ "$ck" =~ ^[0-9]+$ ]] && ((ck >= ROUNDS / 10)) && break
+  sleep 2
+done
+((ck >= ROUNDS / 10)) || die "gang: no checkpoint at round $((ROUNDS / 10)) (last '$ck')"
+bash "$CL" stop-node "$N2"
+say "stopped $N2 at round $(ppj gang outerRound), checkpoint round $ck (ranks ${lost}were there)"
+for ((i = 0; i < 600; i += 2)); do
+  rc="$(ppj gang restartCount)"
+  [[ "$rc" =~ ^[0-9]+$ ]] && ((rc >= 1)) && [[ "$(ppj gang phase)" == Running ]] && break
+  [[ "$(ppj gang phase)" == Failed ]] && die "gang Failed: $(kubectl -n "$NS" get ppj gang -o jsonpath='{.status}')"
+  sleep 2
+done
+[[ "$(ppj gang phase)" == Running ]] || die "gang: no new gang running 600 s after the loss (restartCount '$rc', phase $(ppj gang phase))"
+for ((i = 0; i < 240; i += 2)); do
+  resumed="$(kubectl -n "$NS" logs gang-rank-0 2>/dev/null | grep -m1 'resumed from' || true)"
+  [[ -n "$resumed" ]] && break
+  sleep 2
+done
+[[ -n "$resumed" ]] || die "gang: the new rank 0 never logged 'resumed from' a checkpoint"
+wait_phase gang Succeeded 1200
+[[ "$(ppj gang restartCount)" == 1 ]] || die "gang: restartCount $(ppj gang restartCount), expected exactly 1"
+placement="$(nodes_of gang)"
+[[ -z "$(awk -v n="$N1" '$2 != n' <<<"$placement")" ]] || die "gang: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
+forced="$(kubectl -n "$NS" get events --field-selector reason=PodForceDeleted -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')"
+[[ "$forced" == *"$N2"* ]] || die "gang: no PodForceDeleted event naming $N2: $forced"
+sum="$(same_parameters gang)"
+pass "gang: $N2 lost; one gang restart on $N1 (old pods force-deleted), rank 0 ${resumed#*] }, Succeeded, every rank at parameters $sum"
+echo "cluster-nodes-e2e: all checks passed in $(($(date +%s) - T0)) s"
