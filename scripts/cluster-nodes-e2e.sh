@@ -236,7 +236,7 @@ wait_phase spread Succeeded 1200
 [[ "$(ppj spread restartCount)" == 0 ]] || die "spread: restartCount $(ppj spread restartCount), expected no gang restart"
 [[ "$(ppj spread 'conditions[?(@.type=="Degraded")].status')" == False ]] || die "spread: Degraded not cleared at the end"
 placement="$(nodes_of spread)"
-[[ -z "$(awk -v n="$N1" '$2 != n' <<<"$placement")" ]] || die "spread: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
+[[ -z "$(awk -v n="$N1" '$NF != n' <<<"$placement")" ]] || die "spread: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
 sum="$(same_parameters spread)"
 pass "live: $N2 lost; ranks ${lost}force-deleted from it and replaced on $N1 ($(ppj spread recoveries) recoveries, Degraded seen and cleared), Succeeded with restartCount 0, every rank at parameters $sum"
 
@@ -269,7 +269,7 @@ done
 wait_phase gang Succeeded 1200
 [[ "$(ppj gang restartCount)" == 1 ]] || die "gang: restartCount $(ppj gang restartCount), expected exactly 1"
 placement="$(nodes_of gang)"
-[[ -z "$(awk -v n="$N1" '$2 != n' <<<"$placement")" ]] || die "gang: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
+[[ -z "$(awk -v n="$N1" '$NF != n' <<<"$placement")" ]] || die "gang: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
 forced="$(kubectl -n "$NS" get events --field-selector reason=PodForceDeleted -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')"
 [[ "$forced" == *"$N2"* ]] || die "gang: no PodForceDeleted event naming $N2: $forced"
 sum="$(same_parameters gang)"
