@@ -43,7 +43,7 @@
 #include "engine/state/checkpoint_format.h"
 #include "engine/state/checkpoint_store.h"
 #include "engine/state/host_store.h"
-#include "engine/state/stand_in_part.h"
+#include "engine/model/stand_in_part.h"
 
 namespace ppu {
 

@@ -60,7 +60,7 @@ TEST(CrdDefaults, EnumsAreTheRuntimeChoices) {
               std::set<std::string>(row.choices.begin(), row.choices.end()))
         << row.key;
   }
-  EXPECT_EQ(choice_keys, 17) << "16 choice enums (network.recovery the newest) and model.preset";
+  EXPECT_EQ(choice_keys, 18) << "17 choice enums (network.replacement_inner_state the newest) and model.preset";
   EXPECT_EQ(ppu::choice_names<ppu::Dtype>(), (std::vector<std::string>{"fp32", "bf16"}));
 }
 

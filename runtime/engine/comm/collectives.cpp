@@ -191,6 +191,10 @@ bool Collectives::has_group() const {
 }
 
 Collectives::~Collectives() {
+  // A retired group may hold work stuck on a peer that is gone for good (a lost node never
+  // answers, not even with a reset): its destructor would wait for that work until Gloo's
+  // timeout, and a finished rank would not exit for minutes. It is left to the process's exit.
+  for (auto& group : retired_) (void)group.release();
   if (store_) retire_store_client(store_);  // its watcher may be parked (store_clients.h)
 }
 

@@ -1,4 +1,4 @@
-#include "engine/state/stand_in_part.h"
+#include "engine/model/stand_in_part.h"
 
 #include "engine/model/region_view.h"
 #include "engine/state/checkpoint_format.h"
