@@ -136,6 +136,7 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
     if (external_store) setenv(ppu::contract::env::kExternalStore, "1", 1);
     const std::vector<std::string> prefix = wrapper_words(wrapper, rank);
     std::vector<char*> argv;
+    argv.reserve(prefix.size() + args.size() + 3);
     for (const auto& w : prefix) argv.push_back(const_cast<char*>(w.c_str()));
     argv.push_back(const_cast<char*>(trainer.c_str()));
     if (check) argv.push_back(const_cast<char*>("--check"));
