@@ -224,7 +224,8 @@ void InnerOptimizer::share_state(Collectives& collectives, int root, bool adopt)
   for (const auto& p : params_) elements += p.numel();
   auto sizes = torch::tensor({adam ? static_cast<int64_t>(params_.size()) : 0, adam ? elements : 0}, torch::kInt64);
   collectives.broadcast(sizes, root);
-  const int64_t count = sizes[0].item<int64_t>(), total = sizes[1].item<int64_t>();
+  const auto count = sizes[0].item<int64_t>();
+  const auto total = sizes[1].item<int64_t>();
   if (count == 0) return;
   const bool sending = collectives.rank() == root;
   auto steps = torch::zeros({count}, torch::kInt64);
@@ -257,7 +258,7 @@ void InnerOptimizer::share_state(Collectives& collectives, int root, bool adopt)
 #else
     const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
 #endif
-    const int64_t step = steps[static_cast<int64_t>(i)].item<int64_t>();
+    const auto step = steps[static_cast<int64_t>(i)].item<int64_t>();
     states.erase(key);
     if (step > 0) {
       auto st = std::make_unique<torch::optim::AdamWParamState>();

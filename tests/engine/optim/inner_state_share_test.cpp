@@ -28,6 +28,7 @@ InnerConfig adamw() {
 
 std::vector<torch::Tensor> leaves(const std::vector<std::vector<int64_t>>& shapes, double value) {
   std::vector<torch::Tensor> out;
+  out.reserve(shapes.size());
   for (const auto& s : shapes) out.push_back(torch::full(s, value).requires_grad_(true));
   return out;
 }
