@@ -32,6 +32,7 @@
 #include "engine/comm/live_group.h"
 #include "engine/comm/store_clients.h"
 #include "engine/fault_hooks.h"
+#include "engine/model/stand_in_part.h"
 #include "engine/model/transformer.h"
 #include "engine/obs/device_memory.h"
 #include "engine/obs/rank_metrics.h"
@@ -43,7 +44,6 @@
 #include "engine/state/checkpoint_format.h"
 #include "engine/state/checkpoint_store.h"
 #include "engine/state/host_store.h"
-#include "engine/model/stand_in_part.h"
 
 namespace ppu {
 
