@@ -506,11 +506,15 @@ class Run {
   }
 
   // How long a re-formation waits for members that neither arrive nor fall silent: a member
-  // still in a step arrives when it ends; past its progress window plus two heartbeats it is
-  // hung or cut off, and the others go on without it (network.timeout_s at most).
+  // still in a step arrives when it ends, one still forming the previous generation when Gloo
+  // gives up on the dead peer (its store wait and its pair connect, a connect timeout each);
+  // past the longer of the two plus two heartbeats it is hung or cut off, and the others go on
+  // without it (network.timeout_s at most).
   std::chrono::milliseconds reform_patience() {
     const double window = collectives_.progress().window();
-    const double seconds = std::isfinite(window) ? window + 2 * c_.network.heartbeat_s : c_.network.timeout_s;
+    const double forming = 2 * std::chrono::duration<double>(collectives_.connect_timeout()).count();
+    const double seconds =
+        std::isfinite(window) ? std::max(window, forming) + 2 * c_.network.heartbeat_s : c_.network.timeout_s;
     return std::chrono::milliseconds(static_cast<int64_t>(1000 * std::min(seconds, c_.network.timeout_s)));
   }
 

@@ -38,6 +38,10 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
        store-during-recovery  rank 1 SIGKILLed, then the store SIGKILLed the moment a survivor starts
                    re-forming without rank 1 (a fault during a recovery): the group re-forms in the
                    new store, rank 1 is taken back, nothing exits 3, every rank ends with one checksum
+       store-and-rank  the store and rank 1 SIGKILLed together: ppu-launch starts both again at once,
+                   so the replacement meets a new, empty store before any member has written its
+                   account there; it must wait for the members' accounts and join as a replacement
+                   (it used to take itself for a first rank, wait for generation 0 and exit)
        fallback    ranks 0 and 2 (both owners of slice 0) killed, no restarts: the survivors
                    exit 3 once the slice has had no live owner for more than
                    network.max_uncovered_rounds rounds; one rank killed with
@@ -93,6 +97,13 @@ def fail(msg):
     sys.exit(1)
 
 
+def events(log, lines=80):
+    """The log without its step lines and stack frames: what happened, for a failure message."""
+    noise = re.compile(r" info step \d|frame #|socket\.cpp|InitGoogleLogging")
+    kept = [line for line in log.splitlines() if not noise.search(line)]
+    return "\n".join(kept[-lines:])
+
+
 def rank_pids(launcher_pid):
     """{rank: pid} of the ppu-train processes ppu-launch runs now."""
     pids = {}
@@ -131,16 +142,16 @@ class Run:
             if re.search(pattern, self.text()):
                 return
             if self.proc.poll() is not None:
-                fail(f"ppu-launch exited {self.proc.returncode} before /{pattern}/:\n{self.text()[-3000:]}")
+                fail(f"ppu-launch exited {self.proc.returncode} before /{pattern}/:\n{events(self.text())}")
             time.sleep(0.05)
-        fail(f"no /{pattern}/ within {timeout} s:\n{self.text()[-3000:]}")
+        fail(f"no /{pattern}/ within {timeout} s:\n{events(self.text())}")
 
     def finish(self, timeout=300):
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            fail(f"ppu-launch still running after {timeout} s:\n{self.text()[-3000:]}")
+            fail(f"ppu-launch still running after {timeout} s:\n{events(self.text())}")
         self.out.close()
         return self.proc.returncode
 
@@ -153,7 +164,7 @@ def uninterrupted(seed, recovery="live"):
     work = tempfile.mkdtemp(prefix=f"ppu-{recovery}-seed{seed}-")
     run = Run(work, ["--set", f"train.seed={seed}", "--set", f"network.recovery={recovery}"], restarts=0)
     if run.finish() != 0:
-        fail(f"uninterrupted run (seed {seed}, {recovery}) failed:\n{run.text()[-3000:]}")
+        fail(f"uninterrupted run (seed {seed}, {recovery}) failed:\n{events(run.text())}")
     return run.summary(0)
 
 
@@ -185,11 +196,11 @@ def case_kill_each_rank():
         rc = run.finish()
         log = run.text()
         if rc != 0:
-            fail(f"kill rank {victim}: ppu-launch exited {rc}\n{log[-3000:]}")
+            fail(f"kill rank {victim}: ppu-launch exited {rc}\n{events(log)}")
         lost = re.search(rf"\[rank \d\] .*lost rank\(s\) \[{victim}\] in round (\d+) \(step (\d+)\)", log)
         rejoined = re.search(rf"\[rank {victim}\] .*rank {victim} rejoined in round (\d+) \(step (\d+)\)", log)
         if not lost or not rejoined:
-            fail(f"the log does not name the round rank {victim} was lost and rejoined:\n{log[-3000:]}")
+            fail(f"the log does not name the round rank {victim} was lost and rejoined:\n{events(log)}")
         if log.count("restarting it in place") != 1:
             fail("more than one rank was restarted")
         sums = [run.summary(r) for r in range(4)]
@@ -228,9 +239,9 @@ def case_boundaries():
     rc = run.finish()
     log = run.text()
     if rc != 0:
-        fail(f"ppu-launch exited {rc}\n{log[-3000:]}")
+        fail(f"ppu-launch exited {rc}\n{events(log)}")
     if log.count("restarting it in place") != 4:
-        fail(f"expected 4 restarts in place:\n{log[-3000:]}")
+        fail(f"expected 4 restarts in place:\n{events(log)}")
     checksums = {run.summary(r)["param_checksum"] for r in range(4)}
     if len(checksums) != 1:
         fail(f"ranks disagree on the final parameters: {checksums}")
@@ -254,7 +265,7 @@ def case_frozen():
     rc = run.finish()
     log = run.text()
     if rc != 0:
-        fail(f"ppu-launch exited {rc}\n{log[-3000:]}")
+        fail(f"ppu-launch exited {rc}\n{events(log)}")
     if "out of the live group" not in log:
         fail("the resumed rank did not say it was out of the live group")
     checksums = {run.summary(r)["param_checksum"] for r in range(4)}
@@ -294,14 +305,14 @@ def kill_store(run, times_before):
     deadline = time.monotonic() + 60
     while run.text().count("the rendezvous store exited") <= times_before:
         if time.monotonic() > deadline or run.proc.poll() is not None:
-            fail(f"ppu-launch did not restart the store:\n{run.text()[-3000:]}")
+            fail(f"ppu-launch did not restart the store:\n{events(run.text())}")
         time.sleep(0.05)
 
 
 def no_gang_restart(run, rc, what):
     log = run.text()
     if rc != 0 or "restarting the gang" in log or "exited with code 3" in log:
-        fail(f"{what}: ppu-launch exited {rc} (want 0, no gang restart, no exit 3)\n{log[-4000:]}")
+        fail(f"{what}: ppu-launch exited {rc} (want 0, no gang restart, no exit 3)\n{events(log)}")
 
 
 def case_store_restart():
@@ -323,9 +334,23 @@ def case_store_restart():
     if checksum != reference["param_checksum"]:
         fail(
             f"after two store restarts the parameters differ from the uninterrupted run's: {checksum} vs "
-            f"{reference['param_checksum']}\n{run.text()[-3000:]}"
+            f"{reference['param_checksum']}\n{events(run.text())}"
         )
     print(f"store killed at steps ~40 and ~125: rebuilt, restarts seen per rank {restarts}; bit-identical {checksum}")
+
+
+def case_store_and_rank():
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-store-rank-"), ["--set", "network.timeout_s=60"], restarts=1)
+    run.wait_for(r"\[rank 0\] .* step 40/")
+    before = rank_pids(run.proc.pid)
+    os.kill(store_pid(run.proc.pid), signal.SIGKILL)
+    os.kill(before[1], signal.SIGKILL)
+    run.wait_for(r"rank 1 is a replacement: asking the live group", timeout=120)
+    run.wait_for(r"rank\(s\) \[[0-9,]*1[0-9,]*\] rejoined in round", timeout=240)
+    same_processes(before, rank_pids(run.proc.pid), {1})
+    rc = run.finish()
+    no_gang_restart(run, rc, "the store and rank 1 killed together")
+    print(f"store and rank 1 killed together: rank 1 joined the rebuilt store; one checksum {one_checksum(run)}")
 
 
 def kill_rank_1_and_wait_for_reforming(run):
@@ -373,7 +398,7 @@ def case_second_loss():
     rc = run.finish()
     log = run.text()
     if rc != 0 or "restarting the gang" in log or "exited with code 3" in log:
-        fail(f"a second loss during a recovery: ppu-launch exited {rc} (want 0, no exit 3)\n{log[-3000:]}")
+        fail(f"a second loss during a recovery: ppu-launch exited {rc} (want 0, no exit 3)\n{events(log)}")
     waits = [float(x) for x in re.findall(r"\(([0-9.]+) s to re-form\)", log)]
     if not waits or max(waits) >= 60:
         fail(f"re-forming took {waits} s: a wait of the live path ran to network.timeout_s")
@@ -390,7 +415,7 @@ def case_lost_for_good():
     rc = run.finish()
     log = run.text()
     if rc != 137 or "the job finished without rank(s) 3" not in log:
-        fail(f"rank 3 lost for good: ppu-launch exited {rc}, want 137 naming it\n{log[-3000:]}")
+        fail(f"rank 3 lost for good: ppu-launch exited {rc}, want 137 naming it\n{events(log)}")
     recovery = run.summary(0)["recovery"]
     degraded, spans = recovery["rounds_degraded"], recovery["degraded"]
     if degraded < 1:
@@ -413,14 +438,14 @@ def case_fallback():
     rc = run.finish()
     log = run.text()
     if rc != 3 or "has had no live owner for 2 rounds (network.max_uncovered_rounds = 1)" not in log:
-        fail(f"two owners of one slice lost: ppu-launch exited {rc}, expected 3 naming the rule\n{log[-3000:]}")
+        fail(f"two owners of one slice lost: ppu-launch exited {rc}, expected 3 naming the rule\n{events(log)}")
     run = Run(tempfile.mkdtemp(prefix="ppu-live-fraction-"), ["--set", "network.min_live_fraction=0.9"], 0)
     run.wait_for(r"\[rank 0\] .* step 30/")
     os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
     rc = run.finish()
     log = run.text()
     if rc != 3 or "below network.min_live_fraction = 0.9" not in log:
-        fail(f"one of four lost with min_live_fraction 0.9: ppu-launch exited {rc}, expected 3\n{log[-3000:]}")
+        fail(f"one of four lost with min_live_fraction 0.9: ppu-launch exited {rc}, expected 3\n{events(log)}")
 
 
 def case_late_replacement():
@@ -432,7 +457,7 @@ def case_late_replacement():
     rc = run.finish()
     log = run.text()
     if rc != 0 or "the job finished before rank 3 could rejoin" not in log:
-        fail(f"ppu-launch exited {rc}; expected 0 and the replacement to report the job's result\n{log[-3000:]}")
+        fail(f"ppu-launch exited {rc}; expected 0 and the replacement to report the job's result\n{events(log)}")
     sums = [run.summary(r) for r in range(4)]
     if len({s["param_checksum"] for s in sums}) != 1 or sums[3]["eval_loss"] != sums[0]["eval_loss"]:
         fail(f"the late replacement's summary is not the job's result: {[s['param_checksum'] for s in sums]}")
@@ -465,10 +490,10 @@ def case_network_blip():
                 run.proc.kill()
         log = run.text()
         if rc != 0 or "restarting the gang" in log:
-            fail(f"rank 2 cut off for {cut_s} s: ppu-launch exited {rc} (want 0, no gang restart)\n{log[-3000:]}")
+            fail(f"rank 2 cut off for {cut_s} s: ppu-launch exited {rc} (want 0, no gang restart)\n{events(log)}")
         code = re.search(r"rank 2 exited with code (\d+): restarting it in place", log)
         if not code or log.count("restarting it in place") != 1:
-            fail(f"rank 2 was not replaced alone, once:\n{log[-3000:]}")
+            fail(f"rank 2 was not replaced alone, once:\n{events(log)}")
         checksum = one_checksum(run)
     if net.leftovers():
         fail(f"network namespaces left behind: {net.leftovers()}")
@@ -494,7 +519,7 @@ def case_degraded_checkpoint():
     rc = run.finish()
     log = run.text()
     if rc != 137:
-        fail(f"rank 3 lost for good: ppu-launch exited {rc}, want 137\n{log[-3000:]}")
+        fail(f"rank 3 lost for good: ppu-launch exited {rc}, want 137\n{events(log)}")
     live = run.summary(0)
     rounds = sorted(int(d[6:]) for d in os.listdir(ckpt) if d.startswith("round-"))
     degraded = []
@@ -513,13 +538,13 @@ def case_degraded_checkpoint():
         fail(f"degraded checkpoints {degraded}: want every degraded round to round {last}")
     wrote = checkpoint_digests(log, rf"checkpoint round {last} written to \S+ with rank\(s\) \[3\] missing")
     if sorted(wrote) != [0, 1, 2]:
-        fail(f"the live ranks' digests of round {last}: {wrote}\n{log[-3000:]}")
+        fail(f"the live ranks' digests of round {last}: {wrote}\n{events(log)}")
 
     # The gang restart from the last (degraded) checkpoint: nothing is left to train, so it holds
     # exactly what it loaded.
     restart = Run(tempfile.mkdtemp(prefix="ppu-live-degraded-restart-"), keep, restarts=0)
     if restart.finish() != 0:
-        fail(f"the restart from the degraded checkpoint failed:\n{restart.text()[-3000:]}")
+        fail(f"the restart from the degraded checkpoint failed:\n{events(restart.text())}")
     resumed = checkpoint_digests(restart.text(), rf"resumed from \S+round-{last:06d} at step")
     want = {0: wrote[0], 1: wrote[1], 2: wrote[2], 3: wrote[1]}  # rank 3: θ and rank 1's inner state
     if resumed != want:
@@ -535,7 +560,7 @@ def case_degraded_checkpoint():
     shutil.copytree(os.path.join(ckpt, f"round-{middle:06d}"), os.path.join(early, f"round-{middle:06d}"))
     again = Run(tempfile.mkdtemp(prefix="ppu-live-degraded-again-"), ["--set", f"checkpoint.dir={early}"], 0)
     if again.finish() != 0 or f"round-{middle:06d} at step" not in again.text():
-        fail(f"the restart from degraded round {middle} failed:\n{again.text()[-3000:]}")
+        fail(f"the restart from degraded round {middle} failed:\n{events(again.text())}")
     print(
         f"rank 3 lost: rounds {degraded} checkpointed degraded; restart from {last}: rank 3 resumed {resumed[3]}; "
         f"from round {middle}: trained to the end, one checksum {one_checksum(again)}"
@@ -556,7 +581,7 @@ def case_degraded_bound():
         log,
     )
     if rc != 3 or not gave_up:
-        fail(f"degraded past network.max_degraded_rounds: ppu-launch exited {rc}, want 3 naming the key\n{log[-3000:]}")
+        fail(f"degraded past network.max_degraded_rounds: ppu-launch exited {rc}, want 3 naming the key\n{events(log)}")
     at = int(gave_up.group(1))
     with open(os.path.join(ckpt, "live-fallback.json")) as f:
         note = json.load(f)
@@ -568,7 +593,7 @@ def case_degraded_bound():
     rc = restart.finish()
     text = restart.text()
     if rc != 0 or f"resumed from {ckpt}/round-{at:06d}" not in text:
-        fail(f"the gang restart did not resume from round {at}: exit {rc}\n{text[-3000:]}")
+        fail(f"the gang restart did not resume from round {at}: exit {rc}\n{events(text)}")
     fallback = restart.summary(0)["recovery"]["fallback"]
     if "network.max_degraded_rounds = 2" not in fallback or "gang restart that live recovery fell back" not in text:
         fail(f"the restart's summary names the fallback as {fallback!r}")
@@ -585,7 +610,7 @@ def case_coowner_state():
         rc = run.finish()
         log = run.text()
         if rc != 0:
-            fail(f"{choice}: ppu-launch exited {rc}\n{log[-3000:]}")
+            fail(f"{choice}: ppu-launch exited {rc}\n{events(log)}")
         slice0 = r"\(co-owner of slice 0\): digest (\w+)"
         taken = re.findall(rf"\[rank 2\] .*inner state of rank 2 taken from rank 0 {slice0}", log)
         sent = re.findall(rf"\[rank 0\] .*inner state of rank 2 sent by rank 0 {slice0}", log)
@@ -594,7 +619,7 @@ def case_coowner_state():
                 fail(f"fresh: a co-owner's state was sent: {taken} {sent}")
             continue
         if len(taken) != 1 or taken != sent:
-            fail(f"coowner: rank 2 took digest {taken}, rank 0 sent {sent}\n{log[-3000:]}")
+            fail(f"coowner: rank 2 took digest {taken}, rank 0 sent {sent}\n{events(log)}")
         print(f"coowner: rank 2's replacement took rank 0's inner state, digest {taken[0]} on both sides")
     print("fresh: no inner state sent")
 
@@ -609,6 +634,7 @@ def case_coowner_state():
     "hung": case_hung,
     "store-restart": case_store_restart,
     "store-during-recovery": case_store_during_recovery,
+    "store-and-rank": case_store_and_rank,
     "second-loss": case_second_loss,
     "lost-for-good": case_lost_for_good,
     "degraded-checkpoint": case_degraded_checkpoint,

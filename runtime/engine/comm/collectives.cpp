@@ -23,6 +23,8 @@ namespace {
 
 // LiveGroup writes it once the job's first group has formed (live_group.cpp names it too).
 constexpr const char* kFirstGroupKey = "live/g0/members";
+// Each process that starts with an external store checks in here (is_replacement).
+constexpr const char* kStartedKeyPrefix = "live/g0/started/";
 
 bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
 
@@ -69,11 +71,11 @@ Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds t
     // An external store outlives a gang: its first group has its own generation's keys, and
     // once that group exists (LiveGroup records its members) a process of the job is a
     // replacement, which joins a later generation instead.
-    if (info.external_store && store_->check({kFirstGroupKey})) {
-      joining_ = true;
-      return;
-    }
     if (info.external_store) {
+      if (is_replacement()) {
+        joining_ = true;
+        return;
+      }
       std::vector<int> all(info.world_size);
       for (int r = 0; r < info.world_size; ++r) all[r] = r;
       reform(all, 0);
@@ -102,10 +104,31 @@ Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds t
   }
 }
 
+bool Collectives::is_replacement() {
+  // The marker exists from the moment generation 0 formed, and generation 0 cannot form without
+  // this process: a marker seen now means another process of this rank was in it.
+  store_->set(kStartedKeyPrefix + std::to_string(info_.rank), std::vector<uint8_t>{1});
+  std::vector<std::string> everyone;
+  for (int r = 0; r < info_.world_size; ++r) everyone.push_back(kStartedKeyPrefix + std::to_string(r));
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  for (;;) {
+    if (store_->check({kFirstGroupKey})) return true;
+    if (store_->check(everyone)) return false;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::string missing;
+      for (int r = 0; r < info_.world_size; ++r)
+        if (!store_->check({everyone[r]})) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      throw PeerError("rank(s) [" + missing + "] of the job did not start within the timeout (" +
+                      std::to_string(timeout_.count() / 1000) + " s), and no live group of this job exists");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 void Collectives::form(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {
   const ProgressClock::Waiting waiting(progress_);  // Gloo's constructor waits for every member
   // The group's timeout bounds its connection; every operation passes timeout_ itself.
-  auto gloo = c10d::ProcessGroupGloo::Options::create(connect_timeout_.count() > 0 ? connect_timeout_ : timeout_);
+  auto gloo = c10d::ProcessGroupGloo::Options::create(connect_timeout());
   // Bind Gloo to loopback for local runs; otherwise to the interface of this host's name
   // (a pod's IP), unless GLOO_SOCKET_IFNAME names one.
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
@@ -163,7 +186,7 @@ c10::intrusive_ptr<c10d::Store> Collectives::store() const {
 }
 
 void Collectives::reconnect_store() {
-  const auto timeout = connect_timeout_.count() > 0 ? connect_timeout_ : timeout_;
+  const auto timeout = connect_timeout();
   c10d::TCPStoreOptions opts;
   opts.port = static_cast<std::uint16_t>(info_.master_port);
   opts.isServer = false;

@@ -87,6 +87,7 @@ class Collectives {
   // Also the store client's timeout: Gloo's rendezvous waits on the store for a member's address,
   // which a member that died before publishing it never writes.
   void set_connect_timeout(std::chrono::milliseconds timeout);
+  std::chrono::milliseconds connect_timeout() const { return connect_timeout_.count() > 0 ? connect_timeout_ : timeout_; }
   // Every wait now or later throws PeerError(`why`) until the next reform. Any thread.
   void abort(const std::string& why);
   // The same, only while `job_rank` is a member of the current group (a late report about a
@@ -130,6 +131,12 @@ class Collectives {
   // Waits for `work`; in a re-formable group abort() ends the wait too. Throws PeerError.
   void wait_for(const char* what, const c10::intrusive_ptr<c10d::Work>& work);
   void form(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size);
+  // With an external store: whether this process replaces a rank of a running live group
+  // (the first-group marker exists) rather than starting the job with the others (every rank
+  // has checked in). Waits for one of the two, up to the timeout: a store restarted under a
+  // live job lacks the marker until a member's heartbeat writes it again (a fifth of a window
+  // after it reconnects), so one look would take a replacement for a first rank.
+  bool is_replacement();
   // Whether collectives go through a group (false: a single-rank job); throws PeerError for a
   // rank of a larger job that has none now.
   bool has_group() const;

@@ -190,5 +190,50 @@ TEST_F(RestartedGroup, AMemberThatFindsALaterGenerationFormedWithoutItIsOutOfThe
   EXPECT_THROW(m[0]->group.commit(true), OutOfGroup);
 }
 
+// A replacement can start while the store is fresh from a restart and no member has written
+// its account there yet: it must not take itself for a first rank (that one waits for
+// generation 0, which nobody else will form). It waits until the members' heartbeats mark the
+// first group again, then joins as a replacement.
+TEST(StartingProcess, InARestartedStoreWaitsForTheMembersAndIsAReplacement) {
+  const int port = testing::free_port();
+  auto server = serve(port, "restarted");
+  std::thread member([port] {
+    std::this_thread::sleep_for(500ms);  // a member's heartbeat reaches the new store
+    put(*client_of(port), "live/g0/members", "0,1,2");
+  });
+  const auto start = Clock::now();
+  Collectives col({1, 3, "127.0.0.1", port, /*external_store=*/true}, 30s);
+  member.join();
+  EXPECT_TRUE(col.joining());
+  EXPECT_GE(Clock::now() - start, 400ms) << "it decided before the marker existed";
+}
+
+// Every rank of a starting job checks in: then they form generation 0 together, however late
+// the last one comes.
+TEST(StartingProcess, RanksThatAllCheckInFormTheFirstGroup) {
+  const int port = testing::free_port();
+  auto server = serve(port, "fresh");
+  std::vector<int> joining(3, -1);
+  each({0, 1, 2}, [&](int r) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 * r));
+    Collectives col({r, 3, "127.0.0.1", port, /*external_store=*/true}, 30s);
+    joining[r] = col.joining() ? 1 : 0;
+    EXPECT_EQ(col.members(), (std::vector<int>{0, 1, 2}));
+  });
+  EXPECT_EQ(joining, (std::vector<int>{0, 0, 0}));
+}
+
+// A rank that never starts: the others name it once the timeout has passed.
+TEST(StartingProcess, ARankThatNeverStartsIsNamed) {
+  const int port = testing::free_port();
+  auto server = serve(port, "fresh");
+  try {
+    Collectives col({0, 2, "127.0.0.1", port, /*external_store=*/true}, 1s);
+    FAIL() << "formed a group without rank 1";
+  } catch (const PeerError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank(s) [1]"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ppu
