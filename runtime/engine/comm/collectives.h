@@ -87,7 +87,9 @@ class Collectives {
   // Also the store client's timeout: Gloo's rendezvous waits on the store for a member's address,
   // which a member that died before publishing it never writes.
   void set_connect_timeout(std::chrono::milliseconds timeout);
-  std::chrono::milliseconds connect_timeout() const { return connect_timeout_.count() > 0 ? connect_timeout_ : timeout_; }
+  std::chrono::milliseconds connect_timeout() const {
+    return connect_timeout_.count() > 0 ? connect_timeout_ : timeout_;
+  }
   // Every wait now or later throws PeerError(`why`) until the next reform. Any thread.
   void abort(const std::string& why);
   // The same, only while `job_rank` is a member of the current group (a late report about a
