@@ -109,6 +109,7 @@ bool Collectives::is_replacement() {
   // this process: a marker seen now means another process of this rank was in it.
   store_->set(kStartedKeyPrefix + std::to_string(info_.rank), std::vector<uint8_t>{1});
   std::vector<std::string> everyone;
+  everyone.reserve(info_.world_size);
   for (int r = 0; r < info_.world_size; ++r) everyone.push_back(kStartedKeyPrefix + std::to_string(r));
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   for (;;) {
