@@ -337,7 +337,7 @@ int main(int argc, char** argv) {
     return status.code;
   }
 
-  namespace ec = ppu::contract::exit_code;
+  using ppu::contract::OnExit;
   int result = 0, restarts = 0;
   std::vector<int> lost;  // live: ranks that failed and were not restarted
   int lost_code = 0;      // the first such rank's exit code
@@ -388,9 +388,9 @@ int main(int argc, char** argv) {
       forward_output(c, true);
       close(c.out_fd);
       c.out_fd = -1;
-      if (c.code == 0) continue;
-      const bool permanent = ppu::contract::exit_is_permanent(c.code);
-      if (live && !permanent && c.code != ec::kPeerFailure) {  // the others go on without it
+      const auto action = ppu::contract::on_exit(c.code, live);
+      if (action == OnExit::Finished) continue;
+      if (action == OnExit::RestartRank) {  // the others go on without it
         if (restarts < max_restarts) {
           ++restarts;
           std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code << ": restarting it in place ("
@@ -405,7 +405,7 @@ int main(int argc, char** argv) {
         }
         continue;
       }
-      if (!permanent && restarts < max_restarts) {  // the gang again, from its last checkpoint
+      if (action == OnExit::RestartGang && restarts < max_restarts) {  // the gang again, from its last checkpoint
         ++restarts;
         std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code << ": restarting the gang ("
                   << restarts << " of " << max_restarts << " restarts)\n";

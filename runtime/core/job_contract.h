@@ -23,6 +23,23 @@ inline constexpr int kRejoin = 5;
 // Whether a rank's exit code means no restart can succeed (the operator marks the job Failed).
 constexpr bool exit_is_permanent(int code) { return code == exit_code::kConfigError || code == exit_code::kDataError; }
 
+// What a supervisor does when a rank's process ends with `code`: the one restart decision that
+// ppu-launch (locally) and the operator (in a cluster) both take from here. docs/METRICS.md's
+// exit-code table states it for users; JobContract.* checks the two agree.
+enum class OnExit {
+  Finished,     // 0: the rank is done
+  FailJob,      // 2, 4: no restart can succeed; the job fails with the rank's message
+  RestartRank,  // network.recovery live, every other code but 3 (5 above all; a crash, a kill):
+                // only this rank starts again and rejoins the live group
+  RestartGang,  // 3 always (a peer failed; under live, live recovery gave up); under gang, any failure
+};
+constexpr OnExit on_exit(int code, bool live) {
+  if (code == exit_code::kDone) return OnExit::Finished;
+  if (exit_is_permanent(code)) return OnExit::FailJob;
+  if (live && code != exit_code::kPeerFailure) return OnExit::RestartRank;
+  return OnExit::RestartGang;
+}
+
 // The environment of a rank (set by ppu-launch locally, by the operator's pod template in a cluster).
 namespace env {
 inline constexpr const char* kRank = "RANK";

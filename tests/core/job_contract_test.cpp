@@ -56,6 +56,32 @@ TEST(JobContract, ExitCodesAreTheDocumentedTable) {
   }
 }
 
+// The restart decision ppu-launch and the operator share, row by row, and the operator-action
+// column that states it for users: a gang restart under gang recovery for every failure that is
+// not permanent; under live, only this rank for all of them but 3.
+TEST(JobContract, TheRestartDecisionIsTheDocumentedOne) {
+  using ppu::contract::OnExit;
+  using ppu::contract::on_exit;
+  namespace ec = ppu::contract::exit_code;
+  const auto rows = documented_exit_codes();
+  for (const auto& [code, action] : rows) {
+    const auto has = [&, &action = action](const char* words) { return action.find(words) != std::string::npos; };
+    const OnExit gang = on_exit(code, false), live = on_exit(code, true);
+    SCOPED_TRACE("docs/METRICS.md, exit code " + std::to_string(code) + ": '" + action + "'");
+    EXPECT_EQ(gang == OnExit::Finished, code == ec::kDone);
+    EXPECT_EQ(gang == OnExit::FailJob, has("Failed at once"));
+    EXPECT_EQ(gang == OnExit::RestartGang, has("gang restart"));
+    EXPECT_EQ(live == OnExit::RestartRank, has("only this rank")) << "live";
+    if (live != OnExit::RestartRank) {
+      EXPECT_EQ(live, gang) << "live only changes whom a failure restarts";
+    }
+  }
+  EXPECT_EQ(on_exit(ec::kRejoin, true), OnExit::RestartRank);
+  EXPECT_EQ(on_exit(ec::kPeerFailure, true), OnExit::RestartGang);
+  EXPECT_EQ(on_exit(137, true), OnExit::RestartRank);  // a SIGKILLed rank
+  EXPECT_EQ(on_exit(137, false), OnExit::RestartGang);
+}
+
 TEST(JobContract, EnvironmentAndScrapedMetricsAreDocumented) {
   namespace env = ppu::contract::env;
   namespace metric = ppu::contract::metric;

@@ -30,7 +30,9 @@ std::optional<FatalExit> fatal_exit(const json& pod) {
       if (!cs.contains(which) || !cs[which].contains("terminated")) continue;
       const json& t = cs[which]["terminated"];
       int code = t.value("exitCode", 0);
-      if (contract::exit_is_permanent(code)) return FatalExit{code, t.value("message", std::string())};
+      // Failing the job does not depend on the recovery policy.
+      if (contract::on_exit(code, /*live=*/false) == contract::OnExit::FailJob)
+        return FatalExit{code, t.value("message", std::string())};
     }
   }
   return std::nullopt;

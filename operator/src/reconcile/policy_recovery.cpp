@@ -1,7 +1,8 @@
 // Live recovery (training.network.recovery live): the ranks that remain finish the round without
 // a lost rank, re-form their group and take its replacement back at a round boundary (the
-// runtime's half, docs/RECOVERY.md). The operator's half is here: a rank pod lost for any reason
-// but exit codes 2 and 4 (fatal, policy_restart.cpp) and 3 (the survivors' gang restart) is
+// runtime's half, docs/RECOVERY.md). The operator's half is here: a rank pod lost for a reason
+// that contract::on_exit restarts alone (every exit but 2 and 4, fatal, and 3, the survivors'
+// gang restart: policy_restart.cpp; or no exit: the pod vanished or its node was lost) is
 // replaced alone, under the same name and rank, while the other pods keep running; the store
 // they rendezvous at lives in its own pod (rendezvous.h). Each lost pod counts once in
 // status.recoveries; at most spec.runPolicy.maxRecoveries of them per recoveryWindowSeconds, and
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/job_contract.h"
 #include "kube/rfc3339.h"
 #include "reconcile/node_health.h"
 #include "reconcile/reconcile_pass.h"
@@ -183,6 +185,9 @@ bool live_recovery(Pass& p, const Gang& g) {
     if (it != g.by_rank.end()) {
       const json& pod = *it->second;
       if (!pod_lost(pod)) continue;
+      // Only the exits contract::on_exit restarts alone (fatal_exit and rank_failure took the others).
+      if (const auto code = exit_code(pod); code && contract::on_exit(*code, true) != contract::OnExit::RestartRank)
+        continue;
       // Deleted every pass until it is gone (uid precondition): its name is the replacement's.
       p.delete_pod(pod);
       const std::string uid = uid_of(pod);

@@ -90,11 +90,13 @@ bool fatal_exit(Pass& p, const Gang& g) {
 
 namespace {
 
-// With recovery live, what ends the live group: a rank that exited 3 (live recovery gave up; its
-// termination message says why). A lost store is replaced without one (policy_recovery.cpp).
+// With recovery live, what ends the live group: a rank whose exit restarts the gang even under
+// live (contract::on_exit: 3, live recovery gave up; its termination message says why). A lost
+// store is replaced without one (policy_recovery.cpp).
 std::string live_group_failure(const Gang& g) {
   for (const auto& [r, pod] : g.by_rank)
-    if (pod_lost(*pod) && exit_code(*pod) == contract::exit_code::kPeerFailure) {
+    if (const auto code = exit_code(*pod);
+        pod_lost(*pod) && code && contract::on_exit(*code, /*live=*/true) == contract::OnExit::RestartGang) {
       const std::string why = termination_message(*pod);
       return "rank " + std::to_string(r) + " failed (" + failure_reason(*pod) + ": " +
              (why.empty() ? "too few ranks or slices left for the live group" : why) + ")";
