@@ -60,8 +60,8 @@ TEST(JobContract, ExitCodesAreTheDocumentedTable) {
 // column that states it for users: a gang restart under gang recovery for every failure that is
 // not permanent; under live, only this rank for all of them but 3.
 TEST(JobContract, TheRestartDecisionIsTheDocumentedOne) {
-  using ppu::contract::OnExit;
   using ppu::contract::on_exit;
+  using ppu::contract::OnExit;
   namespace ec = ppu::contract::exit_code;
   const auto rows = documented_exit_codes();
   for (const auto& [code, action] : rows) {
