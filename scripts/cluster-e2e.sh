@@ -55,6 +55,7 @@
 #   PPU_BUILD        host build with ppu-launch for step 6's local run (default ./build)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/cluster/ppujob.sh"
 export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-e2e}"
 export PPU_CLUSTER_PORT="${PPU_CLUSTER_PORT:-16445}"
 KEEP=0
@@ -151,29 +152,7 @@ phase "helm install"
 kubectl create namespace "$NS" >/dev/null
 kubectl label namespace "$NS" pod-security.kubernetes.io/enforce=restricted >/dev/null
 job() { # job NAME CLAIM STEPS: the cpu-tiny sample on our image and a PersistentVolumeClaim
-  cat <<EOF
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: $2, namespace: $NS}
-spec:
-  storageClassName: ppu-local
-  accessModes: [ReadWriteMany]
-  resources: {requests: {storage: 1Gi}}
----
-apiVersion: ppu.dev/v1alpha1
-kind: PPUJob
-metadata: {name: $1, namespace: $NS}
-spec:
-  replicas: 4
-  image: $IMAGE
-  imagePullPolicy: Never
-  args: ["--summary", "/checkpoints/summary-rank-\$(RANK).json"]
-  resources:
-    requests: {cpu: 100m, memory: 256Mi}
-    limits: {cpu: "1", memory: 1Gi}
-  checkpoint: {claimName: $2}
-  runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 1800}
-EOF
+  ppujob_head "$NS" "$1" "$2" "$IMAGE"
   # spec.training: the sample's, longer so that a kill lands mid-run.
   sed -n '/^  training:/,$p' "$ROOT/manifests/samples/cpu-tiny.yaml" | sed "s/steps: 200,/steps: $3,/"
 }

@@ -29,6 +29,7 @@
 #   PPU_IMAGE        image to test (default localhost/ppu:dev)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/cluster/ppujob.sh"
 export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-nodes-e2e}"
 export PPU_CLUSTER_PORT="${PPU_CLUSTER_PORT:-16446}"
 KEEP=0
@@ -96,28 +97,8 @@ cluster_up() { # a fresh two-node cluster with the image loaded and the operator
 # ranks spread over the nodes by the user's affinity, checkpoints on a ReadWriteMany claim,
 # evicted 5 s after their node is lost.
 job() {
+  ppujob_head "$NS" "$1" "ckpt-$1" "$IMAGE"
   cat <<EOF
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: ckpt-$1, namespace: $NS}
-spec:
-  storageClassName: ppu-local
-  accessModes: [ReadWriteMany]
-  resources: {requests: {storage: 1Gi}}
----
-apiVersion: ppu.dev/v1alpha1
-kind: PPUJob
-metadata: {name: $1, namespace: $NS}
-spec:
-  replicas: 4
-  image: $IMAGE
-  imagePullPolicy: Never
-  args: ["--summary", "/checkpoints/summary-rank-\$(RANK).json"]
-  resources:
-    requests: {cpu: 100m, memory: 256Mi}
-    limits: {cpu: "1", memory: 1Gi}
-  checkpoint: {claimName: ckpt-$1}
-  runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 1800}
   scheduling:
     affinity:
       podAntiAffinity:
