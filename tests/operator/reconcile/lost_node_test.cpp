@@ -286,18 +286,23 @@ TEST(LostNode, AStuckPodIsForceDeletedEvenWhenItsLossSpendsTheBudget) {
   EXPECT_TRUE(has_event(d, reason::kPodForceDeleted));
 }
 
+// The status of a job whose gang restart (the first) is due now, after `why`.
+json restarting_after(const std::string& why) {
+  return {{"phase", phase::kRestarting},
+          {"restartCount", 1},
+          {"startTime", at(-300)},
+          {"nextRestartTime", at(-1)},
+          {"conditions", json::array({{{"type", condition::kRestarting},
+                                       {"status", "True"},
+                                       {"reason", reason::kGangRestart},
+                                       {"message", why},
+                                       {"lastTransitionTime", at(-60)}}})}};
+}
+
 TEST(LostNode, ALiveGangRestartForceDeletesItsOldPodsStuckOnALostNodeOnce) {
   // The store's node was lost: the ranks exited 3 and the gang restarts; the old store pod stays
   // Terminating on its node, and a rank pod on a Ready node is still finishing.
-  json st = {{"phase", phase::kRestarting},
-             {"restartCount", 1},
-             {"startTime", at(-300)},
-             {"nextRestartTime", at(-1)},
-             {"conditions", json::array({{{"type", condition::kRestarting},
-                                          {"status", "True"},
-                                          {"reason", reason::kGangRestart},
-                                          {"message", "rendezvous pod demo-rendezvous failed (NodeLost)"},
-                                          {"lastTransitionTime", at(-60)}}})}};
+  json st = restarting_after("rendezvous pod demo-rendezvous failed (NodeLost)");
   json job = live_job(st);
   Observed in = observed_live(job, {stuck(make_pod(job, 0, "Running"), "n1", 10)});
   in.rendezvous_pod = stuck(*in.rendezvous_pod, "n9", -30);
@@ -333,15 +338,7 @@ TEST(LostNode, ALiveGangRestartForceDeletesItsOldPodsStuckOnALostNodeOnce) {
 TEST(LostNode, AGangJobsRestartForceDeletesItsOldPodsStuckOnALostNode) {
   // recovery gang: node n9 was lost with ranks 2 and 3; the gang restarts on the surviving node.
   // Ranks 0 and 1 (node n1, Ready) are finishing; 2 and 3 stay Terminating on n9 for ever.
-  json st = {{"phase", phase::kRestarting},
-             {"restartCount", 1},
-             {"startTime", at(-300)},
-             {"nextRestartTime", at(-1)},
-             {"conditions", json::array({{{"type", condition::kRestarting},
-                                          {"status", "True"},
-                                          {"reason", reason::kGangRestart},
-                                          {"message", "rank 2 failed (NodeLost)"},
-                                          {"lastTransitionTime", at(-60)}}})}};
+  json st = restarting_after("rank 2 failed (NodeLost)");
   json job = make_job("demo", 4, st);
   std::vector<json> pods = {stuck(make_pod(job, 0, "Running"), "n1", 10), stuck(make_pod(job, 1, "Running"), "n1", 10),
                             stuck(make_pod(job, 2, "Running"), "n9", -30),
