@@ -24,9 +24,11 @@
 #   5. the same job again, one rank's container killed with SIGKILL a third of the way through:
 #      gang restart, the new gang resumes from the checkpoint on the volume, Succeeded, and every
 #      rank's final param_checksum equals the uninterrupted run's;
-#   5b. the same job with network.recovery=live: rank 2's pod deleted, later rank 0's container
-#      killed: each time only that pod is recreated (the others keep their UIDs), the job
-#      Succeeds with restartCount 0 and 2 recoveries, every rank with the same parameters;
+#   5b. the same job with network.recovery=live: rank 2's pod deleted as a round's outer sync
+#      starts, then the rendezvous pod deleted (recreated alone, event StoreReplaced, no rank pod
+#      changes), later rank 0's container killed: each time only that pod is recreated (the others
+#      keep their UIDs), the job Succeeds with restartCount 0 and 2 recoveries, every rank with
+#      the same parameters;
 #   6. manifests/samples/cpu-tiny.yaml applied as shipped (its image name is an alias that
 #      `cluster.sh load-image --as` gave the built image) runs to Succeeded, and its final status
 #      (round, perplexity, checkpoint round, ResultReported) is what the same training section
@@ -380,8 +382,9 @@ phase "kill, gang restart, resume"
 
 # ---- 5b. the same job with live recovery: lose a rank pod, only that pod comes back -------------
 # network.recovery=live (docs/RECOVERY.md): the operator runs the job's rendezvous pod; deleting
-# rank 2's pod, then killing rank 0's container, recreates only that pod each time; the other
-# ranks keep their pods (same UIDs), the job Succeeds with no gang restart and 2 recoveries.
+# rank 2's pod during an outer sync, then the rendezvous pod, then killing rank 0's container,
+# recreates only that pod each time; the other ranks keep their pods (same UIDs), the job
+# Succeeds with no gang restart and 2 recoveries.
 job live ckpt-live "$STEPS" | sed 's/^    checkpoint: /    network: {recovery: live, heartbeat_s: 5}\n    checkpoint: /' \
   | kubectl apply -f - >/dev/null
 wait_phase live Running 240
@@ -406,13 +409,45 @@ wait_recoveries() { # wait_recoveries N: until status.recoveries >= N and the lo
   done
   die "live job: recoveries '$n', liveRanks '$(ppj live liveRanks)' after $1 rank loss(es)"
 }
+at_round_boundary() { # at_round_boundary ROUND: returns as rank 1 logs the step that ends a round >= ROUND
+  # (log_every = sync_every = 10: the line of a round's last step, when its outer sync starts).
+  # (kubectl ends by SIGPIPE once awk has found it: only awk's status counts, even under pipefail.)
+  { timeout 600 kubectl -n "$NS" logs -f live-rank-1 --tail=1 || true; } | awk -v from=$(($1 * 10)) '
+    match($0, / info step [0-9]+\//) {
+      s = substr($0, RSTART + 11, RLENGTH - 12) + 0
+      if (s >= from && s % 10 == 0) { found = 1; exit }
+    }
+    END { exit !found }' || die "rank 1 never logged the end of round $1"
+}
+store_uid() { kubectl -n "$NS" get pod live-rendezvous -o jsonpath='{.metadata.uid}' 2>/dev/null; }
 [[ -n "$(kubectl -n "$NS" get pod live-rendezvous -o name 2>/dev/null)" ]] || die "the live job has no rendezvous pod"
 live_round $((ROUNDS / 4))
 declare -A UIDS
 for r in 0 1 2 3; do UIDS[$r]="$(uid "$r")"; done
+at_round_boundary $((ROUNDS / 4 + 2))
 kubectl -n "$NS" delete pod -l ppu.dev/job=live,ppu.dev/rank=2 --wait=false >/dev/null
-say "deleted rank 2's pod at round $(ppj live outerRound)"
+say "deleted rank 2's pod as rank 1 logged the end of a round (its outer sync), round $(ppj live outerRound)"
 wait_recoveries 1
+# The store's pod deleted under the live job: recreated alone (event StoreReplaced), the ranks
+# rebuild its keys and train on; no rank pod changes, no gang restart.
+STORE_UID="$(store_uid)"
+at_round="$(ppj live outerRound)"
+kubectl -n "$NS" delete pod live-rendezvous --wait=false >/dev/null
+say "deleted the rendezvous pod at round $at_round"
+for ((i = 0; i < 300; i++)); do
+  now="$(store_uid)"
+  [[ -n "$now" && "$now" != "$STORE_UID" ]] && break
+  sleep 1
+done
+[[ -n "$now" && "$now" != "$STORE_UID" ]] || die "the rendezvous pod was not recreated after it was deleted"
+live_round $((at_round + 5))
+replaced="$(kubectl -n "$NS" get events --field-selector reason=StoreReplaced -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')"
+[[ -n "$replaced" ]] || die "no StoreReplaced event after the rendezvous pod was deleted"
+[[ "$(ppj live restartCount)" == 0 ]] || die "the store's loss restarted the gang (restartCount $(ppj live restartCount))"
+for r in 0 1 3; do
+  [[ "$(uid "$r")" == "${UIDS[$r]}" ]] || die "rank $r's pod changed when the store was replaced"
+done
+say "the rendezvous pod recreated alone ($replaced); the job trains on at round $(ppj live outerRound)"
 live_round $((ROUNDS / 2))
 CID="$(kubectl -n "$NS" get pod -l ppu.dev/job=live,ppu.dev/rank=0 -o jsonpath='{.items[0].status.containerStatuses[0].containerID}')"
 bash "$CL" netns ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks kill -s SIGKILL "${CID#containerd://}"
