@@ -1,0 +1,170 @@
+#include "engine/train/checkpoints.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/atomic_file.h"
+#include "common/fnv1a.h"
+#include "core/coowners.h"
+#include "engine/comm/live_group.h"
+#include "engine/model/stand_in_part.h"
+#include "engine/state/checkpoint_format.h"
+#include "engine/train/live_recovery.h"
+
+namespace ppu {
+
+RunCheckpoints::RunCheckpoints(const Config& c, const std::string& dir, Collectives& collectives, const SlicePlan& plan,
+                               const StreamingSchedule& schedule, Transformer& model, InnerOptimizer& inner,
+                               OuterOptimizer& outer, data::RankLoader& loader, RankMetrics& metrics,
+                               RunProgress& progress, RecoverySummary& summary)
+    : c_(c),
+      collectives_(collectives),
+      plan_(plan),
+      schedule_(schedule),
+      model_(model),
+      inner_(inner),
+      outer_(outer),
+      loader_(loader),
+      metrics_(metrics),
+      p_(progress),
+      summary_(summary),
+      store_(dir, c.checkpoint.keep, collectives) {}
+
+// Every member writes its own part; for each job rank missing from the group, one member
+// stands in (core/coowners.h: the lowest live co-owner of its slice, else the lowest member)
+// and writes that rank's part (write_stand_in_part).
+void RunCheckpoints::save() {
+  const ProgressClock::Waiting writing(collectives_.progress());  // I/O, not a hung thread
+  std::vector<CheckpointStore::StandIn> stand_ins;
+  std::vector<int> missing = missing_ranks(collectives_), mine;
+  for (int r : missing)
+    if (stand_in(r, collectives_.members(), plan_.slices()) == collectives_.job_rank()) {
+      mine.push_back(r);
+      stand_ins.push_back({r, [this, r](torch::serialize::OutputArchive& a) { write_stand_in_part(a, r); }});
+    }
+  store_.save(
+      p_.rounds,
+      [&](torch::serialize::OutputArchive& a) {
+        model_.save(a);
+        torch::serialize::OutputArchive inner;
+        inner_.save(inner);
+        a.write(checkpoint_key::kInner, inner);
+        torch::serialize::OutputArchive feedback;
+        outer_.save_feedback(feedback);
+        a.write(checkpoint_key::kFeedback, feedback);
+        save_progress(a);
+      },
+      stand_ins, [&](torch::serialize::OutputArchive& a) { outer_.save(a); }, to_yaml(c_));
+  metrics_.set_checkpoint_round(p_.rounds);
+  p_.last_checkpoint_round = p_.rounds;
+  spdlog::info("checkpoint round {} written to {}{} (digests: outer {}, inner {}{})", p_.rounds, store_.dir(),
+               missing.empty() ? "" : fmt::format(" with rank(s) [{}] missing", ranks_text(missing)),
+               hex64(outer_digest()), hex64(inner_.state_digest()),
+               mine.empty() ? "" : fmt::format("; this rank wrote the part of rank(s) [{}]", ranks_text(mine)));
+}
+
+// The part of job rank `missing`, written by this member standing in for it (docs/RECOVERY.md,
+// "Checkpoints of a degraded job"): weights θ (the missing rank's own progress is lost with
+// it); this member's inner state if it trains the same slice, else none (fresh); the job's step
+// as its data position (a rank's batches are a function of (seed, rank, step)); no
+// error-feedback residuals (live recovery runs without them); this member's counters.
+void RunCheckpoints::write_stand_in_part(torch::serialize::OutputArchive& a, int missing) {
+  write_model_as_theta(a, model_.layout(), outer_.global(),
+                       SlicePlan::from_config(c_, collectives_.job_size(), missing), model_.dtype());
+  torch::serialize::OutputArchive inner;
+  if (same_slice(missing, collectives_.job_rank(), plan_.slices())) inner_.save(inner);
+  else inner_.save_fresh(inner);
+  a.write(checkpoint_key::kInner, inner);
+  torch::serialize::OutputArchive feedback;
+  outer_.save_feedback(feedback);
+  a.write(checkpoint_key::kFeedback, feedback);
+  write_scalar(a, checkpoint_key::kStep, p_.step);
+  write_scalar(a, checkpoint_key::kRounds, p_.rounds);
+  write_scalar(a, checkpoint_key::kLoaderPosition, p_.step);  // one batch per inner step
+  for (const auto& [name, value] : totals()) write_scalar(a, checkpoint_key::total(name), *value);
+}
+
+void RunCheckpoints::resume() {
+  auto ckpt = store_.load_latest(c_.checkpoint.start_over_if_unusable);
+  if (!ckpt) return;
+  try {
+    load_from(*ckpt);
+  } catch (const std::exception& e) {  // a field missing or of another shape, a malformed archive (c10::Error)
+    throw CheckpointError("checkpoint " + ckpt->path + " cannot be loaded: " + e.what());
+  }
+  metrics_.set_checkpoint_round(ckpt->round);
+  p_.last_checkpoint_round = ckpt->round;
+  spdlog::info("resumed from {} at step {} (round {}; digests: outer {}, inner {})", ckpt->path, p_.step, p_.rounds,
+               hex64(outer_digest()), hex64(inner_.state_digest()));
+  note_fallback(ckpt->round);
+}
+
+// The run before this one fell back from live recovery to a gang restart (LiveRecovery gave
+// up): say so, and name it in the summary (recovery.fallback). A note older than the checkpoint
+// resumed from belongs to an earlier restart.
+void RunCheckpoints::note_fallback(int64_t resumed_round) {
+  const std::string path = store_.dir() + "/" + kFallbackNote;
+  if (!std::filesystem::exists(path)) return;
+  try {
+    const auto note = nlohmann::json::parse(read_file_bytes(path));
+    if (note.at("round").get<int64_t>() < resumed_round) return;
+    summary_.fallback = note.at("reason").get<std::string>();
+    spdlog::warn("this run is the gang restart that live recovery fell back to at step {}: {}",
+                 note.value("step", int64_t{-1}), summary_.fallback);
+  } catch (const std::exception& e) {
+    spdlog::warn("{} is unreadable: {}", path, e.what());
+  }
+}
+
+// Every field of the checkpoint into this rank's state; throws naming the field that is
+// missing or does not fit the model (resume() adds the checkpoint's path).
+void RunCheckpoints::load_from(LoadedCheckpoint& ckpt) {
+  model_.load(ckpt.rank_part);
+  torch::serialize::InputArchive inner;
+  ckpt.rank_part.read(checkpoint_key::kInner, inner);
+  inner_.load(inner);
+  if (torch::serialize::InputArchive feedback; ckpt.rank_part.try_read(checkpoint_key::kFeedback, feedback))
+    outer_.load_feedback(feedback);
+  load_progress(ckpt.rank_part);
+  outer_.load(ckpt.global_part);
+}
+
+// The trainer's own section: where the run is (step, round, data position) and its totals.
+void RunCheckpoints::save_progress(torch::serialize::OutputArchive& a) {
+  write_scalar(a, checkpoint_key::kStep, p_.step);
+  write_scalar(a, checkpoint_key::kRounds, p_.rounds);
+  write_scalar(a, checkpoint_key::kLoaderPosition, static_cast<int64_t>(loader_.position()));
+  for (const auto& [name, value] : totals()) write_scalar(a, checkpoint_key::total(name), *value);
+}
+
+void RunCheckpoints::load_progress(torch::serialize::InputArchive& a) {
+  p_.step = read_int64(a, checkpoint_key::kStep);
+  p_.rounds = read_int64(a, checkpoint_key::kRounds);
+  loader_.seek(read_int64(a, checkpoint_key::kLoaderPosition));
+  for (const auto& [name, value] : totals()) *value = read_double(a, checkpoint_key::total(name));
+}
+
+// The running totals a checkpoint carries, by name (checkpoint_key::total).
+std::vector<std::pair<std::string, double*>> RunCheckpoints::totals() {
+  return {{"tokens", &p_.tokens},
+          {"flops", &p_.flops},
+          {"flops_full", &p_.flops_full},
+          {"bytes_sent", &p_.bytes_sent},
+          {"sync_seconds", &p_.sync_seconds},
+          {"bytes_received", &p_.bytes_received},
+          {"network_wait_seconds", &p_.network_wait_seconds}};
+}
+
+// θ and the outer momentum of every fragment, as one digest (the same on every rank).
+uint64_t RunCheckpoints::outer_digest() const {
+  uint64_t h = kFnv1a64Offset;
+  for (int f = 0; f < static_cast<int>(schedule_.fragments().size()); ++f) {
+    const uint64_t d = outer_.fragment_digest(f);
+    h = fnv1a64(&d, sizeof d, h);
+  }
+  return h;
+}
+
+}  // namespace ppu

@@ -1,0 +1,74 @@
+// RunCheckpoints: a run's checkpoints, written at round boundaries and resumed from at start
+// (state/checkpoint_format.h names every key; docs/RECOVERY.md the degraded case). Contracts:
+//  - save() writes round progress.rounds, collectively (every member at the same round): each
+//    member its own part (weights, inner state, error-feedback residuals, the run's position
+//    and totals) and, for each job rank missing from the group, the member standing in for it
+//    (core/coowners.h) that rank's part; θ and the outer momentum once. It then is
+//    progress.last_checkpoint_round.
+//  - resume() loads the newest checkpoint valid on every rank, if any, into the parts and the
+//    progress (CheckpointError when it cannot be loaded), and names in summary.fallback a live
+//    recovery fallback noted (kFallbackNote) at or after its round.
+//  - The digests both log (outer, inner) let a test compare what a restart resumes with what
+//    the live job held.
+// It reads and changes the run's parts, given by reference: they outlive it. It owns the
+// checkpoint directory's CheckpointStore.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.h"
+#include "core/run_summary.h"
+#include "core/slice_plan.h"
+#include "core/streaming_schedule.h"
+#include "data/data_loader.h"
+#include "engine/comm/collectives.h"
+#include "engine/model/transformer.h"
+#include "engine/obs/rank_metrics.h"
+#include "engine/optim/inner_optimizer.h"
+#include "engine/optim/outer_optimizer.h"
+#include "engine/state/checkpoint_store.h"
+#include "engine/train/progress.h"
+
+namespace ppu {
+
+class RunCheckpoints {
+ public:
+  // Checkpoints in `dir`, keeping checkpoint.keep of them.
+  RunCheckpoints(const Config& c, const std::string& dir, Collectives& collectives, const SlicePlan& plan,
+                 const StreamingSchedule& schedule, Transformer& model, InnerOptimizer& inner, OuterOptimizer& outer,
+                 data::RankLoader& loader, RankMetrics& metrics, RunProgress& progress, RecoverySummary& summary);
+  RunCheckpoints(const RunCheckpoints&) = delete;
+  RunCheckpoints& operator=(const RunCheckpoints&) = delete;
+
+  void save();
+  void resume();
+
+  const CheckpointStore& store() const { return store_; }
+
+ private:
+  void write_stand_in_part(torch::serialize::OutputArchive& a, int missing);
+  void note_fallback(int64_t resumed_round);
+  void load_from(LoadedCheckpoint& ckpt);
+  void save_progress(torch::serialize::OutputArchive& a);
+  void load_progress(torch::serialize::InputArchive& a);
+  std::vector<std::pair<std::string, double*>> totals();
+  uint64_t outer_digest() const;
+
+  const Config& c_;
+  Collectives& collectives_;
+  const SlicePlan& plan_;
+  const StreamingSchedule& schedule_;
+  Transformer& model_;
+  InnerOptimizer& inner_;
+  OuterOptimizer& outer_;
+  data::RankLoader& loader_;
+  RankMetrics& metrics_;
+  RunProgress& p_;
+  RecoverySummary& summary_;
+  CheckpointStore store_;
+};
+
+}  // namespace ppu

@@ -1,0 +1,390 @@
+#include "engine/train/live_recovery.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "common/atomic_file.h"
+#include "common/fnv1a.h"
+#include "common/termination_message.h"
+#include "core/coowners.h"
+#include "core/exit_status.h"
+#include "core/job_contract.h"
+
+namespace ppu {
+
+namespace {
+
+// Under recovery gang any loss stops this rank (exit 3, the gang is restarted). From the
+// heartbeat's thread: not shutdown(), the training thread may be logging.
+[[noreturn]] void stop_for_lost_peer(const Heartbeat::Lost& lost) {
+  const auto status = exit_status_of(PeerError(Heartbeat::describe(lost)));
+  spdlog::error("{}", status.message);
+  write_termination_message(status.message);
+  spdlog::default_logger()->flush();
+  std::_Exit(status.code);
+}
+
+}  // namespace
+
+void PendingFault::note(const char* kind) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!fault_) fault_ = {kind, Clock::now()};
+}
+
+std::optional<PendingFault::Taken> PendingFault::take() {
+  std::optional<std::pair<std::string, Clock::time_point>> fault;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fault = std::exchange(fault_, std::nullopt);
+  }
+  if (!fault) return std::nullopt;
+  return Taken{fault->first, std::chrono::duration<double>(Clock::now() - fault->second).count()};
+}
+
+void on_heartbeat_lost(const Heartbeat::Lost& lost, bool live, PendingFault& fault, Collectives& collectives) {
+  if (!live) stop_for_lost_peer(lost);
+  spdlog::warn("{}", Heartbeat::describe(lost));
+  if (lost.rank < 0) {
+    spdlog::warn("training goes on; the next store request waits up to network.timeout_s for the store to come back");
+    return;
+  }
+  fault.note("peer_silent");
+  collectives.abort_for(lost.rank, Heartbeat::describe(lost));
+}
+
+void prepare_live_recovery(const Config& c, const RendezvousInfo& rendezvous, Collectives& collectives) {
+  const auto beat = std::chrono::milliseconds(static_cast<int64_t>(c.network.heartbeat_s * 1000));
+  collectives.set_connect_timeout(std::max<std::chrono::milliseconds>(3 * beat, std::chrono::seconds(5)));
+  if (!rendezvous.external_store)
+    throw ConfigError("config key 'network.recovery' is 'live' but the store is rank 0's: set " +
+                      std::string(contract::env::kExternalStore) +
+                      "=1 with a ppu-rendezvous at MASTER_ADDR:MASTER_PORT (ppu-launch and the operator do)");
+}
+
+std::vector<int> missing_ranks(const Collectives& collectives) {
+  std::vector<int> missing;
+  for (int r = 0; r < collectives.job_size(); ++r)
+    if (!std::binary_search(collectives.members().begin(), collectives.members().end(), r)) missing.push_back(r);
+  return missing;
+}
+
+LiveRecovery::LiveRecovery(const Config& c, int rank, Collectives& collectives, Heartbeat& heartbeat,
+                           const SlicePlan& plan, InnerOptimizer& inner, OuterOptimizer& outer,
+                           data::RankLoader& loader, RankMetrics& metrics, RunProgress& progress,
+                           RecoverySummary& summary, PendingFault& fault, const CheckpointStore* store)
+    : c_(c),
+      rank_(rank),
+      collectives_(collectives),
+      heartbeat_(heartbeat),
+      plan_(plan),
+      inner_(inner),
+      outer_(outer),
+      loader_(loader),
+      metrics_(metrics),
+      p_(progress),
+      summary_(summary),
+      fault_(fault),
+      store_(store),
+      group_(collectives, [&heartbeat](int r) { return heartbeat.silent(r); }) {
+  // A store request waits at most a heartbeat window; a lost store may stay away up to
+  // network.timeout_s while its supervisor restarts it (then the gang restarts).
+  const auto beat = std::chrono::milliseconds(static_cast<int64_t>(c.network.heartbeat_s * 1000));
+  group_.set_store_limits(std::max<std::chrono::milliseconds>(beat, std::chrono::seconds(2)),
+                          std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)));
+  heartbeat.announce_with(group_.announcer());
+}
+
+SyncResult LiveRecovery::sync(int fragment, bool plain_average) {
+  auto sync = live([&] {
+    auto s = outer_.begin(fragment, false);
+    s.plain_average = plain_average;
+    outer_.complete(s);
+    return s;
+  });
+  return outer_.apply(sync);
+}
+
+// The commit after an attempt: whether every member completed it; if not, the survivors re-form.
+bool LiveRecovery::settle(const std::string& failure) {
+  const bool committed = group_.commit(failure.empty());
+  count_store_outages();
+  if (committed) return true;
+  fault_.note("peer_failed");  // a no-op when this rank's own failure is noted already
+  recover(failure.empty() ? "a member did not complete a collective" : failure);
+  return false;
+}
+
+void LiveRecovery::recover(std::string why) {
+  for (;;) {
+    const auto start = Clock::now();
+    spdlog::warn("the group lost a member ({}): re-forming without it", why);
+    group_.set_patience(reform_patience());
+    std::vector<int> lost;
+    try {
+      lost = group_.recover();      // OutOfGroup (exit 5) if the others went on without this rank
+    } catch (const PeerError& e) {  // another member was lost while the group formed: again
+      why = e.what();
+      count_store_outages();
+      continue;
+    }
+    count_store_outages();
+    fault_recovered();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    ++summary_.recoveries;
+    summary_.recovery_seconds += seconds;
+    metrics_.add_recovery(true, seconds);
+    after_reform();
+    if (lost.empty())  // every member came (a store restart, a collective that failed without a loss)
+      spdlog::warn("re-formed in round {} (step {}) with every member: generation {} has ranks [{}] ({:.1f} s)",
+                   p_.rounds + 1, p_.step, group_.generation(), ranks_text(collectives_.members()), seconds);
+    else
+      spdlog::warn("lost rank(s) [{}] in round {} (step {}): generation {} has ranks [{}] ({:.1f} s to re-form)",
+                   ranks_text(lost), p_.rounds + 1, p_.step, group_.generation(), ranks_text(collectives_.members()),
+                   seconds);
+    const auto live = static_cast<double>(collectives_.world_size());
+    if (live < c_.network.min_live_fraction * collectives_.job_size())
+      throw LiveRecoveryGaveUp(
+          "live recovery gives up: " + std::to_string(collectives_.world_size()) + " of " +
+          std::to_string(collectives_.job_size()) + " ranks live, below network.min_live_fraction = " +
+          fmt::format("{}", c_.network.min_live_fraction) + ": gang restart from the last checkpoint");
+    // A generation that also took replacements in (a concurrent admission decided it)
+    // sends them the state first, as round_end's admission does.
+    if (group_.newcomers().empty()) return;
+    why = "taking rank(s) [" + ranks_text(group_.newcomers()) + "] in failed";
+    if (take_in_newcomers()) return;
+  }
+}
+
+// How long a re-formation waits for members that neither arrive nor fall silent: a member
+// still in a step arrives when it ends, one still forming the previous generation when Gloo
+// gives up on the dead peer (its store wait and its pair connect, a connect timeout each);
+// past the longer of the two plus two heartbeats it is hung or cut off, and the others go on
+// without it (network.timeout_s at most).
+std::chrono::milliseconds LiveRecovery::reform_patience() const {
+  const double window = collectives_.progress().window();
+  const double forming = 2 * std::chrono::duration<double>(collectives_.connect_timeout()).count();
+  const double seconds =
+      std::isfinite(window) ? std::max(window, forming) + 2 * c_.network.heartbeat_s : c_.network.timeout_s;
+  return std::chrono::milliseconds(static_cast<int64_t>(1000 * std::min(seconds, c_.network.timeout_s)));
+}
+
+// The members' side of taking replacements in: the state to the newcomers, then the commit
+// that the newcomers make too (rejoin). Whether every member and newcomer completed it.
+bool LiveRecovery::take_in_newcomers() {
+  bool sent = true;
+  try {
+    share_state(false);
+  } catch (const PeerError& e) {
+    spdlog::warn("sending the state to rank(s) [{}] failed: {}", ranks_text(group_.newcomers()), e.what());
+    sent = false;
+  }
+  return group_.commit(sent);
+}
+
+// The owner counts of the new group's members (every rank: the configured ones).
+void LiveRecovery::after_reform() {
+  std::vector<SlicePlan> plans;
+  for (int r : collectives_.members()) plans.push_back(SlicePlan::from_config(c_, collectives_.job_size(), r));
+  outer_.set_owners(std::move(plans), collectives_.job_size());
+  metrics_.set_live(collectives_.world_size(), outer_.min_coverage());
+}
+
+// The newcomers of this generation get θ, the momentum and where the run is from its source;
+// a newcomer's inner optimiser starts fresh and its data continues its rank's stream.
+void LiveRecovery::share_state(bool newcomer) {
+  const auto& members = collectives_.members();
+  const int root = static_cast<int>(std::find(members.begin(), members.end(), group_.source()) - members.begin());
+  auto where = torch::tensor({p_.step, p_.rounds, p_.uncovered_rounds, p_.last_checkpoint_round, p_.degraded_rounds},
+                             torch::kInt64);
+  collectives_.broadcast(where, root);
+  outer_.share_state(collectives_, root, newcomer);
+  share_inner_state(root);
+  if (!newcomer) return;
+  p_.step = where[0].item<int64_t>();
+  p_.rounds = where[1].item<int64_t>();
+  p_.uncovered_rounds = where[2].item<int64_t>();
+  p_.last_checkpoint_round = where[3].item<int64_t>();
+  p_.degraded_rounds = where[4].item<int64_t>();
+  loader_.seek(static_cast<uint64_t>(p_.step));  // one batch per inner step
+}
+
+// network.replacement_inner_state coowner: each newcomer, in job-rank order, takes the inner
+// AdamW state (moments and step) of the lowest co-owner of its slice that was already a member
+// (core/coowners.h), by one broadcast from that co-owner; without one it starts fresh. Its
+// weights stay θ: the co-owner's local weights carry the co-owner's own progress of this round,
+// which the co-owner's delta already brings to θ; a copy would count it twice. The newcomers
+// come from the source (a newcomer's LiveGroup does not know the others), so every member and
+// newcomer runs the same broadcasts.
+void LiveRecovery::share_inner_state(int root) {
+  if (c_.network.replacement_inner_state != ReplacementState::Coowner) return;
+  auto flags = torch::zeros({collectives_.job_size()}, torch::kInt64);
+  for (int r : group_.newcomers()) flags[r] = 1;
+  collectives_.broadcast(flags, root);
+  std::vector<int> newcomers;
+  for (int r = 0; r < collectives_.job_size(); ++r)
+    if (flags[r].item<int64_t>() != 0) newcomers.push_back(r);
+  const auto& members = collectives_.members();
+  for (int n : newcomers) {
+    const int source = coowner_source(n, members, newcomers, plan_.slices());
+    const int me = collectives_.job_rank();
+    if (source < 0) {
+      if (me == n)
+        spdlog::info("rank {}: no live co-owner of slice {}: its inner state starts fresh", n, plan_.slice_index());
+      continue;
+    }
+    const int from = static_cast<int>(std::find(members.begin(), members.end(), source) - members.begin());
+    inner_.share_state(collectives_, from, me == n);
+    if (me == source || me == n)
+      spdlog::info("inner state of rank {} {} rank {} (co-owner of slice {}): digest {}", n,
+                   me == n ? "taken from" : "sent by", source, plan_.slice_index(), hex64(inner_.state_digest()));
+  }
+}
+
+bool LiveRecovery::rejoin() {
+  const auto start = Clock::now();
+  spdlog::info("rank {} is a replacement: asking the live group to take it back", rank_);
+  std::string failure;
+  try {
+    if (!group_.join()) return false;
+    heartbeat_.start();  // only now: until the group took it in, its predecessor's silence spoke
+    share_state(true);
+  } catch (const PeerError& e) {  // the group is not at fault: only this rank starts again (exit 5)
+    failure = e.what();
+  }
+  // The members commit the same step (take_in_newcomers): all of them hold the shared state,
+  // or none goes on with this process.
+  const bool joined = group_.commit(failure.empty());
+  count_store_outages();
+  if (!joined) throw OutOfGroup("rejoining failed: " + (failure.empty() ? "a member did not complete it" : failure));
+  after_reform();
+  summary_.rejoined_at_step = p_.step;
+  summary_.recovery_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  metrics_.set_checkpoint_round(static_cast<double>(std::max<int64_t>(0, p_.last_checkpoint_round)));
+  spdlog::info("rank {} rejoined in round {} (step {}): generation {} has ranks [{}]; state from rank {}", rank_,
+               p_.rounds, p_.step, group_.generation(), ranks_text(collectives_.members()), group_.source());
+  return true;
+}
+
+RunSummary LiveRecovery::finished_without_this_rank() const {
+  spdlog::info("the job finished before rank {} could rejoin: reporting the job's result", rank_);
+  auto r = nlohmann::json::parse(group_.finished_result()).get<RunSummary>();
+  r.rank = rank_;
+  r.tokens = r.flops_executed = r.flops_full_backward = r.flops_saved_fraction = 0;
+  r.bytes_sent = r.bytes_received = r.bytes_allreduced = r.network_wait_seconds = r.sync_seconds = 0;
+  r.recovery = summary_;
+  r.recovery.live_ranks = 0;  // never in the final group
+  return r;
+}
+
+// The summary's list of degraded rounds: this round joins the last span when it follows it
+// with the same ranks missing.
+void LiveRecovery::note_degraded_round() {
+  const auto missing = missing_ranks(collectives_);
+  auto& spans = summary_.degraded;
+  if (!spans.empty() && spans.back().last_round == p_.rounds - 1 && spans.back().missing == missing)
+    spans.back().last_round = p_.rounds;
+  else spans.push_back({p_.rounds, p_.rounds, missing});
+}
+
+void LiveRecovery::round_end() {
+  if (collectives_.world_size() < collectives_.job_size()) {
+    ++summary_.rounds_degraded;
+    ++p_.degraded_rounds;
+    metrics_.add_degraded_round();
+    note_degraded_round();
+  }
+  if (outer_.min_coverage() == 0) {
+    if (++p_.uncovered_rounds > c_.network.max_uncovered_rounds)
+      give_up("an element has had no live owner for " + std::to_string(p_.uncovered_rounds) +
+              " rounds (network.max_uncovered_rounds = " + std::to_string(c_.network.max_uncovered_rounds) +
+              "): gang restart from the last checkpoint");
+  } else {
+    p_.uncovered_rounds = 0;
+  }
+  if (p_.step == c_.train.steps) return;
+  const auto joiners = live([&] { return group_.pending_joiners(); });
+  if (joiners.empty()) return;
+  const auto start = Clock::now();
+  // Not run again when it fails: the recovery drops whoever was lost, a newcomer included,
+  // and the next boundary sees the requests that are still standing.
+  const auto added = attempt([&] {
+    auto newcomers = group_.admit(joiners);
+    if (!newcomers.empty()) share_state(false);
+    return newcomers;
+  });
+  if (!added) return;
+  after_reform();  // the generation admit formed, with or without the joiners
+  if (added->empty()) return;
+  ++summary_.rejoins;
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  summary_.recovery_seconds += seconds;
+  metrics_.add_recovery(false, seconds);
+  spdlog::info("rank(s) [{}] rejoined in round {} (step {}): generation {} has ranks [{}]", ranks_text(*added),
+               p_.rounds, p_.step, group_.generation(), ranks_text(collectives_.members()));
+}
+
+// network.max_degraded_rounds: a job still missing a rank after this boundary's admission, for
+// more consecutive rounds than that, falls back to a gang restart (exit 3), after this round's
+// checkpoint if one was due, so the restart loses no more than checkpoint.every_rounds. Every
+// member counts the same rounds (newcomers get the count), so all of them decide alike.
+// Rounds, not seconds: members' clocks differ, their round counts do not.
+void LiveRecovery::bound_degraded() {
+  if (collectives_.world_size() == collectives_.job_size()) {
+    p_.degraded_rounds = 0;
+    return;
+  }
+  if (p_.degraded_rounds <= c_.network.max_degraded_rounds || p_.step == c_.train.steps) return;
+  give_up("the job has run with rank(s) [" + ranks_text(missing_ranks(collectives_)) + "] missing for " +
+          std::to_string(p_.degraded_rounds) +
+          " consecutive rounds (network.max_degraded_rounds = " + std::to_string(c_.network.max_degraded_rounds) +
+          "): gang restart from the checkpoint of round " + std::to_string(p_.last_checkpoint_round));
+}
+
+void LiveRecovery::finish(const RunSummary& result) {
+  if (collectives_.rank() == 0) group_.finish(nlohmann::json(result).dump());
+}
+
+// Live recovery falls back to a gang restart (exit 3): the lowest member notes why in the
+// checkpoint directory (kFallbackNote), so that the restarted run logs it and its summary
+// names it (recovery.fallback).
+void LiveRecovery::give_up(const std::string& why) {
+  const std::string message = "live recovery gives up: " + why;
+  spdlog::error("{}", message);
+  if (store_ && collectives_.rank() == 0) {
+    try {
+      const nlohmann::json note = {{"reason", message}, {"round", p_.rounds}, {"step", p_.step}};
+      atomic_write_file(store_->dir() + "/" + kFallbackNote, note.dump(2));
+    } catch (const std::exception& e) {
+      spdlog::warn("could not note the fallback in {}: {}", store_->dir(), e.what());
+    }
+  }
+  throw LiveRecoveryGaveUp(message);
+}
+
+// ---- Faults by kind (summary recovery.faults, ppu_faults_total) ----
+
+// The group re-formed: the pending fault is recovered from.
+void LiveRecovery::fault_recovered() {
+  if (const auto fault = fault_.take()) tally_fault(fault->kind, fault->seconds);
+}
+
+void LiveRecovery::tally_fault(const std::string& kind, double seconds) {
+  auto& t = summary_.faults[kind];
+  ++t.count;
+  t.recover_seconds += seconds;
+  metrics_.add_fault(kind, seconds);
+}
+
+// The store's outages LiveGroup went through (a restarted store is rebuilt in place: no
+// re-formation needed unless a member was lost too).
+void LiveRecovery::count_store_outages() {
+  for (const auto& o : group_.take_store_outages())
+    tally_fault(o.restarted ? "store_restarted" : "store_lost", o.seconds);
+}
+
+}  // namespace ppu

@@ -1,0 +1,169 @@
+// LiveRecovery: a run's network.recovery=live path (docs/RECOVERY.md): the survivors of a lost
+// rank go on training and take its replacement back at a round boundary. Contracts:
+//  - live(work) runs `work` (collectives of the group) until it completes on every member of
+//    one generation; attempt(work) runs it once and agrees with every member whether it did
+//    (LiveGroup::commit). A failed attempt's result is dropped and the survivors re-form, so
+//    the members of a generation leave every collective together.
+//  - A re-formed group updates the owner counts (OuterOptimizer::set_owners) and gives its
+//    newcomers θ, the momentum, the run's position and (network.replacement_inner_state)
+//    a co-owner's inner state; a replacement process takes them in rejoin().
+//  - round_end() and bound_degraded() apply the coverage rules at a round boundary
+//    (network.max_uncovered_rounds, network.max_degraded_rounds, network.min_live_fraction):
+//    past them live recovery gives up (LiveRecoveryGaveUp, exit 3: gang restart), noting why
+//    in the checkpoint directory (kFallbackNote).
+//  - Faults by kind, recoveries, rejoins and degraded rounds go to the run's RecoverySummary
+//    and its metrics (summary recovery.*, ppu_faults_total).
+// It reads and changes the run's parts, given by reference: they outlive it. Training thread
+// only, except PendingFault::note and on_heartbeat_lost (the heartbeat's thread too).
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/run_summary.h"
+#include "core/slice_plan.h"
+#include "data/data_loader.h"
+#include "engine/comm/bounded_store.h"
+#include "engine/comm/collectives.h"
+#include "engine/comm/heartbeat.h"
+#include "engine/comm/live_group.h"
+#include "engine/obs/rank_metrics.h"
+#include "engine/optim/inner_optimizer.h"
+#include "engine/optim/outer_optimizer.h"
+#include "engine/state/checkpoint_store.h"
+#include "engine/train/progress.h"
+
+namespace ppu {
+
+// The first fault since the group last re-formed, noted by whichever thread saw it and taken,
+// with the seconds since, by the re-formation that recovers from it.
+class PendingFault {
+ public:
+  struct Taken {
+    std::string kind;
+    double seconds;  // from noted to taken
+  };
+  void note(const char* kind);  // a no-op while one is pending
+  std::optional<Taken> take();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::mutex mutex_;
+  std::optional<std::pair<std::string, Clock::time_point>> fault_;
+};
+
+// The heartbeat found a peer (lost.rank) or the store (-1) silent; from its thread, while the
+// training thread may be blocked in a collective that waits for the peer. Without live recovery
+// this rank stops as a dead peer makes it stop (exit 3, the gang is restarted), now rather than
+// after network.timeout_s. With it, a silent peer's collectives are abandoned (a re-formation
+// follows); a silent store changes nothing yet (the next store request waits for it).
+void on_heartbeat_lost(const Heartbeat::Lost& lost, bool live, PendingFault& fault, Collectives& collectives);
+
+// Before a LiveRecovery is formed: no wait of the live path may outlast a few heartbeat windows
+// (a member that died while a group formed must not hold the others for network.timeout_s).
+// ConfigError unless the store is external (rank 0's store would die with rank 0).
+void prepare_live_recovery(const Config& c, const RendezvousInfo& rendezvous, Collectives& collectives);
+
+// The job ranks that are not members of the group now, ascending.
+std::vector<int> missing_ranks(const Collectives& collectives);
+
+class LiveRecovery {
+ public:
+  // After prepare_live_recovery: forms the LiveGroup on `collectives` (this is job rank `rank`),
+  // bounds its store requests and has the heartbeat announce this member's account. `store`:
+  // null without a checkpoint directory.
+  LiveRecovery(const Config& c, int rank, Collectives& collectives, Heartbeat& heartbeat, const SlicePlan& plan,
+               InnerOptimizer& inner, OuterOptimizer& outer, data::RankLoader& loader, RankMetrics& metrics,
+               RunProgress& progress, RecoverySummary& summary, PendingFault& fault, const CheckpointStore* store);
+  LiveRecovery(const LiveRecovery&) = delete;
+  LiveRecovery& operator=(const LiveRecovery&) = delete;
+
+  // Runs `work` until it completes on every member of one generation.
+  template <class F>
+  auto live(F&& work) -> decltype(work()) {
+    for (;;)
+      if (auto result = attempt(work)) return std::move(*result);
+  }
+
+  // Runs `work` once; its result if every member completed it, else none (the survivors have
+  // re-formed). A member can complete an all-gather that another saw fail: only the commit
+  // tells.
+  template <class F>
+  auto attempt(F&& work) -> std::optional<decltype(work())> {
+    std::optional<decltype(work())> result;
+    std::string failure;
+    try {
+      result.emplace(work());
+    } catch (const StoreLost& e) {  // counted by the commit that finds the store again
+      failure = e.what();
+    } catch (const PeerError& e) {
+      failure = e.what();
+      fault_.note("peer_failed");
+    }
+    if (settle(failure)) return result;
+    return std::nullopt;
+  }
+
+  // One outer sync that survives the loss of ranks: the exchange takes effect only if every
+  // member completed it; otherwise the survivors run it again with their own deltas, normalised
+  // by the live owners of each element.
+  SyncResult sync(int fragment, bool plain_average);
+
+  // A replacement process: joins the live group at its next round boundary and takes the state
+  // from a live member. False when the job finished before it could (finished_without_this_rank);
+  // OutOfGroup (exit 5) when taking the state failed.
+  bool rejoin();
+
+  // The job's result, as a member summarised it, for a replacement that the job finished
+  // without: nothing trained by this process.
+  RunSummary finished_without_this_rank() const;
+
+  // At a round boundary (progress.rounds counts it), before its checkpoint: count a degraded
+  // round, give up when a slice has gone without a live owner too long, and take replacements
+  // back (not after the last step).
+  void round_end();
+
+  // After the round boundary's checkpoint: give up when the job has been missing a rank for more
+  // consecutive rounds than network.max_degraded_rounds (not after the last step).
+  void bound_degraded();
+
+  // The job is done: rank 0 leaves `result` in the store for replacements still waiting.
+  void finish(const RunSummary& result);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  bool settle(const std::string& failure);
+  void recover(std::string why);
+  std::chrono::milliseconds reform_patience() const;
+  bool take_in_newcomers();
+  void after_reform();
+  void share_state(bool newcomer);
+  void share_inner_state(int root);
+  void note_degraded_round();
+  [[noreturn]] void give_up(const std::string& why);
+  void fault_recovered();
+  void tally_fault(const std::string& kind, double seconds);
+  void count_store_outages();
+
+  const Config& c_;
+  const int rank_;
+  Collectives& collectives_;
+  Heartbeat& heartbeat_;
+  const SlicePlan& plan_;
+  InnerOptimizer& inner_;
+  OuterOptimizer& outer_;
+  data::RankLoader& loader_;
+  RankMetrics& metrics_;
+  RunProgress& p_;
+  RecoverySummary& summary_;
+  PendingFault& fault_;
+  const CheckpointStore* store_;
+  LiveGroup group_;
+};
+
+}  // namespace ppu
