@@ -115,21 +115,22 @@ void write_json(const ppu::ExportDir& dir, const std::string& name, const json& 
 }
 
 int run(const Options& o) {
-  auto global = ppu::read_verified_checkpoint_file(o.checkpoint_dir, "global.pt", o.round);
+  namespace file = ppu::checkpoint_file;
+  auto global = ppu::read_verified_checkpoint_file(o.checkpoint_dir, file::kGlobal, o.round);
   ppu::Config config;
   try {
     config = ppu::parse_config(global.config_yaml);
   } catch (const std::exception& e) {
-    throw CheckpointError(global.path + "/manifest.json: its config does not parse: " + e.what());
+    throw CheckpointError(global.path + "/" + file::kManifest + ": its config does not parse: " + e.what());
   }
   const auto layout = ppu::parameter_layout(config.model);
   const bool ddp = config.method == ppu::Method::Ddp;
   // DDP keeps no outer state: its replicated parameters are rank 0's.
-  const auto rank0 = ppu::read_verified_checkpoint_file(o.checkpoint_dir, "rank-00000.pt", global.round);
+  const auto rank0 = ppu::read_verified_checkpoint_file(o.checkpoint_dir, file::rank_part(0), global.round);
   const auto& source = ddp ? rank0 : global;
   const auto params =
       read_parameters(source.bytes, ddp ? ppu::checkpoint_key::model_weight : ppu::checkpoint_key::outer_global, layout,
-                      source.path + "/" + (ddp ? "rank-00000.pt" : "global.pt"));
+                      source.path + "/" + (ddp ? file::rank_part(0) : std::string(file::kGlobal)));
   const double tokens = rank_tokens(rank0.bytes) * global.world_size;
 
   // The run's data: the validation windows the trainer evaluates, and the tokenizer.

@@ -76,6 +76,7 @@ import sys
 import tempfile
 import time
 
+import checkpoint_layout as ckpt_file
 from rank_netns import RankNetwork
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -510,24 +511,30 @@ def checkpoint_digests(log, pattern):
     return found
 
 
-def case_degraded_checkpoint():
-    ckpt = tempfile.mkdtemp(prefix="ppu-live-degraded-ckpt-")
-    keep = ["--set", f"checkpoint.dir={ckpt}", "--set", "checkpoint.keep=100"]
-    run = Run(tempfile.mkdtemp(prefix="ppu-live-degraded-"), keep, restarts=0)
+def lose_rank_3_for_good(name, setting):
+    """A checkpointing live run (with `setting`, a key=value) that loses rank 3 at step 30 and has no
+    restarts; after it ends: (its Run, exit code, log, checkpoint dir, the settings to restart with)."""
+    ckpt = tempfile.mkdtemp(prefix=f"ppu-live-{name}-ckpt-")
+    settings = ["--set", f"checkpoint.dir={ckpt}", "--set", setting]
+    run = Run(tempfile.mkdtemp(prefix=f"ppu-live-{name}-"), settings, restarts=0)
     run.wait_for(r"\[rank 0\] .* step 30/")
     os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
     rc = run.finish()
-    log = run.text()
+    return run, rc, run.text(), ckpt, settings
+
+
+def case_degraded_checkpoint():
+    run, rc, log, ckpt, keep = lose_rank_3_for_good("degraded", "checkpoint.keep=100")
     if rc != 137:
         fail(f"rank 3 lost for good: ppu-launch exited {rc}, want 137\n{events(log)}")
     live = run.summary(0)
-    rounds = sorted(int(d[6:]) for d in os.listdir(ckpt) if d.startswith("round-"))
+    rounds = ckpt_file.rounds_in(ckpt)
     degraded = []
     for r in rounds:
-        with open(os.path.join(ckpt, f"round-{r:06d}", "manifest.json")) as f:
+        with open(os.path.join(ckpt, ckpt_file.round_dir(r), ckpt_file.MANIFEST)) as f:
             manifest = json.load(f)
-        parts = sorted(k for k in manifest["files"] if k.startswith("rank-"))
-        if parts != [f"rank-{i:05d}.pt" for i in range(4)] or manifest["world_size"] != 4:
+        parts = sorted(k for k in manifest["files"] if ckpt_file.is_rank_part(k))
+        if parts != [ckpt_file.rank_part(i) for i in range(4)] or manifest["world_size"] != 4:
             fail(f"checkpoint round {r} lists {parts} of world size {manifest['world_size']}")
         if manifest.get("stand_ins"):
             if manifest["stand_ins"] != {"3": 1}:
@@ -545,7 +552,7 @@ def case_degraded_checkpoint():
     restart = Run(tempfile.mkdtemp(prefix="ppu-live-degraded-restart-"), keep, restarts=0)
     if restart.finish() != 0:
         fail(f"the restart from the degraded checkpoint failed:\n{events(restart.text())}")
-    resumed = checkpoint_digests(restart.text(), rf"resumed from \S+round-{last:06d} at step")
+    resumed = checkpoint_digests(restart.text(), rf"resumed from \S+{ckpt_file.round_dir(last)} at step")
     want = {0: wrote[0], 1: wrote[1], 2: wrote[2], 3: wrote[1]}  # rank 3: θ and rank 1's inner state
     if resumed != want:
         fail(f"resumed digests {resumed}, the live job held {want}")
@@ -557,9 +564,9 @@ def case_degraded_checkpoint():
     # From an earlier degraded checkpoint the restart trains on, rank 3 from its stand-in part.
     middle = degraded[len(degraded) // 2]
     early = tempfile.mkdtemp(prefix="ppu-live-degraded-early-")
-    shutil.copytree(os.path.join(ckpt, f"round-{middle:06d}"), os.path.join(early, f"round-{middle:06d}"))
+    shutil.copytree(os.path.join(ckpt, ckpt_file.round_dir(middle)), os.path.join(early, ckpt_file.round_dir(middle)))
     again = Run(tempfile.mkdtemp(prefix="ppu-live-degraded-again-"), ["--set", f"checkpoint.dir={early}"], 0)
-    if again.finish() != 0 or f"round-{middle:06d} at step" not in again.text():
+    if again.finish() != 0 or f"{ckpt_file.round_dir(middle)} at step" not in again.text():
         fail(f"the restart from degraded round {middle} failed:\n{events(again.text())}")
     print(
         f"rank 3 lost: rounds {degraded} checkpointed degraded; restart from {last}: rank 3 resumed {resumed[3]}; "
@@ -568,13 +575,7 @@ def case_degraded_checkpoint():
 
 
 def case_degraded_bound():
-    ckpt = tempfile.mkdtemp(prefix="ppu-live-bound-ckpt-")
-    extra = ["--set", f"checkpoint.dir={ckpt}", "--set", "network.max_degraded_rounds=2"]
-    run = Run(tempfile.mkdtemp(prefix="ppu-live-bound-"), extra, restarts=0)
-    run.wait_for(r"\[rank 0\] .* step 30/")
-    os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
-    rc = run.finish()
-    log = run.text()
+    _, rc, log, ckpt, extra = lose_rank_3_for_good("bound", "network.max_degraded_rounds=2")
     gave_up = re.search(
         r"missing for 3 consecutive rounds \(network\.max_degraded_rounds = 2\): gang restart from the "
         r"checkpoint of round (\d+)",
@@ -592,7 +593,7 @@ def case_degraded_bound():
     restart = Run(tempfile.mkdtemp(prefix="ppu-live-bound-restart-"), extra, restarts=0)
     rc = restart.finish()
     text = restart.text()
-    if rc != 0 or f"resumed from {ckpt}/round-{at:06d}" not in text:
+    if rc != 0 or f"resumed from {ckpt}/{ckpt_file.round_dir(at)}" not in text:
         fail(f"the gang restart did not resume from round {at}: exit {rc}\n{events(text)}")
     fallback = restart.summary(0)["recovery"]["fallback"]
     if "network.max_degraded_rounds = 2" not in fallback or "gang restart that live recovery fell back" not in text:

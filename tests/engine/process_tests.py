@@ -47,6 +47,8 @@ import sys
 import tempfile
 import time
 
+import checkpoint_layout as ckpt_file
+
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 TRAIN = os.path.join(BIN, "bin", "ppu-train")
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
@@ -147,9 +149,11 @@ def case_resume():
 
     # Corrupt the newest complete checkpoint: the restart must skip it, naming it.
     rounds = sorted(
-        d for d in os.listdir(ckpt) if d.startswith("round-") and os.path.exists(os.path.join(ckpt, d, "manifest.json"))
+        d
+        for d in os.listdir(ckpt)
+        if d.startswith(ckpt_file.ROUND_PREFIX) and os.path.exists(os.path.join(ckpt, d, ckpt_file.MANIFEST))
     )
-    newest = os.path.join(ckpt, rounds[-1], "rank-00001.pt")
+    newest = os.path.join(ckpt, rounds[-1], ckpt_file.rank_part(1))
     with open(newest, "r+b") as f:
         f.seek(os.path.getsize(newest) // 2)
         byte = f.read(1)
@@ -495,7 +499,7 @@ def checkpointed_run(prefix):
     r = launch(args, os.path.join(work, "run1"))
     if r.returncode != 0:
         fail("the first run failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
-    return work, ckpt, args, sorted(d for d in os.listdir(ckpt) if d.startswith("round-"))
+    return work, ckpt, args, [ckpt_file.round_dir(r) for r in ckpt_file.rounds_in(ckpt)]
 
 
 def case_checkpoint_format():
@@ -503,12 +507,12 @@ def case_checkpoint_format():
     # its path and both formats; the job neither loads it nor starts over beside it.
     work, ckpt, args, rounds = checkpointed_run("ppu-ckpt-format-")
     newest = os.path.join(ckpt, rounds[-1])
-    with open(os.path.join(newest, "manifest.json")) as f:
+    with open(os.path.join(newest, ckpt_file.MANIFEST)) as f:
         manifest = json.load(f)
     if manifest.get("format") != 2:
         fail(f"the manifest has format {manifest.get('format')!r}, expected 2")
     del manifest["format"]  # what a format-1 manifest looked like
-    with open(os.path.join(newest, "manifest.json"), "w") as f:
+    with open(os.path.join(newest, ckpt_file.MANIFEST), "w") as f:
         json.dump(manifest, f)
     before = {d: sorted(os.listdir(os.path.join(ckpt, d))) for d in os.listdir(ckpt)}
     r = launch(args + ["--set", "train.steps=60"], os.path.join(work, "run2"))
@@ -676,28 +680,28 @@ def case_unusable_checkpoints():
     # 1. The newest round's global.pt holds no outer state (its checksum matches, so the store
     #    accepts it and the load fails): the fault is the checkpoint's, exit 4, not a restart loop.
     newest = os.path.join(ckpt, rounds[-1])
-    with open(os.path.join(newest, "manifest.json")) as f:
+    with open(os.path.join(newest, ckpt_file.MANIFEST)) as f:
         manifest = json.load(f)
-    with open(os.path.join(newest, "global.pt"), "rb") as f:
+    with open(os.path.join(newest, ckpt_file.GLOBAL), "rb") as f:
         original = f.read()
-    with open(os.path.join(newest, "rank-00000.pt"), "rb") as f:
+    with open(os.path.join(newest, ckpt_file.rank_part(0)), "rb") as f:
         stand_in = f.read()  # a valid archive without outer.*
-    with open(os.path.join(newest, "global.pt"), "wb") as f:
+    with open(os.path.join(newest, ckpt_file.GLOBAL), "wb") as f:
         f.write(stand_in)
-    saved = manifest["files"]["global.pt"]
-    manifest["files"]["global.pt"] = {"bytes": len(stand_in), "fnv1a64": fnv1a64(stand_in)}
-    with open(os.path.join(newest, "manifest.json"), "w") as f:
+    saved = manifest["files"][ckpt_file.GLOBAL]
+    manifest["files"][ckpt_file.GLOBAL] = {"bytes": len(stand_in), "fnv1a64": fnv1a64(stand_in)}
+    with open(os.path.join(newest, ckpt_file.MANIFEST), "w") as f:
         json.dump(manifest, f)
     refused("missing outer state", [newest, "no outer state"], names_the_key=False)
-    with open(os.path.join(newest, "global.pt"), "wb") as f:
+    with open(os.path.join(newest, ckpt_file.GLOBAL), "wb") as f:
         f.write(original)
-    manifest["files"]["global.pt"] = saved
-    with open(os.path.join(newest, "manifest.json"), "w") as f:
+    manifest["files"][ckpt_file.GLOBAL] = saved
+    with open(os.path.join(newest, ckpt_file.MANIFEST), "w") as f:
         json.dump(manifest, f)
 
     # 2. global.pt deleted from every round: every round is named, the directory is untouched.
     for d in rounds:
-        os.remove(os.path.join(ckpt, d, "global.pt"))
+        os.remove(os.path.join(ckpt, d, ckpt_file.GLOBAL))
     refused("global.pt deleted from every round", [os.path.join(ckpt, d) for d in rounds], names_the_key=True)
 
     # 3. Starting over is a choice: the run trains from step 0 and its rounds replace the old ones.
@@ -705,15 +709,15 @@ def case_unusable_checkpoints():
     out = r.stdout + r.stderr
     if r.returncode != 0 or "resumed from" in out or "starting from step 0" not in out:
         fail(f"start_over_if_unusable=true: exit {r.returncode}, expected 0 and a fresh start:\n{out[-3000:]}")
-    if not all(os.path.exists(os.path.join(ckpt, d, "global.pt")) for d in os.listdir(ckpt)):
+    if not all(os.path.exists(os.path.join(ckpt, d, ckpt_file.GLOBAL)) for d in os.listdir(ckpt)):
         fail(f"after starting over, some round still lacks global.pt: {listing()}")
     print("ok start_over_if_unusable=true trains from step 0 and replaces the rounds")
 
     # 4. A round without a manifest is a save that never finished: a first run that crashed in
     #    its first save starts from step 0 (exit 0), it is not failed for it.
     shutil.rmtree(ckpt)
-    os.makedirs(os.path.join(ckpt, "round-000001"))
-    with open(os.path.join(ckpt, "round-000001", "rank-00000.pt"), "wb") as f:
+    os.makedirs(os.path.join(ckpt, ckpt_file.round_dir(1)))
+    with open(os.path.join(ckpt, ckpt_file.round_dir(1), ckpt_file.rank_part(0)), "wb") as f:
         f.write(b"partial")
     r = launch(args, os.path.join(work, "incomplete"))
     out = r.stdout + r.stderr

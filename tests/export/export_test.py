@@ -22,6 +22,9 @@ import tempfile
 
 from training_run import launch_command  # the run both export tests start from
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
+import checkpoint_layout as ckpt_file  # the names of a checkpoint on disk
+
 BIN, SRC = sys.argv[1], sys.argv[2]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
 EXPORT = os.path.join(BIN, "bin", "ppu-export")
@@ -119,7 +122,7 @@ if (
 
 # A corrupt newest checkpoint is never exported: the previous round is, and asking for the
 # corrupt one by number fails naming the fault.
-newest = os.path.join(ckpt, "round-000003", "global.pt")
+newest = os.path.join(ckpt, ckpt_file.round_dir(3), ckpt_file.GLOBAL)
 with open(newest, "r+b") as f:
     f.seek(os.path.getsize(newest) // 2)
     byte = f.read(1)
@@ -133,15 +136,15 @@ if e.returncode != 0 or read_json(os.path.join(older, "config.json"))["source"][
 if abs(evaluate(older) - ppu_loss) < OTHER_ROUND_MIN:
     fail("round 2's export evaluates like round 3's: the 1e-4 comparison would not notice wrong parameters")
 e = run([EXPORT, "--checkpoint", ckpt, "--round", "3", "--out", os.path.join(work, "bad")])
-if e.returncode != 4 or "round-000003: global.pt fails its checksum" not in e.stderr:
+if e.returncode != 4 or f"{ckpt_file.round_dir(3)}: {ckpt_file.GLOBAL} fails its checksum" not in e.stderr:
     fail(f"--round 3 (corrupt) should exit 4 naming the checksum failure, got {e.returncode}:\n{e.stderr}")
 if os.path.exists(os.path.join(work, "bad", "model.safetensors")):
     fail("a refused export left a model file behind")
 # A newer round without a manifest is a save that never finished: skipped as the trainer skips
 # it (the newest finished round is exported), not listed among rejected checkpoints.
-unfinished = os.path.join(ckpt, "round-000004")
+unfinished = os.path.join(ckpt, ckpt_file.round_dir(4))
 os.makedirs(unfinished)
-with open(os.path.join(unfinished, "rank-00000.pt"), "wb") as f:
+with open(os.path.join(unfinished, ckpt_file.rank_part(0)), "wb") as f:
     f.write(b"partial")
 e = run([EXPORT, "--checkpoint", ckpt, "--out", os.path.join(work, "skip"), "--format", "ppu"])
 if e.returncode != 0 or read_json(os.path.join(work, "skip", "config.json"))["source"]["round"] != 2:

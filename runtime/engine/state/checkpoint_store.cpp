@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -20,8 +19,9 @@ namespace ppu {
 
 namespace {
 
-constexpr const char* kManifest = "manifest.json";
-constexpr const char* kGlobal = "global.pt";
+namespace file = checkpoint_file;
+using file::kGlobal;
+using file::kManifest;
 
 std::string serialize(const CheckpointStore::Writer& writer) {
   torch::serialize::OutputArchive archive;
@@ -38,9 +38,10 @@ std::vector<int64_t> rounds_in(const std::string& dir) {
   if (!fs::is_directory(dir)) return rounds;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const auto name = entry.path().filename().string();
-    if (entry.is_directory() && name.rfind("round-", 0) == 0 && name.find(".tmp") == std::string::npos) {
+    const std::string prefix = file::kRoundPrefix;
+    if (entry.is_directory() && name.rfind(prefix, 0) == 0 && name.find(".tmp") == std::string::npos) {
       try {
-        rounds.push_back(std::stoll(name.substr(6)));
+        rounds.push_back(std::stoll(name.substr(prefix.size())));
       } catch (const std::exception&) {
       }
     }
@@ -66,18 +67,6 @@ std::string verify(const std::string& dir, const nlohmann::json& manifest, const
   return "";
 }
 
-std::string rank_file_name(int job_rank) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "rank-%05d.pt", job_rank);
-  return buf;
-}
-
-std::string round_name(int64_t round) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "round-%06lld", static_cast<long long>(round));
-  return buf;
-}
-
 // Whether the save of the round in `dir` finished: the manifest is written last, as its commit.
 // A round without one is an unfinished save, not a checkpoint: readers skip it, never reject it.
 bool save_finished(const std::string& dir) { return fs::exists(dir + "/" + kManifest); }
@@ -89,12 +78,12 @@ VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, con
   auto rounds = rounds_in(dir);
   if (round >= 0) {
     if (std::find(rounds.begin(), rounds.end(), round) == rounds.end())
-      throw NoValidCheckpoint("checkpoint directory '" + dir + "' has no " + round_name(round));
+      throw NoValidCheckpoint("checkpoint directory '" + dir + "' has no " + file::round_dir(round));
     rounds = {round};
   }
   std::string rejected;
   for (const int64_t r : rounds) {
-    const std::string path = dir + "/" + round_name(r);
+    const std::string path = dir + "/" + file::round_dir(r);
     if (!save_finished(path)) {
       spdlog::info("ignoring {}: no manifest, a checkpoint whose save did not finish", path);
       continue;
@@ -116,7 +105,7 @@ VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, con
       require_checkpoint_format(manifest.value("format", 1), "checkpoint " + path);
       return out;
     }
-    rejected += "\n  " + round_name(r) + ": " + problem;
+    rejected += "\n  " + file::round_dir(r) + ": " + problem;
   }
   throw NoValidCheckpoint(
       "checkpoint directory '" + dir + "' has no valid checkpoint" +
@@ -126,9 +115,9 @@ VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, con
 CheckpointStore::CheckpointStore(std::string dir, int keep, Collectives& collectives)
     : dir_(std::move(dir)), keep_(keep), collectives_(collectives) {}
 
-std::string CheckpointStore::round_dir(int64_t round) const { return dir_ + "/" + round_name(round); }
+std::string CheckpointStore::round_dir(int64_t round) const { return dir_ + "/" + file::round_dir(round); }
 
-std::string CheckpointStore::rank_file() const { return rank_file_name(collectives_.job_rank()); }
+std::string CheckpointStore::rank_file() const { return file::rank_part(collectives_.job_rank()); }
 
 void CheckpointStore::save(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins,
                            const Writer& global_part, const std::string& config_yaml) {
@@ -140,7 +129,7 @@ void CheckpointStore::save(int64_t round, const Writer& rank_part, const std::ve
   auto info = torch::zeros({ranks, 3}, torch::kInt64);
   auto write = [&](int job_rank, const Writer& writer) {
     const std::string bytes = serialize(writer);
-    atomic_write_file(dir + "/" + rank_file_name(job_rank), bytes);
+    atomic_write_file(dir + "/" + file::rank_part(job_rank), bytes);
     info[job_rank][0] = 1;
     info[job_rank][1] = static_cast<int64_t>(bytes.size());
     info[job_rank][2] = static_cast<int64_t>(fnv1a64(bytes.data(), bytes.size()));
@@ -160,14 +149,14 @@ void CheckpointStore::save(int64_t round, const Writer& rank_part, const std::ve
         if (all[m][r][0].item<int64_t>() == 0) continue;
         if (writer >= 0)
           throw std::logic_error("checkpoint round " + std::to_string(round) + ": two members wrote " +
-                                 rank_file_name(r));
+                                 file::rank_part(r));
         writer = m;
       }
       if (writer < 0)
-        throw std::logic_error("checkpoint round " + std::to_string(round) + ": no member wrote " + rank_file_name(r));
+        throw std::logic_error("checkpoint round " + std::to_string(round) + ": no member wrote " + file::rank_part(r));
       const auto v = all[writer][r];
-      manifest["files"][rank_file_name(r)] = {{"bytes", v[1].item<int64_t>()},
-                                              {"fnv1a64", hex64(static_cast<uint64_t>(v[2].item<int64_t>()))}};
+      manifest["files"][file::rank_part(r)] = {{"bytes", v[1].item<int64_t>()},
+                                               {"fnv1a64", hex64(static_cast<uint64_t>(v[2].item<int64_t>()))}};
       const int by = collectives_.members().empty() ? writer : collectives_.members()[writer];
       if (by != r) manifest["stand_ins"][std::to_string(r)] = by;
     }
