@@ -769,6 +769,22 @@ def nice_step(span, tics=6):
     return next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
 
 
+def ratio_tics(lo, hi):
+    """gnuplot's y2tics for a perplexity-ratio axis linked (exp) to a loss difference in [lo, hi]
+    nats: evenly spaced ratios over a narrow range; over a wide one (more than a factor of 10),
+    1-2-5 steps of each decade, or whole decades when those would be too many (evenly spaced
+    ratios would crowd the top of a wide range into one black block)."""
+    a, b = math.exp(lo), math.exp(hi)
+    if hi - lo <= math.log(10):
+        return f"set y2tics {nice_step(b - a):g} format '%.4g'"
+    decades = range(math.floor(math.log10(a)), math.ceil(math.log10(b)) + 1)
+    tics = [m * 10.0**k for k in decades for m in (1, 2, 5) if a <= m * 10.0**k <= b]
+    if len(tics) > 12:
+        every = math.ceil(len(decades) / 10)
+        tics = [10.0**k for k in decades if k % every == 0 and a <= 10.0**k <= b]
+    return "set y2tics (" + ", ".join(f"'{t:.4g}' {t:.6g}" for t in tics) + ")"
+
+
 def verdict_lines(p):
     """The verdict on at most two short lines for a plot's tic or label."""
     v = p["verdict"]
@@ -811,7 +827,7 @@ def paired_plot(paired, analysis):
         f"set yrange [{lo:.5f}:{hi:.5f}]",
         "set y2label 'perplexity ratio row / reference = exp(difference)'",
         "set link y2 via exp(y) inverse log(y)",
-        f"set y2tics {nice_step(math.exp(hi) - math.exp(lo)):g} format '%.4g'",
+        ratio_tics(lo, hi),
         f"set xrange [-0.6:{len(names) - 0.4}]; set xtics (" + ", ".join(tic(n) for n in names) + ")",
         "set key outside bottom center horizontal; set bmargin 9",
     ]
@@ -900,7 +916,7 @@ def gap_plot(points, analysis, out):
             "set ylabel 'final eval loss, 1/4 MLPs − Streaming DiLoCo (nats)'",
             f"set yrange [{lo - pad:.5f}:{hi + 3 * pad:.5f}]",
             "set y2label 'perplexity ratio = exp(difference)'; set link y2 via exp(y) inverse log(y)",
-            f"set y2tics {nice_step(math.exp(hi) - math.exp(lo)):g} format '%.4g'",
+            ratio_tics(lo, hi),
             "set key inside top left vertical box opaque; set grid",
             *labels,
             "plot 0 with lines lw 1.5 lc rgb '#000000' title 'no difference', \\",
