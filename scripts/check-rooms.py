@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Every runtime folder's includes keep to its README's "May include:" line.
+"""Every folder of the runtime and of the operator keeps its includes to its README's "May include:" line.
 
-Each runtime/**/README.md with a line "May include: a, b/c, ..." governs the .h/.cpp files in
-its own folder (not in subfolders, which have their own README). A quoted include
-"x/y/file.h" is allowed when its folder ("x/y") is the file's own (relative to runtime/) or is
-listed. Prints "check-rooms: PASS ..." or "check-rooms: FAIL ..." last (ctest lint.rooms).
+The one dependency rule of both trees: each README.md under runtime/ and operator/src/ opens a line
+"May include: a, b/c, d/e.h, ..." (entries may be in backticks; the list ends at the first "." that
+ends a sentence or at the end of the line). The line governs the .h/.cpp files of its own folder
+(not of subfolders, which have their own README). A quoted include "x/y/file.h" is allowed when its
+folder "x/y" is the file's own, or the folder is listed, or the header "x/y/file.h" is listed.
+Include paths are relative to the tree's root (runtime/, or operator/src/ and, for the runtime's
+contract headers an operator folder lists, runtime/). Every folder with sources needs such a README.
+Prints "check-rooms: PASS ..." or "check-rooms: FAIL ..." last (ctest lint.rooms).
 
 Usage: scripts/check-rooms.py [SOURCE_ROOT]
 """
@@ -14,36 +18,64 @@ import re
 import sys
 
 ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
-RUNTIME = ROOT / "runtime"
-INCLUDE = re.compile(r'^#include "([a-z_]+(?:/[a-z_]+)*)/[a-z_0-9]+\.h"', re.MULTILINE)
+TREES = [ROOT / "runtime", ROOT / "operator" / "src"]
+INCLUDE = re.compile(r'^#include "((?:[a-z_]+/)*[a-z_]+)/([a-z_0-9]+\.h)"', re.MULTILINE)
+ENTRY = re.compile(r"^(?:[a-z_]+/)*[a-z_0-9]+(?:\.h)?$")
 
 
-def allowed_folders(readme):
+def allowed_entries(readme):
+    """The entries of the README's "May include:" line (folders, or headers ending in .h), or None."""
     for line in readme.read_text().splitlines():
-        if line.startswith("May include:"):
-            return {f.strip() for f in line.split(":", 1)[1].split(",") if f.strip()}
+        if not line.startswith("May include:"):
+            continue
+        listed = re.split(r"\.(?:\s|$)", line.split(":", 1)[1], maxsplit=1)[0]
+        entries = set()
+        for part in re.split(r",|\band\b", listed):
+            entry = part.strip().strip("`").rstrip("/")
+            if entry:
+                entries.add(entry)
+        return entries
     return None
+
+
+def check_tree(tree, bad):
+    files = rooms = 0
+    for readme in sorted(tree.rglob("README.md")):
+        folder = readme.parent
+        sources = sorted(list(folder.glob("*.h")) + list(folder.glob("*.cpp")))
+        if folder == tree and not sources:
+            continue  # the tree's own README only maps the rooms
+        allowed = allowed_entries(readme)
+        if allowed is None:
+            bad.append(f"{readme.relative_to(ROOT)}: no 'May include:' line")
+            continue
+        for entry in sorted(allowed):
+            if not ENTRY.match(entry):
+                bad.append(
+                    f"{readme.relative_to(ROOT)}: 'May include:' entry {entry!r} is neither a folder nor a header"
+                )
+        own = folder.relative_to(tree).as_posix()
+        rooms += 1
+        for src in sources:
+            files += 1
+            for included_folder, name in INCLUDE.findall(src.read_text()):
+                header = f"{included_folder}/{name}"
+                if included_folder != own and included_folder not in allowed and header not in allowed:
+                    bad.append(
+                        f"{src.relative_to(ROOT)} includes {header}, which {readme.relative_to(ROOT)} does not allow"
+                    )
+    folders = {p.parent for p in tree.rglob("*.cpp")} | {p.parent for p in tree.rglob("*.h")}
+    for folder in sorted(folders):
+        if not (folder / "README.md").exists():
+            bad.append(f"{folder.relative_to(ROOT)}/ has sources but no README.md saying what it may include")
+    return files, rooms
 
 
 def main():
     bad, files, rooms = [], 0, 0
-    for readme in sorted(RUNTIME.rglob("README.md")):
-        allowed = allowed_folders(readme)
-        folder = readme.parent
-        own = folder.relative_to(RUNTIME).as_posix()
-        if allowed is None:
-            bad.append(f"{readme.relative_to(ROOT)}: no 'May include:' line")
-            continue
-        rooms += 1
-        for src in sorted(list(folder.glob("*.h")) + list(folder.glob("*.cpp"))):
-            files += 1
-            for included in INCLUDE.findall(src.read_text()):
-                if included != own and included not in allowed:
-                    bad.append(f"{src.relative_to(ROOT)} includes {included}/, which {own}/README.md does not allow")
-    sources = {p.parent for p in RUNTIME.rglob("*.cpp")} | {p.parent for p in RUNTIME.rglob("*.h")}
-    for folder in sorted(sources):
-        if not (folder / "README.md").exists():
-            bad.append(f"{folder.relative_to(ROOT)}/ has sources but no README.md saying what it may include")
+    for tree in TREES:
+        f, r = check_tree(tree, bad)
+        files, rooms = files + f, rooms + r
     for line in bad:
         print(f"check-rooms: {line}")
     if bad:
