@@ -63,6 +63,8 @@ inline constexpr const char* kExternalStore = "PPU_EXTERNAL_STORE";
 // The store server every rank of a live-recovery job connects to: `ppu-rendezvous --port P`
 // (the runtime image carries it beside ppu-train).
 inline constexpr const char* kRendezvousBinary = "ppu-rendezvous";
+// The rendezvous port: a live job's store is always on it, and it is the default of a gang job's
+// masterPort (the operator) and of MASTER_PORT (ppu-train).
 inline constexpr int kRendezvousPort = 29500;
 // ppu-rendezvous sets this store key, once, to a value no other start of it has: a rank that
 // reconnects and reads another value knows the store restarted and lost its keys (LiveGroup then

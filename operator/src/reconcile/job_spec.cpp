@@ -28,7 +28,7 @@ JobSpec parse_job(const json& job) {
   j.spec = job.value("spec", json::object());
   j.replicas = value_or<int>(j.spec, "replicas", 1);
   j.image = value_or<std::string>(j.spec, "image", "");
-  j.master_port = value_or<int>(j.spec, "masterPort", 29500);
+  j.master_port = value_or<int>(j.spec, "masterPort", contract::kRendezvousPort);
   j.metrics_port = value_or<int>(j.spec, "metricsPort", 9100);
   const json rp = j.spec.value("runPolicy", json::object());
   j.run_policy.backoff_limit = value_or<int>(rp, "backoffLimit", 3);

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/job_contract.h"
+
 namespace ppu::op {
 
 using json = nlohmann::json;
@@ -62,7 +64,7 @@ struct JobSpec {
   int64_t generation = 0;
   int replicas = 1;
   std::string image;
-  int master_port = 29500;
+  int master_port = contract::kRendezvousPort;
   int metrics_port = 9100;
   Recovery recovery = Recovery::Gang;
   RunPolicy run_policy;

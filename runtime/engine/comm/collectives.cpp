@@ -44,7 +44,7 @@ RendezvousInfo rendezvous_from_env() {
   info.rank = env_int(contract::env::kRank, 0);
   info.world_size = env_int(contract::env::kWorldSize, 1);
   info.master_addr = env_string(contract::env::kMasterAddr, info.master_addr);
-  info.master_port = env_int(contract::env::kMasterPort, 29500);
+  info.master_port = env_int(contract::env::kMasterPort, contract::kRendezvousPort);
   info.external_store = env_string(contract::env::kExternalStore, "") == "1";
   if (info.world_size < 1)
     throw std::invalid_argument("WORLD_SIZE must be >= 1, got " + std::to_string(info.world_size));

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/exit_status.h"
+#include "core/job_contract.h"
 #include "engine/comm/progress_clock.h"
 
 namespace c10d {
@@ -47,7 +48,7 @@ struct RendezvousInfo {
   int rank = 0;
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
+  int master_port = contract::kRendezvousPort;
   bool external_store = false;  // PPU_EXTERNAL_STORE=1: no rank serves the store
 };
 

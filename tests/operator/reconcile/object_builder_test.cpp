@@ -75,5 +75,20 @@ TEST(ObjectBuilder, ConfigMapHoldsTrainingYamlWithRanksAndIntegerTypes) {
   EXPECT_EQ(y["model"]["preset"].as<std::string>(), "tiny");
 }
 
+// The ports a spec leaves out: the operator's defaults are the CRD's schema defaults (which the
+// API server fills in), and the rendezvous port is the runtime's (core/job_contract.h).
+TEST(ObjectBuilder, PortDefaultsAreTheCrdsAndTheContracts) {
+  const YAML::Node crd = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/manifests/crd/ppu.dev_ppujobs.yaml");
+  const YAML::Node spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+  json job = testing::make_job("demo", 2);
+  job["spec"].erase("masterPort");
+  job["spec"].erase("metricsPort");
+  const JobSpec j = parse_job(job);
+  EXPECT_EQ(j.master_port, spec["masterPort"]["default"].as<int>());
+  EXPECT_EQ(j.metrics_port, spec["metricsPort"]["default"].as<int>());
+  EXPECT_EQ(j.master_port, contract::kRendezvousPort);
+  EXPECT_EQ(env_of(build_pod(j, 1, 0), "MASTER_PORT"), std::to_string(contract::kRendezvousPort));
+}
+
 }  // namespace
 }  // namespace ppu::op
