@@ -146,13 +146,13 @@ class Run {
     heartbeat_->watch_progress(collectives_->progress(), [this](double idle_s) {
       stop_hung_rank(idle_s, collectives_->progress().window(), live_);
     });
+    const RunParts parts{*inner_, *outer_, *loader_, *metrics_, p_, recovery_};
     if (!env.checkpoint_dir.empty())
-      checkpoints_.emplace(c, env.checkpoint_dir, *collectives_, plan_, schedule_, *model_, *inner_, *outer_, *loader_,
-                           *metrics_, p_, recovery_);
+      checkpoints_.emplace(c, env.checkpoint_dir, *collectives_, plan_, schedule_, *model_, parts);
     if (live_) {
       prepare_live_recovery(c, env.rendezvous, *collectives_);
-      live_recovery_.emplace(c, env.rendezvous.rank, *collectives_, *heartbeat_, plan_, *inner_, *outer_, *loader_,
-                             *metrics_, p_, recovery_, fault_, checkpoints_ ? &checkpoints_->store() : nullptr);
+      live_recovery_.emplace(c, env.rendezvous.rank, *collectives_, *heartbeat_, plan_, parts, fault_,
+                             checkpoints_ ? &checkpoints_->store() : nullptr);
     }
     recovery_.policy = choice_name(c.network.recovery);
     metrics_->set_live(collectives_->world_size(), 1);

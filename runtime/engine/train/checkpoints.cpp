@@ -16,20 +16,13 @@
 namespace ppu {
 
 RunCheckpoints::RunCheckpoints(const Config& c, const std::string& dir, Collectives& collectives, const SlicePlan& plan,
-                               const StreamingSchedule& schedule, Transformer& model, InnerOptimizer& inner,
-                               OuterOptimizer& outer, data::RankLoader& loader, RankMetrics& metrics,
-                               RunProgress& progress, RecoverySummary& summary)
+                               const StreamingSchedule& schedule, Transformer& model, RunParts run)
     : c_(c),
       collectives_(collectives),
       plan_(plan),
       schedule_(schedule),
       model_(model),
-      inner_(inner),
-      outer_(outer),
-      loader_(loader),
-      metrics_(metrics),
-      p_(progress),
-      summary_(summary),
+      run_(run),
       store_(dir, c.checkpoint.keep, collectives) {}
 
 // Every member writes its own part; for each job rank missing from the group, one member
@@ -45,23 +38,23 @@ void RunCheckpoints::save() {
       stand_ins.push_back({r, [this, r](torch::serialize::OutputArchive& a) { write_stand_in_part(a, r); }});
     }
   store_.save(
-      p_.rounds,
+      run_.progress.rounds,
       [&](torch::serialize::OutputArchive& a) {
         model_.save(a);
         torch::serialize::OutputArchive inner;
-        inner_.save(inner);
+        run_.inner.save(inner);
         a.write(checkpoint_key::kInner, inner);
         torch::serialize::OutputArchive feedback;
-        outer_.save_feedback(feedback);
+        run_.outer.save_feedback(feedback);
         a.write(checkpoint_key::kFeedback, feedback);
         save_progress(a);
       },
-      stand_ins, [&](torch::serialize::OutputArchive& a) { outer_.save(a); }, to_yaml(c_));
-  metrics_.set_checkpoint_round(p_.rounds);
-  p_.last_checkpoint_round = p_.rounds;
-  spdlog::info("checkpoint round {} written to {}{} (digests: outer {}, inner {}{})", p_.rounds, store_.dir(),
-               missing.empty() ? "" : fmt::format(" with rank(s) [{}] missing", ranks_text(missing)),
-               hex64(outer_digest()), hex64(inner_.state_digest()),
+      stand_ins, [&](torch::serialize::OutputArchive& a) { run_.outer.save(a); }, to_yaml(c_));
+  run_.metrics.set_checkpoint_round(run_.progress.rounds);
+  run_.progress.last_checkpoint_round = run_.progress.rounds;
+  spdlog::info("checkpoint round {} written to {}{} (digests: outer {}, inner {}{})", run_.progress.rounds,
+               store_.dir(), missing.empty() ? "" : fmt::format(" with rank(s) [{}] missing", ranks_text(missing)),
+               hex64(outer_digest()), hex64(run_.inner.state_digest()),
                mine.empty() ? "" : fmt::format("; this rank wrote the part of rank(s) [{}]", ranks_text(mine)));
 }
 
@@ -71,18 +64,18 @@ void RunCheckpoints::save() {
 // as its data position (a rank's batches are a function of (seed, rank, step)); no
 // error-feedback residuals (live recovery runs without them); this member's counters.
 void RunCheckpoints::write_stand_in_part(torch::serialize::OutputArchive& a, int missing) {
-  write_model_as_theta(a, model_.layout(), outer_.global(),
+  write_model_as_theta(a, model_.layout(), run_.outer.global(),
                        SlicePlan::from_config(c_, collectives_.job_size(), missing), model_.dtype());
   torch::serialize::OutputArchive inner;
-  if (same_slice(missing, collectives_.job_rank(), plan_.slices())) inner_.save(inner);
-  else inner_.save_fresh(inner);
+  if (same_slice(missing, collectives_.job_rank(), plan_.slices())) run_.inner.save(inner);
+  else run_.inner.save_fresh(inner);
   a.write(checkpoint_key::kInner, inner);
   torch::serialize::OutputArchive feedback;
-  outer_.save_feedback(feedback);
+  run_.outer.save_feedback(feedback);
   a.write(checkpoint_key::kFeedback, feedback);
-  write_scalar(a, checkpoint_key::kStep, p_.step);
-  write_scalar(a, checkpoint_key::kRounds, p_.rounds);
-  write_scalar(a, checkpoint_key::kLoaderPosition, p_.step);  // one batch per inner step
+  write_scalar(a, checkpoint_key::kStep, run_.progress.step);
+  write_scalar(a, checkpoint_key::kRounds, run_.progress.rounds);
+  write_scalar(a, checkpoint_key::kLoaderPosition, run_.progress.step);  // one batch per inner step
   for (const auto& [name, value] : totals()) write_scalar(a, checkpoint_key::total(name), *value);
 }
 
@@ -94,10 +87,10 @@ void RunCheckpoints::resume() {
   } catch (const std::exception& e) {  // a field missing or of another shape, a malformed archive (c10::Error)
     throw CheckpointError("checkpoint " + ckpt->path + " cannot be loaded: " + e.what());
   }
-  metrics_.set_checkpoint_round(ckpt->round);
-  p_.last_checkpoint_round = ckpt->round;
-  spdlog::info("resumed from {} at step {} (round {}; digests: outer {}, inner {})", ckpt->path, p_.step, p_.rounds,
-               hex64(outer_digest()), hex64(inner_.state_digest()));
+  run_.metrics.set_checkpoint_round(ckpt->round);
+  run_.progress.last_checkpoint_round = ckpt->round;
+  spdlog::info("resumed from {} at step {} (round {}; digests: outer {}, inner {})", ckpt->path, run_.progress.step,
+               run_.progress.rounds, hex64(outer_digest()), hex64(run_.inner.state_digest()));
   note_fallback(ckpt->round);
 }
 
@@ -110,9 +103,9 @@ void RunCheckpoints::note_fallback(int64_t resumed_round) {
   try {
     const auto note = nlohmann::json::parse(read_file_bytes(path));
     if (note.at("round").get<int64_t>() < resumed_round) return;
-    summary_.fallback = note.at("reason").get<std::string>();
+    run_.recovery.fallback = note.at("reason").get<std::string>();
     spdlog::warn("this run is the gang restart that live recovery fell back to at step {}: {}",
-                 note.value("step", int64_t{-1}), summary_.fallback);
+                 note.value("step", int64_t{-1}), run_.recovery.fallback);
   } catch (const std::exception& e) {
     spdlog::warn("{} is unreadable: {}", path, e.what());
   }
@@ -124,44 +117,44 @@ void RunCheckpoints::load_from(LoadedCheckpoint& ckpt) {
   model_.load(ckpt.rank_part);
   torch::serialize::InputArchive inner;
   ckpt.rank_part.read(checkpoint_key::kInner, inner);
-  inner_.load(inner);
+  run_.inner.load(inner);
   if (torch::serialize::InputArchive feedback; ckpt.rank_part.try_read(checkpoint_key::kFeedback, feedback))
-    outer_.load_feedback(feedback);
+    run_.outer.load_feedback(feedback);
   load_progress(ckpt.rank_part);
-  outer_.load(ckpt.global_part);
+  run_.outer.load(ckpt.global_part);
 }
 
 // The trainer's own section: where the run is (step, round, data position) and its totals.
 void RunCheckpoints::save_progress(torch::serialize::OutputArchive& a) {
-  write_scalar(a, checkpoint_key::kStep, p_.step);
-  write_scalar(a, checkpoint_key::kRounds, p_.rounds);
-  write_scalar(a, checkpoint_key::kLoaderPosition, static_cast<int64_t>(loader_.position()));
+  write_scalar(a, checkpoint_key::kStep, run_.progress.step);
+  write_scalar(a, checkpoint_key::kRounds, run_.progress.rounds);
+  write_scalar(a, checkpoint_key::kLoaderPosition, static_cast<int64_t>(run_.loader.position()));
   for (const auto& [name, value] : totals()) write_scalar(a, checkpoint_key::total(name), *value);
 }
 
 void RunCheckpoints::load_progress(torch::serialize::InputArchive& a) {
-  p_.step = read_int64(a, checkpoint_key::kStep);
-  p_.rounds = read_int64(a, checkpoint_key::kRounds);
-  loader_.seek(read_int64(a, checkpoint_key::kLoaderPosition));
+  run_.progress.step = read_int64(a, checkpoint_key::kStep);
+  run_.progress.rounds = read_int64(a, checkpoint_key::kRounds);
+  run_.loader.seek(read_int64(a, checkpoint_key::kLoaderPosition));
   for (const auto& [name, value] : totals()) *value = read_double(a, checkpoint_key::total(name));
 }
 
 // The running totals a checkpoint carries, by name (checkpoint_key::total).
 std::vector<std::pair<std::string, double*>> RunCheckpoints::totals() {
-  return {{"tokens", &p_.tokens},
-          {"flops", &p_.flops},
-          {"flops_full", &p_.flops_full},
-          {"bytes_sent", &p_.bytes_sent},
-          {"sync_seconds", &p_.sync_seconds},
-          {"bytes_received", &p_.bytes_received},
-          {"network_wait_seconds", &p_.network_wait_seconds}};
+  return {{"tokens", &run_.progress.tokens},
+          {"flops", &run_.progress.flops},
+          {"flops_full", &run_.progress.flops_full},
+          {"bytes_sent", &run_.progress.bytes_sent},
+          {"sync_seconds", &run_.progress.sync_seconds},
+          {"bytes_received", &run_.progress.bytes_received},
+          {"network_wait_seconds", &run_.progress.network_wait_seconds}};
 }
 
 // θ and the outer momentum of every fragment, as one digest (the same on every rank).
 uint64_t RunCheckpoints::outer_digest() const {
   uint64_t h = kFnv1a64Offset;
   for (int f = 0; f < static_cast<int>(schedule_.fragments().size()); ++f) {
-    const uint64_t d = outer_.fragment_digest(f);
+    const uint64_t d = run_.outer.fragment_digest(f);
     h = fnv1a64(&d, sizeof d, h);
   }
   return h;

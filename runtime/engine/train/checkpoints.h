@@ -31,6 +31,7 @@
 #include "engine/optim/outer_optimizer.h"
 #include "engine/state/checkpoint_store.h"
 #include "engine/train/progress.h"
+#include "engine/train/run_parts.h"
 
 namespace ppu {
 
@@ -38,8 +39,7 @@ class RunCheckpoints {
  public:
   // Checkpoints in `dir`, keeping checkpoint.keep of them.
   RunCheckpoints(const Config& c, const std::string& dir, Collectives& collectives, const SlicePlan& plan,
-                 const StreamingSchedule& schedule, Transformer& model, InnerOptimizer& inner, OuterOptimizer& outer,
-                 data::RankLoader& loader, RankMetrics& metrics, RunProgress& progress, RecoverySummary& summary);
+                 const StreamingSchedule& schedule, Transformer& model, RunParts run);
   RunCheckpoints(const RunCheckpoints&) = delete;
   RunCheckpoints& operator=(const RunCheckpoints&) = delete;
 
@@ -62,12 +62,7 @@ class RunCheckpoints {
   const SlicePlan& plan_;
   const StreamingSchedule& schedule_;
   Transformer& model_;
-  InnerOptimizer& inner_;
-  OuterOptimizer& outer_;
-  data::RankLoader& loader_;
-  RankMetrics& metrics_;
-  RunProgress& p_;
-  RecoverySummary& summary_;
+  RunParts run_;
   CheckpointStore store_;
 };
 

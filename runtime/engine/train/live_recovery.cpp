@@ -74,20 +74,13 @@ std::vector<int> missing_ranks(const Collectives& collectives) {
 }
 
 LiveRecovery::LiveRecovery(const Config& c, int rank, Collectives& collectives, Heartbeat& heartbeat,
-                           const SlicePlan& plan, InnerOptimizer& inner, OuterOptimizer& outer,
-                           data::RankLoader& loader, RankMetrics& metrics, RunProgress& progress,
-                           RecoverySummary& summary, PendingFault& fault, const CheckpointStore* store)
+                           const SlicePlan& plan, RunParts run, PendingFault& fault, const CheckpointStore* store)
     : c_(c),
       rank_(rank),
       collectives_(collectives),
       heartbeat_(heartbeat),
       plan_(plan),
-      inner_(inner),
-      outer_(outer),
-      loader_(loader),
-      metrics_(metrics),
-      p_(progress),
-      summary_(summary),
+      run_(run),
       fault_(fault),
       store_(store),
       group_(collectives, [&heartbeat](int r) { return heartbeat.silent(r); }) {
@@ -101,12 +94,12 @@ LiveRecovery::LiveRecovery(const Config& c, int rank, Collectives& collectives, 
 
 SyncResult LiveRecovery::sync(int fragment, bool plain_average) {
   auto sync = live([&] {
-    auto s = outer_.begin(fragment, false);
+    auto s = run_.outer.begin(fragment, false);
     s.plain_average = plain_average;
-    outer_.complete(s);
+    run_.outer.complete(s);
     return s;
   });
-  return outer_.apply(sync);
+  return run_.outer.apply(sync);
 }
 
 // The commit after an attempt: whether every member completed it; if not, the survivors re-form.
@@ -135,17 +128,18 @@ void LiveRecovery::recover(std::string why) {
     count_store_outages();
     fault_recovered();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    ++summary_.recoveries;
-    summary_.recovery_seconds += seconds;
-    metrics_.add_recovery(true, seconds);
+    ++run_.recovery.recoveries;
+    run_.recovery.recovery_seconds += seconds;
+    run_.metrics.add_recovery(true, seconds);
     after_reform();
     if (lost.empty())  // every member came (a store restart, a collective that failed without a loss)
       spdlog::warn("re-formed in round {} (step {}) with every member: generation {} has ranks [{}] ({:.1f} s)",
-                   p_.rounds + 1, p_.step, group_.generation(), ranks_text(collectives_.members()), seconds);
+                   run_.progress.rounds + 1, run_.progress.step, group_.generation(),
+                   ranks_text(collectives_.members()), seconds);
     else
       spdlog::warn("lost rank(s) [{}] in round {} (step {}): generation {} has ranks [{}] ({:.1f} s to re-form)",
-                   ranks_text(lost), p_.rounds + 1, p_.step, group_.generation(), ranks_text(collectives_.members()),
-                   seconds);
+                   ranks_text(lost), run_.progress.rounds + 1, run_.progress.step, group_.generation(),
+                   ranks_text(collectives_.members()), seconds);
     const auto live = static_cast<double>(collectives_.world_size());
     if (live < c_.network.min_live_fraction * collectives_.job_size())
       throw LiveRecoveryGaveUp(
@@ -190,8 +184,8 @@ bool LiveRecovery::take_in_newcomers() {
 void LiveRecovery::after_reform() {
   std::vector<SlicePlan> plans;
   for (int r : collectives_.members()) plans.push_back(SlicePlan::from_config(c_, collectives_.job_size(), r));
-  outer_.set_owners(std::move(plans), collectives_.job_size());
-  metrics_.set_live(collectives_.world_size(), outer_.min_coverage());
+  run_.outer.set_owners(std::move(plans), collectives_.job_size());
+  run_.metrics.set_live(collectives_.world_size(), run_.outer.min_coverage());
 }
 
 // The newcomers of this generation get θ, the momentum and where the run is from its source;
@@ -199,18 +193,19 @@ void LiveRecovery::after_reform() {
 void LiveRecovery::share_state(bool newcomer) {
   const auto& members = collectives_.members();
   const int root = static_cast<int>(std::find(members.begin(), members.end(), group_.source()) - members.begin());
-  auto where = torch::tensor({p_.step, p_.rounds, p_.uncovered_rounds, p_.last_checkpoint_round, p_.degraded_rounds},
+  auto where = torch::tensor({run_.progress.step, run_.progress.rounds, run_.progress.uncovered_rounds,
+                              run_.progress.last_checkpoint_round, run_.progress.degraded_rounds},
                              torch::kInt64);
   collectives_.broadcast(where, root);
-  outer_.share_state(collectives_, root, newcomer);
+  run_.outer.share_state(collectives_, root, newcomer);
   share_inner_state(root);
   if (!newcomer) return;
-  p_.step = where[0].item<int64_t>();
-  p_.rounds = where[1].item<int64_t>();
-  p_.uncovered_rounds = where[2].item<int64_t>();
-  p_.last_checkpoint_round = where[3].item<int64_t>();
-  p_.degraded_rounds = where[4].item<int64_t>();
-  loader_.seek(static_cast<uint64_t>(p_.step));  // one batch per inner step
+  run_.progress.step = where[0].item<int64_t>();
+  run_.progress.rounds = where[1].item<int64_t>();
+  run_.progress.uncovered_rounds = where[2].item<int64_t>();
+  run_.progress.last_checkpoint_round = where[3].item<int64_t>();
+  run_.progress.degraded_rounds = where[4].item<int64_t>();
+  run_.loader.seek(static_cast<uint64_t>(run_.progress.step));  // one batch per inner step
 }
 
 // network.replacement_inner_state coowner: each newcomer, in job-rank order, takes the inner
@@ -238,10 +233,10 @@ void LiveRecovery::share_inner_state(int root) {
       continue;
     }
     const int from = static_cast<int>(std::find(members.begin(), members.end(), source) - members.begin());
-    inner_.share_state(collectives_, from, me == n);
+    run_.inner.share_state(collectives_, from, me == n);
     if (me == source || me == n)
       spdlog::info("inner state of rank {} {} rank {} (co-owner of slice {}): digest {}", n,
-                   me == n ? "taken from" : "sent by", source, plan_.slice_index(), hex64(inner_.state_digest()));
+                   me == n ? "taken from" : "sent by", source, plan_.slice_index(), hex64(run_.inner.state_digest()));
   }
 }
 
@@ -262,11 +257,12 @@ bool LiveRecovery::rejoin() {
   count_store_outages();
   if (!joined) throw OutOfGroup("rejoining failed: " + (failure.empty() ? "a member did not complete it" : failure));
   after_reform();
-  summary_.rejoined_at_step = p_.step;
-  summary_.recovery_seconds += std::chrono::duration<double>(Clock::now() - start).count();
-  metrics_.set_checkpoint_round(static_cast<double>(std::max<int64_t>(0, p_.last_checkpoint_round)));
+  run_.recovery.rejoined_at_step = run_.progress.step;
+  run_.recovery.recovery_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  run_.metrics.set_checkpoint_round(static_cast<double>(std::max<int64_t>(0, run_.progress.last_checkpoint_round)));
   spdlog::info("rank {} rejoined in round {} (step {}): generation {} has ranks [{}]; state from rank {}", rank_,
-               p_.rounds, p_.step, group_.generation(), ranks_text(collectives_.members()), group_.source());
+               run_.progress.rounds, run_.progress.step, group_.generation(), ranks_text(collectives_.members()),
+               group_.source());
   return true;
 }
 
@@ -276,7 +272,7 @@ RunSummary LiveRecovery::finished_without_this_rank() const {
   r.rank = rank_;
   r.tokens = r.flops_executed = r.flops_full_backward = r.flops_saved_fraction = 0;
   r.bytes_sent = r.bytes_received = r.bytes_allreduced = r.network_wait_seconds = r.sync_seconds = 0;
-  r.recovery = summary_;
+  r.recovery = run_.recovery;
   r.recovery.live_ranks = 0;  // never in the final group
   return r;
 }
@@ -285,28 +281,28 @@ RunSummary LiveRecovery::finished_without_this_rank() const {
 // with the same ranks missing.
 void LiveRecovery::note_degraded_round() {
   const auto missing = missing_ranks(collectives_);
-  auto& spans = summary_.degraded;
-  if (!spans.empty() && spans.back().last_round == p_.rounds - 1 && spans.back().missing == missing)
-    spans.back().last_round = p_.rounds;
-  else spans.push_back({p_.rounds, p_.rounds, missing});
+  auto& spans = run_.recovery.degraded;
+  if (!spans.empty() && spans.back().last_round == run_.progress.rounds - 1 && spans.back().missing == missing)
+    spans.back().last_round = run_.progress.rounds;
+  else spans.push_back({run_.progress.rounds, run_.progress.rounds, missing});
 }
 
 void LiveRecovery::round_end() {
   if (collectives_.world_size() < collectives_.job_size()) {
-    ++summary_.rounds_degraded;
-    ++p_.degraded_rounds;
-    metrics_.add_degraded_round();
+    ++run_.recovery.rounds_degraded;
+    ++run_.progress.degraded_rounds;
+    run_.metrics.add_degraded_round();
     note_degraded_round();
   }
-  if (outer_.min_coverage() == 0) {
-    if (++p_.uncovered_rounds > c_.network.max_uncovered_rounds)
-      give_up("an element has had no live owner for " + std::to_string(p_.uncovered_rounds) +
+  if (run_.outer.min_coverage() == 0) {
+    if (++run_.progress.uncovered_rounds > c_.network.max_uncovered_rounds)
+      give_up("an element has had no live owner for " + std::to_string(run_.progress.uncovered_rounds) +
               " rounds (network.max_uncovered_rounds = " + std::to_string(c_.network.max_uncovered_rounds) +
               "): gang restart from the last checkpoint");
   } else {
-    p_.uncovered_rounds = 0;
+    run_.progress.uncovered_rounds = 0;
   }
-  if (p_.step == c_.train.steps) return;
+  if (run_.progress.step == c_.train.steps) return;
   const auto joiners = live([&] { return group_.pending_joiners(); });
   if (joiners.empty()) return;
   const auto start = Clock::now();
@@ -320,12 +316,12 @@ void LiveRecovery::round_end() {
   if (!added) return;
   after_reform();  // the generation admit formed, with or without the joiners
   if (added->empty()) return;
-  ++summary_.rejoins;
+  ++run_.recovery.rejoins;
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  summary_.recovery_seconds += seconds;
-  metrics_.add_recovery(false, seconds);
+  run_.recovery.recovery_seconds += seconds;
+  run_.metrics.add_recovery(false, seconds);
   spdlog::info("rank(s) [{}] rejoined in round {} (step {}): generation {} has ranks [{}]", ranks_text(*added),
-               p_.rounds, p_.step, group_.generation(), ranks_text(collectives_.members()));
+               run_.progress.rounds, run_.progress.step, group_.generation(), ranks_text(collectives_.members()));
 }
 
 // network.max_degraded_rounds: a job still missing a rank after this boundary's admission, for
@@ -335,14 +331,14 @@ void LiveRecovery::round_end() {
 // Rounds, not seconds: members' clocks differ, their round counts do not.
 void LiveRecovery::bound_degraded() {
   if (collectives_.world_size() == collectives_.job_size()) {
-    p_.degraded_rounds = 0;
+    run_.progress.degraded_rounds = 0;
     return;
   }
-  if (p_.degraded_rounds <= c_.network.max_degraded_rounds || p_.step == c_.train.steps) return;
+  if (run_.progress.degraded_rounds <= c_.network.max_degraded_rounds || run_.progress.step == c_.train.steps) return;
   give_up("the job has run with rank(s) [" + ranks_text(missing_ranks(collectives_)) + "] missing for " +
-          std::to_string(p_.degraded_rounds) +
+          std::to_string(run_.progress.degraded_rounds) +
           " consecutive rounds (network.max_degraded_rounds = " + std::to_string(c_.network.max_degraded_rounds) +
-          "): gang restart from the checkpoint of round " + std::to_string(p_.last_checkpoint_round));
+          "): gang restart from the checkpoint of round " + std::to_string(run_.progress.last_checkpoint_round));
 }
 
 void LiveRecovery::finish(const RunSummary& result) {
@@ -357,7 +353,7 @@ void LiveRecovery::give_up(const std::string& why) {
   spdlog::error("{}", message);
   if (store_ && collectives_.rank() == 0) {
     try {
-      const nlohmann::json note = {{"reason", message}, {"round", p_.rounds}, {"step", p_.step}};
+      const nlohmann::json note = {{"reason", message}, {"round", run_.progress.rounds}, {"step", run_.progress.step}};
       atomic_write_file(store_->dir() + "/" + kFallbackNote, note.dump(2));
     } catch (const std::exception& e) {
       spdlog::warn("could not note the fallback in {}: {}", store_->dir(), e.what());
@@ -374,10 +370,10 @@ void LiveRecovery::fault_recovered() {
 }
 
 void LiveRecovery::tally_fault(const std::string& kind, double seconds) {
-  auto& t = summary_.faults[kind];
+  auto& t = run_.recovery.faults[kind];
   ++t.count;
   t.recover_seconds += seconds;
-  metrics_.add_fault(kind, seconds);
+  run_.metrics.add_fault(kind, seconds);
 }
 
 // The store's outages LiveGroup went through (a restarted store is rebuilt in place: no

@@ -36,6 +36,7 @@
 #include "engine/optim/outer_optimizer.h"
 #include "engine/state/checkpoint_store.h"
 #include "engine/train/progress.h"
+#include "engine/train/run_parts.h"
 
 namespace ppu {
 
@@ -77,8 +78,7 @@ class LiveRecovery {
   // bounds its store requests and has the heartbeat announce this member's account. `store`:
   // null without a checkpoint directory.
   LiveRecovery(const Config& c, int rank, Collectives& collectives, Heartbeat& heartbeat, const SlicePlan& plan,
-               InnerOptimizer& inner, OuterOptimizer& outer, data::RankLoader& loader, RankMetrics& metrics,
-               RunProgress& progress, RecoverySummary& summary, PendingFault& fault, const CheckpointStore* store);
+               RunParts run, PendingFault& fault, const CheckpointStore* store);
   LiveRecovery(const LiveRecovery&) = delete;
   LiveRecovery& operator=(const LiveRecovery&) = delete;
 
@@ -155,12 +155,7 @@ class LiveRecovery {
   Collectives& collectives_;
   Heartbeat& heartbeat_;
   const SlicePlan& plan_;
-  InnerOptimizer& inner_;
-  OuterOptimizer& outer_;
-  data::RankLoader& loader_;
-  RankMetrics& metrics_;
-  RunProgress& p_;
-  RecoverySummary& summary_;
+  RunParts run_;
   PendingFault& fault_;
   const CheckpointStore* store_;
   LiveGroup group_;
