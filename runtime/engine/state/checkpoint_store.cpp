@@ -36,9 +36,9 @@ std::string checksum(const std::string& bytes) { return hex64(fnv1a64(bytes.data
 std::vector<int64_t> rounds_in(const std::string& dir) {
   std::vector<int64_t> rounds;
   if (!fs::is_directory(dir)) return rounds;
+  const std::string prefix = file::kRoundPrefix;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const auto name = entry.path().filename().string();
-    const std::string prefix = file::kRoundPrefix;
     if (entry.is_directory() && name.rfind(prefix, 0) == 0 && name.find(".tmp") == std::string::npos) {
       try {
         rounds.push_back(std::stoll(name.substr(prefix.size())));
