@@ -24,11 +24,14 @@
 #   5. the same job again, one rank's container killed with SIGKILL a third of the way through:
 #      gang restart, the new gang resumes from the checkpoint on the volume, Succeeded, and every
 #      rank's final param_checksum equals the uninterrupted run's;
-#   5b. the same job with network.recovery=live: rank 2's pod deleted as a round's outer sync
-#      starts, then the rendezvous pod deleted (recreated alone, event StoreReplaced, no rank pod
-#      changes), later rank 0's container killed: each time only that pod is recreated (the others
-#      keep their UIDs), the job Succeeds with restartCount 0 and 2 recoveries, every rank with
-#      the same parameters;
+#   5b. chaos under network.recovery=live, five faults in one job, each with its own PASS line:
+#      rank 2's pod deleted as a round's outer sync starts; the rendezvous pod deleted (recreated
+#      alone, event StoreReplaced); rank 0's container SIGKILLed; rank 3's pod deleted and the
+#      operator's pod deleted while it replaces it; rank 1's traffic dropped for 8 s by a
+#      NetworkPolicy (its egress denied, its conntrack entries flushed). After each rank fault
+#      only that pod is recreated (the others keep their UIDs) and condition Degraded is seen
+#      True, then False; the job Succeeds with restartCount 0 and 4 recoveries, every rank with
+#      the same parameters, its perplexity inside the band of three fault-free seeds run here;
 #   6. manifests/samples/cpu-tiny.yaml applied as shipped (its image name is an alias that
 #      `cluster.sh load-image --as` gave the built image) runs to Succeeded, and its final status
 #      (round, perplexity, checkpoint round, ResultReported) is what the same training section
@@ -54,7 +57,7 @@
 #   --rebuild-image  rebuild the image even if podman has one (default: build only if missing)
 #   PPU_CLUSTER_DIR  cluster state dir (default /var/lib/ppu-cluster-e2e)
 #   PPU_IMAGE        image to test (default localhost/ppu:dev)
-#   PPU_BUILD        host build with ppu-launch for step 6's local run (default ./build)
+#   PPU_BUILD        host build with ppu-launch for the local runs of steps 5b and 6 (default ./build)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/cluster/ppujob.sh"
@@ -67,7 +70,7 @@ for a in "$@"; do
     --keep) KEEP=1 ;;
     --rebuild-image) REBUILD=1 ;;
     -h | --help)
-      sed -n '2,55p' "$0"
+      sed -n '2,60p' "$0"
       exit 0
       ;;
     *)
@@ -380,34 +383,69 @@ done
 say "killed job Succeeded after $rc gang restart(s) with param_checksum $REF_SUM, equal to the uninterrupted run"
 phase "kill, gang restart, resume"
 
-# ---- 5b. the same job with live recovery: lose a rank pod, only that pod comes back -------------
-# network.recovery=live (docs/RECOVERY.md): the operator runs the job's rendezvous pod; deleting
-# rank 2's pod during an outer sync, then the rendezvous pod, then killing rank 0's container,
-# recreates only that pod each time; the other ranks keep their pods (same UIDs), the job
-# Succeeds with no gang restart and 2 recoveries.
-job live ckpt-live "$STEPS" | sed 's/^    checkpoint: /    network: {recovery: live, heartbeat_s: 5}\n    checkpoint: /' \
-  | kubectl apply -f - >/dev/null
+# ---- 5b. chaos under live recovery: each fault replaces only what it hit --------------------------
+# network.recovery=live (docs/RECOVERY.md): the operator runs the job's rendezvous pod. One job,
+# five faults in turn, each with its own PASS line: rank 2's pod deleted as a round's outer sync
+# starts; the rendezvous pod deleted; rank 0's container SIGKILLed; rank 3's pod deleted and the
+# operator's pod deleted while it replaces it; rank 1's traffic dropped for 8 s by a
+# NetworkPolicy. After each rank fault only that rank's pod is recreated (the others keep their
+# UIDs) and condition Degraded is seen True, then False. The job Succeeds with no gang restart and
+# 4 recoveries, every rank at the same parameters, its perplexity inside the band of three
+# fault-free seeds of the same training section run here with ppu-launch.
+pass() { echo "PASS cluster-e2e: $*"; }
+LIVE_STEPS=$((STEPS * 3))
+live_training() { # the live job's PPUJob on claim $1
+  job live "$1" "$LIVE_STEPS" | sed 's/^    checkpoint: /    network: {recovery: live, heartbeat_s: 5}\n    checkpoint: /'
+}
+live_training ckpt-live | kubectl apply -f - >/dev/null
 wait_phase live Running 240
 uid() { kubectl -n "$NS" get pod -l "ppu.dev/job=live,ppu.dev/rank=$1" -o jsonpath='{.items[0].metadata.uid}'; }
+live_failed() {
+  [[ "$(ppj live phase)" == Failed ]] && die "live job Failed: $(kubectl -n "$NS" get ppj live -o jsonpath='{.status}')"
+  [[ "$(ppj live phase)" == Succeeded ]] && die "live job Succeeded before every fault was injected: lengthen LIVE_STEPS"
+  return 0
+}
 live_round() { # live_round ROUND: wait until the job's status reaches outer round ROUND
   local i r
   for ((i = 0; i < 600; i++)); do
     r="$(ppj live outerRound)"
     [[ "$r" =~ ^[0-9]+$ && "$r" -ge $1 ]] && return 0
-    [[ "$(ppj live phase)" == Failed ]] && die "live job Failed: $(kubectl -n "$NS" get ppj live -o jsonpath='{.status}')"
+    live_failed
     sleep 1
   done
   die "live job never reached round $1 (at '$r')"
 }
-wait_recoveries() { # wait_recoveries N: until status.recoveries >= N and the lost rank trains again
-  local i n
+DEGRADED='conditions[?(@.type=="Degraded")].status' # ppj JOB "$DEGRADED": the condition's status
+wait_recovered() {                                  # wait_recovered N: until status.recoveries is N and every rank is back in the
+  # live group; condition Degraded must be seen True meanwhile and be False at the end
+  local i n seen=0
   for ((i = 0; i < 300; i++)); do
+    [[ "$(ppj live "$DEGRADED")" == True ]] && seen=1
     n="$(ppj live recoveries)"
-    [[ "$n" =~ ^[0-9]+$ && "$n" -ge $1 && "$(ppj live liveRanks)" == 4 ]] && return 0
-    [[ "$(ppj live phase)" == Failed ]] && die "live job Failed: $(kubectl -n "$NS" get ppj live -o jsonpath='{.status}')"
+    [[ "$n" =~ ^[0-9]+$ && "$n" -ge $1 && "$(ppj live liveRanks)" == 4 ]] && break
+    live_failed
     sleep 1
   done
-  die "live job: recoveries '$n', liveRanks '$(ppj live liveRanks)' after $1 rank loss(es)"
+  [[ "$n" == "$1" ]] || die "live job: recoveries '$n', liveRanks '$(ppj live liveRanks)'; expected $1 after $1 rank loss(es)"
+  ((seen == 1)) || die "live job: condition Degraded never True while a rank was lost (recovery $1)"
+  for ((i = 0; i < 30; i++)); do
+    [[ "$(ppj live "$DEGRADED")" == False ]] && return 0
+    sleep 1
+  done
+  die "live job: condition Degraded not cleared after recovery $1: $(kubectl -n "$NS" get ppj live -o jsonpath='{.status.conditions}')"
+}
+declare -A UIDS
+remember_uids() { for r in 0 1 2 3; do UIDS[$r]="$(uid "$r")"; done; }
+only_replaced() { # only_replaced RANK: RANK's pod has a new UID, every other rank's is unchanged
+  local r
+  for r in 0 1 2 3; do
+    if [[ $r == "$1" ]]; then
+      [[ "$(uid "$r")" != "${UIDS[$r]}" ]] || die "rank $r's pod was not recreated after it was lost"
+    else
+      [[ "$(uid "$r")" == "${UIDS[$r]}" ]] || die "rank $r's pod was recreated although only rank $1 was lost"
+    fi
+  done
+  [[ "$(ppj live restartCount)" == 0 ]] || die "the loss of rank $1 restarted the gang (restartCount $(ppj live restartCount))"
 }
 at_round_boundary() { # at_round_boundary ROUND: returns as rank 1 logs the step that ends a round >= ROUND
   # (log_every = sync_every = 10: the line of a round's last step, when its outer sync starts).
@@ -421,20 +459,26 @@ at_round_boundary() { # at_round_boundary ROUND: returns as rank 1 logs the step
 }
 store_uid() { kubectl -n "$NS" get pod live-rendezvous -o jsonpath='{.metadata.uid}' 2>/dev/null; }
 [[ -n "$(kubectl -n "$NS" get pod live-rendezvous -o name 2>/dev/null)" ]] || die "the live job has no rendezvous pod"
-live_round $((ROUNDS / 4))
-declare -A UIDS
-for r in 0 1 2 3; do UIDS[$r]="$(uid "$r")"; done
-at_round_boundary $((ROUNDS / 4 + 2))
+live_round 30
+remember_uids
+# (1) a rank pod deleted during an outer sync
+at_round_boundary 32
 kubectl -n "$NS" delete pod -l ppu.dev/job=live,ppu.dev/rank=2 --wait=false >/dev/null
 say "deleted rank 2's pod as rank 1 logged the end of a round (its outer sync), round $(ppj live outerRound)"
-wait_recoveries 1
-# The store's pod deleted under the live job: recreated alone (event StoreReplaced), the ranks
-# rebuild its keys and train on; no rank pod changes, no gang restart.
+wait_recovered 1
+only_replaced 2
+pass "chaos: rank 2's pod deleted during an outer sync; only it was recreated, Degraded seen and cleared, no gang restart"
+# (2) the store's pod deleted: recreated alone (event StoreReplaced), the ranks rebuild its keys
+# and train on; no rank pod changes, no gang restart. No rank leaves the live group, so Degraded
+# is not expected; whether it was seen is printed.
+remember_uids
 STORE_UID="$(store_uid)"
 at_round="$(ppj live outerRound)"
 kubectl -n "$NS" delete pod live-rendezvous --wait=false >/dev/null
 say "deleted the rendezvous pod at round $at_round"
+store_degraded=False
 for ((i = 0; i < 300; i++)); do
+  [[ "$(ppj live "$DEGRADED")" == True ]] && store_degraded=True
   now="$(store_uid)"
   [[ -n "$now" && "$now" != "$STORE_UID" ]] && break
   sleep 1
@@ -443,32 +487,100 @@ done
 live_round $((at_round + 5))
 replaced="$(kubectl -n "$NS" get events --field-selector reason=StoreReplaced -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')"
 [[ -n "$replaced" ]] || die "no StoreReplaced event after the rendezvous pod was deleted"
-[[ "$(ppj live restartCount)" == 0 ]] || die "the store's loss restarted the gang (restartCount $(ppj live restartCount))"
-for r in 0 1 3; do
-  [[ "$(uid "$r")" == "${UIDS[$r]}" ]] || die "rank $r's pod changed when the store was replaced"
-done
-say "the rendezvous pod recreated alone ($replaced); the job trains on at round $(ppj live outerRound)"
-live_round $((ROUNDS / 2))
+only_replaced none
+pass "chaos: the rendezvous pod deleted, recreated alone ($replaced); the job trains on at round $(ppj live outerRound) (Degraded seen: $store_degraded)"
+# (3) rank 0's container SIGKILLed (the store's and the job's first rank)
+live_round $((at_round + 20))
+remember_uids
 CID="$(kubectl -n "$NS" get pod -l ppu.dev/job=live,ppu.dev/rank=0 -o jsonpath='{.items[0].status.containerStatuses[0].containerID}')"
 bash "$CL" netns ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks kill -s SIGKILL "${CID#containerd://}"
 say "killed rank 0's container at round $(ppj live outerRound)"
-wait_recoveries 2
-for r in 1 3; do
-  [[ "$(uid "$r")" == "${UIDS[$r]}" ]] || die "rank $r's pod was recreated although only ranks 2 and 0 were lost"
+wait_recovered 2
+only_replaced 0
+pass "chaos: rank 0's container SIGKILLed; only its pod was recreated, Degraded seen and cleared, no gang restart"
+# (4) the operator's pod deleted while it replaces a rank: the next operator (the Deployment's new
+# pod, once it holds the lease) finds the loss already counted in status.recoveringRanks and
+# finishes the replacement; the loss counts once.
+live_round $(($(ppj live outerRound) + 5))
+remember_uids
+OP_UID="$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.uid}')"
+kubectl -n "$NS" delete pod -l ppu.dev/job=live,ppu.dev/rank=3 --wait=false >/dev/null
+for ((i = 0; i < 50; i++)); do
+  [[ -n "$(kubectl -n "$NS" get ppj live -o jsonpath='{.status.recoveringRanks[*].rank}')" ]] && break
+  sleep 0.2
 done
-for r in 0 2; do
-  [[ "$(uid "$r")" != "${UIDS[$r]}" ]] || die "rank $r's pod was not recreated after it was lost"
-done
+kubectl -n "$OPNS" delete pod -l app.kubernetes.io/name=ppu-operator --wait=false >/dev/null
+say "deleted rank 3's pod, then the operator's pod while rank 3 was recovering ($(kubectl -n "$NS" get ppj live -o jsonpath='{.status.recoveringRanks}'))"
+wait_recovered 3
+only_replaced 3
+kubectl -n "$OPNS" wait --for=condition=Ready pod -l app.kubernetes.io/name=ppu-operator --timeout=120s >/dev/null
+[[ "$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.uid}')" != "$OP_UID" ]] \
+  || die "the operator's pod was not replaced"
+pass "chaos: the operator's pod deleted while it replaced rank 3; the next operator finished it (the loss counted once), Degraded seen and cleared, no gang restart"
+# (5) rank 1's traffic dropped for 8 s (longer than heartbeat_s 5): a NetworkPolicy that selects
+# only rank 1 and allows no egress. NetworkPolicies only allow, so a policy cannot take back the
+# ingress the job's own policy grants; and the enforcement judges the first packet of a
+# connection only, so rank 1's conntrack entries are flushed with it: from then on every packet
+# rank 1 sends first (its heartbeats and store requests, its half of each collective) is dropped.
+# The others fence it, rank 1 finds itself out of the group when the policy goes and exits with
+# the code for "I lost the group", and only its pod is recreated.
+live_round $(($(ppj live outerRound) + 5))
+remember_uids
+R1IP="$(kubectl -n "$NS" get pod -l ppu.dev/job=live,ppu.dev/rank=1 -o jsonpath='{.items[0].status.podIP}')"
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: cut-rank-1, namespace: $NS}
+spec:
+  podSelector: {matchLabels: {ppu.dev/job: live, ppu.dev/rank: "1"}}
+  policyTypes: [Egress]
+YAML
+sleep 1 # the enforcement's controller watches policies
+bash "$CL" netns conntrack -D -s "$R1IP" >/dev/null 2>&1 || true
+bash "$CL" netns conntrack -D -d "$R1IP" >/dev/null 2>&1 || true
+say "rank 1 ($R1IP) cut off by NetworkPolicy cut-rank-1 at round $(ppj live outerRound)"
+sleep 8
+kubectl -n "$NS" delete networkpolicy cut-rank-1 >/dev/null
+say "NetworkPolicy cut-rank-1 removed at round $(ppj live outerRound)"
+wait_recovered 4
+only_replaced 1
+pass "chaos: rank 1's traffic dropped for 8 s by a NetworkPolicy; it was fenced and only its pod recreated, Degraded seen and cleared, no gang restart"
 wait_phase live Succeeded 900
 [[ "$(ppj live restartCount)" == 0 ]] || die "live job: restartCount '$(ppj live restartCount)', expected no gang restart"
+[[ "$(ppj live recoveries)" == 4 ]] || die "live job: recoveries '$(ppj live recoveries)', expected one per rank fault (4)"
 LDIR="$(pv_dir ckpt-live)"
 LSUM="$(checksum "$LDIR/summary-rank-1.json")"
 for r in 0 2 3; do
   [[ "$(checksum "$LDIR/summary-rank-$r.json")" == "$LSUM" ]] || die "live job: rank $r ends with other parameters than rank 1"
 done
 kubectl -n "$NS" logs live-rank-1 2>/dev/null | grep -E 'lost rank|rejoined in round' | sed 's/^/    /' || true
-say "live job Succeeded with 0 gang restarts and $(ppj live recoveries) recoveries; ranks 1 and 3 kept their pods"
-phase "live recovery: a deleted pod and a killed rank 0, no gang restart"
+# The fault-free band: the same training section, seeds 0, 1 and 2, run here with ppu-launch.
+LAUNCH="${PPU_BUILD:-$ROOT/build}/bin/ppu-launch"
+[[ -x "$LAUNCH" ]] || die "$LAUNCH not built (scripts/build.sh build, or set PPU_BUILD): step 5b compares with local runs"
+BAND="$PPU_CLUSTER_DIR/live-band"
+rm -rf "$BAND"
+mkdir -p "$BAND"
+live_training ckpt-band | python3 -c 'import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "PPUJob"]
+t = docs[0]["spec"]["training"]; t["ranks"] = 4
+yaml.safe_dump(t, open(sys.argv[1], "w"))' "$BAND/training.yaml"
+pids=()
+for s in 0 1 2; do
+  "$LAUNCH" --nproc 4 --config "$BAND/training.yaml" --set train.seed=$s --set checkpoint.dir="$BAND/ckpt-$s" \
+    --summary-dir "$BAND/seed-$s" >"$BAND/seed-$s.log" 2>&1 &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do
+  wait "$p" || die "a fault-free seed of the live job's training section failed: $(tail -3 "$BAND"/seed-*.log)"
+done
+live_ppl="$(ppj live perplexity)"
+read -r lo hi < <(python3 -c 'import json, sys
+p = [json.load(open("%s/seed-%d/rank-0.json" % (sys.argv[1], s)))["eval_perplexity"] for s in (0, 1, 2)]
+print("%.3f %.3f" % (min(p), max(p)))' "$BAND")
+python3 -c 'import sys; lo, hi, x = map(float, sys.argv[1:]); sys.exit(not lo <= x <= hi)' "$lo" "$hi" "${live_ppl:-nan}" \
+  || die "live job: final perplexity '$live_ppl' outside the fault-free seeds' band [$lo, $hi]"
+pass "chaos: the live job Succeeded after 5 faults with 0 gang restarts and $(ppj live recoveries) recoveries, every rank at $LSUM, perplexity $live_ppl inside the fault-free band [$lo, $hi]"
+phase "live recovery: five faults, no gang restart"
 
 # ---- 6. a sample as a user applies it: no edits, the default namespace -------------------------
 kubectl apply -f "$ROOT/manifests/samples/cpu-tiny.yaml" >/dev/null
