@@ -9,6 +9,9 @@
 //    handler unchanged. Once per process, from the main thread.
 //  - retire_store_client(client) keeps a client the caller no longer uses alive until the process
 //    exits, so that its watcher, parked or not, is never joined.
+//  - store_clients.cpp also defines recv, which LibTorch's calls bind to: a watcher whose store
+//    closed the connection would otherwise spin a core for ever (LibTorch 1.13 peeks the end of
+//    the stream and polls again at once); it waits 50 ms on that one event instead.
 // Our own threads catch their exceptions; a lost-connection error that escapes any other thread
 // is the watcher's. LibTorch 2's client has no watcher thread: the handler then never fires.
 #pragma once
