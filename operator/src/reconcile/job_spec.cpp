@@ -1,5 +1,7 @@
 #include "reconcile/job_spec.h"
 
+#include <type_traits>
+
 #include "core/job_contract.h"
 
 namespace ppu::op {
@@ -11,6 +13,42 @@ T value_or(const json& obj, const char* key, T fallback) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return fallback;
   return it->get<T>();
+}
+
+// The spec's field lists (job_spec.h) read from `obj`: a key that is absent or null, or an
+// object field that is not an object, keeps the member's default (the CRD's); a value of the
+// wrong type throws nlohmann's type_error.
+template <class T>
+void read_fields(const json& obj, T& out);
+
+template <class T>
+void read_value(const json& v, T& out) {
+  if constexpr (kIsFieldStruct<T>) {
+    if (v.is_object()) read_fields(v, out);
+  } else if constexpr (std::is_same_v<T, json>) {
+    if (v.is_object()) out = v;
+  } else {
+    out = v.get<T>();
+  }
+}
+template <class T>
+void read_value(const json& v, std::optional<T>& out) {
+  if constexpr (kIsFieldStruct<T>) {
+    if (!v.is_object()) return;
+    out.emplace();
+    read_fields(v, *out);
+  } else {
+    out = v.get<T>();
+  }
+}
+
+template <class T>
+void read_fields(const json& obj, T& out) {
+  if (!obj.is_object()) return;
+  FieldList<T>::visit(out, [&](const ApiField& field, auto& member) {
+    auto it = obj.find(field.key);
+    if (it != obj.end() && !it->is_null()) read_value(*it, member);
+  });
 }
 }  // namespace
 
@@ -26,39 +64,11 @@ JobSpec parse_job(const json& job) {
     j.priority_class = value_or<std::string>(labels, kPriorityClassLabel, "");
   }
   j.spec = job.value("spec", json::object());
-  j.replicas = value_or<int>(j.spec, "replicas", 1);
-  j.image = value_or<std::string>(j.spec, "image", "");
-  j.master_port = value_or<int>(j.spec, "masterPort", contract::kRendezvousPort);
-  j.metrics_port = value_or<int>(j.spec, "metricsPort", 9100);
-  const json rp = j.spec.value("runPolicy", json::object());
-  j.run_policy.backoff_limit = value_or<int>(rp, "backoffLimit", 3);
-  j.run_policy.max_recoveries = value_or<int>(rp, "maxRecoveries", j.run_policy.max_recoveries);
-  j.run_policy.recovery_window_seconds =
-      value_or<int64_t>(rp, "recoveryWindowSeconds", j.run_policy.recovery_window_seconds);
-  j.run_policy.recovery_backoff_seconds =
-      value_or<int64_t>(rp, "recoveryBackoffSeconds", j.run_policy.recovery_backoff_seconds);
-  j.run_policy.recovery_backoff_max_seconds =
-      value_or<int64_t>(rp, "recoveryBackoffMaxSeconds", j.run_policy.recovery_backoff_max_seconds);
+  read_fields(j.spec, j);
   // The one source of the policy is the training config the ranks read (network.recovery).
-  const json training = j.spec.value("training", json::object());
+  const json training = j.spec.is_object() ? j.spec.value("training", json::object()) : json::object();
   const json network = training.is_object() ? training.value("network", json::object()) : json::object();
   j.recovery = value_or<std::string>(network, "recovery", "gang") == "live" ? Recovery::Live : Recovery::Gang;
-  if (rp.contains("activeDeadlineSeconds") && !rp["activeDeadlineSeconds"].is_null())
-    j.run_policy.active_deadline_seconds = rp["activeDeadlineSeconds"].get<int64_t>();
-  if (rp.contains("ttlSecondsAfterFinished") && !rp["ttlSecondsAfterFinished"].is_null())
-    j.run_policy.ttl_seconds_after_finished = rp["ttlSecondsAfterFinished"].get<int64_t>();
-  j.run_policy.clean_pod_policy = value_or<std::string>(rp, "cleanPodPolicy", "Running");
-  j.run_policy.suspend = value_or<bool>(rp, "suspend", false);
-  if (j.spec.contains("export") && j.spec["export"].is_object()) {
-    const json& x = j.spec["export"];
-    ExportSpec e;
-    e.format = value_or<std::string>(x, "format", e.format);
-    e.dtype = value_or<std::string>(x, "dtype", e.dtype);
-    e.path = value_or<std::string>(x, "path", e.path);
-    e.active_deadline_seconds = value_or<int64_t>(x, "activeDeadlineSeconds", e.active_deadline_seconds);
-    if (x.contains("resources") && x["resources"].is_object()) e.resources = x["resources"];
-    j.model_export = e;
-  }
   return j;
 }
 

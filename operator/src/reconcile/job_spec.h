@@ -1,7 +1,8 @@
 // JobSpec: a PPUJob's spec read into plain values, with the CRD's defaults applied again (the
-// operator must behave the same on objects created before a default existed). Also the names
-// every object of a job gets: <job> (Service, NetworkPolicy), <job>-config (ConfigMap), <job>-rank-<k> (pods),
-// for spec.export <job>-export (batch/v1 Job) and <job>.export (its NetworkPolicy), and with
+// operator must behave the same on objects created before a default existed): the fields and
+// their defaults are the lists below, which ppu-crd also renders into the CRD, so the two are
+// one. Also the names every object of a job gets: <job> (Service, NetworkPolicy), <job>-config (ConfigMap),
+// <job>-rank-<k> (pods), for spec.export <job>-export (batch/v1 Job) and <job>.export (its NetworkPolicy), and with
 // training.network.recovery live <job>-rendezvous (the store's pod and Service, rendezvous.h).
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/job_contract.h"
+#include "reconcile/api_fields.h"
 
 namespace ppu::op {
 
@@ -22,33 +24,59 @@ inline constexpr const char* kRankLabel = "ppu.dev/rank";
 inline constexpr const char* kConfigKey = "config.yaml";
 inline constexpr const char* kConfigPath = "/etc/ppu/config.yaml";
 inline constexpr const char* kCheckpointPath = "/checkpoints";
+// spec.data.mountPath's default (the CRD's, rendered from here by ppu-crd).
+inline constexpr const char* kDataPath = "/data";
 // On the export Job's pod, instead of ppu.dev/job (which would make it one of the job's rank
 // pods to the Service and the job's NetworkPolicy): the PPUJob's name.
 inline constexpr const char* kExportLabel = "ppu.dev/export";
 
-struct RunPolicy {
-  int backoff_limit = 3;
-  // recovery live (recovery_pacing.h): single ranks recreated within recovery_window_seconds (0:
-  // the job's lifetime) before the next loss fails the job; a rank lost again within the window
-  // waits recovery_backoff_seconds, doubled each further loss, at most recovery_backoff_max_seconds.
-  int max_recoveries = 10;
-  int64_t recovery_window_seconds = 3600;
-  int64_t recovery_backoff_seconds = 10;
-  int64_t recovery_backoff_max_seconds = 300;
-  std::optional<int64_t> active_deadline_seconds;
-  std::optional<int64_t> ttl_seconds_after_finished;
-  std::string clean_pod_policy = "Running";  // All | Running | None
-  bool suspend = false;
-};
+// clang-format off
+// The spec fields the operator reads into values, one line each (reconcile/api_fields.h): the
+// members, parse_job's reading and the CRD's schema of these fields, defaults included (ppu-crd).
+// The rest of spec (the pods' corev1 passthrough fields, spec.training) is read from JobSpec::spec.
+//
+// spec.runPolicy. recovery live (recovery_pacing.h): single ranks recreated within
+// recoveryWindowSeconds (0: the job's lifetime) before the next loss fails the job; a rank lost
+// again within the window waits recoveryBackoffSeconds, doubled each further loss, at most
+// recoveryBackoffMaxSeconds.
+#define PPU_RUN_POLICY_FIELDS(F) \
+  F(int,                    backoff_limit,                "backoffLimit",              3,            "minimum: 0", "Gang restarts allowed before the job is Failed (BackoffLimitExceeded).") \
+  F(int,                    max_recoveries,               "maxRecoveries",             10,           "minimum: 0", "training.network.recovery live: rank pods recreated alone within recoveryWindowSeconds before the next lost rank fails the job (RecoveryLimitExceeded). Counted apart from backoffLimit; it stops a rank that can never stay up from being recreated for ever. Size it to the losses expected per window (status.recoveries stays the lifetime total).") \
+  F(int64_t,                recovery_window_seconds,      "recoveryWindowSeconds",     3600,         "format: int64, minimum: 0", "training.network.recovery live: the sliding window over which maxRecoveries and each rank's back-off are counted (status.recentRecoveries); 0 counts over the job's lifetime.") \
+  F(int64_t,                recovery_backoff_seconds,     "recoveryBackoffSeconds",    10,           "format: int64, minimum: 0, maximum: 86400", "training.network.recovery live: a rank lost again within recoveryWindowSeconds is recreated this long after its loss, doubled for each further loss of that rank (its first loss is recreated at once); 0 turns the back-off off.") \
+  F(int64_t,                recovery_backoff_max_seconds, "recoveryBackoffMaxSeconds", 300,          "format: int64, minimum: 0, maximum: 86400", "training.network.recovery live: the cap of a rank's recreation back-off.") \
+  F(std::optional<int64_t>, active_deadline_seconds,      "activeDeadlineSeconds",     std::nullopt, "format: int64, minimum: 1", "Fail the job (DeadlineExceeded) when it has been active this long.") \
+  F(std::optional<int64_t>, ttl_seconds_after_finished,   "ttlSecondsAfterFinished",   std::nullopt, "minimum: 0", "Delete the PPUJob this long after it Succeeded or Failed.") \
+  F(std::string,            clean_pod_policy,             "cleanPodPolicy",            "Running",    "enum: [All, Running, None]", "Pods to delete when the job finishes (All, only Running ones, None).") \
+  F(bool,                   suspend,                      "suspend",                   false,        "", "true deletes the pods and marks the job Suspended; false recreates them.")
 
 // spec.export: the model ppu-export writes onto the checkpoint volume once the job Succeeded.
-struct ExportSpec {
-  std::string format = "hf";   // hf | ppu
-  std::string dtype = "fp32";  // fp32 | bf16
-  std::string path = "model";  // directory relative to the checkpoint volume's root
-  int64_t active_deadline_seconds = 3600;
-  json resources;  // spec.export.resources; null: the ranks' cpu and memory (export_job.h)
+// resources null: the ranks' cpu and memory (export_job.h).
+#define PPU_EXPORT_SPEC_FIELDS(F) \
+  F(std::string, format,                  "format",                "hf",    "enum: [hf, ppu]", "hf: a Hugging Face model directory (config.json, model.safetensors, tokenizer, model card) that transformers and vLLM load; ppu: ppu-export's own layout") \
+  F(std::string, dtype,                   "dtype",                 "fp32",  "enum: [fp32, bf16]", "weights' dtype; bf16 is rounded from the fp32 global parameters") \
+  F(std::string, path,                    "path",                  "model", "minLength: 1, maxLength: 253", "the model's directory, relative to the checkpoint volume's root (in pods: /checkpoints/<path>)") \
+  F(int64_t,     active_deadline_seconds, "activeDeadlineSeconds", 3600,    "format: int64, minimum: 1", "The export Job fails (ExportFailed) when it has run this long.") \
+  F(json,        resources,               "resources",             json(),  "type: object, properties: {limits: {type: object, x-kubernetes-preserve-unknown-fields: true}, requests: {type: object, x-kubernetes-preserve-unknown-fields: true}}", "corev1 ResourceRequirements of the export container; default the ranks' cpu and memory (no GPU).")
+// clang-format on
+
+struct RunPolicy {
+  PPU_RUN_POLICY_FIELDS(PPU_DECLARE_FIELD)
 };
+struct ExportSpec {
+  PPU_EXPORT_SPEC_FIELDS(PPU_DECLARE_FIELD)
+};
+
+// clang-format off
+// spec's own fields. masterPort: the rendezvous port of the runtime's contract.
+#define PPU_JOB_SPEC_FIELDS(F) \
+  F(int,                       replicas,     "replicas",    1,                           "required: true, format: int32, minimum: 1, maximum: 4096", "K, the number of ranks (one pod each). Must be a multiple of training.slicing.slices.") \
+  F(std::string,               image,        "image",       "",                          "required: true, minLength: 1", "Container image that provides `ppu-train`.") \
+  F(int,                       master_port,  "masterPort",  contract::kRendezvousPort,   "minimum: 1, maximum: 65535", "MASTER_PORT of the c10d TCPStore on rank 0.") \
+  F(int,                       metrics_port, "metricsPort", 9100,                        "minimum: 1, maximum: 65535", "Port of each rank's /metrics (set as PPU_METRICS_PORT and as the container port named metrics).") \
+  F(std::optional<ExportSpec>, model_export, "export",      std::nullopt,                "", "Export the trained model when the job Succeeds: the operator runs `ppu-export` once, as the batch/v1 Job <job>-export from spec.image with the ranks' volumes and security contexts, and it writes the model of the latest checkpoint to `path` on the checkpoint volume. Condition Exported (column EXPORT) and status.export report it. Deleting the PPUJob deletes that Job, never the model.") \
+  F(RunPolicy,                 run_policy,   "runPolicy",   RunPolicy{},                 "", "")
+// clang-format on
 
 // spec.training.network.recovery: what a lost rank costs (docs/OPERATOR.md, "Live recovery").
 // Gang: every rank stops and the gang restarts; Live: the other ranks go on and only the lost
@@ -62,18 +90,17 @@ inline constexpr const char* kPriorityClassLabel = "kueue.x-k8s.io/priority-clas
 struct JobSpec {
   std::string ns, name, uid;
   int64_t generation = 0;
-  int replicas = 1;
-  std::string image;
-  int master_port = contract::kRendezvousPort;
-  int metrics_port = 9100;
+  PPU_JOB_SPEC_FIELDS(PPU_DECLARE_FIELD)  // model_export nullopt: spec.export absent, nothing is exported
   Recovery recovery = Recovery::Gang;
-  RunPolicy run_policy;
-  std::optional<ExportSpec> model_export;  // nullopt: spec.export absent, nothing is exported
   // Kueue: the labels kueue.x-k8s.io/queue-name (a LocalQueue of the job's namespace) and
   // kueue.x-k8s.io/priority-class (a WorkloadPriorityClass); empty when absent.
   std::string queue_name, priority_class;
   json spec;  // the raw spec, for passthrough fields (resources, volumes, scheduling, training)
 };
+
+PPU_FIELD_LIST(RunPolicy, PPU_RUN_POLICY_FIELDS, true)
+PPU_FIELD_LIST(ExportSpec, PPU_EXPORT_SPEC_FIELDS, true)
+PPU_FIELD_LIST(JobSpec, PPU_JOB_SPEC_FIELDS, true)
 
 JobSpec parse_job(const json& job);
 

@@ -70,7 +70,7 @@ JobVolumes job_volumes(const JobSpec& j) {
   v.volumes.push_back(volume_from("checkpoints", s.value("checkpoint", json())));
   if (s.contains("data") && s["data"].is_object()) {
     v.mounts.push_back(
-        {{"name", "data"}, {"mountPath", s["data"].value("mountPath", std::string("/data"))}, {"readOnly", true}});
+        {{"name", "data"}, {"mountPath", s["data"].value("mountPath", std::string(kDataPath))}, {"readOnly", true}});
     v.volumes.push_back(volume_from("data", s["data"]));
   }
   // The root filesystem is read-only by default: /tmp is where anything else may write.

@@ -4,68 +4,122 @@
 #include <stdexcept>
 
 #include "kube/rfc3339.h"
-#include "reconcile/job_constants.h"
 
 namespace ppu::op {
 
 namespace {
 
-constexpr std::pair<JobPhase, const char*> kPhaseWords[] = {
-    {JobPhase::Pending, phase::kPending},       {JobPhase::Running, phase::kRunning},
-    {JobPhase::Restarting, phase::kRestarting}, {JobPhase::Succeeded, phase::kSucceeded},
-    {JobPhase::Failed, phase::kFailed},         {JobPhase::Suspended, phase::kSuspended},
-};
-
-// The schema's top-level keys; everything else goes to PPUJobStatus::unknown.
-constexpr const char* kStatusKeys[] = {
-    "phase",
-    "conditions",
-    "reason",
-    "message",
-    "readyRanks",
-    "activeRanks",
-    "failedRanks",
-    "readyString",
-    "restartCount",
-    "nextRestartTime",
-    "recoveries",
-    "recoveringRanks",
-    "recentRecoveries",
-    "liveRanks",
-    "minSliceCoverage",
-    "lastCheckpointRound",
-    "outerRound",
-    "perplexity",
-    "result",
-    "export",
-    "startTime",
-    "completionTime",
-    "observedGeneration",
-    "step",
-    "steps",
-    "progressPercentage",
-    "estimatedRemainingSeconds",
-};
-
-// A present, non-null key read as T (throws nlohmann's type_error on another type).
+// JSON from the field lists (api_fields.h): a member is written under its key when it has a
+// value (an optional that is set, any other member always; conditions when listed), and read back
+// from it; `path` names the field in errors ("status.result.tokens").
 template <class T>
-void read(const json& j, const char* key, std::optional<T>& out) {
-  out.reset();
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  out = it->template get<T>();
+json to_value(const T& v);
+json to_value(JobPhase p);
+json to_value(const IntOrString& v);
+template <class T>
+json to_value(const std::vector<T>& list);
+
+template <class T>
+void write_field(json& j, const char* key, const T& v) {
+  j[key] = to_value(v);
+}
+template <class T>
+void write_field(json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = to_value(*v);
+}
+void write_field(json& j, const char* key, const ConditionList& v) {
+  if (v.listed || !v.empty()) j[key] = to_value(static_cast<const std::vector<Condition>&>(v));
 }
 
 template <class T>
-void write(json& j, const char* key, const std::optional<T>& v) {
-  if (v) j[key] = *v;
+json to_value(const T& v) {
+  if constexpr (kIsFieldStruct<T>) {
+    json j = json::object();
+    FieldList<T>::visit(v, [&](const ApiField& field, const auto& member) { write_field(j, field.key, member); });
+    return j;
+  } else {
+    return json(v);
+  }
+}
+json to_value(JobPhase p) { return to_string(p); }
+json to_value(const IntOrString& v) {
+  return std::visit([](const auto& x) { return json(x); }, v);
+}
+template <class T>
+json to_value(const std::vector<T>& list) {
+  json a = json::array();
+  for (const auto& item : list) a.push_back(to_value(item));
+  return a;
 }
 
-const json& object_or_empty(const json& j, const char* what) {
+const json& object_or_empty(const json& j, const std::string& path) {
   static const json empty = json::object();
   if (j.is_null()) return empty;
-  if (!j.is_object()) throw std::invalid_argument(std::string(what) + ": not an object");
+  if (!j.is_object()) throw std::invalid_argument(path + ": not an object");
   return j;
+}
+
+template <class T>
+void from_value(const json& v, T& out, const std::string& path);
+void from_value(const json& v, JobPhase& out, const std::string& path);
+void from_value(const json& v, IntOrString& out, const std::string& path);
+template <class T>
+void from_value(const json& v, std::vector<T>& out, const std::string& path);
+
+// A present, non-null key read into `out` (an optional is reset first).
+template <class T>
+void read_field(const json& o, const char* key, T& out, const std::string& path) {
+  auto it = o.find(key);
+  if (it != o.end() && !it->is_null()) from_value(*it, out, path);
+}
+template <class T>
+void read_field(const json& o, const char* key, std::optional<T>& out, const std::string& path) {
+  out.reset();
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return;
+  T v{};
+  from_value(*it, v, path);
+  out = std::move(v);
+}
+void read_field(const json& o, const char* key, ConditionList& out, const std::string& path) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return;
+  from_value(*it, static_cast<std::vector<Condition>&>(out), path);
+  out.listed = true;
+}
+
+template <class T>
+void read_fields(const json& j, T& obj, const std::string& path) {
+  const json& o = object_or_empty(j, path);
+  obj = T{};
+  FieldList<T>::visit(
+      obj, [&](const ApiField& field, auto& member) { read_field(o, field.key, member, path + "." + field.key); });
+}
+
+template <class T>
+void from_value(const json& v, T& out, const std::string& path) {
+  if constexpr (kIsFieldStruct<T>) read_fields(v, out, path);
+  else out = v.get<T>();
+}
+void from_value(const json& v, JobPhase& out, const std::string& path) {
+  const auto word = v.get<std::string>();
+  const auto p = parse_phase(word);
+  if (!p) throw std::invalid_argument(path + ": '" + word + "' is not a PPUJob phase");
+  out = *p;
+}
+void from_value(const json& v, IntOrString& out, const std::string& path) {
+  if (v.is_string()) out = v.get<std::string>();
+  else if (v.is_number_integer()) out = v.get<int64_t>();
+  else throw std::invalid_argument(path + ": neither an integer nor a string");
+}
+template <class T>
+void from_value(const json& v, std::vector<T>& out, const std::string& path) {
+  out.clear();
+  for (const auto& item : v.get_ref<const json::array_t&>()) {
+    T value{};
+    from_value(item, value, path + "[]");
+    out.push_back(std::move(value));
+  }
 }
 
 }  // namespace
@@ -90,8 +144,14 @@ const Condition* PPUJobStatus::condition(const std::string& type) const {
 
 void PPUJobStatus::set_condition(const std::string& type, const std::string& cond_status, const std::string& why,
                                  const std::string& text, int64_t now, int64_t generation) {
-  conditions_listed = true;
-  Condition cond{type, cond_status, why, text, format_rfc3339(now), generation};
+  conditions.listed = true;
+  Condition cond;
+  cond.type = type;
+  cond.status = cond_status;
+  cond.observed_generation = generation;
+  cond.last_transition_time = format_rfc3339(now);
+  cond.reason = why;
+  cond.message = text;
   for (auto& c : conditions) {
     if (c.type != type) continue;
     if (c.status == cond_status && !c.last_transition_time.empty()) cond.last_transition_time = c.last_transition_time;
@@ -113,174 +173,31 @@ PPUJobStatus status_of(const json& job) {
   return it->get<PPUJobStatus>();
 }
 
-void to_json(json& j, const Condition& c) {
-  j = json{{"type", c.type},
-           {"status", c.status},
-           {"reason", c.reason},
-           {"message", c.message},
-           {"lastTransitionTime", c.last_transition_time}};
-  write(j, "observedGeneration", c.observed_generation);
-}
-
-void from_json(const json& j, Condition& c) {
-  const json& o = object_or_empty(j, "status.conditions[]");
-  c.type = o.value("type", std::string());
-  c.status = o.value("status", std::string());
-  c.reason = o.value("reason", std::string());
-  c.message = o.value("message", std::string());
-  c.last_transition_time = o.value("lastTransitionTime", std::string());
-  read(o, "observedGeneration", c.observed_generation);
-}
-
-void to_json(json& j, const RecoveringRank& r) {
-  j = json{{"rank", r.rank}, {"podUID", r.pod_uid}};
-  write(j, "lostTime", r.lost_time);
-  write(j, "attempt", r.attempt);
-  write(j, "recreateAfter", r.recreate_after);
-  write(j, "forceDeletedFrom", r.force_deleted_from);
-}
-
-void from_json(const json& j, RecoveringRank& r) {
-  const json& o = object_or_empty(j, "status.recoveringRanks[]");
-  r.rank = o.value("rank", int64_t{0});
-  r.pod_uid = o.value("podUID", std::string());
-  read(o, "lostTime", r.lost_time);
-  read(o, "attempt", r.attempt);
-  read(o, "recreateAfter", r.recreate_after);
-  read(o, "forceDeletedFrom", r.force_deleted_from);
-}
-
-void to_json(json& j, const RecoveryRecord& r) { j = json{{"rank", r.rank}, {"time", r.time}}; }
-
-void from_json(const json& j, RecoveryRecord& r) {
-  const json& o = object_or_empty(j, "status.recentRecoveries[]");
-  r.rank = o.value("rank", int64_t{0});
-  r.time = o.value("time", std::string());
-}
-
-void to_json(json& j, const JobResult& r) {
-  j = json::object();
-  write(j, "outerRound", r.outer_round);
-  write(j, "evalLoss", r.eval_loss);
-  write(j, "perplexity", r.perplexity);
-  write(j, "steps", r.steps);
-  write(j, "tokens", r.tokens);
-  write(j, "durationSeconds", r.duration_seconds);
-  write(j, "lastCheckpointRound", r.last_checkpoint_round);
-  write(j, "parameterChecksum", r.parameter_checksum);
-  write(j, "ranksReported", r.ranks_reported);
-}
-
-void from_json(const json& j, JobResult& r) {
-  const json& o = object_or_empty(j, "status.result");
-  read(o, "outerRound", r.outer_round);
-  read(o, "evalLoss", r.eval_loss);
-  read(o, "perplexity", r.perplexity);
-  read(o, "steps", r.steps);
-  read(o, "tokens", r.tokens);
-  read(o, "durationSeconds", r.duration_seconds);
-  read(o, "lastCheckpointRound", r.last_checkpoint_round);
-  read(o, "parameterChecksum", r.parameter_checksum);
-  read(o, "ranksReported", r.ranks_reported);
-}
-
-void to_json(json& j, const ExportedModel& x) {
-  j = json::object();
-  write(j, "path", x.path);
-  write(j, "claimName", x.claim_name);
-  write(j, "round", x.round);
-  write(j, "format", x.format);
-  write(j, "dtype", x.dtype);
-}
-
-void from_json(const json& j, ExportedModel& x) {
-  const json& o = object_or_empty(j, "status.export");
-  read(o, "path", x.path);
-  read(o, "claimName", x.claim_name);
-  read(o, "round", x.round);
-  read(o, "format", x.format);
-  read(o, "dtype", x.dtype);
-}
+void to_json(json& j, const Condition& c) { j = to_value(c); }
+void from_json(const json& j, Condition& c) { read_fields(j, c, FieldList<Condition>::kName); }
+void to_json(json& j, const RecoveringRank& r) { j = to_value(r); }
+void from_json(const json& j, RecoveringRank& r) { read_fields(j, r, FieldList<RecoveringRank>::kName); }
+void to_json(json& j, const RecoveryRecord& r) { j = to_value(r); }
+void from_json(const json& j, RecoveryRecord& r) { read_fields(j, r, FieldList<RecoveryRecord>::kName); }
+void to_json(json& j, const JobResult& r) { j = to_value(r); }
+void from_json(const json& j, JobResult& r) { read_fields(j, r, FieldList<JobResult>::kName); }
+void to_json(json& j, const ExportedModel& x) { j = to_value(x); }
+void from_json(const json& j, ExportedModel& x) { read_fields(j, x, FieldList<ExportedModel>::kName); }
 
 void to_json(json& j, const PPUJobStatus& s) {
-  j = json::object();
+  j = to_value(s);
   if (s.unknown.is_object())
-    for (const auto& [k, v] : s.unknown.items()) j[k] = v;
-  if (s.phase) j["phase"] = to_string(*s.phase);
-  if (s.conditions_listed || !s.conditions.empty()) j["conditions"] = s.conditions;
-  write(j, "reason", s.reason);
-  write(j, "message", s.message);
-  write(j, "readyRanks", s.ready_ranks);
-  write(j, "activeRanks", s.active_ranks);
-  write(j, "failedRanks", s.failed_ranks);
-  write(j, "readyString", s.ready_string);
-  write(j, "restartCount", s.restart_count);
-  write(j, "nextRestartTime", s.next_restart_time);
-  write(j, "recoveries", s.recoveries);
-  write(j, "recoveringRanks", s.recovering_ranks);
-  write(j, "recentRecoveries", s.recent_recoveries);
-  write(j, "liveRanks", s.live_ranks);
-  write(j, "minSliceCoverage", s.min_slice_coverage);
-  write(j, "lastCheckpointRound", s.last_checkpoint_round);
-  write(j, "outerRound", s.outer_round);
-  write(j, "step", s.step);
-  write(j, "steps", s.steps);
-  write(j, "progressPercentage", s.progress_percentage);
-  write(j, "estimatedRemainingSeconds", s.estimated_remaining_seconds);
-  if (s.perplexity) std::visit([&](const auto& v) { j["perplexity"] = v; }, *s.perplexity);
-  write(j, "result", s.result);
-  write(j, "export", s.model_export);
-  write(j, "startTime", s.start_time);
-  write(j, "completionTime", s.completion_time);
-  write(j, "observedGeneration", s.observed_generation);
+    for (const auto& [k, v] : s.unknown.items())
+      if (!j.contains(k)) j[k] = v;
 }
 
 void from_json(const json& j, PPUJobStatus& s) {
-  const json& o = object_or_empty(j, "status");
-  s = PPUJobStatus{};
-  if (auto it = o.find("phase"); it != o.end() && !it->is_null()) {
-    const auto word = it->get<std::string>();
-    s.phase = parse_phase(word);
-    if (!s.phase) throw std::invalid_argument("status.phase: '" + word + "' is not a PPUJob phase");
-  }
-  if (auto it = o.find("conditions"); it != o.end() && !it->is_null()) {
-    s.conditions = it->get<std::vector<Condition>>();
-    s.conditions_listed = true;
-  }
-  read(o, "reason", s.reason);
-  read(o, "message", s.message);
-  read(o, "readyRanks", s.ready_ranks);
-  read(o, "activeRanks", s.active_ranks);
-  read(o, "failedRanks", s.failed_ranks);
-  read(o, "readyString", s.ready_string);
-  read(o, "restartCount", s.restart_count);
-  read(o, "nextRestartTime", s.next_restart_time);
-  read(o, "recoveries", s.recoveries);
-  read(o, "recoveringRanks", s.recovering_ranks);
-  read(o, "recentRecoveries", s.recent_recoveries);
-  read(o, "liveRanks", s.live_ranks);
-  read(o, "minSliceCoverage", s.min_slice_coverage);
-  read(o, "lastCheckpointRound", s.last_checkpoint_round);
-  read(o, "outerRound", s.outer_round);
-  read(o, "step", s.step);
-  read(o, "steps", s.steps);
-  read(o, "progressPercentage", s.progress_percentage);
-  read(o, "estimatedRemainingSeconds", s.estimated_remaining_seconds);
-  if (auto it = o.find("perplexity"); it != o.end() && !it->is_null()) {
-    if (it->is_string()) s.perplexity = it->get<std::string>();
-    else if (it->is_number_integer()) s.perplexity = it->get<int64_t>();
-    else throw std::invalid_argument("status.perplexity: neither an integer nor a string");
-  }
-  read(o, "result", s.result);
-  read(o, "export", s.model_export);
-  read(o, "startTime", s.start_time);
-  read(o, "completionTime", s.completion_time);
-  read(o, "observedGeneration", s.observed_generation);
-  for (auto it = o.begin(); it != o.end(); ++it) {
-    const std::string& k = it.key();
-    if (std::none_of(std::begin(kStatusKeys), std::end(kStatusKeys), [&](const char* key) { return k == key; }))
-      s.unknown[k] = it.value();
-  }
+  read_fields(j, s, "status");
+  if (j.is_null()) return;
+  std::vector<std::string> listed;
+  FieldList<PPUJobStatus>::visit(s, [&](const ApiField& field, const auto&) { listed.emplace_back(field.key); });
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::find(listed.begin(), listed.end(), it.key()) == listed.end()) s.unknown[it.key()] = it.value();
 }
 
 }  // namespace ppu::op
