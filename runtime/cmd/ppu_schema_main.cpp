@@ -1,7 +1,8 @@
-// ppu-schema: writes or checks the files rendered from the config schema (core/config_keys.h):
-// the training section of manifests/crd/ppu.dev_ppujobs.yaml and docs/CONFIG.md, and the one from
-// the run summary's field list (core/run_summary.h): docs/RUN_SUMMARY.md.
-//   ppu-schema --write <source root>   rewrite them (then charts/sync-files.sh copies the CRD)
+// ppu-schema: writes or checks the docs rendered from the runtime's tables: docs/CONFIG.md from the
+// config schema (core/config_keys.h) and docs/RUN_SUMMARY.md from the run summary's field list
+// (core/run_summary.h). The CRD, whose spec.training is the same config schema, is rendered whole
+// by the operator's ppu-crd (operator/src/crd/), which reads core/config_reference.h too.
+//   ppu-schema --write <source root>   rewrite them
 //   ppu-schema --check <source root>   exit 1 naming each file that differs from its rendering
 // A development tool: not installed, run by `ninja generate-schema` and the schema_files test.
 #include <CLI/CLI.hpp>
@@ -33,7 +34,7 @@ void write_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"ppu-schema: render the config schema into the CRD and docs/CONFIG.md"};
+  CLI::App app{"ppu-schema: render the config schema into docs/CONFIG.md and the run summary into docs/RUN_SUMMARY.md"};
   std::string root;
   bool write = false;
   auto* mode = app.add_option_group("mode");
@@ -45,11 +46,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const std::string crd_path = root + "/manifests/crd/ppu.dev_ppujobs.yaml";
-    const std::string crd = read_file(crd_path);
     const std::pair<std::string, std::string> files[] = {
-        {"manifests/crd/ppu.dev_ppujobs.yaml",
-         ppu::replace_generated_block(crd, "spec.training", ppu::crd_training_schema)},
         {"docs/CONFIG.md", ppu::config_reference_markdown()},
         {"docs/RUN_SUMMARY.md", ppu::run_summary_reference_markdown()},
     };
@@ -66,8 +63,7 @@ int main(int argc, char** argv) {
         ++stale;
       }
     }
-    if (check && stale == 0)
-      std::cout << "ppu-schema: the CRD's spec.training, docs/CONFIG.md and docs/RUN_SUMMARY.md are up to date\n";
+    if (check && stale == 0) std::cout << "ppu-schema: docs/CONFIG.md and docs/RUN_SUMMARY.md are up to date\n";
     return stale ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "ppu-schema: " << e.what() << "\n";

@@ -1,8 +1,8 @@
 // The schema of ppu-train's config: one line per key, and the only place a key's name, type,
 // default, bounds and one-line doc are written. From these lists config.h declares the Config
-// structs, config.cpp parses, validates and writes YAML, and `ppu-schema` renders the PPUJob
-// CRD's spec.training and docs/CONFIG.md (both checked in; tests/core/config_schema_test fails
-// when they drift).
+// structs, config.cpp parses, validates and writes YAML, and the PPUJob CRD's spec.training
+// (ppu-crd, operator/src/crd/) and docs/CONFIG.md (ppu-schema) are rendered (both checked in; the
+// ctests operator.crd_file and core.schema_files fail when they drift).
 //
 // Adding a key is one KEY(...) line in its section's list below, then
 //   ninja -C build generate-schema     (rewrites the CRD, its chart copy and docs/CONFIG.md)

@@ -161,8 +161,8 @@ std::string config_reference_markdown() {
      << "and from a PPUJob's `spec.training`, whose CRD schema is generated from the same table.\n\n"
      << "Adding a key is one `KEY(...)` line in its section's list in `runtime/core/config_keys.h`,\n"
      << "then `ninja -C build generate-schema` to rewrite the CRD, its chart copy and this file\n"
-     << "(`ppu-schema --check`, a unit test, fails while they are out of date). Rules that relate\n"
-     << "several keys are in `validate_config` (`runtime/core/config.cpp`).\n";
+     << "(`ppu-crd --check` and `ppu-schema --check`, unit tests, fail while they are out of date).\n"
+     << "Rules that relate several keys are in `validate_config` (`runtime/core/config.cpp`).\n";
   for (const auto& [section, keys] : by_section()) {
     os << "\n## " << (section.empty() ? "Top level" : "`" + section + "`") << "\n\n"
        << section_doc(section) << "\n\n"
@@ -176,20 +176,6 @@ std::string config_reference_markdown() {
     }
   }
   return os.str();
-}
-
-std::string replace_generated_block(const std::string& text, const std::string& name,
-                                    std::string (*render)(int indent)) {
-  const std::string begin = "# BEGIN generated: " + name, end = "# END generated: " + name;
-  const auto b = text.find(begin);
-  const auto e = text.find(end);
-  if (b == std::string::npos || e == std::string::npos || e < b)
-    throw std::runtime_error("no '" + begin + "' ... '" + end + "' lines to replace");
-  const auto line_start = text.rfind('\n', b) == std::string::npos ? 0 : text.rfind('\n', b) + 1;
-  const int indent = static_cast<int>(b - line_start);
-  const auto body_start = text.find('\n', b) + 1;
-  const auto end_line_start = text.rfind('\n', e) + 1;
-  return text.substr(0, body_start) + render(indent) + text.substr(end_line_start);
 }
 
 }  // namespace ppu

@@ -1,0 +1,114 @@
+#include "crd/cel_rules.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/config.h"
+#include "core/model_spec.h"
+
+namespace ppu::op::crd {
+
+namespace {
+
+// "self.training.<key>", once the runtime's schema has the key.
+std::string training(const std::string& key) {
+  const auto schema = config_schema();
+  if (std::none_of(schema.begin(), schema.end(), [&](const KeySchema& k) { return k.key == key; }))
+    throw std::logic_error("a CEL rule reads spec.training." + key + ", which is no key of core/config_keys.h");
+  return "self.training." + key;
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string mode(SliceMode m) { return quoted(choice_name(m)); }
+
+// The model's `field` as the ranks will see it: the explicit key, or model.preset's value.
+std::string explicit_or_preset(const std::string& field) {
+  const std::string key = training("model." + field);
+  return "has(" + key + ") ? " + key + " :\n  " + preset_table(field) + "[" + training("model.preset") + "]";
+}
+
+std::string slices_divide(const std::string& expr) { return expr + "\n% " + training("slicing.slices") + " == 0"; }
+
+// While the job is not suspended (before and after the change), `field` keeps its value.
+CelRule immutable(const std::string& field) {
+  return {"self." + field + " == oldSelf." + field +
+              " || (has(self.runPolicy.suspend) && self.runPolicy.suspend && has(oldSelf.runPolicy.suspend) && "
+              "oldSelf.runPolicy.suspend)",
+          "." + field, "spec." + field + " is immutable unless the job is suspended"};
+}
+
+std::vector<CelRule> spec_rules() {
+  const std::string slices = training("slicing.slices");
+  return {
+      {"self.replicas % " + slices + " == 0", ".replicas",
+       "spec.replicas must be a multiple of spec.training.slicing.slices"},
+      {slices_divide(training("slicing.mode") + " == " + mode(SliceMode::None) + " || (4 * (" +
+                     explicit_or_preset("d_model") + "))"),
+       ".training.slicing.slices",
+       "spec.training.slicing.slices must divide the MLP hidden size 4*spec.training.model.d_model"},
+      {slices_divide("!(" + training("slicing.mode") + " in [" + mode(SliceMode::MlpHeads) + ", " +
+                     mode(SliceMode::MlpHeadsWo) + "]) || (" + explicit_or_preset("heads") + ")"),
+       ".training.slicing.slices",
+       "spec.training.slicing.slices must divide spec.training.model.heads in modes " +
+           choice_name(SliceMode::MlpHeads) + " and " + choice_name(SliceMode::MlpHeadsWo)},
+      {slices_divide(training("slicing.mode") + " != " + mode(SliceMode::Horizontal) + " || (" +
+                     explicit_or_preset("layers") + ")"),
+       ".training.slicing.slices",
+       "spec.training.slicing.slices must divide spec.training.model.layers in mode " +
+           choice_name(SliceMode::Horizontal)},
+      immutable("replicas"),
+      immutable("training"),
+      immutable("image"),
+      {"!has(self.export) || (has(self.checkpoint) && (has(self.checkpoint.claimName) || "
+       "(has(self.checkpoint.volumeSource) && !has(self.checkpoint.volumeSource.emptyDir) && "
+       "!has(self.checkpoint.volumeSource.ephemeral))))",
+       ".export",
+       "spec.export needs a checkpoint volume that outlives the pods: set spec.checkpoint.claimName (or a persistent "
+       "spec.checkpoint.volumeSource), not an emptyDir or ephemeral volume; the model is written there after the "
+       "ranks have exited"},
+  };
+}
+
+CelRule one_volume(const std::string& field) {
+  return {"!(has(self.claimName) && has(self.volumeSource))", "",
+          "spec." + field + ": set either claimName or volumeSource, not both"};
+}
+
+}  // namespace
+
+std::string preset_table(const std::string& field) {
+  std::vector<ModelSpec> presets;
+  for (const auto& name : model_preset_names()) presets.push_back(*model_preset(name));
+  std::stable_sort(presets.begin(), presets.end(),
+                   [](const ModelSpec& a, const ModelSpec& b) { return total_parameters(a) < total_parameters(b); });
+  std::string out = "{";
+  for (const auto& p : presets) {
+    const int v = field == "d_model" ? p.d_model : field == "heads" ? p.heads : field == "layers" ? p.layers : -1;
+    if (v < 0) throw std::logic_error("preset_table: no preset field '" + field + "'");
+    out += (out.size() > 1 ? ", " : "") + quoted(p.preset) + ": " + std::to_string(v);
+  }
+  return out + "}";
+}
+
+std::vector<PlacedRules> cel_rules() {
+  return {
+      {"", spec_rules()},
+      {"checkpoint", {one_volume("checkpoint")}},
+      {"data", {one_volume("data")}},
+      {"runPolicy",
+       {{"!has(self.recoveryBackoffSeconds) || !has(self.recoveryBackoffMaxSeconds) || "
+         "self.recoveryBackoffMaxSeconds >= self.recoveryBackoffSeconds",
+         ".recoveryBackoffMaxSeconds",
+         "spec.runPolicy.recoveryBackoffMaxSeconds must be at least spec.runPolicy.recoveryBackoffSeconds"}}},
+      {"export.path",
+       {{"self.matches('^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$')", "",
+         "spec.export.path must be a relative directory: names of letters, digits, '.', '_' and '-' separated by "
+         "single '/', no leading or trailing '/'"},
+        {"!self.matches('(^|/)[.][.]?(/|$)')", "", "spec.export.path must not have a '.' or '..' segment"},
+        {"!self.startsWith('round-')", "",
+         "spec.export.path must not start with round-: the round-* directories are the checkpoint store's, pruned to "
+         "training.checkpoint.keep"}}},
+  };
+}
+
+}  // namespace ppu::op::crd
