@@ -24,6 +24,7 @@
 #include "engine/comm/delta_exchange.h"
 #include "engine/comm/heartbeat.h"
 #include "engine/comm/live_group.h"
+#include "engine/comm/live_store_keys.h"
 #include "engine/comm/store_clients.h"
 #include "engine/fault_hooks.h"
 #include "engine/model/transformer.h"
@@ -124,7 +125,7 @@ class Run {
     heartbeat_.emplace(
         env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.heartbeat_s * 1000)),
         [this](const Heartbeat::Lost& lost) { on_heartbeat_lost(lost, live_, fault_, *collectives_); },
-        "ppu/heartbeat/", live_, /*start_now=*/!collectives_->joining());
+        live_keys::kHeartbeatPrefix, live_, /*start_now=*/!collectives_->joining());
     dataset_.emplace(load_dataset(c));
     loader_.emplace(
         *dataset_, env.rendezvous.rank, env.rendezvous.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len,

@@ -2,6 +2,7 @@
 
 #include "common/env.h"
 #include "core/job_contract.h"
+#include "engine/comm/live_store_keys.h"
 #include "engine/comm/store_clients.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -20,11 +21,6 @@
 namespace ppu {
 
 namespace {
-
-// LiveGroup writes it once the job's first group has formed (live_group.cpp names it too).
-constexpr const char* kFirstGroupKey = "live/g0/members";
-// Each process that starts with an external store checks in here (is_replacement).
-constexpr const char* kStartedKeyPrefix = "live/g0/started/";
 
 bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
 
@@ -107,13 +103,13 @@ Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds t
 bool Collectives::is_replacement() {
   // The marker exists from the moment generation 0 formed, and generation 0 cannot form without
   // this process: a marker seen now means another process of this rank was in it.
-  store_->set(kStartedKeyPrefix + std::to_string(info_.rank), std::vector<uint8_t>{1});
+  store_->set(live_keys::kStartedPrefix + std::to_string(info_.rank), std::vector<uint8_t>{1});
   std::vector<std::string> everyone;
   everyone.reserve(info_.world_size);
-  for (int r = 0; r < info_.world_size; ++r) everyone.push_back(kStartedKeyPrefix + std::to_string(r));
+  for (int r = 0; r < info_.world_size; ++r) everyone.push_back(live_keys::kStartedPrefix + std::to_string(r));
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   for (;;) {
-    if (store_->check({kFirstGroupKey})) return true;
+    if (store_->check({live_keys::kFirstGroup})) return true;
     if (store_->check(everyone)) return false;
     if (std::chrono::steady_clock::now() > deadline) {
       std::string missing;
@@ -149,7 +145,7 @@ void Collectives::reform(const std::vector<int>& members, int64_t generation) {
   if (group_) retired_.push_back(group_);
   group_.reset();
   sequence_ = 0;
-  const auto prefix = "live/g" + std::to_string(generation) + "/pg";
+  const auto prefix = live_keys::of_generation(generation, "pg");
   try {
     form(c10::make_intrusive<c10d::PrefixStore>(prefix, store()), static_cast<int>(me - members.begin()),
          static_cast<int>(members.size()));

@@ -41,7 +41,8 @@ struct Heartbeat::Shared {
   std::mutex mutex;
   std::condition_variable wake;
   bool stop = false, leaving = false, keep_watching = false;
-  std::vector<bool> silent;  // per rank, under mutex
+  std::vector<bool> silent;                 // per rank, under mutex
+  std::vector<Clock::time_point> welcomed;  // per rank, under mutex: when the group last took it in
   std::atomic<bool> reported{false};
   std::atomic<Clock::rep> answered{0};  // when the store last answered (Clock ticks)
   std::promise<void> beater_done;
@@ -53,6 +54,16 @@ struct Heartbeat::Shared {
   void set_silent(int rank, bool value) {
     std::lock_guard<std::mutex> lock(mutex);
     silent[rank] = value;
+  }
+  // keep_watching: whether `rank`, whose counter last moved at `moved`, falls silent now (once per
+  // silence). Its silence counts from its welcome if that came later; both under one lock, so that
+  // a welcome between the two is never undone.
+  bool falls_silent(int rank, Clock::time_point& moved, Clock::time_point now) {
+    std::lock_guard<std::mutex> lock(mutex);
+    moved = std::max(moved, welcomed[rank]);
+    if (silent[rank] || now - moved <= window) return false;
+    silent[rank] = true;
+    return true;
   }
   // Sleeps one interval; false once stopped.
   bool pause() {
@@ -67,6 +78,7 @@ Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds windo
   shared_ = std::make_shared<Shared>();
   shared_->keep_watching = keep_watching;
   shared_->silent.assign(info.world_size, false);
+  shared_->welcomed.assign(info.world_size, Clock::time_point());
   shared_->info = info;
   shared_->window = window;
   shared_->interval = std::max(window / 5, std::chrono::milliseconds(50));
@@ -116,6 +128,16 @@ void Heartbeat::start() {
 Heartbeat::~Heartbeat() { stop(false); }
 
 void Heartbeat::leave() { stop(true); }
+
+void Heartbeat::welcome(const std::vector<int>& ranks) {
+  if (!shared_) return;
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  for (int r : ranks) {
+    shared_->welcomed.at(r) = now;
+    shared_->silent.at(r) = false;
+  }
+}
 
 bool Heartbeat::silent(int rank) const {
   if (!shared_) return false;
@@ -193,14 +215,9 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
           last[r] = value;
           moved[r] = now;
           if (s->keep_watching) s->set_silent(r, false);
+        } else if (s->keep_watching) {
+          if (s->falls_silent(r, moved[r], now)) s->on_lost(Lost{r, seconds(now - moved[r])});
         } else if (now - moved[r] > s->window) {
-          if (s->keep_watching) {
-            if (!s->silent[r]) {  // this thread is the only writer
-              s->set_silent(r, true);
-              s->on_lost(Lost{r, seconds(now - moved[r])});
-            }
-            continue;
-          }
           s->report(Lost{r, seconds(now - moved[r])});
           s->beater_done.set_value();
           return;

@@ -33,8 +33,10 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/comm/collectives.h"
+#include "engine/comm/live_store_keys.h"
 #include "engine/comm/progress_clock.h"
 
 namespace c10d {
@@ -57,7 +59,7 @@ class Heartbeat {
   // `start_now` false: nothing beats until start() (a replacement rank, which must not beat
   // under its rank while its predecessor's silence is what tells the others it died).
   Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds window, OnLost on_lost,
-            std::string key_prefix = "ppu/heartbeat/", bool keep_watching = false, bool start_now = true);
+            std::string key_prefix = live_keys::kHeartbeatPrefix, bool keep_watching = false, bool start_now = true);
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
   ~Heartbeat();
@@ -74,6 +76,10 @@ class Heartbeat {
   // This rank finished its work: peers stop watching it.
   void leave();
 
+  // keep_watching: the group has just taken `ranks` in. A replacement beats only from then on
+  // (start_now false), so each one's silence counts from now, not from its predecessor's last
+  // beat, and none of them is silent.
+  void welcome(const std::vector<int>& ranks);
   // Whether `rank` has been silent for the window (keep_watching; false when off).
   bool silent(int rank) const;
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/exit_status.h"
+#include "engine/comm/live_store_keys.h"
 
 namespace ppu {
 
@@ -26,12 +27,6 @@ std::vector<int> parse_list(const std::string& s) {
 }
 
 bool contains(const std::vector<int>& ranks, int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); }
-
-constexpr const char* kJoins = "live/joins";
-constexpr const char* kDone = "live/done";
-constexpr const char* kFirstGroup = "live/g0/members";  // Collectives: a started process is a replacement
-
-std::string account_key(int rank) { return "live/at/" + std::to_string(rank); }
 
 }  // namespace
 
@@ -64,7 +59,7 @@ LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent)
   incarnation_ = store_.incarnation();
   // The first group of the job has formed: from now on a starting process is a replacement.
   if (!col_.joining()) {
-    store_.decide(kFirstGroup, ranks_text(col_.members()));
+    store_.decide(live_keys::kFirstGroup, ranks_text(col_.members()));
     publish();
   }
   // A member that re-forms the group ends the collectives the others are still waiting in
@@ -87,7 +82,7 @@ void LiveGroup::set_store_limits(std::chrono::milliseconds request_timeout, std:
 }
 
 std::string LiveGroup::key(int64_t generation, const std::string& name) const {
-  return "live/g" + std::to_string(generation) + "/" + name;
+  return live_keys::of_generation(generation, name);
 }
 
 void LiveGroup::publish() {
@@ -100,7 +95,7 @@ void LiveGroup::publish() {
 std::function<void(c10d::Store&)> LiveGroup::announcer() const {
   std::vector<int> all(col_.job_size());
   for (int r = 0; r < col_.job_size(); ++r) all[r] = r;
-  return [a = announcement_, key = account_key(col_.job_rank()), all = ranks_text(all)](c10d::Store& store) {
+  return [a = announcement_, key = live_keys::account(col_.job_rank()), all = ranks_text(all)](c10d::Store& store) {
     std::string account;
     {
       std::lock_guard<std::mutex> lock(a->mutex);
@@ -108,12 +103,12 @@ std::function<void(c10d::Store&)> LiveGroup::announcer() const {
     }
     if (account.empty()) return;
     store.set(key, bytes(account));
-    store.compareSet(kFirstGroup, {}, bytes(all));  // a restarted store: replacements stay replacements
+    store.compareSet(live_keys::kFirstGroup, {}, bytes(all));  // a restarted store: replacements stay replacements
   };
 }
 
 std::optional<LiveGroup::Account> LiveGroup::account_of(int rank) {
-  const std::string k = account_key(rank);
+  const std::string k = live_keys::account(rank);
   if (!store_.check(k)) return std::nullopt;
   std::stringstream in(store_.get(k));
   Account a;
@@ -215,8 +210,7 @@ bool LiveGroup::commit_after_restart(int64_t index, bool done) {
 
 std::vector<int> LiveGroup::join_requests(int64_t upto) {
   std::vector<int> ranks;
-  for (int64_t i = joins_seen_ + 1; i <= upto; ++i)
-    ranks.push_back(std::stoi(store_.get("live/join/" + std::to_string(i))));
+  for (int64_t i = joins_seen_ + 1; i <= upto; ++i) ranks.push_back(std::stoi(store_.get(live_keys::join_request(i))));
   return ranks;
 }
 
@@ -246,7 +240,7 @@ void LiveGroup::decide_members(int64_t next, const std::vector<int>& before) {
   store_.set(key(next, "arrived/" + std::to_string(col_.job_rank())), "1");
   const auto deadline = Clock::now() + patience_;
   while (!store_.check(members_key)) {
-    const auto requests = join_requests(store_.add(kJoins, 0));
+    const auto requests = join_requests(store_.add(live_keys::kJoins, 0));
     const std::set<int> rejoining(requests.begin(), requests.end());
     std::vector<int> arrived, waiting;
     for (int r : before) {
@@ -299,7 +293,7 @@ void LiveGroup::form(int64_t next, const std::vector<int>& before) {
 }
 
 std::vector<int> LiveGroup::pending_joiners() {
-  const auto counts = col_.allgather(torch::tensor({store_.add(kJoins, 0)}, torch::kInt64));
+  const auto counts = col_.allgather(torch::tensor({store_.add(live_keys::kJoins, 0)}, torch::kInt64));
   int64_t agreed = 0;
   for (const auto& c : counts) agreed = std::max(agreed, c.item<int64_t>());
   std::vector<int> joiners;
@@ -314,7 +308,7 @@ std::vector<int> LiveGroup::admit(const std::vector<int>& joiners) {
   const std::vector<int> before = col_.members();
   // The requests taken in: up to the first that stands for a member (see pending_joiners).
   int64_t upto = joins_seen_;
-  for (int r : join_requests(store_.add(kJoins, 0))) {
+  for (int r : join_requests(store_.add(live_keys::kJoins, 0))) {
     if (!contains(joiners, r)) break;
     ++upto;
   }
@@ -343,15 +337,15 @@ bool LiveGroup::join() {
 
 bool LiveGroup::join_in_store() {
   const int me = col_.job_rank();
-  const int64_t request = store_.add(kJoins, 1);
-  store_.set("live/join/" + std::to_string(request), std::to_string(me));
+  const int64_t request = store_.add(live_keys::kJoins, 1);
+  store_.set(live_keys::join_request(request), std::to_string(me));
   // Generations are looked for from the latest a member accounts for (a restarted store has
   // none of the earlier ones).
   for (int r = 0; r < col_.job_size(); ++r)
     if (const auto a = account_of(r); a && a->generation > generation_) generation_ = a->generation;
   for (;;) {
-    if (store_.check(kDone)) {
-      finished_result_ = store_.get(kDone);
+    if (store_.check(live_keys::kDone)) {
+      finished_result_ = store_.get(live_keys::kDone);
       return false;
     }
     while (store_.check(key(generation_ + 1, "members"))) ++generation_;
@@ -375,7 +369,7 @@ bool LiveGroup::join_in_store() {
 
 void LiveGroup::finish(const std::string& result) {
   try {
-    store_.set(kDone, result);
+    store_.set(live_keys::kDone, result);
   } catch (const StoreLost&) {  // a replacement still waiting then runs into its own limits
   }
 }

@@ -170,6 +170,7 @@ std::chrono::milliseconds LiveRecovery::reform_patience() const {
 // The members' side of taking replacements in: the state to the newcomers, then the commit
 // that the newcomers make too (rejoin). Whether every member and newcomer completed it.
 bool LiveRecovery::take_in_newcomers() {
+  heartbeat_.welcome(group_.newcomers());  // they beat only from now on: their silence counts from here
   bool sent = true;
   try {
     share_state(false);

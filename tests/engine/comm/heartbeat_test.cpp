@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "../common/free_port.h"
+#include "engine/comm/live_store_keys.h"
 #include "store_server.h"
 
 namespace ppu {
@@ -73,6 +74,36 @@ TEST(Heartbeat, AStoreThatGoesAwayIsReportedAsTheStore) {
   ASSERT_EQ(r.count, 1);
   EXPECT_EQ(r.rank, -1);
   EXPECT_NE(Heartbeat::describe({-1, r.silent}).find("rendezvous store"), std::string::npos);
+}
+
+// keep_watching (live recovery): a replacement beats only once the group has taken it in, and its
+// state transfer can outlast the window. Its silence counts from its welcome, not from its
+// predecessor's last beat; once it beats it is live, and once it stops it is reported again.
+TEST(Heartbeat, AWelcomedRanksSilenceCountsFromItsWelcome) {
+  const int port = testing::free_port();
+  auto store = testing::serve_store(port);
+  constexpr auto kWindow = 1000ms;
+  Report r0;
+  Heartbeat h0(rank_of(0, 2, port), kWindow, r0.sink(), live_keys::kHeartbeatPrefix, /*keep_watching=*/true);
+  auto h1 = std::make_unique<Heartbeat>(rank_of(1, 2, port), kWindow, [](const Heartbeat::Lost&) {});
+  std::this_thread::sleep_for(1500ms);
+  h1.reset();  // the predecessor's last beat
+  const auto last_beat = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(kWindow / 2);
+  h0.welcome({1});  // the group takes its replacement in, which does not beat yet
+  EXPECT_FALSE(h0.silent(1));
+  while (std::chrono::steady_clock::now() - last_beat < kWindow + 400ms) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(r0.count, 0) << "rank 1 reported " << r0.silent
+                         << " s after its predecessor's last beat, within a window of its welcome";
+  h1 = std::make_unique<Heartbeat>(rank_of(1, 2, port), kWindow, [](const Heartbeat::Lost&) {});
+  std::this_thread::sleep_for(3 * kWindow);
+  EXPECT_EQ(r0.count, 0) << "the replacement beat, yet rank 1 was reported";
+  h1.reset();  // the replacement stops: reported like any member
+  const auto stopped = std::chrono::steady_clock::now();
+  while (r0.count == 0 && std::chrono::steady_clock::now() - stopped < 10 * kWindow) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(r0.count, 1);
+  EXPECT_EQ(r0.rank, 1);
+  EXPECT_TRUE(h0.silent(1));
 }
 
 TEST(Heartbeat, OffForOneRankOrAZeroWindow) {

@@ -23,6 +23,7 @@
 #include "core/job_contract.h"
 #include "engine/comm/bounded_store.h"
 #include "engine/comm/live_group.h"
+#include "engine/comm/live_store_keys.h"
 #include "engine/comm/store_clients.h"
 #include "live_members.h"
 #include "store_server.h"
@@ -90,7 +91,7 @@ struct SilentListener {
 
 // A client of the store only: the store says a group of the job exists, so it forms none.
 Collectives store_client(int port, const c10::intrusive_ptr<c10d::TCPStore>& server) {
-  put(*server, "live/g0/members", "0,1");
+  put(*server, live_keys::kFirstGroup, "0,1");
   return Collectives({1, 2, "127.0.0.1", port, /*external_store=*/true}, 30s);
 }
 
@@ -178,7 +179,7 @@ TEST_F(RestartedGroup, ACommitNoMemberSawAbortsEverywhereAndTheGroupReformsInThe
 TEST_F(RestartedGroup, ACommitAMemberSawBeforeTheRestartCommitsOnTheOthers) {
   announce_all(m, port);
   // Rank 2 read "commit" for exchange 1 just before the store died (its account says it went on).
-  put(*client_of(port), "live/at/2", "0 2 c 0,1,2");
+  put(*client_of(port), live_keys::account(2), "0 2 c 0,1,2");
   std::vector<int> committed(2, -1);
   each({0, 1}, [&](int r) { committed[r] = m[r]->group.commit(true); });
   EXPECT_EQ(committed, (std::vector<int>{1, 1}));
@@ -186,7 +187,7 @@ TEST_F(RestartedGroup, ACommitAMemberSawBeforeTheRestartCommitsOnTheOthers) {
 
 TEST_F(RestartedGroup, AMemberThatFindsALaterGenerationFormedWithoutItIsOutOfTheGroup) {
   announce_all(m, port);
-  put(*client_of(port), "live/at/1", "1 0 - 1,2");  // ranks 1 and 2 formed generation 1 before the restart
+  put(*client_of(port), live_keys::account(1), "1 0 - 1,2");  // ranks 1 and 2 formed generation 1 before the restart
   EXPECT_THROW(m[0]->group.commit(true), OutOfGroup);
 }
 
@@ -199,7 +200,7 @@ TEST(StartingProcess, InARestartedStoreWaitsForTheMembersAndIsAReplacement) {
   auto server = serve(port, "restarted");
   std::thread member([port] {
     std::this_thread::sleep_for(500ms);  // a member's heartbeat reaches the new store
-    put(*client_of(port), "live/g0/members", "0,1,2");
+    put(*client_of(port), live_keys::kFirstGroup, "0,1,2");
   });
   const auto start = Clock::now();
   Collectives col({1, 3, "127.0.0.1", port, /*external_store=*/true}, 30s);

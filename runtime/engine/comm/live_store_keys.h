@@ -1,0 +1,31 @@
+// The live group's keys in the rendezvous store, defined once for every writer and reader
+// (Collectives, LiveGroup, the heartbeat, and the tests that stage a store's state). A restarted
+// store is rebuilt from the ranks under these same names (docs/RECOVERY.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ppu::live_keys {
+
+// Each rank's beat counter, prefix of the heartbeat's keys: <prefix><rank>.
+inline constexpr const char* kHeartbeatPrefix = "ppu/heartbeat/";
+// The job's first group, written once it formed and re-marked with each beat: a process that
+// starts and finds it is a replacement (Collectives::is_replacement).
+inline constexpr const char* kFirstGroup = "live/g0/members";
+// Each process that starts with an external store checks in under <prefix><rank>.
+inline constexpr const char* kStartedPrefix = "live/g0/started/";
+// The count of join requests, and each request: join_request(i) holds the asking rank.
+inline constexpr const char* kJoins = "live/joins";
+// The job's final result, written by the first rank to finish.
+inline constexpr const char* kDone = "live/done";
+
+// A member's account (generation, collectives decided, last outcome, members).
+inline std::string account(int rank) { return "live/at/" + std::to_string(rank); }
+inline std::string join_request(int64_t index) { return "live/join/" + std::to_string(index); }
+// A key of one generation: its agreement (`name`) or its process group's prefix ("pg").
+inline std::string of_generation(int64_t generation, const std::string& name) {
+  return "live/g" + std::to_string(generation) + "/" + name;
+}
+
+}  // namespace ppu::live_keys
