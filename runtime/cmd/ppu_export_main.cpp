@@ -17,7 +17,7 @@
 // Exit codes: 0 written, 2 usage error (including an OUT holding a different model without
 // --overwrite), 4 no valid checkpoint (missing or corrupt) or its dataset unreadable, 1 other.
 // The last line of the outcome goes to the termination message (common/termination_message.h):
-// the error, or on success {"version":1,"format","dtype","path","round"}.
+// the error, or on success its export result (core/export_result.h).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +31,7 @@
 #include "common/termination_message.h"
 #include "core/config.h"
 #include "core/exit_status.h"
+#include "core/export_result.h"
 #include "core/job_contract.h"
 #include "core/model_constants.h"
 #include "core/model_spec.h"
@@ -235,9 +236,7 @@ int run(const Options& o) {
   std::cout << "ppu-export: " << global.path << " -> " << o.out_dir << " (" << o.format << ", " << dtype_name << ", "
             << ppu::total_parameters(config.model) << " parameters; eval loss " << eval_loss << ", ppl "
             << std::exp(eval_loss) << ")\n";
-  ppu::write_termination_message(
-      json{{"version", 1}, {"format", o.format}, {"dtype", o.dtype}, {"path", o.out_dir}, {"round", global.round}}
-          .dump());
+  ppu::write_termination_message(ppu::format_export_result({o.format, o.dtype, o.out_dir, global.round}));
   return ppu::contract::exit_code::kDone;
 }
 

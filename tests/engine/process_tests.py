@@ -89,6 +89,13 @@ def fail(msg):
     sys.exit(1)
 
 
+def run_result_kind():
+    """The run result's kind key and version, from their one definition (runtime/core/run_result.h)."""
+    with open(os.path.join(SRC, "runtime", "core", "run_result.h")) as f:
+        text = f.read()
+    return re.search(r'kKind = "(\w+)";', text).group(1), int(re.search(r"kVersion = (\d+);", text).group(1))
+
+
 def summary(path):
     with open(path) as f:
         return json.load(f)
@@ -608,8 +615,9 @@ def case_result_message():
         if len(text.encode()) > 1024:
             fail(f"rank {rank}'s result is {len(text.encode())} bytes, more than 1024")
         res, s = json.loads(text), summary(os.path.join(work, f"rank-{rank}.json"))
+        kind, version = run_result_kind()
         want = {
-            "ppu_result": 1,
+            kind: version,
             "round": s["outer_rounds"],
             "eval_loss": s["eval_loss"],
             "perplexity": s["eval_perplexity"],

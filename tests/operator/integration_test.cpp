@@ -768,7 +768,7 @@ TEST_F(OperatorIT, SucceededJobIsExportedByOneJobAndTheModelIsRecorded) {
   EXPECT_NE(out.find("ExportRunning"), std::string::npos) << out;
 
   finish_export("exp-export", 0,
-                R"({"version":1,"format":"hf","dtype":"bf16","path":"/checkpoints/model","round":20})");
+                R"({"ppu_export":1,"format":"hf","dtype":"bf16","path":"/checkpoints/model","round":20})");
   ASSERT_TRUE(eventually([&] { return exported_condition("exp").value("status", "") == "True"; })) << job("exp").dump();
   const json st = job("exp")["status"];
   EXPECT_EQ(st["phase"], "Succeeded");

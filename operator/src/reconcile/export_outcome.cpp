@@ -34,21 +34,6 @@ std::string export_job_failure(const json& job) {
   return why.empty() ? what : what.empty() ? why : why + ": " + what;
 }
 
-std::optional<ExportResult> parse_export_result(const std::string& message) {
-  const json j = json::parse(message, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  const auto integer = [&](const char* k) { return j.contains(k) && j[k].is_number_integer(); };
-  const auto text = [&](const char* k) { return j.contains(k) && j[k].is_string(); };
-  if (!integer("version") || j["version"].get<int64_t>() != ExportResult::kVersion) return std::nullopt;
-  if (!text("format") || !text("dtype") || !text("path") || !integer("round")) return std::nullopt;
-  ExportResult r;
-  r.format = j["format"].get<std::string>();
-  r.dtype = j["dtype"].get<std::string>();
-  r.path = j["path"].get<std::string>();
-  r.round = j["round"].get<int64_t>();
-  return r;
-}
-
 std::optional<ExportPodReport> last_export_report(const std::vector<json>& pods, const std::string& phase) {
   const json* newest = nullptr;
   std::string newest_at;

@@ -1,9 +1,7 @@
 // Reading an export back (export_job.h): the state of its batch/v1 Job (condition Complete or
 // Failed set True by the Job controller), and what ppu-export said in its pod's termination
-// message: on success one line of JSON,
-//   {"version":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":20}
-// on failure its error line (or, if it died without writing one, the tail of its log).
-// parse_export_result() accepts exactly that shape, version 1, and nullopt for anything else.
+// message: on success its export result (core/export_result.h, parse_export_result), on failure
+// its error line (or, if it died without writing one, the tail of its log).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/export_result.h"
+
 namespace ppu::op {
 
 using json = nlohmann::json;
@@ -21,13 +21,6 @@ enum class ExportState { Running, Succeeded, Failed };
 ExportState export_state(const json& job);
 // "<reason>: <message>" of the Job's Failed condition ("" when there is none).
 std::string export_job_failure(const json& job);
-
-struct ExportResult {
-  static constexpr int kVersion = 1;
-  std::string format, dtype, path;
-  int64_t round = 0;  // the checkpoint round the model was read from
-};
-std::optional<ExportResult> parse_export_result(const std::string& message);
 
 // What an export pod's container said as it ended.
 struct ExportPodReport {

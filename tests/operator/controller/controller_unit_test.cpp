@@ -144,7 +144,7 @@ TEST(ControllerLoop, ExportsOnceTheJobSucceededAndRecordsWhereTheModelIs) {
   json x = *kube.peek(ResourceKind::Job, "ns1", "demo-export");
   kube.put(ResourceKind::Pod,
            testing::make_export_pod(
-               x, 0, R"({"version":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":10})"));
+               x, 0, R"({"ppu_export":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":10})"));
   x["status"] = {{"conditions", json::array({{{"type", "Complete"}, {"status", "True"}}})},
                  {"completionTime", format_rfc3339(now_seconds())}};
   kube.put(ResourceKind::Job, x);

@@ -5,6 +5,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,7 @@ using testing::with_exit;
 using testing::with_export;
 
 const std::string kResultMessage =
-    R"({"version":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":10})";
+    R"({"ppu_export":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":10})";
 const std::string kNoCheckpoint = "no valid checkpoint in /checkpoints: round-000010: global.pt fails its checksum\n";
 
 json succeeded_status(int64_t completed_ago = 10) {
@@ -468,12 +469,32 @@ TEST(ExportResult, ParsesExactlyVersion1) {
   EXPECT_EQ(r->dtype, "fp32");
   EXPECT_EQ(r->path, "/checkpoints/model");
   EXPECT_EQ(r->round, 10);
-  EXPECT_FALSE(parse_export_result(R"({"version":2,"format":"hf","dtype":"fp32","path":"/m","round":1})"));
-  EXPECT_FALSE(parse_export_result(R"({"version":1,"format":"hf","dtype":"fp32","path":"/m"})"));
-  EXPECT_FALSE(parse_export_result(R"({"version":1,"format":"hf","dtype":"fp32","path":"/m","round":"1"})"));
+  EXPECT_FALSE(parse_export_result(R"({"ppu_export":2,"format":"hf","dtype":"fp32","path":"/m","round":1})"));
+  EXPECT_FALSE(parse_export_result(R"({"ppu_export":1,"format":"hf","dtype":"fp32","path":"/m"})"));
+  EXPECT_FALSE(parse_export_result(R"({"ppu_export":1,"format":"hf","dtype":"fp32","path":"/m","round":"1"})"));
   EXPECT_FALSE(parse_export_result(kNoCheckpoint));
-  EXPECT_FALSE(parse_export_result(R"({"version":1,"format":"hf")"));  // truncated
+  EXPECT_FALSE(parse_export_result(R"({"ppu_export":1,"format":"hf")"));  // truncated
   EXPECT_FALSE(parse_export_result(""));
+}
+
+// Writer and reader share one definition (core/export_result.h) and one versioning scheme with
+// the run result (core/result_message.h): each message names its kind, so neither passes as the other.
+TEST(ExportResult, RoundTripsAndIsNeverTakenForARunResult) {
+  const ExportResult r{"hf", "bf16", "/checkpoints/model", 12};
+  const std::string msg = format_export_result(r);
+  const auto back = parse_export_result(msg);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->format, "hf");
+  EXPECT_EQ(back->dtype, "bf16");
+  EXPECT_EQ(back->path, "/checkpoints/model");
+  EXPECT_EQ(back->round, 12);
+  EXPECT_FALSE(parse_run_result(msg));
+  RunResult run;
+  run.checksum = "7905be7a33aa0be4";
+  EXPECT_FALSE(parse_export_result(format_run_result(run)));
+  // The key before the shared scheme (an older image's message) is not this version.
+  EXPECT_FALSE(parse_export_result(R"({"version":1,"format":"hf","dtype":"fp32","path":"/m","round":1})"));
+  EXPECT_THROW(format_export_result({"hf", "fp32", std::string(2000, 'p'), 1}), std::length_error);
 }
 
 TEST(ExportResult, JobStateFromItsConditions) {
