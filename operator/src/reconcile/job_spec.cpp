@@ -68,7 +68,13 @@ JobSpec parse_job(const json& job) {
   // The one source of the policy is the training config the ranks read (network.recovery).
   const json training = j.spec.is_object() ? j.spec.value("training", json::object()) : json::object();
   const json network = training.is_object() ? training.value("network", json::object()) : json::object();
-  j.recovery = value_or<std::string>(network, "recovery", "gang") == "live" ? Recovery::Live : Recovery::Gang;
+  const Recovery fallback = NetworkConfig{}.recovery;  // the runtime's default
+  try {
+    j.recovery = parse_choice<Recovery>("spec.training.network.recovery",
+                                        value_or<std::string>(network, "recovery", choice_name(fallback)));
+  } catch (const ConfigError&) {  // the CRD's enum refuses it at admission: only a CRD older than this operator
+    j.recovery = fallback;
+  }
   return j;
 }
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
 #include "core/job_contract.h"
 #include "reconcile/api_fields.h"
 
@@ -80,8 +81,9 @@ struct ExportSpec {
 
 // spec.training.network.recovery: what a lost rank costs (docs/OPERATOR.md, "Live recovery").
 // Gang: every rank stops and the gang restarts; Live: the other ranks go on and only the lost
-// rank's pod is recreated, against a rendezvous store that lives outside the ranks.
-enum class Recovery { Gang, Live };
+// rank's pod is recreated, against a rendezvous store that lives outside the ranks. The
+// runtime's own choice (core/config.h), read with its names and default.
+using Recovery = ppu::Recovery;
 
 // Kueue's labels on a job (docs/OPERATOR.md, "Queueing with Kueue").
 inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";

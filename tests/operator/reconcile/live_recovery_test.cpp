@@ -71,6 +71,17 @@ TEST(LiveRecoveryObjects, RankPodsUseTheRendezvousServiceAsAnExternalStore) {
   EXPECT_EQ(env_of(pod, "RANK"), "2");
 }
 
+// The operator reads network.recovery with the runtime's own choice (core/config.h): its names,
+// and its default when the key is absent.
+TEST(LiveRecoveryObjects, TheRecoveryChoiceIsTheRuntimes) {
+  EXPECT_EQ(parse_job(make_job("demo", 4)).recovery, NetworkConfig{}.recovery);
+  for (const auto& name : choice_names<Recovery>()) {
+    json job = make_job("demo", 4);
+    job["spec"]["training"]["network"] = {{"recovery", name}};
+    EXPECT_EQ(parse_job(job).recovery, parse_choice<Recovery>("network.recovery", name)) << name;
+  }
+}
+
 TEST(LiveRecoveryObjects, TheStorePodFollowsTheRankPodsConventions) {
   json job = live_job();
   job["spec"]["imagePullPolicy"] = "Always";
