@@ -416,9 +416,13 @@ live_round() { # live_round ROUND: wait until the job's status reaches outer rou
   die "live job never reached round $1 (at '$r')"
 }
 DEGRADED='conditions[?(@.type=="Degraded")].status' # ppj JOB "$DEGRADED": the condition's status
-wait_recovered() {                                  # wait_recovered N: until status.recoveries is N and every rank is back in the
-  # live group; condition Degraded must be seen True meanwhile and be False at the end
-  local i n seen=0
+utc_now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+wait_recovered() { # wait_recovered N SINCE: until status.recoveries is N and every rank is back in
+  # the live group; condition Degraded must have been True since SINCE (the fault's time, RFC 3339)
+  # and be False at the end. A Degraded spell can be shorter than this loop's poll, so a False
+  # whose lastTransitionTime is at or after SINCE counts as seen too: the operator moves that time
+  # only when the status changes, so the condition went True and back since the fault.
+  local i n seen=0 since_true
   for ((i = 0; i < 300; i++)); do
     [[ "$(ppj live "$DEGRADED")" == True ]] && seen=1
     n="$(ppj live recoveries)"
@@ -427,12 +431,15 @@ wait_recovered() {                                  # wait_recovered N: until st
     sleep 1
   done
   [[ "$n" == "$1" ]] || die "live job: recoveries '$n', liveRanks '$(ppj live liveRanks)'; expected $1 after $1 rank loss(es)"
-  ((seen == 1)) || die "live job: condition Degraded never True while a rank was lost (recovery $1)"
   for ((i = 0; i < 30; i++)); do
-    [[ "$(ppj live "$DEGRADED")" == False ]] && return 0
+    [[ "$(ppj live "$DEGRADED")" == False ]] && break
     sleep 1
   done
-  die "live job: condition Degraded not cleared after recovery $1: $(kubectl -n "$NS" get ppj live -o jsonpath='{.status.conditions}')"
+  [[ "$(ppj live "$DEGRADED")" == False ]] \
+    || die "live job: condition Degraded not cleared after recovery $1: $(kubectl -n "$NS" get ppj live -o jsonpath='{.status.conditions}')"
+  since_true="$(ppj live 'conditions[?(@.type=="Degraded")].lastTransitionTime')"
+  [[ $seen == 1 || ! "$since_true" < "$2" ]] \
+    || die "live job: condition Degraded never True while a rank was lost (recovery $1; last transition $since_true, fault at $2)"
 }
 declare -A UIDS
 remember_uids() { for r in 0 1 2 3; do UIDS[$r]="$(uid "$r")"; done; }
@@ -463,9 +470,10 @@ live_round 30
 remember_uids
 # (1) a rank pod deleted during an outer sync
 at_round_boundary 32
+fault_at="$(utc_now)"
 kubectl -n "$NS" delete pod -l ppu.dev/job=live,ppu.dev/rank=2 --wait=false >/dev/null
 say "deleted rank 2's pod as rank 1 logged the end of a round (its outer sync), round $(ppj live outerRound)"
-wait_recovered 1
+wait_recovered 1 "$fault_at"
 only_replaced 2
 pass "chaos: rank 2's pod deleted during an outer sync; only it was recreated, Degraded seen and cleared, no gang restart"
 # (2) the store's pod deleted: recreated alone (event StoreReplaced), the ranks rebuild its keys
@@ -493,9 +501,10 @@ pass "chaos: the rendezvous pod deleted, recreated alone ($replaced); the job tr
 live_round $((at_round + 20))
 remember_uids
 CID="$(kubectl -n "$NS" get pod -l ppu.dev/job=live,ppu.dev/rank=0 -o jsonpath='{.items[0].status.containerStatuses[0].containerID}')"
+fault_at="$(utc_now)"
 bash "$CL" netns ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks kill -s SIGKILL "${CID#containerd://}"
 say "killed rank 0's container at round $(ppj live outerRound)"
-wait_recovered 2
+wait_recovered 2 "$fault_at"
 only_replaced 0
 pass "chaos: rank 0's container SIGKILLed; only its pod was recreated, Degraded seen and cleared, no gang restart"
 # (4) the operator's pod deleted while it replaces a rank: the next operator (the Deployment's new
@@ -504,6 +513,7 @@ pass "chaos: rank 0's container SIGKILLed; only its pod was recreated, Degraded 
 live_round $(($(ppj live outerRound) + 5))
 remember_uids
 OP_UID="$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.uid}')"
+fault_at="$(utc_now)"
 kubectl -n "$NS" delete pod -l ppu.dev/job=live,ppu.dev/rank=3 --wait=false >/dev/null
 for ((i = 0; i < 50; i++)); do
   [[ -n "$(kubectl -n "$NS" get ppj live -o jsonpath='{.status.recoveringRanks[*].rank}')" ]] && break
@@ -511,7 +521,7 @@ for ((i = 0; i < 50; i++)); do
 done
 kubectl -n "$OPNS" delete pod -l app.kubernetes.io/name=ppu-operator --wait=false >/dev/null
 say "deleted rank 3's pod, then the operator's pod while rank 3 was recovering ($(kubectl -n "$NS" get ppj live -o jsonpath='{.status.recoveringRanks}'))"
-wait_recovered 3
+wait_recovered 3 "$fault_at"
 only_replaced 3
 kubectl -n "$OPNS" wait --for=condition=Ready pod -l app.kubernetes.io/name=ppu-operator --timeout=120s >/dev/null
 [[ "$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.uid}')" != "$OP_UID" ]] \
@@ -527,6 +537,7 @@ pass "chaos: the operator's pod deleted while it replaced rank 3; the next opera
 live_round $(($(ppj live outerRound) + 5))
 remember_uids
 R1IP="$(kubectl -n "$NS" get pod -l ppu.dev/job=live,ppu.dev/rank=1 -o jsonpath='{.items[0].status.podIP}')"
+fault_at="$(utc_now)"
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
@@ -542,7 +553,7 @@ say "rank 1 ($R1IP) cut off by NetworkPolicy cut-rank-1 at round $(ppj live oute
 sleep 8
 kubectl -n "$NS" delete networkpolicy cut-rank-1 >/dev/null
 say "NetworkPolicy cut-rank-1 removed at round $(ppj live outerRound)"
-wait_recovered 4
+wait_recovered 4 "$fault_at"
 only_replaced 1
 pass "chaos: rank 1's traffic dropped for 8 s by a NetworkPolicy; it was fenced and only its pod recreated, Degraded seen and cleared, no gang restart"
 wait_phase live Succeeded 900
