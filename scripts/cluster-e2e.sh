@@ -395,7 +395,9 @@ phase "kill, gang restart, resume"
 pass() { echo "PASS cluster-e2e: $*"; }
 LIVE_STEPS=$((STEPS * 3))
 live_training() { # the live job's PPUJob on claim $1
-  job live "$1" "$LIVE_STEPS" | sed 's/^    checkpoint: /    network: {recovery: live, heartbeat_s: 5}\n    checkpoint: /'
+  # max_degraded_rounds: rounds here last a fraction of a second; the default 20 (sized for rounds
+  # of minutes) would turn a replacement that takes a lease hand-over into a gang restart.
+  job live "$1" "$LIVE_STEPS" | sed 's/^    checkpoint: /    network: {recovery: live, heartbeat_s: 5, max_degraded_rounds: 1000}\n    checkpoint: /'
 }
 live_training ckpt-live | kubectl apply -f - >/dev/null
 wait_phase live Running 240

@@ -96,6 +96,9 @@ cluster_up() { # a fresh two-node cluster with the image loaded and the operator
 # job NAME RECOVERY STEPS [SLICES]: the cpu-tiny sample's training (N = SLICES, default its 2), 4
 # ranks spread over the nodes by the user's affinity, checkpoints on a ReadWriteMany claim,
 # evicted 5 s after their node is lost.
+# network.max_degraded_rounds 1000: this job's rounds last a fraction of a second, so the default
+# (20 rounds, sized for rounds of minutes) would end a node loss's minute-long replacement in a
+# gang restart (it did, 2026-11-27).
 job() {
   ppujob_head "$NS" "$1" "ckpt-$1" "$IMAGE"
   cat <<EOF
@@ -118,7 +121,7 @@ job() {
     - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
 EOF
   sed -n '/^  training:/,$p' "$ROOT/manifests/samples/cpu-tiny.yaml" | sed "s/steps: 200,/steps: $3,/" \
-    | sed "s/^    checkpoint: /    network: {recovery: $2, heartbeat_s: 5}\n    checkpoint: /" \
+    | sed "s/^    checkpoint: /    network: {recovery: $2, heartbeat_s: 5, max_degraded_rounds: 1000}\n    checkpoint: /" \
     | sed "s/slices: 2}/slices: ${4:-2}}/"
 }
 ppj() { kubectl -n "$NS" get ppj "$1" -o jsonpath="{.status.$2}"; }
