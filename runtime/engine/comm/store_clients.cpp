@@ -75,6 +75,7 @@ void retire_store_client(c10::intrusive_ptr<c10d::Store> client) {
 // 20 times a second instead of spinning, and still stops within 50 ms when its client is destroyed
 // (it reads its control pipe first). Every other call is passed through unchanged. LibTorch 2's
 // client has no watcher; there this path is never taken.
+// NOLINTNEXTLINE(readability-inconsistent-declaration-parameter-name): libc names them __fd, __buf, ...
 extern "C" ssize_t recv(int fd, void* buf, size_t len, int flags) {
   using Recv = ssize_t (*)(int, void*, size_t, int);
   static const auto next = reinterpret_cast<Recv>(dlsym(RTLD_NEXT, "recv"));  // NOLINT: dlsym's type
