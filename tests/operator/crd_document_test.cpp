@@ -21,6 +21,7 @@
 #include "reconcile/job_spec.h"
 #include "reconcile/ppujob_status.h"
 #include "reconcile/recovery_pacing.h"
+#include "schema_sample.h"
 
 namespace ppu::op {
 namespace {
@@ -38,18 +39,7 @@ std::set<std::string> property_names(const YAML::Node& object) {
   return names;
 }
 
-// A value for every property of a schema node, nested objects and arrays included.
-json sample_of(const YAML::Node& schema) {
-  if (schema["x-kubernetes-int-or-string"]) return "12.345";
-  if (schema["enum"]) return schema["enum"][0].as<std::string>();
-  const std::string type = schema["type"] ? schema["type"].as<std::string>() : "";
-  if (type == "integer") return 7;
-  if (type == "string") return schema["format"] ? "2027-01-15T08:00:00Z" : "text";
-  if (type == "array") return json::array({sample_of(schema["items"])});
-  json out = json::object();
-  for (const auto& p : schema["properties"]) out[p.first.as<std::string>()] = sample_of(p.second);
-  return out;
-}
+using testing::sample_of;
 
 // Every object in `written` has exactly the properties of its schema, at every level.
 void expect_same_keys(const json& written, const YAML::Node& schema, const std::string& path) {

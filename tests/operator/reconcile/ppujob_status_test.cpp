@@ -10,6 +10,7 @@
 
 #include "reconcile/ppujob_status.h"
 #include "reconcile/reconciler.h"
+#include "schema_sample.h"
 #include "test_objects.h"
 
 namespace ppu::op {
@@ -25,18 +26,7 @@ using testing::with_exit;
 
 json round_trip(const json& j) { return json(j.get<PPUJobStatus>()); }
 
-// A value for every property of an openAPIV3 schema node, nested objects and arrays included.
-json sample_of(const YAML::Node& schema) {
-  if (schema["x-kubernetes-int-or-string"]) return "12.345";
-  if (schema["enum"]) return schema["enum"][0].as<std::string>();
-  const std::string type = schema["type"] ? schema["type"].as<std::string>() : "";
-  if (type == "integer") return 7;
-  if (type == "string") return schema["format"] ? "2027-01-15T08:00:00Z" : "text";
-  if (type == "array") return json::array({sample_of(schema["items"])});
-  json out = json::object();
-  for (const auto& p : schema["properties"]) out[p.first.as<std::string>()] = sample_of(p.second);
-  return out;
-}
+using testing::sample_of;
 
 TEST(PPUJobStatus, EveryFieldOfTheCrdSchemaRoundTrips) {
   const YAML::Node crd = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/manifests/crd/ppu.dev_ppujobs.yaml");
