@@ -17,6 +17,10 @@
 #      recreated on the surviving node and rejoin; condition Degraded is seen True and then
 #      False; the job Succeeds with restartCount 0, one recovery per lost rank, every pod on node
 #      1 and every rank with the same final parameters;
+#   2b. node 2 partitioned (`cluster.sh partition-node`: its processes run on, neither side hears
+#      the other), on a fresh cluster, under live: its ranks are replaced on node 1 as in 2; then
+#      `heal-node`: the node is Ready again, its old rank processes leave (out of the live group)
+#      and its kubelet ends their containers; no gang restart, no loss counted twice, Succeeded;
 #   3. node loss under recovery gang, on a fresh two-node cluster: one gang restart, the new gang
 #      on the surviving node (the old pods on the lost node force-deleted), rank 0 resumes from
 #      the last checkpoint on the shared volume, the job Succeeds with restartCount 1.
@@ -37,7 +41,7 @@ for a in "$@"; do
   case "$a" in
     --keep) KEEP=1 ;;
     -h | --help)
-      sed -n '2,29p' "$0"
+      sed -n '2,33p' "$0"
       exit 0
       ;;
     *)
@@ -223,6 +227,49 @@ placement="$(nodes_of spread)"
 [[ -z "$(awk -v n="$N1" '$NF != n' <<<"$placement")" ]] || die "spread: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
 sum="$(same_parameters spread)"
 pass "live: $N2 lost; ranks ${lost}force-deleted from it and replaced on $N1 ($(ppj spread recoveries) recoveries, Degraded seen and cleared), Succeeded with restartCount 0, every rank at parameters $sum"
+
+# ---- 2b: node 2 partitioned, not stopped, then back: its old ranks are fenced -----------------
+# The node's processes run on through the partition (a switch failed, not the machine): the
+# operator replaces its ranks on node 1 as in step 2; when the node comes back, its old rank
+# processes find the live group formed without them and leave (exit 5, out of the group), and its
+# kubelet ends the containers of pods the API server no longer has. Nothing of the old pods may
+# rejoin: no gang restart, no loss counted twice, the replacements train on.
+cluster_up
+job part live "$STEPS" 1 | kubectl apply -f - >/dev/null
+lost="$(spread part)"
+wait_round part $((ROUNDS / 10))
+bash "$CL" partition-node "$N2"
+say "partitioned $N2 at round $(ppj part outerRound) (ranks ${lost}were there)"
+for ((i = 0; i < 600; i += 2)); do
+  n="$(ppj part recoveries)"
+  if [[ "$n" =~ ^[0-9]+$ ]] && ((n >= $(wc -w <<<"$lost"))) && [[ "$(ppj part liveRanks)" == 4 ]]; then break; fi
+  [[ "$(ppj part phase)" == Failed ]] && die "part Failed: $(kubectl -n "$NS" get ppj part -o jsonpath='{.status}')"
+  sleep 2
+done
+((n == $(wc -w <<<"$lost"))) || die "part: recoveries '$n', liveRanks '$(ppj part liveRanks)' after partitioning ranks $lost"
+old_ranks_on_n2() { # processes of ppu-train still running in node 2's cgroup
+  local p c=0
+  for p in $(pgrep -x ppu-train); do grep -q "/node-2/" "/proc/$p/cgroup" 2>/dev/null && c=$((c + 1)); done
+  echo "$c"
+}
+running="$(old_ranks_on_n2)"
+((running > 0)) || die "part: no old rank runs on the partitioned $N2: the test would not show the fence"
+bash "$CL" heal-node "$N2"
+say "healed $N2 at round $(ppj part outerRound) with $running old rank process(es) still running there"
+for ((i = 0; i < 180; i += 2)); do
+  ready="$(kubectl get node "$N2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')"
+  [[ "$ready" == True && "$(old_ranks_on_n2)" == 0 ]] && break
+  sleep 2
+done
+[[ "$ready" == True ]] || die "part: $N2 not Ready 180 s after it was healed"
+[[ "$(old_ranks_on_n2)" == 0 ]] || die "part: $(old_ranks_on_n2) old rank process(es) still run on $N2 180 s after it came back"
+wait_phase part Succeeded 1200
+[[ "$(ppj part restartCount)" == 0 ]] || die "part: restartCount $(ppj part restartCount): the returning node restarted the gang"
+[[ "$(ppj part recoveries)" == "$n" ]] || die "part: recoveries $(ppj part recoveries), $n before the node came back: an old pod counted again"
+placement="$(nodes_of part)"
+[[ -z "$(awk -v n="$N1" '$NF != n' <<<"$placement")" ]] || die "part: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
+sum="$(same_parameters part)"
+pass "live: $N2 partitioned; ranks ${lost}replaced on $N1; when it came back its $running old rank process(es) were fenced and ended (no rejoin, no gang restart, recoveries still $n), Succeeded, every rank at parameters $sum"
 
 # ---- 3: the same loss under gang recovery, on a fresh cluster ---------------------------------
 cluster_up

@@ -19,6 +19,11 @@
 #                                           killed at once (kubelet, containerd, the pods' containers),
 #                                           its namespaces go, and node 1 drops whatever is sent to its
 #                                           address or pods: the API server sees it go NotReady
+#   scripts/cluster.sh partition-node NAME  cut node NAME (not the first) off: its processes and pods go
+#                                           on, but node 1 drops whatever is sent to its address or
+#                                           pods, so neither side hears the other: NotReady, as a
+#                                           switch failure makes it
+#   scripts/cluster.sh heal-node NAME       undo partition-node: the routes to NAME come back
 #   scripts/cluster.sh netns CMD...         run CMD inside the cluster's network namespace (exec'd:
 #                                           it keeps the caller's PID; `down` stops it too)
 #   scripts/cluster.sh kueue-up             start Kueue (its CRDs and manager, no webhooks) on the
@@ -172,14 +177,55 @@ cmd_status() {
   log "running; export KUBECONFIG=$DIR/kubeconfig"
 }
 
-cmd_stop_node() {
-  local want="${1:?stop-node needs a node name}" name ip cidr ndir found=""
+# find_node COMMAND NAME: sets ip, cidr and found (the state dir) of node NAME, not the first.
+find_node() {
+  local name ndir
   [[ -f "$DIR/nodes" ]] || die "no cluster"
+  found=""
   while read -r name ip cidr ndir; do
-    if [[ "$name" == "$want" ]]; then found="$ndir" && break; fi
+    if [[ "$name" == "$2" ]]; then found="$ndir" && break; fi
   done <"$DIR/nodes"
-  [[ -n "$found" ]] || die "no node '$want' (nodes: $(awk '{printf "%s ", $1}' "$DIR/nodes"))"
-  [[ "$found" != "$DIR" ]] || die "stop-node: $want holds the control plane"
+  [[ -n "$found" ]] || die "no node '$2' (nodes: $(awk '{printf "%s ", $1}' "$DIR/nodes"))"
+  [[ "$found" != "$DIR" ]] || die "$1: $2 holds the control plane"
+}
+
+# The networks node K reaches through node 1 (namespace.sh routes them over its veth).
+node_routes_out() { echo "$POD_NET $SERVICE_CIDR 10.200.0.0/24"; }
+
+cmd_partition_node() {
+  local ip cidr found net
+  find_node partition-node "${1:?partition-node needs a node name}"
+  [[ ! -e "$found/stopped" ]] || die "partition-node: $1 was stopped (stop-node)"
+  # Both ways: node 1 drops what goes to the node, the node drops what goes to node 1 (a request
+  # that arrived while its answer was dropped would still be served: a half-open partition).
+  in_netns ip route replace blackhole "$ip/32"
+  in_netns ip route replace blackhole "$cidr"
+  for net in "$NODE_IP/32" $(node_routes_out); do
+    nsenter -t "$(cat "$found/holder.pid")" -n -- ip route replace blackhole "$net"
+  done
+  log "node $1 partitioned: it runs on, and neither it nor node 1 hears the other (heal-node $1 undoes it)"
+}
+
+cmd_heal_node() {
+  local ip cidr found
+  find_node heal-node "${1:?heal-node needs a node name}"
+  [[ ! -e "$found/stopped" ]] || die "heal-node: $1 was stopped (stop-node), not partitioned"
+  # The routes namespace.sh made: the node's address over its veth, its pods through it.
+  local dev="ppu-n${found##*-}" hk net
+  in_netns ip route replace "$ip/32" dev "$dev" src "$NODE_IP"
+  in_netns ip route replace "$cidr" via "$ip" dev "$dev" onlink src "$NODE_IP"
+  hk="$(cat "$found/holder.pid")"
+  nsenter -t "$hk" -n -- ip route replace "$NODE_IP/32" dev ppu-n1 src "$ip"
+  for net in $(node_routes_out); do
+    nsenter -t "$hk" -n -- ip route replace "$net" via "$NODE_IP" dev ppu-n1 onlink src "$ip"
+  done
+  log "node $1 healed: it and node 1 hear each other again"
+}
+
+cmd_stop_node() {
+  local ip cidr found
+  find_node stop-node "${1:?stop-node needs a node name}"
+  local want="$1"
   local cg pids round
   cg="$(cg_root)/${found##*/}"
   # SIGKILL, all at once: a machine that loses power does not shut down its pods.
@@ -213,6 +259,14 @@ case "${1:-}" in
   stop-node)
     shift
     cmd_stop_node "$@"
+    ;;
+  partition-node)
+    shift
+    cmd_partition_node "$@"
+    ;;
+  heal-node)
+    shift
+    cmd_heal_node "$@"
     ;;
   kueue-up) cmd_kueue_up ;;
   kueue-down) cmd_kueue_down ;;
