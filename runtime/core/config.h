@@ -132,8 +132,8 @@ struct Config {
 // Reads `path` (may be empty: defaults only), applies overrides "a.b=value" in order, validates.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 // Same, from YAML text (ppu-export reads a checkpoint's config with it; tests too). The operator
-// does not parse spec.training: the CRD's schema and CEL rules check it at admission, and a
-// rank exits 2 on anything they cannot.
+// parses spec.training only to label each rank pod with its slice (object_builder): the CRD's
+// schema and CEL rules check it at admission, and a rank exits 2 on anything they cannot.
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides = {},
                     const std::string& origin = "<config>");
 // Checks cross-field constraints for `world_size` ranks; throws ConfigError naming the keys.

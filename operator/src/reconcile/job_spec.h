@@ -22,6 +22,9 @@ using json = nlohmann::json;
 
 inline constexpr const char* kJobLabel = "ppu.dev/job";
 inline constexpr const char* kRankLabel = "ppu.dev/rank";
+// The slice a rank pod trains (rank mod N, the runtime's SlicePlan), on jobs whose slices have
+// several owners: what spreads a live job's co-owners over nodes (object_builder.h).
+inline constexpr const char* kSliceLabel = "ppu.dev/slice";
 inline constexpr const char* kConfigKey = "config.yaml";
 inline constexpr const char* kConfigPath = "/etc/ppu/config.yaml";
 inline constexpr const char* kCheckpointPath = "/checkpoints";

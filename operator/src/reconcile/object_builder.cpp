@@ -1,6 +1,8 @@
 #include "reconcile/object_builder.h"
 
+#include "core/config.h"
 #include "core/job_contract.h"
+#include "core/slice_plan.h"
 #include "kube/typed_object.h"
 
 #include <yaml-cpp/yaml.h>
@@ -47,6 +49,33 @@ json volume_from(const std::string& name, const json& ref) {
     vol["emptyDir"] = json::object();
   }
   return vol;
+}
+
+// The slice `rank` trains, by the runtime's own plan, when the job's slices have several owners
+// each; nullopt otherwise, or when the runtime would refuse the training section (the ranks exit
+// 2 and say why; the CRD's rules refuse most such sections at admission).
+std::optional<int> shared_slice(const JobSpec& j, int rank) {
+  try {
+    const SlicePlan plan = SlicePlan::from_config(parse_config(render_training_config(j)), j.replicas, rank);
+    if (plan.slices() < 2 || plan.slices() >= j.replicas) return std::nullopt;
+    return plan.slice_index();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Live recovery survives a lost node only while every slice keeps a live owner: a preferred
+// anti-affinity between the pods of one slice asks the scheduler to put its owners on
+// different nodes (kept beside the user's own terms; preferred, so a lost node's ranks still
+// come back on the nodes that are left).
+void spread_slice_owners(json& pod_spec, const JobSpec& j, int slice) {
+  json term = {{"weight", 100},
+               {"podAffinityTerm",
+                {{"topologyKey", "kubernetes.io/hostname"},
+                 {"labelSelector", {{"matchLabels", {{kJobLabel, j.name}, {kSliceLabel, std::to_string(slice)}}}}}}}};
+  json& preferred = pod_spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+  if (!preferred.is_array()) preferred = json::array();
+  preferred.push_back(std::move(term));
 }
 
 }  // namespace
@@ -163,6 +192,8 @@ json build_pod(const JobSpec& j, int rank, int restart) {
   const json& s = j.spec;
   json md = object_metadata(j, pod_name(j, rank));
   md["labels"][kRankLabel] = std::to_string(rank);
+  const auto slice = shared_slice(j, rank);
+  if (slice) md["labels"][kSliceLabel] = std::to_string(*slice);
   md["annotations"] = {{"ppu.dev/restart", std::to_string(restart)}};
 
   json envs = json::array(
@@ -201,6 +232,7 @@ json build_pod(const JobSpec& j, int rank, int restart) {
   spec["subdomain"] = service_name(j);
   spec["containers"] = json::array({container});
   spec["volumes"] = volumes;
+  if (slice && j.recovery == Recovery::Live) spread_slice_owners(spec, j, *slice);
 
   return typed_object(ResourceKind::Pod, {{"metadata", md}, {"spec", spec}});
 }

@@ -237,7 +237,12 @@ void degraded(Pass& p) {
   }
   const auto& live = p.status.live_ranks;
   const auto& coverage = p.status.min_slice_coverage;
-  if (!live && !coverage) {
+  // A rank whose pod is being replaced is missing from the group whatever the last scrape saw:
+  // a replacement can be back before any scrape sees the group short.
+  std::string replacing;
+  for (const auto& e : p.status.recovering_ranks.value_or(std::vector<RecoveringRank>{}))
+    replacing += (replacing.empty() ? "" : ",") + std::to_string(e.rank);
+  if (!live && !coverage && replacing.empty()) {
     p.cond(condition::kDegraded, false, reason::kLiveGroupNotReported,
            "no rank has reported its live group yet (ppu_live_ranks, ppu_min_slice_coverage)");
     return;
@@ -245,8 +250,10 @@ void degraded(Pass& p) {
   const bool short_of_ranks = live && *live < p.spec.replicas;
   const bool uncovered = coverage && std::strtod(coverage->c_str(), nullptr) < 1.0;
   const std::string figures = (live ? std::to_string(*live) : std::string("?")) + " of " + all +
-                              " ranks in the live group, smallest slice coverage " + coverage.value_or("?");
-  if (short_of_ranks || uncovered) p.cond(condition::kDegraded, true, reason::kLiveGroupDegraded, figures);
+                              " ranks in the live group, smallest slice coverage " + coverage.value_or("?") +
+                              (replacing.empty() ? "" : "; rank(s) [" + replacing + "] being replaced");
+  if (short_of_ranks || uncovered || !replacing.empty())
+    p.cond(condition::kDegraded, true, reason::kLiveGroupDegraded, figures);
   else p.cond(condition::kDegraded, false, reason::kLiveGroupComplete, figures);
 }
 

@@ -396,6 +396,23 @@ INSTANTIATE_TEST_SUITE_P(LiveGroup, Degraded,
                                                        reason::kLiveGroupNotReported}),
                          [](const ::testing::TestParamInfo<DegradedRow>& i) { return i.param.name; });
 
+// A rank being replaced makes the job Degraded at once, though the last scrape still saw the
+// whole group: a replacement can rejoin before any scrape sees the group short.
+TEST(LiveRecovery, ARankBeingReplacedIsDegradedBeforeAnyScrapeSeesIt) {
+  json job = live_job();
+  std::vector<json> pods = gang(job, 4, "Running");
+  pods[2] = with_exit(pods[2], 137, "killed");
+  Observed in = observed_live(job, pods);
+  in.progress = ScrapedProgress{5, 9.0, 4, 4, 1.0, std::nullopt, std::nullopt, std::nullopt};
+  const json st = *new_status(reconcile(in));
+  const auto c = condition_of(st, condition::kDegraded);
+  ASSERT_TRUE(c) << st.dump();
+  EXPECT_EQ((*c)["status"], "True");
+  EXPECT_EQ((*c)["reason"], reason::kLiveGroupDegraded);
+  EXPECT_NE((*c)["message"].get<std::string>().find("rank(s) [2] being replaced"), std::string::npos)
+      << (*c)["message"];
+}
+
 TEST(LiveRecovery, DegradedTurnsFalseWhenTheJobStopsRunning) {
   json st = running_status(0);
   st["conditions"] = json::array({{{"type", condition::kDegraded},

@@ -54,6 +54,46 @@ TEST(ObjectBuilder, CheckpointClaimAndSchedulingPassThrough) {
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], 1);
 }
 
+// Each rank pod names the slice it trains (the runtime's plan: rank mod N); a live job asks the
+// scheduler to put a slice's owners on different nodes, beside the user's own affinity terms, so
+// that one lost node leaves every slice an owner.
+TEST(ObjectBuilder, ALiveJobSpreadsEachSlicesOwnersOverNodes) {
+  json job = testing::make_job("demo", 4);
+  job["spec"]["training"] = {{"model", {{"preset", "tiny"}}},
+                             {"method", "ppu"},
+                             {"slicing", {{"mode", "mlp"}, {"slices", 2}}},
+                             {"network", {{"recovery", "live"}}}};
+  const json user_term = {
+      {"weight", 1},
+      {"podAffinityTerm",
+       {{"topologyKey", "kubernetes.io/hostname"}, {"labelSelector", {{"matchLabels", {{"ppu.dev/job", "demo"}}}}}}}};
+  job["spec"]["scheduling"] = {
+      {"affinity", {{"podAntiAffinity", {{"preferredDuringSchedulingIgnoredDuringExecution", {user_term}}}}}}};
+  for (int rank = 0; rank < 4; ++rank) {
+    const json pod = build_pod(parse_job(job), rank, 0);
+    const std::string slice = std::to_string(rank % 2);
+    EXPECT_EQ(pod["metadata"]["labels"]["ppu.dev/slice"], slice) << "rank " << rank;
+    const json& terms = pod["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+    ASSERT_EQ(terms.size(), 2u) << "the user's term and the slice's";
+    EXPECT_EQ(terms[0], user_term);
+    EXPECT_EQ(terms[1]["podAffinityTerm"]["topologyKey"], "kubernetes.io/hostname");
+    EXPECT_EQ(terms[1]["podAffinityTerm"]["labelSelector"]["matchLabels"],
+              (json{{"ppu.dev/job", "demo"}, {"ppu.dev/slice", slice}}));
+  }
+  // Under gang recovery any loss restarts every rank: the label, no spreading.
+  job["spec"]["training"]["network"]["recovery"] = "gang";
+  const json gang_pod = build_pod(parse_job(job), 1, 0);
+  EXPECT_EQ(gang_pod["metadata"]["labels"]["ppu.dev/slice"], "1");
+  EXPECT_EQ(gang_pod["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].size(),
+            1u);
+  // One owner per slice (N = K), or nothing sliced: nothing to spread, no label.
+  job["spec"]["training"]["network"]["recovery"] = "live";
+  job["spec"]["training"]["slicing"]["slices"] = 4;
+  EXPECT_FALSE(build_pod(parse_job(job), 1, 0)["metadata"]["labels"].contains("ppu.dev/slice"));
+  job["spec"]["training"]["slicing"] = {{"mode", "none"}};
+  EXPECT_FALSE(build_pod(parse_job(job), 1, 0)["metadata"]["labels"].contains("ppu.dev/slice"));
+}
+
 TEST(ObjectBuilder, ServiceIsHeadlessAndPublishesNotReady) {
   json svc = build_service(parse_job(testing::make_job("demo", 2)));
   EXPECT_EQ(svc["metadata"]["name"], "demo");
