@@ -443,6 +443,15 @@ wait_recovered() { # wait_recovered N SINCE: until status.recoveries is N and ev
   [[ $seen == 1 || ! "$since_true" < "$2" ]] \
     || die "live job: condition Degraded never True while a rank was lost (recovery $1; last transition $since_true, fault at $2)"
 }
+rejoined() { # rejoined RANK: until the replacement of RANK says it is back in the group (it may
+  # still be receiving the state when the others already count it; a fault then would hit the rejoin)
+  local i
+  for ((i = 0; i < 120; i++)); do
+    kubectl -n "$NS" logs "live-rank-$1" 2>/dev/null | grep -q "rank $1 rejoined in round" && return 0
+    sleep 1
+  done
+  die "live job: rank $1's replacement never logged that it rejoined"
+}
 declare -A UIDS
 remember_uids() { for r in 0 1 2 3; do UIDS[$r]="$(uid "$r")"; done; }
 only_replaced() { # only_replaced RANK: RANK's pod has a new UID, every other rank's is unchanged
@@ -476,6 +485,7 @@ fault_at="$(utc_now)"
 kubectl -n "$NS" delete pod -l ppu.dev/job=live,ppu.dev/rank=2 --wait=false >/dev/null
 say "deleted rank 2's pod as rank 1 logged the end of a round (its outer sync), round $(ppj live outerRound)"
 wait_recovered 1 "$fault_at"
+rejoined 2
 only_replaced 2
 pass "chaos: rank 2's pod deleted during an outer sync; only it was recreated, Degraded seen and cleared, no gang restart"
 # (2) the store's pod deleted: recreated alone (event StoreReplaced), the ranks rebuild its keys
@@ -507,6 +517,7 @@ fault_at="$(utc_now)"
 bash "$CL" netns ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks kill -s SIGKILL "${CID#containerd://}"
 say "killed rank 0's container at round $(ppj live outerRound)"
 wait_recovered 2 "$fault_at"
+rejoined 0
 only_replaced 0
 pass "chaos: rank 0's container SIGKILLed; only its pod was recreated, Degraded seen and cleared, no gang restart"
 # (4) the operator's pod deleted while it replaces a rank: the next operator (the Deployment's new
@@ -524,6 +535,7 @@ done
 kubectl -n "$OPNS" delete pod -l app.kubernetes.io/name=ppu-operator --wait=false >/dev/null
 say "deleted rank 3's pod, then the operator's pod while rank 3 was recovering ($(kubectl -n "$NS" get ppj live -o jsonpath='{.status.recoveringRanks}'))"
 wait_recovered 3 "$fault_at"
+rejoined 3
 only_replaced 3
 kubectl -n "$OPNS" wait --for=condition=Ready pod -l app.kubernetes.io/name=ppu-operator --timeout=120s >/dev/null
 [[ "$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.uid}')" != "$OP_UID" ]] \
@@ -556,6 +568,7 @@ sleep 8
 kubectl -n "$NS" delete networkpolicy cut-rank-1 >/dev/null
 say "NetworkPolicy cut-rank-1 removed at round $(ppj live outerRound)"
 wait_recovered 4 "$fault_at"
+rejoined 1
 only_replaced 1
 pass "chaos: rank 1's traffic dropped for 8 s by a NetworkPolicy; it was fenced and only its pod recreated, Degraded seen and cleared, no gang restart"
 wait_phase live Succeeded 900
