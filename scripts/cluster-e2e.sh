@@ -419,38 +419,43 @@ live_round() { # live_round ROUND: wait until the job's status reaches outer rou
 }
 DEGRADED='conditions[?(@.type=="Degraded")].status' # ppj JOB "$DEGRADED": the condition's status
 utc_now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
-wait_recovered() { # wait_recovered N SINCE: until status.recoveries is N and every rank is back in
-  # the live group; condition Degraded must have been True since SINCE (the fault's time, RFC 3339)
-  # and be False at the end. A Degraded spell can be shorter than this loop's poll, so a False
-  # whose lastTransitionTime is at or after SINCE counts as seen too: the operator moves that time
-  # only when the status changes, so the condition went True and back since the fault.
-  local i n seen=0 since_true
+wait_recovered() { # wait_recovered N SINCE RANK: until status.recoveries is N, RANK's replacement
+  # says it rejoined and every rank is in the live group again; and condition Degraded has been
+  # True since SINCE (the fault's time, RFC 3339) and is False again. A Degraded spell can be
+  # shorter than this loop's poll, so a False whose lastTransitionTime is at or after SINCE counts
+  # as seen too: the operator moves that time only when the status changes.
+  local i n degraded since_true seen=0
   for ((i = 0; i < 300; i++)); do
     [[ "$(ppj live "$DEGRADED")" == True ]] && seen=1
     n="$(ppj live recoveries)"
-    [[ "$n" =~ ^[0-9]+$ && "$n" -ge $1 && "$(ppj live liveRanks)" == 4 ]] && break
+    [[ "$n" =~ ^[0-9]+$ && "$n" -ge $1 ]] && break
     live_failed
     sleep 1
   done
-  [[ "$n" == "$1" ]] || die "live job: recoveries '$n', liveRanks '$(ppj live liveRanks)'; expected $1 after $1 rank loss(es)"
-  for ((i = 0; i < 30; i++)); do
-    [[ "$(ppj live "$DEGRADED")" == False ]] && break
-    sleep 1
-  done
-  [[ "$(ppj live "$DEGRADED")" == False ]] \
-    || die "live job: condition Degraded not cleared after recovery $1: $(kubectl -n "$NS" get ppj live -o jsonpath='{.status.conditions}')"
-  since_true="$(ppj live 'conditions[?(@.type=="Degraded")].lastTransitionTime')"
-  [[ $seen == 1 || ! "$since_true" < "$2" ]] \
-    || die "live job: condition Degraded never True while a rank was lost (recovery $1; last transition $since_true, fault at $2)"
-}
-rejoined() { # rejoined RANK: until the replacement of RANK says it is back in the group (it may
-  # still be receiving the state when the others already count it; a fault then would hit the rejoin)
-  local i
+  [[ "$n" == "$1" ]] || die "live job: recoveries '$n'; expected $1 after $1 rank loss(es)"
   for ((i = 0; i < 120; i++)); do
-    kubectl -n "$NS" logs "live-rank-$1" 2>/dev/null | grep -q "rank $1 rejoined in round" && return 0
+    [[ "$(ppj live "$DEGRADED")" == True ]] && seen=1
+    kubectl -n "$NS" logs "live-rank-$3" 2>/dev/null | grep -q "rank $3 rejoined in round" && break
+    live_failed
     sleep 1
   done
-  die "live job: rank $1's replacement never logged that it rejoined"
+  kubectl -n "$NS" logs "live-rank-$3" 2>/dev/null | grep -q "rank $3 rejoined in round" \
+    || die "live job: rank $3's replacement never logged that it rejoined"
+  for ((i = 0; i < 60; i++)); do
+    degraded="$(ppj live "$DEGRADED")"
+    [[ "$degraded" == True ]] && seen=1
+    since_true="$(ppj live 'conditions[?(@.type=="Degraded")].lastTransitionTime')"
+    if [[ "$degraded" == False && "$(ppj live liveRanks)" == 4 ]] && [[ $seen == 1 || ! "$since_true" < "$2" ]]; then
+      [[ "$(ppj live recoveries)" == "$1" ]] || die "live job: recoveries $(ppj live recoveries) after recovery $1: a loss counted twice"
+      return 0
+    fi
+    live_failed
+    sleep 1
+  done
+  if [[ $seen == 0 && "$since_true" < "$2" ]]; then
+    die "live job: condition Degraded never True while rank $3 was lost (recovery $1; last transition $since_true, fault at $2)"
+  fi
+  die "live job: condition Degraded not cleared after recovery $1: $(kubectl -n "$NS" get ppj live -o jsonpath='{.status.conditions}')"
 }
 declare -A UIDS
 remember_uids() { for r in 0 1 2 3; do UIDS[$r]="$(uid "$r")"; done; }
@@ -484,8 +489,7 @@ at_round_boundary 32
 fault_at="$(utc_now)"
 kubectl -n "$NS" delete pod -l ppu.dev/job=live,ppu.dev/rank=2 --wait=false >/dev/null
 say "deleted rank 2's pod as rank 1 logged the end of a round (its outer sync), round $(ppj live outerRound)"
-wait_recovered 1 "$fault_at"
-rejoined 2
+wait_recovered 1 "$fault_at" 2
 only_replaced 2
 pass "chaos: rank 2's pod deleted during an outer sync; only it was recreated, Degraded seen and cleared, no gang restart"
 # (2) the store's pod deleted: recreated alone (event StoreReplaced), the ranks rebuild its keys
@@ -516,8 +520,7 @@ CID="$(kubectl -n "$NS" get pod -l ppu.dev/job=live,ppu.dev/rank=0 -o jsonpath='
 fault_at="$(utc_now)"
 bash "$CL" netns ctr -a "$PPU_CLUSTER_DIR/run/containerd.sock" -n k8s.io tasks kill -s SIGKILL "${CID#containerd://}"
 say "killed rank 0's container at round $(ppj live outerRound)"
-wait_recovered 2 "$fault_at"
-rejoined 0
+wait_recovered 2 "$fault_at" 0
 only_replaced 0
 pass "chaos: rank 0's container SIGKILLed; only its pod was recreated, Degraded seen and cleared, no gang restart"
 # (4) the operator's pod deleted while it replaces a rank: the next operator (the Deployment's new
@@ -534,8 +537,7 @@ for ((i = 0; i < 50; i++)); do
 done
 kubectl -n "$OPNS" delete pod -l app.kubernetes.io/name=ppu-operator --wait=false >/dev/null
 say "deleted rank 3's pod, then the operator's pod while rank 3 was recovering ($(kubectl -n "$NS" get ppj live -o jsonpath='{.status.recoveringRanks}'))"
-wait_recovered 3 "$fault_at"
-rejoined 3
+wait_recovered 3 "$fault_at" 3
 only_replaced 3
 kubectl -n "$OPNS" wait --for=condition=Ready pod -l app.kubernetes.io/name=ppu-operator --timeout=120s >/dev/null
 [[ "$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.uid}')" != "$OP_UID" ]] \
@@ -567,8 +569,7 @@ say "rank 1 ($R1IP) cut off by NetworkPolicy cut-rank-1 at round $(ppj live oute
 sleep 8
 kubectl -n "$NS" delete networkpolicy cut-rank-1 >/dev/null
 say "NetworkPolicy cut-rank-1 removed at round $(ppj live outerRound)"
-wait_recovered 4 "$fault_at"
-rejoined 1
+wait_recovered 4 "$fault_at" 1
 only_replaced 1
 pass "chaos: rank 1's traffic dropped for 8 s by a NetworkPolicy; it was fenced and only its pod recreated, Degraded seen and cleared, no gang restart"
 wait_phase live Succeeded 900
