@@ -419,6 +419,12 @@ live_round() { # live_round ROUND: wait until the job's status reaches outer rou
 }
 DEGRADED='conditions[?(@.type=="Degraded")].status' # ppj JOB "$DEGRADED": the condition's status
 utc_now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+rejoined_line() { # rejoined_line RANK: RANK's pod logged that it rejoined (the log read whole:
+  # grep -q ends a pipe early, and kubectl's SIGPIPE would fail it under pipefail)
+  local log
+  log="$(kubectl -n "$NS" logs "live-rank-$1" 2>/dev/null || true)"
+  grep -q "rank $1 rejoined in round" <<<"$log"
+}
 wait_recovered() { # wait_recovered N SINCE RANK: until status.recoveries is N, RANK's replacement
   # says it rejoined and every rank is in the live group again; and condition Degraded has been
   # True since SINCE (the fault's time, RFC 3339) and is False again. A Degraded spell can be
@@ -435,12 +441,11 @@ wait_recovered() { # wait_recovered N SINCE RANK: until status.recoveries is N, 
   [[ "$n" == "$1" ]] || die "live job: recoveries '$n'; expected $1 after $1 rank loss(es)"
   for ((i = 0; i < 120; i++)); do
     [[ "$(ppj live "$DEGRADED")" == True ]] && seen=1
-    kubectl -n "$NS" logs "live-rank-$3" 2>/dev/null | grep -q "rank $3 rejoined in round" && break
+    rejoined_line "$3" && break
     live_failed
     sleep 1
   done
-  kubectl -n "$NS" logs "live-rank-$3" 2>/dev/null | grep -q "rank $3 rejoined in round" \
-    || die "live job: rank $3's replacement never logged that it rejoined"
+  rejoined_line "$3" || die "live job: rank $3's replacement never logged that it rejoined"
   for ((i = 0; i < 60; i++)); do
     degraded="$(ppj live "$DEGRADED")"
     [[ "$degraded" == True ]] && seen=1
