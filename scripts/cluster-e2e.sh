@@ -27,7 +27,7 @@
 #   5b. chaos under network.recovery=live, five faults in one job, each with its own PASS line:
 #      rank 2's pod deleted as a round's outer sync starts; the rendezvous pod deleted (recreated
 #      alone, event StoreReplaced); rank 0's container SIGKILLed; rank 3's pod deleted and the
-#      operator's pod deleted while it replaces it; rank 1's traffic dropped for 8 s by a
+#      operator's pod deleted while it replaces it; rank 1's traffic dropped for 12 s by a
 #      NetworkPolicy (its egress denied, its conntrack entries flushed). After each rank fault
 #      only that pod is recreated (the others keep their UIDs) and condition Degraded is seen
 #      True, then False; the job Succeeds with restartCount 0 and 4 recoveries, every rank with
@@ -387,13 +387,13 @@ phase "kill, gang restart, resume"
 # network.recovery=live (docs/RECOVERY.md): the operator runs the job's rendezvous pod. One job,
 # five faults in turn, each with its own PASS line: rank 2's pod deleted as a round's outer sync
 # starts; the rendezvous pod deleted; rank 0's container SIGKILLed; rank 3's pod deleted and the
-# operator's pod deleted while it replaces it; rank 1's traffic dropped for 8 s by a
+# operator's pod deleted while it replaces it; rank 1's traffic dropped for 12 s by a
 # NetworkPolicy. After each rank fault only that rank's pod is recreated (the others keep their
 # UIDs) and condition Degraded is seen True, then False. The job Succeeds with no gang restart and
 # 4 recoveries, every rank at the same parameters, its perplexity inside the band of three
 # fault-free seeds of the same training section run here with ppu-launch.
 pass() { echo "PASS cluster-e2e: $*"; }
-LIVE_STEPS=$((STEPS * 3))
+LIVE_STEPS=$((STEPS * 4))
 live_training() { # the live job's PPUJob on claim $1
   # max_degraded_rounds: rounds here last a fraction of a second; the default 20 (sized for rounds
   # of minutes) would turn a replacement that takes a lease hand-over into a gang restart.
@@ -535,20 +535,18 @@ live_round $(($(ppj live outerRound) + 5))
 remember_uids
 OP_UID="$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.uid}')"
 fault_at="$(utc_now)"
+# Back to back: the operator goes while the loss is being handled (whichever of the old and the
+# new operator sees it first counts it; the other must not count it again).
 kubectl -n "$NS" delete pod -l ppu.dev/job=live,ppu.dev/rank=3 --wait=false >/dev/null
-for ((i = 0; i < 50; i++)); do
-  [[ -n "$(kubectl -n "$NS" get ppj live -o jsonpath='{.status.recoveringRanks[*].rank}')" ]] && break
-  sleep 0.2
-done
 kubectl -n "$OPNS" delete pod -l app.kubernetes.io/name=ppu-operator --wait=false >/dev/null
-say "deleted rank 3's pod, then the operator's pod while rank 3 was recovering ($(kubectl -n "$NS" get ppj live -o jsonpath='{.status.recoveringRanks}'))"
+say "deleted rank 3's pod, then at once the operator's pod"
 wait_recovered 3 "$fault_at" 3
 only_replaced 3
 kubectl -n "$OPNS" wait --for=condition=Ready pod -l app.kubernetes.io/name=ppu-operator --timeout=120s >/dev/null
 [[ "$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.uid}')" != "$OP_UID" ]] \
   || die "the operator's pod was not replaced"
 pass "chaos: the operator's pod deleted while it replaced rank 3; the next operator finished it (the loss counted once), Degraded seen and cleared, no gang restart"
-# (5) rank 1's traffic dropped for 8 s (longer than heartbeat_s 5): a NetworkPolicy that selects
+# (5) rank 1's traffic dropped for 12 s (past twice heartbeat_s 5): a NetworkPolicy that selects
 # only rank 1 and allows no egress. NetworkPolicies only allow, so a policy cannot take back the
 # ingress the job's own policy grants; and the enforcement judges the first packet of a
 # connection only, so rank 1's conntrack entries are flushed with it: from then on every packet
@@ -571,12 +569,13 @@ sleep 1 # the enforcement's controller watches policies
 bash "$CL" netns conntrack -D -s "$R1IP" >/dev/null 2>&1 || true
 bash "$CL" netns conntrack -D -d "$R1IP" >/dev/null 2>&1 || true
 say "rank 1 ($R1IP) cut off by NetworkPolicy cut-rank-1 at round $(ppj live outerRound)"
-sleep 8
+# (A cut about as long as the window, 8 s, was ridden out: the group re-formed with every member.)
+sleep 12
 kubectl -n "$NS" delete networkpolicy cut-rank-1 >/dev/null
 say "NetworkPolicy cut-rank-1 removed at round $(ppj live outerRound)"
 wait_recovered 4 "$fault_at" 1
 only_replaced 1
-pass "chaos: rank 1's traffic dropped for 8 s by a NetworkPolicy; it was fenced and only its pod recreated, Degraded seen and cleared, no gang restart"
+pass "chaos: rank 1's traffic dropped for 12 s by a NetworkPolicy; it was fenced and only its pod recreated, Degraded seen and cleared, no gang restart"
 wait_phase live Succeeded 900
 [[ "$(ppj live restartCount)" == 0 ]] || die "live job: restartCount '$(ppj live restartCount)', expected no gang restart"
 [[ "$(ppj live recoveries)" == 4 ]] || die "live job: recoveries '$(ppj live recoveries)', expected one per rank fault (4)"
