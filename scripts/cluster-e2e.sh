@@ -534,6 +534,7 @@ pass "chaos: rank 0's container SIGKILLed; only its pod was recreated, Degraded 
 live_round $(($(ppj live outerRound) + 5))
 remember_uids
 OP_UID="$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.uid}')"
+OP_NAME="$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.name}')"
 fault_at="$(utc_now)"
 # Back to back: the operator goes while the loss is being handled (whichever of the old and the
 # new operator sees it first counts it; the other must not count it again).
@@ -542,6 +543,7 @@ kubectl -n "$OPNS" delete pod -l app.kubernetes.io/name=ppu-operator --wait=fals
 say "deleted rank 3's pod, then at once the operator's pod"
 wait_recovered 3 "$fault_at" 3
 only_replaced 3
+kubectl -n "$OPNS" wait --for=delete "pod/$OP_NAME" --timeout=120s >/dev/null || die "the operator's old pod $OP_NAME is still there"
 kubectl -n "$OPNS" wait --for=condition=Ready pod -l app.kubernetes.io/name=ppu-operator --timeout=120s >/dev/null
 [[ "$(kubectl -n "$OPNS" get pod -l app.kubernetes.io/name=ppu-operator -o jsonpath='{.items[0].metadata.uid}')" != "$OP_UID" ]] \
   || die "the operator's pod was not replaced"
