@@ -19,84 +19,16 @@ namespace {
 template <class E>
 using Table = std::vector<std::pair<std::string, E>>;
 
-const Table<Activation>& table(Activation) {
-  static const Table<Activation> t = {{"relu", Activation::Relu}, {"gelu", Activation::Gelu}};
-  return t;
-}
-const Table<Method>& table(Method) {
-  static const Table<Method> t = {{"ppu", Method::Ppu},
-                                  {"diloco", Method::DiLoCo},
-                                  {"streaming-diloco", Method::StreamingDiLoCo},
-                                  {"ddp", Method::Ddp}};
-  return t;
-}
-const Table<SliceMode>& table(SliceMode) {
-  static const Table<SliceMode> t = {{"none", SliceMode::None},
-                                     {"mlp", SliceMode::Mlp},
-                                     {"mlp+heads", SliceMode::MlpHeads},
-                                     {"mlp+heads+wo", SliceMode::MlpHeadsWo},
-                                     {"horizontal", SliceMode::Horizontal},
-                                     {"heads", SliceMode::Heads}};
-  return t;
-}
-const Table<Jacobian>& table(Jacobian) {
-  static const Table<Jacobian> t = {
-      {"full", Jacobian::Full}, {"slice", Jacobian::Slice}, {"slice+random", Jacobian::SliceRandom}};
-  return t;
-}
-const Table<InnerOptimizerKind>& table(InnerOptimizerKind) {
-  static const Table<InnerOptimizerKind> t = {{"adamw", InnerOptimizerKind::AdamW}, {"sgd", InnerOptimizerKind::Sgd}};
-  return t;
-}
-const Table<LrScheduleKind>& table(LrScheduleKind) {
-  static const Table<LrScheduleKind> t = {{"cosine", LrScheduleKind::Cosine}, {"constant", LrScheduleKind::Constant}};
-  return t;
-}
-const Table<OuterOptimizerKind>& table(OuterOptimizerKind) {
-  static const Table<OuterOptimizerKind> t = {{"nesterov", OuterOptimizerKind::Nesterov},
-                                              {"average", OuterOptimizerKind::Average}};
-  return t;
-}
-const Table<Grouping>& table(Grouping) {
-  static const Table<Grouping> t = {{"layers", Grouping::Layers}, {"slices", Grouping::Slices}};
-  return t;
-}
-const Table<WireDtype>& table(WireDtype) {
-  static const Table<WireDtype> t = {{"fp32", WireDtype::Fp32}, {"bf16", WireDtype::Bf16}, {"int8", WireDtype::Int8}};
-  return t;
-}
-const Table<FinalSync>& table(FinalSync) {
-  static const Table<FinalSync> t = {{"average", FinalSync::Average}, {"none", FinalSync::None}};
-  return t;
-}
-const Table<DataSource>& table(DataSource) {
-  static const Table<DataSource> t = {{"synthetic", DataSource::Synthetic}, {"shards", DataSource::Shards}};
-  return t;
-}
-const Table<DataSampling>& table(DataSampling) {
-  static const Table<DataSampling> t = {{"iid", DataSampling::Iid}, {"contiguous", DataSampling::Contiguous}};
-  return t;
-}
-const Table<Device>& table(Device) {
-  static const Table<Device> t = {{"cpu", Device::Cpu}, {"cuda", Device::Cuda}};
-  return t;
-}
-const Table<Dtype>& table(Dtype) {
-  static const Table<Dtype> t = {{"fp32", Dtype::Fp32}, {"bf16", Dtype::Bf16}};
-  return t;
-}
-const Table<Collective>& table(Collective) {
-  static const Table<Collective> t = {{"ring", Collective::Ring}, {"direct", Collective::Direct}};
-  return t;
-}
-const Table<Recovery>& table(Recovery) {
-  static const Table<Recovery> t = {{"gang", Recovery::Gang}, {"live", Recovery::Live}};
-  return t;
-}
-const Table<ReplacementState>& table(ReplacementState) {
-  static const Table<ReplacementState> t = {{"coowner", ReplacementState::Coowner}, {"fresh", ReplacementState::Fresh}};
-  return t;
-}
+#define VALUE(enumerator, spelling) {spelling, Enum::enumerator},
+#define CHOICE(E, key, values)             \
+  const Table<E>& table(E) {               \
+    using Enum = E;                        \
+    static const Table<Enum> t = {values}; \
+    return t;                              \
+  }
+PPU_CONFIG_CHOICES
+#undef CHOICE
+#undef VALUE
 
 template <class E>
 std::string name_in_table(E value) {
@@ -274,6 +206,8 @@ struct Describer {
       row.default_value = v;
     } else {
       static_assert(std::is_enum_v<T>, "a config key of a type config_schema() cannot describe");
+      if (m.key != std::string(choice_key<T>()))  // config_choices.h and config_keys.h disagree
+        throw std::logic_error(std::string("config key '") + m.key + "' has the choice of '" + choice_key<T>() + "'");
       row.type = KeyType::Choice;
       row.default_value = name_in_table(v);
       row.choices = names_of<T>();
@@ -346,27 +280,11 @@ std::vector<std::string> choice_names() {
   return names_of<E>();
 }
 
-#define PPU_INSTANTIATE_CHOICE(E)                                     \
+#define CHOICE(E, key, values)                                        \
   template E parse_choice<E>(const std::string&, const std::string&); \
   template std::vector<std::string> choice_names<E>();
-PPU_INSTANTIATE_CHOICE(Activation)
-PPU_INSTANTIATE_CHOICE(Method)
-PPU_INSTANTIATE_CHOICE(SliceMode)
-PPU_INSTANTIATE_CHOICE(Jacobian)
-PPU_INSTANTIATE_CHOICE(InnerOptimizerKind)
-PPU_INSTANTIATE_CHOICE(LrScheduleKind)
-PPU_INSTANTIATE_CHOICE(OuterOptimizerKind)
-PPU_INSTANTIATE_CHOICE(Grouping)
-PPU_INSTANTIATE_CHOICE(WireDtype)
-PPU_INSTANTIATE_CHOICE(FinalSync)
-PPU_INSTANTIATE_CHOICE(DataSource)
-PPU_INSTANTIATE_CHOICE(DataSampling)
-PPU_INSTANTIATE_CHOICE(Device)
-PPU_INSTANTIATE_CHOICE(Dtype)
-PPU_INSTANTIATE_CHOICE(Collective)
-PPU_INSTANTIATE_CHOICE(Recovery)
-PPU_INSTANTIATE_CHOICE(ReplacementState)
-#undef PPU_INSTANTIATE_CHOICE
+PPU_CONFIG_CHOICES
+#undef CHOICE
 
 std::vector<KeySchema> config_schema() {
   const Config defaults;
@@ -377,23 +295,10 @@ std::vector<KeySchema> config_schema() {
   return describer.rows;
 }
 
-std::string choice_name(Activation v) { return name_in_table(v); }
-std::string choice_name(Method v) { return name_in_table(v); }
-std::string choice_name(SliceMode v) { return name_in_table(v); }
-std::string choice_name(Jacobian v) { return name_in_table(v); }
-std::string choice_name(InnerOptimizerKind v) { return name_in_table(v); }
-std::string choice_name(LrScheduleKind v) { return name_in_table(v); }
-std::string choice_name(OuterOptimizerKind v) { return name_in_table(v); }
-std::string choice_name(Grouping v) { return name_in_table(v); }
-std::string choice_name(WireDtype v) { return name_in_table(v); }
-std::string choice_name(FinalSync v) { return name_in_table(v); }
-std::string choice_name(DataSource v) { return name_in_table(v); }
-std::string choice_name(DataSampling v) { return name_in_table(v); }
-std::string choice_name(Device v) { return name_in_table(v); }
-std::string choice_name(Dtype v) { return name_in_table(v); }
-std::string choice_name(Collective v) { return name_in_table(v); }
-std::string choice_name(Recovery v) { return name_in_table(v); }
-std::string choice_name(ReplacementState v) { return name_in_table(v); }
+#define CHOICE(Enum, key, values) \
+  std::string choice_name(Enum v) { return name_in_table(v); }
+PPU_CONFIG_CHOICES
+#undef CHOICE
 
 int Config::effective_slices() const {
   if (method != Method::Ppu || slicing.mode == SliceMode::None) return 1;
@@ -456,15 +361,28 @@ void check_slicing(const ModelSpec& m, SliceMode mode, int world_size, int n) {
   if (mode == SliceMode::None) return;
   require(world_size % n == 0, "ranks K=" + str(world_size) + " must be a multiple of slicing.slices N=" + str(n) +
                                    " (every slice needs the same number of owners)");
-  if (mode != SliceMode::Heads)
+  const SlicingDivides divides = slicing_divides(mode);
+  if (divides.mlp_hidden)
     require(m.mlp_hidden() % n == 0,
             "slicing.slices N=" + str(n) + " must divide the MLP hidden size 4*model.d_model=" + str(m.mlp_hidden()));
-  if (mode == SliceMode::MlpHeads || mode == SliceMode::MlpHeadsWo || mode == SliceMode::Heads)
+  if (divides.heads)
     require(m.heads % n == 0, "slicing.slices N=" + str(n) + " must divide model.heads=" + str(m.heads) +
                                   " in slicing.mode=" + slice_mode_name(mode));
-  if (mode == SliceMode::Horizontal)
+  if (divides.layers)
     require(m.layers % n == 0, "slicing.slices N=" + str(n) + " must divide model.layers=" + str(m.layers) +
-                                   " in slicing.mode=horizontal");
+                                   " in slicing.mode=" + slice_mode_name(mode));
+}
+
+SlicingDivides slicing_divides(SliceMode mode) {
+  switch (mode) {
+    case SliceMode::None: return {};
+    case SliceMode::Mlp: return {true, false, false};
+    case SliceMode::MlpHeads:
+    case SliceMode::MlpHeadsWo: return {true, true, false};
+    case SliceMode::Horizontal: return {true, false, true};
+    case SliceMode::Heads: return {false, true, false};
+  }
+  throw std::logic_error("slicing_divides: a slicing.mode without a row");
 }
 
 void validate_config(const Config& c, int world_size) {

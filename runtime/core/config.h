@@ -14,52 +14,20 @@
 #include <utility>
 #include <vector>
 
+#include "core/config_choices.h"
 #include "core/config_keys.h"
 #include "core/exit_status.h"  // ConfigError
 #include "core/model_spec.h"
 
 namespace ppu {
 
-// Choices. Every key whose value is one of a fixed set of names is an enum: parse_config reads
-// the name once and rejects any other with a ConfigError naming the key and the allowed values;
-// choice_name() spells a value back (summaries, checkpoints, logs). The tables are in config.cpp.
-enum class Method { Ppu, DiLoCo, StreamingDiLoCo, Ddp };  // method
-// none | mlp | mlp+heads (§2.2), the Appendix A.2 ablations: mlp+heads+wo (W_O sliced by head
-// group too) and horizontal (each rank trains the MLPs of 1/N of the layers), and heads (only the
-// Q/K/V heads sliced, MLPs whole: the ablation the paper's reviewers asked for).
-enum class SliceMode { None, Mlp, MlpHeads, MlpHeadsWo, Horizontal, Heads };  // slicing.mode
-enum class Jacobian { Full, Slice, SliceRandom };     // slicing.jacobian: full | slice | slice+random
-enum class InnerOptimizerKind { AdamW, Sgd };         // inner.optimizer: adamw | sgd
-enum class LrScheduleKind { Cosine, Constant };       // inner.schedule: cosine | constant
-enum class OuterOptimizerKind { Nesterov, Average };  // outer.optimizer: nesterov | average
-enum class Grouping { Layers, Slices };               // outer.grouping: layers | slices
-enum class WireDtype { Fp32, Bf16, Int8 };            // outer.delta_dtype: fp32 | bf16 | int8
-enum class FinalSync { Average, None };               // outer.final_sync: average | none
-enum class DataSource { Synthetic, Shards };          // data.source: synthetic | shards
-enum class DataSampling { Iid, Contiguous };          // data.sampling: iid | contiguous
-enum class Device { Cpu, Cuda };                      // train.device: cpu | cuda
-enum class Dtype { Fp32, Bf16 };                      // train.dtype: fp32 | bf16
-enum class Collective { Ring, Direct };               // network.collective: ring | direct
-enum class Recovery { Gang, Live };                   // network.recovery: gang | live
-enum class ReplacementState { Coowner, Fresh };       // network.replacement_inner_state: coowner | fresh
-
-std::string choice_name(Activation v);
-std::string choice_name(Method v);
-std::string choice_name(SliceMode v);
-std::string choice_name(Jacobian v);
-std::string choice_name(InnerOptimizerKind v);
-std::string choice_name(LrScheduleKind v);
-std::string choice_name(OuterOptimizerKind v);
-std::string choice_name(Grouping v);
-std::string choice_name(WireDtype v);
-std::string choice_name(FinalSync v);
-std::string choice_name(DataSource v);
-std::string choice_name(DataSampling v);
-std::string choice_name(Device v);
-std::string choice_name(Dtype v);
-std::string choice_name(Collective v);
-std::string choice_name(Recovery v);
-std::string choice_name(ReplacementState v);
+// Choices. Every key whose value is one of a fixed set of names is an enum, declared with its
+// spellings in core/config_choices.h: parse_config reads the name once and rejects any other with a
+// ConfigError naming the key and the allowed values; choice_name() spells a value back (summaries,
+// checkpoints, logs).
+#define CHOICE(Enum, key, values) std::string choice_name(Enum v);
+PPU_CONFIG_CHOICES
+#undef CHOICE
 // The value spelled `name` in the choice of config key `key`, e.g.
 // parse_choice<WireDtype>("outer.delta_dtype", "int8"); throws ConfigError naming the key, the
 // value and the allowed names. Instantiated for every choice above.
@@ -138,9 +106,14 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
                     const std::string& origin = "<config>");
 // Checks cross-field constraints for `world_size` ranks; throws ConfigError naming the keys.
 void validate_config(const Config& config, int world_size);
+// What slicing.slices N must divide in each slicing.mode: the MLP hidden size 4*d_model, the heads,
+// the layers. One table, read by check_slicing and by the PPUJob CRD's CEL rules (ppu-crd).
+struct SlicingDivides {
+  bool mlp_hidden = false, heads = false, layers = false;
+};
+SlicingDivides slicing_divides(SliceMode mode);
 // The slicing part of it, the one check of (model, mode, K, N) that validate_config and the
-// SlicePlan constructor both run: N divides K, the MLP hidden size, the heads (mlp+heads,
-// mlp+heads+wo) or the layers (horizontal).
+// SlicePlan constructor both run: N divides K and what slicing_divides(mode) names.
 void check_slicing(const ModelSpec& m, SliceMode mode, int world_size, int n);
 // The config as YAML (all keys, defaults filled in): stored in checkpoints and summaries.
 std::string to_yaml(const Config& config);

@@ -10,7 +10,7 @@
 // validate_config (config.cpp), and the CRD's CEL rules where the API server can check them.
 //
 //   KEY(section, name, type, default, bounds, "doc")
-//     type     int | int64_t | uint64_t | double | bool | std::string | a choice enum (config.h)
+//     type     int | int64_t | uint64_t | double | bool | std::string | a choice enum (core/config_choices.h)
 //     bounds   kAny | at_least(x) | above(x) | closed(lo, hi) | half_open(lo, hi)   (numbers only)
 //
 // model's keys are members of ModelSpec (core/model_spec.h) and default to model.preset's values

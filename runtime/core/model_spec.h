@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace ppu {
+#include "core/config_choices.h"  // Activation
 
-enum class Activation { Relu, Gelu };  // model.activation: relu | gelu (exact, erf)
+namespace ppu {
 
 struct ModelSpec {
   std::string preset;  // empty when fully explicit

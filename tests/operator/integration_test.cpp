@@ -307,8 +307,13 @@ TEST_F(OperatorIT, CelRejectsBadJobsWithMessagesNamingTheField) {
   EXPECT_NE(apply(manifest("w1", "8", "{preset: gpt2-124m}", "{mode: mlp+heads+wo, slices: 8}"), out), 0);
   EXPECT_NE(out.find("spec.training.model.heads"), std::string::npos) << out;
   EXPECT_NE(apply(manifest("z1", "4", "{preset: tiny}", "{mode: horizontal, slices: 4}"), out), 0);
-  EXPECT_NE(out.find("spec.training.model.layers in mode horizontal"), std::string::npos) << out;
+  EXPECT_NE(out.find("spec.training.model.layers in modes horizontal"), std::string::npos) << out;
   EXPECT_EQ(apply(manifest("z2", "4", "{preset: tiny, layers: 4}", "{mode: horizontal, slices: 4}"), out), 0) << out;
+  // heads (the heads-only ablation) needs N | heads, as the ranks' check_slicing does: 8 divides
+  // gpt2-124m's MLP (3072) but not its 12 heads.
+  EXPECT_NE(apply(manifest("o1", "8", "{preset: gpt2-124m}", "{mode: heads, slices: 8}"), out), 0);
+  EXPECT_NE(out.find("spec.training.model.heads in modes mlp+heads, mlp+heads+wo, heads"), std::string::npos) << out;
+  EXPECT_EQ(apply(manifest("o2", "4", "{preset: gpt2-124m}", "{mode: heads, slices: 4}"), out), 0) << out;
   EXPECT_NE(apply(manifest("j1", "4", "{preset: tiny}", "{mode: mlp, slices: 4, jacobian: some}"), out), 0);
   EXPECT_NE(out.find("spec.training.slicing.jacobian"), std::string::npos) << out;
 

@@ -19,7 +19,6 @@ std::string training(const std::string& key) {
 }
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
-std::string mode(SliceMode m) { return quoted(choice_name(m)); }
 
 // The model's `field` as the ranks will see it: the explicit key, or model.preset's value.
 std::string explicit_or_preset(const std::string& field) {
@@ -28,6 +27,19 @@ std::string explicit_or_preset(const std::string& field) {
 }
 
 std::string slices_divide(const std::string& expr) { return expr + "\n% " + training("slicing.slices") + " == 0"; }
+
+// slicing.slices divides `expr` in every slicing.mode whose row of the runtime's slicing_divides
+// table (core/config.h) sets `needs`, e.g. the heads in mlp+heads, mlp+heads+wo and heads.
+CelRule divides_in_modes(bool SlicingDivides::*needs, const std::string& expr, const std::string& what) {
+  std::string list, names;
+  for (const auto& name : choice_names<SliceMode>()) {
+    if (!(slicing_divides(parse_choice<SliceMode>("slicing.mode", name)).*needs)) continue;
+    list += (list.empty() ? "" : ", ") + quoted(name);
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  return {slices_divide("!(" + training("slicing.mode") + " in [" + list + "]) || (" + expr + ")"),
+          ".training.slicing.slices", "spec.training.slicing.slices must divide " + what + " in modes " + names};
+}
 
 // While the job is not suspended (before and after the change), `field` keeps its value.
 CelRule immutable(const std::string& field) {
@@ -42,20 +54,10 @@ std::vector<CelRule> spec_rules() {
   return {
       {"self.replicas % " + slices + " == 0", ".replicas",
        "spec.replicas must be a multiple of spec.training.slicing.slices"},
-      {slices_divide(training("slicing.mode") + " == " + mode(SliceMode::None) + " || (4 * (" +
-                     explicit_or_preset("d_model") + "))"),
-       ".training.slicing.slices",
-       "spec.training.slicing.slices must divide the MLP hidden size 4*spec.training.model.d_model"},
-      {slices_divide("!(" + training("slicing.mode") + " in [" + mode(SliceMode::MlpHeads) + ", " +
-                     mode(SliceMode::MlpHeadsWo) + "]) || (" + explicit_or_preset("heads") + ")"),
-       ".training.slicing.slices",
-       "spec.training.slicing.slices must divide spec.training.model.heads in modes " +
-           choice_name(SliceMode::MlpHeads) + " and " + choice_name(SliceMode::MlpHeadsWo)},
-      {slices_divide(training("slicing.mode") + " != " + mode(SliceMode::Horizontal) + " || (" +
-                     explicit_or_preset("layers") + ")"),
-       ".training.slicing.slices",
-       "spec.training.slicing.slices must divide spec.training.model.layers in mode " +
-           choice_name(SliceMode::Horizontal)},
+      divides_in_modes(&SlicingDivides::mlp_hidden, "4 * (" + explicit_or_preset("d_model") + ")",
+                       "the MLP hidden size 4*spec.training.model.d_model"),
+      divides_in_modes(&SlicingDivides::heads, explicit_or_preset("heads"), "spec.training.model.heads"),
+      divides_in_modes(&SlicingDivides::layers, explicit_or_preset("layers"), "spec.training.model.layers"),
       immutable("replicas"),
       immutable("training"),
       immutable("image"),

@@ -1,13 +1,11 @@
 // The CRD's CEL rules (x-kubernetes-validations): what the API server checks across fields at
 // admission, each with a message that names the field. The rules are written by hand here, with
 // two things taken from the runtime's own tables instead of restated: the preset -> d_model /
-// heads / layers maps (core/model_spec.h's presets, smallest first) and the slicing modes' names
-// (core/config.h's SliceMode choices); every spec.training key a rule reads must be a key of the
-// runtime's config schema (core/config_keys.h), or the rules throw std::logic_error.
-// Which modes need which divisibility is stated here, as the CRD has always had it: every mode
-// but none needs the MLP hidden size divisible, mlp+heads and mlp+heads+wo the heads, horizontal
-// the layers (core/config.cpp's check_slicing differs for mode heads: it checks the heads and not
-// the MLP; a rank rejects what admission lets through there).
+// heads / layers maps (core/model_spec.h's presets, smallest first), the slicing modes' names
+// (core/config_choices.h) and which modes need slicing.slices to divide the MLP hidden size, the
+// heads or the layers (core/config.h's slicing_divides, the table the ranks' check_slicing reads);
+// every spec.training key a rule reads must be a key of the runtime's config schema
+// (core/config_keys.h), or the rules throw std::logic_error.
 #pragma once
 
 #include <string>
