@@ -61,6 +61,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/cluster/ppujob.sh"
+source "$ROOT/scripts/cluster/band.sh"
 export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-e2e}"
 export PPU_CLUSTER_PORT="${PPU_CLUSTER_PORT:-16445}"
 KEEP=0
@@ -588,30 +589,10 @@ for r in 0 2 3; do
 done
 kubectl -n "$NS" logs live-rank-1 2>/dev/null | grep -E 'lost rank|rejoined in round' | sed 's/^/    /' || true
 # The fault-free band: the same training section, seeds 0, 1 and 2, run here with ppu-launch.
-LAUNCH="${PPU_BUILD:-$ROOT/build}/bin/ppu-launch"
-[[ -x "$LAUNCH" ]] || die "$LAUNCH not built (scripts/build.sh build, or set PPU_BUILD): step 5b compares with local runs"
-BAND="$PPU_CLUSTER_DIR/live-band"
-rm -rf "$BAND"
-mkdir -p "$BAND"
-live_training ckpt-band | python3 -c 'import sys, yaml
-docs = [d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "PPUJob"]
-t = docs[0]["spec"]["training"]; t["ranks"] = 4
-yaml.safe_dump(t, open(sys.argv[1], "w"))' "$BAND/training.yaml"
-pids=()
-for s in 0 1 2; do
-  "$LAUNCH" --nproc 4 --config "$BAND/training.yaml" --set train.seed=$s --set checkpoint.dir="$BAND/ckpt-$s" \
-    --summary-dir "$BAND/seed-$s" >"$BAND/seed-$s.log" 2>&1 &
-  pids+=($!)
-done
-for p in "${pids[@]}"; do
-  wait "$p" || die "a fault-free seed of the live job's training section failed: $(tail -3 "$BAND"/seed-*.log)"
-done
+read -r lo hi < <(live_training ckpt-band | fault_free_band "$PPU_CLUSTER_DIR/live-band") \
+  || die "step 5b compares with local fault-free runs, and they failed"
 live_ppl="$(ppj live perplexity)"
-read -r lo hi < <(python3 -c 'import json, sys
-p = [json.load(open("%s/seed-%d/rank-0.json" % (sys.argv[1], s)))["eval_perplexity"] for s in (0, 1, 2)]
-print("%.3f %.3f" % (min(p), max(p)))' "$BAND")
-python3 -c 'import sys; lo, hi, x = map(float, sys.argv[1:]); sys.exit(not lo <= x <= hi)' "$lo" "$hi" "${live_ppl:-nan}" \
-  || die "live job: final perplexity '$live_ppl' outside the fault-free seeds' band [$lo, $hi]"
+in_band "$lo" "$hi" "$live_ppl" || die "live job: final perplexity '$live_ppl' outside the fault-free seeds' band [$lo, $hi]"
 pass "chaos: the live job Succeeded after 5 faults with 0 gang restarts and $(ppj live recoveries) recoveries, every rank at $LSUM, perplexity $live_ppl inside the fault-free band [$lo, $hi]"
 phase "live recovery: five faults, no gang restart"
 

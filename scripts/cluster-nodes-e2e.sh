@@ -9,18 +9,23 @@
 #      ReadWriteMany PersistentVolumeClaim that both nodes mount (the local StorageClass's
 #      hostPath volumes are one host directory: what NFS or a shared-filesystem CSI driver is on
 #      a real cluster): ranks on both nodes, rendezvous and Gloo across the nodes, training;
-#   2. node loss under recovery live (slicing N = 1, so the survivors cover every slice whichever
-#      ranks the node held): `cluster.sh stop-node ppu-node-2` kills the node's kubelet,
-#      containerd and pods at once; the node goes NotReady, its pods are evicted after their
-#      tolerations (the job's spec.scheduling.tolerations: 5 s for unreachable/not-ready) and stay
-#      Terminating, the operator force-deletes them (events PodForceDeleted), the lost ranks are
-#      recreated on the surviving node and rejoin; condition Degraded is seen True and then
-#      False; the job Succeeds with restartCount 0, one recovery per lost rank, every pod on node
-#      1 and every rank with the same final parameters;
+#   2. node loss under recovery live, slicing N = 2: the operator's preferred anti-affinity
+#      between the owners of a slice (label ppu.dev/slice) put each slice's two owners on
+#      different nodes, so the survivors of either node cover every slice. `cluster.sh stop-node
+#      ppu-node-2` kills the node's kubelet, containerd and pods at once; the node goes NotReady,
+#      its pods are evicted after their tolerations (the job's spec.scheduling.tolerations: 5 s for
+#      unreachable/not-ready) and stay Terminating, the operator force-deletes them (events
+#      PodForceDeleted), the lost ranks are recreated on the surviving node and rejoin; condition
+#      Degraded is seen True and then False; the operator's /metrics (read through a port-forward
+#      with a reader's token, the chart's metricsAuth) count the recoveries, the force deletions
+#      and 4 live ranks; the job Succeeds with restartCount 0, one recovery per lost rank, every
+#      pod on node 1, every rank with the same final parameters and the final perplexity inside
+#      the band of three fault-free seeds of the same training section run here with ppu-launch;
 #   2b. node 2 partitioned (`cluster.sh partition-node`: its processes run on, neither side hears
 #      the other), on a fresh cluster, under live: its ranks are replaced on node 1 as in 2; then
 #      `heal-node`: the node is Ready again, its old rank processes leave (out of the live group)
-#      and its kubelet ends their containers; no gang restart, no loss counted twice, Succeeded;
+#      and its kubelet ends their containers; no gang restart, no loss counted twice, Succeeded,
+#      the perplexity inside the same band;
 #   3. node loss under recovery gang, on a fresh two-node cluster: one gang restart, the new gang
 #      on the surviving node (the old pods on the lost node force-deleted), rank 0 resumes from
 #      the last checkpoint on the shared volume, the job Succeeds with restartCount 1.
@@ -34,6 +39,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/cluster/ppujob.sh"
+source "$ROOT/scripts/cluster/band.sh"
 export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-nodes-e2e}"
 export PPU_CLUSTER_PORT="${PPU_CLUSTER_PORT:-16446}"
 KEEP=0
@@ -41,7 +47,7 @@ for a in "$@"; do
   case "$a" in
     --keep) KEEP=1 ;;
     -h | --help)
-      sed -n '2,33p' "$0"
+      sed -n '2,38p' "$0"
       exit 0
       ;;
     *)
@@ -92,7 +98,9 @@ cluster_up() { # a fresh two-node cluster with the image loaded and the operator
   "$HELM" install ppu-operator "$ROOT/charts/ppu-operator" -n "$OPNS" --create-namespace \
     --set image.repository="${IMAGE%:*}" --set image.tag="${IMAGE##*:}" --set image.pullPolicy=Never \
     --set operator.scrapeInterval=2s --set "nodeSelector.kubernetes\.io/hostname=$N1" \
+    --set "metricsAuth.readers[0].name=e2e-metrics" --set "metricsAuth.readers[0].namespace=$OPNS" \
     --wait --timeout 180s >/dev/null
+  kubectl -n "$OPNS" create serviceaccount e2e-metrics >/dev/null
   kubectl create namespace "$NS" >/dev/null
   kubectl label namespace "$NS" pod-security.kubernetes.io/enforce=restricted >/dev/null
 }
@@ -175,6 +183,48 @@ spread() { # spread JOB: the job's ranks run on both nodes; prints the ranks on 
   [[ -n "$on1" && -n "$on2" ]] || die "$1's ranks are not spread over both nodes: $(tr '\n' ';' <<<"$placement")"
   echo "$on2"
 }
+slices_split() { # slices_split JOB: each slice's owners (pod label ppu.dev/slice) run on both nodes
+  local placement
+  placement="$(kubectl -n "$NS" get pod -l "ppu.dev/job=$1,ppu.dev/rank" -o jsonpath='{range .items[*]}{.metadata.labels.ppu\.dev/slice} {.spec.nodeName}{"\n"}{end}')"
+  [[ "$(awk '$1 != "" {print}' <<<"$placement" | wc -l)" == 4 ]] || die "$1: rank pods without a ppu.dev/slice label: $(tr '\n' ';' <<<"$placement")"
+  [[ -z "$(sort -u <<<"$placement" | awk '{print $1}' | sort | uniq -u)" ]] \
+    || die "$1: a slice's owners share a node (slice node: $(tr '\n' ';' <<<"$placement")): the operator's slice anti-affinity did not hold"
+}
+metric() { # metric NAME JOB TEXT: the value of NAME{job="JOB",namespace="$NS"} in a /metrics text
+  awk -v n="$1{" -v j="job=\"$2\"" -v ns="namespace=\"$NS\"" 'index($0, n) == 1 && index($0, j) && index($0, ns) {print $2}' <<<"$3"
+}
+operator_metrics() { # the operator's /metrics, through a port-forward, as the reader e2e-metrics
+  local token pf out="" i
+  token="$(kubectl -n "$OPNS" create token e2e-metrics)"
+  kubectl -n "$OPNS" port-forward deploy/ppu-operator 18089:metrics >/dev/null 2>&1 &
+  pf=$!
+  for ((i = 0; i < 40; i++)); do
+    out="$(python3 -c 'import sys, urllib.request as u
+r = u.Request("http://127.0.0.1:18089/metrics", headers={"Authorization": "Bearer " + sys.argv[1]})
+print(u.urlopen(r, timeout=5).read().decode())' "$token" 2>/dev/null)" && break
+    sleep 0.5
+  done
+  kill "$pf" 2>/dev/null || true
+  wait "$pf" 2>/dev/null || true
+  [[ -n "$out" ]] || die "the operator's /metrics did not answer through a port-forward"
+  echo "$out"
+}
+recovery_metrics() { # recovery_metrics JOB RECOVERIES LOST: what the operator exports after a node loss
+  local m i forced
+  for ((i = 0; i < 30; i++)); do # the job gauges follow status and the ranks' scrape (2 s)
+    m="$(operator_metrics)"
+    [[ "$(metric ppu_job_recoveries "$1" "$m")" == "$2" && "$(metric ppu_job_live_ranks "$1" "$m")" == 4 ]] && break
+    sleep 2
+  done
+  [[ "$(metric ppu_job_recoveries "$1" "$m")" == "$2" ]] || die "$1: ppu_job_recoveries '$(metric ppu_job_recoveries "$1" "$m")', status.recoveries $2"
+  [[ "$(metric ppu_job_live_ranks "$1" "$m")" == 4 ]] || die "$1: ppu_job_live_ranks '$(metric ppu_job_live_ranks "$1" "$m")' after the replacements rejoined"
+  [[ "$(metric ppu_job_restarts "$1" "$m")" == 0 ]] || die "$1: ppu_job_restarts '$(metric ppu_job_restarts "$1" "$m")'"
+  forced="$(awk '$1 == "ppu_operator_pod_force_deletions_total" {print int($2)}' <<<"$m")"
+  if ! [[ "$forced" =~ ^[0-9]+$ ]] || ((forced < $3)); then
+    die "ppu_operator_pod_force_deletions_total '$forced' after $3 pod(s) force-deleted"
+  fi
+  say "operator metrics: ppu_job_recoveries $2, ppu_job_live_ranks 4, ppu_job_restarts 0, force deletions $forced"
+}
 # Long enough (several minutes here) that a replacement, about 90 s after the loss, rejoins well
 # before the end (the live job's survivors alone run about 4 rounds a second); the gang job only
 # needs to outlast its restart.
@@ -186,12 +236,12 @@ grep -q 'sync_every: 10,' "$ROOT/manifests/samples/cpu-tiny.yaml" || die "cpu-ti
 # ---- 1 and 2: spread, trains, loses node 2 under live recovery --------------------------------
 cluster_up
 say "two nodes Ready, NetworkPolicies enforced on both, operator on $N1"
-# N = 1: every rank trains every parameter, so whichever two ranks node 2 holds, the survivors
-# cover every slice. With N = 2 a node holding both owners of a slice (ranks 0 and 2, or 1 and
-# 3: one placement in three) takes that slice with it, which live recovery cannot cover: the
-# survivors exit 3 and the gang restarts, by design (docs/RECOVERY.md).
-job spread live "$STEPS" 1 | kubectl apply -f - >/dev/null
+# N = 2: a node holding both owners of a slice would take that slice with it, which live recovery
+# cannot cover (the survivors exit 3 and the gang restarts, by design: docs/RECOVERY.md). The
+# operator's anti-affinity between a slice's owners is what keeps them apart.
+job spread live "$STEPS" 2 | kubectl apply -f - >/dev/null
 lost="$(spread spread)"
+slices_split spread
 wait_round spread 2
 [[ "$(ppj spread lastCheckpointRound)" =~ ^[1-9] ]] || wait_round spread 3
 pass "4 ranks spread over $N1 and $N2 by spec.scheduling.affinity (ranks ${lost}on $N2), training across the nodes with NetworkPolicies enforced, checkpoints on a ReadWriteMany claim (round $(ppj spread outerRound))"
@@ -220,13 +270,19 @@ done
 ((degraded_seen == 1)) || die "spread: condition Degraded never True while ranks ${lost}were lost"
 forced="$(kubectl -n "$NS" get events --field-selector reason=PodForceDeleted -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')"
 [[ "$forced" == *"$N2"* ]] || die "no PodForceDeleted event naming $N2: $forced"
+recovery_metrics spread "$n" "$(wc -w <<<"$lost")"
 wait_phase spread Succeeded 1200
 [[ "$(ppj spread restartCount)" == 0 ]] || die "spread: restartCount $(ppj spread restartCount), expected no gang restart"
 [[ "$(ppj spread 'conditions[?(@.type=="Degraded")].status')" == False ]] || die "spread: Degraded not cleared at the end"
 placement="$(nodes_of spread)"
 [[ -z "$(awk -v n="$N1" '$NF != n' <<<"$placement")" ]] || die "spread: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
 sum="$(same_parameters spread)"
-pass "live: $N2 lost; ranks ${lost}force-deleted from it and replaced on $N1 ($(ppj spread recoveries) recoveries, Degraded seen and cleared), Succeeded with restartCount 0, every rank at parameters $sum"
+say "the fault-free band: 3 seeds of the same training section with ppu-launch, here"
+read -r lo hi < <(job spread live "$STEPS" 2 | fault_free_band "$PPU_CLUSTER_DIR/band") \
+  || die "the fault-free seeds of the live jobs' training section failed"
+ppl="$(ppj spread perplexity)"
+in_band "$lo" "$hi" "$ppl" || die "spread: final perplexity '$ppl' outside the fault-free band [$lo, $hi]"
+pass "live: $N2 lost; ranks ${lost}force-deleted from it and replaced on $N1 ($(ppj spread recoveries) recoveries, Degraded seen and cleared, the operator's metrics agree), Succeeded with restartCount 0, every rank at parameters $sum, perplexity $ppl inside the fault-free band [$lo, $hi]"
 
 # ---- 2b: node 2 partitioned, not stopped, then back: its old ranks are fenced -----------------
 # The node's processes run on through the partition (a switch failed, not the machine): the
@@ -235,8 +291,9 @@ pass "live: $N2 lost; ranks ${lost}force-deleted from it and replaced on $N1 ($(
 # kubelet ends the containers of pods the API server no longer has. Nothing of the old pods may
 # rejoin: no gang restart, no loss counted twice, the replacements train on.
 cluster_up
-job part live "$STEPS" 1 | kubectl apply -f - >/dev/null
+job part live "$STEPS" 2 | kubectl apply -f - >/dev/null
 lost="$(spread part)"
+slices_split part
 wait_round part $((ROUNDS / 10))
 bash "$CL" partition-node "$N2"
 say "partitioned $N2 at round $(ppj part outerRound) (ranks ${lost}were there)"
@@ -269,7 +326,9 @@ wait_phase part Succeeded 1200
 placement="$(nodes_of part)"
 [[ -z "$(awk -v n="$N1" '$NF != n' <<<"$placement")" ]] || die "part: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
 sum="$(same_parameters part)"
-pass "live: $N2 partitioned; ranks ${lost}replaced on $N1; when it came back its $running old rank process(es) were fenced and ended (no rejoin, no gang restart, recoveries still $n), Succeeded, every rank at parameters $sum"
+ppl="$(ppj part perplexity)"
+in_band "$lo" "$hi" "$ppl" || die "part: final perplexity '$ppl' outside the fault-free band [$lo, $hi]"
+pass "live: $N2 partitioned; ranks ${lost}replaced on $N1; when it came back its $running old rank process(es) were fenced and ended (no rejoin, no gang restart, recoveries still $n), Succeeded, every rank at parameters $sum, perplexity $ppl inside [$lo, $hi]"
 
 # ---- 3: the same loss under gang recovery, on a fresh cluster ---------------------------------
 cluster_up
