@@ -307,6 +307,10 @@ void LiveRecovery::round_end() {
   const auto joiners = live([&] { return group_.pending_joiners(); });
   if (joiners.empty()) return;
   const auto start = Clock::now();
+  // A replacement beats only once taken in, and its predecessor may have beaten until moments
+  // ago (a rank cut off, then back, beats until it hears it was fenced): from here its silence
+  // counts from now, or that predecessor's silence would abandon this very admission.
+  heartbeat_.welcome(joiners);
   // Not run again when it fails: the recovery drops whoever was lost, a newcomer included,
   // and the next boundary sees the requests that are still standing.
   const auto added = attempt([&] {
