@@ -31,7 +31,8 @@
 #      NetworkPolicy (its egress denied, its conntrack entries flushed). After each rank fault
 #      only that pod is recreated (the others keep their UIDs) and condition Degraded is seen
 #      True, then False; the job Succeeds with restartCount 0 and 4 recoveries, every rank with
-#      the same parameters, its perplexity inside the band of three fault-free seeds run here;
+#      the same parameters, its perplexity inside the fault-free band (scripts/cluster/band.sh:
+#      seed 0's fault-free run -/+ the range of three seeds, run here with ppu-launch);
 #   6. manifests/samples/cpu-tiny.yaml applied as shipped (its image name is an alias that
 #      `cluster.sh load-image --as` gave the built image) runs to Succeeded, and its final status
 #      (round, perplexity, checkpoint round, ResultReported) is what the same training section
@@ -71,7 +72,7 @@ for a in "$@"; do
     --keep) KEEP=1 ;;
     --rebuild-image) REBUILD=1 ;;
     -h | --help)
-      sed -n '2,60p' "$0"
+      sed -n '2,61p' "$0"
       exit 0
       ;;
     *)
@@ -391,8 +392,9 @@ phase "kill, gang restart, resume"
 # operator's pod deleted while it replaces it; rank 1's traffic dropped for 12 s by a
 # NetworkPolicy. After each rank fault only that rank's pod is recreated (the others keep their
 # UIDs) and condition Degraded is seen True, then False. The job Succeeds with no gang restart and
-# 4 recoveries, every rank at the same parameters, its perplexity inside the band of three
-# fault-free seeds of the same training section run here with ppu-launch.
+# 4 recoveries, every rank at the same parameters, its perplexity inside the fault-free band of
+# scripts/cluster/band.sh: seed 0's own fault-free run -/+ the range of three seeds of the same
+# training section, run here with ppu-launch.
 pass() { echo "PASS cluster-e2e: $*"; }
 LIVE_STEPS=$((STEPS * 4))
 live_training() { # the live job's PPUJob on claim $1
@@ -589,11 +591,11 @@ for r in 0 2 3; do
 done
 kubectl -n "$NS" logs live-rank-1 2>/dev/null | grep -E 'lost rank|rejoined in round' | sed 's/^/    /' || true
 # The fault-free band: the same training section, seeds 0, 1 and 2, run here with ppu-launch.
-read -r lo hi < <(live_training ckpt-band | fault_free_band "$PPU_CLUSTER_DIR/live-band") \
+read -r lo hi p0 < <(live_training ckpt-band | fault_free_band "$PPU_CLUSTER_DIR/live-band") \
   || die "step 5b compares with local fault-free runs, and they failed"
 live_ppl="$(ppj live perplexity)"
 in_band "$lo" "$hi" "$live_ppl" || die "live job: final perplexity '$live_ppl' outside the fault-free seeds' band [$lo, $hi]"
-pass "chaos: the live job Succeeded after 5 faults with 0 gang restarts and $(ppj live recoveries) recoveries, every rank at $LSUM, perplexity $live_ppl inside the fault-free band [$lo, $hi]"
+pass "chaos: the live job Succeeded after 5 faults with 0 gang restarts and $(ppj live recoveries) recoveries, every rank at $LSUM, perplexity $live_ppl inside the fault-free band [$lo, $hi] (seed 0 fault-free: $p0)"
 phase "live recovery: five faults, no gang restart"
 
 # ---- 6. a sample as a user applies it: no edits, the default namespace -------------------------

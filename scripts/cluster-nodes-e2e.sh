@@ -20,7 +20,8 @@
 #      with a reader's token, the chart's metricsAuth) count the recoveries, the force deletions
 #      and 4 live ranks; the job Succeeds with restartCount 0, one recovery per lost rank, every
 #      pod on node 1, every rank with the same final parameters and the final perplexity inside
-#      the band of three fault-free seeds of the same training section run here with ppu-launch;
+#      the fault-free band (scripts/cluster/band.sh: seed 0's own fault-free run -/+ the range of
+#      three seeds of the same training section, run here with ppu-launch);
 #   2b. node 2 partitioned (`cluster.sh partition-node`: its processes run on, neither side hears
 #      the other), on a fresh cluster, under live: its ranks are replaced on node 1 as in 2; then
 #      `heal-node`: the node is Ready again, its old rank processes leave (out of the live group)
@@ -36,6 +37,7 @@
 #   --keep           leave the cluster running afterwards (default: `cluster.sh down`)
 #   PPU_CLUSTER_DIR  cluster state dir (default /var/lib/ppu-cluster-nodes-e2e)
 #   PPU_IMAGE        image to test (default localhost/ppu:dev)
+#   PPU_BUILD        host build with ppu-launch for the fault-free band of steps 2 and 2b (default ./build)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/cluster/ppujob.sh"
@@ -47,7 +49,7 @@ for a in "$@"; do
   case "$a" in
     --keep) KEEP=1 ;;
     -h | --help)
-      sed -n '2,38p' "$0"
+      sed -n '2,40p' "$0"
       exit 0
       ;;
     *)
@@ -107,12 +109,16 @@ cluster_up() { # a fresh two-node cluster with the image loaded and the operator
 
 # job NAME RECOVERY STEPS [SLICES]: the cpu-tiny sample's training (N = SLICES, default its 2), 4
 # ranks spread over the nodes by the user's affinity, checkpoints on a ReadWriteMany claim,
-# evicted 5 s after their node is lost.
+# evicted 5 s after their node is lost. Each rank is limited to 250m of CPU: a node's loss takes
+# Kubernetes about 90 s to act on (40 s to NotReady, the pods' 30 s grace, the replacement's
+# start), and at 1 CPU each the survivors ran the rest of the job in that time (the replacements
+# rejoined 8 s before its end); at 250m the job lasts several minutes and the lost ranks are back
+# for most of it, while the band's local runs (scripts/cluster/band.sh) cost no more.
 # network.max_degraded_rounds 1000: this job's rounds last a fraction of a second, so the default
 # (20 rounds, sized for rounds of minutes) would end a node loss's minute-long replacement in a
 # gang restart (it did, 2026-11-27).
 job() {
-  ppujob_head "$NS" "$1" "ckpt-$1" "$IMAGE"
+  ppujob_head "$NS" "$1" "ckpt-$1" "$IMAGE" | sed 's/limits: {cpu: "1",/limits: {cpu: 250m,/'
   cat <<EOF
   scheduling:
     affinity:
@@ -183,6 +189,19 @@ spread() { # spread JOB: the job's ranks run on both nodes; prints the ranks on 
   [[ -n "$on1" && -n "$on2" ]] || die "$1's ranks are not spread over both nodes: $(tr '\n' ';' <<<"$placement")"
   echo "$on2"
 }
+rejoined() { # rejoined JOB "RANKS": each rank's replacement logs that the live group took it back
+  local r i log
+  for r in $2; do
+    for ((i = 0; i < 240; i += 2)); do
+      log="$(kubectl -n "$NS" logs "$1-rank-$r" 2>/dev/null || true)"
+      [[ "$log" == *"rank $r rejoined in round"* ]] && break
+      [[ "$(ppj "$1" phase)" == Succeeded ]] && die "$1 Succeeded before rank $r's replacement rejoined: the lost ranks trained none of it"
+      sleep 2
+    done
+    [[ "$log" == *"rank $r rejoined in round"* ]] || die "$1: rank $r's replacement never logged that it rejoined"
+    say "$1: $(grep -o "rank $r rejoined in round [0-9]*" <<<"$log" | head -1)"
+  done
+}
 slices_split() { # slices_split JOB: each slice's owners (pod label ppu.dev/slice) run on both nodes
   local placement
   placement="$(kubectl -n "$NS" get pod -l "ppu.dev/job=$1,ppu.dev/rank" -o jsonpath='{range .items[*]}{.metadata.labels.ppu\.dev/slice} {.spec.nodeName}{"\n"}{end}')"
@@ -225,9 +244,9 @@ recovery_metrics() { # recovery_metrics JOB RECOVERIES LOST: what the operator e
   fi
   say "operator metrics: ppu_job_recoveries $2, ppu_job_live_ranks 4, ppu_job_restarts 0, force deletions $forced"
 }
-# Long enough (several minutes here) that a replacement, about 90 s after the loss, rejoins well
-# before the end (the live job's survivors alone run about 4 rounds a second); the gang job only
-# needs to outlast its restart.
+# Long enough (about five minutes at 250m per rank, about 3 rounds a second) that a replacement,
+# about 90 s after the loss, rejoins well before the end; the gang job only needs to outlast its
+# restart.
 STEPS=10000
 ROUNDS=$((STEPS / 10))
 GANG_STEPS=5000
@@ -271,6 +290,7 @@ done
 forced="$(kubectl -n "$NS" get events --field-selector reason=PodForceDeleted -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')"
 [[ "$forced" == *"$N2"* ]] || die "no PodForceDeleted event naming $N2: $forced"
 recovery_metrics spread "$n" "$(wc -w <<<"$lost")"
+rejoined spread "$lost"
 wait_phase spread Succeeded 1200
 [[ "$(ppj spread restartCount)" == 0 ]] || die "spread: restartCount $(ppj spread restartCount), expected no gang restart"
 [[ "$(ppj spread 'conditions[?(@.type=="Degraded")].status')" == False ]] || die "spread: Degraded not cleared at the end"
@@ -278,11 +298,11 @@ placement="$(nodes_of spread)"
 [[ -z "$(awk -v n="$N1" '$NF != n' <<<"$placement")" ]] || die "spread: pods not on $N1 at the end: $(tr '\n' ';' <<<"$placement")"
 sum="$(same_parameters spread)"
 say "the fault-free band: 3 seeds of the same training section with ppu-launch, here"
-read -r lo hi < <(job spread live "$STEPS" 2 | fault_free_band "$PPU_CLUSTER_DIR/band") \
+read -r lo hi p0 < <(job spread live "$STEPS" 2 | fault_free_band "$PPU_CLUSTER_DIR/band") \
   || die "the fault-free seeds of the live jobs' training section failed"
 ppl="$(ppj spread perplexity)"
 in_band "$lo" "$hi" "$ppl" || die "spread: final perplexity '$ppl' outside the fault-free band [$lo, $hi]"
-pass "live: $N2 lost; ranks ${lost}force-deleted from it and replaced on $N1 ($(ppj spread recoveries) recoveries, Degraded seen and cleared, the operator's metrics agree), Succeeded with restartCount 0, every rank at parameters $sum, perplexity $ppl inside the fault-free band [$lo, $hi]"
+pass "live: $N2 lost; ranks ${lost}force-deleted from it and replaced on $N1 ($(ppj spread recoveries) recoveries, Degraded seen and cleared, the operator's metrics agree), Succeeded with restartCount 0, every rank at parameters $sum, perplexity $ppl inside the fault-free band [$lo, $hi] (seed 0 fault-free: $p0)"
 
 # ---- 2b: node 2 partitioned, not stopped, then back: its old ranks are fenced -----------------
 # The node's processes run on through the partition (a switch failed, not the machine): the
@@ -304,6 +324,7 @@ for ((i = 0; i < 600; i += 2)); do
   sleep 2
 done
 ((n == $(wc -w <<<"$lost"))) || die "part: recoveries '$n', liveRanks '$(ppj part liveRanks)' after partitioning ranks $lost"
+rejoined part "$lost"
 old_ranks_on_n2() { # processes of ppu-train still running in node 2's cgroup
   local p c=0
   for p in $(pgrep -x ppu-train); do grep -q "/node-2/" "/proc/$p/cgroup" 2>/dev/null && c=$((c + 1)); done
