@@ -13,14 +13,17 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/config.h"
 #include "core/model_spec.h"
 #include "crd/cel_rules.h"
 #include "crd/crd_document.h"
+#include "crd/spec_passthrough.h"
 #include "reconcile/job_spec.h"
 #include "reconcile/ppujob_status.h"
 #include "reconcile/recovery_pacing.h"
+#include "reconcile/spec_passthrough_keys.h"
 #include "schema_sample.h"
 
 namespace ppu::op {
@@ -161,6 +164,44 @@ TEST(CrdDocument, CelPresetMapsAreTheRuntimePresetsAndModesItsChoices) {
   EXPECT_EQ(fields, (std::set<std::string>{"d_model", "heads", "layers"}));
   EXPECT_EQ(crd::preset_table("heads").front(), '{');
   EXPECT_THROW(crd::preset_table("vocabulary"), std::logic_error);
+}
+
+// Each divisibility rule lists the modes in which the ranks' check_slicing demands it (the
+// runtime's slicing_divides table), no more and no fewer.
+TEST(CrdDocument, CelDivisibilityRulesNameTheModesTheRanksCheck) {
+  const std::regex list(R"(slicing\.mode in \[([^\]]*)\]\) \|\| \(([\s\S]*)\n% self\.training\.slicing\.slices == 0)");
+  const std::regex quoted(R"('([^']+)')");
+  std::map<std::string, std::set<std::string>> listed;  // what must divide -> the modes listed
+  for (const auto& rule : spec_schema()["x-kubernetes-validations"]) {
+    const std::string text = rule["rule"].as<std::string>();
+    std::smatch m;
+    if (!std::regex_search(text, m, list)) continue;
+    const std::string body = m[2], names = m[1];
+    const std::string what = body.find("d_model") != std::string::npos  ? "mlp_hidden"
+                             : body.find("heads") != std::string::npos  ? "heads"
+                             : body.find("layers") != std::string::npos ? "layers"
+                                                                        : "?";
+    for (std::sregex_iterator q(names.begin(), names.end(), quoted), end; q != end; ++q) listed[what].insert((*q)[1]);
+  }
+  std::map<std::string, std::set<std::string>> want;
+  for (const auto& name : choice_names<SliceMode>()) {
+    const SlicingDivides d = slicing_divides(parse_choice<SliceMode>("slicing.mode", name));
+    if (d.mlp_hidden) want["mlp_hidden"].insert(name);
+    if (d.heads) want["heads"].insert(name);
+    if (d.layers) want["layers"].insert(name);
+  }
+  EXPECT_EQ(listed, want);
+  EXPECT_EQ(want["heads"].count("heads"), 1U) << "the heads-only ablation slices the heads";
+  EXPECT_EQ(want["mlp_hidden"].count("heads"), 0U) << "the heads-only ablation keeps the MLPs whole";
+}
+
+// The pass-through fields' schemas sit under the names the operator reads them by.
+TEST(CrdDocument, PassThroughFieldsAreTheKeysTheOperatorReads) {
+  std::vector<std::string> keys;
+  for (const auto& field : crd::spec_passthrough_schema()) keys.push_back(field.first.as<std::string>());
+  EXPECT_EQ(keys, std::vector<std::string>(passthrough::kAll.begin(), passthrough::kAll.end()));
+  const auto spec_fields = property_names(spec_schema());
+  for (const char* key : passthrough::kAll) EXPECT_EQ(spec_fields.count(key), 1U) << key;
 }
 
 TEST(CrdDocument, PrinterColumnsShowStatusFieldsWithTheirTypes) {

@@ -5,6 +5,7 @@
 
 #include "core/config.h"
 #include "core/model_spec.h"
+#include "reconcile/spec_passthrough_keys.h"
 
 namespace ppu::op::crd {
 
@@ -95,8 +96,8 @@ std::string preset_table(const std::string& field) {
 std::vector<PlacedRules> cel_rules() {
   return {
       {"", spec_rules()},
-      {"checkpoint", {one_volume("checkpoint")}},
-      {"data", {one_volume("data")}},
+      {passthrough::kCheckpoint, {one_volume(passthrough::kCheckpoint)}},
+      {passthrough::kData, {one_volume(passthrough::kData)}},
       {"runPolicy",
        {{"!has(self.recoveryBackoffSeconds) || !has(self.recoveryBackoffMaxSeconds) || "
          "self.recoveryBackoffMaxSeconds >= self.recoveryBackoffSeconds",

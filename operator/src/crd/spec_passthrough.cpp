@@ -1,6 +1,10 @@
 #include "crd/spec_passthrough.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "reconcile/job_spec.h"
+#include "reconcile/spec_passthrough_keys.h"
 
 namespace ppu::op::crd {
 
@@ -9,7 +13,7 @@ namespace ppu::op::crd {
 // structural schema prunes the others) and validates those that the restricted Pod Security
 // Standard cares about.
 YAML::Node spec_passthrough_schema() {
-  return parse(R"yaml(
+  YAML::Node schema = parse(R"yaml(
 imagePullPolicy:
   type: string
   enum: [Always, IfNotPresent, Never]
@@ -98,7 +102,7 @@ data:
     claimName: {type: string}
     volumeSource: {type: object, x-kubernetes-preserve-unknown-fields: true}
     mountPath: {type: string, default: )yaml" +
-                   std::string(kDataPath) + R"yaml(}
+                                std::string(kDataPath) + R"yaml(}
 scheduling:
   type: object
   properties:
@@ -114,7 +118,20 @@ scheduling:
       items: {type: object, x-kubernetes-preserve-unknown-fields: true}
     affinity: {type: object, x-kubernetes-preserve-unknown-fields: true}
 )yaml",
-               "spec_passthrough.cpp");
+                            "spec_passthrough.cpp");
+  // Keyed by the names the operator reads them by (reconcile/spec_passthrough_keys.h), in order.
+  size_t i = 0;
+  for (const auto& field : schema) {
+    const auto key = field.first.as<std::string>();
+    if (i >= passthrough::kAll.size() || key != passthrough::kAll[i])
+      throw std::logic_error("spec_passthrough.cpp: field '" + key + "' at position " + std::to_string(i) +
+                             " is not reconcile/spec_passthrough_keys.h's kAll[" + std::to_string(i) + "]");
+    ++i;
+  }
+  if (i != passthrough::kAll.size())
+    throw std::logic_error("spec_passthrough.cpp lists " + std::to_string(i) + " fields, spec_passthrough_keys.h " +
+                           std::to_string(passthrough::kAll.size()));
+  return schema;
 }
 
 }  // namespace ppu::op::crd

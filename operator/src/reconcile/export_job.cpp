@@ -3,6 +3,7 @@
 #include "core/job_contract.h"
 #include "kube/typed_object.h"
 #include "reconcile/object_builder.h"
+#include "reconcile/spec_passthrough_keys.h"
 
 namespace ppu::op {
 
@@ -28,7 +29,7 @@ std::string export_settings(const ExportSpec& e) {
 std::string export_out_dir(const ExportSpec& e) { return std::string(kCheckpointPath) + "/" + e.path; }
 
 bool checkpoint_volume_persists(const JobSpec& j) {
-  const json c = j.spec.value("checkpoint", json::object());
+  const json c = j.spec.value(passthrough::kCheckpoint, json::object());
   if (!c.is_object()) return false;
   if (c.contains("claimName")) return true;
   const json v = c.value("volumeSource", json::object());
@@ -37,7 +38,7 @@ bool checkpoint_volume_persists(const JobSpec& j) {
 }
 
 std::string checkpoint_claim_name(const JobSpec& j) {
-  const json c = j.spec.value("checkpoint", json::object());
+  const json c = j.spec.value(passthrough::kCheckpoint, json::object());
   if (!c.is_object()) return "";
   if (c.contains("claimName") && c["claimName"].is_string()) return c["claimName"];
   const json v = c.value("volumeSource", json::object());
@@ -58,9 +59,11 @@ json build_export_job(const JobSpec& j) {
                     {"terminationMessagePath", contract::kTerminationLog},
                     {"terminationMessagePolicy", kTerminationMessagePolicy},
                     {"securityContext", container_security_context(j)}};
-  const json resources = e.resources.is_object() ? e.resources : cpu_and_memory(j.spec.value("resources", json()));
+  const json resources =
+      e.resources.is_object() ? e.resources : cpu_and_memory(j.spec.value(passthrough::kResources, json()));
   if (resources.is_object()) container["resources"] = resources;
-  if (j.spec.contains("imagePullPolicy")) container["imagePullPolicy"] = j.spec["imagePullPolicy"];
+  if (j.spec.contains(passthrough::kImagePullPolicy))
+    container["imagePullPolicy"] = j.spec[passthrough::kImagePullPolicy];
 
   json pod = pod_settings(j);
   pod["restartPolicy"] = "Never";  // podFailurePolicy needs it; the Job makes a new pod per retry

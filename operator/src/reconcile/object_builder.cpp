@@ -4,6 +4,7 @@
 #include "core/job_contract.h"
 #include "core/slice_plan.h"
 #include "kube/typed_object.h"
+#include "reconcile/spec_passthrough_keys.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -96,11 +97,12 @@ JobVolumes job_volumes(const JobSpec& j) {
   const json& s = j.spec;
   JobVolumes v;
   v.mounts.push_back({{"name", "checkpoints"}, {"mountPath", kCheckpointPath}});
-  v.volumes.push_back(volume_from("checkpoints", s.value("checkpoint", json())));
-  if (s.contains("data") && s["data"].is_object()) {
+  v.volumes.push_back(volume_from("checkpoints", s.value(passthrough::kCheckpoint, json())));
+  if (s.contains(passthrough::kData) && s[passthrough::kData].is_object()) {
+    const json& data = s[passthrough::kData];
     v.mounts.push_back(
-        {{"name", "data"}, {"mountPath", s["data"].value("mountPath", std::string(kDataPath))}, {"readOnly", true}});
-    v.volumes.push_back(volume_from("data", s["data"]));
+        {{"name", "data"}, {"mountPath", data.value("mountPath", std::string(kDataPath))}, {"readOnly", true}});
+    v.volumes.push_back(volume_from("data", data));
   }
   // The root filesystem is read-only by default: /tmp is where anything else may write.
   v.mounts.push_back({{"name", "tmp"}, {"mountPath", kTmpPath}});
@@ -111,18 +113,20 @@ JobVolumes job_volumes(const JobSpec& j) {
 json container_security_context(const JobSpec& j) {
   // Given security contexts replace the defaults whole (no merging): what you write is what runs.
   const json& s = j.spec;
-  return s.contains("securityContext") && s["securityContext"].is_object() ? s["securityContext"]
-                                                                           : default_container_security_context();
+  return s.contains(passthrough::kSecurityContext) && s[passthrough::kSecurityContext].is_object()
+             ? s[passthrough::kSecurityContext]
+             : default_container_security_context();
 }
 
 json pod_settings(const JobSpec& j) {
   const json& s = j.spec;
-  json out = {{"securityContext", s.contains("podSecurityContext") && s["podSecurityContext"].is_object()
-                                      ? s["podSecurityContext"]
-                                      : default_pod_security_context()},
+  json out = {{"securityContext",
+               s.contains(passthrough::kPodSecurityContext) && s[passthrough::kPodSecurityContext].is_object()
+                   ? s[passthrough::kPodSecurityContext]
+                   : default_pod_security_context()},
               // Our binaries never call the API server: no token in the pod unless asked for.
               {"automountServiceAccountToken", false}};
-  const json sched = s.value("scheduling", json::object());
+  const json sched = s.value(passthrough::kScheduling, json::object());
   for (const char* k : {"schedulerName", "priorityClassName", "serviceAccountName", "automountServiceAccountToken",
                         "nodeSelector", "tolerations", "affinity"})
     if (sched.contains(k)) out[k] = sched[k];
@@ -203,8 +207,8 @@ json build_pod(const JobSpec& j, int rank, int restart) {
        env(contract::env::kRunId, run_id(j)), env(contract::env::kMetricsPort, std::to_string(j.metrics_port))});
   // The store is the rendezvous pod's (rendezvous.h), so it outlives any rank, rank 0 included.
   if (j.recovery == Recovery::Live) envs.push_back(env(contract::env::kExternalStore, "1"));
-  if (s.contains("env") && s["env"].is_array())
-    for (const auto& e : s["env"]) envs.push_back(e);
+  if (s.contains(passthrough::kEnv) && s[passthrough::kEnv].is_array())
+    for (const auto& e : s[passthrough::kEnv]) envs.push_back(e);
 
   const JobVolumes shared = job_volumes(j);
   json mounts = json::array({{{"name", "ppu-config"}, {"mountPath", "/etc/ppu"}, {"readOnly", true}}});
@@ -214,16 +218,16 @@ json build_pod(const JobSpec& j, int rank, int restart) {
 
   json container = {{"name", "ppu-train"},
                     {"image", j.image},
-                    {"command", s.value("command", json::array({"ppu-train"}))},
+                    {"command", s.value(passthrough::kCommand, json::array({"ppu-train"}))},
                     {"env", envs},
                     {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", j.master_port}},
                                            {{"name", "metrics"}, {"containerPort", j.metrics_port}}})},
                     {"volumeMounts", mounts},
                     {"terminationMessagePath", contract::kTerminationLog},
                     {"terminationMessagePolicy", kTerminationMessagePolicy}};
-  if (s.contains("args")) container["args"] = s["args"];
-  if (s.contains("resources")) container["resources"] = s["resources"];
-  if (s.contains("imagePullPolicy")) container["imagePullPolicy"] = s["imagePullPolicy"];
+  if (s.contains(passthrough::kArgs)) container["args"] = s[passthrough::kArgs];
+  if (s.contains(passthrough::kResources)) container["resources"] = s[passthrough::kResources];
+  if (s.contains(passthrough::kImagePullPolicy)) container["imagePullPolicy"] = s[passthrough::kImagePullPolicy];
   container["securityContext"] = container_security_context(j);
 
   json spec = pod_settings(j);

@@ -5,6 +5,7 @@
 #include "core/job_contract.h"
 #include "kube/typed_object.h"
 #include "reconcile/object_builder.h"
+#include "reconcile/spec_passthrough_keys.h"
 
 namespace ppu::op {
 
@@ -29,7 +30,7 @@ json build_rendezvous_pod(const JobSpec& j, int restart) {
       {"volumeMounts", json::array({{{"name", "tmp"}, {"mountPath", kTmpPath}}})},
       {"terminationMessagePath", contract::kTerminationLog},
       {"terminationMessagePolicy", kTerminationMessagePolicy}};
-  if (s.contains("imagePullPolicy")) container["imagePullPolicy"] = s["imagePullPolicy"];
+  if (s.contains(passthrough::kImagePullPolicy)) container["imagePullPolicy"] = s[passthrough::kImagePullPolicy];
   container["securityContext"] = container_security_context(j);
 
   json spec = pod_settings(j);
