@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "core/job_contract.h"
+#include "reconcile/object_builder.h"
 
 namespace ppu::op {
 
@@ -75,6 +76,7 @@ JobSpec parse_job(const json& job) {
   } catch (const ConfigError&) {  // the CRD's enum refuses it at admission: only a CRD older than this operator
     j.recovery = fallback;
   }
+  j.rank_slices = shared_slices(j);
   return j;
 }
 

@@ -52,19 +52,6 @@ json volume_from(const std::string& name, const json& ref) {
   return vol;
 }
 
-// The slice `rank` trains, by the runtime's own plan, when the job's slices have several owners
-// each; nullopt otherwise, or when the runtime would refuse the training section (the ranks exit
-// 2 and say why; the CRD's rules refuse most such sections at admission).
-std::optional<int> shared_slice(const JobSpec& j, int rank) {
-  try {
-    const SlicePlan plan = SlicePlan::from_config(parse_config(render_training_config(j)), j.replicas, rank);
-    if (plan.slices() < 2 || plan.slices() >= j.replicas) return std::nullopt;
-    return plan.slice_index();
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
 // Live recovery survives a lost node only while every slice keeps a live owner: a preferred
 // anti-affinity between the pods of one slice asks the scheduler to put its owners on
 // different nodes (kept beside the user's own terms; preferred, so a lost node's ranks still
@@ -192,11 +179,27 @@ json build_network_policy(const JobSpec& j, const std::vector<std::string>& metr
                                                       {"ingress", ingress}}}});
 }
 
+std::vector<int> shared_slices(const JobSpec& j) {
+  std::vector<int> slices;
+  try {
+    const Config cfg = parse_config(render_training_config(j));
+    for (int rank = 0; rank < j.replicas; ++rank) {
+      const SlicePlan plan = SlicePlan::from_config(cfg, j.replicas, rank);
+      if (plan.slices() < 2 || plan.slices() >= j.replicas) return {};
+      slices.push_back(plan.slice_index());
+    }
+  } catch (const std::exception&) {  // the CRD's rules refuse most such sections at admission
+    return {};
+  }
+  return slices;
+}
+
 json build_pod(const JobSpec& j, int rank, int restart) {
   const json& s = j.spec;
   json md = object_metadata(j, pod_name(j, rank));
   md["labels"][kRankLabel] = std::to_string(rank);
-  const auto slice = shared_slice(j, rank);
+  std::optional<int> slice;
+  if (rank >= 0 && rank < static_cast<int>(j.rank_slices.size())) slice = j.rank_slices[rank];
   if (slice) md["labels"][kSliceLabel] = std::to_string(*slice);
   md["annotations"] = {{"ppu.dev/restart", std::to_string(restart)}};
 
@@ -239,6 +242,15 @@ json build_pod(const JobSpec& j, int rank, int restart) {
   if (slice && j.recovery == Recovery::Live) spread_slice_owners(spec, j, *slice);
 
   return typed_object(ResourceKind::Pod, {{"metadata", md}, {"spec", spec}});
+}
+
+json build_rank_pod_template(const JobSpec& j) {
+  JobSpec common = j;
+  common.rank_slices.clear();
+  json pod = build_pod(common, 0, 0);
+  pod["metadata"]["labels"].erase(kRankLabel);
+  pod["spec"].erase("hostname");
+  return pod;
 }
 
 }  // namespace ppu::op

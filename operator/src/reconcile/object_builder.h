@@ -19,9 +19,17 @@ namespace ppu::op {
 std::string render_training_config(const JobSpec& j);
 json build_config_map(const JobSpec& j);
 json build_service(const JobSpec& j);
+// JobSpec::rank_slices: the slice of every rank by the runtime's SlicePlan, from one parse of the
+// rendered training section; empty unless 1 < N < K and the runtime would accept the section.
+std::vector<int> shared_slices(const JobSpec& j);
 // `restart` is the job's restartCount when the pod is created (recorded as an annotation). With
 // recovery live its store is the rendezvous Service (MASTER_ADDR, MASTER_PORT, PPU_EXTERNAL_STORE=1).
+// On jobs with shared slices the pod carries its slice's label (j.rank_slices) and, with recovery
+// live, a preferred anti-affinity to its slice's other owners.
 json build_pod(const JobSpec& j, int rank, int restart);
+// What every rank pod of the gang has in common (rank 0's pod without its rank and slice labels,
+// hostname and slice anti-affinity): the template Kueue counts the gang's quota by.
+json build_rank_pod_template(const JobSpec& j);
 // Ingress to the job's pods: from its own pods on every port (c10d rendezvous on masterPort and
 // Gloo's pair connections on ephemeral ports), and to metricsPort from `metrics_namespaces`.
 json build_network_policy(const JobSpec& j, const std::vector<std::string>& metrics_namespaces);

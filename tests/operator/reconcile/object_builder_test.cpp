@@ -94,6 +94,36 @@ TEST(ObjectBuilder, ALiveJobSpreadsEachSlicesOwnersOverNodes) {
   EXPECT_FALSE(build_pod(parse_job(job), 1, 0)["metadata"]["labels"].contains("ppu.dev/slice"));
 }
 
+// The plan is the runtime's, made once when the job is read: every rank's slice, or none at all
+// when the runtime would refuse the section (N does not divide K: its ranks exit 2 and say why).
+TEST(ObjectBuilder, ParseJobPlansEveryRanksSliceOnce) {
+  json job = testing::make_job("demo", 6);
+  job["spec"]["training"] = {
+      {"model", {{"preset", "tiny"}}}, {"method", "ppu"}, {"slicing", {{"mode", "mlp"}, {"slices", 2}}}};
+  EXPECT_EQ(parse_job(job).rank_slices, (std::vector<int>{0, 1, 0, 1, 0, 1}));
+  job["spec"]["training"]["slicing"]["slices"] = 4;
+  EXPECT_TRUE(parse_job(job).rank_slices.empty()) << "4 does not divide 6: the runtime refuses it, no plan";
+}
+
+// Kueue counts one template for the whole gang: it must not carry rank 0's identity (its rank
+// and slice labels, hostname, or the anti-affinity to slice 0's other owners).
+TEST(ObjectBuilder, TheGangsPodTemplateHasNoRanksIdentity) {
+  json job = testing::make_job("demo", 4);
+  job["spec"]["training"] = {{"model", {{"preset", "tiny"}}},
+                             {"method", "ppu"},
+                             {"slicing", {{"mode", "mlp"}, {"slices", 2}}},
+                             {"network", {{"recovery", "live"}}}};
+  const JobSpec j = parse_job(job);
+  const json pod = build_rank_pod_template(j);
+  const json& labels = pod["metadata"]["labels"];
+  EXPECT_EQ(labels["ppu.dev/job"], "demo");
+  EXPECT_FALSE(labels.contains("ppu.dev/rank"));
+  EXPECT_FALSE(labels.contains("ppu.dev/slice"));
+  EXPECT_FALSE(pod["spec"].contains("hostname"));
+  EXPECT_FALSE(pod["spec"].contains("affinity")) << pod["spec"].dump();
+  EXPECT_EQ(pod["spec"]["containers"], build_pod(j, 0, 0)["spec"]["containers"]) << "the same container as every rank";
+}
+
 TEST(ObjectBuilder, ServiceIsHeadlessAndPublishesNotReady) {
   json svc = build_service(parse_job(testing::make_job("demo", 2)));
   EXPECT_EQ(svc["metadata"]["name"], "demo");
