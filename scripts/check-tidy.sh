@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# clang-tidy (ctest lint.clang_tidy, label unit) with the committed .clang-tidy:
-#  - always, every tracked source of the targets that do not include LibTorch: runtime/core,
-#    runtime/common, runtime/data, the mains of runtime/cmd that need no LibTorch and operator/;
-#  - and the LibTorch-based sources (runtime/engine, runtime/export, bench, tests/engine) that
-#    changed since BASE (default HEAD~1: the commit being landed; PPU_TIDY_BASE overrides, "" = none).
-#    Each of those parses LibTorch's headers, ~33 s apiece here, so the whole set (~11 min on
-#    2 cores) is linted only when asked: PPU_TIDY_ALL=1.
-#   scripts/check-tidy.sh BUILD_DIR      (a configured build with compile_commands.json)
-# Needs clang-tidy (scripts/install-deps.sh --test).
+# clang-tidy with the committed .clang-tidy, in two scopes that together cover every C++ source
+# the build compiles:
+#   scripts/check-tidy.sh BUILD_DIR          ctest lint.clang_tidy (label unit): every tracked
+#     source of the targets that do not include LibTorch (runtime/core, runtime/common,
+#     runtime/data, the mains of runtime/cmd that need no LibTorch, operator/src), plus the
+#     LibTorch-based ones changed since BASE (default HEAD~1, the commit being landed;
+#     PPU_TIDY_BASE overrides, "" = none). Each LibTorch source parses LibTorch's headers (~33 s
+#     apiece here), so the unit lane leaves the unchanged ones to the second scope.
+#   scripts/check-tidy.sh BUILD_DIR --rest   ctest lint.clang_tidy_rest (label tidy, run by .ci/run
+#     after the suite): every other source compile_commands.json names (the LibTorch-based
+#     sources, bench/ and every test), changed or not. docs/TESTING.md records its time.
+# (PPU_TIDY_ALL=1 lints both scopes in one run.) Needs clang-tidy (scripts/install-deps.sh --test)
+# and a configured build with compile_commands.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build="${1:?usage: check-tidy.sh BUILD_DIR}"
+build="${1:?usage: check-tidy.sh BUILD_DIR [--rest]}"
+rest=0
+[[ "${2:-}" == --rest ]] && rest=1
 [[ -f "$build/compile_commands.json" ]] || {
   echo "check-tidy: FAIL: no $build/compile_commands.json"
   exit 1
@@ -20,28 +26,41 @@ tidy="$(command -v clang-tidy || true)"
   echo "check-tidy: FAIL: clang-tidy not found (install-deps.sh --test)"
   exit 1
 }
-mapfile -t files < <(git ls-files -- 'runtime/core/*.cpp' 'runtime/common/*.cpp' 'runtime/data/*.cpp' \
+compiled() { # the tracked sources that compile_commands.json names, of those on stdin
+  local f
+  while read -r f; do grep -q "\"file\": \".*/$f\"" "$build/compile_commands.json" && echo "$f"; done
+  return 0
+}
+mapfile -t product < <(git ls-files -- 'runtime/core/*.cpp' 'runtime/common/*.cpp' 'runtime/data/*.cpp' \
   'runtime/cmd/ppu_launch_main.cpp' 'runtime/cmd/ppu_plan_main.cpp' 'runtime/cmd/ppu_data_main.cpp' \
   'runtime/cmd/ppu_schema_main.cpp' 'operator/src/*.cpp')
-((${#files[@]})) || {
+((${#product[@]})) || {
   echo "check-tidy: FAIL: no sources found"
   exit 1
 }
-torch_globs=('runtime/engine/*.cpp' 'runtime/export/*.cpp' 'runtime/cmd/ppu_train_main.cpp'
-  'runtime/cmd/ppu_export_main.cpp' 'bench/*.cpp' 'tests/engine/*.cpp')
-if [[ "${PPU_TIDY_ALL:-0}" == 1 ]]; then
-  mapfile -t -O "${#files[@]}" files < <(git ls-files -- "${torch_globs[@]}")
-  scope="all LibTorch-based sources too"
+if ((rest)); then
+  mapfile -t files < <(git ls-files -- '*.cpp' | grep -vxF -f <(printf '%s\n' "${product[@]}") | compiled)
+  scope="every source outside the unit lane's set: LibTorch-based, bench and tests"
+elif [[ "${PPU_TIDY_ALL:-0}" == 1 ]]; then
+  mapfile -t files < <(git ls-files -- '*.cpp' | compiled)
+  scope="every compiled source"
 else
+  files=("${product[@]}")
+  # The LibTorch-based sources: everything the build compiles outside the product set, tests
+  # without LibTorch excluded (they change with the code they test, which the unit lane lints).
   base="${PPU_TIDY_BASE-HEAD~1}"
   changed=()
   if [[ -n "$base" ]] && git rev-parse -q --verify "$base^{commit}" >/dev/null; then
-    mapfile -t changed < <(git diff --name-only --diff-filter=AM "$base" -- "${torch_globs[@]}")
+    mapfile -t changed < <(git diff --name-only --diff-filter=AM "$base" -- 'runtime/engine/*.cpp' 'runtime/export/*.cpp' \
+      'runtime/cmd/*.cpp' 'bench/*.cpp' 'tests/engine/*.cpp' | grep -vxF -f <(printf '%s\n' "${product[@]}") | compiled)
   fi
-  # Only sources the build compiles (compile_commands.json names them).
-  for f in "${changed[@]}"; do grep -q "\"file\": \".*/$f\"" "$build/compile_commands.json" && files+=("$f"); done
+  files+=("${changed[@]}")
   scope="LibTorch-based sources changed since ${base:-nothing}: ${#changed[@]}"
 fi
+((${#files[@]})) || {
+  echo "check-tidy: FAIL: no sources in scope ($scope)"
+  exit 1
+}
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 # Two files at a time (the machine's cores); clang-tidy exits non-zero on any warning (WarningsAsErrors).

@@ -580,9 +580,18 @@ spec:
   policyTypes: [Egress]
 YAML
 sleep 1 # the enforcement's controller watches policies
-bash "$CL" netns conntrack -D -s "$R1IP" >/dev/null 2>&1 || true
-bash "$CL" netns conntrack -D -d "$R1IP" >/dev/null 2>&1 || true
-say "rank 1 ($R1IP) cut off by NetworkPolicy cut-rank-1 at round $(ppj live outerRound)"
+# The flush must take: with rank 1's connections left in the table, the kernel lets them through
+# and the "cut" cuts nothing (the job rides it out and the check below times out at the job's end).
+# conntrack -D exits 1 when it deletes nothing, so its count is what is read.
+flushed=0
+for side in -s -d; do
+  out="$(bash "$CL" netns conntrack -D "$side" "$R1IP" 2>&1 >/dev/null || true)"
+  n="$(sed -n 's/.* \([0-9][0-9]*\) flow entries have been deleted.*/\1/p' <<<"$out")"
+  [[ "$n" =~ ^[0-9]+$ ]] || die "conntrack -D $side $R1IP said '$out' (scripts/cluster.sh deps installs conntrack)"
+  flushed=$((flushed + n))
+done
+((flushed > 0)) || die "rank 1 ($R1IP) had no connection to flush: the cut would not reach its Gloo pairs"
+say "rank 1 ($R1IP) cut off by NetworkPolicy cut-rank-1 at round $(ppj live outerRound) ($flushed connections flushed)"
 # (A cut about as long as the window, 8 s, was ridden out: the group re-formed with every member.)
 sleep 12
 kubectl -n "$NS" delete networkpolicy cut-rank-1 >/dev/null

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "common/atomic_file.h"
@@ -59,7 +60,7 @@ struct DataError : ppu::UnusableInput {
 };
 
 struct Options {
-  std::string checkpoint_dir, out_dir, format = "hf", dtype = "fp32", data_dir;
+  std::string checkpoint_dir, out_dir, format = ppu::export_choice::kHf, dtype = ppu::export_choice::kFp32, data_dir;
   int64_t round = -1;
   uint64_t max_shard_bytes = 5'000'000'000;  // transformers' save_pretrained default, 5 GB
   bool overwrite = false;
@@ -166,12 +167,13 @@ int run(const Options& o) {
                          {"format", o.format},
                          {"dtype", o.dtype}};
   ppu::ExportDir dir(o.out_dir, identity, o.overwrite);
-  const auto dtype = o.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32;
-  const std::string dtype_name = o.dtype == "bf16" ? "bfloat16" : "float32";
+  const bool bf16 = o.dtype == ppu::export_choice::kBf16;
+  const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat32;
+  const std::string dtype_name = bf16 ? "bfloat16" : "float32";
   const std::map<std::string, std::string> st_meta = {
       {"format", "pt"}, {"ppu.round", std::to_string(global.round)}, {"ppu.method", ppu::method_name(config.method)}};
   std::vector<std::string> files;
-  if (o.format == "hf") {
+  if (o.format == ppu::export_choice::kHf) {
     ppu::SpecialTokenIds ids;
     if (!tokenizer_path.empty()) {
       const auto tok = ppu::hf_tokenizer_files(tokenizer_path, config.model.seq_len);
@@ -254,10 +256,12 @@ int main(int argc, char** argv) {
   app.add_option("--round", o.round, "export this round instead of the newest valid one")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--format", o.format, "hf: Hugging Face (transformers GPT-NeoX); ppu: PPU's own names")
-      ->check(CLI::IsMember({"hf", "ppu"}))
+      ->check(CLI::IsMember(
+          std::vector<std::string>(std::begin(ppu::export_choice::kFormats), std::end(ppu::export_choice::kFormats))))
       ->capture_default_str();
   app.add_option("--dtype", o.dtype, "fp32: the global parameters exactly; bf16: rounded, half the size")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->check(CLI::IsMember(
+          std::vector<std::string>(std::begin(ppu::export_choice::kDtypes), std::end(ppu::export_choice::kDtypes))))
       ->capture_default_str();
   app.add_option("--data", o.data_dir, "the run's dataset directory, when not where its config says (data.path)");
   app.add_option("--max-shard-size", o.max_shard_bytes, "largest safetensors file before sharding (e.g. 5GB)")

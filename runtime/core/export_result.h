@@ -12,6 +12,18 @@
 
 namespace ppu {
 
+// ppu-export's --format and --dtype, which a PPUJob's spec.export.format and .dtype pass on (the
+// CRD's enums are checked against these lists: CrdDocument.ExportChoicesArePpuExportsOwn). The
+// first of each is the default.
+namespace export_choice {
+inline constexpr const char* kHf = "hf";    // a Hugging Face model directory (GPT-NeoX)
+inline constexpr const char* kPpu = "ppu";  // PPU's own parameter names
+inline constexpr const char* kFormats[] = {kHf, kPpu};
+inline constexpr const char* kFp32 = "fp32";  // the global parameters exactly
+inline constexpr const char* kBf16 = "bf16";  // rounded, half the size
+inline constexpr const char* kDtypes[] = {kFp32, kBf16};
+}  // namespace export_choice
+
 struct ExportResult {
   static constexpr const char* kKind = "ppu_export";
   static constexpr int kVersion = 1;

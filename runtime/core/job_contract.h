@@ -60,9 +60,11 @@ inline constexpr const char* kTerminationLogPath = "PPU_TERMINATION_LOG";  // te
 inline constexpr const char* kExternalStore = "PPU_EXTERNAL_STORE";
 }  // namespace env
 
-// The store server every rank of a live-recovery job connects to: `ppu-rendezvous --port P`
-// (the runtime image carries it beside ppu-train).
+// The image's binaries the operator runs: the rank (a pod's default command), the store server every
+// rank of a live-recovery job connects to (`ppu-rendezvous --port P`), and the model export.
+inline constexpr const char* kTrainBinary = "ppu-train";
 inline constexpr const char* kRendezvousBinary = "ppu-rendezvous";
+inline constexpr const char* kExportBinary = "ppu-export";
 // The rendezvous port: a live job's store is always on it, and it is the default of a gang job's
 // masterPort (the operator) and of MASTER_PORT (ppu-train).
 inline constexpr int kRendezvousPort = 29500;

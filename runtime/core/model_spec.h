@@ -14,6 +14,8 @@
 namespace ppu {
 
 struct ModelSpec {
+  // The MLP's hidden size per unit of d_model (GPT's 4): the CRD's divisibility rule reads it too.
+  static constexpr int kMlpExpansion = 4;
   std::string preset;  // empty when fully explicit
   int layers = 0;
   int d_model = 0;
@@ -22,7 +24,7 @@ struct ModelSpec {
   int seq_len = 0;
   Activation activation = Activation::Relu;
 
-  int mlp_hidden() const { return 4 * d_model; }
+  int mlp_hidden() const { return kMlpExpansion * d_model; }
   int head_dim() const { return d_model / heads; }
 };
 

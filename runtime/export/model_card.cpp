@@ -3,6 +3,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/export_result.h"
+
 namespace ppu {
 
 namespace {
@@ -71,7 +73,7 @@ std::string model_card(const ModelCardFacts& f) {
   o << "## Reproduce\n\nThe run's config is `ppu_config.yaml`; `ppu_provenance.json` names the checkpoint.\n\n"
     << "```sh\nppu-launch --nproc " << f.world_size << " --config ppu_config.yaml\n"
     << "ppu-export --checkpoint <checkpoint.dir> --round " << f.round << " --dtype "
-    << (f.dtype == "bfloat16" ? "bf16" : "fp32") << " --out " << f.name << "\n```\n";
+    << (f.dtype == "bfloat16" ? export_choice::kBf16 : export_choice::kFp32) << " --out " << f.name << "\n```\n";
   return o.str();
 }
 

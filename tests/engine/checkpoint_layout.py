@@ -1,17 +1,17 @@
 """A checkpoint's names on disk, read from their one definition (namespace checkpoint_file in
-runtime/engine/state/checkpoint_format.h) so that no test spells them:
+runtime/core/checkpoint_names.h) so that no test spells them:
 DIR/round-NNNNNN/{rank-NNNNN.pt..., global.pt, manifest.json}."""
 
 import os
 import re
 
-_HEADER = os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "engine", "state", "checkpoint_format.h")
+_HEADER = os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "core", "checkpoint_names.h")
 
 
 def _names():
     with open(_HEADER) as f:
         text = f.read()
-    block = re.search(r"namespace checkpoint_file \{(.*?)\}  // namespace checkpoint_file", text, re.DOTALL)
+    block = re.search(r"namespace ppu::checkpoint_file \{(.*?)\}  // namespace ppu::checkpoint_file", text, re.DOTALL)
     if not block:
         raise RuntimeError(f"{_HEADER}: no namespace checkpoint_file block")
     return dict(re.findall(r'inline constexpr const char\* (k\w+) = "([^"]*)";', block.group(1)))

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "core/checkpoint_names.h"
 #include "core/config.h"
 #include "core/plan_report.h"
 #include "rank_threads.h"
@@ -126,9 +127,9 @@ TEST(MixedPrecisionJob, Bf16ResumeIsBitIdentical) {
     return out;
   };
   const auto reference = run();
-  ASSERT_TRUE(fs::exists(dir / "round-000003"));
-  ASSERT_TRUE(fs::exists(dir / "round-000002"));
-  fs::remove_all(dir / "round-000003");
+  ASSERT_TRUE(fs::exists(dir / ppu::checkpoint_file::round_dir(3)));
+  ASSERT_TRUE(fs::exists(dir / ppu::checkpoint_file::round_dir(2)));
+  fs::remove_all(dir / ppu::checkpoint_file::round_dir(3));
   const auto resumed = run();
   fs::remove_all(dir);
   for (int r = 0; r < 2; ++r) {

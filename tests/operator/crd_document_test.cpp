@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/export_result.h"
 #include "core/model_spec.h"
 #include "crd/cel_rules.h"
 #include "crd/crd_document.h"
@@ -202,6 +204,22 @@ TEST(CrdDocument, PassThroughFieldsAreTheKeysTheOperatorReads) {
   EXPECT_EQ(keys, std::vector<std::string>(passthrough::kAll.begin(), passthrough::kAll.end()));
   const auto spec_fields = property_names(spec_schema());
   for (const char* key : passthrough::kAll) EXPECT_EQ(spec_fields.count(key), 1U) << key;
+}
+
+// spec.export.format and .dtype are passed to ppu-export as --format and --dtype: the CRD admits
+// exactly its choices, and defaults to its defaults (the first of each list).
+TEST(CrdDocument, ExportChoicesArePpuExportsOwn) {
+  const YAML::Node exp = spec_schema()["properties"]["export"]["properties"];
+  const auto names = [](const YAML::Node& seq) {
+    std::vector<std::string> out;
+    for (const auto& n : seq) out.push_back(n.as<std::string>());
+    return out;
+  };
+  using namespace ppu::export_choice;
+  EXPECT_EQ(names(exp["format"]["enum"]), std::vector<std::string>(std::begin(kFormats), std::end(kFormats)));
+  EXPECT_EQ(names(exp["dtype"]["enum"]), std::vector<std::string>(std::begin(kDtypes), std::end(kDtypes)));
+  EXPECT_EQ(exp["format"]["default"].as<std::string>(), kFormats[0]);
+  EXPECT_EQ(exp["dtype"]["default"].as<std::string>(), kDtypes[0]);
 }
 
 TEST(CrdDocument, PrinterColumnsShowStatusFieldsWithTheirTypes) {

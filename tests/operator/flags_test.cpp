@@ -1,6 +1,7 @@
 // Unit tests of ppu-operator's flags (operator/src/cmd/flags.h, CLI11): every flag parsed, errors that
 // name the flag, defaults, repeats and empty values, and the help text.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <string>
 #include <vector>
@@ -21,6 +22,22 @@ TEST(Flags, ParsesAllFlags) {
   EXPECT_DOUBLE_EQ(f.scrape_interval_s, 0.5);
   EXPECT_EQ(f.workers, 8);
   EXPECT_DOUBLE_EQ(f.restart_backoff_s, 2);
+}
+
+// The chart passes its values as flags, so a chart default is a second definition of the
+// operator's: they must be the same (charts/ppu-operator/values.yaml, `operator:` and `service.port`).
+TEST(Flags, TheChartsDefaultsAreTheOperatorsOwn) {
+  const YAML::Node values = YAML::LoadFile(std::string(PPU_SOURCE_DIR) + "/charts/ppu-operator/values.yaml");
+  const YAML::Node op = values["operator"];
+  const Flags d = parse_flags({});
+  EXPECT_EQ(":" + op["metricsPort"].as<std::string>(), d.metrics_addr);
+  EXPECT_EQ(":" + op["healthPort"].as<std::string>(), d.health_addr);
+  EXPECT_EQ(values["service"]["port"].as<std::string>(), op["metricsPort"].as<std::string>());
+  EXPECT_DOUBLE_EQ(parse_flags({"--scrape-interval", op["scrapeInterval"].as<std::string>()}).scrape_interval_s,
+                   d.scrape_interval_s);
+  EXPECT_EQ(op["workers"].as<int>(), d.workers);
+  EXPECT_EQ(op["logLevel"].as<std::string>(), d.log_level);
+  EXPECT_EQ(op["forceDeleteOnLostNode"].as<bool>(), d.force_delete_on_lost_node);
 }
 
 TEST(Flags, ErrorsNameTheFlag) {

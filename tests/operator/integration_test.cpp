@@ -16,6 +16,7 @@
 
 #include "controller/controller.h"
 #include "controller/metrics_scraper.h"
+#include "core/export_result.h"
 #include "core/run_result.h"
 #include "kube/kube_client.h"
 #include "kube/leader_election.h"
@@ -772,8 +773,7 @@ TEST_F(OperatorIT, SucceededJobIsExportedByOneJobAndTheModelIsRecorded) {
   EXPECT_NE(out.find("EXPORT"), std::string::npos) << out;
   EXPECT_NE(out.find("ExportRunning"), std::string::npos) << out;
 
-  finish_export("exp-export", 0,
-                R"({"ppu_export":1,"format":"hf","dtype":"bf16","path":"/checkpoints/model","round":20})");
+  finish_export("exp-export", 0, ppu::format_export_result({"hf", "bf16", "/checkpoints/model", 20}));
   ASSERT_TRUE(eventually([&] { return exported_condition("exp").value("status", "") == "True"; })) << job("exp").dump();
   const json st = job("exp")["status"];
   EXPECT_EQ(st["phase"], "Succeeded");

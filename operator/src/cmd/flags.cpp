@@ -79,8 +79,9 @@ struct Given {
 // Every flag, its value's name (shown in the help) and its help text. Defaults are Flags' own.
 // A repeated flag: the last one counts.
 void declare(CLI::App& app, Flags& f, Given& g) {
-  app.set_help_flag();  // ours below, so that the help text is usage()'s
-  app.allow_extras();   // unknown arguments are reported by parse_flags(), naming the first
+  const Flags defaults;  // the help's "(default ...)" of the plain values
+  app.set_help_flag();   // ours below, so that the help text is usage()'s
+  app.allow_extras();    // unknown arguments are reported by parse_flags(), naming the first
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   const auto duration = rule([](const std::string& v) {
     double s = 0;
@@ -90,7 +91,8 @@ void declare(CLI::App& app, Flags& f, Given& g) {
   app.add_option("--kubeconfig", f.kubeconfig, "kubeconfig to use (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
       ->type_name("FILE");
   app.add_option("--namespace", f.ns, "watch only NS (default: all namespaces)")->type_name("NS");
-  app.add_option("--metrics-addr", f.metrics_addr, "Prometheus /metrics listen address (default :8080; \"0\" = off)")
+  app.add_option("--metrics-addr", f.metrics_addr,
+                 "Prometheus /metrics listen address (default " + defaults.metrics_addr + "; \"0\" = off)")
       ->type_name("ADDR");
   app.add_option("--metrics-auth", f.metrics_auth,
                  "none (default) or token: /metrics needs a bearer token that the API\n"
@@ -136,7 +138,8 @@ void declare(CLI::App& app, Flags& f, Given& g) {
         std::vector<std::string> ns;
         return read_namespaces(v, ns);
       }));
-  app.add_option("--health-addr", f.health_addr, "/healthz and /readyz listen address (default :8081; \"0\" = off)")
+  app.add_option("--health-addr", f.health_addr,
+                 "/healthz and /readyz listen address (default " + defaults.health_addr + "; \"0\" = off)")
       ->type_name("ADDR");
   app.add_flag("--leader-elect{true}", g.leader_elect,
                "hold a coordination.k8s.io Lease so only one replica reconciles")
@@ -149,7 +152,7 @@ void declare(CLI::App& app, Flags& f, Given& g) {
   app.add_option("--scrape-interval", g.scrape_interval, "how often rank /metrics are scraped (default 15s; 0 = off)")
       ->type_name("DUR")
       ->check(duration);
-  app.add_option("--workers", f.workers, "concurrent reconciles (default 4)")
+  app.add_option("--workers", f.workers, "concurrent reconciles (default " + std::to_string(defaults.workers) + ")")
       ->type_name("N")
       ->check(rule([](const std::string& v) {
         char* end = nullptr;
@@ -164,7 +167,8 @@ void declare(CLI::App& app, Flags& f, Given& g) {
   app.add_option("--restart-backoff-max", g.restart_backoff_max, "cap of the gang-restart back-off (default 5m)")
       ->type_name("DUR")
       ->check(duration);
-  app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error (default info)")->type_name("LEVEL");
+  app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error (default " + defaults.log_level + ")")
+      ->type_name("LEVEL");
   app.add_flag("-h,--help", f.help, "this text");
 }
 

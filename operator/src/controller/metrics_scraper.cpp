@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "kube/kube_client.h"
+#include "kube/kube_words.h"
 #include "metrics/prom_text.h"
 #include "reconcile/job_spec.h"
 #include "reconcile/job_status.h"
@@ -39,7 +40,8 @@ void MetricsScraper::scrape_once() {
     JobSpec spec = parse_job(job);
     std::vector<std::vector<Sample>> per_rank;
     for (const auto& pod : controller_.pods_of(spec.ns, spec.name)) {
-      if (pod_phase(pod) != "Running" || !pod_rank(pod)) continue;  // ranks only, not the rendezvous store
+      if (pod_phase(pod) != pod_phase_name::kRunning || !pod_rank(pod))
+        continue;  // ranks only, not the rendezvous store
       std::string ip = pod["status"].value("podIP", std::string());
       if (ip.empty()) continue;
       if (ip.find(':') != std::string::npos) ip = "[" + ip + "]";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/checkpoint_names.h"
 #include "core/config.h"
 #include "core/model_spec.h"
 #include "reconcile/spec_passthrough_keys.h"
@@ -55,8 +56,10 @@ std::vector<CelRule> spec_rules() {
   return {
       {"self.replicas % " + slices + " == 0", ".replicas",
        "spec.replicas must be a multiple of spec.training.slicing.slices"},
-      divides_in_modes(&SlicingDivides::mlp_hidden, "4 * (" + explicit_or_preset("d_model") + ")",
-                       "the MLP hidden size 4*spec.training.model.d_model"),
+      divides_in_modes(
+          &SlicingDivides::mlp_hidden,
+          std::to_string(ModelSpec::kMlpExpansion) + " * (" + explicit_or_preset("d_model") + ")",
+          "the MLP hidden size " + std::to_string(ModelSpec::kMlpExpansion) + "*spec.training.model.d_model"),
       divides_in_modes(&SlicingDivides::heads, explicit_or_preset("heads"), "spec.training.model.heads"),
       divides_in_modes(&SlicingDivides::layers, explicit_or_preset("layers"), "spec.training.model.layers"),
       immutable("replicas"),
@@ -108,9 +111,10 @@ std::vector<PlacedRules> cel_rules() {
          "spec.export.path must be a relative directory: names of letters, digits, '.', '_' and '-' separated by "
          "single '/', no leading or trailing '/'"},
         {"!self.matches('(^|/)[.][.]?(/|$)')", "", "spec.export.path must not have a '.' or '..' segment"},
-        {"!self.startsWith('round-')", "",
-         "spec.export.path must not start with round-: the round-* directories are the checkpoint store's, pruned to "
-         "training.checkpoint.keep"}}},
+        {"!self.startsWith('" + std::string(checkpoint_file::kRoundPrefix) + "')", "",
+         "spec.export.path must not start with " + std::string(checkpoint_file::kRoundPrefix) + ": the " +
+             checkpoint_file::kRoundPrefix +
+             "* directories are the checkpoint store's, pruned to training.checkpoint.keep"}}},
   };
 }
 

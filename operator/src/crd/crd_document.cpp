@@ -119,7 +119,7 @@ YAML::Node printer_columns(const YAML::Node& status) {
   using S = PPUJobStatus;
   const std::vector<Column> columns = {
       status_column(status, "Phase", key_of(&S::phase)),
-      status_column(status, "Ready", key_of(&S::ready_string), "ready ranks / replicas"),
+      status_column(status, "Ready", key_of(&S::ready_string), "ready ranks / replicas"),  // words: not Ready
       status_column(status, "Round", key_of(&S::outer_round)),
       status_column(status, "Perplexity", key_of(&S::perplexity)),
       status_column(status, "Progress", key_of(&S::progress_percentage),

@@ -2,8 +2,10 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "reconcile/job_spec.h"
+#include "reconcile/object_builder.h"
 #include "reconcile/spec_passthrough_keys.h"
 
 namespace ppu::op::crd {
@@ -12,15 +14,33 @@ namespace ppu::op::crd {
 // copies into the pods as they are. The schema lists the fields the API server must keep (a
 // structural schema prunes the others) and validates those that the restricted Pod Security
 // Standard cares about.
+namespace {
+
+// The descriptions name the binary, paths and variable the operator gives every rank pod ($TRAIN,
+// $CHECKPOINTS, $TMP, $CHECKPOINT_DIR_ENV below), replaced from their one definition before the
+// text is read.
+std::string with_names(std::string text) {
+  const std::pair<std::string, std::string> names[] = {{"$TRAIN", contract::kTrainBinary},
+                                                       {"$CHECKPOINTS", kCheckpointPath},
+                                                       {"$TMP", kTmpPath},
+                                                       {"$CHECKPOINT_DIR_ENV", contract::env::kCheckpointDir}};
+  for (const auto& [from, to] : names)
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+  return text;
+}
+
+}  // namespace
+
 YAML::Node spec_passthrough_schema() {
-  YAML::Node schema = parse(R"yaml(
+  YAML::Node schema = parse(with_names(R"yaml(
 imagePullPolicy:
   type: string
   enum: [Always, IfNotPresent, Never]
 command:
   type: array
   items: {type: string}
-  description: Container command; default ["ppu-train"].
+  description: Container command; default ["$TRAIN"].
 args:
   type: array
   items: {type: string}
@@ -54,9 +74,9 @@ podSecurityContext:
 securityContext:
   type: object
   description: >-
-    corev1 SecurityContext of the ppu-train container. Replaces (does not merge with) the default
+    corev1 SecurityContext of the $TRAIN container. Replaces (does not merge with) the default
     {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true,
-    capabilities: {drop: [ALL]}}. The root filesystem is read-only; /tmp and /checkpoints are writable.
+    capabilities: {drop: [ALL]}}. The root filesystem is read-only; $TMP and $CHECKPOINTS are writable.
   properties:
     allowPrivilegeEscalation: {type: boolean}
     privileged: {type: boolean}
@@ -85,7 +105,7 @@ resources:
       items: {type: object, x-kubernetes-preserve-unknown-fields: true}
 checkpoint:
   type: object
-  description: Volume mounted at /checkpoints (PPU_CHECKPOINT_DIR). A PVC claim name, or any corev1 volume source.
+  description: Volume mounted at $CHECKPOINTS ($CHECKPOINT_DIR_ENV). A PVC claim name, or any corev1 volume source.
   properties:
     claimName: {type: string}
     volumeSource:
@@ -102,14 +122,14 @@ data:
     claimName: {type: string}
     volumeSource: {type: object, x-kubernetes-preserve-unknown-fields: true}
     mountPath: {type: string, default: )yaml" +
-                                std::string(kDataPath) + R"yaml(}
+                                       std::string(kDataPath) + R"yaml(}
 scheduling:
   type: object
   properties:
     schedulerName: {type: string}
     priorityClassName: {type: string}
     serviceAccountName: {type: string}
-    automountServiceAccountToken: {type: boolean, description: "default false: ppu-train never calls the API server"}
+    automountServiceAccountToken: {type: boolean, description: "default false: $TRAIN never calls the API server"}
     nodeSelector:
       type: object
       additionalProperties: {type: string}
@@ -117,7 +137,7 @@ scheduling:
       type: array
       items: {type: object, x-kubernetes-preserve-unknown-fields: true}
     affinity: {type: object, x-kubernetes-preserve-unknown-fields: true}
-)yaml",
+)yaml"),
                             "spec_passthrough.cpp");
   // Keyed by the names the operator reads them by (reconcile/spec_passthrough_keys.h), in order.
   size_t i = 0;

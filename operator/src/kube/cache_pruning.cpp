@@ -1,4 +1,5 @@
 #include "kube/cache_pruning.h"
+#include "kube/kube_words.h"
 
 namespace ppu::op {
 
@@ -25,7 +26,7 @@ void prune_node(json& node) {
   if (node.contains("status") && node["status"].is_object() && node["status"].contains("conditions") &&
       node["status"]["conditions"].is_array())
     for (const json& c : node["status"]["conditions"])
-      if (c.is_object() && c.value("type", std::string()) == "Ready") ready.push_back(c);
+      if (c.is_object() && c.value("type", std::string()) == kube_condition::kReady) ready.push_back(c);
   json pruned = {{"metadata", md}, {"status", {{"conditions", ready}}}};
   for (const char* keep : {"apiVersion", "kind"})
     if (node.contains(keep)) pruned[keep] = node[keep];

@@ -1,6 +1,7 @@
 #include "reconcile/export_job.h"
 
 #include "core/job_contract.h"
+#include "kube/kube_words.h"
 #include "kube/typed_object.h"
 #include "reconcile/object_builder.h"
 #include "reconcile/spec_passthrough_keys.h"
@@ -52,7 +53,7 @@ json build_export_job(const JobSpec& j) {
   const JobVolumes v = job_volumes(j);
   json container = {{"name", kExportContainer},
                     {"image", j.image},
-                    {"command", json::array({"ppu-export"})},
+                    {"command", json::array({contract::kExportBinary})},
                     {"args", json::array({"--checkpoint", kCheckpointPath, "--out", export_out_dir(e), "--format",
                                           e.format, "--dtype", e.dtype})},
                     {"volumeMounts", v.mounts},
@@ -74,15 +75,15 @@ json build_export_job(const JobSpec& j) {
   md["annotations"] = {{kExportSettingsAnnotation, export_settings(e)}};
   namespace ec = contract::exit_code;
   json failure_policy = {
-      {"rules",
-       json::array({{{"action", "FailJob"},
-                     {"onExitCodes",
-                      {{"containerName", kExportContainer},
-                       {"operator", "In"},
-                       {"values", json::array({ec::kConfigError, ec::kDataError})}}}},
-                    // Evicted or preempted: not the export's fault, not a retry used up.
-                    {{"action", "Ignore"},
-                     {"onPodConditions", json::array({{{"type", "DisruptionTarget"}, {"status", "True"}}})}}})}};
+      {"rules", json::array({{{"action", "FailJob"},
+                              {"onExitCodes",
+                               {{"containerName", kExportContainer},
+                                {"operator", "In"},
+                                {"values", json::array({ec::kConfigError, ec::kDataError})}}}},
+                             // Evicted or preempted: not the export's fault, not a retry used up.
+                             {{"action", "Ignore"},
+                              {"onPodConditions", json::array({{{"type", kube_condition::kDisruptionTarget},
+                                                                {"status", condition_status::kTrue}}})}}})}};
   return typed_object(ResourceKind::Job,
                       {{"metadata", md},
                        {"spec",

@@ -12,7 +12,7 @@
 
 namespace ppu::op {
 
-inline constexpr const char* kExportContainer = "ppu-export";
+inline constexpr const char* kExportContainer = contract::kExportBinary;
 // On the Job: the settings it exports with (export_settings); a Job for other settings is replaced.
 inline constexpr const char* kExportSettingsAnnotation = "ppu.dev/export-settings";
 // Pod failures the Job retries (crash, eviction). Exit codes 2 and 4 (usage, no valid checkpoint)

@@ -1,5 +1,6 @@
 #include "reconcile/export_outcome.h"
 
+#include "kube/kube_words.h"
 #include "kube/rfc3339.h"
 #include "reconcile/job_constants.h"
 #include "reconcile/job_status.h"
@@ -14,7 +15,7 @@ const json* true_condition(const json& job, const char* type) {
   const auto conditions = st->find("conditions");
   if (conditions == st->end() || !conditions->is_array()) return nullptr;
   for (const auto& c : *conditions)
-    if (c.is_object() && c.value("type", "") == type && c.value("status", "") == "True") return &c;
+    if (c.is_object() && c.value("type", "") == type && c.value("status", "") == condition_status::kTrue) return &c;
   return nullptr;
 }
 
@@ -22,13 +23,13 @@ const json* true_condition(const json& job, const char* type) {
 
 ExportState export_state(const json& job) {
   // FailureTarget alone means "failing, pods still terminating": not finished yet.
-  if (true_condition(job, "Complete")) return ExportState::Succeeded;
-  if (true_condition(job, "Failed")) return ExportState::Failed;
+  if (true_condition(job, kube_condition::kJobComplete)) return ExportState::Succeeded;
+  if (true_condition(job, kube_condition::kJobFailed)) return ExportState::Failed;
   return ExportState::Running;
 }
 
 std::string export_job_failure(const json& job) {
-  const json* c = true_condition(job, "Failed");
+  const json* c = true_condition(job, kube_condition::kJobFailed);
   if (!c) return "";
   const std::string why = c->value("reason", std::string()), what = c->value("message", std::string());
   return why.empty() ? what : what.empty() ? why : why + ": " + what;

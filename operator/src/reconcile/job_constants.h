@@ -1,7 +1,10 @@
 // The words of the PPUJob API the operator writes and reads: status.phase values, condition
-// types, event reasons and event types. docs/OPERATOR.md lists them for users; code compares
-// and writes these constants only, never a spelled-out string.
+// types, event reasons and event types, spec.runPolicy.cleanPodPolicy. docs/OPERATOR.md lists
+// them for users; code compares and writes these constants only, never a spelled-out string
+// (scripts/check-words.py, ctest lint.words). Kubernetes' own words: kube/kube_words.h.
 #pragma once
+
+#include "kube/kube_words.h"
 
 namespace ppu::op {
 
@@ -93,13 +96,11 @@ inline constexpr const char* kNormal = "Normal";
 inline constexpr const char* kWarning = "Warning";
 }  // namespace event_type
 
-// Pod status.phase values the reconciler distinguishes.
-namespace pod_phase_name {
-inline constexpr const char* kPending = "Pending";
-inline constexpr const char* kRunning = "Running";
-inline constexpr const char* kSucceeded = "Succeeded";
-inline constexpr const char* kFailed = "Failed";
-inline constexpr const char* kUnknown = "Unknown";
-}  // namespace pod_phase_name
+// spec.runPolicy.cleanPodPolicy: the pods deleted when the job finishes (the CRD's enum).
+namespace clean_pod_policy {
+inline constexpr const char* kAll = "All";
+inline constexpr const char* kRunning = "Running";  // only the pods still running
+inline constexpr const char* kNone = "None";
+}  // namespace clean_pod_policy
 
 }  // namespace ppu::op

@@ -14,8 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config.h"
+#include "core/export_result.h"
 #include "core/job_contract.h"
 #include "reconcile/api_fields.h"
+#include "reconcile/job_constants.h"
 
 namespace ppu::op {
 
@@ -52,14 +54,15 @@ inline constexpr const char* kExportLabel = "ppu.dev/export";
   F(int64_t,                recovery_backoff_max_seconds, "recoveryBackoffMaxSeconds", 300,          "format: int64, minimum: 0, maximum: 86400", "training.network.recovery live: the cap of a rank's recreation back-off.") \
   F(std::optional<int64_t>, active_deadline_seconds,      "activeDeadlineSeconds",     std::nullopt, "format: int64, minimum: 1", "Fail the job (DeadlineExceeded) when it has been active this long.") \
   F(std::optional<int64_t>, ttl_seconds_after_finished,   "ttlSecondsAfterFinished",   std::nullopt, "minimum: 0", "Delete the PPUJob this long after it Succeeded or Failed.") \
-  F(std::string,            clean_pod_policy,             "cleanPodPolicy",            "Running",    "enum: [All, Running, None]", "Pods to delete when the job finishes (All, only Running ones, None).") \
+  F(std::string,            clean_pod_policy,             "cleanPodPolicy",            clean_pod_policy::kRunning, "enum: [All, Running, None]", "Pods to delete when the job finishes (All, only Running ones, None).") \
   F(bool,                   suspend,                      "suspend",                   false,        "", "true deletes the pods and marks the job Suspended; false recreates them.")
 
 // spec.export: the model ppu-export writes onto the checkpoint volume once the job Succeeded.
+// format and dtype are ppu-export's choices (core/export_result.h; CrdDocument.ExportChoicesArePpuExportsOwn).
 // resources null: the ranks' cpu and memory (export_job.h).
 #define PPU_EXPORT_SPEC_FIELDS(F) \
-  F(std::string, format,                  "format",                "hf",    "enum: [hf, ppu]", "hf: a Hugging Face model directory (config.json, model.safetensors, tokenizer, model card) that transformers and vLLM load; ppu: ppu-export's own layout") \
-  F(std::string, dtype,                   "dtype",                 "fp32",  "enum: [fp32, bf16]", "weights' dtype; bf16 is rounded from the fp32 global parameters") \
+  F(std::string, format,                  "format",                export_choice::kHf,   "enum: [hf, ppu]", "hf: a Hugging Face model directory (config.json, model.safetensors, tokenizer, model card) that transformers and vLLM load; ppu: ppu-export's own layout") \
+  F(std::string, dtype,                   "dtype",                 export_choice::kFp32, "enum: [fp32, bf16]", "weights' dtype; bf16 is rounded from the fp32 global parameters") \
   F(std::string, path,                    "path",                  "model", "minLength: 1, maxLength: 253", "the model's directory, relative to the checkpoint volume's root (in pods: /checkpoints/<path>)") \
   F(int64_t,     active_deadline_seconds, "activeDeadlineSeconds", 3600,    "format: int64, minimum: 1", "The export Job fails (ExportFailed) when it has run this long.") \
   F(json,        resources,               "resources",             json(),  "type: object, properties: {limits: {type: object, x-kubernetes-preserve-unknown-fields: true}, requests: {type: object, x-kubernetes-preserve-unknown-fields: true}}", "corev1 ResourceRequirements of the export container; default the ranks' cpu and memory (no GPU).")

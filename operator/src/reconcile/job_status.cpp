@@ -1,12 +1,13 @@
 #include "reconcile/job_status.h"
 
 #include "core/job_contract.h"
+#include "kube/kube_words.h"
 
 namespace ppu::op {
 
 std::string pod_phase(const json& pod) {
-  if (!pod.contains("status")) return "Pending";
-  return pod["status"].value("phase", std::string("Pending"));
+  if (!pod.contains("status")) return pod_phase_name::kPending;
+  return pod["status"].value("phase", std::string(pod_phase_name::kPending));
 }
 
 bool pod_terminating(const json& pod) {
@@ -15,11 +16,11 @@ bool pod_terminating(const json& pod) {
 }
 
 bool pod_ready(const json& pod) {
-  if (pod_phase(pod) != "Running") return false;
+  if (pod_phase(pod) != pod_phase_name::kRunning) return false;
   const json& st = pod["status"];
   if (!st.contains("conditions")) return false;
   for (const auto& c : st["conditions"])
-    if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+    if (c.value("type", "") == kube_condition::kReady) return c.value("status", "") == condition_status::kTrue;
   return false;
 }
 
@@ -58,11 +59,11 @@ std::string failure_reason(const json& pod) {
   const json st = pod.value("status", json::object());
   std::string reason = st.value("reason", std::string());
   if (!reason.empty()) return reason;  // Evicted, NodeLost, DeadlineExceeded, ...
-  if (pod_phase(pod) == "Unknown") return "Unknown";
+  if (pod_phase(pod) == pod_phase_name::kUnknown) return pod_phase_name::kUnknown;
   for (const auto& cs : st.value("containerStatuses", json::array()))
     if (cs.contains("state") && cs["state"].contains("terminated"))
       return "exit code " + std::to_string(cs["state"]["terminated"].value("exitCode", 0));
-  return "Failed";
+  return pod_phase_name::kFailed;
 }
 
 }  // namespace ppu::op

@@ -10,12 +10,12 @@ namespace ppu::op {
 
 namespace {
 
-// Kueue's words (kueue.x-k8s.io/v1beta2 Workload conditions and reasons).
-constexpr const char* kQuotaReserved = "QuotaReserved";
-constexpr const char* kAdmitted = "Admitted";
-constexpr const char* kEvicted = "Evicted";
-constexpr const char* kFinished = "Finished";
-constexpr const char* kRequeued = "Requeued";
+// Kueue's words (kueue.x-k8s.io/v1beta2 Workload conditions and reasons: kube/kube_words.h).
+using kueue_word::kAdmitted;
+using kueue_word::kEvicted;
+using kueue_word::kFinished;
+using kueue_word::kQuotaReserved;
+using kueue_word::kRequeued;
 constexpr const char* kRanksPodSet = "ranks";
 constexpr const char* kRendezvousPodSet = "rendezvous";
 
@@ -57,7 +57,7 @@ void set(std::vector<Condition>& cs, const std::string& type, bool on, const std
          const std::string& message, int64_t now, int64_t generation) {
   PPUJobStatus holder;
   holder.conditions = std::move(cs);
-  holder.set_condition(type, on ? "True" : "False", why, message, now, generation);
+  holder.set_condition(type, on ? condition_status::kTrue : condition_status::kFalse, why, message, now, generation);
   cs = std::move(holder.conditions);
 }
 
@@ -116,13 +116,13 @@ json release_quota_patch(const json& workload, int64_t now) {
   auto cs = conditions_of(workload);
   const int64_t gen = workload["metadata"].value("generation", int64_t{0});
   const Condition* evicted = find(cs, kEvicted);
-  const std::string why = evicted ? evicted->reason : std::string("Evicted");
+  const std::string why = evicted ? evicted->reason : std::string(kEvicted);
   const std::string message = evicted ? evicted->message : std::string("evicted");
-  set(cs, kQuotaReserved, false, "Pending", message, now, gen);
-  set(cs, kAdmitted, false, "NoReservation", "The workload has no reservation", now, gen);
+  set(cs, kQuotaReserved, false, kueue_word::kPending, message, now, gen);
+  set(cs, kAdmitted, false, kueue_word::kNoReservation, "The workload has no reservation", now, gen);
   // Kueue re-queues a preempted Workload, or one lost to node failures, by itself; after any
   // other eviction (a stopped queue, a deactivation) it waits for that cause to go away.
-  set(cs, kRequeued, why == "Preempted" || why == "NodeFailures", why, message, now, gen);
+  set(cs, kRequeued, why == kueue_word::kPreempted || why == kueue_word::kNodeFailures, why, message, now, gen);
   json patch = status_patch(workload, cs);
   patch["status"]["admission"] = nullptr;
   return patch;
@@ -130,7 +130,7 @@ json release_quota_patch(const json& workload, int64_t now) {
 
 json finished_patch(const json& workload, bool succeeded, const std::string& message, int64_t now) {
   auto cs = conditions_of(workload);
-  set(cs, kFinished, true, succeeded ? "Succeeded" : "Failed", message, now,
+  set(cs, kFinished, true, succeeded ? kueue_word::kSucceeded : kueue_word::kFailed, message, now,
       workload["metadata"].value("generation", int64_t{0}));
   return status_patch(workload, cs);
 }

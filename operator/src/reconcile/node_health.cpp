@@ -1,5 +1,6 @@
 #include "reconcile/node_health.h"
 
+#include "kube/kube_words.h"
 #include "kube/rfc3339.h"
 #include "reconcile/job_status.h"
 
@@ -13,7 +14,7 @@ const json* ready_condition(const json& node) {
   const json& st = node["status"];
   if (!st.contains("conditions") || !st["conditions"].is_array()) return nullptr;
   for (const json& c : st["conditions"])
-    if (c.is_object() && c.value("type", std::string()) == "Ready") return &c;
+    if (c.is_object() && c.value("type", std::string()) == kube_condition::kReady) return &c;
   return nullptr;
 }
 
@@ -21,9 +22,9 @@ const json* ready_condition(const json& node) {
 
 const char* to_string(NodeHealth h) {
   switch (h) {
-    case NodeHealth::Ready: return "Ready";
+    case NodeHealth::Ready: return kube_condition::kReady;
     case NodeHealth::NotReady: return "NotReady";
-    case NodeHealth::Unreachable: return "Unknown";
+    case NodeHealth::Unreachable: return condition_status::kUnknown;  // Ready is Unknown
     case NodeHealth::Gone: return "gone";
   }
   return "?";
@@ -34,8 +35,8 @@ NodeHealth node_health(const json* node) {
   const json* ready = ready_condition(*node);
   if (!ready) return NodeHealth::Unreachable;
   const std::string s = ready->value("status", std::string());
-  if (s == "True") return NodeHealth::Ready;
-  if (s == "False") return NodeHealth::NotReady;
+  if (s == condition_status::kTrue) return NodeHealth::Ready;
+  if (s == condition_status::kFalse) return NodeHealth::NotReady;
   return NodeHealth::Unreachable;
 }
 

@@ -3,6 +3,7 @@
 #include "core/config.h"
 #include "core/job_contract.h"
 #include "core/slice_plan.h"
+#include "kube/kube_words.h"
 #include "kube/typed_object.h"
 #include "reconcile/spec_passthrough_keys.h"
 
@@ -138,7 +139,7 @@ json build_service(const JobSpec& j) {
   return typed_object(ResourceKind::Service,
                       {{"metadata", object_metadata(j, service_name(j))},
                        {"spec",
-                        {{"clusterIP", "None"},
+                        {{"clusterIP", kHeadlessClusterIP},
                          {"publishNotReadyAddresses", true},
                          {"selector", labels_for(j)},
                          {"ports", json::array({{{"name", "rendezvous"}, {"port", j.master_port}},
@@ -219,9 +220,9 @@ json build_pod(const JobSpec& j, int rank, int restart) {
   for (const auto& m : shared.mounts) mounts.push_back(m);
   for (const auto& v : shared.volumes) volumes.push_back(v);
 
-  json container = {{"name", "ppu-train"},
+  json container = {{"name", contract::kTrainBinary},
                     {"image", j.image},
-                    {"command", s.value(passthrough::kCommand, json::array({"ppu-train"}))},
+                    {"command", s.value(passthrough::kCommand, json::array({contract::kTrainBinary}))},
                     {"env", envs},
                     {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", j.master_port}},
                                            {{"name", "metrics"}, {"containerPort", j.metrics_port}}})},

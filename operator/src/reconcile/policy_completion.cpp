@@ -41,8 +41,8 @@ void finish(Pass& p, bool succeeded, const std::string& why, const std::string& 
 
 void finished(Pass& p) {
   const auto& policy = p.spec.run_policy.clean_pod_policy;
-  if (policy == "All") p.delete_pods_if([](const json&) { return true; });
-  else if (policy == "Running") p.delete_pods_if(pod_active);
+  if (policy == clean_pod_policy::kAll) p.delete_pods_if([](const json&) { return true; });
+  else if (policy == clean_pod_policy::kRunning) p.delete_pods_if(pod_active);
   export_model(p);
   // Deleting the job would take the export Job with it: wait until it ended (a change of its
   // status brings the next pass). The TTL still counts from completionTime.

@@ -95,7 +95,7 @@ using IntOrString = std::variant<int64_t, std::string>;
 
 struct Condition {
   PPU_CONDITION_FIELDS(PPU_DECLARE_FIELD)
-  bool is_true() const { return status == "True"; }
+  bool is_true() const { return status == condition_status::kTrue; }
 };
 
 // status.conditions: the list, and whether the object has one at all, so that an empty list

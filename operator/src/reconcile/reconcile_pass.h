@@ -86,7 +86,8 @@ struct Pass {
     if (in.rendezvous_pod && pred(*in.rendezvous_pod)) delete_pod(*in.rendezvous_pod);
   }
   void cond(const std::string& type, bool on, const std::string& why, const std::string& msg) {
-    status.set_condition(type, on ? "True" : "False", why, msg, in.now, spec.generation);
+    status.set_condition(type, on ? condition_status::kTrue : condition_status::kFalse, why, msg, in.now,
+                         spec.generation);
   }
   bool creates_anything() const {
     for (const auto& a : actions)

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/job_contract.h"
+#include "kube/kube_words.h"
 #include "kube/typed_object.h"
 #include "reconcile/object_builder.h"
 #include "reconcile/spec_passthrough_keys.h"
@@ -47,7 +48,7 @@ json build_rendezvous_service(const JobSpec& j) {
                        {"spec",
                         // Headless: the name resolves to the store pod's own IP (no kube-proxy
                         // needed), published before it is ready, as rank 0's is for gang jobs.
-                        {{"clusterIP", "None"},
+                        {{"clusterIP", kHeadlessClusterIP},
                          {"selector", selector_for(j)},
                          {"publishNotReadyAddresses", true},
                          {"ports", json::array({{{"name", "rendezvous"}, {"port", port}, {"targetPort", port}}})}}}});

@@ -13,7 +13,7 @@ namespace ppu::op {
 // admits only the job's own pods to it); the Service selects both labels.
 inline constexpr const char* kRoleLabel = "ppu.dev/role";
 inline constexpr const char* kRendezvousRole = "rendezvous";
-inline constexpr const char* kRendezvousContainer = "ppu-rendezvous";
+inline constexpr const char* kRendezvousContainer = contract::kRendezvousBinary;
 
 // The store's pod <job>-rendezvous: the rank pods' image, pull policy, security contexts, service
 // account and scheduling (object_builder.h), small CPU/memory requests, a /tmp emptyDir,

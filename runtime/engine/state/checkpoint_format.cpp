@@ -1,7 +1,5 @@
 #include "engine/state/checkpoint_format.h"
 
-#include <cstdio>
-
 namespace ppu {
 
 namespace {
@@ -36,18 +34,6 @@ int64_t read_int64(torch::serialize::InputArchive& archive, const std::string& k
 
 double read_double(torch::serialize::InputArchive& archive, const std::string& key) {
   return read_scalar(archive, key).item<double>();
-}
-
-std::string checkpoint_file::rank_part(int job_rank) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, kRankPartFormat, job_rank);
-  return buf;
-}
-
-std::string checkpoint_file::round_dir(int64_t round) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, kRoundDirFormat, static_cast<long long>(round));
-  return buf;
 }
 
 }  // namespace ppu

@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/checkpoint_names.h"
 #include "core/exit_status.h"
 
 namespace ppu {
@@ -68,19 +69,6 @@ inline std::string total(const std::string& name) { return "totals." + name; }
 inline std::string outer_global(const std::string& param) { return "outer.global." + param; }
 inline std::string outer_momentum(const std::string& param) { return "outer.momentum." + param; }
 }  // namespace checkpoint_key
-
-// The names of a checkpoint on disk: DIR/round-NNNNNN/{rank-NNNNN.pt..., global.pt, manifest.json}.
-// CheckpointStore writes them and ppu-export reads them; the Python tests read them from this
-// block (tests/engine/checkpoint_layout.py), so keep each a one-line string literal.
-namespace checkpoint_file {
-inline constexpr const char* kManifest = "manifest.json";
-inline constexpr const char* kGlobal = "global.pt";
-inline constexpr const char* kRoundPrefix = "round-";
-inline constexpr const char* kRoundDirFormat = "round-%06lld";  // printf, of the round
-inline constexpr const char* kRankPartFormat = "rank-%05d.pt";  // printf, of the job rank
-std::string rank_part(int job_rank);                            // "rank-00003.pt"
-std::string round_dir(int64_t round);                           // "round-000012"
-}  // namespace checkpoint_file
 
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, int64_t value);
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, double value);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "controller/controller.h"
+#include "core/export_result.h"
 #include "core/run_result.h"
 #include "kube/fake_kube.h"
 #include "kube/rfc3339.h"
@@ -143,8 +144,7 @@ TEST(ControllerLoop, ExportsOnceTheJobSucceededAndRecordsWhereTheModelIs) {
   // The Job controller's part: its pod ends with ppu-export's report, then the Job is Complete.
   json x = *kube.peek(ResourceKind::Job, "ns1", "demo-export");
   kube.put(ResourceKind::Pod,
-           testing::make_export_pod(
-               x, 0, R"({"ppu_export":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":10})"));
+           testing::make_export_pod(x, 0, ppu::format_export_result({"hf", "fp32", "/checkpoints/model", 10})));
   x["status"] = {{"conditions", json::array({{{"type", "Complete"}, {"status", "True"}}})},
                  {"completionTime", format_rfc3339(now_seconds())}};
   kube.put(ResourceKind::Job, x);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/export_result.h"
 #include "core/run_result.h"
 #include "kube/rfc3339.h"
 #include "metrics/operator_metrics.h"
@@ -40,8 +41,8 @@ using testing::status_after;
 using testing::with_exit;
 using testing::with_export;
 
-const std::string kResultMessage =
-    R"({"ppu_export":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":10})";
+// What ppu-export writes on success (core/export_result.h: its one writer).
+const std::string kResultMessage = ppu::format_export_result({"hf", "fp32", "/checkpoints/model", 10});
 const std::string kNoCheckpoint = "no valid checkpoint in /checkpoints: round-000010: global.pt fails its checksum\n";
 
 json succeeded_status(int64_t completed_ago = 10) {
@@ -463,6 +464,11 @@ TEST(ExportJob, CheckpointVolumesThatOutliveThePods) {
 // ---- ppu-export's report ----------------------------------------------------------------------
 
 TEST(ExportResult, ParsesExactlyVersion1) {
+  // Version 1 on the wire, as released images write it (keys sorted): a change of the writer that
+  // changes these bytes needs a new version. Any key order parses.
+  EXPECT_EQ(kResultMessage, R"({"dtype":"fp32","format":"hf","path":"/checkpoints/model","ppu_export":1,"round":10})");
+  EXPECT_TRUE(
+      parse_export_result(R"({"ppu_export":1,"format":"hf","dtype":"fp32","path":"/checkpoints/model","round":10})"));
   auto r = parse_export_result(kResultMessage);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->format, "hf");

@@ -1,0 +1,18 @@
+// The names of a checkpoint on disk: DIR/round-NNNNNN/{rank-NNNNN.pt..., global.pt, manifest.json}.
+// CheckpointStore writes them, ppu-export reads them, the CRD's rule on spec.export.path keeps a
+// model out of the round directories, and the Python tests read them from this block
+// (tests/engine/checkpoint_layout.py), so keep each a one-line string literal.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ppu::checkpoint_file {
+inline constexpr const char* kManifest = "manifest.json";
+inline constexpr const char* kGlobal = "global.pt";
+inline constexpr const char* kRoundPrefix = "round-";
+inline constexpr const char* kRoundDirFormat = "round-%06lld";  // printf, of the round
+inline constexpr const char* kRankPartFormat = "rank-%05d.pt";  // printf, of the job rank
+std::string rank_part(int job_rank);                            // "rank-00003.pt"
+std::string round_dir(int64_t round);                           // "round-000012"
+}  // namespace ppu::checkpoint_file
