@@ -20,6 +20,11 @@
 #   band_of DIR                 print "LO HI P0" from the finished runs' summaries
 #   band_stop                   end runs still going (for the script's exit trap)
 # DIR holds the runs' configs, logs and summaries (emptied first).
+#
+# The runs take the rank pods' kernel path: the pods set no OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY
+# or PPU_ONEDNN, so the runtime picks the widest kernels the CPU has; a pin in the caller's
+# environment (a machine's, a study's) would run other kernels here than in the cluster.
+PODS_KERNEL_PATH=(env -u OPENBLAS_CORETYPE -u ATEN_CPU_CAPABILITY -u PPU_ONEDNN)
 BAND_PIDS=()
 
 band_start() {
@@ -36,7 +41,7 @@ t = docs[0]["spec"]["training"]; t["ranks"] = docs[0]["spec"]["replicas"]
 yaml.safe_dump(t, open(sys.argv[1], "w"))' "$dir/training.yaml"
   BAND_DIR="$dir"
   for s in 0 1 2; do
-    nice -n 19 "$launch" --nproc 4 --config "$dir/training.yaml" --set train.seed=$s \
+    nice -n 19 "${PODS_KERNEL_PATH[@]}" "$launch" --nproc 4 --config "$dir/training.yaml" --set train.seed=$s \
       --set checkpoint.dir="$dir/ckpt-$s" --summary-dir "$dir/seed-$s" >"$dir/seed-$s.log" 2>&1 &
     BAND_PIDS+=($!)
   done
