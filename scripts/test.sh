@@ -6,17 +6,13 @@
 # Extra arguments go to ctest (e.g. -L unit). Fails when ctest executes fewer tests than the
 # build registers for the same selection, so a half-configured tree cannot pass as green.
 #
-# Two labels are left out unless asked for, which is how the README's command runs:
-#  - `cluster` (tests/cluster: builds the container image and real one- and two-node clusters,
-#    then runs the cluster end-to-end scripts; about an hour on a fresh 2-core machine,
-#    docs/DEPLOY.md; needs root, so CI does not run it);
-#  - `tidy` (clang-tidy over every source the unit lane's lint leaves out: LibTorch-based
-#    sources, bench and tests; ~15 min; .ci/run runs it after the suite).
+# The `cluster` label (tests/cluster: builds the container image and a real single-node cluster,
+# then runs scripts/cluster-e2e.sh; about an hour on a fresh 2-core machine, docs/DEPLOY.md) is
+# left out unless asked for, which is how CI runs this script:
 #   bash scripts/test.sh -L cluster          only the cluster tests (a -L regex naming `cluster`)
-#   bash scripts/test.sh -L tidy             only the full clang-tidy
-#   PPU_TEST_CLUSTER=1 bash scripts/test.sh  everything, cluster tests included (PPU_TEST_TIDY too)
-# A -LE given here is kept and still excludes them (ctest ANDs repeated -LE, so the exclusion
-# is folded into each one).
+#   PPU_TEST_CLUSTER=1 bash scripts/test.sh  everything, cluster tests included
+# A -LE given here is kept and still excludes `cluster` (ctest ANDs repeated -LE, so the
+# exclusion is folded into each one).
 # The fast lane, `bash scripts/test.sh --unit` (= -L unit), skips building kube-apiserver,
 # kubectl, helm and shfmt: no test labelled `unit` runs a Go-built tool.
 set -euo pipefail
@@ -37,35 +33,25 @@ fi
 bash scripts/build.sh build -DPPU_BUILD_RUNTIME=ON -DPPU_BUILD_OPERATOR=ON -DPPU_BUILD_TESTS=ON -DPPU_WERROR=ON
 cd build
 
-# ctest selection: the caller's arguments, plus the exclusion of the labels that run only when
-# asked for (a -L regex naming them, or PPU_TEST_CLUSTER=1 / PPU_TEST_TIDY=1).
-held=()
-for label in cluster tidy; do
-  var="PPU_TEST_${label^^}"
-  asked="${!var:-0}"
-  prev=""
-  for a in "$@"; do
-    if [[ ("$prev" == -L || "$prev" == --label-regex) && "$a" == *"$label"* ]]; then asked=1; fi
-    prev="$a"
-  done
-  [[ "$asked" == 1 ]] || held+=("$label")
+# ctest selection: the caller's arguments, plus the exclusion of the cluster label.
+cluster="${PPU_TEST_CLUSTER:-0}"
+prev=""
+for a in "$@"; do
+  if [[ ("$prev" == -L || "$prev" == --label-regex) && "$a" == *cluster* ]]; then cluster=1; fi
+  prev="$a"
 done
-excl="$(
-  IFS='|'
-  echo "${held[*]}"
-)"
 sel=()
 prev=""
 has_le=0
 for a in "$@"; do
-  if [[ -n "$excl" && ("$prev" == -LE || "$prev" == --label-exclude) ]]; then
-    a="($a)|$excl"
+  if [[ "$cluster" != 1 && ("$prev" == -LE || "$prev" == --label-exclude) ]]; then
+    a="($a)|cluster"
     has_le=1
   fi
   sel+=("$a")
   prev="$a"
 done
-if [[ -n "$excl" && $has_le == 0 ]]; then sel+=(-LE "$excl"); fi
+if [[ "$cluster" != 1 && $has_le == 0 ]]; then sel+=(-LE cluster); fi
 
 registered="$(ctest -N "${sel[@]}" | awk '/^Total Tests:/ {print $3}')"
 log="$(mktemp)"
