@@ -22,6 +22,7 @@
 #include "crd/cel_rules.h"
 #include "crd/crd_document.h"
 #include "crd/spec_passthrough.h"
+#include "reconcile/job_constants.h"
 #include "reconcile/job_spec.h"
 #include "reconcile/ppujob_status.h"
 #include "reconcile/recovery_pacing.h"
@@ -220,6 +221,16 @@ TEST(CrdDocument, ExportChoicesArePpuExportsOwn) {
   EXPECT_EQ(names(exp["dtype"]["enum"]), std::vector<std::string>(std::begin(kDtypes), std::end(kDtypes)));
   EXPECT_EQ(exp["format"]["default"].as<std::string>(), kFormats[0]);
   EXPECT_EQ(exp["dtype"]["default"].as<std::string>(), kDtypes[0]);
+}
+
+// runPolicy.cleanPodPolicy admits exactly the policies the operator acts on (job_constants.h).
+TEST(CrdDocument, CleanPodPolicyChoicesAreTheOperatorsOwn) {
+  const YAML::Node policy = spec_schema()["properties"]["runPolicy"]["properties"]["cleanPodPolicy"];
+  std::vector<std::string> choices;
+  for (const auto& n : policy["enum"]) choices.push_back(n.as<std::string>());
+  EXPECT_EQ(choices,
+            (std::vector<std::string>{clean_pod_policy::kAll, clean_pod_policy::kRunning, clean_pod_policy::kNone}));
+  EXPECT_EQ(policy["default"].as<std::string>(), clean_pod_policy::kRunning);
 }
 
 TEST(CrdDocument, PrinterColumnsShowStatusFieldsWithTheirTypes) {

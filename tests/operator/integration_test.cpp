@@ -17,6 +17,7 @@
 #include "controller/controller.h"
 #include "controller/metrics_scraper.h"
 #include "core/export_result.h"
+#include "core/job_contract.h"
 #include "core/run_result.h"
 #include "kube/kube_client.h"
 #include "kube/leader_election.h"
@@ -241,7 +242,7 @@ TEST_F(OperatorIT, CreateMakesServiceConfigMapAndRankPodsWithRendezvousEnv) {
     ranks.insert(rank);
     EXPECT_EQ(env_value(p, "WORLD_SIZE"), "4");
     EXPECT_EQ(env_value(p, "MASTER_ADDR"), "demo-rank-0.demo.default.svc");
-    EXPECT_EQ(env_value(p, "MASTER_PORT"), "29500");
+    EXPECT_EQ(env_value(p, "MASTER_PORT"), std::to_string(contract::kRendezvousPort));
     EXPECT_EQ(env_value(p, "PPU_CONFIG"), "/etc/ppu/config.yaml");
     EXPECT_EQ(env_value(p, "PPU_CHECKPOINT_DIR"), "/checkpoints");
     EXPECT_EQ(env_value(p, "PPU_RUN_ID"), "default-demo-" + uid.substr(0, 8));
@@ -394,7 +395,8 @@ TEST_F(OperatorIT, LiveJobHasARendezvousPodAndServiceAndRanksUseThemAsAnExternal
   Response store = client_->get(ResourceKind::Pod, "default", "lv-rendezvous");
   ASSERT_TRUE(store.ok()) << store.describe();
   const json& c = store.body["spec"]["containers"][0];
-  EXPECT_EQ(c["command"], json::array({"ppu-rendezvous", "--port", "29500"}));
+  EXPECT_EQ(c["command"],
+            json::array({contract::kRendezvousBinary, "--port", std::to_string(contract::kRendezvousPort)}));
   EXPECT_EQ(c["image"], "ppu:test");
   EXPECT_EQ(store.body["metadata"]["labels"]["ppu.dev/role"], "rendezvous");
   EXPECT_EQ(store.body["metadata"]["ownerReferences"][0]["uid"], uid);
@@ -402,13 +404,13 @@ TEST_F(OperatorIT, LiveJobHasARendezvousPodAndServiceAndRanksUseThemAsAnExternal
   ASSERT_TRUE(svc.ok()) << svc.describe();
   EXPECT_EQ(svc.body["spec"]["clusterIP"], "None") << "headless: the name is the store pod's own address";
   EXPECT_EQ(svc.body["spec"]["selector"], store.body["metadata"]["labels"]);
-  EXPECT_EQ(svc.body["spec"]["ports"][0]["port"], 29500);
+  EXPECT_EQ(svc.body["spec"]["ports"][0]["port"], contract::kRendezvousPort);
   EXPECT_EQ(svc.body["metadata"]["ownerReferences"][0]["uid"], uid);
   for (const char* rank : {"lv-rank-0", "lv-rank-1"}) {
     Response p = client_->get(ResourceKind::Pod, "default", rank);
     ASSERT_TRUE(p.ok()) << p.describe();
     EXPECT_EQ(env_value(p.body, "MASTER_ADDR"), "lv-rendezvous.default.svc") << rank;
-    EXPECT_EQ(env_value(p.body, "MASTER_PORT"), "29500") << rank;
+    EXPECT_EQ(env_value(p.body, "MASTER_PORT"), std::to_string(contract::kRendezvousPort)) << rank;
     EXPECT_EQ(env_value(p.body, "PPU_EXTERNAL_STORE"), "1") << rank;
   }
   set_all("lv", "Running");

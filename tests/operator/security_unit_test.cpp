@@ -29,7 +29,7 @@ const json* mount_at(const json& pod, const std::string& path) {
 }
 
 TEST(Security, RankPodsPassRestrictedByDefault) {
-  json pod = build_pod(parse_job(make_job("demo", 2)), 0, 0);
+  json pod = testing::rank_pod(parse_job(make_job("demo", 2)), 0, 0);
   const json& psc = pod["spec"]["securityContext"];
   EXPECT_EQ(psc["runAsNonRoot"], true);
   EXPECT_EQ(psc["runAsUser"], 65532);
@@ -64,7 +64,7 @@ TEST(Security, GivenSecurityContextsReplaceTheDefaultsWhole) {
                                        {"seccompProfile", {{"type", "RuntimeDefault"}}}};
   job["spec"]["securityContext"] = {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}};
   job["spec"]["scheduling"] = {{"automountServiceAccountToken", true}};
-  json pod = build_pod(parse_job(job), 1, 0);
+  json pod = testing::rank_pod(parse_job(job), 1, 0);
   EXPECT_EQ(pod["spec"]["securityContext"], job["spec"]["podSecurityContext"]) << "no merge with the defaults";
   EXPECT_FALSE(pod["spec"]["securityContext"].contains("fsGroup"));
   EXPECT_EQ(pod["spec"]["containers"][0]["securityContext"], job["spec"]["securityContext"]);

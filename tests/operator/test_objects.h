@@ -45,9 +45,14 @@ inline json make_job(const std::string& name = "demo", int replicas = 4, json st
   return job;
 }
 
+// The pod the operator creates for `rank` of the job `j`, with the gang's slice plan.
+inline json rank_pod(const JobSpec& j, int rank, int restart = 0) {
+  return build_pod(j, rank, restart, shared_slices(j));
+}
+
 // The pod the operator would have created for `rank`, in `phase`.
 inline json make_pod(const json& job, int rank, const std::string& phase) {
-  json pod = build_pod(parse_job(job), rank, 0);
+  json pod = rank_pod(parse_job(job), rank);
   pod["metadata"]["uid"] = "pod-" + std::to_string(rank);
   pod["status"] = {{"phase", phase}};
   if (phase == "Running") pod["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});

@@ -16,7 +16,10 @@
 // What stays written by hand, in this room's sources: the corev1 schemas of the fields passed to
 // the pods as written (crd/spec_passthrough.cpp), the CEL rules' text (crd/cel_rules.cpp), and
 // here the document's frame (short names, categories, descriptions of the top level, the columns'
-// names and descriptions and which fields they show).
+// names and descriptions and which fields they show). In job_spec.h's field lines, the enums of
+// the string fields export.format and export.dtype (ppu-export's choices, core/export_result.h;
+// CrdDocument.ExportChoicesArePpuExportsOwn fails when they differ) and runPolicy.cleanPodPolicy
+// (clean_pod_policy in job_constants.h).
 #pragma once
 
 #include <yaml-cpp/yaml.h>

@@ -76,7 +76,6 @@ JobSpec parse_job(const json& job) {
   } catch (const ConfigError&) {  // the CRD's enum refuses it at admission: only a CRD older than this operator
     j.recovery = fallback;
   }
-  j.rank_slices = shared_slices(j);
   return j;
 }
 

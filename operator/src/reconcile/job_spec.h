@@ -105,11 +105,6 @@ struct JobSpec {
   // kueue.x-k8s.io/priority-class (a WorkloadPriorityClass); empty when absent.
   std::string queue_name, priority_class;
   json spec;  // the raw spec, for passthrough fields (resources, volumes, scheduling, training)
-  // The slice each rank trains (index: rank), by the runtime's own SlicePlan, when the job's
-  // slices have several owners each (1 < N < K): the pods' label ppu.dev/slice and the owners'
-  // anti-affinity (object_builder.h). Empty otherwise, or when the runtime would refuse the
-  // training section (its ranks exit 2 and say why). Set by parse_job: one plan per gang.
-  std::vector<int> rank_slices;
 };
 
 PPU_FIELD_LIST(RunPolicy, PPU_RUN_POLICY_FIELDS, true)

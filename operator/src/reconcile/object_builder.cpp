@@ -195,12 +195,12 @@ std::vector<int> shared_slices(const JobSpec& j) {
   return slices;
 }
 
-json build_pod(const JobSpec& j, int rank, int restart) {
+json build_pod(const JobSpec& j, int rank, int restart, const std::vector<int>& slices) {
   const json& s = j.spec;
   json md = object_metadata(j, pod_name(j, rank));
   md["labels"][kRankLabel] = std::to_string(rank);
   std::optional<int> slice;
-  if (rank >= 0 && rank < static_cast<int>(j.rank_slices.size())) slice = j.rank_slices[rank];
+  if (rank >= 0 && rank < static_cast<int>(slices.size())) slice = slices[rank];
   if (slice) md["labels"][kSliceLabel] = std::to_string(*slice);
   md["annotations"] = {{"ppu.dev/restart", std::to_string(restart)}};
 
@@ -246,9 +246,7 @@ json build_pod(const JobSpec& j, int rank, int restart) {
 }
 
 json build_rank_pod_template(const JobSpec& j) {
-  JobSpec common = j;
-  common.rank_slices.clear();
-  json pod = build_pod(common, 0, 0);
+  json pod = build_pod(j, 0, 0, /*slices=*/{});
   pod["metadata"]["labels"].erase(kRankLabel);
   pod["spec"].erase("hostname");
   return pod;

@@ -19,14 +19,16 @@ namespace ppu::op {
 std::string render_training_config(const JobSpec& j);
 json build_config_map(const JobSpec& j);
 json build_service(const JobSpec& j);
-// JobSpec::rank_slices: the slice of every rank by the runtime's SlicePlan, from one parse of the
-// rendered training section; empty unless 1 < N < K and the runtime would accept the section.
+// The slice each rank trains (index: rank), by the runtime's own SlicePlan from one parse of the
+// rendered training section, when the job's slices have several owners each (1 < N < K). Empty
+// otherwise, or when the runtime would refuse the section (its ranks exit 2 and say why). It
+// parses the training section: compute it once per pass that creates pods, not per pod.
 std::vector<int> shared_slices(const JobSpec& j);
 // `restart` is the job's restartCount when the pod is created (recorded as an annotation). With
 // recovery live its store is the rendezvous Service (MASTER_ADDR, MASTER_PORT, PPU_EXTERNAL_STORE=1).
-// On jobs with shared slices the pod carries its slice's label (j.rank_slices) and, with recovery
-// live, a preferred anti-affinity to its slice's other owners.
-json build_pod(const JobSpec& j, int rank, int restart);
+// `slices` is shared_slices(j): on jobs with shared slices the pod carries its slice's label and,
+// with recovery live, a preferred anti-affinity to its slice's other owners.
+json build_pod(const JobSpec& j, int rank, int restart, const std::vector<int>& slices);
 // What every rank pod of the gang has in common (rank 0's pod without its rank and slice labels,
 // hostname and slice anti-affinity): the template Kueue counts the gang's quota by.
 json build_rank_pod_template(const JobSpec& j);

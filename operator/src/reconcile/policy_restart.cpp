@@ -68,7 +68,8 @@ bool restarting(Pass& p, const Gang& g) {
          "rank pods recreated; ranks resume from the latest checkpoint");
   p.status.recovering_ranks.reset();  // a new gang: no rank is being replaced
   keep_rendezvous(p, g);
-  for (int r = 0; r < g.size; ++r) p.create(ResourceKind::Pod, build_pod(p.spec, r, p.restarts()));
+  const std::vector<int> slices = shared_slices(p.spec);
+  for (int r = 0; r < g.size; ++r) p.create(ResourceKind::Pod, build_pod(p.spec, r, p.restarts(), slices));
   p.event(event_type::kNormal, reason::kGangCreated,
           "created " + std::to_string(g.size) + " rank pods (restart " + std::to_string(p.restarts()) + ")");
   return true;

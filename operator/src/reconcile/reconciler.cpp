@@ -169,12 +169,14 @@ void keep_gang(Pass& p, const Gang& g) {
       p.spec.recovery == Recovery::Live && p.phase() == JobPhase::Running && !g.rendezvous_terminating;
   if (!one_by_one && g.any_terminating && static_cast<int>(g.by_rank.size()) < K) return;  // wait for names
   policy::keep_rendezvous(p, g);
-  bool created = false;
+  std::vector<int> missing;
   for (int r = 0; r < K; ++r)
-    if (!g.by_rank.count(r) && !g.terminating_ranks.count(r) && !p.held_ranks.count(r)) {
-      p.create(ResourceKind::Pod, build_pod(p.spec, r, p.restarts()));
-      created = true;
-    }
+    if (!g.by_rank.count(r) && !g.terminating_ranks.count(r) && !p.held_ranks.count(r)) missing.push_back(r);
+  const bool created = !missing.empty();
+  if (created) {
+    const std::vector<int> slices = shared_slices(p.spec);
+    for (int r : missing) p.create(ResourceKind::Pod, build_pod(p.spec, r, p.restarts(), slices));
+  }
   if (created && p.restarts() == 0 && g.by_rank.empty())
     p.event(event_type::kNormal, reason::kGangCreated, "created " + std::to_string(K) + " rank pods");
 

@@ -21,7 +21,7 @@ json with_status(json pod, const json& status) {
 }
 
 TEST(CachePruning, PrunedPodAnswersLikeTheFullOne) {
-  const json built = build_pod(parse_job(testing::make_job("demo", 4)), 1, 0);
+  const json built = testing::rank_pod(parse_job(testing::make_job("demo", 4)), 1, 0);
   const json statuses[] = {
       {{"phase", "Pending"}},
       {{"phase", "Running"},
@@ -65,7 +65,7 @@ TEST(CachePruning, PrunedPodAnswersLikeTheFullOne) {
 }
 
 TEST(CachePruning, APodKeepsTheNodeItIsBoundToAndNothingElseOfItsSpec) {
-  json full = with_status(build_pod(parse_job(testing::make_job("demo", 4)), 1, 0), {{"phase", "Running"}});
+  json full = with_status(testing::rank_pod(parse_job(testing::make_job("demo", 4)), 1, 0), {{"phase", "Running"}});
   full["spec"]["nodeName"] = "node-7";
   json pruned = full;
   prune_pod(pruned);
@@ -100,7 +100,7 @@ TEST(CachePruning, ANodeKeepsItsNameAndReadyConditionOnly) {
 }
 
 TEST(CachePruning, RankPodShrinksToAFractionOfItsSize) {
-  json full = with_status(build_pod(parse_job(testing::make_job("demo", 32)), 31, 3), {{"phase", "Running"}});
+  json full = with_status(testing::rank_pod(parse_job(testing::make_job("demo", 32)), 31, 3), {{"phase", "Running"}});
   json pruned = full;
   prune_pod(pruned);
   EXPECT_LT(pruned.dump().size() * 2, full.dump().size());

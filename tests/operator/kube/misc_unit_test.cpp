@@ -60,7 +60,7 @@ TEST(Resource, Paths) {
 TEST(Resource, TheTableMatchesTheObjectsBuilt) {
   const JobSpec j = parse_job(testing::make_job());
   const std::pair<ResourceKind, json> built[] = {
-      {ResourceKind::Pod, build_pod(j, 0, 0)},
+      {ResourceKind::Pod, testing::rank_pod(j, 0, 0)},
       {ResourceKind::Service, build_service(j)},
       {ResourceKind::ConfigMap, build_config_map(j)},
       {ResourceKind::NetworkPolicy, build_network_policy(j, {})},

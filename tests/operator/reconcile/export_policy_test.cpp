@@ -396,7 +396,7 @@ TEST(ExportJob, SharesTheRankPodsSecurityVolumesAndSchedulingButNotTheirDevices)
   job["spec"]["resources"] = {{"requests", {{"cpu", "4"}, {"memory", "16Gi"}, {"nvidia.com/gpu", 1}}},
                               {"limits", {{"memory", "16Gi"}, {"nvidia.com/gpu", 1}}}};
   const JobSpec s = parse_job(job);
-  const json rank = build_pod(s, 0, 0)["spec"];
+  const json rank = testing::rank_pod(s, 0, 0)["spec"];
   const json pod = build_export_job(s)["spec"]["template"]["spec"];
   for (const char* k : {"securityContext", "serviceAccountName", "nodeSelector", "automountServiceAccountToken"})
     EXPECT_EQ(pod[k], rank[k]) << k;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/job_contract.h"
 #include "metrics/job_metrics.h"
 #include "reconcile/job_constants.h"
 #include "reconcile/reconciler.h"
@@ -56,7 +57,7 @@ json live_job(json status = running_status(0), int replicas = 4) {
 // ---- the objects ----
 
 TEST(LiveRecoveryObjects, RankPodsUseTheRendezvousServiceAsAnExternalStore) {
-  json gang_pod = build_pod(parse_job(make_job("demo", 4)), 2, 0);
+  json gang_pod = testing::rank_pod(parse_job(make_job("demo", 4)), 2, 0);
   EXPECT_EQ(env_of(gang_pod, "MASTER_ADDR"), "demo-rank-0.demo.ns1.svc");
   EXPECT_EQ(env_of(gang_pod, "PPU_EXTERNAL_STORE"), "<unset>") << "recovery gang: rank 0 hosts the store";
 
@@ -64,9 +65,9 @@ TEST(LiveRecoveryObjects, RankPodsUseTheRendezvousServiceAsAnExternalStore) {
   job["spec"]["masterPort"] = 31000;  // rank 0's port; the store's is the contract's
   const JobSpec s = parse_job(job);
   EXPECT_EQ(s.recovery, Recovery::Live);
-  json pod = build_pod(s, 2, 0);
+  json pod = testing::rank_pod(s, 2, 0);
   EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "demo-rendezvous.ns1.svc");
-  EXPECT_EQ(env_of(pod, "MASTER_PORT"), "29500");
+  EXPECT_EQ(env_of(pod, "MASTER_PORT"), std::to_string(contract::kRendezvousPort));
   EXPECT_EQ(env_of(pod, "PPU_EXTERNAL_STORE"), "1");
   EXPECT_EQ(env_of(pod, "RANK"), "2");
 }
@@ -87,7 +88,7 @@ TEST(LiveRecoveryObjects, TheStorePodFollowsTheRankPodsConventions) {
   job["spec"]["imagePullPolicy"] = "Always";
   job["spec"]["scheduling"] = {{"nodeSelector", {{"pool", "train"}}}};
   const JobSpec s = parse_job(job);
-  const json rank = build_pod(s, 0, 1);
+  const json rank = testing::rank_pod(s, 0, 1);
   const json store = build_rendezvous_pod(s, 1);
   EXPECT_EQ(store["metadata"]["name"], "demo-rendezvous");
   EXPECT_EQ(store["metadata"]["labels"]["ppu.dev/job"], "demo") << "the job's NetworkPolicy selects it";
@@ -98,8 +99,9 @@ TEST(LiveRecoveryObjects, TheStorePodFollowsTheRankPodsConventions) {
   const json& c = store["spec"]["containers"][0];
   EXPECT_EQ(c["image"], "ppu:test");
   EXPECT_EQ(c["imagePullPolicy"], "Always");
-  EXPECT_EQ(c["command"], json::array({"ppu-rendezvous", "--port", "29500"}));
-  EXPECT_EQ(c["ports"][0]["containerPort"], 29500);
+  EXPECT_EQ(c["command"],
+            json::array({contract::kRendezvousBinary, "--port", std::to_string(contract::kRendezvousPort)}));
+  EXPECT_EQ(c["ports"][0]["containerPort"], contract::kRendezvousPort);
   EXPECT_EQ(c["resources"]["requests"]["cpu"], "100m");
   EXPECT_EQ(c["securityContext"], rank["spec"]["containers"][0]["securityContext"]);
   EXPECT_EQ(store["spec"]["securityContext"], rank["spec"]["securityContext"]);
@@ -113,7 +115,7 @@ TEST(LiveRecoveryObjects, TheStorePodFollowsTheRankPodsConventions) {
   EXPECT_EQ(svc["metadata"]["name"], "demo-rendezvous");
   EXPECT_EQ(svc["spec"]["clusterIP"], "None") << "headless: the name is the store pod's own address";
   EXPECT_EQ(svc["spec"]["selector"], store["metadata"]["labels"]);
-  EXPECT_EQ(svc["spec"]["ports"][0]["port"], 29500);
+  EXPECT_EQ(svc["spec"]["ports"][0]["port"], contract::kRendezvousPort);
 }
 
 TEST(LiveRecovery, ANewJobGetsItsStoreBeforeAnyRank) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/job_contract.h"
 #include "reconcile/object_builder.h"
 #include "test_objects.h"
 
@@ -16,12 +17,12 @@ std::string env_of(const json& pod, const std::string& name) {
 
 TEST(ObjectBuilder, PodCarriesTheRendezvousContract) {
   JobSpec j = parse_job(testing::make_job("demo", 4));
-  json pod = build_pod(j, 3, 0);
+  json pod = testing::rank_pod(j, 3, 0);
   EXPECT_EQ(pod["metadata"]["name"], "demo-rank-3");
   EXPECT_EQ(env_of(pod, "RANK"), "3");
   EXPECT_EQ(env_of(pod, "WORLD_SIZE"), "4");
   EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "demo-rank-0.demo.ns1.svc");
-  EXPECT_EQ(env_of(pod, "MASTER_PORT"), "29500");
+  EXPECT_EQ(env_of(pod, "MASTER_PORT"), std::to_string(contract::kRendezvousPort));
   EXPECT_EQ(env_of(pod, "PPU_CONFIG"), "/etc/ppu/config.yaml");
   EXPECT_EQ(env_of(pod, "PPU_CHECKPOINT_DIR"), "/checkpoints");
   EXPECT_EQ(env_of(pod, "PPU_RUN_ID"), "ns1-demo-01234567");
@@ -43,7 +44,7 @@ TEST(ObjectBuilder, CheckpointClaimAndSchedulingPassThrough) {
   job["spec"]["scheduling"] = {
       {"schedulerName", "volcano"}, {"nodeSelector", {{"gpu", "h100"}}}, {"priorityClassName", "high"}};
   job["spec"]["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
-  json pod = build_pod(parse_job(job), 0, 0);
+  json pod = testing::rank_pod(parse_job(job), 0, 0);
   const json& vols = pod["spec"]["volumes"];
   ASSERT_EQ(vols.size(), 4u);  // config, checkpoints, data, tmp
   EXPECT_EQ(vols[1]["persistentVolumeClaim"]["claimName"], "ckpt");
@@ -70,7 +71,7 @@ TEST(ObjectBuilder, ALiveJobSpreadsEachSlicesOwnersOverNodes) {
   job["spec"]["scheduling"] = {
       {"affinity", {{"podAntiAffinity", {{"preferredDuringSchedulingIgnoredDuringExecution", {user_term}}}}}}};
   for (int rank = 0; rank < 4; ++rank) {
-    const json pod = build_pod(parse_job(job), rank, 0);
+    const json pod = testing::rank_pod(parse_job(job), rank, 0);
     const std::string slice = std::to_string(rank % 2);
     EXPECT_EQ(pod["metadata"]["labels"]["ppu.dev/slice"], slice) << "rank " << rank;
     const json& terms = pod["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
@@ -82,27 +83,27 @@ TEST(ObjectBuilder, ALiveJobSpreadsEachSlicesOwnersOverNodes) {
   }
   // Under gang recovery any loss restarts every rank: the label, no spreading.
   job["spec"]["training"]["network"]["recovery"] = "gang";
-  const json gang_pod = build_pod(parse_job(job), 1, 0);
+  const json gang_pod = testing::rank_pod(parse_job(job), 1, 0);
   EXPECT_EQ(gang_pod["metadata"]["labels"]["ppu.dev/slice"], "1");
   EXPECT_EQ(gang_pod["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].size(),
             1u);
   // One owner per slice (N = K), or nothing sliced: nothing to spread, no label.
   job["spec"]["training"]["network"]["recovery"] = "live";
   job["spec"]["training"]["slicing"]["slices"] = 4;
-  EXPECT_FALSE(build_pod(parse_job(job), 1, 0)["metadata"]["labels"].contains("ppu.dev/slice"));
+  EXPECT_FALSE(testing::rank_pod(parse_job(job), 1, 0)["metadata"]["labels"].contains("ppu.dev/slice"));
   job["spec"]["training"]["slicing"] = {{"mode", "none"}};
-  EXPECT_FALSE(build_pod(parse_job(job), 1, 0)["metadata"]["labels"].contains("ppu.dev/slice"));
+  EXPECT_FALSE(testing::rank_pod(parse_job(job), 1, 0)["metadata"]["labels"].contains("ppu.dev/slice"));
 }
 
-// The plan is the runtime's, made once when the job is read: every rank's slice, or none at all
-// when the runtime would refuse the section (N does not divide K: its ranks exit 2 and say why).
-TEST(ObjectBuilder, ParseJobPlansEveryRanksSliceOnce) {
+// The plan is the runtime's: every rank's slice, or none at all when the runtime would refuse the
+// section (N does not divide K: its ranks exit 2 and say why).
+TEST(ObjectBuilder, SharedSlicesIsTheRuntimesPlan) {
   json job = testing::make_job("demo", 6);
   job["spec"]["training"] = {
       {"model", {{"preset", "tiny"}}}, {"method", "ppu"}, {"slicing", {{"mode", "mlp"}, {"slices", 2}}}};
-  EXPECT_EQ(parse_job(job).rank_slices, (std::vector<int>{0, 1, 0, 1, 0, 1}));
+  EXPECT_EQ(shared_slices(parse_job(job)), (std::vector<int>{0, 1, 0, 1, 0, 1}));
   job["spec"]["training"]["slicing"]["slices"] = 4;
-  EXPECT_TRUE(parse_job(job).rank_slices.empty()) << "4 does not divide 6: the runtime refuses it, no plan";
+  EXPECT_TRUE(shared_slices(parse_job(job)).empty()) << "4 does not divide 6: the runtime refuses it, no plan";
 }
 
 // Kueue counts one template for the whole gang: it must not carry rank 0's identity (its rank
@@ -121,7 +122,8 @@ TEST(ObjectBuilder, TheGangsPodTemplateHasNoRanksIdentity) {
   EXPECT_FALSE(labels.contains("ppu.dev/slice"));
   EXPECT_FALSE(pod["spec"].contains("hostname"));
   EXPECT_FALSE(pod["spec"].contains("affinity")) << pod["spec"].dump();
-  EXPECT_EQ(pod["spec"]["containers"], build_pod(j, 0, 0)["spec"]["containers"]) << "the same container as every rank";
+  EXPECT_EQ(pod["spec"]["containers"], testing::rank_pod(j, 0, 0)["spec"]["containers"])
+      << "the same container as every rank";
 }
 
 TEST(ObjectBuilder, ServiceIsHeadlessAndPublishesNotReady) {
@@ -157,7 +159,7 @@ TEST(ObjectBuilder, PortDefaultsAreTheCrdsAndTheContracts) {
   EXPECT_EQ(j.master_port, spec["masterPort"]["default"].as<int>());
   EXPECT_EQ(j.metrics_port, spec["metricsPort"]["default"].as<int>());
   EXPECT_EQ(j.master_port, contract::kRendezvousPort);
-  EXPECT_EQ(env_of(build_pod(j, 1, 0), "MASTER_PORT"), std::to_string(contract::kRendezvousPort));
+  EXPECT_EQ(env_of(testing::rank_pod(j, 1, 0), "MASTER_PORT"), std::to_string(contract::kRendezvousPort));
 }
 
 }  // namespace
