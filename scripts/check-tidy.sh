@@ -8,8 +8,8 @@
 #     PPU_TIDY_BASE overrides, "" = none). Each LibTorch source parses LibTorch's headers (~33 s
 #     apiece here), so the unit lane leaves the unchanged ones to the second scope.
 #   scripts/check-tidy.sh BUILD_DIR --rest   every other source compile_commands.json names (the
-#     LibTorch-based sources, bench/ and every test), changed or not: 19 min on 2 cores. Not yet a
-#     ctest test: it reports 44 findings, mostly in tests never linted before (docs/TESTING.md).
+#     LibTorch-based sources, bench/ and every test), changed or not: 19 min on 2 cores. ctest
+#     lint.clang_tidy_rest (label tidy, held out of the default run: scripts/test.sh -L tidy).
 # (PPU_TIDY_ALL=1 lints both scopes in one run.) Needs clang-tidy (scripts/install-deps.sh --test)
 # and a configured build with compile_commands.json.
 set -euo pipefail

@@ -32,13 +32,14 @@
 #      only that pod is recreated (the others keep their UIDs) and condition Degraded is seen
 #      True, then False; the job Succeeds with restartCount 0 and 4 recoveries, every rank with
 #      the same parameters, its perplexity inside the fault-free band (scripts/cluster/band.sh:
-#      seed 0's fault-free run -/+ the range of three seeds, run here with ppu-launch in the
-#      background from the script's start, on the CPU the cluster leaves idle; judged last, 5c);
+#      seed 0's fault-free run -/+ the range of three seeds, run here by the image's ppu-launch in
+#      the background from the script's start, on the CPU the cluster leaves idle; judged last, 5c);
 #   6. manifests/samples/cpu-tiny.yaml applied as shipped (its image name is an alias that
 #      `cluster.sh load-image --as` gave the built image) runs to Succeeded, and its final status
 #      (round, perplexity, checkpoint round, ResultReported) is what the same training section
-#      gives when run here with ppu-launch (the sample's pods are cleaned up, so there are no
-#      logs to read); the ref job's status is checked against its ranks' summaries on its volume;
+#      gives when run here by the image's ppu-launch (the sample's pods are cleaned up, so there
+#      are no logs to read); the ref job's status is checked against its ranks' summaries on its
+#      volume;
 #   7. manifests/samples/cpu-tiny-export.yaml (a PVC and a PPUJob with spec.export) applied as
 #      shipped: it Succeeds, the operator's export Job writes the model (Exported=True, column
 #      EXPORT ModelExported, status.export at the last checkpoint round); the PPUJob is deleted
@@ -59,7 +60,6 @@
 #   --rebuild-image  rebuild the image even if podman has one (default: build only if missing)
 #   PPU_CLUSTER_DIR  cluster state dir (default /var/lib/ppu-cluster-e2e)
 #   PPU_IMAGE        image to test (default localhost/ppu:dev)
-#   PPU_BUILD        host build with ppu-launch for the local runs of steps 5b and 6 (default ./build)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/cluster/ppujob.sh"
@@ -73,7 +73,7 @@ for a in "$@"; do
     --keep) KEEP=1 ;;
     --rebuild-image) REBUILD=1 ;;
     -h | --help)
-      sed -n '2,61p' "$0"
+      sed -n '2,62p' "$0"
       exit 0
       ;;
     *)
@@ -144,8 +144,11 @@ cleanup() {
 }
 trap cleanup EXIT
 bash "$CL" deps
-# Step 5b's fault-free band (scripts/cluster/band.sh) runs in the background from here on, on the
-# CPU that the builds and the cluster leave idle; step 5c reads it at the end.
+if [[ $REBUILD == 1 ]] || ! podman image exists "$IMAGE"; then bash "$ROOT/scripts/build-image.sh" --tag "$IMAGE" >/dev/null; fi
+phase image
+# Step 5b's fault-free band (scripts/cluster/band.sh: the image's ppu-launch) runs in the
+# background from here on, on the CPU that the builds and the cluster leave idle; step 5c reads it
+# at the end.
 BAND="$(mktemp -d /var/tmp/ppu-e2e-band.XXXXXX)"
 band_start "$BAND" < <(live_training ckpt-band) || die "step 5c compares with local fault-free runs and cannot start them"
 HELM="$(bash "$ROOT/scripts/build-helm.sh" | tail -1)"
@@ -154,8 +157,6 @@ HELM="$(bash "$ROOT/scripts/build-helm.sh" | tail -1)"
 PROM="$(bash "$ROOT/scripts/build-cluster-tools.sh" --prometheus | tail -1)/prometheus"
 bash "$ROOT/scripts/build-cluster-tools.sh" --kueue >/dev/null # step 8 (cluster.sh kueue-up runs it)
 phase tools
-if [[ $REBUILD == 1 ]] || ! podman image exists "$IMAGE"; then bash "$ROOT/scripts/build-image.sh" --tag "$IMAGE" >/dev/null; fi
-phase image
 [[ -f "$PPU_CLUSTER_DIR/holder.pid" ]] && bash "$CL" down
 eval "$(bash "$CL" up | tail -1)"
 # shellcheck source=/dev/null # written by cluster.sh up: TOOLS
@@ -626,17 +627,15 @@ awk -v p="$ppl" 'BEGIN { exit !(p + 0 > 0 && p + 0 < 64) }' || die "cpu-tiny sam
 sleep 20
 reported="$(NS=default ppj cpu-tiny "$REPORTED")"
 [[ "$reported" == True ]] || die "cpu-tiny: condition ResultReported is '$reported', not True"
-LAUNCH="${PPU_BUILD:-$ROOT/build}/bin/ppu-launch"
-[[ -x "$LAUNCH" ]] || die "$LAUNCH not built (scripts/build.sh build, or set PPU_BUILD): step 6 compares with a local run"
 LOCAL="$PPU_CLUSTER_DIR/cpu-tiny-local"
 rm -rf "$LOCAL"
 mkdir -p "$LOCAL"
 python3 -c 'import sys, yaml
 t = yaml.safe_load(open(sys.argv[1]))["spec"]["training"]; t["ranks"] = 4
 yaml.safe_dump(t, open(sys.argv[2], "w"))' "$ROOT/manifests/samples/cpu-tiny.yaml" "$LOCAL/training.yaml"
-# The pods' kernel path (scripts/cluster/band.sh): the comparison is exact, and another BLAS
-# kernel rounds differently.
-"${PODS_KERNEL_PATH[@]}" "$LAUNCH" --nproc 4 --config "$LOCAL/training.yaml" --set checkpoint.dir="$LOCAL/ckpt" --summary-dir "$LOCAL" \
+# The image's ppu-launch (in_image, scripts/cluster/band.sh): the pods' binaries and kernel path,
+# so the comparison is exact (another BLAS kernel rounds differently).
+in_image "$LOCAL" ppu-launch --nproc 4 --config "$LOCAL/training.yaml" --set checkpoint.dir="$LOCAL/ckpt" --summary-dir "$LOCAL" \
   >"$LOCAL/run.log" 2>&1 || die "the local run of cpu-tiny's training section failed: $(tail -3 "$LOCAL/run.log")"
 loc() { summary_field "$LOCAL/rank-0.json" "$1"; }
 loc_ppl="$(python3 -c 'import sys; print("%.3f" % float(sys.argv[1]))' "$(loc eval_perplexity)")"

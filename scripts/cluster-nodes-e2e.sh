@@ -29,8 +29,8 @@
 #      the last checkpoint on the shared volume, the job Succeeds with restartCount 1;
 #   4. the final perplexity of the live jobs of 2 and 2b inside the fault-free band
 #      (scripts/cluster/band.sh: seed 0's own fault-free run -/+ the range of three seeds of the
-#      same training section, run here with ppu-launch in the background from the start, on the
-#      core the 250m rank pods leave idle).
+#      same training section, run here by the image's ppu-launch in the background from the
+#      start, on the core the 250m rank pods leave idle).
 # The operator is pinned to node 1 (chart nodeSelector): the test loses node 2, not the operator.
 # Needs root; builds the image (scripts/build-image.sh) if podman lacks it.
 #
@@ -38,7 +38,6 @@
 #   --keep           leave the cluster running afterwards (default: `cluster.sh down`)
 #   PPU_CLUSTER_DIR  cluster state dir (default /var/lib/ppu-cluster-nodes-e2e)
 #   PPU_IMAGE        image to test (default localhost/ppu:dev)
-#   PPU_BUILD        host build with ppu-launch for the fault-free band of step 4 (default ./build)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/cluster/ppujob.sh"

@@ -6,13 +6,19 @@
 # Extra arguments go to ctest (e.g. -L unit). Fails when ctest executes fewer tests than the
 # build registers for the same selection, so a half-configured tree cannot pass as green.
 #
-# The `cluster` label (tests/cluster: builds the container image and a real single-node cluster,
-# then runs scripts/cluster-e2e.sh; about an hour on a fresh 2-core machine, docs/DEPLOY.md) is
-# left out unless asked for, which is how CI runs this script:
-#   bash scripts/test.sh -L cluster          only the cluster tests (a -L regex naming `cluster`)
+# The `cluster` label (tests/cluster: builds the container image and a real cluster of one and
+# two nodes, then runs scripts/cluster-e2e.sh and scripts/cluster-nodes-e2e.sh; under an hour on a
+# fresh 2-core machine, docs/DEPLOY.md) is left out unless asked for, which is how CI runs this
+# script:
+#   bash scripts/test.sh -L cluster          only the cluster tests (a -L regex naming `cluster`);
+#                                            exactly `-L cluster` configures build/ and builds
+#                                            nothing: those tests run the image's binaries, which
+#                                            the image build compiles
 #   PPU_TEST_CLUSTER=1 bash scripts/test.sh  everything, cluster tests included
-# A -LE given here is kept and still excludes `cluster` (ctest ANDs repeated -LE, so the
-# exclusion is folded into each one).
+# The `tidy` label (lint.clang_tidy_rest: clang-tidy over every LibTorch-based source, bench and
+# test, about 19 minutes on 2 cores; docs/TESTING.md) is held out the same way: -L tidy, or
+# PPU_TEST_TIDY=1. A -LE given here is kept and still excludes the held labels (ctest ANDs
+# repeated -LE, so the exclusion is folded into each one).
 # The fast lane, `bash scripts/test.sh --unit` (= -L unit), skips building kube-apiserver,
 # kubectl, helm and shfmt: no test labelled `unit` runs a Go-built tool.
 set -euo pipefail
@@ -30,28 +36,43 @@ else
   bash scripts/build-kube-tools.sh
   bash scripts/build-helm.sh
 fi
-bash scripts/build.sh build -DPPU_BUILD_RUNTIME=ON -DPPU_BUILD_OPERATOR=ON -DPPU_BUILD_TESTS=ON -DPPU_WERROR=ON
+cmake_flags=(-DPPU_BUILD_RUNTIME=ON -DPPU_BUILD_OPERATOR=ON -DPPU_BUILD_TESTS=ON -DPPU_WERROR=ON)
+if [[ "$*" == "-L cluster" ]]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${cmake_flags[@]}"
+else
+  bash scripts/build.sh build "${cmake_flags[@]}"
+fi
 cd build
 
-# ctest selection: the caller's arguments, plus the exclusion of the cluster label.
-cluster="${PPU_TEST_CLUSTER:-0}"
-prev=""
-for a in "$@"; do
-  if [[ ("$prev" == -L || "$prev" == --label-regex) && "$a" == *cluster* ]]; then cluster=1; fi
-  prev="$a"
+# ctest selection: the caller's arguments, plus the exclusion of each held label the caller did
+# not ask for (by a -L regex that names it, or PPU_TEST_CLUSTER=1 / PPU_TEST_TIDY=1).
+held=()
+for label in cluster tidy; do
+  var="PPU_TEST_${label^^}"
+  asked="${!var:-0}"
+  prev=""
+  for a in "$@"; do
+    if [[ ("$prev" == -L || "$prev" == --label-regex) && "$a" == *"$label"* ]]; then asked=1; fi
+    prev="$a"
+  done
+  [[ "$asked" == 1 ]] || held+=("$label")
 done
+held_re="$(
+  IFS='|'
+  echo "${held[*]}"
+)"
 sel=()
 prev=""
 has_le=0
 for a in "$@"; do
-  if [[ "$cluster" != 1 && ("$prev" == -LE || "$prev" == --label-exclude) ]]; then
-    a="($a)|cluster"
+  if [[ -n "$held_re" && ("$prev" == -LE || "$prev" == --label-exclude) ]]; then
+    a="($a)|$held_re"
     has_le=1
   fi
   sel+=("$a")
   prev="$a"
 done
-if [[ "$cluster" != 1 && $has_le == 0 ]]; then sel+=(-LE cluster); fi
+if [[ -n "$held_re" && $has_le == 0 ]]; then sel+=(-LE "$held_re"); fi
 
 registered="$(ctest -N "${sel[@]}" | awk '/^Total Tests:/ {print $3}')"
 log="$(mktemp)"
