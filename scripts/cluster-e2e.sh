@@ -138,7 +138,7 @@ cleanup() {
     local pod
     for pod in $(kubectl -n "$NS" get pods -l ppu.dev/job -o name 2>/dev/null); do
       echo "--- $pod: its group, as it logged it" >&2
-      kubectl -n "$NS" logs "$pod" 2>/dev/null | grep -E 'lost|fenc|silent|group|rejoin|store|out of|exit' | tail -12 >&2 || true
+      kubectl -n "$NS" logs "$pod" 2>/dev/null | grep -E 'lost|fenc|silent|group|rejoin|re-form|generation|store|out of|exit' | tail -20 >&2 || true
     done
   fi
   if [[ $KEEP == 0 ]]; then
