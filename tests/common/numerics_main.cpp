@@ -31,7 +31,7 @@ namespace {
 }
 
 bool cpu_runs_haswell_kernels() {
-  return ppu::widest_vectors(ppu::this_cpu_vector_features()) >= ppu::VectorWidth::kAvx2;
+  return ppu::widest_vectors(ppu::this_cpu_vector_features()) >= ppu::VectorWidth::Avx2;
 }
 
 // Sets PPU_ONEDNN and OPENBLAS_CORETYPE from PPU_TEST_KERNELS; re-executes when the latter changed.

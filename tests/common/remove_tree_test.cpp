@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path scratch() {
-  const auto dir = fs::temp_directory_path() / ("ppu-remove-tree-" + std::to_string(std::random_device{}()));
+  auto dir = fs::temp_directory_path() / ("ppu-remove-tree-" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
   return dir;
 }

@@ -95,7 +95,7 @@ TEST(Config, EveryChoiceParsesOnceAndRejectsOtherNamesListingTheAllowedOnes) {
     for (const auto& name : names) {
       auto overrides = base;
       overrides.push_back(key + "=" + name);
-      if (key == "slicing.jacobian" || key == "slicing.mode") overrides.push_back("method=ppu");
+      if (key == "slicing.jacobian" || key == "slicing.mode") overrides.emplace_back("method=ppu");
       const Config c = parse_config("", overrides);
       const auto yaml = YAML::Load(to_yaml(c));
       const auto dot = key.find('.');

@@ -79,7 +79,7 @@ TEST(CostModel, MixedPrecisionMemoryAndWhereTheOuterStateIsCounted) {
     ASSERT_EQ(c.train.dtype, Dtype::Bf16) << name;
     const auto r = plan_report(c);
     const double total = r["total_params"].get<double>(), trainable = r["trainable_params"].get<double>();
-    const auto dev = r["memory_bytes"], host = r["runtime_memory_bytes"];
+    const auto &dev = r["memory_bytes"], &host = r["runtime_memory_bytes"];
     EXPECT_DOUBLE_EQ(dev["weights"].get<double>(), 2 * total + 4 * trainable) << name;
     EXPECT_DOUBLE_EQ(dev["gradients"].get<double>(), 2 * trainable) << name;
     EXPECT_DOUBLE_EQ(dev["inner_optimizer"].get<double>(), 8 * trainable) << name;

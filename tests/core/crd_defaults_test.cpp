@@ -40,7 +40,7 @@ YAML::Node lookup(const YAML::Node& root, const std::string& dotted) {
   std::stringstream ss(dotted);
   std::string part;
   while (std::getline(ss, part, '.')) {
-    if (!node.IsMap() || !node[part]) return YAML::Node();
+    if (!node.IsMap() || !node[part]) return {};
     node = node[part];
   }
   return node;
@@ -151,7 +151,7 @@ TEST(CrdDefaults, CelPresetTablesAreTheRuntimePresets) {
   const std::regex entry(R"('([\w-]+)': (\d+))");
   std::set<std::string> fields_checked;
   for (const auto& rule : spec["x-kubernetes-validations"]) {
-    const std::string text = rule["rule"].as<std::string>();
+    const auto text = rule["rule"].as<std::string>();
     for (std::sregex_iterator t(text.begin(), text.end(), table), end; t != end; ++t) {
       const std::string field = (*t)[1];
       const std::string body = (*t)[2];

@@ -84,7 +84,7 @@ TEST(SlicePlan, TrainableCountFollowsTheFormula) {
 
 TEST(SlicePlan, RejectsInvalidCombinationsNamingValues) {
   try {
-    SlicePlan(tiny(), SliceMode::Mlp, 6, 4, 0);
+    [[maybe_unused]] const SlicePlan refused(tiny(), SliceMode::Mlp, 6, 4, 0);
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("K=6"), std::string::npos);

@@ -123,7 +123,7 @@ TEST(RankLoader, ContiguousBatchesStayInsideTheRankRegion) {
       ASSERT_EQ(b.seq_len, seq);
       ASSERT_EQ(b.tokens.size(), static_cast<size_t>(batch * (seq + 1)));
       for (int r = 0; r < batch; ++r) {
-        const int32_t* row = &b.tokens[r * (seq + 1)];
+        const int32_t* row = &b.tokens[static_cast<size_t>(r) * (seq + 1)];
         ASSERT_GE(static_cast<uint64_t>(row[0]), loader.region_begin());
         ASSERT_LE(static_cast<uint64_t>(row[seq]), loader.region_end() - 1);
         for (int j = 1; j <= seq; ++j) ASSERT_EQ(row[j], row[0] + j);  // contiguous window
@@ -143,6 +143,7 @@ TEST(RankLoader, SeekResumesExactly) {
   for (const auto sampling : {RankSampling::Iid, RankSampling::Contiguous}) {
     RankLoader uninterrupted(ds, 1, 3, 42, 4, 16, sampling);
     std::vector<TokenBatch> reference;
+    reference.reserve(20);
     for (int i = 0; i < 20; ++i) reference.push_back(uninterrupted.next());
     EXPECT_EQ(uninterrupted.position(), 20u);
 
@@ -193,7 +194,7 @@ TEST(TokenDataset, EvalBatchesAreFixedNonOverlappingWindows) {
     const TokenBatch b = ds.eval_batch(i, 4, seq, 25);
     EXPECT_EQ(b.tokens, ds.eval_batch(i, 4, seq, 25).tokens);
     for (int r = 0; r < 4; ++r) {
-      const int32_t start = b.tokens[r * 10];
+      const int32_t start = b.tokens[static_cast<size_t>(r) * 10];
       EXPECT_EQ(start % 10, 0);
       starts.insert(start);
     }
@@ -215,7 +216,7 @@ TEST(TokenDataset, EvalWindowsAreSpreadEvenlyOverTheWholeValSplit) {
   std::vector<int32_t> starts;
   for (uint64_t i = 0; i < batches; ++i) {
     const TokenBatch b = ds.eval_batch(i, batch, seq, batches);
-    for (int r = 0; r < batch; ++r) starts.push_back(b.tokens[r * 10]);
+    for (int r = 0; r < batch; ++r) starts.push_back(b.tokens[static_cast<size_t>(r) * 10]);
   }
   ASSERT_EQ(starts.size(), 32u);
   EXPECT_EQ(starts.front(), 0);

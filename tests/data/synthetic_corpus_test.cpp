@@ -30,7 +30,7 @@ double conditional_entropy(const std::vector<int32_t>& x, uint32_t vocab, uint32
     for (uint32_t j = ctx_len; j > 0; --j) c = c * vocab + x[t - j];
     ++counts[c * vocab + x[t]];
   }
-  const double n = static_cast<double>(x.size() - ctx_len);
+  const auto n = static_cast<double>(x.size() - ctx_len);
   double h = 0.0;
   for (uint64_t c = 0; c < contexts; ++c) {
     const uint32_t* row = &counts[c * vocab];

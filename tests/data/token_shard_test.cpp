@@ -42,7 +42,7 @@ TEST(TokenShard, RoundTripUint16) {
   ScratchDir dir;
   const auto tokens = ramp(10001, 65536);
   write_token_shard(dir.file("a.bin"), tokens, 65536);
-  EXPECT_EQ(std::filesystem::file_size(dir.file("a.bin")), kTokenShardHeaderBytes + 2 * 10001);
+  EXPECT_EQ(std::filesystem::file_size(dir.file("a.bin")), kTokenShardHeaderBytes + 2 * uint64_t{10001});
   const TokenShard s = read_token_shard(dir.file("a.bin"));
   EXPECT_EQ(s.vocab, 65536u);
   EXPECT_EQ(s.tokens, tokens);
@@ -52,7 +52,7 @@ TEST(TokenShard, RoundTripUint32) {
   ScratchDir dir;
   const auto tokens = ramp(777, 100000);
   write_token_shard(dir.file("a.bin"), tokens, 100000);
-  EXPECT_EQ(std::filesystem::file_size(dir.file("a.bin")), kTokenShardHeaderBytes + 4 * 777);
+  EXPECT_EQ(std::filesystem::file_size(dir.file("a.bin")), kTokenShardHeaderBytes + 4 * uint64_t{777});
   EXPECT_EQ(read_token_shard(dir.file("a.bin")).tokens, tokens);
 }
 

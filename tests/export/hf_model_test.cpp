@@ -91,13 +91,13 @@ TEST_P(HfModel, GptNeoxForwardOnTheExportEqualsTheTrainersLoss) {
   ASSERT_EQ(by_name.size(), exported.size()) << "duplicate tensor names";
   ASSERT_EQ(exported.size(), 1 + 10 * static_cast<size_t>(spec.layers) + 2);
   EXPECT_EQ(by_name.at("gpt_neox.layers.1.attention.query_key_value.weight").sizes(),
-            c10::IntArrayRef({3 * spec.d_model, spec.d_model}));
+            c10::IntArrayRef({int64_t{3} * spec.d_model, spec.d_model}));
   EXPECT_TRUE(by_name.at("gpt_neox.layers.0.mlp.dense_h_to_4h.bias").eq(0).all().item<bool>());
 
   torch::manual_seed(3);
   const auto tokens = torch::randint(spec.vocab, {3, spec.seq_len + 1}, torch::kLong);
   const Transformer ours(spec, params);
-  const double want = ours.loss(tokens).item<double>();
+  const auto want = ours.loss(tokens).item<double>();
   const double got = gpt_neox_loss(spec, by_name, tokens);
   // Two fp32 implementations of one function: summation order only (a few ulps of a loss ~4).
   EXPECT_NEAR(got, want, 1e-5) << "the GPT-NeoX forward on the export differs from the trainer's model";
@@ -118,9 +118,9 @@ TEST(HfModelFuseQkv, RowsArePerHeadQueryKeyValue) {
   const auto wk = wq + 100, wv = wq + 200;
   const auto fused = fuse_qkv(wq, wk, wv, heads);
   // Head 1's rows: q rows 3..5, then k rows 3..5, then v rows 3..5.
-  EXPECT_TRUE(fused.narrow(0, 3 * hd, hd).equal(wq.narrow(0, hd, hd)));
-  EXPECT_TRUE(fused.narrow(0, 4 * hd, hd).equal(wk.narrow(0, hd, hd)));
-  EXPECT_TRUE(fused.narrow(0, 5 * hd, hd).equal(wv.narrow(0, hd, hd)));
+  EXPECT_TRUE(fused.narrow(0, int64_t{3} * hd, hd).equal(wq.narrow(0, hd, hd)));
+  EXPECT_TRUE(fused.narrow(0, int64_t{4} * hd, hd).equal(wk.narrow(0, hd, hd)));
+  EXPECT_TRUE(fused.narrow(0, int64_t{5} * hd, hd).equal(wv.narrow(0, hd, hd)));
   EXPECT_TRUE(fused.narrow(0, hd, hd).equal(wk.narrow(0, 0, hd)));
 }
 

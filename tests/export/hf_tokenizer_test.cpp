@@ -79,7 +79,7 @@ std::string write_model(const TestModel& m, const std::string& name) {
     denorm.AddLengthDelimited(2, m.denorm_charsmap);
     model.AddLengthDelimited(5, serialize(denorm));
   }
-  const std::string path = (std::filesystem::temp_directory_path() / ("hf_tokenizer_test_" + name + ".model")).string();
+  std::string path = (std::filesystem::temp_directory_path() / ("hf_tokenizer_test_" + name + ".model")).string();
   std::ofstream(path, std::ios::binary) << serialize(model);
   return path;
 }
@@ -181,7 +181,7 @@ TEST(HfTokenizer, RefusesWhatItCannotExpressNamingTheSetting) {
   m.denorm_charsmap = "not looked at";
   expect(m, "denormalizer", "denormalizer_spec");
   m = {};
-  m.normal.push_back({"ba", -6});  // the score of "▁ab"
+  m.normal.emplace_back("ba", -6);  // the score of "▁ab"
   expect(m, "tie", "share the score");
   m = {};
   m.drop_byte_0x41 = true;

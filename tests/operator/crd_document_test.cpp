@@ -145,7 +145,7 @@ TEST(CrdDocument, CelPresetMapsAreTheRuntimePresetsAndModesItsChoices) {
   const auto modes = choice_names<SliceMode>();
   std::set<std::string> fields;
   for (const auto& rule : spec_schema()["x-kubernetes-validations"]) {
-    const std::string text = rule["rule"].as<std::string>();
+    const auto text = rule["rule"].as<std::string>();
     for (std::sregex_iterator t(text.begin(), text.end(), table), end; t != end; ++t) {
       const std::string field = (*t)[1], body = (*t)[2];
       fields.insert(field);
@@ -176,7 +176,7 @@ TEST(CrdDocument, CelDivisibilityRulesNameTheModesTheRanksCheck) {
   const std::regex quoted(R"('([^']+)')");
   std::map<std::string, std::set<std::string>> listed;  // what must divide -> the modes listed
   for (const auto& rule : spec_schema()["x-kubernetes-validations"]) {
-    const std::string text = rule["rule"].as<std::string>();
+    const auto text = rule["rule"].as<std::string>();
     std::smatch m;
     if (!std::regex_search(text, m, list)) continue;
     const std::string body = m[2], names = m[1];
@@ -237,7 +237,7 @@ TEST(CrdDocument, PrinterColumnsShowStatusFieldsWithTheirTypes) {
   const YAML::Node columns = crd::crd_document()["spec"]["versions"][0]["additionalPrinterColumns"];
   int status_columns = 0;
   for (const auto& c : columns) {
-    const std::string path = c["jsonPath"].as<std::string>();
+    const auto path = c["jsonPath"].as<std::string>();
     if (path.rfind(".status.", 0) != 0) continue;
     ++status_columns;
     YAML::Node field;

@@ -38,31 +38,32 @@ void expect_same(const YAML::Node& a, const YAML::Node& b, const std::string& pa
 
 TEST(CrdYaml, TrickyStringsLoadBackAsThemselves) {
   YAML::Node doc(YAML::NodeType::Map);
-  const std::string words[] = {"True",
-                               "no",
-                               "~",
-                               "null",
-                               "1",
-                               "1.5",
-                               "0x1f",
-                               ".inf",
-                               "-x",
-                               "a: b",
-                               "a #b",
-                               "",
-                               "x,y",
-                               "[z]",
-                               "it's",
-                               "say \"hi\"",
-                               "back\\slash",
-                               "tab\there",
-                               "ünïcode",
-                               "=",
-                               "line one\n  indented two\nthree",
-                               "ends in space ",
-                               std::string(300, 'w'),
-                               "a long sentence of many words that goes on, and on, well past the width of any "
-                               "line the writer allows, so that it has to be folded: twice, maybe three times over"};
+  const std::string words[] = {
+      "True",
+      "no",
+      "~",
+      "null",
+      "1",
+      "1.5",
+      "0x1f",
+      ".inf",
+      "-x",
+      "a: b",
+      "a #b",
+      "",
+      "x,y",
+      "[z]",
+      "it's",
+      "say \"hi\"",
+      "back\\slash",
+      "tab\there",
+      "ünïcode",
+      "=",
+      "line one\n  indented two\nthree",
+      "ends in space ",
+      std::string(300, 'w'),
+      std::string("a long sentence of many words that goes on, and on, well past the width of any ") +
+          "line the writer allows, so that it has to be folded: twice, maybe three times over"};
   int i = 0;
   for (const auto& w : words) {
     doc["k" + std::to_string(i)] = str(w);

@@ -41,7 +41,7 @@ TEST(Flags, TheChartsDefaultsAreTheOperatorsOwn) {
 }
 
 TEST(Flags, ErrorsNameTheFlag) {
-  auto message = [](std::vector<std::string> args) {
+  auto message = [](const std::vector<std::string>& args) {
     try {
       parse_flags(args);
     } catch (const FlagError& e) {

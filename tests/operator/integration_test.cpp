@@ -196,7 +196,7 @@ class OperatorIT : public ::testing::Test {
     json st = job(name).value("status", json::object());
     for (const auto& c : st.value("conditions", json::array()))
       if (c.value("type", "") == "Exported") return c;
-    return json();
+    return {};
   }
 
   // The message of the (last listed) event with `reason`, "" if none.

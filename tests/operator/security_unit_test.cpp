@@ -174,7 +174,7 @@ TEST(Security, RefusalBecomesConditionReasonAndOneWarningEvent) {
 
   // A different refusal (the cause changed) is reported once more.
   in.refusal->reason = "PodSecurity";
-  in.refusal->message = "pods \"demo-rank-0\" is forbidden: violates PodSecurity \"restricted:latest\": ...";
+  in.refusal->message = R"(pods "demo-rank-0" is forbidden: violates PodSecurity "restricted:latest": ...)";
   Decision other = reconcile(in);
   EXPECT_EQ(count_events(other, kRefusedCondition), 1);
   ASSERT_TRUE(new_status(other));
@@ -257,7 +257,7 @@ TEST(Security, FlagsForMetricsAuthAndNetworkPolicy) {
   EXPECT_EQ(f.metrics_auth, "token");
   EXPECT_FALSE(f.network_policy);
   EXPECT_EQ(f.metrics_namespaces, (std::vector<std::string>{"ppu-system", "monitoring"}));
-  auto error_of = [](std::vector<std::string> a) {
+  auto error_of = [](const std::vector<std::string>& a) {
     try {
       parse_flags(a);
     } catch (const FlagError& e) {

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -41,7 +42,7 @@ inline json make_job(const std::string& name = "demo", int replicas = 4, json st
                 {"image", "ppu:test"},
                 {"training", {{"model", {{"preset", "tiny"}}}, {"slicing", {{"mode", "mlp"}, {"slices", 2}}}}},
                 {"runPolicy", {{"backoffLimit", 2}, {"cleanPodPolicy", "Running"}}}}}};
-  if (!status.empty()) job["status"] = status;
+  if (!status.empty()) job["status"] = std::move(status);
   return job;
 }
 
@@ -68,6 +69,7 @@ inline json with_exit(json pod, int code, const std::string& message) {
 
 inline std::vector<json> gang(const json& job, int k, const std::string& phase) {
   std::vector<json> pods;
+  pods.reserve(k);
   for (int r = 0; r < k; ++r) pods.push_back(make_pod(job, r, phase));
   return pods;
 }

@@ -13,18 +13,18 @@ struct CoreWidth {
 
 // OpenBLAS 0.3.21's x86-64 DYNAMIC_ARCH names with AVX2 kernels or wider (later versions add to
 // the list; every other name runs older kernels).
-constexpr std::array<CoreWidth, 5> kWideCores{{{"SkylakeX", VectorWidth::kAvx512},
-                                               {"Cooperlake", VectorWidth::kAvx512},
-                                               {"SapphireRapids", VectorWidth::kAvx512},
-                                               {"Haswell", VectorWidth::kAvx2},
-                                               {"Zen", VectorWidth::kAvx2}}};
+constexpr std::array<CoreWidth, 5> kWideCores{{{"SkylakeX", VectorWidth::Avx512},
+                                               {"Cooperlake", VectorWidth::Avx512},
+                                               {"SapphireRapids", VectorWidth::Avx512},
+                                               {"Haswell", VectorWidth::Avx2},
+                                               {"Zen", VectorWidth::Avx2}}};
 
 // The widest core this CPU executes, "" when it has neither AVX2 + FMA nor AVX-512.
 std::string widest_core(const CpuVectorFeatures& cpu) {
   switch (widest_vectors(cpu)) {
-    case VectorWidth::kAvx512: return cpu.avx512_bf16 ? "Cooperlake" : "SkylakeX";
-    case VectorWidth::kAvx2: return "Haswell";
-    case VectorWidth::kOlder: break;
+    case VectorWidth::Avx512: return cpu.avx512_bf16 ? "Cooperlake" : "SkylakeX";
+    case VectorWidth::Avx2: return "Haswell";
+    case VectorWidth::Older: break;
   }
   return "";
 }
@@ -44,22 +44,22 @@ CpuVectorFeatures this_cpu_vector_features() {
 }
 
 VectorWidth widest_vectors(const CpuVectorFeatures& cpu) {
-  if (cpu.avx512_core && cpu.avx2 && cpu.fma) return VectorWidth::kAvx512;
-  if (cpu.avx2 && cpu.fma) return VectorWidth::kAvx2;
-  return VectorWidth::kOlder;
+  if (cpu.avx512_core && cpu.avx2 && cpu.fma) return VectorWidth::Avx512;
+  if (cpu.avx2 && cpu.fma) return VectorWidth::Avx2;
+  return VectorWidth::Older;
 }
 
 VectorWidth kernel_width(std::string_view openblas_core) {
   for (const auto& known : kWideCores)
     if (known.core == openblas_core) return known.width;
-  return VectorWidth::kOlder;
+  return VectorWidth::Older;
 }
 
 const char* vector_width_name(VectorWidth width) {
   switch (width) {
-    case VectorWidth::kAvx512: return "avx512";
-    case VectorWidth::kAvx2: return "avx2";
-    case VectorWidth::kOlder: break;
+    case VectorWidth::Avx512: return "avx512";
+    case VectorWidth::Avx2: return "avx2";
+    case VectorWidth::Older: break;
   }
   return "older";
 }

@@ -24,11 +24,11 @@ struct CpuVectorFeatures {
   bool avx512_bf16 = false;
 };
 
-enum class VectorWidth { kOlder = 0, kAvx2 = 1, kAvx512 = 2 };
+enum class VectorWidth { Older = 0, Avx2 = 1, Avx512 = 2 };
 
 CpuVectorFeatures this_cpu_vector_features();
 VectorWidth widest_vectors(const CpuVectorFeatures& cpu);
-VectorWidth kernel_width(std::string_view openblas_core);  // kOlder for a name it does not know
+VectorWidth kernel_width(std::string_view openblas_core);  // Older for a name it does not know
 const char* vector_width_name(VectorWidth width);          // "avx512", "avx2", "older"
 
 struct BlasCoreDecision {

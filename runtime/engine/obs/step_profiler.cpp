@@ -32,9 +32,11 @@ void write_operator_trace(const profiler::ProfilerResult& result, const std::str
   auto events = nlohmann::json::array();
   for (const auto& e : result.events()) {
 #if TORCH_VERSION_MAJOR >= 2
-    const double ts = static_cast<double>(e.startNs()) / 1e3, dur = static_cast<double>(e.durationNs()) / 1e3;
+    const double ts = static_cast<double>(e.startNs()) / 1e3;
+    const double dur = static_cast<double>(e.durationNs()) / 1e3;
 #else
-    const double ts = static_cast<double>(e.startUs()), dur = static_cast<double>(e.durationUs());
+    const auto ts = static_cast<double>(e.startUs());
+    const auto dur = static_cast<double>(e.durationUs());
 #endif
     events.push_back({{"ph", "X"},
                       {"cat", e.deviceType() == c10::DeviceType::CPU ? "cpu_op" : "kernel"},

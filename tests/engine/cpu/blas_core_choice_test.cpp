@@ -15,19 +15,19 @@ CpuVectorFeatures avx512() { return {true, true, true, false}; }
 CpuVectorFeatures avx512_bf16() { return {true, true, true, true}; }
 
 TEST(BlasCoreChoice, WidestVectorsNeedEveryFeatureOfTheirKernels) {
-  EXPECT_EQ(widest_vectors(older()), VectorWidth::kOlder);
-  EXPECT_EQ(widest_vectors({true, false, false, false}), VectorWidth::kOlder);  // AVX2 without FMA
-  EXPECT_EQ(widest_vectors(avx2()), VectorWidth::kAvx2);
-  EXPECT_EQ(widest_vectors(avx512()), VectorWidth::kAvx512);
-  EXPECT_EQ(widest_vectors(avx512_bf16()), VectorWidth::kAvx512);
+  EXPECT_EQ(widest_vectors(older()), VectorWidth::Older);
+  EXPECT_EQ(widest_vectors({true, false, false, false}), VectorWidth::Older);  // AVX2 without FMA
+  EXPECT_EQ(widest_vectors(avx2()), VectorWidth::Avx2);
+  EXPECT_EQ(widest_vectors(avx512()), VectorWidth::Avx512);
+  EXPECT_EQ(widest_vectors(avx512_bf16()), VectorWidth::Avx512);
 }
 
 TEST(BlasCoreChoice, KernelWidthOfOpenBlasCores) {
   for (const char* core : {"SkylakeX", "Cooperlake", "SapphireRapids"})
-    EXPECT_EQ(kernel_width(core), VectorWidth::kAvx512) << core;
-  for (const char* core : {"Haswell", "Zen"}) EXPECT_EQ(kernel_width(core), VectorWidth::kAvx2) << core;
+    EXPECT_EQ(kernel_width(core), VectorWidth::Avx512) << core;
+  for (const char* core : {"Haswell", "Zen"}) EXPECT_EQ(kernel_width(core), VectorWidth::Avx2) << core;
   for (const char* core : {"Prescott", "Core2", "Nehalem", "Sandybridge", "Bulldozer", "Excavator", "", "NoSuchCore"})
-    EXPECT_EQ(kernel_width(core), VectorWidth::kOlder) << core;
+    EXPECT_EQ(kernel_width(core), VectorWidth::Older) << core;
 }
 
 struct Case {

@@ -23,8 +23,8 @@ class FakeKube : public KubeApi {
  public:
   Response get(ResourceKind kind, const std::string& ns, const std::string& name) override;
   Response list_all(ResourceKind kind, const std::string& ns, const ListOptions& o = {}) override;
-  Response create(ResourceKind kind, const std::string& ns, const json& obj) override;
-  Response replace(ResourceKind kind, const std::string& ns, const std::string& name, const json& obj,
+  Response create(ResourceKind kind, const std::string& ns, const json& in) override;
+  Response replace(ResourceKind kind, const std::string& ns, const std::string& name, const json& in,
                    const std::string& subresource = "") override;
   Response merge_patch(ResourceKind kind, const std::string& ns, const std::string& name, const json& patch,
                        const std::string& subresource = "") override;

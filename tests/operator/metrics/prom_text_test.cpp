@@ -9,7 +9,7 @@
 namespace ppu::op {
 namespace {
 
-const char* kRank0 = R"(# HELP ppu_state_bytes training state
+const char* const kRank0 = R"(# HELP ppu_state_bytes training state
 # TYPE ppu_state_bytes gauge
 ppu_state_bytes{component="weights",rank="0",run_id="r",method="ppu"} 1000
 ppu_state_bytes{component="gradients",rank="0",run_id="r",method="ppu"} 250
@@ -26,7 +26,7 @@ ppu_steps_target{rank="0"} 1000
 ppu_remaining_seconds{rank="0"} 40
 )";
 
-const char* kRank1 = R"(ppu_state_bytes{component="weights",rank="1"} 1000
+const char* const kRank1 = R"(ppu_state_bytes{component="weights",rank="1"} 1000
 ppu_flops_executed_total{rank="1"} 6e9
 ppu_flops_full_backward_total{rank="1"} 8e9
 ppu_eval_perplexity{rank="1"} 14

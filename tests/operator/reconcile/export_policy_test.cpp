@@ -55,6 +55,7 @@ json succeeded_status(int64_t completed_ago = 10) {
 Observed observe(json status, const std::string& rank_state = "Succeeded", json spec_export = json::object()) {
   json job = with_export(make_job("demo", 2, std::move(status)), std::move(spec_export));
   std::vector<json> pods;
+  pods.reserve(2);
   for (int r = 0; r < 2; ++r)
     pods.push_back(rank_state == "Succeeded" ? with_exit(make_pod(job, r, "Running"), 0, rank_result())
                                              : make_pod(job, r, rank_state));
@@ -445,7 +446,7 @@ TEST(ExportJob, NetworkPolicyAdmitsNothingAndOnlyTheExportPodIsItsOwn) {
 }
 
 TEST(ExportJob, CheckpointVolumesThatOutliveThePods) {
-  auto persists = [](json checkpoint) {
+  auto persists = [](const json& checkpoint) {
     json job = make_job("demo", 2);
     if (!checkpoint.is_null()) job["spec"]["checkpoint"] = checkpoint;
     return checkpoint_volume_persists(parse_job(job));

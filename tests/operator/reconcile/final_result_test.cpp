@@ -71,7 +71,7 @@ TEST(RunResult, RoundTripsCompactAndRejectsAnythingElse) {
   v2.replace(v2.find("\"ppu_result\":1"), 14, "\"ppu_result\":2");
   EXPECT_FALSE(parse_run_result(v2));
   std::string typed = msg;
-  typed.replace(typed.find("\"round\":20"), 10, "\"round\":\"20\"");
+  typed.replace(typed.find(R"("round":20)"), 10, R"("round":"20")");
   EXPECT_FALSE(parse_run_result(typed));
   RunResult huge = r;
   huge.checksum = std::string(2000, 'a');

@@ -24,7 +24,7 @@ using testing::new_status;
 using testing::observed;
 using testing::with_exit;
 
-json round_trip(const json& j) { return json(j.get<PPUJobStatus>()); }
+json round_trip(const json& j) { return j.get<PPUJobStatus>(); }
 
 using testing::sample_of;
 
