@@ -14,6 +14,7 @@
 # Prints the build time and the image size, and "PASS buildkit-image" last. Needs root.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/lib.sh"
 VARIANT=cpu
 EXTRA=()
 while (($#)); do
@@ -80,16 +81,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Rlimits within the caller's hard limits (root cannot raise them in some VMs).
-lim() {
-  local h
-  h="$(ulimit -H "$1")"
-  [[ "$h" == unlimited ]] && h="$2"
-  ((h > $2)) && h="$2"
-  echo "$h"
-}
-NOFILE="$(lim -n 16384)"
-NPROC="$(lim -u 16384)"
+NOFILE="$(ppu_rlimit -n 16384)"
+NPROC="$(ppu_rlimit -u 16384)"
 log "dockerd $(/usr/sbin/dockerd --version | awk '{print $3}' | tr -d ,) in $STATE (no bridge, no iptables)"
 /usr/sbin/dockerd --host "$SOCK" --data-root "$STATE/data" --exec-root "$STATE/exec" \
   --pidfile "$STATE/run/docker.pid" --bridge=none --iptables=false --ip6tables=false --ip-forward=false \

@@ -14,6 +14,7 @@
 # Prints the image name on its last line.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/lib.sh"
 TAG=localhost/ppu:dev
 VARIANT=cpu
 SAVE=""
@@ -56,16 +57,8 @@ command -v podman >/dev/null || {
   exit 1
 }
 
-# A value for each rlimit that root can certainly set: at most the current hard limit.
-lim() {
-  local h
-  h="$(ulimit -H "$1")"
-  [[ "$h" == unlimited ]] && h="$2"
-  ((h > $2)) && h="$2"
-  echo "$h"
-}
-NOFILE="$(lim -n 16384)"
-NPROC="$(lim -u 16384)"
+NOFILE="$(ppu_rlimit -n 16384)"
+NPROC="$(ppu_rlimit -u 16384)"
 
 BASE="$("$ROOT/scripts/build-base-image.sh" | tail -1)"
 start=$(date +%s)

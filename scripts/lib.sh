@@ -2,7 +2,9 @@
 # Helpers shared by the scripts that build or install a pinned tool once into a cache dir
 # (go-toolchain.sh, build-helm.sh, build-kube-tools.sh, build-cluster-tools.sh, build-shfmt.sh,
 # build-base-image.sh, install-checkov.sh, install-ruff.sh, install-hf-venv.sh) and by
-# cluster.sh deps. install-deps.sh stays self-contained (the Dockerfile copies it alone). Not the
+# cluster.sh deps, and the facts about this host that the image and cluster scripts share (which
+# rlimits root may give a container, where the cgroup v1 hierarchies are mounted).
+# install-deps.sh stays self-contained (the Dockerfile copies it alone). Not the
 # packaging tests' helpers: those are tests/packaging/lib.sh.
 #
 # Contract: source it after `set -euo pipefail`; sourcing defines the two variables and the
@@ -22,6 +24,8 @@
 #   ppu_kube_ldflags VERSION
 #   ppu_venv_install NAME DIR PYTHON [VENV_FLAGS]... -- PIP_INSTALL_ARGS...
 #   ppu_apt_install NAME PACKAGE...
+#   ppu_rlimit FLAG CAP
+#   ppu_cgroup_roots [CONTROLLER]
 
 PPU_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck disable=SC2034 # used by the scripts that source this file
@@ -171,4 +175,20 @@ ppu_apt_install() {
   echo "$name: installing ${missing[*]}" >&2
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# ppu_rlimit FLAG CAP: a value for `ulimit FLAG` (-n, -u) that root can certainly give a container
+# or daemon: this shell's hard limit, at most CAP (some VMs forbid raising it, even to root).
+ppu_rlimit() {
+  local h
+  h="$(ulimit -H "$1")"
+  [[ "$h" == unlimited ]] && h="$2"
+  ((h > $2)) && h="$2"
+  echo "$h"
+}
+
+# ppu_cgroup_roots [CONTROLLER]: where the cgroup v1 hierarchies are mounted, one per line; with
+# CONTROLLER, only the one that has it (cpu, memory, ...).
+ppu_cgroup_roots() {
+  awk -v c="${1:-}" '$3 == "cgroup" && (c == "" || $4 ~ "(^|,)" c "(,|$)") {print $2}' /proc/mounts
 }

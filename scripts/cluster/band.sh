@@ -26,6 +26,7 @@
 # environment (no OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY or PPU_ONEDNN pin leaks in from the
 # caller's), so they take the pods' kernel path and step 6 can compare bits; and the cluster label
 # needs no build of the tree besides the image's (scripts/test.sh -L cluster only configures it).
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh" # ppu_rlimit, ppu_cgroup_roots
 BAND_PIDS=()
 BAND_NAMES=()
 # The cpu cgroup (v1, as the cluster's: scripts/cluster/common.sh) the containers run under.
@@ -38,15 +39,14 @@ BAND_SHARES=128
 in_image() {
   local dir="$1" nofile cpu
   shift
-  cpu="$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ {print $2; exit}' /proc/mounts)"
+  cpu="$(ppu_cgroup_roots cpu | head -1)"
   [[ -n "$cpu" ]] || {
     echo "band: no cgroup v1 cpu hierarchy mounted (the local cluster needs one too)" >&2
     return 1
   }
   mkdir -p "$cpu$BAND_CGROUP"
   echo "$BAND_SHARES" >"$cpu$BAND_CGROUP/cpu.shares"
-  nofile="$(ulimit -Hn)"
-  [[ "$nofile" == unlimited || "$nofile" -gt 16384 ]] && nofile=16384
+  nofile="$(ppu_rlimit -n 16384)"
   chown -R "$(podman image inspect --format '{{.Config.User}}' "$IMAGE")" "$dir"
   podman run --rm --pull=never --network=none --cgroup-parent="$BAND_CGROUP" ${PPU_BAND_NAME:+--name "$PPU_BAND_NAME"} \
     --ulimit "nofile=$nofile:$nofile" --ulimit nproc=4096:4096 -v "$dir:$dir" "$IMAGE" "$@"
@@ -91,7 +91,7 @@ band_stop() {
   # The band's cgroup in every hierarchy (podman made it there, conmon's child below it), once empty.
   while read -r p; do
     rmdir "$p$BAND_CGROUP/conmon" "$p$BAND_CGROUP" 2>/dev/null || true
-  done < <(awk '$3 == "cgroup" {print $2}' /proc/mounts)
+  done < <(ppu_cgroup_roots)
 }
 
 band_of() {

@@ -6,7 +6,8 @@
 # until a daemon answers; kubectl as the cluster admin inside the namespace.
 # Which node: node 1 (the control plane's) by default; with NSDIR=$DIR/node-K and
 # CG_SUB=/node-K set, holder, in_ns, in_netns and spawn act on node K's namespaces and cgroup.
-# Sourced by cluster.sh after it set DIR, SYS_PATH and the addresses; defines functions only.
+# Sourced by cluster.sh after it set DIR, SYS_PATH and the addresses, and after scripts/lib.sh
+# (ppu_cgroup_roots); defines functions only.
 
 log() { echo "cluster: $*" >&2; }
 die() {
@@ -14,9 +15,6 @@ die() {
   exit 1
 }
 
-cg_hierarchies() { # every mounted cgroup v1 hierarchy root
-  awk '$3=="cgroup" {print $2}' /proc/mounts
-}
 cg_root() { # the cluster's cgroup path, relative to each hierarchy root
   if [[ -f "$DIR/cgroup" ]]; then
     cat "$DIR/cgroup"
@@ -29,7 +27,7 @@ cg_root() { # the cluster's cgroup path, relative to each hierarchy root
 }
 cg_pids() { # every process in the cluster's cgroup subtree (any hierarchy)
   local cg="$1" h
-  for h in $(cg_hierarchies); do
+  for h in $(ppu_cgroup_roots); do
     [[ -d "$h$cg" ]] && find "$h$cg" -name cgroup.procs -exec cat {} + 2>/dev/null
   done | sort -un
 }
@@ -49,7 +47,7 @@ spawn() { # spawn NAME [--host] CMD...: a daemon in the cluster cgroup (and name
   local cg
   cg="$(cg_root)${CG_SUB:-}/system"
   (
-    for h in $(cg_hierarchies); do echo "$BASHPID" >"$h$cg/cgroup.procs"; done
+    for h in $(ppu_cgroup_roots); do echo "$BASHPID" >"$h$cg/cgroup.procs"; done
     if [[ $where == ns ]]; then
       exec nsenter -t "$(holder)" -n -m -- env -i PATH="$SYS_PATH" HOME=/root setsid "$@"
     else
@@ -81,7 +79,7 @@ node_ready() {                                                                  
 }
 cg_mkdir() { # cg_mkdir REL: the cgroup REL in every hierarchy, cpusets inherited level by level
   local h d rel parent
-  for h in $(cg_hierarchies); do
+  for h in $(ppu_cgroup_roots); do
     rel=""
     for d in $(tr '/' ' ' <<<"$1"); do
       parent="$h$rel"

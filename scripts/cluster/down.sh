@@ -48,7 +48,7 @@ cmd_down() {
   done
   [[ -z "$(cg_pids "$cg")" ]] || die "processes survive in cgroup $cg: $(cg_pids "$cg" | tr '\n' ' ')"
   local h
-  for h in $(cg_hierarchies); do
+  for h in $(ppu_cgroup_roots); do
     if [[ -d "$h$cg" ]]; then find "$h$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
     if [[ -d "$h$cg" ]]; then die "cannot remove cgroup $h$cg"; fi
   done

@@ -15,7 +15,7 @@ make_holder() {
   # (and recorded, for `down` to remove).
   : >"$DIR/created-cgroups"
   local h d rel
-  for h in $(cg_hierarchies); do
+  for h in $(ppu_cgroup_roots); do
     rel=""
     for d in $(tr '/' ' ' <<<"$cg/system"); do
       local parent="$h$rel"
@@ -56,7 +56,7 @@ echo \$\$ >"$DIR/holder.pid"
 exec sleep infinity
 EOF
   (
-    for h in $(cg_hierarchies); do echo "$BASHPID" >"$h$cg/system/cgroup.procs"; done
+    for h in $(ppu_cgroup_roots); do echo "$BASHPID" >"$h$cg/system/cgroup.procs"; done
     exec unshare --net --mount --propagation private setsid sh "$DIR/run/holder.sh"
   ) >>"$DIR/log/holder.log" 2>&1 </dev/null &
   local i
@@ -101,7 +101,7 @@ EOS
   local h1
   h1="$(cat "$DIR/holder.pid")"
   (
-    for h in $(cg_hierarchies); do echo "$BASHPID" >"$h$cg$NCG/system/cgroup.procs"; done
+    for h in $(ppu_cgroup_roots); do echo "$BASHPID" >"$h$cg$NCG/system/cgroup.procs"; done
     exec nsenter -t "$h1" -m -- unshare --net --mount --propagation private setsid sh "$NDIR/run/holder.sh"
   ) >>"$DIR/log/holder$NSFX.log" 2>&1 </dev/null &
   local i

@@ -11,6 +11,7 @@
 # Prints the build time and size (docs/DEPLOY.md records them). Needs root and podman.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$ROOT/scripts/lib.sh"
 IMAGE="${PPU_IMAGE:-localhost/ppu:dev}"
 MAX_MB="${PPU_IMAGE_MAX_MB:-900}"
 fail() {
@@ -27,14 +28,7 @@ user="$(podman image inspect --format '{{.Config.User}}' "$IMAGE")"
 [[ "$user" == 65532:65532 ]] || fail "image user is '$user', want 65532:65532"
 ok "image runs as $user by default"
 
-lim() {
-  local h
-  h="$(ulimit -H "$1")"
-  [[ "$h" == unlimited ]] && h="$2"
-  ((h > $2)) && h="$2"
-  echo "$h"
-}
-NOFILE="$(lim -n 16384)"
+NOFILE="$(ppu_rlimit -n 16384)"
 run() {
   podman run --rm --pull=never --network=none --read-only --tmpfs /tmp:rw,size=512m \
     --cap-drop=ALL --security-opt no-new-privileges --ulimit "nofile=$NOFILE:$NOFILE" --ulimit nproc=4096:4096 \
