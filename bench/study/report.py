@@ -855,7 +855,7 @@ def paired_plot(paired, analysis):
 
 def gap_points(paired, rows):
     """The 1/4-MLPs-minus-Streaming-DiLoCo comparisons, one per model size, that have an interval:
-    [(total parameters, name, comparison)], smallest model first. A comparison qualifies when the row
+    [(total parameters, name, comparison, tokens per run)], smallest model first. A comparison qualifies when the row
     is PPU with 1/4 of the MLPs (full Jacobian), its reference is Streaming DiLoCo of the same size, and
     both resolved the same optimiser settings."""
     found = {}
@@ -876,7 +876,7 @@ def gap_points(paired, rows):
             continue
         if r["total_params"] in found:
             die(f"two 1/4-MLPs comparisons at {r['total_params']:,} parameters: {found[r['total_params']][0]}, {name}")
-        found[r["total_params"]] = (name, p)
+        found[r["total_params"]] = (name, p, r["tokens"])
     return [(k, *found[k]) for k in sorted(found)]
 
 
@@ -886,23 +886,24 @@ def gap_plot(points, analysis, out):
     level = f"{100 * (1 - analysis['alpha'] / m):.4g} %"
     with open(os.path.join(out, "gap.dat"), "w") as f:
         f.write("# parameters mean ci_low ci_high (final eval loss, 1/4 MLPs − Streaming DiLoCo, nats) run\n")
-        f.writelines(f"{k} {p['mean']} {p['ci'][0]} {p['ci'][1]} {n}\n" for k, n, p in points)
+        f.writelines(f"{k} {p['mean']} {p['ci'][0]} {p['ci'][1]} {n}\n" for k, n, p, _ in points)
     with open(os.path.join(out, "gap-seeds.dat"), "w") as f:
         f.write("# parameters seed difference\n")
-        for k, _, p in points:
+        for k, _, p, _ in points:
             f.writelines(
                 f"{k * 1.035 ** (j + 1):.1f} {s} {d}\n"  # beside the bar, to its right
                 for j, (s, d) in enumerate(zip(p["seeds"], p["differences"], strict=True))
             )
-    ys = [0.0] + [y for _, _, p in points for y in p["ci"] + p["differences"]]
+    ys = [0.0] + [y for _, _, p, _ in points for y in p["ci"] + p["differences"]]
     lo, hi = min(ys), max(ys)
     pad = 0.12 * (hi - lo or 0.01)
-    ks = [k for k, _, _ in points]
+    ks = [k for k, _, _, _ in points]
     labels = [
         f"set label \"{n}\\n{verdict_lines(p)}\" at {k}, {p['ci'][1]:.5f} center offset 0, 2.2 font ',9'"
-        for k, n, p in points
+        for k, n, p, _ in points
     ]
-    tics = ", ".join(f"'{k:,}' {k}" for k in ks)
+    # Tokens grow with the model (a fixed number per parameter): the axis says both.
+    tics = ", ".join(f'"{k:,}\\n{t / 1e6:.2f} M tokens" {k}' for k, _, _, t in points)
     return "\n".join(
         [
             "set terminal pngcairo size 1000,700 font ',11' noenhanced",
@@ -912,7 +913,8 @@ def gap_plot(points, analysis, out):
                 f'\\nbar: mean and its {level} Bonferroni interval (family of m = {m}); small points: each seed"'
             ),
             f"set logscale x; set xrange [{min(ks) / 1.6:.0f}:{max(ks) * 1.6:.0f}]",
-            f"set xtics ({tics}); set mxtics default; set xlabel 'parameters of the model (log scale)'",
+            f"set xtics ({tics}); set mxtics default; set xlabel 'parameters of the model (log scale), and the tokens each run trained on' offset 0, -1",
+            "set bmargin 5",
             "set ylabel 'final eval loss, 1/4 MLPs − Streaming DiLoCo (nats)'",
             f"set yrange [{lo - pad:.5f}:{hi + 3 * pad:.5f}]",
             "set y2label 'perplexity ratio = exp(difference)'; set link y2 via exp(y) inverse log(y)",
@@ -923,7 +925,7 @@ def gap_plot(points, analysis, out):
             "  'gap-seeds.dat' using 1:3 with points pt 7 ps 1.1 lc rgb '#1f77b4' title 'one seed', \\",
             f"  'gap.dat' using 1:2:3:4 with yerrorbars pt 5 ps 1.8 lw 2.5 lc rgb '#d62728' title 'mean, {level} interval', \\",
             "  'gap.dat' using 1:2 with lines dt 2 lw 1.5 lc rgb '#d62728' notitle",
-            "unset logscale x; unset label; unset y2tics; unset y2label; unset link y2; set xtics autofreq",
+            "unset logscale x; unset label; unset y2tics; unset y2label; unset link y2; set xtics autofreq; set bmargin",
         ]
     )
 

@@ -210,6 +210,46 @@ check(
     f"vs= references: {report.comparisons(grid)}",
 )
 
+# gap_points: one 1/4-MLPs comparison per model size, with its tokens; 1/2 MLPs, another
+# reference method and other optimiser settings are left out.
+OPT = {"inner": {"lr": 0.003}, "outer": {"lr": 0.4}}
+
+
+def gap_row(method, params, tokens, mode="mlp", slices=4, opt=OPT):
+    sl = {"mode": mode, "slices": slices} if method == "ppu" else {}
+    return {"method": method, "slicing": sl, "total_params": params, "tokens": tokens, "optimizer_settings": opt}
+
+
+gap_rows = {
+    "sd-small": gap_row("streaming-diloco", 200, 3.2e6),
+    "q-small": gap_row("ppu", 200, 3.2e6),
+    "sd": gap_row("streaming-diloco", 600, 9.6e6),
+    "q": gap_row("ppu", 600, 9.6e6),
+    "half": gap_row("ppu", 600, 9.6e6, slices=2),
+    "q-other-opt": gap_row("ppu", 600, 9.6e6, opt={"inner": {"lr": 0.01}, "outer": {"lr": 0.4}}),
+    "ddp": gap_row("ddp", 600, 9.6e6),
+    "q-vs-ddp": gap_row("ppu", 601, 9.6e6),
+}
+comparison = {
+    "ci": [0.1, 0.3],
+    "family_size": 2,
+    "mean": 0.2,
+    "seeds": [0, 1],
+    "differences": [0.19, 0.21],
+    "verdict": "worse",
+}
+gap_paired = {
+    "q": comparison | {"reference": "sd"},
+    "q-small": comparison | {"reference": "sd-small"},
+    "half": comparison | {"reference": "sd"},
+    "q-other-opt": comparison | {"reference": "sd"},
+    "q-vs-ddp": comparison | {"reference": "ddp"},
+}
+points = report.gap_points(gap_paired, gap_rows)
+check([(k, n, t) for k, n, _, t in points] == [(200, "q-small", 3.2e6), (600, "q", 9.6e6)], f"gap points: {points}")
+script = report.gap_plot(points, {"alpha": 0.05}, tempfile.mkdtemp())
+check('"600\\n9.60 M tokens" 600' in script, "gap_vs_params.png's axis does not name each size's tokens")
+
 PATH_A = {"cpu_model": "CPU A", "openblas_core": "Haswell", "aten_capability": "avx2", "onednn": False}
 
 
