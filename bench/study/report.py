@@ -76,7 +76,9 @@ PPU_MLP_HEADS = ["ppu-mlp-heads-2", "ppu-mlp-heads-4", "ppu-mlp-heads-8"]
 # More tokens than the rest: a curve among the methods; its state is that of the row it extends.
 LONGER_OF = {"ppu-mlp-8-1.5x": "ppu-mlp-8"}
 LONGER = list(LONGER_OF)
-ABLATION_REFERENCES = ["ppu-mlp-4", "ppu-mlp-heads-4"]  # what the ablations change (ppu-wo-sliced: + heads)
+# What the ablations change: 1/4 MLPs (App. A.1, A.2, D; ppu-wo-sliced: 1/4 + heads), and
+# Streaming DiLoCo for the heads-only slicing (ppu-heads-4), which is paired with it.
+ABLATION_REFERENCES = ["streaming-diloco", "ppu-mlp-4", "ppu-mlp-heads-4"]
 STYLE = {  # colour, point type; the same in every plot
     "ddp": ("#000000", 1),
     "diloco": ("#1f77b4", 2),
@@ -93,6 +95,7 @@ STYLE = {  # colour, point type; the same in every plot
     "ppu-horizontal": ("#7f7f7f", 8),
     "ppu-detach-all-but-k": ("#393b79", 10),
     "ppu-k-plus-random": ("#843c39", 12),
+    "ppu-heads-4": ("#3182bd", 14),
 }
 EXTRA_COLOURS = ["#637939", "#e7969c", "#6b6ecf", "#b5cf6b", "#ad494a", "#3182bd"]
 MIB = 1 / 2**20
@@ -734,7 +737,7 @@ def loss_plots(runs, order, unigram, budget):
         )
         for title, names, reference in [
             ("methods", left, ()),
-            ("ablations (App. A.1, A.2, D) and their references", right, refs),
+            ("ablations (App. A.1, A.2, D; heads only) and their references", right, refs),
         ]:
             if not names:
                 script.append("set multiplot next")

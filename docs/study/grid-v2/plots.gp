@@ -1,0 +1,228 @@
+# Written by report.py; `gnuplot plots.gp` in this directory redraws the plots.
+set terminal pngcairo size 1700,800 font ',11' noenhanced
+set grid
+set key inside top right vertical box opaque samplen 3
+set output 'loss_vs_tokens.png'
+set multiplot layout 1,2 title "Eval loss of the global θ vs tokens: 10.2 M tokens per run (K = 8); not shown: 4 rows at other model sizes (gap_vs_params.png)\nrows with several seeds: thick line = mean, band = min..max, thin lines = each seed" font ',12'
+set title 'methods'; set xlabel 'tokens, all ranks (millions)'; set ylabel 'eval loss of θ (nats/token)'
+set yrange [3.6275:7.5619]; set xrange [0:*]
+set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
+plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
+  'curve-ppu-mlp-2.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#9467bd' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):7 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):8 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):9 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):10 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):11 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-ppu-mlp-2.dat' using ($2/1e6):7 with lines lw 0.8 lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-2.dat' using ($2/1e6):8 with lines lw 0.8 lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-2.dat' using ($2/1e6):9 with lines lw 0.8 lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-2.dat' using ($2/1e6):10 with lines lw 0.8 lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-2.dat' using ($2/1e6):11 with lines lw 0.8 lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):7 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):8 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):9 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):10 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):11 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):7 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):8 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):9 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):10 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):11 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 5 ps 0.9 pi 4 lc rgb '#2ca02c' title 'streaming-diloco (mean of 5 seeds)', \
+  'curve-ppu-mlp-2.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 7 ps 0.9 pi 4 lc rgb '#d62728' title 'ppu-mlp-2 (mean of 5 seeds)', \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 9 ps 0.9 pi 4 lc rgb '#ff7f0e' title 'ppu-mlp-4 (mean of 5 seeds)', \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds)', \
+  NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
+  6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
+set title 'ablations (App. A.1, A.2, D; heads only) and their references'; set xlabel 'tokens, all ranks (millions)'; set ylabel 'eval loss of θ (nats/token)'
+set yrange [3.6314:7.5603]; set xrange [0:*]
+set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
+plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#9467bd' notitle, \
+  'curve-ppu-heads-4.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#3182bd' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):7 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):8 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):9 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):10 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):11 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):7 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):8 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):9 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):10 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):11 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):7 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):8 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):9 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):10 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):11 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-heads-4.dat' using ($2/1e6):7 with lines lw 0.8 lc rgb '#3182bd' notitle, \
+  'curve-ppu-heads-4.dat' using ($2/1e6):8 with lines lw 0.8 lc rgb '#3182bd' notitle, \
+  'curve-ppu-heads-4.dat' using ($2/1e6):9 with lines lw 0.8 lc rgb '#3182bd' notitle, \
+  'curve-streaming-diloco.dat' using ($2/1e6):4 with linespoints lw 3 dt 2 pt 5 ps 0.9 pi 4 lc rgb '#2ca02c' title 'streaming-diloco (mean of 5 seeds) (reference)', \
+  'curve-ppu-mlp-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 2 pt 9 ps 0.9 pi 4 lc rgb '#ff7f0e' title 'ppu-mlp-4 (mean of 5 seeds) (reference)', \
+  'curve-ppu-mlp-heads-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 2 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds) (reference)', \
+  'curve-ppu-heads-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 14 ps 0.9 pi 4 lc rgb '#3182bd' title 'ppu-heads-4 (mean of 3 seeds)', \
+  NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
+  6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
+unset multiplot; unset label 1
+set output 'loss_vs_flops.png'
+set multiplot layout 1,2 title "Eval loss of the global θ vs FLOPs executed per rank: 10.2 M tokens per run (K = 8); not shown: 4 rows at other model sizes (gap_vs_params.png)\nrows with several seeds: thick line = mean, band = min..max, thin lines = each seed" font ',12'
+set title 'methods'; set xlabel 'FLOPs executed per rank (10^12)'; set ylabel 'eval loss of θ (nats/token)'
+set yrange [3.6275:7.5619]; set xrange [0:*]
+set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
+plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
+  'curve-ppu-mlp-2.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#9467bd' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):7 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):8 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):9 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):10 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):11 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-ppu-mlp-2.dat' using ($3/1e12):7 with lines lw 0.8 lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-2.dat' using ($3/1e12):8 with lines lw 0.8 lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-2.dat' using ($3/1e12):9 with lines lw 0.8 lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-2.dat' using ($3/1e12):10 with lines lw 0.8 lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-2.dat' using ($3/1e12):11 with lines lw 0.8 lc rgb '#d62728' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):7 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):8 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):9 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):10 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):11 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):7 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):8 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):9 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):10 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):11 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 5 ps 0.9 pi 4 lc rgb '#2ca02c' title 'streaming-diloco (mean of 5 seeds)', \
+  'curve-ppu-mlp-2.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 7 ps 0.9 pi 4 lc rgb '#d62728' title 'ppu-mlp-2 (mean of 5 seeds)', \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 9 ps 0.9 pi 4 lc rgb '#ff7f0e' title 'ppu-mlp-4 (mean of 5 seeds)', \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds)', \
+  NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
+  6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
+set title 'ablations (App. A.1, A.2, D; heads only) and their references'; set xlabel 'FLOPs executed per rank (10^12)'; set ylabel 'eval loss of θ (nats/token)'
+set yrange [3.6314:7.5603]; set xrange [0:*]
+set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
+plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#9467bd' notitle, \
+  'curve-ppu-heads-4.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#3182bd' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):7 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):8 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):9 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):10 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):11 with lines lw 0.8 lc rgb '#2ca02c' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):7 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):8 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):9 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):10 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):11 with lines lw 0.8 lc rgb '#ff7f0e' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):7 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):8 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):9 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):10 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):11 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ppu-heads-4.dat' using ($3/1e12):7 with lines lw 0.8 lc rgb '#3182bd' notitle, \
+  'curve-ppu-heads-4.dat' using ($3/1e12):8 with lines lw 0.8 lc rgb '#3182bd' notitle, \
+  'curve-ppu-heads-4.dat' using ($3/1e12):9 with lines lw 0.8 lc rgb '#3182bd' notitle, \
+  'curve-streaming-diloco.dat' using ($3/1e12):4 with linespoints lw 3 dt 2 pt 5 ps 0.9 pi 4 lc rgb '#2ca02c' title 'streaming-diloco (mean of 5 seeds) (reference)', \
+  'curve-ppu-mlp-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 2 pt 9 ps 0.9 pi 4 lc rgb '#ff7f0e' title 'ppu-mlp-4 (mean of 5 seeds) (reference)', \
+  'curve-ppu-mlp-heads-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 2 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds) (reference)', \
+  'curve-ppu-heads-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 14 ps 0.9 pi 4 lc rgb '#3182bd' title 'ppu-heads-4 (mean of 3 seeds)', \
+  NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
+  6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
+unset multiplot; unset label 1
+set autoscale
+set terminal pngcairo size 1100,680 font ',11' noenhanced
+set terminal pngcairo size 1410,680 font ',11' noenhanced
+set output 'paired.png'
+set title "Final eval loss of each paired row minus its reference's, seed by seed\n(reference: streaming-diloco unless named); bar: mean and its 99.17 % Bonferroni interval (m = 6)\nverdicts Holm-corrected; equivalent only by TOST within ±0.05 nats (dashed lines)" font ',12'
+set ylabel 'final eval loss − reference (nats)'; set xlabel ''
+set yrange [-1.32974:2.09453]
+set y2label 'perplexity ratio row / reference = exp(difference)'
+set link y2 via exp(y) inverse log(y)
+set y2tics ('0.5' 0.5, '1' 1, '2' 2, '5' 5)
+set xrange [-0.6:5.6]; set xtics ("ppu-mlp-2\nequivalent\nwithin ±0.05 nats" 0, "ppu-mlp-4\nworse" 1, "ppu-mlp-heads-4\nworse" 2, "ppu-heads-4\nequivalent\nwithin ±0.05 nats" 3, "ppu-mlp-4-d48\nvs streaming-diloco-d48\nnot distinguishable\ndetectable 1.821 nats" 4, "ppu-mlp-4-d128\nvs streaming-diloco-d128\nworse" 5)
+set key outside bottom center horizontal; set bmargin 9
+plot 0 with lines lw 1.5 lc rgb '#000000' title 'no difference', \
+  0.05 with lines dt 2 lw 1.2 lc rgb '#555555' title 'equivalence margin ±0.05', \
+  -0.05 with lines dt 2 lw 1.2 lc rgb '#555555' notitle, \
+  'paired-seeds.dat' using ($3 == 0 ? $1 : 1/0):4 with points pt 7 ps 1.6 lc rgb '#1f77b4' title 'seed 0', \
+  'paired-seeds.dat' using ($3 == 1 ? $1 : 1/0):4 with points pt 5 ps 1.6 lc rgb '#ff7f0e' title 'seed 1', \
+  'paired-seeds.dat' using ($3 == 2 ? $1 : 1/0):4 with points pt 9 ps 1.6 lc rgb '#2ca02c' title 'seed 2', \
+  'paired-seeds.dat' using ($3 == 3 ? $1 : 1/0):4 with points pt 11 ps 1.6 lc rgb '#9467bd' title 'seed 3', \
+  'paired-seeds.dat' using ($3 == 4 ? $1 : 1/0):4 with points pt 13 ps 1.6 lc rgb '#8c564b' title 'seed 4', \
+  'paired.dat' using 1:3:4:5 with yerrorbars pt 3 ps 2.5 lw 2.5 lc rgb '#d62728' title 'mean with 99.17 % Bonferroni interval'
+unset y2tics; unset y2label; unset link y2; set bmargin
+set autoscale; set xtics autofreq norotate
+set terminal pngcairo size 1500,760 font ',11' noenhanced
+set output 'memory.png'
+set title "Training-state memory per rank by component (K = 8), measured from the tensors\nlabels: state vs streaming-diloco (other sizes: vs their own), in all and on the device (dev.: weights + gradients + AdamW)"
+set ylabel 'MiB per rank'; set xlabel ''
+set yrange [0:30.788]
+set xrange [-0.7:10.70]
+set xtics ('streaming-diloco' 0.00, 'ppu-mlp-2' 1.50, 'ppu-mlp-4' 2.50, 'ppu-mlp-heads-4' 4.00, 'ppu-heads-4' 5.50, 'streaming-diloco-d48' 7.00, 'ppu-mlp-4-d48' 8.00, 'streaming-diloco-d128' 9.00, 'ppu-mlp-4-d128' 10.00) rotate by 30 right nomirror
+unset grid; set grid ytics
+set key outside bottom center horizontal box maxrows 2
+set arrow from 0.75, graph 0 to 0.75, graph 1 nohead dt 3 lc rgb '#777777'
+set arrow from 3.25, graph 0 to 3.25, graph 1 nohead dt 3 lc rgb '#777777'
+set arrow from 4.75, graph 0 to 4.75, graph 1 nohead dt 3 lc rgb '#777777'
+set arrow from 6.25, graph 0 to 6.25, graph 1 nohead dt 3 lc rgb '#777777'
+set label "baselines" at 0.00, graph 0.95 center font ',11'
+set label "PPU 1/N MLPs" at 2.00, graph 0.95 center font ',11'
+set label "PPU 1/N MLPs\n+ 1/N heads" at 4.00, graph 0.95 center font ',11'
+set label "ablations" at 5.50, graph 0.95 center font ',11'
+set label "other model sizes\n(vs their own reference)" at 8.50, graph 0.95 center font ',11'
+set label "−11.5 %\ndev. −17 %" at 1.50, 14.6607 center font ',9'
+set label "−17.3 %\ndev. −26 %" at 2.50, 13.8170 center font ',9'
+set label "−23.7 %\ndev. −36 %" at 4.00, 12.8678 center font ',9'
+set label "−6.5 %\ndev. −10 %" at 5.50, 15.3990 center font ',9'
+set label "−13.2 %\ndev. −20 %" at 8.00, 5.8519 center font ',9'
+set label "−18.7 %\ndev. −28 %" at 10.00, 21.2364 center font ',9'
+plot 'memory.dat' using 1:3:($1-0.35):($1+0.35):3:4 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#4c72b0' title 'weights', \
+  'memory.dat' using 1:4:($1-0.35):($1+0.35):4:5 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#dd8452' title 'gradients', \
+  'memory.dat' using 1:5:($1-0.35):($1+0.35):5:6 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#55a868' title 'inner AdamW moments', \
+  'memory.dat' using 1:6:($1-0.35):($1+0.35):6:7 with boxxyerror fs pattern 4 border lc rgb '#333333' fc rgb '#8172b3' title 'outer momentum (host)', \
+  'memory.dat' using 1:7:($1-0.35):($1+0.35):7:8 with boxxyerror fs pattern 4 border lc rgb '#333333' fc rgb '#937860' title 'global θ, offloaded (host)', \
+  14.66455078125 with lines dt 2 lw 1.5 lc rgb '#2ca02c' title 'streaming-diloco total'
+unset arrow; unset label
+set autoscale; set xtics autofreq norotate
+set terminal pngcairo size 1000,760 font ',11' noenhanced
+set output 'ppl_vs_n.png'
+set title "Final eval perplexity of θ vs N (each PPU rank trains 1/N of the sliced layers)\nequal tokens"
+set key outside bottom center vertical maxrows 6 maxcols 1 box; set bmargin 10
+set logscale x 2; set xrange [1.3333333333333333:6.0]
+set xtics ('2' 2, '4' 4)
+set xlabel 'N (slices)'
+set ylabel 'eval perplexity'; set autoscale y; set offsets 0, 0, graph 0.08, graph 0.08; set grid
+plot '+' using 1:(41.96815444272852):(43.077926421686335) with filledcurves fs transparent solid 0.18 noborder lc rgb '#2ca02c' title 'streaming-diloco: seed range (42.0..43.1)', \
+  42.50887141240487 with lines dt 2 lw 2.5 lc rgb '#2ca02c' title 'streaming-diloco (every parameter), mean of 5 seeds: 42.51', \
+  'ppl_vs_n.dat' index 0 using ($1 == 0 ? $2 : 1/0):4 with points pt 7 ps 1.1 lc rgb '#d62728' notitle, \
+  'ppl_vs_n.dat' index 1 using 2:4 with linespoints lw 2.5 pt 7 ps 2 lc rgb '#d62728' title '1/N MLPs: mean over seeds (line), each seed (small points)', \
+  'ppl_vs_n.dat' index 0 using ($1 == 1 ? $2 : 1/0):4 with points pt 5 ps 1.1 lc rgb '#9467bd' notitle, \
+  'ppl_vs_n.dat' index 2 using 2:4 with linespoints lw 2.5 pt 5 ps 2 lc rgb '#9467bd' title '1/N MLPs + 1/N heads: mean over seeds (line), each seed (small points)'
+unset logscale x; set offsets 0, 0, 0, 0; set bmargin
+set autoscale; set xtics autofreq norotate
+set terminal pngcairo size 1000,700 font ',11' noenhanced
+set output 'gap_vs_params.png'
+set title "PPU 1/4 MLPs minus Streaming DiLoCo of the same size, seed by seed, against the model size\nbar: mean and its 99.17 % Bonferroni interval (family of m = 6); small points: each seed"
+set logscale x; set xrange [131100:1681408]
+set xtics ("209,760\n3.38 M tokens" 209760, "640,704\n10.24 M tokens" 640704, "1,050,880\n16.79 M tokens" 1050880); set mxtics default; set xlabel 'parameters of the model (log scale), and the tokens each run trained on' offset 0, -1
+set bmargin 5
+set ylabel 'final eval loss, 1/4 MLPs − Streaming DiLoCo (nats)'
+set yrange [-1.38681:2.83646]
+set y2label 'perplexity ratio = exp(difference)'; set link y2 via exp(y) inverse log(y)
+set y2tics ('0.5' 0.5, '1' 1, '2' 2, '5' 5)
+set key inside top left vertical box opaque; set grid
+set label "ppu-mlp-4-d48\nnot distinguishable\ndetectable 1.821 nats" at 209760, 1.80918 center offset 0, 2.2 font ',9'
+set label "ppu-mlp-4\nworse" at 640704, 0.63250 center offset 0, 2.2 font ',9'
+set label "ppu-mlp-4-d128\nworse" at 1050880, 0.31548 center offset 0, 2.2 font ',9'
+plot 0 with lines lw 1.5 lc rgb '#000000' title 'no difference', \
+  'gap-seeds.dat' using 1:3 with points pt 7 ps 1.1 lc rgb '#1f77b4' title 'one seed', \
+  'gap.dat' using 1:2:3:4 with yerrorbars pt 5 ps 1.8 lw 2.5 lc rgb '#d62728' title 'mean, 99.17 % interval', \
+  'gap.dat' using 1:2 with lines dt 2 lw 1.5 lc rgb '#d62728' notitle
+unset logscale x; unset label; unset y2tics; unset y2label; unset link y2; set xtics autofreq; set bmargin
