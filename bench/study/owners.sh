@@ -4,14 +4,16 @@
 # fraction trained per rank (1/N)? Runs Streaming DiLoCo and PPU 1/2 MLPs at K = 4 (two owners per
 # slice, as 1/4 MLPs has at the grid's K = 8) for seeds 0 and 1, with the grid's every other
 # setting (study.yaml, the corpus and the inner lr of run.sh), then owners.py prints the gap next
-# to the grid's own pairs at K = 8. Run it after run.sh; resumable like it.
-#   owners.sh [--out DIR]          (DIR: run.sh's output, default ./out/study)
+# to the grid's own pairs at K = 8. run.sh runs it after the grid; resumable like it, and on the
+# study's one kernel path (kernel_pin.sh: it stops when a run took another).
+#   owners.sh [--out DIR] [--corpus DIR]   (run.sh's: default ./out/study and DIR/corpus)
 # Env: PPU_BUILD (default ./build).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${PPU_BUILD:-$ROOT/build}
 OUT=$ROOT/out/study
+CORPUS=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --out)
@@ -22,8 +24,16 @@ while [[ $# -gt 0 ]]; do
       OUT=$2
       shift 2
       ;;
+    --corpus)
+      [[ $# -ge 2 ]] || {
+        echo "owners.sh: --corpus needs a directory" >&2
+        exit 2
+      }
+      CORPUS=$2
+      shift 2
+      ;;
     *)
-      echo "owners.sh: unknown flag '$1' (use --out DIR)" >&2
+      echo "owners.sh: unknown flag '$1' (use --out DIR, --corpus DIR)" >&2
       exit 2
       ;;
   esac
@@ -33,10 +43,13 @@ LAUNCH=$BUILD/bin/ppu-launch
   echo "owners.sh: $LAUNCH not built (set PPU_BUILD)" >&2
   exit 2
 }
-[[ -s $OUT/inner_lr && -d $OUT/corpus/data ]] || {
-  echo "owners.sh: run bench/study/run.sh first ($OUT has no inner_lr or corpus)" >&2
+CORPUS=${CORPUS:-$OUT/corpus}
+[[ -s $OUT/inner_lr && -d $CORPUS/data ]] || {
+  echo "owners.sh: run bench/study/run.sh first ($OUT has no inner_lr, or $CORPUS no data)" >&2
   exit 2
 }
+source "$HERE/kernel_pin.sh"
+study_pin_kernels owners.sh
 K=4
 for seed in 0 1; do
   for row in "streaming-diloco|method=streaming-diloco" "ppu-mlp-2|method=ppu slicing.mode=mlp slicing.slices=2"; do
@@ -52,10 +65,14 @@ for seed in 0 1; do
     keys=()
     for kv in $sets; do keys+=(--set "$kv"); done
     if ! python3 "$HERE/peak_rss.py" "$dir/rusage" -- "$LAUNCH" --nproc "$K" --config "$HERE/study.yaml" \
-      --set ranks=$K --set data.path="$OUT/corpus/data" --set train.seed=$seed --set inner.lr="$(cat "$OUT/inner_lr")" \
+      --set ranks=$K --set data.path="$CORPUS/data" --set train.seed=$seed --set inner.lr="$(cat "$OUT/inner_lr")" \
       "${keys[@]}" --summary-dir "$dir" >"$dir/run.log" 2>&1; then
       echo "owners.sh: run $name seed $seed failed; see $dir/run.log" >&2
       tail -5 "$dir/run.log" >&2
+      exit 1
+    fi
+    if ! study_check_kernels "$dir/rank-0.json"; then
+      echo "owners.sh: run $name seed $seed ran on another kernel path; see $dir/rank-0.json" >&2
       exit 1
     fi
     echo "$sets ranks=$K" >"$dir/sets"

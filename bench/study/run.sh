@@ -5,10 +5,10 @@
 #   run.sh [--quick] [--out DIR] [--corpus DIR]
 # --corpus: where the corpus is built (default OUT/corpus), so OUT can be a committed directory
 #          (docs/study/grid-v2) that a later sitting, or a clean clone, resumes.
-# One kernel path for every run: OpenBLAS's Haswell kernels, ATen's AVX2 kernels, oneDNN off
-# (OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 PPU_ONEDNN=off), which every x86-64 CPU
-# with AVX2 and FMA runs, so a run is bit-reproducible on any such machine; each run's summary
-# records the path (kernel_path) and run.sh stops if it differs from the pin.
+# One kernel path for every run (kernel_pin.sh: OpenBLAS Haswell, ATen avx2, oneDNN off), so a run
+# is bit-reproducible on any x86-64 machine with AVX2; run.sh stops when a run took another.
+# After the grid, the owners-per-slice check (owners.sh, same pin, corpus and inner lr), then the
+# report.
 # --quick: the tinyshakespeare corpus, a tiny model, 4 ranks, 40 steps, the rows marked quick;
 #          it checks that the pipeline produces its outputs, not the scientific result.
 # Prints "[i/n] NAME seed S ... ETA" before every run. Env: PPU_BUILD (default ./build): a copy of
@@ -54,13 +54,8 @@ LAUNCH=$BUILD/bin/ppu-launch
   echo "run.sh: $LAUNCH not built (set PPU_BUILD)" >&2
   exit 2
 }
-if ! grep -qw avx2 /proc/cpuinfo || ! grep -qw fma /proc/cpuinfo; then
-  echo "run.sh: the study's kernel path (OpenBLAS Haswell, ATen avx2) needs a CPU with AVX2 and FMA" >&2
-  exit 2
-fi
-export OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 PPU_ONEDNN=off
-unset OPENBLAS_L2_SIZE
-KERNEL_PATH='{"openblas_core": "Haswell", "aten_capability": "avx2", "onednn": false}'
+source "$HERE/kernel_pin.sh"
+study_pin_kernels run.sh
 if ((QUICK)); then
   OUT=${OUT:-$ROOT/out/study-quick}
   CORPUS=${CORPUS:-$OUT/corpus}
@@ -175,12 +170,7 @@ for job in "${jobs[@]}"; do
     tail -5 "$dir/run.log" >&2
     exit 1
   fi
-  if ! python3 - "$dir/rank-0.json" "$KERNEL_PATH" <<'PY'; then
-import json, sys
-ran = json.load(open(sys.argv[1]))["kernel_path"]
-pin = json.loads(sys.argv[2])
-sys.exit(0 if all(ran[k] == v for k, v in pin.items()) else f"kernel path {ran}, not the study's {pin}")
-PY
+  if ! study_check_kernels "$dir/rank-0.json"; then
     echo "run.sh: run $name seed $seed ran on another kernel path; see $dir/rank-0.json" >&2
     exit 1
   fi
@@ -192,5 +182,7 @@ PY
   spent=$((spent + $(date +%s) - t0))
   measured=$((measured + 1))
 done
-echo "runs finished in $(($(date +%s) - t_start))s; writing the report"
+echo "runs finished in $(($(date +%s) - t_start))s"
+((QUICK)) || bash "$HERE/owners.sh" --out "$OUT" --corpus "$CORPUS"
+echo "writing the report"
 /usr/bin/python3 "$HERE/report.py" "$OUT" --corpus "$CORPUS"
