@@ -5,7 +5,7 @@ set key inside top right vertical box opaque samplen 3
 set output 'loss_vs_tokens.png'
 set multiplot layout 1,2 title "Eval loss of the global θ vs tokens: 10.2 M tokens per run (K = 8); not shown: 4 rows at other model sizes (gap_vs_params.png)\nrows with several seeds: thick line = mean, band = min..max, thin lines = each seed" font ',12'
 set title 'methods'; set xlabel 'tokens, all ranks (millions)'; set ylabel 'eval loss of θ (nats/token)'
-set yrange [3.6275:7.5619]; set xrange [0:*]
+set yrange [3.2479:8.1770]; set xrange [0:*]
 set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
 plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
   'curve-ppu-mlp-2.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#d62728' notitle, \
@@ -31,14 +31,17 @@ plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transp
   'curve-ppu-mlp-heads-4.dat' using ($2/1e6):9 with lines lw 0.8 lc rgb '#9467bd' notitle, \
   'curve-ppu-mlp-heads-4.dat' using ($2/1e6):10 with lines lw 0.8 lc rgb '#9467bd' notitle, \
   'curve-ppu-mlp-heads-4.dat' using ($2/1e6):11 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ddp.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 1 ps 0.9 pi 4 lc rgb '#000000' title 'ddp', \
+  'curve-diloco.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 2 ps 0.9 pi 4 lc rgb '#1f77b4' title 'diloco', \
   'curve-streaming-diloco.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 5 ps 0.9 pi 4 lc rgb '#2ca02c' title 'streaming-diloco (mean of 5 seeds)', \
   'curve-ppu-mlp-2.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 7 ps 0.9 pi 4 lc rgb '#d62728' title 'ppu-mlp-2 (mean of 5 seeds)', \
   'curve-ppu-mlp-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 9 ps 0.9 pi 4 lc rgb '#ff7f0e' title 'ppu-mlp-4 (mean of 5 seeds)', \
+  'curve-ppu-mlp-8.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 11 ps 0.9 pi 4 lc rgb '#8c564b' title 'ppu-mlp-8', \
   'curve-ppu-mlp-heads-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds)', \
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 set title 'ablations (App. A.1, A.2, D; heads only) and their references'; set xlabel 'tokens, all ranks (millions)'; set ylabel 'eval loss of θ (nats/token)'
-set yrange [3.6314:7.5603]; set xrange [0:*]
+set yrange [3.6314:7.6921]; set xrange [0:*]
 set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
 plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
   'curve-ppu-mlp-4.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#ff7f0e' notitle, \
@@ -66,13 +69,14 @@ plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transp
   'curve-ppu-mlp-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 2 pt 9 ps 0.9 pi 4 lc rgb '#ff7f0e' title 'ppu-mlp-4 (mean of 5 seeds) (reference)', \
   'curve-ppu-mlp-heads-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 2 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds) (reference)', \
   'curve-ppu-heads-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 14 ps 0.9 pi 4 lc rgb '#3182bd' title 'ppu-heads-4 (mean of 3 seeds)', \
+  'curve-ppu-grouping-slices.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 3 ps 0.9 pi 4 lc rgb '#17becf' title 'ppu-grouping-slices', \
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 unset multiplot; unset label 1
 set output 'loss_vs_flops.png'
 set multiplot layout 1,2 title "Eval loss of the global θ vs FLOPs executed per rank: 10.2 M tokens per run (K = 8); not shown: 4 rows at other model sizes (gap_vs_params.png)\nrows with several seeds: thick line = mean, band = min..max, thin lines = each seed" font ',12'
 set title 'methods'; set xlabel 'FLOPs executed per rank (10^12)'; set ylabel 'eval loss of θ (nats/token)'
-set yrange [3.6275:7.5619]; set xrange [0:*]
+set yrange [3.2479:8.1770]; set xrange [0:*]
 set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
 plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
   'curve-ppu-mlp-2.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#d62728' notitle, \
@@ -98,14 +102,17 @@ plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs trans
   'curve-ppu-mlp-heads-4.dat' using ($3/1e12):9 with lines lw 0.8 lc rgb '#9467bd' notitle, \
   'curve-ppu-mlp-heads-4.dat' using ($3/1e12):10 with lines lw 0.8 lc rgb '#9467bd' notitle, \
   'curve-ppu-mlp-heads-4.dat' using ($3/1e12):11 with lines lw 0.8 lc rgb '#9467bd' notitle, \
+  'curve-ddp.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 1 ps 0.9 pi 4 lc rgb '#000000' title 'ddp', \
+  'curve-diloco.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 2 ps 0.9 pi 4 lc rgb '#1f77b4' title 'diloco', \
   'curve-streaming-diloco.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 5 ps 0.9 pi 4 lc rgb '#2ca02c' title 'streaming-diloco (mean of 5 seeds)', \
   'curve-ppu-mlp-2.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 7 ps 0.9 pi 4 lc rgb '#d62728' title 'ppu-mlp-2 (mean of 5 seeds)', \
   'curve-ppu-mlp-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 9 ps 0.9 pi 4 lc rgb '#ff7f0e' title 'ppu-mlp-4 (mean of 5 seeds)', \
+  'curve-ppu-mlp-8.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 11 ps 0.9 pi 4 lc rgb '#8c564b' title 'ppu-mlp-8', \
   'curve-ppu-mlp-heads-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds)', \
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 set title 'ablations (App. A.1, A.2, D; heads only) and their references'; set xlabel 'FLOPs executed per rank (10^12)'; set ylabel 'eval loss of θ (nats/token)'
-set yrange [3.6314:7.5603]; set xrange [0:*]
+set yrange [3.6314:7.6921]; set xrange [0:*]
 set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
 plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
   'curve-ppu-mlp-4.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#ff7f0e' notitle, \
@@ -133,6 +140,7 @@ plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs trans
   'curve-ppu-mlp-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 2 pt 9 ps 0.9 pi 4 lc rgb '#ff7f0e' title 'ppu-mlp-4 (mean of 5 seeds) (reference)', \
   'curve-ppu-mlp-heads-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 2 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds) (reference)', \
   'curve-ppu-heads-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 14 ps 0.9 pi 4 lc rgb '#3182bd' title 'ppu-heads-4 (mean of 3 seeds)', \
+  'curve-ppu-grouping-slices.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 3 ps 0.9 pi 4 lc rgb '#17becf' title 'ppu-grouping-slices', \
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 unset multiplot; unset label 1
@@ -164,25 +172,27 @@ set output 'memory.png'
 set title "Training-state memory per rank by component (K = 8), measured from the tensors\nlabels: state vs streaming-diloco (other sizes: vs their own), in all and on the device (dev.: weights + gradients + AdamW)"
 set ylabel 'MiB per rank'; set xlabel ''
 set yrange [0:30.788]
-set xrange [-0.7:10.70]
-set xtics ('streaming-diloco' 0.00, 'ppu-mlp-2' 1.50, 'ppu-mlp-4' 2.50, 'ppu-mlp-heads-4' 4.00, 'ppu-heads-4' 5.50, 'streaming-diloco-d48' 7.00, 'ppu-mlp-4-d48' 8.00, 'streaming-diloco-d128' 9.00, 'ppu-mlp-4-d128' 10.00) rotate by 30 right nomirror
+set xrange [-0.7:14.70]
+set xtics ('ddp' 0.00, 'diloco' 1.00, 'streaming-diloco' 2.00, 'ppu-mlp-2' 3.50, 'ppu-mlp-4' 4.50, 'ppu-mlp-8' 5.50, 'ppu-mlp-heads-4' 7.00, 'ppu-heads-4' 8.50, 'ppu-grouping-slices' 9.50, 'streaming-diloco-d48' 11.00, 'ppu-mlp-4-d48' 12.00, 'streaming-diloco-d128' 13.00, 'ppu-mlp-4-d128' 14.00) rotate by 30 right nomirror
 unset grid; set grid ytics
 set key outside bottom center horizontal box maxrows 2
-set arrow from 0.75, graph 0 to 0.75, graph 1 nohead dt 3 lc rgb '#777777'
-set arrow from 3.25, graph 0 to 3.25, graph 1 nohead dt 3 lc rgb '#777777'
-set arrow from 4.75, graph 0 to 4.75, graph 1 nohead dt 3 lc rgb '#777777'
+set arrow from 2.75, graph 0 to 2.75, graph 1 nohead dt 3 lc rgb '#777777'
 set arrow from 6.25, graph 0 to 6.25, graph 1 nohead dt 3 lc rgb '#777777'
-set label "baselines" at 0.00, graph 0.95 center font ',11'
-set label "PPU 1/N MLPs" at 2.00, graph 0.95 center font ',11'
-set label "PPU 1/N MLPs\n+ 1/N heads" at 4.00, graph 0.95 center font ',11'
-set label "ablations" at 5.50, graph 0.95 center font ',11'
-set label "other model sizes\n(vs their own reference)" at 8.50, graph 0.95 center font ',11'
-set label "−11.5 %\ndev. −17 %" at 1.50, 14.6607 center font ',9'
-set label "−17.3 %\ndev. −26 %" at 2.50, 13.8170 center font ',9'
-set label "−23.7 %\ndev. −36 %" at 4.00, 12.8678 center font ',9'
-set label "−6.5 %\ndev. −10 %" at 5.50, 15.3990 center font ',9'
-set label "−13.2 %\ndev. −20 %" at 8.00, 5.8519 center font ',9'
-set label "−18.7 %\ndev. −28 %" at 10.00, 21.2364 center font ',9'
+set arrow from 7.75, graph 0 to 7.75, graph 1 nohead dt 3 lc rgb '#777777'
+set arrow from 10.25, graph 0 to 10.25, graph 1 nohead dt 3 lc rgb '#777777'
+set label "baselines" at 1.00, graph 0.95 center font ',11'
+set label "PPU 1/N MLPs" at 4.50, graph 0.95 center font ',11'
+set label "PPU 1/N MLPs\n+ 1/N heads" at 7.00, graph 0.95 center font ',11'
+set label "ablations" at 9.00, graph 0.95 center font ',11'
+set label "other model sizes\n(vs their own reference)" at 12.50, graph 0.95 center font ',11'
+set label "−11.5 %\ndev. −17 %" at 3.50, 14.6607 center font ',9'
+set label "−17.3 %\ndev. −26 %" at 4.50, 13.8170 center font ',9'
+set label "−20.1 %\ndev. −30 %" at 5.50, 13.3951 center font ',9'
+set label "−23.7 %\ndev. −36 %" at 7.00, 12.8678 center font ',9'
+set label "−6.5 %\ndev. −10 %" at 8.50, 15.3990 center font ',9'
+set label "−17.3 %\ndev. −26 %" at 9.50, 13.8170 center font ',9'
+set label "−13.2 %\ndev. −20 %" at 12.00, 5.8519 center font ',9'
+set label "−18.7 %\ndev. −28 %" at 14.00, 21.2364 center font ',9'
 plot 'memory.dat' using 1:3:($1-0.35):($1+0.35):3:4 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#4c72b0' title 'weights', \
   'memory.dat' using 1:4:($1-0.35):($1+0.35):4:5 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#dd8452' title 'gradients', \
   'memory.dat' using 1:5:($1-0.35):($1+0.35):5:6 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#55a868' title 'inner AdamW moments', \
@@ -195,8 +205,8 @@ set terminal pngcairo size 1000,760 font ',11' noenhanced
 set output 'ppl_vs_n.png'
 set title "Final eval perplexity of θ vs N (each PPU rank trains 1/N of the sliced layers)\nequal tokens"
 set key outside bottom center vertical maxrows 6 maxcols 1 box; set bmargin 10
-set logscale x 2; set xrange [1.3333333333333333:6.0]
-set xtics ('2' 2, '4' 4)
+set logscale x 2; set xrange [1.3333333333333333:12.0]
+set xtics ('2' 2, '4' 4, '8' 8)
 set xlabel 'N (slices)'
 set ylabel 'eval perplexity'; set autoscale y; set offsets 0, 0, graph 0.08, graph 0.08; set grid
 plot '+' using 1:(41.96815444272852):(43.077926421686335) with filledcurves fs transparent solid 0.18 noborder lc rgb '#2ca02c' title 'streaming-diloco: seed range (42.0..43.1)', \
