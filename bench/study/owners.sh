@@ -6,44 +6,24 @@
 # setting (study.yaml, the corpus and the inner lr of run.sh), then owners.py prints the gap next
 # to the grid's own pairs at K = 8. run.sh runs it after the grid; resumable like it, and on the
 # study's one kernel path (kernel_pin.sh: it stops when a run took another).
-#   owners.sh [--out DIR] [--corpus DIR]   (run.sh's: default ./out/study and DIR/corpus)
+#   owners.sh [OUT [CORPUS]]   run.sh's output and corpus (default ./out/study and OUT/corpus);
+#                              run.sh passes its own
 # Env: PPU_BUILD (default ./build).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${PPU_BUILD:-$ROOT/build}
-OUT=$ROOT/out/study
-CORPUS=""
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --out)
-      [[ $# -ge 2 ]] || {
-        echo "owners.sh: --out needs a directory" >&2
-        exit 2
-      }
-      OUT=$2
-      shift 2
-      ;;
-    --corpus)
-      [[ $# -ge 2 ]] || {
-        echo "owners.sh: --corpus needs a directory" >&2
-        exit 2
-      }
-      CORPUS=$2
-      shift 2
-      ;;
-    *)
-      echo "owners.sh: unknown flag '$1' (use --out DIR, --corpus DIR)" >&2
-      exit 2
-      ;;
-  esac
-done
+if (($# > 2)) || [[ ${1:-} == -* ]]; then
+  echo "owners.sh: usage: owners.sh [OUT [CORPUS]]" >&2
+  exit 2
+fi
+OUT=${1:-$ROOT/out/study}
+CORPUS=${2:-$OUT/corpus}
 LAUNCH=$BUILD/bin/ppu-launch
 [[ -x $LAUNCH ]] || {
   echo "owners.sh: $LAUNCH not built (set PPU_BUILD)" >&2
   exit 2
 }
-CORPUS=${CORPUS:-$OUT/corpus}
 [[ -s $OUT/inner_lr && -d $CORPUS/data ]] || {
   echo "owners.sh: run bench/study/run.sh first ($OUT has no inner_lr, or $CORPUS no data)" >&2
   exit 2

@@ -183,6 +183,6 @@ for job in "${jobs[@]}"; do
   measured=$((measured + 1))
 done
 echo "runs finished in $(($(date +%s) - t_start))s"
-((QUICK)) || bash "$HERE/owners.sh" --out "$OUT" --corpus "$CORPUS"
+((QUICK)) || bash "$HERE/owners.sh" "$OUT" "$CORPUS"
 echo "writing the report"
 /usr/bin/python3 "$HERE/report.py" "$OUT" --corpus "$CORPUS"
