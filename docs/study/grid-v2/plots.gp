@@ -41,7 +41,7 @@ plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transp
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 set title 'ablations (App. A.1, A.2, D; heads only) and their references'; set xlabel 'tokens, all ranks (millions)'; set ylabel 'eval loss of θ (nats/token)'
-set yrange [3.6314:7.6921]; set xrange [0:*]
+set yrange [3.6314:8.0876]; set xrange [0:*]
 set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
 plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
   'curve-ppu-mlp-4.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#ff7f0e' notitle, \
@@ -70,6 +70,9 @@ plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transp
   'curve-ppu-mlp-heads-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 2 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds) (reference)', \
   'curve-ppu-heads-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 14 ps 0.9 pi 4 lc rgb '#3182bd' title 'ppu-heads-4 (mean of 3 seeds)', \
   'curve-ppu-grouping-slices.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 3 ps 0.9 pi 4 lc rgb '#17becf' title 'ppu-grouping-slices', \
+  'curve-ppu-wo-sliced.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 6 ps 0.9 pi 4 lc rgb '#bcbd22' title 'ppu-wo-sliced', \
+  'curve-ppu-horizontal.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 8 ps 0.9 pi 4 lc rgb '#7f7f7f' title 'ppu-horizontal', \
+  'curve-ppu-detach-all-but-k.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 10 ps 0.9 pi 4 lc rgb '#393b79' title 'ppu-detach-all-but-k', \
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 unset multiplot; unset label 1
@@ -112,7 +115,7 @@ plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs trans
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 set title 'ablations (App. A.1, A.2, D; heads only) and their references'; set xlabel 'FLOPs executed per rank (10^12)'; set ylabel 'eval loss of θ (nats/token)'
-set yrange [3.6314:7.6921]; set xrange [0:*]
+set yrange [3.6314:8.0876]; set xrange [0:*]
 set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
 plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
   'curve-ppu-mlp-4.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#ff7f0e' notitle, \
@@ -141,6 +144,9 @@ plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs trans
   'curve-ppu-mlp-heads-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 2 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds) (reference)', \
   'curve-ppu-heads-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 14 ps 0.9 pi 4 lc rgb '#3182bd' title 'ppu-heads-4 (mean of 3 seeds)', \
   'curve-ppu-grouping-slices.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 3 ps 0.9 pi 4 lc rgb '#17becf' title 'ppu-grouping-slices', \
+  'curve-ppu-wo-sliced.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 6 ps 0.9 pi 4 lc rgb '#bcbd22' title 'ppu-wo-sliced', \
+  'curve-ppu-horizontal.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 8 ps 0.9 pi 4 lc rgb '#7f7f7f' title 'ppu-horizontal', \
+  'curve-ppu-detach-all-but-k.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 10 ps 0.9 pi 4 lc rgb '#393b79' title 'ppu-detach-all-but-k', \
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 unset multiplot; unset label 1
@@ -172,27 +178,30 @@ set output 'memory.png'
 set title "Training-state memory per rank by component (K = 8), measured from the tensors\nlabels: state vs streaming-diloco (other sizes: vs their own), in all and on the device (dev.: weights + gradients + AdamW)"
 set ylabel 'MiB per rank'; set xlabel ''
 set yrange [0:30.788]
-set xrange [-0.7:14.70]
-set xtics ('ddp' 0.00, 'diloco' 1.00, 'streaming-diloco' 2.00, 'ppu-mlp-2' 3.50, 'ppu-mlp-4' 4.50, 'ppu-mlp-8' 5.50, 'ppu-mlp-heads-4' 7.00, 'ppu-heads-4' 8.50, 'ppu-grouping-slices' 9.50, 'streaming-diloco-d48' 11.00, 'ppu-mlp-4-d48' 12.00, 'streaming-diloco-d128' 13.00, 'ppu-mlp-4-d128' 14.00) rotate by 30 right nomirror
+set xrange [-0.7:17.70]
+set xtics ('ddp' 0.00, 'diloco' 1.00, 'streaming-diloco' 2.00, 'ppu-mlp-2' 3.50, 'ppu-mlp-4' 4.50, 'ppu-mlp-8' 5.50, 'ppu-mlp-heads-4' 7.00, 'ppu-heads-4' 8.50, 'ppu-grouping-slices' 9.50, 'ppu-wo-sliced' 10.50, 'ppu-horizontal' 11.50, 'ppu-detach-all-but-k' 12.50, 'streaming-diloco-d48' 14.00, 'ppu-mlp-4-d48' 15.00, 'streaming-diloco-d128' 16.00, 'ppu-mlp-4-d128' 17.00) rotate by 30 right nomirror
 unset grid; set grid ytics
 set key outside bottom center horizontal box maxrows 2
 set arrow from 2.75, graph 0 to 2.75, graph 1 nohead dt 3 lc rgb '#777777'
 set arrow from 6.25, graph 0 to 6.25, graph 1 nohead dt 3 lc rgb '#777777'
 set arrow from 7.75, graph 0 to 7.75, graph 1 nohead dt 3 lc rgb '#777777'
-set arrow from 10.25, graph 0 to 10.25, graph 1 nohead dt 3 lc rgb '#777777'
+set arrow from 13.25, graph 0 to 13.25, graph 1 nohead dt 3 lc rgb '#777777'
 set label "baselines" at 1.00, graph 0.95 center font ',11'
 set label "PPU 1/N MLPs" at 4.50, graph 0.95 center font ',11'
 set label "PPU 1/N MLPs\n+ 1/N heads" at 7.00, graph 0.95 center font ',11'
-set label "ablations" at 9.00, graph 0.95 center font ',11'
-set label "other model sizes\n(vs their own reference)" at 12.50, graph 0.95 center font ',11'
+set label "ablations" at 10.50, graph 0.95 center font ',11'
+set label "other model sizes\n(vs their own reference)" at 15.50, graph 0.95 center font ',11'
 set label "−11.5 %\ndev. −17 %" at 3.50, 14.6607 center font ',9'
 set label "−17.3 %\ndev. −26 %" at 4.50, 13.8170 center font ',9'
 set label "−20.1 %\ndev. −30 %" at 5.50, 13.3951 center font ',9'
 set label "−23.7 %\ndev. −36 %" at 7.00, 12.8678 center font ',9'
 set label "−6.5 %\ndev. −10 %" at 8.50, 15.3990 center font ',9'
 set label "−17.3 %\ndev. −26 %" at 9.50, 13.8170 center font ',9'
-set label "−13.2 %\ndev. −20 %" at 12.00, 5.8519 center font ',9'
-set label "−18.7 %\ndev. −28 %" at 14.00, 21.2364 center font ',9'
+set label "−25.9 %\ndev. −39 %" at 10.50, 12.5514 center font ',9'
+set label "−17.3 %\ndev. −26 %" at 11.50, 13.8170 center font ',9'
+set label "−17.3 %\ndev. −26 %" at 12.50, 13.8170 center font ',9'
+set label "−13.2 %\ndev. −20 %" at 15.00, 5.8519 center font ',9'
+set label "−18.7 %\ndev. −28 %" at 17.00, 21.2364 center font ',9'
 plot 'memory.dat' using 1:3:($1-0.35):($1+0.35):3:4 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#4c72b0' title 'weights', \
   'memory.dat' using 1:4:($1-0.35):($1+0.35):4:5 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#dd8452' title 'gradients', \
   'memory.dat' using 1:5:($1-0.35):($1+0.35):5:6 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#55a868' title 'inner AdamW moments', \
