@@ -4,8 +4,8 @@
 # AVX2 kernels, oneDNN off: every x86-64 CPU with AVX2 and FMA runs them, so a run is
 # bit-reproducible on any such machine. Each run's summary records the path it took (kernel_path).
 #   study_pin_kernels WHO         export the pin; exit 2 (WHO: says who) on a CPU without AVX2/FMA
-#   study_check_kernels SUMMARY   true when the run of rank summary SUMMARY took the pinned path;
-#                                 else prints the path it took and returns 1
+#   study_check_kernels SUMMARY   after study_pin_kernels: true when the run of rank summary SUMMARY
+#                                 took the pinned path; else prints the path it took and returns 1
 study_pin_kernels() {
   if ! grep -qw avx2 /proc/cpuinfo || ! grep -qw fma /proc/cpuinfo; then
     echo "$1: the study's kernel path (OpenBLAS Haswell, ATen avx2) needs a CPU with AVX2 and FMA" >&2
@@ -15,10 +15,11 @@ study_pin_kernels() {
   unset OPENBLAS_L2_SIZE
 }
 
-study_check_kernels() {
+study_check_kernels() { # against the pin study_pin_kernels exported, so it is spelled once
   python3 - "$1" <<'PY'
-import json, sys
-pin = {"openblas_core": "Haswell", "aten_capability": "avx2", "onednn": False}
+import json, os, sys
+env = os.environ
+pin = {"openblas_core": env["OPENBLAS_CORETYPE"], "aten_capability": env["ATEN_CPU_CAPABILITY"], "onednn": env["PPU_ONEDNN"] != "off"}
 ran = json.load(open(sys.argv[1])).get("kernel_path")
 if ran is None:
     sys.exit(f"{sys.argv[1]} records no kernel_path (made before the study's v2)")
