@@ -339,14 +339,20 @@ bool LiveGroup::join_in_store() {
   const int me = col_.job_rank();
   const int64_t request = store_.add(live_keys::kJoins, 1);
   store_.set(live_keys::join_request(request), std::to_string(me));
-  // Generations are looked for from the latest a member accounts for (a restarted store has
-  // none of the earlier ones).
-  for (int r = 0; r < col_.job_size(); ++r)
-    if (const auto a = account_of(r); a && a->generation > generation_) generation_ = a->generation;
+  auto next_look = Clock::now();
   for (;;) {
     if (store_.check(live_keys::kDone)) {
       finished_result_ = store_.get(live_keys::kDone);
       return false;
+    }
+    // Generations are followed from the latest a member accounts for, looked up again every
+    // half second: a restarted store has none of the earlier ones, and the members may form
+    // their next one in it past a number it never held (one whose forming failed when the store
+    // died), which following the chain of members keys alone would never reach.
+    if (Clock::now() >= next_look) {
+      for (int r = 0; r < col_.job_size(); ++r)
+        if (const auto a = account_of(r); a && a->generation > generation_) generation_ = a->generation;
+      next_look = Clock::now() + std::chrono::milliseconds(500);
     }
     while (store_.check(key(generation_ + 1, "members"))) ++generation_;
     // A generation takes this process in when it lists this rank and admitted its request.

@@ -191,6 +191,87 @@ TEST_F(RestartedGroup, AMemberThatFindsALaterGenerationFormedWithoutItIsOutOfThe
   EXPECT_THROW(m[0]->group.commit(true), OutOfGroup);
 }
 
+// The store dies while the survivors of a lost rank form generation 1 (its members were decided
+// in the old store, forming it failed): they form generation 2 in the new store, and no member's
+// account ever said 1. A replacement that asked to join in the new store before that must still
+// find the members' generations past the one the new store never held, and be taken in.
+TEST(Replacement, FindsTheGroupInARestartedStorePastAGenerationItNeverHeld) {
+  for (auto& s : g_silent) s = false;
+  const int port = testing::free_port();
+  auto server = serve(port, "first");
+  std::vector<std::unique_ptr<Member>> m(3);
+  each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
+  for (int r : {0, 1}) m[r]->col.set_connect_timeout(5s);
+  // Rank 2 reaches the re-formation of generation 1 (so it is listed), then dies.
+  put(*client_of(port), live_keys::of_generation(1, "arrived/2"), "1");
+  m[2].reset();
+  std::array<bool, 2> failed{};
+  each({0, 1}, [&](int r) {
+    try {
+      m[r]->group.recover();
+    } catch (const PeerError&) {
+      failed[r] = true;
+    }
+  });
+  ASSERT_EQ(failed, (std::array<bool, 2>{true, true})) << "generation 1 formed without its listed rank 2";
+  server.reset();
+  server = serve(port, "second");
+  g_silent[2] = true;  // the old process is gone
+
+  // The members' heartbeats reach the new store (accounts still of generation 0); rank 2's
+  // replacement starts and asks to join.
+  auto announce = [&] {
+    auto client = client_of(port);
+    for (int r : {0, 1}) m[r]->group.announcer()(*client);
+  };
+  announce();
+  std::unique_ptr<Member> replacement;
+  bool joined = false;
+  std::thread join([&] {
+    replacement = std::make_unique<Member>(2, 3, port);
+    joined = replacement->group.join();
+  });
+  bool asked = false;
+  for (auto deadline = Clock::now() + 20s; !asked && Clock::now() < deadline; std::this_thread::sleep_for(20ms))
+    asked = client_of(port)->add(live_keys::kJoins, 0) > 0;
+  EXPECT_TRUE(asked) << "the replacement never asked to join";
+
+  // The members re-form in the new store as generation 2 and take the replacement in.
+  std::vector<std::vector<int>> lost(2), joiners(2), added(2);
+  each({0, 1}, [&](int r) { lost[r] = m[r]->group.recover(); });
+  EXPECT_EQ(m[0]->group.generation(), 2);
+  EXPECT_EQ(lost[0], (std::vector<int>{2}));
+  announce();
+  g_silent[2] = false;
+  for (auto deadline = Clock::now() + 20s; Clock::now() < deadline && joiners[0].empty();)
+    each({0, 1}, [&](int r) { joiners[r] = m[r]->group.pending_joiners(); });
+  EXPECT_EQ(joiners[0], (std::vector<int>{2}));
+  std::array<bool, 2> admitted{};
+  if (!joiners[0].empty())
+    each({0, 1}, [&](int r) {
+      try {
+        added[r] = m[r]->group.admit(joiners[r]);
+        admitted[r] = true;
+      } catch (const PeerError&) {  // the replacement never formed generation 3
+      }
+    });
+  if (!admitted[0] || !admitted[1])
+    for (int r : {0, 1}) m[r]->group.finish("{}");  // so that the replacement's join() returns
+  join.join();
+  ASSERT_EQ(admitted, (std::array<bool, 2>{true, true})) << "the replacement did not form generation 3";
+  ASSERT_TRUE(joined);
+  EXPECT_EQ(added[0], (std::vector<int>{2}));
+  EXPECT_EQ(replacement->group.generation(), 3);
+  m[2] = std::move(replacement);
+  std::vector<double> sums(3);
+  each({0, 1, 2}, [&](int r) {
+    auto t = torch::ones({1});
+    m[r]->col.allreduce_sum(t);
+    sums[r] = t.item<double>();
+  });
+  EXPECT_EQ(sums, (std::vector<double>{3, 3, 3}));
+}
+
 // A replacement can start while the store is fresh from a restart and no member has written
 // its account there yet: it must not take itself for a first rank (that one waits for
 // generation 0, which nobody else will form). It waits until the members' heartbeats mark the
