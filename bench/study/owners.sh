@@ -56,7 +56,8 @@ for seed in 0 1; do
       exit 1
     fi
     echo "$sets ranks=$K" >"$dir/sets"
+    if [[ -f $BUILD/COMMIT ]]; then cp "$BUILD/COMMIT" "$dir/commit"; else git -C "$ROOT" rev-parse HEAD >"$dir/commit"; fi
     touch "$dir/done"
   done
 done
-python3 "$HERE/owners.py" "$OUT"
+/usr/bin/python3 "$HERE/owners.py" "$OUT" # the statistics need Debian's scipy (as run.sh's report)

@@ -989,7 +989,8 @@ def memory_plot(rows, order, out, refs, sizes):
     ) + "".join(f"; {n}: as {LONGER_OF[n]}" for n in LONGER if n in rows)
     return "\n".join(
         [
-            "set terminal pngcairo size 1500,760 font ',11' noenhanced",
+            # About 90 px per bar, so that neighbouring bars' labels do not run together.
+            f"set terminal pngcairo size {max(1500, round(90 * x))},760 font ',11' noenhanced",
             "set output 'memory.png'",
             f'set title "Training-state memory per rank by component (K = {k}), measured from the tensors\\n{note}"',
             "set ylabel 'MiB per rank'; set xlabel ''",

@@ -3,9 +3,9 @@ set terminal pngcairo size 1700,800 font ',11' noenhanced
 set grid
 set key inside top right vertical box opaque samplen 3
 set output 'loss_vs_tokens.png'
-set multiplot layout 1,2 title "Eval loss of the global θ vs tokens: 10.2 M tokens per run (K = 8); not shown: 4 rows at other model sizes (gap_vs_params.png)\nrows with several seeds: thick line = mean, band = min..max, thin lines = each seed" font ',12'
+set multiplot layout 1,2 title "Eval loss of the global θ vs tokens: 10.2 M tokens per run (K = 8), ppu-mlp-8-1.5x: 15.4 M (1.5x); not shown: 4 rows at other model sizes (gap_vs_params.png)\nrows with several seeds: thick line = mean, band = min..max, thin lines = each seed" font ',12'
 set title 'methods'; set xlabel 'tokens, all ranks (millions)'; set ylabel 'eval loss of θ (nats/token)'
-set yrange [3.2479:8.1770]; set xrange [0:*]
+set yrange [3.2479:8.3273]; set xrange [0:*]
 set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
 plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
   'curve-ppu-mlp-2.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#d62728' notitle, \
@@ -38,10 +38,11 @@ plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transp
   'curve-ppu-mlp-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 9 ps 0.9 pi 4 lc rgb '#ff7f0e' title 'ppu-mlp-4 (mean of 5 seeds)', \
   'curve-ppu-mlp-8.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 11 ps 0.9 pi 4 lc rgb '#8c564b' title 'ppu-mlp-8', \
   'curve-ppu-mlp-heads-4.dat' using ($2/1e6):4 with linespoints lw 3 dt 1 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds)', \
+  'curve-ppu-mlp-8-1.5x.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 13 ps 0.9 pi 4 lc rgb '#e377c2' title 'ppu-mlp-8-1.5x', \
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 set title 'ablations (App. A.1, A.2, D; heads only) and their references'; set xlabel 'tokens, all ranks (millions)'; set ylabel 'eval loss of θ (nats/token)'
-set yrange [3.6314:8.0876]; set xrange [0:*]
+set yrange [3.6314:8.2195]; set xrange [0:*]
 set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
 plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
   'curve-ppu-mlp-4.dat' using ($2/1e6):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#ff7f0e' notitle, \
@@ -73,13 +74,14 @@ plot 'curve-streaming-diloco.dat' using ($2/1e6):5:6 with filledcurves fs transp
   'curve-ppu-wo-sliced.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 6 ps 0.9 pi 4 lc rgb '#bcbd22' title 'ppu-wo-sliced', \
   'curve-ppu-horizontal.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 8 ps 0.9 pi 4 lc rgb '#7f7f7f' title 'ppu-horizontal', \
   'curve-ppu-detach-all-but-k.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 10 ps 0.9 pi 4 lc rgb '#393b79' title 'ppu-detach-all-but-k', \
+  'curve-ppu-k-plus-random.dat' using ($2/1e6):4 with linespoints lw 2 dt 1 pt 12 ps 0.9 pi 4 lc rgb '#843c39' title 'ppu-k-plus-random', \
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 unset multiplot; unset label 1
 set output 'loss_vs_flops.png'
-set multiplot layout 1,2 title "Eval loss of the global θ vs FLOPs executed per rank: 10.2 M tokens per run (K = 8); not shown: 4 rows at other model sizes (gap_vs_params.png)\nrows with several seeds: thick line = mean, band = min..max, thin lines = each seed" font ',12'
+set multiplot layout 1,2 title "Eval loss of the global θ vs FLOPs executed per rank: 10.2 M tokens per run (K = 8), ppu-mlp-8-1.5x: 15.4 M (1.5x); not shown: 4 rows at other model sizes (gap_vs_params.png)\nrows with several seeds: thick line = mean, band = min..max, thin lines = each seed" font ',12'
 set title 'methods'; set xlabel 'FLOPs executed per rank (10^12)'; set ylabel 'eval loss of θ (nats/token)'
-set yrange [3.2479:8.1770]; set xrange [0:*]
+set yrange [3.2479:8.3273]; set xrange [0:*]
 set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
 plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
   'curve-ppu-mlp-2.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#d62728' notitle, \
@@ -112,10 +114,11 @@ plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs trans
   'curve-ppu-mlp-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 9 ps 0.9 pi 4 lc rgb '#ff7f0e' title 'ppu-mlp-4 (mean of 5 seeds)', \
   'curve-ppu-mlp-8.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 11 ps 0.9 pi 4 lc rgb '#8c564b' title 'ppu-mlp-8', \
   'curve-ppu-mlp-heads-4.dat' using ($3/1e12):4 with linespoints lw 3 dt 1 pt 4 ps 0.9 pi 4 lc rgb '#9467bd' title 'ppu-mlp-heads-4 (mean of 5 seeds)', \
+  'curve-ppu-mlp-8-1.5x.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 13 ps 0.9 pi 4 lc rgb '#e377c2' title 'ppu-mlp-8-1.5x', \
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 set title 'ablations (App. A.1, A.2, D; heads only) and their references'; set xlabel 'FLOPs executed per rank (10^12)'; set ylabel 'eval loss of θ (nats/token)'
-set yrange [3.6314:8.0876]; set xrange [0:*]
+set yrange [3.6314:8.2195]; set xrange [0:*]
 set label 1 'unigram entropy of val under train counts' at graph 0.98, first 6.373705731191416 right offset 0, 0.7 textcolor rgb '#555555'
 plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#2ca02c' notitle, \
   'curve-ppu-mlp-4.dat' using ($3/1e12):5:6 with filledcurves fs transparent solid 0.15 noborder lc rgb '#ff7f0e' notitle, \
@@ -147,6 +150,7 @@ plot 'curve-streaming-diloco.dat' using ($3/1e12):5:6 with filledcurves fs trans
   'curve-ppu-wo-sliced.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 6 ps 0.9 pi 4 lc rgb '#bcbd22' title 'ppu-wo-sliced', \
   'curve-ppu-horizontal.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 8 ps 0.9 pi 4 lc rgb '#7f7f7f' title 'ppu-horizontal', \
   'curve-ppu-detach-all-but-k.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 10 ps 0.9 pi 4 lc rgb '#393b79' title 'ppu-detach-all-but-k', \
+  'curve-ppu-k-plus-random.dat' using ($3/1e12):4 with linespoints lw 2 dt 1 pt 12 ps 0.9 pi 4 lc rgb '#843c39' title 'ppu-k-plus-random', \
   NaN with filledcurves fs transparent solid 0.15 noborder lc rgb '#777777' title 'seed range (min..max)', \
   6.373705731191416 with lines dt 3 lw 2 lc rgb '#555555' title 'unigram entropy (6.374 nats)'
 unset multiplot; unset label 1
@@ -173,24 +177,24 @@ plot 0 with lines lw 1.5 lc rgb '#000000' title 'no difference', \
   'paired.dat' using 1:3:4:5 with yerrorbars pt 3 ps 2.5 lw 2.5 lc rgb '#d62728' title 'mean with 99.17 % Bonferroni interval'
 unset y2tics; unset y2label; unset link y2; set bmargin
 set autoscale; set xtics autofreq norotate
-set terminal pngcairo size 1500,760 font ',11' noenhanced
+set terminal pngcairo size 1755,760 font ',11' noenhanced
 set output 'memory.png'
-set title "Training-state memory per rank by component (K = 8), measured from the tensors\nlabels: state vs streaming-diloco (other sizes: vs their own), in all and on the device (dev.: weights + gradients + AdamW)"
+set title "Training-state memory per rank by component (K = 8), measured from the tensors\nlabels: state vs streaming-diloco (other sizes: vs their own), in all and on the device (dev.: weights + gradients + AdamW); ppu-mlp-8-1.5x: as ppu-mlp-8"
 set ylabel 'MiB per rank'; set xlabel ''
 set yrange [0:30.788]
-set xrange [-0.7:17.70]
-set xtics ('ddp' 0.00, 'diloco' 1.00, 'streaming-diloco' 2.00, 'ppu-mlp-2' 3.50, 'ppu-mlp-4' 4.50, 'ppu-mlp-8' 5.50, 'ppu-mlp-heads-4' 7.00, 'ppu-heads-4' 8.50, 'ppu-grouping-slices' 9.50, 'ppu-wo-sliced' 10.50, 'ppu-horizontal' 11.50, 'ppu-detach-all-but-k' 12.50, 'streaming-diloco-d48' 14.00, 'ppu-mlp-4-d48' 15.00, 'streaming-diloco-d128' 16.00, 'ppu-mlp-4-d128' 17.00) rotate by 30 right nomirror
+set xrange [-0.7:18.70]
+set xtics ('ddp' 0.00, 'diloco' 1.00, 'streaming-diloco' 2.00, 'ppu-mlp-2' 3.50, 'ppu-mlp-4' 4.50, 'ppu-mlp-8' 5.50, 'ppu-mlp-heads-4' 7.00, 'ppu-heads-4' 8.50, 'ppu-grouping-slices' 9.50, 'ppu-wo-sliced' 10.50, 'ppu-horizontal' 11.50, 'ppu-detach-all-but-k' 12.50, 'ppu-k-plus-random' 13.50, 'streaming-diloco-d48' 15.00, 'ppu-mlp-4-d48' 16.00, 'streaming-diloco-d128' 17.00, 'ppu-mlp-4-d128' 18.00) rotate by 30 right nomirror
 unset grid; set grid ytics
 set key outside bottom center horizontal box maxrows 2
 set arrow from 2.75, graph 0 to 2.75, graph 1 nohead dt 3 lc rgb '#777777'
 set arrow from 6.25, graph 0 to 6.25, graph 1 nohead dt 3 lc rgb '#777777'
 set arrow from 7.75, graph 0 to 7.75, graph 1 nohead dt 3 lc rgb '#777777'
-set arrow from 13.25, graph 0 to 13.25, graph 1 nohead dt 3 lc rgb '#777777'
+set arrow from 14.25, graph 0 to 14.25, graph 1 nohead dt 3 lc rgb '#777777'
 set label "baselines" at 1.00, graph 0.95 center font ',11'
 set label "PPU 1/N MLPs" at 4.50, graph 0.95 center font ',11'
 set label "PPU 1/N MLPs\n+ 1/N heads" at 7.00, graph 0.95 center font ',11'
-set label "ablations" at 10.50, graph 0.95 center font ',11'
-set label "other model sizes\n(vs their own reference)" at 15.50, graph 0.95 center font ',11'
+set label "ablations" at 11.00, graph 0.95 center font ',11'
+set label "other model sizes\n(vs their own reference)" at 16.50, graph 0.95 center font ',11'
 set label "−11.5 %\ndev. −17 %" at 3.50, 14.6607 center font ',9'
 set label "−17.3 %\ndev. −26 %" at 4.50, 13.8170 center font ',9'
 set label "−20.1 %\ndev. −30 %" at 5.50, 13.3951 center font ',9'
@@ -200,8 +204,9 @@ set label "−17.3 %\ndev. −26 %" at 9.50, 13.8170 center font ',9'
 set label "−25.9 %\ndev. −39 %" at 10.50, 12.5514 center font ',9'
 set label "−17.3 %\ndev. −26 %" at 11.50, 13.8170 center font ',9'
 set label "−17.3 %\ndev. −26 %" at 12.50, 13.8170 center font ',9'
-set label "−13.2 %\ndev. −20 %" at 15.00, 5.8519 center font ',9'
-set label "−18.7 %\ndev. −28 %" at 17.00, 21.2364 center font ',9'
+set label "−17.3 %\ndev. −26 %" at 13.50, 13.8170 center font ',9'
+set label "−13.2 %\ndev. −20 %" at 16.00, 5.8519 center font ',9'
+set label "−18.7 %\ndev. −28 %" at 18.00, 21.2364 center font ',9'
 plot 'memory.dat' using 1:3:($1-0.35):($1+0.35):3:4 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#4c72b0' title 'weights', \
   'memory.dat' using 1:4:($1-0.35):($1+0.35):4:5 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#dd8452' title 'gradients', \
   'memory.dat' using 1:5:($1-0.35):($1+0.35):5:6 with boxxyerror fs solid 0.85 border lc rgb '#333333' fc rgb '#55a868' title 'inner AdamW moments', \
@@ -212,7 +217,7 @@ unset arrow; unset label
 set autoscale; set xtics autofreq norotate
 set terminal pngcairo size 1000,760 font ',11' noenhanced
 set output 'ppl_vs_n.png'
-set title "Final eval perplexity of θ vs N (each PPU rank trains 1/N of the sliced layers)\nequal tokens"
+set title "Final eval perplexity of θ vs N (each PPU rank trains 1/N of the sliced layers)\nequal tokens except ppu-mlp-8-1.5x: 1.5x tokens"
 set key outside bottom center vertical maxrows 6 maxcols 1 box; set bmargin 10
 set logscale x 2; set xrange [1.3333333333333333:12.0]
 set xtics ('2' 2, '4' 4, '8' 8)
@@ -223,7 +228,9 @@ plot '+' using 1:(41.96815444272852):(43.077926421686335) with filledcurves fs t
   'ppl_vs_n.dat' index 0 using ($1 == 0 ? $2 : 1/0):4 with points pt 7 ps 1.1 lc rgb '#d62728' notitle, \
   'ppl_vs_n.dat' index 1 using 2:4 with linespoints lw 2.5 pt 7 ps 2 lc rgb '#d62728' title '1/N MLPs: mean over seeds (line), each seed (small points)', \
   'ppl_vs_n.dat' index 0 using ($1 == 1 ? $2 : 1/0):4 with points pt 5 ps 1.1 lc rgb '#9467bd' notitle, \
-  'ppl_vs_n.dat' index 2 using 2:4 with linespoints lw 2.5 pt 5 ps 2 lc rgb '#9467bd' title '1/N MLPs + 1/N heads: mean over seeds (line), each seed (small points)'
+  'ppl_vs_n.dat' index 2 using 2:4 with linespoints lw 2.5 pt 5 ps 2 lc rgb '#9467bd' title '1/N MLPs + 1/N heads: mean over seeds (line), each seed (small points)', \
+  'ppl_vs_n.dat' index 0 using ($1 == 2 ? $2 : 1/0):4 with points pt 13 ps 1.1 lc rgb '#e377c2' notitle, \
+  'ppl_vs_n.dat' index 3 using 2:4 with linespoints lw 2.5 pt 13 ps 2 lc rgb '#e377c2' title '1/N MLPs, more tokens: mean over seeds (line), each seed (small points)'
 unset logscale x; set offsets 0, 0, 0, 0; set bmargin
 set autoscale; set xtics autofreq norotate
 set terminal pngcairo size 1000,700 font ',11' noenhanced
