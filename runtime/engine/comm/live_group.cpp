@@ -217,10 +217,10 @@ std::vector<int> LiveGroup::join_requests(int64_t upto) {
 std::vector<int> LiveGroup::recover() {
   const ProgressClock::Waiting on_members(col_.progress());
   const std::vector<int> before = col_.members();
-  const int64_t next = generation_ + 1;
+  int64_t next = generation_ + 1;
   for (;;) {
     try {
-      decide_members(next, before);
+      next = decide_members(next, before);
       break;
     } catch (const StoreLost& e) {
       reconnect(e.what());  // the same store or a restarted one: decide again in it
@@ -233,13 +233,33 @@ std::vector<int> LiveGroup::recover() {
   return lost;
 }
 
-void LiveGroup::decide_members(int64_t next, const std::vector<int>& before) {
+int64_t LiveGroup::decide_members(int64_t next, const std::vector<int>& before) {
+  const auto deadline = Clock::now() + patience_;
+  for (;; ++next)
+    if (decide_members_of(next, before, deadline)) return next;
+}
+
+// A member that began forming a generation has counted it as past (form); one that had not
+// begun when the store restarted still stands before it. The store's keys of that generation
+// died with it, so the two would each wait for the other at their own numbers until the
+// patience ran out: the one behind follows the ones ahead (their "reforming" mark of the next
+// number in a store that lacks this one's members).
+bool LiveGroup::decide_members_of(int64_t next, const std::vector<int>& before, Clock::time_point deadline) {
   const std::string members_key = key(next, "members");
-  if (store_.check(members_key)) return;
+  const std::string ahead = key(next + 1, "reforming");
+  auto moved_on = [&] {
+    if (!store_.check(ahead)) return false;
+    spdlog::warn("the other members re-form as generation {}: generation {} was decided in the store before it "
+                 "restarted and never formed; going on with them",
+                 next + 1, next);
+    return true;
+  };
+  if (store_.check(members_key)) return true;
+  if (moved_on()) return false;
   store_.set(key(next, "reforming"), "1");
   store_.set(key(next, "arrived/" + std::to_string(col_.job_rank())), "1");
-  const auto deadline = Clock::now() + patience_;
   while (!store_.check(members_key)) {
+    if (moved_on()) return false;
     const auto requests = join_requests(store_.add(live_keys::kJoins, 0));
     const std::set<int> rejoining(requests.begin(), requests.end());
     std::vector<int> arrived, waiting;
@@ -261,10 +281,11 @@ void LiveGroup::decide_members(int64_t next, const std::vector<int>& before) {
     // find the generation formed without them (OutOfGroup) and are replaced.
     if (waiting.empty() || Clock::now() > deadline) {
       store_.decide(members_key, ranks_text(arrived));
-      return;
+      return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  return true;
 }
 
 void LiveGroup::form(int64_t next, const std::vector<int>& before) {

@@ -41,7 +41,9 @@
 //    a collective whose outcome was lost takes the outcome a member saw ("commit" if any member
 //    went on past it), or "abort" when no live member saw one; a member that finds a later
 //    generation formed without it is out of the group (OutOfGroup); replacements ask again; the
-//    next generation forms in the new store as after any failure. The θ digest check of the next
+//    next generation forms in the new store as after any failure. Members that stood at two
+//    generations when it restarted (one had begun forming a generation decided in the old store,
+//    another had not) meet at the later one. The θ digest check of the next
 //    outer sync (trainer) catches a member that went on from a different outcome.
 #pragma once
 
@@ -139,8 +141,11 @@ class LiveGroup {
   bool commit_in_store(int64_t index, bool done);
   // The same collective after the store restarted and lost its outcome (see the contract).
   bool commit_after_restart(int64_t index, bool done);
-  // Decides generation `next`'s members as recover() describes.
-  void decide_members(int64_t next, const std::vector<int>& before);
+  // Decides the members of generation `next`, or of a later one when the other members went on
+  // past `next` in a restarted store, as recover() describes; returns the generation decided.
+  int64_t decide_members(int64_t next, const std::vector<int>& before);
+  // One generation's decision; false when the others re-form as the next one instead.
+  bool decide_members_of(int64_t next, const std::vector<int>& before, std::chrono::steady_clock::time_point deadline);
   // A replacement's request and wait in the store as it stands; false: the job finished.
   bool join_in_store();
   // After a StoreLost: connect again (within the store patience, else LiveRecoveryGaveUp) and
