@@ -249,9 +249,10 @@ bool LiveGroup::decide_members_of(int64_t next, const std::vector<int>& before, 
   const std::string ahead = key(next + 1, "reforming");
   auto moved_on = [&] {
     if (!store_.check(ahead)) return false;
-    spdlog::warn("the other members re-form as generation {}: generation {} was decided in the store before it "
-                 "restarted and never formed; going on with them",
-                 next + 1, next);
+    spdlog::warn(
+        "the other members re-form as generation {}: generation {} was decided in the store before it "
+        "restarted and never formed; going on with them",
+        next + 1, next);
     return true;
   };
   if (store_.check(members_key)) return true;
