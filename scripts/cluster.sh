@@ -81,7 +81,7 @@ NETPOL="${PPU_CLUSTER_NETPOL:-1}"
 NODES=1
 PAUSE_IMAGE=localhost/ppu-pause:1
 DEBS=(containerd runc containernetworking-plugins podman buildah debootstrap socat openssl etcd-server
-  iproute2 util-linux curl iptables nftables conntrack)
+  iproute2 util-linux curl iptables nftables)
 SYS_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 usage() { sed -n '2,52p' "$0"; }
