@@ -15,6 +15,15 @@ namespace ppu {
 FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
   if (const char* dir = std::getenv("PPU_TEST_FAULT_TRIGGER"); dir && *dir)
     trigger_ = std::string(dir) + "/hang-" + std::to_string(job_rank);
+  if (const char* pause = std::getenv("PPU_TEST_STEP_PAUSE_MS"); pause && *pause) {
+    try {
+      pause_ms_ = std::stoll(pause);
+    } catch (const std::exception&) {
+      pause_ms_ = -1;
+    }
+    if (pause_ms_ < 0)
+      throw ConfigError("PPU_TEST_STEP_PAUSE_MS: '" + std::string(pause) + "' is not a number of milliseconds");
+  }
   const char* spec = std::getenv("PPU_TEST_FAULT");
   if (!spec || replacement) return;
   std::stringstream all(spec);
@@ -33,6 +42,7 @@ FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
 }
 
 void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_theta) const {
+  if (pause_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms_));
   std::error_code ignored;  // removing the file is what claims the hang: one file, one hang
   if (!trigger_.empty() && std::filesystem::remove(trigger_, ignored)) {
     spdlog::warn("PPU_TEST_FAULT_TRIGGER: the training thread of rank {} hangs before step {}", rank_, step);

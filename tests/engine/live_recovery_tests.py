@@ -60,7 +60,8 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    sending it; with fresh nobody sends one
        network-blip every rank in a network namespace of its own (tests/engine/rank_netns.py,
                    ppu-launch --rank-wrapper); rank 2's link is cut for 2 x network.heartbeat_s,
-                   then restored (2000 steps, H = 200): rank 2 is fenced (the others re-form without it), replaced
+                   then restored (2000 steps, H = 200, PPU_TEST_STEP_PAUSE_MS=5 so that the run
+                   outlasts the recovery on any CPU): rank 2 is fenced (the others re-form without it), replaced
                    alone and rejoins; no gang restart, exit 0, every rank ends with one checksum,
                    and no namespace, veth or bridge of the test is left
 """
@@ -471,9 +472,12 @@ def case_network_blip():
     with RankNetwork(4) as net:
         # After the link is back, TCP's retransmission back-off takes seconds before rank 2
         # hears it was fenced: rounds of 200 steps keep that, the restart and the rejoin within
-        # a few rounds, and the run outlasts them.
+        # a few rounds. A pause of 5 ms before each step makes the run last at least 10 s on any
+        # CPU, so that it outlasts them (an idle machine once trained the 2000 steps in 7 s and
+        # finished before rank 2 was back).
         extra = ["--rank-wrapper", net.wrapper, "--set", "train.steps=2000", "--set", "outer.sync_every=200"]
-        run = Run(tempfile.mkdtemp(prefix="ppu-live-blip-"), extra, prefix=net.hub_exec)
+        env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="5")
+        run = Run(tempfile.mkdtemp(prefix="ppu-live-blip-"), extra, env=env, prefix=net.hub_exec)
         try:
             run.wait_for(r"\[rank 0\] .* step 30/")
             before = rank_pids(run.proc.pid)

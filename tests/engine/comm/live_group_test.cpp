@@ -35,12 +35,7 @@ struct Member : testing::LiveMember {
 };
 
 using testing::each;
-
-double sum_of_ones(Collectives& col) {
-  auto t = torch::ones({1});
-  col.allreduce_sum(t);
-  return t.item<double>();
-}
+using testing::sum_of_ones;
 
 TEST(LiveGroup, AnExchangeCommitsOnlyWhenEveryMemberCompletedIt) {
   const int port = testing::free_port();

@@ -1,6 +1,7 @@
 // Test helpers for the live-group tests (live_group_test.cpp, store_restart_test.cpp): one rank's
 // membership as ppu-train holds it (Collectives on an external store, its LiveGroup), and a
-// function run on one thread per rank, rethrowing the first failure.
+// function run on one thread per rank, rethrowing the first failure; an all-reduce that shows
+// the group works.
 #pragma once
 
 #include <chrono>
@@ -22,6 +23,13 @@ struct LiveMember {
   Collectives col;
   LiveGroup group;
 };
+
+// Every member's all-reduce of a one: the group's size when it works.
+inline double sum_of_ones(Collectives& col) {
+  auto t = torch::ones({1});
+  col.allreduce_sum(t);
+  return t.item<double>();
+}
 
 inline void each(const std::vector<int>& ranks, const std::function<void(int)>& f) {
   std::vector<std::exception_ptr> errors(ranks.size());

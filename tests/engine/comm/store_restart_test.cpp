@@ -2,7 +2,9 @@
 // with the real parts in threads: a store request is bounded in time and a lost connection fails
 // fast until reconnected; a restarted (empty) store is recognised by its incarnation; a commit
 // whose outcome the restart lost takes the outcome a member saw, or aborts on every member alike,
-// and the group then re-forms in the new store.
+// and the group then re-forms in the new store; when the store restarted while forming a
+// generation failed, members that stood at two generations meet at the later one, and a waiting
+// replacement still finds the generation that admits it.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -56,6 +58,7 @@ struct Member : testing::LiveMember {
 };
 
 using testing::each;
+using testing::sum_of_ones;
 
 // A plain client of the store at `port`.
 c10::intrusive_ptr<c10d::TCPStore> client_of(int port) {
@@ -165,11 +168,7 @@ TEST_F(RestartedGroup, ACommitNoMemberSawAbortsEverywhereAndTheGroupReformsInThe
   EXPECT_EQ(lost[0], std::vector<int>{});
   EXPECT_EQ(m[2]->group.generation(), 1);
   std::vector<double> sums(3);
-  each({0, 1, 2}, [&](int r) {
-    auto t = torch::ones({1});
-    m[r]->col.allreduce_sum(t);
-    sums[r] = t.item<double>();
-  });
+  each({0, 1, 2}, [&](int r) { sums[r] = sum_of_ones(m[r]->col); });
   EXPECT_EQ(sums, (std::vector<double>{3, 3, 3}));
   const auto outages = m[0]->group.take_store_outages();
   ASSERT_EQ(outages.size(), 1u);
@@ -191,36 +190,49 @@ TEST_F(RestartedGroup, AMemberThatFindsALaterGenerationFormedWithoutItIsOutOfThe
   EXPECT_THROW(m[0]->group.commit(true), OutOfGroup);
 }
 
-// The store restarts while the members stand at two generations: ranks 0 and 1 began forming
-// generation 1 (decided in the old store with rank 2 listed; forming it failed), rank 2 had not
-// begun. In the new store the three meet at generation 2, instead of each waiting for the others
-// at its own number until the patience runs out and leaving each other out (CI once: a survivor
-// left out of the group after a store restart during a re-formation, then an exit 3).
-TEST(MembersAtTwoGenerations, MeetAtTheLaterOneInARestartedStore) {
-  for (auto& s : g_silent) s = false;
-  const int port = testing::free_port();
-  auto server = serve(port, "first");
-  std::vector<std::unique_ptr<Member>> m(3);
-  each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
-  for (auto& member : m) {
-    member->col.set_connect_timeout(3s);
-    member->group.set_patience(10s);
-  }
-  put(*client_of(port), live_keys::of_generation(1, "arrived/2"), "1");
-  std::array<bool, 2> failed{};
-  each({0, 1}, [&](int r) {
-    try {
-      m[r]->group.recover();
-    } catch (const PeerError&) {
-      failed[r] = true;
+// Three members of generation 0. Ranks 0 and 1 begin forming generation 1, decided with rank 2
+// listed (it arrived), which never forms it: forming fails on both, and they count generation 1
+// as past while rank 2 stands before it. Then the store restarts.
+struct FormingFailedThenTheStoreRestarted : ::testing::Test {
+  void SetUp() override {
+    for (auto& s : g_silent) s = false;
+    port = testing::free_port();
+    server = serve(port, "first");
+    m.resize(3);
+    each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
+    for (auto& member : m) {
+      member->col.set_connect_timeout(3s);
+      member->group.set_patience(10s);
     }
-  });
-  ASSERT_EQ(failed, (std::array<bool, 2>{true, true})) << "generation 1 formed without its listed rank 2";
-  ASSERT_EQ(m[0]->group.generation(), 1);
-  ASSERT_EQ(m[2]->group.generation(), 0);
-  server.reset();
-  server = serve(port, "second");
+    put(*client_of(port), live_keys::of_generation(1, "arrived/2"), "1");
+    std::array<bool, 2> failed{};
+    each({0, 1}, [&](int r) {
+      try {
+        m[r]->group.recover();
+      } catch (const PeerError&) {
+        failed[r] = true;
+      }
+    });
+    ASSERT_EQ(failed, (std::array<bool, 2>{true, true})) << "generation 1 formed without its listed rank 2";
+    ASSERT_EQ(m[0]->group.generation(), 1);
+    ASSERT_EQ(m[2]->group.generation(), 0);
+    server.reset();
+    server = serve(port, "second");
+  }
+  // The members' heartbeats write their accounts (still of generation 0 after the failed forming).
+  void announce(const std::vector<int>& ranks) {
+    auto client = client_of(port);
+    for (int r : ranks) m[r]->group.announcer()(*client);
+  }
+  int port = 0;
+  c10::intrusive_ptr<c10d::TCPStore> server;
+  std::vector<std::unique_ptr<Member>> m;
+};
 
+// In the new store the three meet at generation 2, instead of each waiting for the others at its
+// own number until the patience runs out and leaving each other out (CI once: a survivor left out
+// of the group after a store restart during a re-formation, then an exit 3).
+TEST_F(FormingFailedThenTheStoreRestarted, MembersAtTwoGenerationsMeetAtTheLaterOne) {
   std::vector<std::vector<int>> lost(3);
   each({0, 1, 2}, [&](int r) { lost[r] = m[r]->group.recover(); });
   for (int r = 0; r < 3; ++r) {
@@ -229,48 +241,17 @@ TEST(MembersAtTwoGenerations, MeetAtTheLaterOneInARestartedStore) {
     EXPECT_EQ(lost[r], std::vector<int>{}) << "rank " << r;
   }
   std::vector<double> sums(3);
-  each({0, 1, 2}, [&](int r) {
-    auto t = torch::ones({1});
-    m[r]->col.allreduce_sum(t);
-    sums[r] = t.item<double>();
-  });
+  each({0, 1, 2}, [&](int r) { sums[r] = sum_of_ones(m[r]->col); });
   EXPECT_EQ(sums, (std::vector<double>{3, 3, 3}));
 }
 
-// The store dies while the survivors of a lost rank form generation 1 (its members were decided
-// in the old store, forming it failed): they form generation 2 in the new store, and no member's
-// account ever said 1. A replacement that asked to join in the new store before that must still
-// find the members' generations past the one the new store never held, and be taken in.
-TEST(Replacement, FindsTheGroupInARestartedStorePastAGenerationItNeverHeld) {
-  for (auto& s : g_silent) s = false;
-  const int port = testing::free_port();
-  auto server = serve(port, "first");
-  std::vector<std::unique_ptr<Member>> m(3);
-  each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
-  for (int r : {0, 1}) m[r]->col.set_connect_timeout(5s);
-  // Rank 2 reaches the re-formation of generation 1 (so it is listed), then dies.
-  put(*client_of(port), live_keys::of_generation(1, "arrived/2"), "1");
+// Rank 2 dies instead: ranks 0 and 1 form generation 2 in the new store, and no member's account
+// ever said 1. A replacement that asked to join in the new store before that must still find the
+// members' generations past the one the new store never held, and be taken in.
+TEST_F(FormingFailedThenTheStoreRestarted, AReplacementFindsTheGroupPastAGenerationTheStoreNeverHeld) {
   m[2].reset();
-  std::array<bool, 2> failed{};
-  each({0, 1}, [&](int r) {
-    try {
-      m[r]->group.recover();
-    } catch (const PeerError&) {
-      failed[r] = true;
-    }
-  });
-  ASSERT_EQ(failed, (std::array<bool, 2>{true, true})) << "generation 1 formed without its listed rank 2";
-  server.reset();
-  server = serve(port, "second");
   g_silent[2] = true;  // the old process is gone
-
-  // The members' heartbeats reach the new store (accounts still of generation 0); rank 2's
-  // replacement starts and asks to join.
-  auto announce = [&] {
-    auto client = client_of(port);
-    for (int r : {0, 1}) m[r]->group.announcer()(*client);
-  };
-  announce();
+  announce({0, 1});
   std::unique_ptr<Member> replacement;
   bool joined = false;
   std::thread join([&] {
@@ -287,7 +268,7 @@ TEST(Replacement, FindsTheGroupInARestartedStorePastAGenerationItNeverHeld) {
   each({0, 1}, [&](int r) { lost[r] = m[r]->group.recover(); });
   EXPECT_EQ(m[0]->group.generation(), 2);
   EXPECT_EQ(lost[0], (std::vector<int>{2}));
-  announce();
+  announce({0, 1});
   g_silent[2] = false;
   for (auto deadline = Clock::now() + 20s; Clock::now() < deadline && joiners[0].empty();)
     each({0, 1}, [&](int r) { joiners[r] = m[r]->group.pending_joiners(); });
@@ -310,11 +291,7 @@ TEST(Replacement, FindsTheGroupInARestartedStorePastAGenerationItNeverHeld) {
   EXPECT_EQ(replacement->group.generation(), 3);
   m[2] = std::move(replacement);
   std::vector<double> sums(3);
-  each({0, 1, 2}, [&](int r) {
-    auto t = torch::ones({1});
-    m[r]->col.allreduce_sum(t);
-    sums[r] = t.item<double>();
-  });
+  each({0, 1, 2}, [&](int r) { sums[r] = sum_of_ones(m[r]->col); });
   EXPECT_EQ(sums, (std::vector<double>{3, 3, 3}));
 }
 

@@ -1,0 +1,64 @@
+// FaultHooks (engine/fault_hooks.h), the test-only faults: what PPU_TEST_FAULT and
+// PPU_TEST_STEP_PAUSE_MS accept, what they refuse (a ConfigError naming the variable), and that a
+// pause holds each step.
+#include "engine/fault_hooks.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "core/exit_status.h"
+
+namespace ppu {
+namespace {
+
+// Sets one environment variable for the scope, unsets it after.
+struct ScopedEnv {
+  ScopedEnv(const char* variable, const char* value) : name(variable) { setenv(variable, value, 1); }
+  ~ScopedEnv() { unsetenv(name); }
+  const char* name;
+};
+
+void expect_refused(const char* name, const char* value) {
+  const ScopedEnv env(name, value);
+  try {
+    FaultHooks hooks(0, false);
+    ADD_FAILURE() << name << "=" << value << " was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+  }
+}
+
+TEST(FaultHooks, RefusesMalformedSpecsNamingTheVariable) {
+  expect_refused("PPU_TEST_FAULT", "stall:1:5");
+  expect_refused("PPU_TEST_FAULT", "hang:one:5");
+  expect_refused("PPU_TEST_STEP_PAUSE_MS", "soon");
+  expect_refused("PPU_TEST_STEP_PAUSE_MS", "-5");
+}
+
+TEST(FaultHooks, APauseHoldsEveryStepAndFaultsOfOtherRanksDoNothing) {
+  const ScopedEnv pause("PPU_TEST_STEP_PAUSE_MS", "30");
+  const ScopedEnv fault("PPU_TEST_FAULT", "hang:1:0,flip:1:0");
+  const FaultHooks hooks(0, false);
+  bool flipped = false;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < 3; ++step) hooks.before_step(step, [&] { flipped = true; });
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(90));
+  EXPECT_FALSE(flipped);
+}
+
+TEST(FaultHooks, AFlipRunsAtItsStepOnItsRankButNotOnAReplacement) {
+  const ScopedEnv fault("PPU_TEST_FAULT", "flip:2:4");
+  int flips = 0;
+  const FaultHooks first(2, false);
+  for (int64_t step = 0; step < 6; ++step) first.before_step(step, [&] { ++flips; });
+  EXPECT_EQ(flips, 1);
+  const FaultHooks replacement(2, true);
+  for (int64_t step = 0; step < 6; ++step) replacement.before_step(step, [&] { ++flips; });
+  EXPECT_EQ(flips, 1);
+}
+
+}  // namespace
+}  // namespace ppu
