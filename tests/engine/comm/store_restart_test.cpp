@@ -139,23 +139,34 @@ TEST(BoundedStore, AReconnectTellsARestartedStoreByItsIncarnation) {
   EXPECT_FALSE(store.check("k"));  // the restarted store lost its keys
 }
 
-// Three members, the first group formed and one exchange committed; then the store restarts.
-struct RestartedGroup : ::testing::Test {
+// Three members of the first group, in a store ppu-rendezvous could have started.
+struct ThreeMembers : ::testing::Test {
   void SetUp() override {
     for (auto& s : g_silent) s = false;
     port = testing::free_port();
     server = serve(port, "first");
     m.resize(3);
     each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
-    std::vector<int> committed(3);
-    each({0, 1, 2}, [&](int r) { committed[r] = m[r]->group.commit(true); });
-    ASSERT_EQ(committed, (std::vector<int>{1, 1, 1}));
+  }
+  // The store dies and its supervisor starts it again, empty.
+  void restart_store() {
     server.reset();
     server = serve(port, "second");
   }
   int port = 0;
   c10::intrusive_ptr<c10d::TCPStore> server;
   std::vector<std::unique_ptr<Member>> m;
+};
+
+// One exchange committed; then the store restarts.
+struct RestartedGroup : ThreeMembers {
+  void SetUp() override {
+    ThreeMembers::SetUp();
+    std::vector<int> committed(3);
+    each({0, 1, 2}, [&](int r) { committed[r] = m[r]->group.commit(true); });
+    ASSERT_EQ(committed, (std::vector<int>{1, 1, 1}));
+    restart_store();
+  }
 };
 
 TEST_F(RestartedGroup, ACommitNoMemberSawAbortsEverywhereAndTheGroupReformsInTheNewStore) {
@@ -193,13 +204,9 @@ TEST_F(RestartedGroup, AMemberThatFindsALaterGenerationFormedWithoutItIsOutOfThe
 // Three members of generation 0. Ranks 0 and 1 begin forming generation 1, decided with rank 2
 // listed (it arrived), which never forms it: forming fails on both, and they count generation 1
 // as past while rank 2 stands before it. Then the store restarts.
-struct FormingFailedThenTheStoreRestarted : ::testing::Test {
+struct FormingFailedThenTheStoreRestarted : ThreeMembers {
   void SetUp() override {
-    for (auto& s : g_silent) s = false;
-    port = testing::free_port();
-    server = serve(port, "first");
-    m.resize(3);
-    each({0, 1, 2}, [&](int r) { m[r] = std::make_unique<Member>(r, 3, port); });
+    ThreeMembers::SetUp();
     for (auto& member : m) {
       member->col.set_connect_timeout(3s);
       member->group.set_patience(10s);
@@ -216,17 +223,13 @@ struct FormingFailedThenTheStoreRestarted : ::testing::Test {
     ASSERT_EQ(failed, (std::array<bool, 2>{true, true})) << "generation 1 formed without its listed rank 2";
     ASSERT_EQ(m[0]->group.generation(), 1);
     ASSERT_EQ(m[2]->group.generation(), 0);
-    server.reset();
-    server = serve(port, "second");
+    restart_store();
   }
   // The members' heartbeats write their accounts (still of generation 0 after the failed forming).
   void announce(const std::vector<int>& ranks) {
     auto client = client_of(port);
     for (int r : ranks) m[r]->group.announcer()(*client);
   }
-  int port = 0;
-  c10::intrusive_ptr<c10d::TCPStore> server;
-  std::vector<std::unique_ptr<Member>> m;
 };
 
 // In the new store the three meet at generation 2, instead of each waiting for the others at its
