@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
+#include "common/env.h"
 #include "core/exit_status.h"
 
 namespace ppu {
@@ -15,15 +17,13 @@ namespace ppu {
 FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
   if (const char* dir = std::getenv("PPU_TEST_FAULT_TRIGGER"); dir && *dir)
     trigger_ = std::string(dir) + "/hang-" + std::to_string(job_rank);
-  if (const char* pause = std::getenv("PPU_TEST_STEP_PAUSE_MS"); pause && *pause) {
-    try {
-      pause_ms_ = std::stoll(pause);
-    } catch (const std::exception&) {
-      pause_ms_ = -1;
-    }
-    if (pause_ms_ < 0)
-      throw ConfigError("PPU_TEST_STEP_PAUSE_MS: '" + std::string(pause) + "' is not a number of milliseconds");
+  try {
+    pause_ms_ = env_int("PPU_TEST_STEP_PAUSE_MS", 0);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
   }
+  if (pause_ms_ < 0)
+    throw ConfigError("PPU_TEST_STEP_PAUSE_MS=" + std::to_string(pause_ms_) + " is not a number of milliseconds");
   const char* spec = std::getenv("PPU_TEST_FAULT");
   if (!spec || replacement) return;
   std::stringstream all(spec);

@@ -37,8 +37,8 @@ class FaultHooks {
   };
   std::vector<Fault> faults_;  // this rank's
   int rank_;
-  std::string trigger_;   // PPU_TEST_FAULT_TRIGGER's <dir>/hang-<rank>, or empty
-  int64_t pause_ms_ = 0;  // PPU_TEST_STEP_PAUSE_MS
+  std::string trigger_;  // PPU_TEST_FAULT_TRIGGER's <dir>/hang-<rank>, or empty
+  int pause_ms_ = 0;     // PPU_TEST_STEP_PAUSE_MS
 };
 
 }  // namespace ppu

@@ -35,6 +35,7 @@ TEST(FaultHooks, RefusesMalformedSpecsNamingTheVariable) {
   expect_refused("PPU_TEST_FAULT", "stall:1:5");
   expect_refused("PPU_TEST_FAULT", "hang:one:5");
   expect_refused("PPU_TEST_STEP_PAUSE_MS", "soon");
+  expect_refused("PPU_TEST_STEP_PAUSE_MS", "5ms");
   expect_refused("PPU_TEST_STEP_PAUSE_MS", "-5");
 }
 
