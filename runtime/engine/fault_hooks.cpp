@@ -29,14 +29,16 @@ FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
   std::stringstream all(spec);
   for (std::string item; std::getline(all, item, ',');) {
     std::stringstream parts(item);
-    std::string kind, rank, step;
-    if (!std::getline(parts, kind, ':') || !std::getline(parts, rank, ':') || !std::getline(parts, step) ||
-        (kind != "hang" && kind != "flip"))
-      throw ConfigError("PPU_TEST_FAULT: '" + item + "' is not hang|flip:<rank>:<step>");
+    std::string kind, rank, step, ms;
+    const bool late = std::getline(parts, kind, ':') && kind == "late";
+    if ((kind != "hang" && kind != "flip" && !late) || !std::getline(parts, rank, ':') ||
+        !std::getline(parts, step, late ? ':' : '\n') || (late && !std::getline(parts, ms)))
+      throw ConfigError("PPU_TEST_FAULT: '" + item + "' is not hang|flip:<rank>:<step> or late:<rank>:<step>:<ms>");
     try {
-      if (std::stoi(rank) == job_rank) faults_.push_back({kind, std::stoll(step)});
+      const Fault fault{kind, std::stoll(step), late ? std::stoll(ms) : 0};
+      if (std::stoi(rank) == job_rank) faults_.push_back(fault);
     } catch (const std::exception&) {
-      throw ConfigError("PPU_TEST_FAULT: '" + item + "' needs integer rank and step");
+      throw ConfigError("PPU_TEST_FAULT: '" + item + "' needs integer rank, step" + (late ? " and ms" : ""));
     }
   }
 }
@@ -53,6 +55,11 @@ void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_the
     if (f.kind == "flip") {
       spdlog::warn("PPU_TEST_FAULT: rank {} changes an element of its global θ before step {}", rank_, step);
       flip_theta();
+      continue;
+    }
+    if (f.kind == "late") {
+      spdlog::warn("PPU_TEST_FAULT: the training thread of rank {} sleeps {} ms before step {}", rank_, f.ms, step);
+      std::this_thread::sleep_for(std::chrono::milliseconds(f.ms));
       continue;
     }
     spdlog::warn("PPU_TEST_FAULT: the training thread of rank {} hangs before step {}", rank_, step);

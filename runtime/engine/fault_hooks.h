@@ -1,10 +1,13 @@
 // FaultHooks: test-only faults that a process test places at a chosen step, for the faults a
 // signal cannot make (the chaos bench and tests/engine/live_recovery_tests.py use it).
-// PPU_TEST_FAULT = "<kind>:<rank>:<step>[,...]", read once; kinds:
+// PPU_TEST_FAULT = "<kind>:<rank>:<step>[:<ms>][,...]", read once; kinds:
 //   hang   the training thread of job rank <rank> stops for good before inner step <step>
 //          (the process, its heartbeat thread and its sockets stay up: a hung training thread)
 //   flip   one element of that rank's global θ changes before inner step <step> (a flipped
 //          bit, a bug): the θ check before the next sync must find and repair it
+//   late   that rank's training thread sleeps <ms> before inner step <step>: before a round's
+//          last step, it holds the others in the outer sync's first collective for that long
+//          (a test places a second fault while they wait)
 // Only a process that starts with the job takes a fault: a replacement (a later process of the
 // same rank) does not, so a hang is not repeated after the rank is replaced. Unset: nothing.
 // PPU_TEST_FAULT_TRIGGER = <dir>, for faults placed at run time (bench/chaos): before every inner
@@ -34,6 +37,7 @@ class FaultHooks {
   struct Fault {
     std::string kind;
     int64_t step;
+    int64_t ms = 0;  // late's
   };
   std::vector<Fault> faults_;  // this rank's
   int rank_;

@@ -1,6 +1,6 @@
 // FaultHooks (engine/fault_hooks.h), the test-only faults: what PPU_TEST_FAULT and
-// PPU_TEST_STEP_PAUSE_MS accept, what they refuse (a ConfigError naming the variable), and that a
-// pause holds each step.
+// PPU_TEST_STEP_PAUSE_MS accept, what they refuse (a ConfigError naming the variable), that a
+// pause holds each step, and that a late rank sleeps at its step only.
 #include "engine/fault_hooks.h"
 
 #include <gtest/gtest.h>
@@ -34,6 +34,8 @@ void expect_refused(const char* name, const char* value) {
 TEST(FaultHooks, RefusesMalformedSpecsNamingTheVariable) {
   expect_refused("PPU_TEST_FAULT", "stall:1:5");
   expect_refused("PPU_TEST_FAULT", "hang:one:5");
+  expect_refused("PPU_TEST_FAULT", "late:1:5");
+  expect_refused("PPU_TEST_FAULT", "late:1:5:soon");
   expect_refused("PPU_TEST_STEP_PAUSE_MS", "soon");
   expect_refused("PPU_TEST_STEP_PAUSE_MS", "5ms");
   expect_refused("PPU_TEST_STEP_PAUSE_MS", "-5");
@@ -59,6 +61,19 @@ TEST(FaultHooks, AFlipRunsAtItsStepOnItsRankButNotOnAReplacement) {
   const FaultHooks replacement(2, true);
   for (int64_t step = 0; step < 6; ++step) replacement.before_step(step, [&] { ++flips; });
   EXPECT_EQ(flips, 1);
+}
+
+TEST(FaultHooks, ALateRankSleepsBeforeItsStepOnly) {
+  const ScopedEnv fault("PPU_TEST_FAULT", "late:1:2:200,late:0:3:100000");
+  const FaultHooks hooks(1, false);
+  const auto nothing = [] {};
+  auto start = std::chrono::steady_clock::now();
+  hooks.before_step(1, nothing);
+  hooks.before_step(3, nothing);  // rank 0's step: rank 1 goes on
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(100));
+  start = std::chrono::steady_clock::now();
+  hooks.before_step(2, nothing);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
 }
 
 }  // namespace

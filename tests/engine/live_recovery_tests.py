@@ -64,6 +64,13 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    outlasts the recovery on any CPU): rank 2 is fenced (the others re-form without it), replaced
                    alone and rejoins; no gang restart, exit 0, every rank ends with one checksum,
                    and no namespace, veth or bridge of the test is left
+       cut-during-sync  the same namespaces; rank 0 arrives 4 s late at a round boundary
+                   (PPU_TEST_FAULT=late:0:399:4000), and rank 1's link is cut while rank 1 waits
+                   for it in the outer sync, for 8 s (longer than a store request may take, so
+                   rank 1's connection to the store is lost): the others fence rank 1 and re-form;
+                   once the link is back rank 1 must hear it (its abort probe asks through a new
+                   connection) and be replaced within 60 s, not wait in the old group's
+                   collective for network.timeout_s (300 s); no gang restart, exit 0, one checksum
 """
 
 import json
@@ -467,44 +474,70 @@ def case_late_replacement():
         fail(f"the late replacement claims work it did not do: {sums[3]['tokens']} tokens, {sums[3]['recovery']}")
 
 
-def case_network_blip():
-    cut_s = 2 * HEARTBEAT_S
+def cut_off(rank, cut_s, ready, extra, env, work):
+    """The live job with every rank in a network namespace of its own (rank_netns.py): once every
+    pattern of `ready` is in the log, `rank`'s link is cut for cut_s and restored. Then `rank` alone
+    must be fenced, replaced and back in the group within 60 s, the job must exit 0 with no gang
+    restart, every rank with one checksum, and no namespace may be left. Returns the fenced
+    process's exit code and the checksum."""
     with RankNetwork(4) as net:
-        # After the link is back, TCP's retransmission back-off takes seconds before rank 2
-        # hears it was fenced: rounds of 200 steps keep that, the restart and the rejoin within
-        # a few rounds. A pause of 5 ms before each step makes the run last at least 10 s on any
-        # CPU, so that it outlasts them (an idle machine once trained the 2000 steps in 7 s and
-        # finished before rank 2 was back).
-        extra = ["--rank-wrapper", net.wrapper, "--set", "train.steps=2000", "--set", "outer.sync_every=200"]
-        env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="5")
-        run = Run(tempfile.mkdtemp(prefix="ppu-live-blip-"), extra, env=env, prefix=net.hub_exec)
+        run = Run(tempfile.mkdtemp(prefix=work), ["--rank-wrapper", net.wrapper, *extra], env=env, prefix=net.hub_exec)
         try:
-            run.wait_for(r"\[rank 0\] .* step 30/")
+            for pattern in ready:
+                run.wait_for(pattern)
             before = rank_pids(run.proc.pid)
             if sorted(before) != [0, 1, 2, 3]:
                 fail(f"expected ranks 0-3 under ppu-launch, found {before}")
-            net.cut(2)
+            net.cut(rank)
             time.sleep(cut_s)
-            net.restore(2)
-            run.wait_for(r"lost rank\(s\) \[2\] in round")
-            run.wait_for(r"rank\(s\) \[2\] rejoined in round")
-            same_processes(before, rank_pids(run.proc.pid), {2})
+            net.restore(rank)
+            run.wait_for(rf"lost rank\(s\) \[{rank}\] in round")
+            run.wait_for(rf"rank\(s\) \[{rank}\] rejoined in round", timeout=60)
+            same_processes(before, rank_pids(run.proc.pid), {rank})
             rc = run.finish()
         finally:
             if run.proc.poll() is None:
                 run.proc.kill()
         log = run.text()
         if rc != 0 or "restarting the gang" in log:
-            fail(f"rank 2 cut off for {cut_s} s: ppu-launch exited {rc} (want 0, no gang restart)\n{events(log)}")
-        code = re.search(r"rank 2 exited with code (\d+): restarting it in place", log)
+            fail(f"rank {rank} cut off for {cut_s} s: ppu-launch exited {rc} (want 0, no gang restart)\n{events(log)}")
+        code = re.search(rf"rank {rank} exited with code (\d+): restarting it in place", log)
         if not code or log.count("restarting it in place") != 1:
-            fail(f"rank 2 was not replaced alone, once:\n{events(log)}")
+            fail(f"rank {rank} was not replaced alone, once:\n{events(log)}")
         checksum = one_checksum(run)
     if net.leftovers():
         fail(f"network namespaces left behind: {net.leftovers()}")
-    print(
-        f"rank 2 cut off for {cut_s} s: fenced, exited {code.group(1)}, replaced and rejoined; one checksum {checksum}"
-    )
+    return code.group(1), checksum
+
+
+def case_network_blip():
+    # After the link is back, TCP's retransmission back-off takes seconds before rank 2 hears it
+    # was fenced: rounds of 200 steps keep that, the restart and the rejoin within a few rounds.
+    # A pause of 5 ms before each step makes the run last at least 10 s on any CPU, so that it
+    # outlasts them (an idle machine once trained the 2000 steps in 7 s and finished before
+    # rank 2 was back).
+    cut_s = 2 * HEARTBEAT_S
+    extra = ["--set", "train.steps=2000", "--set", "outer.sync_every=200"]
+    env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="5")
+    code, checksum = cut_off(2, cut_s, [r"\[rank 0\] .* step 30/"], extra, env, "ppu-live-blip-")
+    print(f"rank 2 cut off for {cut_s} s: fenced, exited {code}, replaced and rejoined; one checksum {checksum}")
+
+
+def case_cut_during_sync():
+    # Rank 0 sleeps 4 s before the last step of round 2, so that ranks 1-3 wait for it in that
+    # round's outer sync; rank 1 is cut as it logs step 399 (it is then in, or a step before, that
+    # wait). The cut outlasts a store request (2 s here) and the heartbeat window. 3000 steps of
+    # at least 10 ms: the survivors still train when rank 1 is back, restarted and at a boundary.
+    # network.timeout_s = 300 (the default, named): a rank that waits it out fails the 60 s bound.
+    cut_s = 4 * HEARTBEAT_S
+    extra = [
+        "--set", "train.steps=3000", "--set", "outer.sync_every=200",
+        "--set", "network.timeout_s=300", "--set", "network.progress_timeout_s=20",
+    ]  # fmt: skip
+    env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="10", PPU_TEST_FAULT="late:0:399:4000")
+    ready = [r"rank 0 sleeps 4000 ms before step 399", r"\[rank 1\] .* step 399/"]
+    code, checksum = cut_off(1, cut_s, ready, extra, env, "ppu-live-cut-sync-")
+    print(f"rank 1 cut off in a sync for {cut_s} s: fenced, exited {code}, replaced; one checksum {checksum}")
 
 
 def checkpoint_digests(log, pattern):
@@ -631,6 +664,7 @@ def case_coowner_state():
 
 {
     "network-blip": case_network_blip,
+    "cut-during-sync": case_cut_during_sync,
     "kill-each-rank": case_kill_each_rank,
     "boundaries": case_boundaries,
     "frozen": case_frozen,

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/job_contract.h"
+#include "engine/comm/store_clients.h"
 
 namespace ppu {
 
@@ -24,8 +25,15 @@ std::string seconds_text(std::chrono::milliseconds d) { return fmt::format("{:.1
 
 }  // namespace
 
-BoundedStore::BoundedStore(Collectives& collectives, std::chrono::milliseconds request_timeout)
-    : col_(collectives), request_timeout_(request_timeout) {}
+BoundedStore::BoundedStore(Collectives& collectives, std::chrono::milliseconds request_timeout, Connection connection)
+    : col_(collectives),
+      request_timeout_(request_timeout),
+      connection_(connection),
+      lost_(connection == Connection::kOwn) {}
+
+BoundedStore::~BoundedStore() {
+  if (own_) retire_store_client(own_);  // a request abandoned at its timeout may still hold it
+}
 
 template <class R, class Request>
 R BoundedStore::ask(const char* what, Request request) {
@@ -39,7 +47,7 @@ R BoundedStore::ask(const char* what, Request request) {
   };
   auto answer = std::make_shared<Answer>();
   // The thread owns the connection and the request (by value): it may outlive this call.
-  std::thread([answer, store = col_.store(), request] {
+  std::thread([answer, store = connection_ == Connection::kOwn ? own_ : col_.store(), request] {
     std::optional<R> value;
     std::string error;
     try {
@@ -103,7 +111,13 @@ std::string BoundedStore::reconnect(std::chrono::milliseconds patience) {
   std::string last = "no attempt";
   for (;;) {
     try {
-      col_.reconnect_store();
+      if (connection_ == Connection::kShared) {
+        col_.reconnect_store();
+      } else {
+        auto fresh = col_.connect_store();
+        if (own_) retire_store_client(own_);
+        own_ = fresh;
+      }
       lost_ = false;
       return incarnation();
     } catch (const PeerError& e) {  // StoreLost included

@@ -12,6 +12,9 @@
 //    A different incarnation than before means the store restarted and lost every key.
 //  - A request abandoned at its timeout keeps running on its thread against the old connection
 //    (it holds that connection; reconnect() never reuses it).
+//  - Connection::kShared asks through the rank's shared connection (Collectives::store), and
+//    reconnect() replaces that one. Connection::kOwn keeps a connection of its own, which
+//    reconnect() opens (Collectives::connect_store): it is lost until then.
 #pragma once
 
 #include <atomic>
@@ -31,7 +34,12 @@ class StoreLost : public PeerError {
 
 class BoundedStore {
  public:
-  BoundedStore(Collectives& collectives, std::chrono::milliseconds request_timeout);
+  enum class Connection { kShared, kOwn };
+  BoundedStore(Collectives& collectives, std::chrono::milliseconds request_timeout,
+               Connection connection = Connection::kShared);
+  ~BoundedStore();
+  BoundedStore(const BoundedStore&) = delete;
+  BoundedStore& operator=(const BoundedStore&) = delete;
 
   void set_request_timeout(std::chrono::milliseconds timeout) { request_timeout_ = timeout; }
   std::chrono::milliseconds request_timeout() const { return request_timeout_; }
@@ -56,6 +64,8 @@ class BoundedStore {
 
   Collectives& col_;
   std::chrono::milliseconds request_timeout_;
+  Connection connection_;
+  c10::intrusive_ptr<c10d::Store> own_;  // Connection::kOwn's, once reconnect() opened it
   std::atomic<bool> lost_{false};
 };
 

@@ -183,6 +183,12 @@ c10::intrusive_ptr<c10d::Store> Collectives::store() const {
 }
 
 void Collectives::reconnect_store() {
+  auto fresh = connect_store();
+  std::lock_guard<std::mutex> lock(store_mutex_);
+  retire_store_client(std::exchange(store_, fresh));
+}
+
+c10::intrusive_ptr<c10d::Store> Collectives::connect_store() const {
   const auto timeout = connect_timeout();
   c10d::TCPStoreOptions opts;
   opts.port = static_cast<std::uint16_t>(info_.master_port);
@@ -194,8 +200,7 @@ void Collectives::reconnect_store() {
   try {
     auto fresh = c10::make_intrusive<c10d::TCPStore>(info_.master_addr, opts);
     fresh->setTimeout(std::max<std::chrono::milliseconds>(timeout, std::chrono::seconds(1)));
-    std::lock_guard<std::mutex> lock(store_mutex_);
-    retire_store_client(std::exchange(store_, fresh));
+    return fresh;
   } catch (const std::exception& e) {
     throw PeerError("reconnecting to the rendezvous store at " + info_.master_addr + ":" +
                     std::to_string(info_.master_port) + " failed: " + e.what());
@@ -215,6 +220,9 @@ Collectives::~Collectives() {
   // answers, not even with a reset): its destructor would wait for that work until Gloo's
   // timeout, and a finished rank would not exit for minutes. It is left to the process's exit.
   for (auto& group : retired_) (void)group.release();
+  // So may a re-formable group this rank leaves without re-forming it (fenced while cut off: the
+  // others never complete the collective it posted last).
+  if (abortable_ && group_) (void)group_.release();
   if (store_) retire_store_client(store_);  // its watcher may be parked (store_clients.h)
 }
 
@@ -230,6 +238,14 @@ void Collectives::wait(const char* what, const std::function<void()>& op) {
     throw PeerError(std::string(what) + " failed (a peer died or timed out after " +
                     std::to_string(timeout_.count() / 1000) + " s): " + msg);
   }
+}
+
+void Collectives::start(const char* what, const std::function<void()>& post) {
+  if (abortable_ && aborted_) {
+    std::lock_guard<std::mutex> reason(abort_mutex_);
+    throw PeerError(std::string(what) + " not started: " + abort_reason_);
+  }
+  wait(what, post);
 }
 
 void Collectives::wait_for(const char* what, const c10::intrusive_ptr<c10d::Work>& work) {
@@ -281,7 +297,7 @@ Collectives::Pending Collectives::allreduce_sum_async(torch::Tensor& tensor) {
 #ifdef PPU_WITH_NCCL
   if (nccl_ && tensor.is_cuda()) {
     std::vector<torch::Tensor> tensors{tensor};
-    wait("all-reduce", [&] { work = nccl_->group->allreduce(tensors, opts); });
+    start("all-reduce", [&] { work = nccl_->group->allreduce(tensors, opts); });
     return [this, work] { wait("all-reduce", [&] { work->wait(timeout_); }); };
   }
 #endif
@@ -289,7 +305,7 @@ Collectives::Pending Collectives::allreduce_sum_async(torch::Tensor& tensor) {
   // tensor is reduced through a host copy and copied back when the caller waits.
   const bool staged = !tensor.device().is_cpu();
   std::vector<torch::Tensor> tensors{staged ? tensor.to(torch::kCPU) : tensor};
-  wait("all-reduce", [&] { work = group_->allreduce(tensors, opts); });
+  start("all-reduce", [&] { work = group_->allreduce(tensors, opts); });
   return [this, work, tensors, staged, tensor]() mutable {
     wait_for("all-reduce", work);
     if (staged) tensor.copy_(tensors[0]);
@@ -311,7 +327,7 @@ Collectives::Pending Collectives::allgather_async(const torch::Tensor& tensor, s
   for (int r = 0; r < world_size_; ++r) (*outputs)[0].push_back(torch::empty_like(tensor));
   std::vector<torch::Tensor> inputs{tensor};
   c10::intrusive_ptr<c10d::Work> work;
-  wait("all-gather", [&] {
+  start("all-gather", [&] {
     c10d::AllgatherOptions opts;
     opts.timeout = timeout_;
     work = group_->allgather(*outputs, inputs, opts);
@@ -326,7 +342,7 @@ Collectives::Pending Collectives::send(torch::Tensor& tensor, int dst, int tag) 
   if (!group_) throw std::logic_error("send needs a process group (WORLD_SIZE > 1)");
   std::vector<torch::Tensor> tensors{tensor};
   c10::intrusive_ptr<c10d::Work> work;
-  wait("send", [&] { work = group_->send(tensors, dst, tag); });
+  start("send", [&] { work = group_->send(tensors, dst, tag); });
   return [this, work] { wait_for("send", work); };
 }
 
@@ -334,14 +350,14 @@ Collectives::Pending Collectives::recv(torch::Tensor& tensor, int src, int tag) 
   if (!group_) throw std::logic_error("recv needs a process group (WORLD_SIZE > 1)");
   std::vector<torch::Tensor> tensors{tensor};
   c10::intrusive_ptr<c10d::Work> work;
-  wait("receive", [&] { work = group_->recv(tensors, src, tag); });
+  start("receive", [&] { work = group_->recv(tensors, src, tag); });
   return [this, work] { wait_for("receive", work); };
 }
 
 void Collectives::barrier() {
   if (!has_group()) return;
   c10::intrusive_ptr<c10d::Work> work;
-  wait("barrier", [&] {
+  start("barrier", [&] {
     c10d::BarrierOptions opts;
     opts.timeout = timeout_;
     work = group_->barrier(opts);
@@ -353,7 +369,7 @@ void Collectives::broadcast(torch::Tensor& tensor, int root) {
   if (!has_group()) return;
   std::vector<torch::Tensor> tensors{tensor};
   c10::intrusive_ptr<c10d::Work> work;
-  wait("broadcast", [&] {
+  start("broadcast", [&] {
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
     opts.timeout = timeout_;

@@ -79,6 +79,9 @@ class Collectives {
   // may be blocked on a store that died or stopped answering: it is left to its requests). One
   // attempt of about a second; throws PeerError when the store does not accept it.
   void reconnect_store();
+  // A new connection to the same store for the caller alone, on the same terms (one attempt;
+  // PeerError when refused); the shared one stays as it is.
+  c10::intrusive_ptr<c10d::Store> connect_store() const;
 
   // A new group of `members` (job ranks, ascending, this rank among them) over the keys of
   // `generation`; clears abort(). Blocks until every member has joined or the connect timeout
@@ -131,6 +134,9 @@ class Collectives {
 
  private:
   void wait(const char* what, const std::function<void()>& op);
+  // Posts a collective (`post`, as wait()); an aborted re-formable group refuses it with
+  // PeerError: no new work goes to a group being abandoned, where a fenced peer would wait for it.
+  void start(const char* what, const std::function<void()>& post);
   // Waits for `work`; in a re-formable group abort() ends the wait too. Throws PeerError.
   void wait_for(const char* what, const c10::intrusive_ptr<c10d::Work>& work);
   void form(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size);

@@ -53,6 +53,7 @@ LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent)
     : col_(collectives),
       silent_(std::move(silent)),
       store_(collectives, std::chrono::seconds(5)),
+      probe_(std::make_unique<Probe>(collectives)),
       store_patience_(collectives.timeout()),
       announcement_(std::make_shared<Announcement>()),
       patience_(collectives.timeout()) {
@@ -63,17 +64,37 @@ LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent)
     publish();
   }
   // A member that re-forms the group ends the collectives the others are still waiting in
-  // (one may be waiting on a survivor that has already given up on it). A lost store answers
-  // nothing here: the collective goes on through Gloo, and its commit finds the store again.
-  col_.set_abort_probe([this]() -> std::string {
-    const int64_t next = generation_ + 1;
-    try {
-      if (!store_.lost() && store_.check(key(next, "reforming")))
-        return "a member began re-forming the group as generation " + std::to_string(next);
-    } catch (const StoreLost&) {
+  // (one may be waiting on a survivor that has already given up on it).
+  col_.set_abort_probe([this] { return probe_reforming(); });
+}
+
+LiveGroup::Probe::Probe(Collectives& collectives)
+    : store(collectives, std::chrono::seconds(1), BoundedStore::Connection::kOwn) {}
+
+std::string LiveGroup::probe_reforming() {
+  const int64_t next = generation_ + 1;
+  const std::string reforming = key(next, "reforming");
+  const std::string why = "a member began re-forming the group as generation " + std::to_string(next);
+  try {
+    if (!store_.lost()) return store_.check(reforming) ? why : std::string();
+  } catch (const StoreLost&) {
+  }
+  // store_ is lost (a request failed in a network cut or a store restart): the collective may
+  // still complete through Gloo, and its commit reconnects store_. But a rank cut off while it
+  // waited may have been fenced meanwhile, and then nobody completes it: it must hear of the
+  // re-formation once the network is back, not after network.timeout_s.
+  std::unique_lock<std::mutex> lock(probe_->mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return {};
+  try {
+    if (probe_->store.lost()) {
+      if (Clock::now() < probe_->next_connect) return {};
+      probe_->next_connect = Clock::now() + std::chrono::seconds(1);
+      probe_->store.reconnect(std::chrono::milliseconds(0));
     }
+    return probe_->store.check(reforming) ? why : std::string();
+  } catch (const StoreLost&) {
     return {};
-  });
+  }
 }
 
 void LiveGroup::set_store_limits(std::chrono::milliseconds request_timeout, std::chrono::milliseconds patience) {

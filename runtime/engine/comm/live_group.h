@@ -7,7 +7,9 @@
 //   live/g<n>/members        the job ranks of generation n, ascending ("0,1,3"); written once
 //                            by compare-and-set, so every rank reads the same list
 //   live/g<n>/reforming      a member began re-forming after a failure: every member abandons
-//                            the collective it waits in (Collectives' abort probe)
+//                            the collective it waits in (Collectives' abort probe; while this
+//                            rank's connection is lost the probe asks through one of its own,
+//                            so a rank fenced while cut off hears it once the network is back)
 //   live/g<n>/arrived/<r>    rank r reached the re-formation of generation n after a failure
 //   live/g<n>/source         the job rank that sends the state to generation n's newcomers
 //   live/g<n>/x<s>/done      how many members completed collective s of generation n
@@ -153,10 +155,23 @@ class LiveGroup {
   bool reconnect(const std::string& why);
   std::optional<Account> account_of(int rank);
   void publish();  // this rank's account, for announcer()
+  // The abort probe (Collectives::set_abort_probe): why the collective waited in must end, or "".
+  std::string probe_reforming();
+
+  // The abort probe's own connection, for while store_'s is lost: only the training thread
+  // reconnects store_ (with a restart's bookkeeping), and it may be the one waiting in the
+  // collective. Probes run on any waiting thread; one at a time uses it.
+  struct Probe {
+    explicit Probe(Collectives& collectives);
+    std::mutex mutex;
+    BoundedStore store;
+    std::chrono::steady_clock::time_point next_connect;
+  };
 
   Collectives& col_;
   IsSilent silent_;
   BoundedStore store_;
+  std::unique_ptr<Probe> probe_;
   std::chrono::milliseconds store_patience_;
   std::string incarnation_;
   bool rebuilt_ = false;  // the store restarted since this rank last formed a generation

@@ -139,6 +139,24 @@ TEST(BoundedStore, AReconnectTellsARestartedStoreByItsIncarnation) {
   EXPECT_FALSE(store.check("k"));  // the restarted store lost its keys
 }
 
+// The abort probe's connection (LiveGroup): lost until its first reconnect, and never the
+// rank's shared one, which only the training thread replaces.
+TEST(BoundedStore, AnOwnConnectionIsLostUntilReconnectedAndLeavesTheSharedOneAlone) {
+  const int port = testing::free_port();
+  auto server = serve(port, "first");
+  Collectives col = store_client(port, server);
+  const auto shared = col.store();
+  BoundedStore own(col, 1s, BoundedStore::Connection::kOwn);
+  EXPECT_TRUE(own.lost());
+  EXPECT_THROW(own.check("k"), StoreLost);
+  EXPECT_EQ(own.reconnect(0ms), "first");
+  EXPECT_FALSE(own.lost());
+  put(*server, "k", "v");
+  EXPECT_EQ(own.get("k"), "v");
+  EXPECT_EQ(own.reconnect(0ms), "first");  // a second one replaces its own connection only
+  EXPECT_EQ(col.store().get(), shared.get());
+}
+
 // Three members of the first group, in a store ppu-rendezvous could have started.
 struct ThreeMembers : ::testing::Test {
   void SetUp() override {
