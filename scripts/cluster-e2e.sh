@@ -64,6 +64,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/cluster/ppujob.sh"
 source "$ROOT/scripts/cluster/band.sh"
+source "$ROOT/scripts/cluster/rank-logs.sh"
 export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-e2e}"
 export PPU_CLUSTER_PORT="${PPU_CLUSTER_PORT:-16445}"
 KEEP=0
@@ -122,9 +123,11 @@ live_training() { # the live job's PPUJob on claim $1
 [[ $(id -u) == 0 ]] || die "needs root (containerd, namespaces, cgroups)"
 PROM_PID=""
 BAND=""
+RANK_LOGS=""
 cleanup() {
   local rc=$?
   band_stop
+  rank_logs_stop
   [[ -n "$BAND" ]] && rm -rf "$BAND"
   if [[ -n "$PROM_PID" ]]; then
     kill "$PROM_PID" 2>/dev/null || true
@@ -134,12 +137,12 @@ cleanup() {
     echo "--- state at failure" >&2
     kubectl get ppj,pods,pvc -A -o wide >&2 2>/dev/null || true
     kubectl -n "$OPNS" logs deploy/ppu-operator --tail=30 >&2 2>/dev/null || true
-    # What each rank of the namespace's jobs saw of its group: faults, fencing, re-formations.
-    local pod
-    for pod in $(kubectl -n "$NS" get pods -l ppu.dev/job -o name 2>/dev/null); do
-      echo "--- $pod: its group, as it logged it" >&2
-      kubectl -n "$NS" logs "$pod" 2>/dev/null | grep -E 'lost|fenc|silent|group|rejoin|re-form|generation|store|out of|exit' | tail -20 >&2 || true
-    done
+  fi
+  # What each rank of the namespace's jobs saw of its group (faults, fencing, re-formations),
+  # from the copies kept while they ran: a pod replaced or restarted before the failure too.
+  if [[ -n "$RANK_LOGS" ]]; then
+    ((rc != 0)) && rank_logs_show "$RANK_LOGS"
+    rm -rf "$RANK_LOGS"
   fi
   if [[ $KEEP == 0 ]]; then
     TP=$(date +%s)
@@ -169,6 +172,8 @@ eval "$(bash "$CL" up | tail -1)"
 source "$PPU_CLUSTER_DIR/env"
 kubectl() { "$TOOLS/kubectl" "$@"; }
 phase "cluster up"
+RANK_LOGS="$(mktemp -d /var/tmp/ppu-e2e-rank-logs.XXXXXX)"
+rank_logs_start "$RANK_LOGS" "$NS"
 # Also under the samples' image name, so that a sample applied as shipped finds it (step 6).
 SAMPLE_IMAGE="$(sed -n 's/^  image: *//p' "$ROOT/manifests/samples/cpu-tiny.yaml")"
 [[ -n "$SAMPLE_IMAGE" ]] || die "manifests/samples/cpu-tiny.yaml names no spec.image"

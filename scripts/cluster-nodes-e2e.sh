@@ -42,6 +42,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/cluster/ppujob.sh"
 source "$ROOT/scripts/cluster/band.sh"
+source "$ROOT/scripts/cluster/rank-logs.sh"
 export PPU_CLUSTER_DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster-nodes-e2e}"
 export PPU_CLUSTER_PORT="${PPU_CLUSTER_PORT:-16446}"
 KEEP=0
@@ -77,14 +78,21 @@ bash "$CL" deps
 HELM="$(bash "$ROOT/scripts/build-helm.sh" | tail -1)"
 if ! podman image exists "$IMAGE"; then bash "$ROOT/scripts/build-image.sh" --tag "$IMAGE" >/dev/null; fi
 BAND=""
+RANK_LOGS=""
 cleanup() {
   local rc=$?
   band_stop
+  rank_logs_stop
   [[ -n "$BAND" ]] && rm -rf "$BAND"
   if ((rc != 0)) && [[ -f "$PPU_CLUSTER_DIR/kubeconfig" ]]; then
     echo "--- state at failure" >&2
     kubectl get nodes,ppj,pods -A -o wide >&2 2>/dev/null || true
     kubectl -n "$OPNS" logs deploy/ppu-operator --tail=30 >&2 2>/dev/null || true
+  fi
+  # Every rank's own account, from the copies kept while the jobs ran (a lost node's pods too).
+  if [[ -n "$RANK_LOGS" ]]; then
+    ((rc != 0)) && rank_logs_show "$RANK_LOGS"
+    rm -rf "$RANK_LOGS"
   fi
   if [[ $KEEP == 0 ]]; then bash "$CL" down || rc=1; fi
   exit $rc
@@ -108,6 +116,11 @@ cluster_up() { # a fresh two-node cluster with the image loaded and the operator
   kubectl -n "$OPNS" create serviceaccount e2e-metrics >/dev/null
   kubectl create namespace "$NS" >/dev/null
   kubectl label namespace "$NS" pod-security.kubernetes.io/enforce=restricted >/dev/null
+  # Copies of the rank pods' logs (rank-logs.sh): one copier for the script, across clusters.
+  if [[ -z "$RANK_LOGS" ]]; then
+    RANK_LOGS="$(mktemp -d /var/tmp/ppu-nodes-rank-logs.XXXXXX)"
+    rank_logs_start "$RANK_LOGS" "$NS"
+  fi
 }
 
 # job NAME RECOVERY STEPS [SLICES]: the cpu-tiny sample's training (N = SLICES, default its 2), 4
