@@ -6,6 +6,8 @@
 // heartbeats, Gloo's addresses); the tensors go between the ranks. Its keys live in memory only:
 // each start writes a new incarnation (contract::kStoreIncarnationKey) before it says it serves,
 // so ranks that reconnect after a restart know the keys are gone and rebuild them (LiveGroup).
+// A client that stops sending in the middle of a request (cut off, stopped) is dropped after
+// kRequestGap instead of holding every other client's requests (store_clients.h).
 // Exit codes: 0 stopped by a signal, 2 bad flag, 1 the port cannot be served.
 #include <CLI/CLI.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -18,6 +20,14 @@
 
 #include "core/exit_status.h"
 #include "core/job_contract.h"
+#include "engine/comm/store_clients.h"
+
+namespace {
+// How long the server waits for the rest of a request it began to read. A request's packets are
+// sent back to back; a second without one means the client is cut off or stopped. A client
+// dropped wrongly only reconnects (BoundedStore).
+constexpr std::chrono::milliseconds kRequestGap{1000};
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ppu-rendezvous: the rendezvous store of a live-recovery PPU job"};
@@ -36,6 +46,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a rank that dies mid-request must not stop the store
   try {
+    ppu::bound_reads_of_served_connections(port, kRequestGap);
     c10d::TCPStoreOptions opts;
     opts.port = static_cast<std::uint16_t>(port);
     opts.isServer = true;

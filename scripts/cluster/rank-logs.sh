@@ -4,8 +4,9 @@
 # pod was replaced, its container restarted, or the whole gang restarted before the failure was
 # noticed: `kubectl logs` reads only pods that still exist, and a container's last run only.
 #   rank_logs_start DIR NS  every 3 s, copy the log of each pod of namespace NS labelled
-#                           ppu.dev/job into DIR/<pod>.<uid>.log, and its previous container's
-#                           into DIR/<pod>.<uid>.previous.log (copies outlive their pods)
+#                           ppu.dev/job into DIR/<pod>.<uid>.log (a finished pod's once), and
+#                           its previous container's, once it restarted, into
+#                           DIR/<pod>.<uid>.previous.log (copies outlive their pods)
 #   rank_logs_show DIR      print, per copy, its lines about faults, fencing, re-formations and
 #                           exits (the last 25)
 #   rank_logs_stop          end the copying (the script's exit trap; harmless when not started)
@@ -16,15 +17,17 @@ rank_logs_start() {
   local dir="$1" ns="$2"
   mkdir -p "$dir"
   (
-    local pod uid
+    local pod uid phase restarts
     while :; do
-      while read -r pod uid; do
+      while read -r pod uid phase restarts; do
         [[ -n "$uid" ]] || continue
+        # A finished pod's log no longer changes: copied once (kubectl costs CPU the job needs).
+        [[ "$phase" =~ ^(Succeeded|Failed)$ && -f "$dir/$pod.$uid.log" ]] && continue
         kubectl -n "$ns" logs "$pod" >"$dir/.$pod.tmp" 2>/dev/null && mv "$dir/.$pod.tmp" "$dir/$pod.$uid.log"
+        [[ "${restarts:-0}" =~ ^[1-9] ]] || continue
         kubectl -n "$ns" logs --previous "$pod" >"$dir/.$pod.tmp" 2>/dev/null \
           && mv "$dir/.$pod.tmp" "$dir/$pod.$uid.previous.log"
-      done < <(kubectl -n "$ns" get pods -l ppu.dev/job \
-        -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid}{"\n"}{end}' 2>/dev/null || true)
+      done < <(kubectl -n "$ns" get pods -l ppu.dev/job -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.status.phase} {.status.containerStatuses[0].restartCount}{"\n"}{end}' 2>/dev/null || true)
       sleep 3
     done
   ) &

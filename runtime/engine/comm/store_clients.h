@@ -12,11 +12,20 @@
 //  - store_clients.cpp also defines recv, which LibTorch's calls bind to: a watcher whose store
 //    closed the connection would otherwise spin a core for ever (LibTorch 1.13 peeks the end of
 //    the stream and polls again at once); it waits 50 ms on that one event instead.
+//  - bound_reads_of_served_connections(port, bound), for the process that serves the store
+//    (ppu-rendezvous): a read of a connection the store accepted on `port` that finds no byte
+//    waits at most `bound`, then fails (ETIMEDOUT). LibTorch 1.13's server reads each request
+//    whole, with blocking reads, on its one thread: a client cut off (or stopped) between two
+//    packets of a request held every other client's request for as long as the cut lasted, so
+//    the store fell silent for the whole job and nobody could tell the cut-off rank. A failed
+//    read makes the server close that one connection (its client reconnects) and go on.
 // Our own threads catch their exceptions; a lost-connection error that escapes any other thread
 // is the watcher's. LibTorch 2's client has no watcher thread: the handler then never fires.
 #pragma once
 
 #include <c10/util/intrusive_ptr.h>
+
+#include <chrono>
 
 namespace c10d {
 class Store;
@@ -26,5 +35,6 @@ namespace ppu {
 
 void keep_ranks_alive_when_the_store_dies();
 void retire_store_client(c10::intrusive_ptr<c10d::Store> client);
+void bound_reads_of_served_connections(int port, std::chrono::milliseconds bound);
 
 }  // namespace ppu
