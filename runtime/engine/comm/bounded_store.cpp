@@ -29,7 +29,7 @@ BoundedStore::BoundedStore(Collectives& collectives, std::chrono::milliseconds r
     : col_(collectives),
       request_timeout_(request_timeout),
       connection_(connection),
-      lost_(connection == Connection::kOwn) {}
+      lost_(connection == Connection::Own) {}
 
 BoundedStore::~BoundedStore() {
   if (own_) retire_store_client(own_);  // a request abandoned at its timeout may still hold it
@@ -47,7 +47,7 @@ R BoundedStore::ask(const char* what, Request request) {
   };
   auto answer = std::make_shared<Answer>();
   // The thread owns the connection and the request (by value): it may outlive this call.
-  std::thread([answer, store = connection_ == Connection::kOwn ? own_ : col_.store(), request] {
+  std::thread([answer, store = connection_ == Connection::Own ? own_ : col_.store(), request] {
     std::optional<R> value;
     std::string error;
     try {
@@ -111,7 +111,7 @@ std::string BoundedStore::reconnect(std::chrono::milliseconds patience) {
   std::string last = "no attempt";
   for (;;) {
     try {
-      if (connection_ == Connection::kShared) {
+      if (connection_ == Connection::Shared) {
         col_.reconnect_store();
       } else {
         auto fresh = col_.connect_store();

@@ -12,8 +12,8 @@
 //    A different incarnation than before means the store restarted and lost every key.
 //  - A request abandoned at its timeout keeps running on its thread against the old connection
 //    (it holds that connection; reconnect() never reuses it).
-//  - Connection::kShared asks through the rank's shared connection (Collectives::store), and
-//    reconnect() replaces that one. Connection::kOwn keeps a connection of its own, which
+//  - Connection::Shared asks through the rank's shared connection (Collectives::store), and
+//    reconnect() replaces that one. Connection::Own keeps a connection of its own, which
 //    reconnect() opens (Collectives::connect_store): it is lost until then.
 #pragma once
 
@@ -34,9 +34,9 @@ class StoreLost : public PeerError {
 
 class BoundedStore {
  public:
-  enum class Connection { kShared, kOwn };
+  enum class Connection { Shared, Own };
   BoundedStore(Collectives& collectives, std::chrono::milliseconds request_timeout,
-               Connection connection = Connection::kShared);
+               Connection connection = Connection::Shared);
   ~BoundedStore();
   BoundedStore(const BoundedStore&) = delete;
   BoundedStore& operator=(const BoundedStore&) = delete;
@@ -65,7 +65,7 @@ class BoundedStore {
   Collectives& col_;
   std::chrono::milliseconds request_timeout_;
   Connection connection_;
-  c10::intrusive_ptr<c10d::Store> own_;  // Connection::kOwn's, once reconnect() opened it
+  c10::intrusive_ptr<c10d::Store> own_;  // Connection::Own's, once reconnect() opened it
   std::atomic<bool> lost_{false};
 };
 

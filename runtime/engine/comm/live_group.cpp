@@ -69,7 +69,7 @@ LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent)
 }
 
 LiveGroup::Probe::Probe(Collectives& collectives)
-    : store(collectives, std::chrono::seconds(1), BoundedStore::Connection::kOwn) {}
+    : store(collectives, std::chrono::seconds(1), BoundedStore::Connection::Own) {}
 
 std::string LiveGroup::probe_reforming() {
   const int64_t next = generation_ + 1;

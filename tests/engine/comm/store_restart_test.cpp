@@ -146,7 +146,7 @@ TEST(BoundedStore, AnOwnConnectionIsLostUntilReconnectedAndLeavesTheSharedOneAlo
   auto server = serve(port, "first");
   Collectives col = store_client(port, server);
   const auto shared = col.store();
-  BoundedStore own(col, 1s, BoundedStore::Connection::kOwn);
+  BoundedStore own(col, 1s, BoundedStore::Connection::Own);
   EXPECT_TRUE(own.lost());
   EXPECT_THROW(own.check("k"), StoreLost);
   EXPECT_EQ(own.reconnect(0ms), "first");
