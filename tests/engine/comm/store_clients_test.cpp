@@ -35,11 +35,7 @@ TEST(StoreClients, AClientOfAStoreThatIsGoneCostsNoCpu) {
   keep_ranks_alive_when_the_store_dies();
   const int port = testing::free_port();
   auto server = testing::serve_store(port);
-  c10d::TCPStoreOptions opts;
-  opts.port = static_cast<std::uint16_t>(port);
-  opts.isServer = false;
-  opts.waitWorkers = false;
-  auto client = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
+  auto client = testing::connect_to_store(port);
   client->set("k", {1});
   server.reset();  // the store goes: every connection to it is closed
   std::this_thread::sleep_for(200ms);
@@ -73,11 +69,7 @@ TEST(StoreClients, AServedStoreDropsAClientThatStopsInTheMiddleOfARequest) {
   auto answered = std::make_shared<std::promise<std::vector<uint8_t>>>();
   auto answer = answered->get_future();
   std::thread([port, answered] {
-    c10d::TCPStoreOptions opts;
-    opts.port = static_cast<std::uint16_t>(port);
-    opts.isServer = false;
-    opts.waitWorkers = false;
-    auto client = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
+    auto client = testing::connect_to_store(port);
     client->set("k", {7});
     answered->set_value(client->get("k"));
     retire_store_client(client);
