@@ -15,10 +15,21 @@
 // are never retried. A live job's store that exits is started again on its port (the ranks
 // rebuild its keys, docs/RECOVERY.md), not counted as a restart. A live job that finished without a rank it could not
 // restart (no restarts left) exits with that rank's code, not 0.
+// SIGTERM or SIGINT to ppu-launch is a notice for the whole job: it is passed on to every rank
+// (SIGTERM), which train on to the round boundary, save that round's checkpoint and exit
+// (docs/RECOVERY.md, "Notices"); ppu-launch waits checkpoint.notice_s + 5 s for them, then
+// SIGKILLs what is left, and exits 128 + the signal. A rank that fails otherwise makes it stop the
+// others at once (SIGKILL: a gang that failed has nothing newer than its checkpoints to save).
+// Live recovery: a rank stopped (SIGSTOP, a frozen VM) for longer than --kill-stopped-after
+// (default 3 x network.heartbeat_s, at least 5 s) has been fenced by the group by then; it is
+// SIGKILLed so that its replacement can start. The store is probed every network.heartbeat_s / 3
+// (at least 1 s) with `ppu-rendezvous --probe`: two probes in a row without an answer make it a
+// frozen store, which is SIGKILLed and started again like a store that exited.
 // --rank-wrapper 'CMD ARGS' runs each rank as CMD ARGS ppu-train ... ({rank} in the template
 // becomes the rank; split at spaces, no shell): numactl or taskset per rank, a network namespace
 // per rank (`ip netns exec ns-{rank} env MASTER_ADDR=... GLOO_SOCKET_IFNAME=eth0`).
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -54,7 +65,8 @@ struct Child {
   std::string pending;
   bool running = true;
   int code = 0;
-  std::vector<std::string> args;  // to start it again
+  std::vector<std::string> args;                                       // to start it again
+  std::optional<std::chrono::steady_clock::time_point> stopped_since;  // SIGSTOPped (WUNTRACED)
 };
 
 int free_port() {
@@ -119,7 +131,7 @@ Child fork_child(int rank, const std::vector<std::string>& args, const std::func
     _exit(127);
   }
   close(fds[1]);
-  return Child{rank, pid, fds[0], {}, true, 0, args};
+  return Child{rank, pid, fds[0], {}, true, 0, args, std::nullopt};
 }
 
 Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer,
@@ -213,15 +225,18 @@ int check_with_trainer(const std::string& trainer, int world, int port, const st
   return exit_code(status);
 }
 
-void stop_all(std::vector<Child>& children, double grace_seconds) {
+// Sends `signal` to every running child's process group, waits up to `grace_seconds` for them
+// (their output forwarded meanwhile), then SIGKILLs the rest.
+void stop_all(std::vector<Child>& children, double grace_seconds, int signal = SIGTERM) {
   for (auto& c : children)
-    if (c.running) kill(-c.pid, SIGTERM);
+    if (c.running) kill(-c.pid, signal);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_seconds);
   while (std::chrono::steady_clock::now() < deadline) {
     bool any = false;
     for (auto& c : children) {
       if (!c.running) continue;
       int status;
+      if (c.out_fd >= 0) forward_output(c, false);
       if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
         c.running = false;
         c.code = exit_code(status);
@@ -242,6 +257,76 @@ void stop_all(std::vector<Child>& children, double grace_seconds) {
     }
 }
 
+// `ppu-rendezvous --probe` against the store of this launch, one at a time, in the background:
+// whether the store answers a request (a stopped or wedged store accepts connections but never
+// answers). Two probes in a row without an answer: frozen().
+class StoreProbe {
+ public:
+  using Clock = std::chrono::steady_clock;
+  StoreProbe(std::string binary, int port, double every_s, double timeout_s)
+      : binary_(std::move(binary)), port_(port), every_(every_s), timeout_(timeout_s) {}
+  ~StoreProbe() { cancel(); }
+  StoreProbe(const StoreProbe&) = delete;
+  StoreProbe& operator=(const StoreProbe&) = delete;
+
+  // Starts a probe when one is due, collects a finished one. Returns true once the store has
+  // failed two probes in a row (and starts counting afresh).
+  bool frozen() {
+    const auto now = Clock::now();
+    if (pid_ < 0) {
+      if (now >= next_) start();
+      return false;
+    }
+    int status = 0;
+    const pid_t got = waitpid(pid_, &status, WNOHANG);
+    const bool overdue = now - started_ > std::chrono::duration<double>(timeout_ + 10);
+    if (got != pid_ && !overdue) return false;
+    if (got != pid_) {  // the probe itself hangs (it loads LibTorch first): count it as no answer
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      status = 1 << 8;
+    }
+    pid_ = -1;
+    next_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(every_));
+    failures_ = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : failures_ + 1;
+    if (failures_ < 2) return false;
+    failures_ = 0;
+    return true;
+  }
+  double timeout() const { return timeout_; }
+  // The store was started again: no probe of the old one counts.
+  void cancel() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    pid_ = -1;
+    failures_ = 0;
+    next_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(every_));
+  }
+
+ private:
+  void start() {
+    const std::string target = "127.0.0.1:" + std::to_string(port_), timeout = std::to_string(timeout_);
+    started_ = Clock::now();
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int null = open("/dev/null", O_WRONLY);
+      dup2(null, STDOUT_FILENO);
+      dup2(null, STDERR_FILENO);
+      execlp(binary_.c_str(), binary_.c_str(), "--probe", target.c_str(), "--timeout", timeout.c_str(), nullptr);
+      _exit(127);
+    }
+  }
+
+  std::string binary_;
+  int port_;
+  double every_, timeout_;
+  pid_t pid_ = -1;
+  int failures_ = 0;
+  Clock::time_point started_, next_ = Clock::now();
+};
+
 void stop_all(Child& one, double grace_seconds) {
   std::vector<Child> v{one};
   stop_all(v, grace_seconds);
@@ -258,6 +343,7 @@ int main(int argc, char** argv) {
   std::string config_path, summary, summary_dir, trainer = default_trainer(), rendezvous, rank_wrapper;
   std::vector<std::string> overrides;
   double grace = 10;
+  double kill_stopped_after = 0;
   app.add_option("--nproc", nproc, "number of ranks K (default: the config's `ranks`)")->check(CLI::PositiveNumber);
   app.add_option("--config", config_path, "YAML training config")->check(CLI::ExistingFile);
   app.add_option("--set", overrides, "override a config key: dotted.key=value (repeatable)");
@@ -270,7 +356,11 @@ int main(int argc, char** argv) {
                  "restarts of failed ranks allowed in all: with network.recovery=live the failed rank alone, "
                  "else the gang (from its last checkpoint)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--grace-seconds", grace, "how long stopped ranks get before SIGKILL");
+  app.add_option("--grace-seconds", grace, "how long the store gets before SIGKILL when the job ends");
+  app.add_option("--kill-stopped-after", kill_stopped_after,
+                 "live recovery: SIGKILL a rank that has been stopped (SIGSTOP) this many seconds, so that it can be "
+                 "replaced (default: 3 x network.heartbeat_s, at least 5)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--rank-wrapper", rank_wrapper,
                  "run each rank as WRAPPER ppu-train ...: a command template split at spaces, {rank} replaced by "
                  "the rank (e.g. 'numactl --cpunodebind={rank}', 'ip netns exec ns-{rank}'); not for --check");
@@ -284,6 +374,9 @@ int main(int argc, char** argv) {
   std::optional<Child> store;
   RankSetup setup;
   bool live = false;
+  double notice_grace = 0;   // how long ranks get to act on a notice: checkpoint.notice_s + 5
+  double probe_every = 0;    // live: seconds between probes of the store
+  double probe_timeout = 0;  // live: how long one probe waits for the store's answer
   try {
     // Validate before starting anything: a bad config is reported once, not K times.
     const ppu::Config config = ppu::load_config(config_path, overrides);
@@ -292,6 +385,12 @@ int main(int argc, char** argv) {
     if (master_port == 0) master_port = free_port();
     if (!summary_dir.empty()) std::filesystem::create_directories(summary_dir);
     live = config.network.recovery == ppu::Recovery::Live && nproc > 1;
+    notice_grace = config.checkpoint.notice_s + 5;
+    if (kill_stopped_after == 0)
+      kill_stopped_after =
+          config.network.heartbeat_s > 0 ? std::max(5.0, 3 * config.network.heartbeat_s) : config.network.timeout_s;
+    probe_every = std::max(1.0, config.network.heartbeat_s / 3);
+    probe_timeout = std::max(5.0, config.network.heartbeat_s);
     if (rendezvous.empty()) rendezvous = sibling(trainer, ppu::contract::kRendezvousBinary);
     setup = RankSetup{nproc, master_port, config.metrics.port, live, trainer, rank_wrapper};
 
@@ -332,7 +431,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {  // core/exit_status.h's table
     const auto status = ppu::exit_status_of(e);
     std::cerr << "ppu-launch: " << status.message << "\n";
-    stop_all(children, grace);
+    stop_all(children, grace, SIGKILL);
     if (store) stop_all(*store, grace);
     return status.code;
   }
@@ -342,9 +441,11 @@ int main(int argc, char** argv) {
   std::vector<int> lost;  // live: ranks that failed and were not restarted
   int lost_code = 0;      // the first such rank's exit code
   auto stop_everything = [&] {
-    stop_all(children, grace);
+    stop_all(children, grace, SIGKILL);
     if (store) stop_all(*store, grace);
   };
+  std::optional<StoreProbe> probe;
+  if (live) probe.emplace(rendezvous, master_port, probe_every, probe_timeout);
   size_t running = children.size();
   while (running > 0) {
     std::vector<pollfd> fds;
@@ -364,6 +465,7 @@ int main(int argc, char** argv) {
                 << ": restarting it (the ranks rebuild its keys)\n";
       try {
         store = spawn_store(rendezvous, master_port);
+        if (probe) probe->cancel();
       } catch (const std::exception& e) {
         store.reset();
         std::cerr << "ppu-launch: " << e.what() << ": stopping all ranks\n";
@@ -372,16 +474,44 @@ int main(int argc, char** argv) {
         break;
       }
     }
+    if (store && probe && probe->frozen()) {
+      std::cerr << "[launch] the rendezvous store has not answered two probes in a row (" << probe->timeout()
+                << " s each): it is frozen; ending it to start it again\n";
+      kill(-store->pid, SIGKILL);  // reaped and started again above, at the next turn
+    }
     if (g_stop_signal) {
-      std::cerr << "[launch] signal " << g_stop_signal << ": stopping all ranks\n";
-      stop_everything();
+      std::cerr << "[launch] signal " << g_stop_signal << ": a notice for the whole job, passed on to every rank "
+                << "(they stop at the round boundary and save the job's state; " << notice_grace << " s at most)\n";
+      stop_all(children, notice_grace, SIGTERM);
+      if (store) stop_all(*store, grace);
+      for (const auto& c : children) std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code << "\n";
       result = 128 + g_stop_signal;
       break;
     }
+    const auto now = std::chrono::steady_clock::now();
     for (auto& c : children) {
       if (!c.running) continue;
       int status;
-      if (waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
+      const pid_t got = waitpid(c.pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
+      if (got == c.pid && WIFSTOPPED(status)) {
+        c.stopped_since = now;
+        continue;
+      }
+      if (got == c.pid && WIFCONTINUED(status)) {
+        c.stopped_since.reset();
+        continue;
+      }
+      if (got != c.pid) {
+        // A stopped rank cannot end itself, and its replacement cannot start while it lives: the
+        // group has fenced it (its heartbeat stopped with it) long before this.
+        if (live && c.stopped_since && now - *c.stopped_since > std::chrono::duration<double>(kill_stopped_after)) {
+          std::cerr << "[launch] rank " << c.rank << " has been stopped for more than " << kill_stopped_after
+                    << " s (--kill-stopped-after): ending it so that it can be replaced\n";
+          kill(-c.pid, SIGKILL);
+          c.stopped_since.reset();
+        }
+        continue;
+      }
       c.running = false;
       c.code = exit_code(status);
       --running;

@@ -8,7 +8,11 @@
 // so ranks that reconnect after a restart know the keys are gone and rebuild them (LiveGroup).
 // A client that stops sending in the middle of a request (cut off, stopped) is dropped after
 // kRequestGap instead of holding every other client's requests (store_clients.h).
-// Exit codes: 0 stopped by a signal, 2 bad flag, 1 the port cannot be served.
+// --probe HOST:PORT asks a running store one request instead (ppu-launch's and the rendezvous
+// pod's liveness check): exit 0 when it answers within --timeout seconds, 1 when it does not
+// (a stopped or wedged store still accepts connections, so only a request tells).
+// Exit codes: 0 stopped by a signal (or, with --probe, the store answered), 2 bad flag, 1 the port
+// cannot be served (or, with --probe, the store did not answer).
 #include <CLI/CLI.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -16,7 +20,10 @@
 
 #include <chrono>
 #include <csignal>
+#include <future>
 #include <iostream>
+#include <string>
+#include <thread>
 
 #include "core/exit_status.h"
 #include "core/job_contract.h"
@@ -27,16 +34,71 @@ namespace {
 // sent back to back; a second without one means the client is cut off or stopped. A client
 // dropped wrongly only reconnects (BoundedStore).
 constexpr std::chrono::milliseconds kRequestGap{1000};
+
+// One request (a check of the incarnation key) to the store at `target` ("host:port"), on a
+// thread of its own: a store that never answers leaves it blocked, and the process exits anyway.
+int probe(const std::string& target, double timeout_s) {
+  const auto colon = target.rfind(':');
+  if (colon == std::string::npos) {
+    std::cerr << "ppu-rendezvous: --probe wants HOST:PORT, got '" << target << "'\n";
+    return ppu::contract::exit_code::kConfigError;
+  }
+  const std::string host = target.substr(0, colon);
+  const int port = std::stoi(target.substr(colon + 1));
+  auto answered = std::make_shared<std::promise<std::string>>();
+  auto answer = answered->get_future();
+  std::thread([answered, host, port, timeout_s] {
+    try {
+      c10d::TCPStoreOptions opts;
+      opts.port = static_cast<std::uint16_t>(port);
+      opts.isServer = false;
+      opts.waitWorkers = false;
+      opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::max(1.0, timeout_s) * 1000));
+      c10d::TCPStore client(host, opts);
+      client.check({ppu::contract::kStoreIncarnationKey});
+      answered->set_value("");
+    } catch (const std::exception& e) {
+      answered->set_value(e.what());
+    }
+  }).detach();
+  const auto start = std::chrono::steady_clock::now();
+  if (answer.wait_for(std::chrono::duration<double>(timeout_s)) != std::future_status::ready) {
+    std::cout << "ppu-rendezvous --probe: the store at " << target << " did not answer within " << timeout_s << " s"
+              << std::endl;
+    std::_Exit(1);  // the request's thread may be blocked for good
+  }
+  const std::string error = answer.get();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!error.empty()) {
+    std::cout << "ppu-rendezvous --probe: the store at " << target << " failed: " << error << std::endl;
+    std::_Exit(1);
+  }
+  std::cout << "ppu-rendezvous --probe: the store at " << target << " answered in " << ms << " ms" << std::endl;
+  std::_Exit(0);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ppu-rendezvous: the rendezvous store of a live-recovery PPU job"};
   int port = ppu::contract::kRendezvousPort;
+  std::string probe_target;
+  double probe_timeout = 5;
   app.add_option("--port", port, "TCP port to serve the store on")->check(CLI::Range(1, 65535));
+  app.add_option("--probe", probe_target,
+                 "instead of serving: ask the store at HOST:PORT one request, exit 0 if it answers");
+  app.add_option("--timeout", probe_timeout, "--probe: seconds to wait for the answer")->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return ppu::usage_exit_code(app.exit(e));
+  }
+  if (!probe_target.empty()) {
+    try {
+      return probe(probe_target, probe_timeout);
+    } catch (const std::exception& e) {  // a port that is not a number
+      std::cerr << "ppu-rendezvous: --probe '" << probe_target << "': " << e.what() << "\n";
+      return ppu::contract::exit_code::kConfigError;
+    }
   }
   // The signals are waited for, not handled: block them before the store's threads start.
   sigset_t stop;

@@ -4,7 +4,8 @@
 // --check only validates (config for WORLD_SIZE, device, dtype, dataset) and exits: ppu-launch
 // runs it once before starting any rank.
 // Exit codes: core/exit_status.h's table (docs/METRICS.md): 0 done, 1 runtime failure,
-// 2 config/usage error, 3 peer failure or timeout, 4 missing or unusable data or checkpoint.
+// 2 config/usage error, 3 peer failure or timeout, 4 missing or unusable data or checkpoint,
+// 5 out of the live group, 128 + signal left on a notice (SIGTERM or SIGINT, common/notice.h).
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -16,6 +17,7 @@
 
 #include "common/crash_report.h"
 #include "common/env.h"
+#include "common/notice.h"
 #include "common/termination_message.h"
 #include "core/config.h"
 #include "core/exit_status.h"
@@ -35,8 +37,8 @@ int main(int argc, char** argv) {
   // (a PeerError: exit 3, a gang restart) instead of killing this rank by SIGPIPE, which a
   // supervisor reads as a crash (seen when a stopped rank resumed after its peers had exited).
   std::signal(SIGPIPE, SIG_IGN);
-  // SIGTERM ends the rank at once (a container's PID 1 would otherwise ignore it, and a deleted
-  // pod would wait out its grace period before its replacement can start).
+  // Until the config is read, SIGTERM ends the rank at once (a container's PID 1 would otherwise
+  // ignore it); from then on it is a notice (common/notice.h), acted on at a round boundary.
   std::signal(SIGTERM, [](int sig) { std::_Exit(128 + sig); });
   CLI::App app{"ppu-train: one rank of a partial-parameter-update training job"};
   std::string config_path = ppu::env_string(ppu::contract::env::kConfig, "");
@@ -61,6 +63,15 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e " + rank_tag + "%^%l%$ %v");
   try {
     const ppu::Config config = ppu::load_config(config_path, overrides);
+    ppu::install_notice_handler(config.checkpoint.notice_s, [bound = config.checkpoint.notice_s](double seconds) {
+      const std::string message = fmt::format(
+          "left on notice: {:.1f} s after the notice no round boundary was reached (checkpoint.notice_s = {}): "
+          "leaving without saving; the last checkpoint stays the resume point",
+          seconds, bound);
+      spdlog::error("{}", message);
+      spdlog::default_logger()->flush();
+      ppu::write_termination_message(message);
+    });
     const ppu::OneDnnState onednn = ppu::apply_onednn_env();  // before any op runs
     ppu::RunEnv env;
     env.rendezvous = ppu::rendezvous_from_env();

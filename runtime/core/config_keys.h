@@ -148,7 +148,8 @@ struct KeyMeta {
   KEY(checkpoint, dir,                    std::string, "",    kAny,        "checkpoint directory; empty = none. PPU_CHECKPOINT_DIR overrides it (pods: /checkpoints)") \
   KEY(checkpoint, every_rounds,           int,         1,     at_least(1), "outer rounds between checkpoints") \
   KEY(checkpoint, keep,                   int,         3,     at_least(1), "checkpoints kept; older ones are deleted") \
-  KEY(checkpoint, start_over_if_unusable, bool,        false, kAny,        "every checkpoint in dir unusable: false stops with exit 4 naming each; true trains from step 0 and replaces them")
+  KEY(checkpoint, start_over_if_unusable, bool,        false, kAny,        "every checkpoint in dir unusable: false stops with exit 4 naming each; true trains from step 0 and replaces them") \
+  KEY(checkpoint, notice_s,               double,      25,    above(0),    "seconds a rank may take from a notice (SIGTERM or SIGINT: a preemption, a drain, a deleted or evicted pod, Ctrl-C) to its exit: it trains on to the round boundary, where the job agrees who leaves; when the whole job goes it saves that round's checkpoint first. Past this it exits at once. The operator sets the rank pods' terminationGracePeriodSeconds to this + 5 (docs/RECOVERY.md, \"Notices\")")
 
 #define PPU_METRICS_KEYS(KEY) \
   KEY(metrics, port, int, 0, closed(0, 65535), "Prometheus /metrics port of rank 0; 0 = off. PPU_METRICS_PORT overrides it (pods: spec.metricsPort)")
@@ -164,6 +165,7 @@ struct KeyMeta {
   KEY(network, min_live_fraction,  double,     0.5,              closed(0, 1),  "recovery live: below this fraction of ranks alive the job falls back to a gang restart") \
   KEY(network, max_uncovered_rounds, int64_t,  2,                at_least(0), "recovery live: rounds an element may go without a live owner before the job falls back to a gang restart") \
   KEY(network, max_degraded_rounds, int64_t,   20,               at_least(0), "recovery live: consecutive rounds the job may finish with a rank missing before it falls back to a gang restart from its last checkpoint (a replacement that cannot come: Pending, or its old pod stuck on a lost node); 0 = fall back at the first degraded round boundary") \
+  KEY(network, max_degraded_s,     double,     300,              at_least(0), "recovery live: the fallback of max_degraded_rounds also waits until the job has been missing a rank for this many seconds (the longest any member counted), so that short rounds do not turn a replacement that is merely slow to start into a gang restart; 0 = rounds alone") \
   KEY(network, replacement_inner_state, ReplacementState, ReplacementState::Coowner, kAny, "recovery live: a replacement's inner optimiser state: coowner (the AdamW moments and step of the lowest live rank training the same slice, when there is one; else fresh) or fresh (zero moments)")
 
 // Every section list in file order (the order of to_yaml, the CRD and docs/CONFIG.md).

@@ -5,6 +5,8 @@
 //    of the replacement's slice that is not itself a newcomer; -1 when there is none.
 //  - stand_in: which member writes a missing rank's part of a checkpoint: that same lowest live
 //    co-owner (it can give the part its inner state), else the lowest member.
+//  - every_slice_owned: whether each slice has a member that trains it (the job can let the
+//    other ranks go, on a notice, without leaving an element with no live owner).
 // Pure, no LibTorch.
 #pragma once
 
@@ -26,6 +28,12 @@ inline int stand_in(int missing, const std::vector<int>& members, int slices) {
   const int coowner = coowner_source(missing, members, {}, slices);
   if (coowner >= 0) return coowner;
   return members.empty() ? -1 : members.front();
+}
+
+inline bool every_slice_owned(const std::vector<int>& members, int slices) {
+  for (int slice = 0; slice < std::max(slices, 1); ++slice)
+    if (std::none_of(members.begin(), members.end(), [&](int m) { return same_slice(m, slice, slices); })) return false;
+  return true;
 }
 
 }  // namespace ppu

@@ -12,6 +12,8 @@ ExitStatus exit_status_of(const std::exception& e) {
   if (dynamic_cast<const std::invalid_argument*>(&e)) return {code::kConfigError, "invalid argument: " + what};
   if (dynamic_cast<const PeerFailure*>(&e)) return {code::kPeerFailure, "peer failure: " + what};
   if (dynamic_cast<const OutOfGroup*>(&e)) return {code::kRejoin, "out of the live group: " + what};
+  if (const auto* notice = dynamic_cast<const LeftOnNotice*>(&e))
+    return {contract::left_on_notice(notice->signal()), "left on notice: " + what};
   if (const auto* input = dynamic_cast<const UnusableInput*>(&e))
     return {code::kDataError, std::string(input->subject()) + " error: " + what};
   return {code::kRuntimeFailure, "error: " + what};

@@ -6,6 +6,7 @@
 //   PeerFailure      3  a peer died or a collective timed out: the gang is restarted
 //   UnusableInput    4  data or a checkpoint missing, corrupt or of another kind: no retry can succeed
 //   OutOfGroup       5  network.recovery=live: this rank is out of the live group; restart only it
+//   LeftOnNotice     128 + signal (143 SIGTERM, 130 SIGINT): the rank acted on a notice and left
 //   anything else    1  a crash or an I/O error: the gang is restarted
 #pragma once
 
@@ -38,6 +39,19 @@ class UnusableInput : public std::runtime_error {
 class OutOfGroup : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// The rank was told to go (SIGTERM, SIGINT: common/notice.h) and left at a round boundary, its
+// part of the job's state handed on (live: the others go on without it) or saved (the whole job
+// went). Its supervisor treats the code as a rank that is gone: replaced alone under live, the
+// gang under gang, nothing when the supervisor itself sent the notice.
+class LeftOnNotice : public std::runtime_error {
+ public:
+  LeftOnNotice(int signal, const std::string& what) : std::runtime_error(what), signal_(signal) {}
+  int signal() const noexcept { return signal_; }
+
+ private:
+  int signal_;
 };
 
 struct ExitStatus {

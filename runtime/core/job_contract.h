@@ -18,7 +18,13 @@ inline constexpr int kDataError = 4;       // data (or a required checkpoint) mi
 // then resumed; or restarted while the group moved on without it). Restart only this rank: it
 // rejoins at a round boundary. With recovery gang it is handled like 3.
 inline constexpr int kRejoin = 5;
+// 128 + the signal (143 for SIGTERM, 130 for SIGINT): the rank acted on a notice and left at a
+// round boundary (core/exit_status.h, LeftOnNotice); a supervisor replaces it like any rank that
+// is gone (on_exit: not permanent, not 3).
+inline constexpr int kNoticeBase = 128;
 }  // namespace exit_code
+
+constexpr int left_on_notice(int signal) { return exit_code::kNoticeBase + signal; }
 
 // Whether a rank's exit code means no restart can succeed (the operator marks the job Failed).
 constexpr bool exit_is_permanent(int code) { return code == exit_code::kConfigError || code == exit_code::kDataError; }

@@ -12,7 +12,9 @@
 #include <optional>
 
 #include "common/env.h"
+#include "common/notice.h"
 #include "common/termination_message.h"
+#include "core/coowners.h"
 #include "core/cost_model.h"
 #include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
@@ -171,14 +173,16 @@ class Run {
 
   RunSummary run() {
     if (collectives_->joining()) {
-      // A replacement: it takes the live group's state, then does what the members do after
-      // taking it in (checkpoint, evaluation).
+      // A replacement: it takes the live group's state at a round boundary, then does what the
+      // members do there after taking it in (the vote, the checkpoint, evaluation).
       if (!live_recovery_->rejoin()) return live_recovery_->finished_without_this_rank();
-      checkpoint_if_due();
+      after_admissions();
       evaluate_if_due();
     } else if (checkpoints_) {
       checkpoints_->resume();
     }
+    // From here a notice (SIGTERM, SIGINT) is acted on at the next round boundary (end_of_round).
+    const NoticeScope notices;
     const auto start = Clock::now();
     const int64_t first = p_.step;
     double loss = 0;
@@ -364,13 +368,95 @@ class Run {
   void end_of_round() {
     ++p_.rounds;
     if (live_recovery_) live_recovery_->round_end();
-    checkpoint_if_due();
-    if (live_recovery_) live_recovery_->bound_degraded();
+    after_admissions();
+  }
+
+  // The rest of a round boundary, which the members and the replacements they have just taken
+  // in go through together.
+  void after_admissions() {
+    const BoundaryVote vote = vote_at_boundary();
+    const Departure departure = departure_of(vote);
+    checkpoint_if_due(departure == Departure::Job);
+    if (departure != Departure::None) depart(vote, departure);
+    if (live_recovery_) live_recovery_->bound_degraded(vote.degraded_s);
+  }
+
+  // What the members say at a round boundary, agreed by one all-gather: who has had a notice
+  // (SIGTERM, SIGINT) since the last one, and the longest any of them has seen the job degraded.
+  struct BoundaryVote {
+    std::vector<int> leavers;  // job ranks
+    double degraded_s = 0;
+  };
+  BoundaryVote vote_at_boundary() {
+    BoundaryVote vote;
+    const double degraded_s = live_recovery_ ? live_recovery_->degraded_seconds() : 0;
+    if (collectives_->job_size() == 1) {
+      if (notice_received()) vote.leavers.push_back(0);
+      return vote;
+    }
+    const auto said = live([&] {
+      return collectives_->allgather(
+          torch::tensor({int64_t{notice_received()}, static_cast<int64_t>(degraded_s * 1000)}, torch::kInt64));
+    });
+    for (std::size_t i = 0; i < said.size(); ++i) {
+      if (said[i][0].item<int64_t>() != 0) vote.leavers.push_back(collectives_->members()[i]);
+      vote.degraded_s = std::max(vote.degraded_s, static_cast<double>(said[i][1].item<int64_t>()) / 1000);
+    }
+    return vote;
+  }
+
+  // Who goes on a notice. A live job lets its leavers go and trains on, unless that leaves a
+  // slice with no owner or the group below network.min_live_fraction; then, and under gang, or
+  // when every member had the notice, the whole job goes, with this round's checkpoint saved.
+  // Finishing the round, not saving mid-round state: a round boundary's checkpoint is the one
+  // resume path every run already takes (bit-exact), and the leavers' deltas of this round
+  // reach θ; checkpoint.notice_s bounds the wait (common/notice.h).
+  enum class Departure { None, Ranks, Job };
+  Departure departure_of(const BoundaryVote& vote) const {
+    if (vote.leavers.empty() || p_.step == c_.train.steps) return Departure::None;  // done anyway
+    if (!live_recovery_) return Departure::Job;
+    std::vector<int> staying;
+    for (int r : collectives_->members())
+      if (std::find(vote.leavers.begin(), vote.leavers.end(), r) == vote.leavers.end()) staying.push_back(r);
+    const bool enough = static_cast<double>(staying.size()) >= c_.network.min_live_fraction * collectives_->job_size();
+    return !staying.empty() && enough && every_slice_owned(staying, plan_.slices()) ? Departure::Ranks : Departure::Job;
+  }
+
+  // A leaver ends its process (LeftOnNotice, exit 128 + signal); when only some leave, the others
+  // re-form without them and train on; when the job goes, the others stop for a gang restart
+  // from the checkpoint just written (exit 3).
+  void depart(const BoundaryVote& vote, Departure departure) {
+    const bool leaving =
+        std::find(vote.leavers.begin(), vote.leavers.end(), env_.rendezvous.rank) != vote.leavers.end();
+    const std::string where = fmt::format("round {} (step {})", p_.rounds, p_.step);
+    if (departure == Departure::Ranks) {
+      if (!leaving) {
+        live_recovery_->let_go(vote.leavers);
+        return;
+      }
+      throw LeftOnNotice(notice_signal(),
+                         fmt::format("rank {} left the live group at the end of {}, {:.1f} s after its notice; the "
+                                     "others go on without it",
+                                     env_.rendezvous.rank, where, seconds_since_notice()));
+    }
+    const std::string saved = checkpoints_ ? "the job's state is saved in the checkpoint of " + where
+                                           : "the job has no checkpoint.dir: its state is not saved";
+    spdlog::warn("rank(s) [{}] had a notice by the end of {}: the job stops; {}", ranks_text(vote.leavers), where,
+                 saved);
+    if (leaving)
+      throw LeftOnNotice(notice_signal(), fmt::format("the job stopped at the end of {}, {:.1f} s after this rank's "
+                                                      "notice; {}",
+                                                      where, seconds_since_notice(), saved));
+    throw PeerFailure(
+        fmt::format("rank(s) [{}] left on notice at the end of {} and the job cannot go on without "
+                    "them: gang restart; {}",
+                    ranks_text(vote.leavers), where, saved));
   }
 
   // A checkpoint holds every job rank's state; a degraded group writes one too (RunCheckpoints).
-  void checkpoint_if_due() {
-    if (!checkpoints_ || p_.rounds % c_.checkpoint.every_rounds != 0) return;
+  // `now`: whether or not one is due (the job stops on a notice).
+  void checkpoint_if_due(bool now = false) {
+    if (!checkpoints_ || (!now && p_.rounds % c_.checkpoint.every_rounds != 0)) return;
     drain_syncs();
     live([&] {
       checkpoints_->save();
@@ -540,8 +626,14 @@ RunSummary train(const Config& config, const RunEnv& env) {
   try {
     Run run(config, env);
     return run.run();
-  } catch (const LiveRecoveryGaveUp&) {
-    throw;  // the coverage rules: gang restart from the last checkpoint (exit 3)
+  } catch (const LiveRecoveryGaveUp& e) {
+    // The coverage rules: gang restart from the last checkpoint (exit 3). Without a checkpoint
+    // directory that restart would train from step 0 again: the job ends here, saying so.
+    if (env.checkpoint_dir.empty())
+      throw ConfigError(std::string(e.what()) +
+                        "; but the job has no checkpoint.dir, so a gang restart would train again from step 0: "
+                        "it ends here instead (set checkpoint.dir to let live recovery fall back)");
+    throw;
   } catch (const PeerError& e) {
     // Under live recovery a rank that lost the group (a blip, a store it could not reach, a
     // group it could not form) is replaced alone and rejoins; only the coverage rules restart

@@ -33,3 +33,12 @@ TEST(Coowners, StandInIsTheLowestLiveCoownerElseTheLowestMember) {
   EXPECT_EQ(stand_in(0, {1, 3}, 2), 1);  // slice 0 has no live owner
   EXPECT_EQ(stand_in(2, {}, 2), -1);
 }
+
+TEST(Coowners, EverySliceOwnedAsksForAMemberOfEachSlice) {
+  EXPECT_TRUE(every_slice_owned({0, 1}, 2));
+  EXPECT_TRUE(every_slice_owned({2, 3}, 2));
+  EXPECT_FALSE(every_slice_owned({0, 2}, 2));  // slice 1 (ranks 1, 3) has nobody
+  EXPECT_FALSE(every_slice_owned({}, 2));
+  EXPECT_TRUE(every_slice_owned({3}, 1));  // N = 1: every rank trains everything
+  EXPECT_FALSE(every_slice_owned({1, 2, 3}, 4));
+}

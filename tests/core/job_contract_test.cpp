@@ -3,6 +3,7 @@
 // exactly for the permanent ones; every environment variable and scraped metric is documented.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <new>
@@ -45,8 +46,14 @@ std::map<int, std::string> documented_exit_codes() {
 TEST(JobContract, ExitCodesAreTheDocumentedTable) {
   namespace ec = ppu::contract::exit_code;
   const auto rows = documented_exit_codes();
-  const std::map<int, bool> codes = {{ec::kDone, false},        {ec::kRuntimeFailure, false}, {ec::kConfigError, true},
-                                     {ec::kPeerFailure, false}, {ec::kDataError, true},       {ec::kRejoin, false}};
+  const std::map<int, bool> codes = {{ec::kDone, false},
+                                     {ec::kRuntimeFailure, false},
+                                     {ec::kConfigError, true},
+                                     {ec::kPeerFailure, false},
+                                     {ec::kDataError, true},
+                                     {ec::kRejoin, false},
+                                     {ppu::contract::left_on_notice(SIGINT), false},
+                                     {ppu::contract::left_on_notice(SIGTERM), false}};
   ASSERT_EQ(rows.size(), codes.size()) << "docs/METRICS.md documents a different set of exit codes";
   for (const auto& [code, permanent] : codes) {
     ASSERT_TRUE(rows.count(code)) << "exit code " << code << " is not in docs/METRICS.md";
@@ -80,6 +87,8 @@ TEST(JobContract, TheRestartDecisionIsTheDocumentedOne) {
   EXPECT_EQ(on_exit(ec::kPeerFailure, true), OnExit::RestartGang);
   EXPECT_EQ(on_exit(137, true), OnExit::RestartRank);  // a SIGKILLed rank
   EXPECT_EQ(on_exit(137, false), OnExit::RestartGang);
+  EXPECT_EQ(on_exit(ppu::contract::left_on_notice(SIGTERM), true), OnExit::RestartRank);  // 143
+  EXPECT_EQ(on_exit(ppu::contract::left_on_notice(SIGTERM), false), OnExit::RestartGang);
 }
 
 TEST(JobContract, EnvironmentAndScrapedMetricsAreDocumented) {
@@ -119,6 +128,10 @@ TEST(ExitStatus, EveryKindOfFailureHasItsContractCode) {
   EXPECT_EQ(input.code, ec::kDataError);
   EXPECT_EQ(input.message, "checkpoint error: round-000004: no outer state");
   EXPECT_EQ(ppu::exit_status_of(ppu::OutOfGroup("rank 2 was dropped in generation 3")).code, ec::kRejoin);
+  const auto notice = ppu::exit_status_of(ppu::LeftOnNotice(SIGTERM, "round 7's checkpoint holds the job's state"));
+  EXPECT_EQ(notice.code, 143);
+  EXPECT_EQ(notice.message, "left on notice: round 7's checkpoint holds the job's state");
+  EXPECT_EQ(ppu::exit_status_of(ppu::LeftOnNotice(SIGINT, "")).code, 130);
   EXPECT_EQ(ppu::exit_status_of(std::runtime_error("disk full")).code, ec::kRuntimeFailure);
   EXPECT_EQ(ppu::exit_status_of(std::bad_alloc()).code, ec::kRuntimeFailure);
   EXPECT_TRUE(ppu::contract::exit_is_permanent(config.code));

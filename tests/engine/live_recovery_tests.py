@@ -45,14 +45,16 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
        fallback    ranks 0 and 2 (both owners of slice 0) killed, no restarts: the survivors
                    exit 3 once the slice has had no live owner for more than
                    network.max_uncovered_rounds rounds; one rank killed with
-                   network.min_live_fraction = 0.9: they exit 3 at once
+                   network.min_live_fraction = 0.9 and no checkpoint.dir: they exit 2 at once,
+                   naming checkpoint.dir, instead of a gang restart that would start from step 0
        degraded-checkpoint  rank 3 lost for good: every checkpoint after the loss still holds four
                    parts, rank 3's written by rank 1 (its slice's live co-owner); a gang restart
                    from the last one resumes the digests of θ + momentum and of each live rank's
                    inner state that the live job logged as it wrote it, rank 3 resumes rank 1's
                    inner state, and the final checksum is the live job's; a restart from an
                    earlier degraded checkpoint trains on to the end with one checksum
-       degraded-bound  rank 3 lost with network.max_degraded_rounds = 2: after 3 degraded rounds
+       degraded-bound  rank 3 lost with network.max_degraded_rounds = 2 (max_degraded_s = 0: rounds
+                   alone): after 3 degraded rounds
                    the survivors exit 3 naming the key, after writing that round's checkpoint;
                    the gang restart resumes from it and names the fallback in its summary
        coowner-state  rank 2 killed and replaced: with replacement_inner_state coowner the
@@ -79,12 +81,12 @@ import random
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 import checkpoint_layout as ckpt_file
+from launch_harness import Launch, events, fail, no_gang_restart, one_checksum, rank_pids, store_pid
 from rank_netns import RankNetwork
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -101,72 +103,11 @@ LIVE = [
 ]  # fmt: skip
 
 
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def events(log, lines=80):
-    """The log without its step lines and stack frames: what happened, for a failure message."""
-    noise = re.compile(r" info step \d|frame #|socket\.cpp|InitGoogleLogging")
-    kept = [line for line in log.splitlines() if not noise.search(line)]
-    return "\n".join(kept[-lines:])
-
-
-def rank_pids(launcher_pid):
-    """{rank: pid} of the ppu-train processes ppu-launch runs now."""
-    pids = {}
-    children = subprocess.run(["pgrep", "-P", str(launcher_pid)], capture_output=True, text=True, check=False)
-    for pid in children.stdout.split():
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() != "ppu-train":
-                    continue
-        except OSError:
-            continue
-        pids[int(env[b"RANK"])] = int(pid)
-    return pids
-
-
-class Run:
-    """ppu-launch in the background, its output kept in a file and read as it grows."""
+class Run(Launch):
+    """The live job of this file (LIVE, plus `extra`) under ppu-launch with `restarts`."""
 
     def __init__(self, work, extra=(), restarts=1, env=None, prefix=()):
-        self.work = work
-        self.log = os.path.join(work, "launch.log")
-        self.out = open(self.log, "w")  # noqa: SIM115  (ppu-launch writes it until finish() closes it)
-        self.summaries = os.path.join(work, "summaries")
-        cmd = [*prefix, LAUNCH, *LIVE, *extra, "--max-restarts", str(restarts), "--summary-dir", self.summaries]
-        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT, env=env)
-
-    def text(self):
-        with open(self.log) as f:
-            return f.read()
-
-    def wait_for(self, pattern, timeout=120):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if re.search(pattern, self.text()):
-                return
-            if self.proc.poll() is not None:
-                fail(f"ppu-launch exited {self.proc.returncode} before /{pattern}/:\n{events(self.text())}")
-            time.sleep(0.05)
-        fail(f"no /{pattern}/ within {timeout} s:\n{events(self.text())}")
-
-    def finish(self, timeout=300):
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            fail(f"ppu-launch still running after {timeout} s:\n{events(self.text())}")
-        self.out.close()
-        return self.proc.returncode
-
-    def summary(self, rank):
-        with open(os.path.join(self.summaries, f"rank-{rank}.json")) as f:
-            return json.load(f)
+        super().__init__(work, [*prefix, LAUNCH, *LIVE, *extra, "--max-restarts", str(restarts)], env=env)
 
 
 def uninterrupted(seed, recovery="live"):
@@ -288,26 +229,6 @@ def same_processes(before, after, replaced):
             fail(f"rank {r} has process {after.get(r)}, was {pid}: restarted though only {replaced} failed")
 
 
-def one_checksum(run):
-    checksums = {run.summary(r)["param_checksum"] for r in range(4)}
-    if len(checksums) != 1:
-        fail(f"ranks disagree on the final parameters: {checksums}")
-    return checksums.pop()
-
-
-def store_pid(launcher_pid):
-    """The pid of the ppu-rendezvous process ppu-launch runs now."""
-    children = subprocess.run(["pgrep", "-P", str(launcher_pid)], capture_output=True, text=True, check=False)
-    for pid in children.stdout.split():
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() == "ppu-rendezvous":
-                    return int(pid)
-        except OSError:
-            continue
-    fail("ppu-launch runs no ppu-rendezvous")
-
-
 def kill_store(run, times_before):
     """SIGKILL the store and wait until ppu-launch has started it again."""
     os.kill(store_pid(run.proc.pid), signal.SIGKILL)
@@ -316,12 +237,6 @@ def kill_store(run, times_before):
         if time.monotonic() > deadline or run.proc.poll() is not None:
             fail(f"ppu-launch did not restart the store:\n{events(run.text())}")
         time.sleep(0.05)
-
-
-def no_gang_restart(run, rc, what):
-    log = run.text()
-    if rc != 0 or "restarting the gang" in log or "exited with code 3" in log:
-        fail(f"{what}: ppu-launch exited {rc} (want 0, no gang restart, no exit 3)\n{events(log)}")
 
 
 def case_store_restart():
@@ -439,7 +354,8 @@ def case_lost_for_good():
 
 def case_fallback():
     # Ranks 0 and 2 train slice 0 (rank mod N): with both gone it has no live owner.
-    run = Run(tempfile.mkdtemp(prefix="ppu-live-uncovered-"), ["--set", "network.max_uncovered_rounds=1"], 0)
+    ckpt = ["--set", f"checkpoint.dir={tempfile.mkdtemp(prefix='ppu-live-uncovered-ckpt-')}"]
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-uncovered-"), ["--set", "network.max_uncovered_rounds=1", *ckpt], 0)
     run.wait_for(r"\[rank 1\] .* step 30/")
     pids = rank_pids(run.proc.pid)
     os.kill(pids[0], signal.SIGKILL)
@@ -448,13 +364,17 @@ def case_fallback():
     log = run.text()
     if rc != 3 or "has had no live owner for 2 rounds (network.max_uncovered_rounds = 1)" not in log:
         fail(f"two owners of one slice lost: ppu-launch exited {rc}, expected 3 naming the rule\n{events(log)}")
+    # Without a checkpoint directory the same fallback would train from step 0 again: the job
+    # ends instead, with a configuration error (2, no retry) that names the rule and the key.
     run = Run(tempfile.mkdtemp(prefix="ppu-live-fraction-"), ["--set", "network.min_live_fraction=0.9"], 0)
     run.wait_for(r"\[rank 0\] .* step 30/")
     os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
     rc = run.finish()
     log = run.text()
-    if rc != 3 or "below network.min_live_fraction = 0.9" not in log:
-        fail(f"one of four lost with min_live_fraction 0.9: ppu-launch exited {rc}, expected 3\n{events(log)}")
+    if rc != 2 or "below network.min_live_fraction = 0.9" not in log or "no checkpoint.dir" not in log:
+        fail(f"one of four lost with min_live_fraction 0.9, no checkpoint.dir: exited {rc}, want 2\n{events(log)}")
+    if "restarting the gang" in log:
+        fail(f"a job without checkpoint.dir was restarted from step 0:\n{events(log)}")
 
 
 def case_late_replacement():
@@ -548,11 +468,13 @@ def checkpoint_digests(log, pattern):
     return found
 
 
-def lose_rank_3_for_good(name, setting):
-    """A checkpointing live run (with `setting`, a key=value) that loses rank 3 at step 30 and has no
-    restarts; after it ends: (its Run, exit code, log, checkpoint dir, the settings to restart with)."""
+def lose_rank_3_for_good(name, *settings_kv):
+    """A checkpointing live run (with `settings_kv`, key=values) that loses rank 3 at step 30 and has
+    no restarts; after it ends: (its Run, exit code, log, checkpoint dir, the settings to restart with)."""
     ckpt = tempfile.mkdtemp(prefix=f"ppu-live-{name}-ckpt-")
-    settings = ["--set", f"checkpoint.dir={ckpt}", "--set", setting]
+    settings = ["--set", f"checkpoint.dir={ckpt}"]
+    for kv in settings_kv:
+        settings += ["--set", kv]
     run = Run(tempfile.mkdtemp(prefix=f"ppu-live-{name}-"), settings, restarts=0)
     run.wait_for(r"\[rank 0\] .* step 30/")
     os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
@@ -612,9 +534,10 @@ def case_degraded_checkpoint():
 
 
 def case_degraded_bound():
-    _, rc, log, ckpt, extra = lose_rank_3_for_good("bound", "network.max_degraded_rounds=2")
+    _, rc, log, ckpt, extra = lose_rank_3_for_good("bound", "network.max_degraded_rounds=2", "network.max_degraded_s=0")
     gave_up = re.search(
-        r"missing for 3 consecutive rounds \(network\.max_degraded_rounds = 2\): gang restart from the "
+        r"missing for 3 consecutive rounds \(network\.max_degraded_rounds = 2\) and [0-9.]+ s "
+        r"\(network\.max_degraded_s = 0\): gang restart from the "
         r"checkpoint of round (\d+)",
         log,
     )

@@ -1,5 +1,7 @@
 #include "reconcile/object_builder.h"
 
+#include <cmath>
+
 #include "core/config.h"
 #include "core/job_contract.h"
 #include "core/slice_plan.h"
@@ -195,6 +197,31 @@ std::vector<int> shared_slices(const JobSpec& j) {
   return slices;
 }
 
+// How long the kubelet waits between a rank pod's SIGTERM and its SIGKILL (a deletion, a drain,
+// an eviction, a preemption): the rank's own bound on acting on a notice, checkpoint.notice_s
+// (train to the round boundary, save the job's state there), plus 5 s to write it and exit.
+int64_t termination_grace_seconds(const JobSpec& j) {
+  double notice = CheckpointConfig{}.notice_s;
+  try {
+    notice = parse_config(render_training_config(j)).checkpoint.notice_s;
+  } catch (const std::exception&) {  // the CRD's rules refuse most such sections at admission
+  }
+  return static_cast<int64_t>(std::ceil(notice)) + 5;
+}
+
+namespace {
+// A rank whose process is frozen (SIGSTOP, a paused VM) still holds its pod: its metrics server
+// stops answering, the kubelet ends it, and (restartPolicy Never) the pod fails like a lost rank,
+// so that the operator replaces it. Startup (data, rendezvous) may take minutes before the first
+// answer: the startup probe waits that long, the liveness probe then allows 30 s without one.
+json metrics_probe(int period_s, int failures) {
+  return {{"httpGet", {{"path", "/metrics"}, {"port", "metrics"}}},
+          {"periodSeconds", period_s},
+          {"timeoutSeconds", 5},
+          {"failureThreshold", failures}};
+}
+}  // namespace
+
 json build_pod(const JobSpec& j, int rank, int restart, const std::vector<int>& slices) {
   const json& s = j.spec;
   json md = object_metadata(j, pod_name(j, rank));
@@ -228,7 +255,9 @@ json build_pod(const JobSpec& j, int rank, int restart, const std::vector<int>& 
                                            {{"name", "metrics"}, {"containerPort", j.metrics_port}}})},
                     {"volumeMounts", mounts},
                     {"terminationMessagePath", contract::kTerminationLog},
-                    {"terminationMessagePolicy", kTerminationMessagePolicy}};
+                    {"terminationMessagePolicy", kTerminationMessagePolicy},
+                    {"startupProbe", metrics_probe(5, 120)},
+                    {"livenessProbe", metrics_probe(10, 3)}};
   if (s.contains(passthrough::kArgs)) container["args"] = s[passthrough::kArgs];
   if (s.contains(passthrough::kResources)) container["resources"] = s[passthrough::kResources];
   if (s.contains(passthrough::kImagePullPolicy)) container["imagePullPolicy"] = s[passthrough::kImagePullPolicy];
@@ -236,6 +265,7 @@ json build_pod(const JobSpec& j, int rank, int restart, const std::vector<int>& 
 
   json spec = pod_settings(j);
   spec["restartPolicy"] = "Never";
+  spec["terminationGracePeriodSeconds"] = termination_grace_seconds(j);
   spec["hostname"] = pod_name(j, rank);
   spec["subdomain"] = service_name(j);
   spec["containers"] = json::array({container});

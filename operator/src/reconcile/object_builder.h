@@ -17,6 +17,8 @@ namespace ppu::op {
 
 // spec.training as the YAML ppu-train reads, with `ranks` set to spec.replicas.
 std::string render_training_config(const JobSpec& j);
+// A rank pod's terminationGracePeriodSeconds: checkpoint.notice_s (rounded up) + 5.
+int64_t termination_grace_seconds(const JobSpec& j);
 json build_config_map(const JobSpec& j);
 json build_service(const JobSpec& j);
 // The slice each rank trains (index: rank), by the runtime's own SlicePlan from one parse of the

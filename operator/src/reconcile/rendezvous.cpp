@@ -30,7 +30,16 @@ json build_rendezvous_pod(const JobSpec& j, int restart) {
       {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}, {"limits", {{"memory", "256Mi"}}}}},
       {"volumeMounts", json::array({{{"name", "tmp"}, {"mountPath", kTmpPath}}})},
       {"terminationMessagePath", contract::kTerminationLog},
-      {"terminationMessagePolicy", kTerminationMessagePolicy}};
+      {"terminationMessagePolicy", kTerminationMessagePolicy},
+      // A stopped or wedged store accepts connections but answers nothing: only a request tells.
+      // Two probes without an answer restart it in place; the ranks ride that out.
+      {"livenessProbe",
+       {{"exec",
+         {{"command", json::array({contract::kRendezvousBinary, "--probe", "127.0.0.1:" + std::to_string(port),
+                                   "--timeout", "5"})}}},
+        {"periodSeconds", 10},
+        {"timeoutSeconds", 15},
+        {"failureThreshold", 2}}}};
   if (s.contains(passthrough::kImagePullPolicy)) container["imagePullPolicy"] = s[passthrough::kImagePullPolicy];
   container["securityContext"] = container_security_context(j);
 

@@ -171,6 +171,11 @@ void Collectives::abort_for(int job_rank, const std::string& why) {
   aborted_ = true;
 }
 
+bool Collectives::is_member(int job_rank) const {
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  return std::find(members_.begin(), members_.end(), job_rank) != members_.end();
+}
+
 void Collectives::abort(const std::string& why) {
   std::lock_guard<std::mutex> lock(abort_mutex_);
   if (!aborted_) abort_reason_ = why;

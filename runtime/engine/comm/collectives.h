@@ -99,6 +99,8 @@ class Collectives {
   // The same, only while `job_rank` is a member of the current group (a late report about a
   // rank already left out changes nothing).
   void abort_for(int job_rank, const std::string& why);
+  // Whether `job_rank` is a member of the current group. Any thread.
+  bool is_member(int job_rank) const;
   bool aborted() const { return aborted_; }
   // Asked every 50 ms by a wait in a re-formable group: a non-empty answer aborts it (a peer
   // has begun re-forming the group). Set before the first collective.
@@ -161,7 +163,7 @@ class Collectives {
   bool abortable_ = false;  // a re-formable group (live recovery): waits watch abort()
   std::function<std::string()> abort_probe_;
   std::atomic<bool> aborted_{false};
-  std::mutex abort_mutex_;
+  mutable std::mutex abort_mutex_;
   std::string abort_reason_;
   std::vector<c10::intrusive_ptr<c10d::ProcessGroupGloo>> retired_;
   // The Gloo group itself, not its c10d::ProcessGroup base: in LibTorch 2.x Gloo is a

@@ -56,7 +56,8 @@ LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent)
       probe_(std::make_unique<Probe>(collectives)),
       store_patience_(collectives.timeout()),
       announcement_(std::make_shared<Announcement>()),
-      patience_(collectives.timeout()) {
+      patience_(collectives.timeout()),
+      orphan_patience_(collectives.timeout()) {
   incarnation_ = store_.incarnation();
   // The first group of the job has formed: from now on a starting process is a replacement.
   if (!col_.joining()) {
@@ -367,6 +368,21 @@ std::vector<int> LiveGroup::admit(const std::vector<int>& joiners) {
   return newcomers_;
 }
 
+std::vector<int> LiveGroup::retire(const std::vector<int>& leavers) {
+  const std::vector<int> before = col_.members();
+  std::vector<int> proposal;
+  for (int r : before)
+    if (!contains(leavers, r)) proposal.push_back(r);
+  const int64_t next = generation_ + 1;
+  store_.set(key(next, "joins"), std::to_string(joins_seen_));  // it admits no new request
+  store_.decide(key(next, "members"), ranks_text(proposal));
+  form(next, before);
+  std::vector<int> left;
+  for (int r : before)
+    if (!contains(col_.members(), r)) left.push_back(r);
+  return left;
+}
+
 bool LiveGroup::join() {
   const ProgressClock::Waiting on_group(col_.progress());  // until the next round boundary
   for (;;) {
@@ -383,10 +399,29 @@ bool LiveGroup::join_in_store() {
   const int64_t request = store_.add(live_keys::kJoins, 1);
   store_.set(live_keys::join_request(request), std::to_string(me));
   auto next_look = Clock::now();
+  // Every other rank's beat counter as last read, and when one last moved: members beat every
+  // fifth of a heartbeat window, whatever their training thread does.
+  std::vector<int64_t> beats(col_.job_size(), -1);
+  auto last_beat = Clock::now();
   for (;;) {
     if (store_.check(live_keys::kDone)) {
       finished_result_ = store_.get(live_keys::kDone);
       return false;
+    }
+    if (Clock::now() >= next_look) {
+      for (int r = 0; r < col_.job_size(); ++r) {
+        if (r == me) continue;
+        const int64_t beat = store_.add(live_keys::kHeartbeatPrefix + std::to_string(r), 0);
+        if (beats[r] >= 0 && beat != beats[r]) last_beat = Clock::now();
+        beats[r] = beat;
+      }
+      const double quiet = std::chrono::duration<double>(Clock::now() - last_beat).count();
+      if (Clock::now() - last_beat > orphan_patience_)
+        throw LiveRecoveryGaveUp(fmt::format(
+            "live recovery gives up: no other rank of the job has beaten for {:.1f} s while rank {} waited to "
+            "rejoin: every member of the live group is gone (all ranks lost at once), so no group can take it "
+            "back: gang restart from the last checkpoint",
+            quiet, me));
     }
     // Generations are followed from the latest a member accounts for, looked up again every
     // half second: a restarted store has none of the earlier ones, and the members may form

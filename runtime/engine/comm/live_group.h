@@ -17,6 +17,8 @@
 //   live/joins, live/join/<i> replacements asking to come back, in order of arrival
 //   live/done                the job finished (a member's summary): a replacement still waiting
 //                            reports it and exits
+//   ppu/heartbeat/<r>        rank r's beat counter (Heartbeat): a replacement waiting to join
+//                            watches the others' move, so that it knows when none is left
 //   live/at/<r>              member r's own account, rewritten with each of its heartbeats
 //                            (announce): "<generation> <collectives decided> <last outcome c|a|->
 //                            <members>" — what a restarted store is rebuilt from
@@ -117,9 +119,19 @@ class LiveGroup {
   // generation may have been taken by a concurrent recovery, without them): newcomers().
   std::vector<int> admit(const std::vector<int>& joiners);
 
+  // Forms the next generation without `leavers` (members that left on a notice, at a round
+  // boundary every member agreed on): nobody waits for them to fall silent. Returns the job
+  // ranks actually left out (a concurrent recovery may have decided the generation already).
+  std::vector<int> retire(const std::vector<int>& leavers);
+
   // A replacement's side. Returns false when the job finished before taking this rank back
-  // (finished_result() is then the job's result).
+  // (finished_result() is then the job's result). LiveRecoveryGaveUp when no other rank of the
+  // job has beaten for the orphan patience while it waited: every member is gone (all ranks
+  // lost at once), so there is no group to take it back and the job must restart as a gang.
   bool join();
+  // How long join() waits for any other rank's heartbeat to move (default: the collectives'
+  // timeout).
+  void set_orphan_patience(std::chrono::milliseconds patience) { orphan_patience_ = patience; }
 
   // The job rank that sends the current generation's newcomers their state, and those
   // newcomers (empty when the generation only lost ranks).
@@ -183,6 +195,7 @@ class LiveGroup {
   int64_t joins_seen_ = 0;  // join requests already taken in (or standing for a member)
   int source_ = 0;
   std::chrono::milliseconds patience_;
+  std::chrono::milliseconds orphan_patience_;
   std::vector<int> newcomers_;
   std::string finished_result_;
 };

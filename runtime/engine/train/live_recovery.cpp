@@ -48,6 +48,11 @@ std::optional<PendingFault::Taken> PendingFault::take() {
 
 void on_heartbeat_lost(const Heartbeat::Lost& lost, bool live, PendingFault& fault, Collectives& collectives) {
   if (!live) stop_for_lost_peer(lost);
+  if (lost.rank >= 0 && !collectives.is_member(lost.rank)) {
+    // Already out of the group (it left on a notice, or was fenced): its silence is no fault.
+    spdlog::info("rank {}, no member of the group now, has gone silent", lost.rank);
+    return;
+  }
   spdlog::warn("{}", Heartbeat::describe(lost));
   if (lost.rank < 0) {
     spdlog::warn("training goes on; the next store request waits up to network.timeout_s for the store to come back");
@@ -90,6 +95,8 @@ LiveRecovery::LiveRecovery(const Config& c, int rank, Collectives& collectives, 
   group_.set_store_limits(std::max<std::chrono::milliseconds>(beat, std::chrono::seconds(2)),
                           std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)));
   heartbeat.announce_with(group_.announcer());
+  // A replacement that hears no other rank beat for this long is all that is left of the job.
+  group_.set_orphan_patience(std::max<std::chrono::milliseconds>(3 * beat, std::chrono::seconds(5)));
 }
 
 SyncResult LiveRecovery::sync(int fragment, bool plain_average) {
@@ -249,6 +256,8 @@ bool LiveRecovery::rejoin() {
     if (!group_.join()) return false;
     heartbeat_.start();  // only now: until the group took it in, its predecessor's silence spoke
     share_state(true);
+  } catch (const LiveRecoveryGaveUp&) {
+    throw;                        // no group is left to take it back: gang restart (exit 3)
   } catch (const PeerError& e) {  // the group is not at fault: only this rank starts again (exit 5)
     failure = e.what();
   }
@@ -290,6 +299,7 @@ void LiveRecovery::note_degraded_round() {
 
 void LiveRecovery::round_end() {
   if (collectives_.world_size() < collectives_.job_size()) {
+    if (!degraded_since_) degraded_since_ = Clock::now();
     ++run_.recovery.rounds_degraded;
     ++run_.progress.degraded_rounds;
     run_.metrics.add_degraded_round();
@@ -334,16 +344,42 @@ void LiveRecovery::round_end() {
 // checkpoint if one was due, so the restart loses no more than checkpoint.every_rounds. Every
 // member counts the same rounds (newcomers get the count), so all of them decide alike.
 // Rounds, not seconds: members' clocks differ, their round counts do not.
-void LiveRecovery::bound_degraded() {
+// Rounds and seconds both: rounds alone would turn a replacement that takes a few seconds to
+// start into a gang restart when rounds are short (20 rounds of 10 short steps pass in seconds);
+// the seconds are the longest any member counted (agreed at the boundary), so every member
+// decides alike although their clocks differ.
+void LiveRecovery::bound_degraded(double degraded_s) {
   if (collectives_.world_size() == collectives_.job_size()) {
     run_.progress.degraded_rounds = 0;
+    degraded_since_.reset();
     return;
   }
   if (run_.progress.degraded_rounds <= c_.network.max_degraded_rounds || run_.progress.step == c_.train.steps) return;
+  if (degraded_s < c_.network.max_degraded_s) return;
   give_up("the job has run with rank(s) [" + ranks_text(missing_ranks(collectives_)) + "] missing for " +
           std::to_string(run_.progress.degraded_rounds) +
           " consecutive rounds (network.max_degraded_rounds = " + std::to_string(c_.network.max_degraded_rounds) +
-          "): gang restart from the checkpoint of round " + std::to_string(run_.progress.last_checkpoint_round));
+          ") and " + fmt::format("{:.1f} s (network.max_degraded_s = {})", degraded_s, c_.network.max_degraded_s) +
+          ": gang restart from the checkpoint of round " + std::to_string(run_.progress.last_checkpoint_round));
+}
+
+double LiveRecovery::degraded_seconds() const {
+  return degraded_since_ ? std::chrono::duration<double>(Clock::now() - *degraded_since_).count() : 0;
+}
+
+void LiveRecovery::let_go(const std::vector<int>& leavers) {
+  const auto start = Clock::now();
+  const auto left = attempt([&] { return group_.retire(leavers); });
+  if (!left) return;  // the attempt failed: the recovery that followed re-formed without them
+  after_reform();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  ++run_.recovery.recoveries;
+  run_.recovery.recovery_seconds += seconds;
+  run_.metrics.add_recovery(true, seconds);
+  tally_fault("preempted", seconds);
+  spdlog::warn("rank(s) [{}] left on notice in round {} (step {}): generation {} has ranks [{}] ({:.2f} s to re-form)",
+               ranks_text(*left), run_.progress.rounds, run_.progress.step, group_.generation(),
+               ranks_text(collectives_.members()), seconds);
 }
 
 void LiveRecovery::finish(const RunSummary& result) {

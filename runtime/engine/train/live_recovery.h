@@ -8,9 +8,11 @@
 //    newcomers θ, the momentum, the run's position and (network.replacement_inner_state)
 //    a co-owner's inner state; a replacement process takes them in rejoin().
 //  - round_end() and bound_degraded() apply the coverage rules at a round boundary
-//    (network.max_uncovered_rounds, network.max_degraded_rounds, network.min_live_fraction):
+//    (network.max_uncovered_rounds, network.max_degraded_rounds with network.max_degraded_s,
+//    network.min_live_fraction):
 //    past them live recovery gives up (LiveRecoveryGaveUp, exit 3: gang restart), noting why
 //    in the checkpoint directory (kFallbackNote).
+//  - let_go() re-forms without members that left on a notice, without waiting for them.
 //  - Faults by kind, recoveries, rejoins and degraded rounds go to the run's RecoverySummary
 //    and its metrics (summary recovery.*, ppu_faults_total).
 // It reads and changes the run's parts, given by reference: they outlive it. Training thread
@@ -128,8 +130,17 @@ class LiveRecovery {
   void round_end();
 
   // After the round boundary's checkpoint: give up when the job has been missing a rank for more
-  // consecutive rounds than network.max_degraded_rounds (not after the last step).
-  void bound_degraded();
+  // consecutive rounds than network.max_degraded_rounds and for network.max_degraded_s
+  // (`degraded_s`: the longest any member counted, agreed at the boundary) (not after the last
+  // step).
+  void bound_degraded(double degraded_s);
+  // Seconds since this member saw the job begin missing a rank (at a round boundary); 0 while
+  // every rank is a member.
+  double degraded_seconds() const;
+
+  // The members that stay, at a round boundary where `leavers` (every member agreed) left on a
+  // notice: the next generation without them, at once (fault kind "preempted").
+  void let_go(const std::vector<int>& leavers);
 
   // The job is done: rank 0 leaves `result` in the store for replacements still waiting.
   void finish(const RunSummary& result);
@@ -159,6 +170,7 @@ class LiveRecovery {
   PendingFault& fault_;
   const CheckpointStore* store_;
   LiveGroup group_;
+  std::optional<Clock::time_point> degraded_since_;  // the first degraded boundary of this span
 };
 
 }  // namespace ppu

@@ -108,6 +108,11 @@ TEST(LiveRecoveryObjects, TheStorePodFollowsTheRankPodsConventions) {
   EXPECT_EQ(store["spec"]["nodeSelector"], rank["spec"]["nodeSelector"]);
   EXPECT_EQ(store["spec"]["automountServiceAccountToken"], false);
   EXPECT_EQ(store["spec"]["restartPolicy"], "Always") << "restarted in place, empty: the ranks rebuild its keys";
+  // A frozen store is found by a request, not by a connection (which a stopped one still accepts).
+  EXPECT_EQ(c["livenessProbe"]["exec"]["command"],
+            json::array({contract::kRendezvousBinary, "--probe",
+                         "127.0.0.1:" + std::to_string(contract::kRendezvousPort), "--timeout", "5"}));
+  EXPECT_GT(c["livenessProbe"]["timeoutSeconds"].get<int>(), 5) << "the probe's own start counts too";
   EXPECT_TRUE(is_rendezvous_pod(store));
   EXPECT_FALSE(is_rendezvous_pod(rank));
 

@@ -162,5 +162,32 @@ TEST(ObjectBuilder, PortDefaultsAreTheCrdsAndTheContracts) {
   EXPECT_EQ(env_of(testing::rank_pod(j, 1, 0), "MASTER_PORT"), std::to_string(contract::kRendezvousPort));
 }
 
+// A notice (the pod deleted, drained, evicted or preempted) gives the rank checkpoint.notice_s to
+// reach its round boundary and save; the kubelet must not SIGKILL it before that, plus the write.
+TEST(ObjectBuilder, GracePeriodFollowsTheNoticeBound) {
+  json job = testing::make_job("demo", 4);
+  EXPECT_EQ(testing::rank_pod(parse_job(job), 0, 0)["spec"]["terminationGracePeriodSeconds"], 30)
+      << "the default checkpoint.notice_s (25) + 5";
+  job["spec"]["training"]["checkpoint"] = {{"notice_s", 100.5}};
+  const JobSpec j = parse_job(job);
+  EXPECT_EQ(termination_grace_seconds(j), 106);
+  EXPECT_EQ(testing::rank_pod(j, 2, 0)["spec"]["terminationGracePeriodSeconds"], 106);
+}
+
+// A frozen rank process stops answering its metrics port: the kubelet ends it, and the operator
+// replaces the failed pod.
+TEST(ObjectBuilder, RankPodsAreProbedOnTheirMetricsPort) {
+  const json c = testing::rank_pod(parse_job(testing::make_job("demo", 4)), 1, 0)["spec"]["containers"][0];
+  for (const char* probe : {"livenessProbe", "startupProbe"}) {
+    SCOPED_TRACE(probe);
+    EXPECT_EQ(c[probe]["httpGet"]["port"], "metrics");
+    EXPECT_EQ(c[probe]["httpGet"]["path"], "/metrics");
+    EXPECT_GT(c[probe]["timeoutSeconds"], 0);
+  }
+  EXPECT_EQ(c["livenessProbe"]["periodSeconds"].get<int>() * c["livenessProbe"]["failureThreshold"].get<int>(), 30);
+  EXPECT_GE(c["startupProbe"]["periodSeconds"].get<int>() * c["startupProbe"]["failureThreshold"].get<int>(), 600)
+      << "a rank may take minutes to load its data and meet its peers";
+}
+
 }  // namespace
 }  // namespace ppu::op

@@ -1,0 +1,108 @@
+"""ppu-launch under test: a job run in the background, its output kept in a file and read as it
+grows, and what a test asks of the processes it runs (their pids by rank, the store's pid) and of
+their ends (exit codes, summaries, the checksums they agree on). Shared by live_recovery_tests.py
+and capacity_events_tests.py."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def events(log, lines=80):
+    """The log without its step lines and stack frames: what happened, for a failure message."""
+    noise = re.compile(r" info step \d|frame #|socket\.cpp|InitGoogleLogging")
+    kept = [line for line in log.splitlines() if not noise.search(line)]
+    return "\n".join(kept[-lines:])
+
+
+def _children(launcher_pid, comm):
+    """{pid: environ} of the processes named `comm` that ppu-launch runs now."""
+    found = {}
+    children = subprocess.run(["pgrep", "-P", str(launcher_pid)], capture_output=True, text=True, check=False)
+    for pid in children.stdout.split():
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != comm:
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                found[int(pid)] = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+        except OSError:
+            continue
+    return found
+
+
+def rank_pids(launcher_pid):
+    """{rank: pid} of the ppu-train processes ppu-launch runs now."""
+    return {int(env[b"RANK"]): pid for pid, env in _children(launcher_pid, "ppu-train").items()}
+
+
+def store_pid(launcher_pid):
+    """The pid of the ppu-rendezvous process ppu-launch runs now."""
+    pids = list(_children(launcher_pid, "ppu-rendezvous"))
+    if not pids:
+        fail("ppu-launch runs no ppu-rendezvous")
+    return pids[0]
+
+
+class Launch:
+    """`cmd` (ppu-launch and its arguments, --summary-dir added) in the background."""
+
+    def __init__(self, work, cmd, env=None):
+        self.work = work
+        self.log = os.path.join(work, "launch.log")
+        self.out = open(self.log, "w")  # noqa: SIM115  (ppu-launch writes it until finish() closes it)
+        self.summaries = os.path.join(work, "summaries")
+        self.proc = subprocess.Popen(
+            [*cmd, "--summary-dir", self.summaries], stdout=self.out, stderr=subprocess.STDOUT, env=env
+        )
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def wait_for(self, pattern, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if re.search(pattern, self.text()):
+                return
+            if self.proc.poll() is not None:
+                fail(f"ppu-launch exited {self.proc.returncode} before /{pattern}/:\n{events(self.text())}")
+            time.sleep(0.05)
+        fail(f"no /{pattern}/ within {timeout} s:\n{events(self.text())}")
+
+    def finish(self, timeout=300):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            for pid in rank_pids(self.proc.pid).values():
+                os.kill(pid, signal.SIGKILL)
+            fail(f"ppu-launch still running after {timeout} s:\n{events(self.text())}")
+        self.out.close()
+        return self.proc.returncode
+
+    def summary(self, rank):
+        with open(os.path.join(self.summaries, f"rank-{rank}.json")) as f:
+            return json.load(f)
+
+
+def one_checksum(run, ranks=4):
+    checksums = {run.summary(r)["param_checksum"] for r in range(ranks)}
+    if len(checksums) != 1:
+        fail(f"ranks disagree on the final parameters: {checksums}")
+    return checksums.pop()
+
+
+def no_gang_restart(run, rc, what):
+    log = run.text()
+    if rc != 0 or "restarting the gang" in log or "exited with code 3" in log:
+        fail(f"{what}: ppu-launch exited {rc} (want 0, no gang restart, no exit 3)\n{events(log)}")
