@@ -1,6 +1,6 @@
 #include "common/notice.h"
 
-#include <time.h>
+#include <ctime>
 #include <unistd.h>
 
 #include <atomic>

@@ -149,6 +149,7 @@ struct KeyMeta {
   KEY(checkpoint, every_rounds,           int,         1,     at_least(1), "outer rounds between checkpoints") \
   KEY(checkpoint, keep,                   int,         3,     at_least(1), "checkpoints kept; older ones are deleted") \
   KEY(checkpoint, start_over_if_unusable, bool,        false, kAny,        "every checkpoint in dir unusable: false stops with exit 4 naming each; true trains from step 0 and replaces them") \
+  KEY(checkpoint, write_timeout_s,        double,      600,   above(0),    "seconds a rank's checkpoint write may take before it counts as hung (a stalled NFS or FUSE mount): the rank then stops beating, is fenced and replaced, and the others write the round without it (network.recovery live); the previous checkpoint stays the resume point") \
   KEY(checkpoint, notice_s,               double,      25,    above(0),    "seconds a rank may take from a notice (SIGTERM or SIGINT: a preemption, a drain, a deleted or evicted pod, Ctrl-C) to its exit: it trains on to the round boundary, where the job agrees who leaves; when the whole job goes it saves that round's checkpoint first. Past this it exits at once. The operator sets the rank pods' terminationGracePeriodSeconds to this + 5 (docs/RECOVERY.md, \"Notices\")")
 
 #define PPU_METRICS_KEYS(KEY) \

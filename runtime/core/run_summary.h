@@ -57,18 +57,20 @@ struct FaultTally {
 
 // network.recovery=live (the defaults for gang runs: all ranks live, nothing recovered).
 struct RecoverySummary {
-  std::string policy = "gang";               // network.recovery
-  int live_ranks = 0;                        // ranks in the final group
-  double min_slice_coverage = 1;             // smallest live/all owners over elements, in the final group
-  int64_t rounds_degraded = 0;               // rounds this rank finished with a rank missing
-  int64_t recoveries = 0;                    // groups this rank re-formed in place after losing ranks
-  int64_t rejoins = 0;                       // groups this rank re-formed to take replacements back
-  double recovery_seconds = 0;               // wall time those re-formations took (agreeing, forming, state)
-  int64_t rejoined_at_step = -1;             // a replacement: the step it rejoined at; -1: started with the job
-  int64_t theta_mismatches = 0;              // ranks found with another θ than the others before a sync (repaired)
-  std::vector<DegradedSpan> degraded;        // which rounds ran degraded, and without which ranks
-  std::map<std::string, FaultTally> faults;  // by kind: peer_silent, peer_failed, store_lost, store_restarted
-  std::string fallback;                      // this run is the gang restart live recovery fell back to: why; else ""
+  std::string policy = "gang";         // network.recovery
+  int live_ranks = 0;                  // ranks in the final group
+  double min_slice_coverage = 1;       // smallest live/all owners over elements, in the final group
+  int64_t rounds_degraded = 0;         // rounds this rank finished with a rank missing
+  int64_t recoveries = 0;              // groups this rank re-formed in place after losing ranks
+  int64_t rejoins = 0;                 // groups this rank re-formed to take replacements back
+  double recovery_seconds = 0;         // wall time those re-formations took (agreeing, forming, state)
+  int64_t rejoined_at_step = -1;       // a replacement: the step it rejoined at; -1: started with the job
+  int64_t theta_mismatches = 0;        // ranks found with another θ than the others before a sync (repaired)
+  int64_t checkpoints_failed = 0;      // checkpoint rounds that could not be written (a full disk); training went on
+  std::vector<DegradedSpan> degraded;  // which rounds ran degraded, and without which ranks
+  std::map<std::string, FaultTally>
+      faults;            // by kind: peer_silent, peer_failed, store_lost, store_restarted, preempted
+  std::string fallback;  // this run is the gang restart live recovery fell back to: why; else ""
 };
 
 struct BlasSummary {
@@ -130,7 +132,7 @@ struct KernelPathSummary {
   FIELD(inner_step_phases_median,   StepPhasesSummary,                "median seconds per phase: {batch, forward, backward, gradient_allreduce, optimizer}") \
   FIELD(device,                     std::optional<std::string>,       "CUDA runs only: the device, e.g. cuda:0") \
   FIELD(cuda_memory_bytes,          std::optional<CudaMemorySummary>, "CUDA runs only: {allocated, reserved, peak} bytes at the end; peak since the process started") \
-  FIELD(recovery,                   RecoverySummary,                  "live recovery: {policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries, rejoins, recovery_seconds, rejoined_at_step, theta_mismatches, degraded, faults, fallback}; degraded: [{first_round, last_round, missing}], the rounds this rank finished with job ranks missing, span by span; faults: {kind: {count, recover_seconds}} for the kinds peer_silent (a heartbeat stopped), peer_failed (a collective failed), store_lost (the store was unreachable, then answered with its keys), store_restarted (it came back empty and the ranks rebuilt it), recover_seconds from detection to the re-formed group; theta_mismatches (any policy): ranks found holding another global θ than the others before a sync, each resynchronised; fallback: when this run is the gang restart that live recovery fell back to (network.min_live_fraction, max_uncovered_rounds, max_degraded_rounds), the reason it gave, else empty") \
+  FIELD(recovery,                   RecoverySummary,                  "live recovery: {policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries, rejoins, recovery_seconds, rejoined_at_step, theta_mismatches, checkpoints_failed, degraded, faults, fallback}; degraded: [{first_round, last_round, missing}], the rounds this rank finished with job ranks missing, span by span; faults: {kind: {count, recover_seconds}} for the kinds peer_silent (a heartbeat stopped), peer_failed (a collective failed), store_lost (the store was unreachable, then answered with its keys), store_restarted (it came back empty and the ranks rebuilt it), preempted (members left on a notice, SIGTERM or SIGINT, and the others let them go), recover_seconds from detection to the re-formed group; checkpoints_failed (any policy): checkpoint rounds that could not be written (a full disk), training going on; theta_mismatches (any policy): ranks found holding another global θ than the others before a sync, each resynchronised; fallback: when this run is the gang restart that live recovery fell back to (network.min_live_fraction, max_uncovered_rounds, max_degraded_rounds with max_degraded_s, every rank lost at once), the reason it gave, else empty") \
   FIELD(onednn,                     OneDnnSummary,                    "{enabled, bf16_matmul}: whether LibTorch used oneDNN, and for bf16 matmuls") \
   FIELD(kernel_path,                KernelPathSummary,                "{cpu_model, openblas_core, aten_capability, onednn}: the kernels that decide a CPU run's bits besides config and seed") \
   FIELD(optimizer_settings,         nlohmann::json,                   "{inner, outer}: every inner.* and outer.* key as the run resolved it (defaults filled in)") \

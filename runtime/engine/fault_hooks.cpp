@@ -31,9 +31,11 @@ FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
     std::stringstream parts(item);
     std::string kind, rank, step, ms;
     const bool late = std::getline(parts, kind, ':') && kind == "late";
-    if ((kind != "hang" && kind != "flip" && !late) || !std::getline(parts, rank, ':') ||
-        !std::getline(parts, step, late ? ':' : '\n') || (late && !std::getline(parts, ms)))
-      throw ConfigError("PPU_TEST_FAULT: '" + item + "' is not hang|flip:<rank>:<step> or late:<rank>:<step>:<ms>");
+    const bool known = kind == "hang" || kind == "flip" || kind == "stall-checkpoint" || late;
+    if (!known || !std::getline(parts, rank, ':') || !std::getline(parts, step, late ? ':' : '\n') ||
+        (late && !std::getline(parts, ms)))
+      throw ConfigError("PPU_TEST_FAULT: '" + item +
+                        "' is not hang|flip|stall-checkpoint:<rank>:<step> or late:<rank>:<step>:<ms>");
     try {
       const Fault fault{kind, std::stoll(step), late ? std::stoll(ms) : 0};
       if (std::stoi(rank) == job_rank) faults_.push_back(fault);
@@ -51,7 +53,7 @@ void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_the
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   }
   for (const auto& f : faults_) {
-    if (f.step != step) continue;
+    if (f.step != step || f.kind == "stall-checkpoint") continue;
     if (f.kind == "flip") {
       spdlog::warn("PPU_TEST_FAULT: rank {} changes an element of its global θ before step {}", rank_, step);
       flip_theta();
@@ -63,6 +65,14 @@ void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_the
       continue;
     }
     spdlog::warn("PPU_TEST_FAULT: the training thread of rank {} hangs before step {}", rank_, step);
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+}
+
+void FaultHooks::before_checkpoint_write(int64_t step) const {
+  for (const auto& f : faults_) {
+    if (f.kind != "stall-checkpoint" || step < f.step) continue;
+    spdlog::warn("PPU_TEST_FAULT: the checkpoint write of rank {} at step {} stalls", rank_, step);
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   }
 }

@@ -8,6 +8,8 @@
 //   late   that rank's training thread sleeps <ms> before inner step <step>: before a round's
 //          last step, it holds the others in the outer sync's first collective for that long
 //          (a test places a second fault while they wait)
+//   stall-checkpoint  that rank's first checkpoint write at or after inner step <step> stalls for
+//          good (an NFS or FUSE mount that stops answering): checkpoint.write_timeout_s bounds it
 // Only a process that starts with the job takes a fault: a replacement (a later process of the
 // same rank) does not, so a hang is not repeated after the rank is replaced. Unset: nothing.
 // PPU_TEST_FAULT_TRIGGER = <dir>, for faults placed at run time (bench/chaos): before every inner
@@ -32,6 +34,9 @@ class FaultHooks {
   // Before inner step `step`: carries out a fault placed there (a hang never returns);
   // `flip_theta` changes this rank's θ.
   void before_step(int64_t step, const std::function<void()>& flip_theta) const;
+  // Before a checkpoint write at inner step `step`: a stall-checkpoint placed at or before it
+  // never returns.
+  void before_checkpoint_write(int64_t step) const;
 
  private:
   struct Fault {

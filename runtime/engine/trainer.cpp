@@ -91,11 +91,17 @@ int nccl_device(const Config& c, const RunEnv& env, const torch::Device& device)
 // has stopped beating, so its peers fence it; the process ends so that its supervisor replaces
 // it (under recovery live it alone: exit 5; under gang the gang: exit 3). From the heartbeat's
 // thread, while the training thread is stuck.
-[[noreturn]] void stop_hung_rank(double idle_s, double window_s, bool live) {
-  const std::string what = fmt::format(
-      "this rank's training thread has made no progress for {:.1f} s (window {:.1f} s, "
-      "network.progress_timeout_s): it is hung, and leaves the group to be replaced",
-      idle_s, window_s);
+[[noreturn]] void stop_hung_rank(double idle_s, double window_s, bool live, bool writing, double write_bound_s) {
+  const std::string what =
+      writing ? fmt::format(
+                    "this rank's checkpoint write has gone on past checkpoint.write_timeout_s = {} s, and {:.1f} s "
+                    "more (window {:.1f} s): its storage hangs, and it leaves the group to be replaced; the previous "
+                    "checkpoint stays the resume point",
+                    write_bound_s, idle_s, window_s)
+              : fmt::format(
+                    "this rank's training thread has made no progress for {:.1f} s (window {:.1f} s, "
+                    "network.progress_timeout_s): it is hung, and leaves the group to be replaced",
+                    idle_s, window_s);
   const auto status = live ? exit_status_of(OutOfGroup(what)) : exit_status_of(PeerError(what));
   spdlog::error("{}", status.message);
   write_termination_message(status.message);
@@ -147,11 +153,14 @@ class Run {
     // Progress, not liveness: a hung training thread stops this rank's heartbeat.
     if (c.network.progress_timeout_s > 0) collectives_->progress().set_window(c.network.progress_timeout_s);
     heartbeat_->watch_progress(collectives_->progress(), [this](double idle_s) {
-      stop_hung_rank(idle_s, collectives_->progress().window(), live_);
+      const auto& progress = collectives_->progress();
+      stop_hung_rank(idle_s, progress.window(), live_, progress.past_bound(), c_.checkpoint.write_timeout_s);
     });
     const RunParts parts{*inner_, *outer_, *loader_, *metrics_, p_, recovery_};
-    if (!env.checkpoint_dir.empty())
+    if (!env.checkpoint_dir.empty()) {
       checkpoints_.emplace(c, env.checkpoint_dir, *collectives_, plan_, schedule_, *model_, parts);
+      checkpoints_->set_before_write([this] { faults_->before_checkpoint_write(p_.step); });
+    }
     if (live_) {
       prepare_live_recovery(c, env.rendezvous, *collectives_);
       live_recovery_.emplace(c, env.rendezvous.rank, *collectives_, *heartbeat_, plan_, parts, fault_,

@@ -30,11 +30,20 @@ cases: notice-job  SIGTERM to ppu-launch mid-round (checkpoint.every_rounds = 10
                    SIGKILLed and started again, the ranks rebuild its keys; no gang restart, exit 0,
                    one checksum (before: ppu-launch only waitpid'ed, and the ranks waited for the
                    store until network.timeout_s)
+       checkpoint-stall rank 2's checkpoint write stalls for good (PPU_TEST_FAULT stall-checkpoint;
+                   checkpoint.write_timeout_s = 2): past the bound it stops beating, the others
+                   fence it and write the round without it, it exits 5 and is replaced; no gang
+                   restart (before: the write counted as progress for ever and the job hung)
+       disk-full   the checkpoint directory a tmpfs with room for one checkpoint: later rounds cannot
+                   be written; each is logged and counted (recovery.checkpoints_failed), training
+                   goes on to exit 0, and the disk holds round 10's checkpoint alone; live and gang
+                   (before: the first failed write ended the rank, exit 1)
 """
 
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -215,6 +224,47 @@ def case_frozen_store():
     print(f"store frozen: found and restarted after {found:.1f} s; one checksum {one_checksum(run)}")
 
 
+def case_checkpoint_stall():
+    ckpt = tempfile.mkdtemp(prefix="ppu-capacity-stall-ckpt-")
+    settings = ["--set", f"checkpoint.dir={ckpt}", "--set", "checkpoint.every_rounds=5"]
+    settings += ["--set", "checkpoint.write_timeout_s=2"]
+    env = dict(PAUSED, PPU_TEST_FAULT="stall-checkpoint:2:100")
+    run = job(work("stall"), 800, extra=settings, env=env)
+    run.wait_for(r"the checkpoint write of rank 2 at step 100 stalls")
+    stalled = time.monotonic()
+    run.wait_for(r"\[rank 2\] .*this rank's checkpoint write has gone on past checkpoint\.write_timeout_s = 2 s")
+    run.wait_for(r"rank 2 exited with code 5: restarting it in place")
+    fenced = time.monotonic() - stalled
+    run.wait_for(r"checkpoint round 10 written to .* with rank\(s\) \[2\] missing")
+    run.wait_for(r"rank\(s\) \[2\] rejoined in round")
+    rc = run.finish()
+    no_gang_restart(run, rc, "a stalled checkpoint write")
+    print(f"rank 2's checkpoint write stalled: fenced and replaced after {fenced:.1f} s, round 10 written without it")
+
+
+def case_disk_full():
+    # A checkpoint of this job is about 5.5 MB: the first round fits in 8 MiB, the next does not.
+    ckpt = tempfile.mkdtemp(prefix="ppu-capacity-full-ckpt-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", ckpt], check=True)
+    try:
+        for recovery in ("live", "gang"):
+            subprocess.run(["find", ckpt, "-mindepth", "1", "-delete"], check=True)
+            settings = ["--set", f"checkpoint.dir={ckpt}", "--set", "checkpoint.every_rounds=10"]
+            run = job(work(f"full-{recovery}"), 400, recovery, settings, restarts=0)
+            rc = run.finish()
+            log = run.text()
+            if rc != 0:
+                fail(f"{recovery}: a full checkpoint disk stopped training: exit {rc}\n{events(log)}")
+            failed = run.summary(0)["recovery"]["checkpoints_failed"]
+            if failed != 3 or "the checkpoint of round 10 stays the resume point" not in log:
+                fail(f"{recovery}: rounds 20, 30, 40 unwritable: {failed} counted\n{events(log)}")
+            if ckpt_file.rounds_in(ckpt) != [10] or sorted(os.listdir(ckpt)) != [ckpt_file.round_dir(10)]:
+                fail(f"{recovery}: the disk holds {sorted(os.listdir(ckpt))}, want round 10's checkpoint alone")
+            print(f"{recovery}: disk full after round 10: {failed} rounds not written, training went on, exit 0")
+    finally:
+        subprocess.run(["umount", ckpt], check=False)
+
+
 {
     "notice-job": case_notice_job,
     "notice-bound": case_notice_bound,
@@ -222,5 +272,7 @@ def case_frozen_store():
     "all-killed": case_all_killed,
     "stopped-forever": case_stopped_forever,
     "frozen-store": case_frozen_store,
+    "checkpoint-stall": case_checkpoint_stall,
+    "disk-full": case_disk_full,
 }[CASE]()
 print("PASS", CASE)

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "core/exit_status.h"
 
@@ -74,6 +75,26 @@ TEST(FaultHooks, ALateRankSleepsBeforeItsStepOnly) {
   start = std::chrono::steady_clock::now();
   hooks.before_step(2, nothing);
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
+}
+
+// A stalled checkpoint write is placed by step but only stalls a write: the steps go on, other
+// ranks' writes and earlier writes return; the write at or after its step never does.
+TEST(FaultHooks, AStalledCheckpointWriteStallsOnlyWritesFromItsStepOn) {
+  const ScopedEnv fault("PPU_TEST_FAULT", "stall-checkpoint:1:40");
+  const FaultHooks hooks(1, false), other(0, false);
+  for (int64_t step = 0; step < 60; ++step) hooks.before_step(step, [] {});
+  hooks.before_checkpoint_write(30);
+  other.before_checkpoint_write(50);
+  EXPECT_EXIT(
+      {
+        std::thread([] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          std::_Exit(7);  // still writing: the write stalled
+        }).detach();
+        hooks.before_checkpoint_write(50);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(7), "");
 }
 
 }  // namespace

@@ -66,6 +66,10 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    outlasts the recovery on any CPU): rank 2 is fenced (the others re-form without it), replaced
                    alone and rejoins; no gang restart, exit 0, every rank ends with one checksum,
                    and no namespace, veth or bridge of the test is left
+       cut-past-timeout  the same namespaces; rank 1's link is cut for 14 s, longer than
+                   network.timeout_s = 8: it cannot reach the store past the timeout, exits 5 and is
+                   replaced alone (at most twice: a replacement may start while the link is down);
+                   no gang restart, one checksum
        cut-during-sync  the same namespaces; rank 0 arrives 4 s late at a round boundary
                    (PPU_TEST_FAULT=late:0:399:4000), and rank 1's link is cut while rank 1 waits
                    for it in the outer sync, for 8 s (longer than a store request may take, so
@@ -394,14 +398,15 @@ def case_late_replacement():
         fail(f"the late replacement claims work it did not do: {sums[3]['tokens']} tokens, {sums[3]['recovery']}")
 
 
-def cut_off(rank, cut_s, ready, extra, env, work):
+def cut_off(rank, cut_s, ready, extra, env, work, restarts=1):
     """The live job with every rank in a network namespace of its own (rank_netns.py): once every
     pattern of `ready` is in the log, `rank`'s link is cut for cut_s and restored. Then `rank` alone
-    must be fenced, replaced and back in the group within 60 s, the job must exit 0 with no gang
-    restart, every rank with one checksum, and no namespace may be left. Returns the fenced
-    process's exit code and the checksum."""
+    must be fenced, replaced (`restarts` at most, every one of that rank) and back in the group
+    within 60 s, the job must exit 0 with no gang restart, every rank with one checksum, and no
+    namespace may be left. Returns the fenced process's exit code and the checksum."""
     with RankNetwork(4) as net:
-        run = Run(tempfile.mkdtemp(prefix=work), ["--rank-wrapper", net.wrapper, *extra], env=env, prefix=net.hub_exec)
+        wrapped = ["--rank-wrapper", net.wrapper, *extra]
+        run = Run(tempfile.mkdtemp(prefix=work), wrapped, restarts=restarts, env=env, prefix=net.hub_exec)
         try:
             for pattern in ready:
                 run.wait_for(pattern)
@@ -422,8 +427,9 @@ def cut_off(rank, cut_s, ready, extra, env, work):
         if rc != 0 or "restarting the gang" in log:
             fail(f"rank {rank} cut off for {cut_s} s: ppu-launch exited {rc} (want 0, no gang restart)\n{events(log)}")
         code = re.search(rf"rank {rank} exited with code (\d+): restarting it in place", log)
-        if not code or log.count("restarting it in place") != 1:
-            fail(f"rank {rank} was not replaced alone, once:\n{events(log)}")
+        replaced = re.findall(r"rank (\d+) exited with code \d+: restarting it in place", log)
+        if not code or set(replaced) != {str(rank)} or len(replaced) > restarts:
+            fail(f"rank {rank} was not replaced alone (at most {restarts} times):\n{events(log)}")
         checksum = one_checksum(run)
     if net.leftovers():
         fail(f"network namespaces left behind: {net.leftovers()}")
@@ -441,6 +447,19 @@ def case_network_blip():
     env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="5")
     code, checksum = cut_off(2, cut_s, [r"\[rank 0\] .* step 30/"], extra, env, "ppu-live-blip-")
     print(f"rank 2 cut off for {cut_s} s: fenced, exited {code}, replaced and rejoined; one checksum {checksum}")
+
+
+def case_cut_past_timeout():
+    # Cut off for longer than network.timeout_s (8 s here): rank 1's store requests reconnect for
+    # that long, then it leaves to be replaced alone (exit 5); it used to exit 3, and the whole job
+    # restarted because one rank was unreachable. Its replacement may start while the link is
+    # still down and fail to reach the store once more, so two restarts are allowed, both of rank 1.
+    extra = ["--set", "train.steps=4000", "--set", "outer.sync_every=200", "--set", "network.timeout_s=8"]
+    env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="5")
+    code, checksum = cut_off(1, 14, [r"\[rank 0\] .* step 30/"], extra, env, "ppu-live-cut-long-", restarts=2)
+    if code != "5":
+        fail(f"rank 1 cut off past network.timeout_s exited {code}, want 5 (replaced alone)")
+    print(f"rank 1 cut off for 14 s (timeout 8 s): exited {code}, replaced alone; one checksum {checksum}")
 
 
 def case_cut_during_sync():
@@ -590,6 +609,7 @@ def case_coowner_state():
     "cut-during-sync": case_cut_during_sync,
     "kill-each-rank": case_kill_each_rank,
     "boundaries": case_boundaries,
+    "cut-past-timeout": case_cut_past_timeout,
     "frozen": case_frozen,
     "fallback": case_fallback,
     "late-replacement": case_late_replacement,

@@ -146,8 +146,11 @@ bool LiveGroup::reconnect(const std::string& why) {
   try {
     incarnation_ = store_.reconnect(store_patience_);
   } catch (const StoreLost& e) {
-    throw LiveRecoveryGaveUp(std::string("live recovery gives up: ") + e.what() + " after '" + why +
-                             "' (network.timeout_s): gang restart from the last checkpoint");
+    // Cut off from the store is this rank's fault as far as it can tell: the others may reach it
+    // and go on (they fenced this rank long ago). It leaves to be replaced alone; were the store
+    // gone for every rank, the replacements would find no group and the gang would restart.
+    throw OutOfGroup(std::string("this rank could not reach the rendezvous store for network.timeout_s: ") + e.what() +
+                     " after '" + why + "': it leaves the group to be replaced alone");
   }
   const bool kept = incarnation_ == before;
   outages_.push_back({!kept, std::chrono::duration<double>(Clock::now() - start).count()});

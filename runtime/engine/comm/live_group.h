@@ -39,7 +39,8 @@
 //  - join(): a replacement's side: ask, wait for a generation that includes this rank, form it.
 //  - The store itself may die and be restarted by its supervisor (ppu-launch, the operator). No
 //    request waits longer than the request timeout (BoundedStore); a lost connection is opened
-//    again for up to the store patience (then LiveRecoveryGaveUp: exit 3). A store with another
+//    again for up to the store patience (then OutOfGroup, exit 5: this rank is replaced alone,
+//    for as far as it can tell it is the one cut off). A store with another
 //    incarnation has lost every key; the ranks rebuild what they need from their own accounts
 //    (live/at/<r>, republished by every member's heartbeat within a fifth of its window):
 //    a collective whose outcome was lost takes the outcome a member saw ("commit" if any member

@@ -1,8 +1,10 @@
 // ProgressClock: when this rank's training thread last made progress, so that the heartbeat
 // reports progress rather than liveness (heartbeat.h). Progress is a tick from the training
 // thread (an inner step, an evaluation batch) or time spent waiting on others (a collective, an
-// agreement through the store, a checkpoint write): a rank blocked on its peers is not the
-// one that hangs. A training thread stuck anywhere else stops the clock; idle_seconds() then
+// agreement through the store) and, up to a bound, in work of its own that may wait on a disk
+// (a checkpoint write: Bounded): a rank blocked on its peers is not the one that hangs, and a
+// write that outlasts its bound is a fault like a hung thread. A training thread stuck anywhere
+// else stops the clock; idle_seconds() then
 // grows, and past window() the heartbeat stops beating for this rank (its peers fence it) and
 // the rank ends itself so that its supervisor replaces it.
 // window(): network.progress_timeout_s, or when that is 0 a default the trainer derives from
@@ -39,10 +41,39 @@ class ProgressClock {
     ProgressClock& clock_;
   };
 
-  // Seconds since the last progress; 0 while waiting on others.
+  // While one exists the training thread does I/O that may take up to `bound_s` (a checkpoint
+  // write on a slow or hung mount): progress until then, idle from then on. One at a time.
+  class Bounded {
+   public:
+    Bounded(ProgressClock& clock, double bound_s) noexcept : clock_(clock) {
+      const auto bound = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(bound_s));
+      clock_.bounded_until_ = (Clock::now() + bound).time_since_epoch().count();
+    }
+    ~Bounded() {
+      clock_.tick();
+      clock_.bounded_until_ = 0;
+    }
+    Bounded(const Bounded&) = delete;
+    Bounded& operator=(const Bounded&) = delete;
+
+   private:
+    ProgressClock& clock_;
+  };
+
+  // Seconds since the last progress; 0 while waiting on others or within a Bounded's bound.
   double idle_seconds() const noexcept {
     if (waiting_ > 0) return 0;
-    return std::chrono::duration<double>(Clock::now() - Clock::time_point(Clock::duration(last_.load()))).count();
+    const auto now = Clock::now();
+    if (const Clock::rep until = bounded_until_.load(); until != 0) {
+      const auto end = Clock::time_point(Clock::duration(until));
+      return now < end ? 0 : std::chrono::duration<double>(now - end).count();
+    }
+    return std::chrono::duration<double>(now - Clock::time_point(Clock::duration(last_.load()))).count();
+  }
+  // Whether the clock is idle past a Bounded's bound (what the heartbeat's report names).
+  bool past_bound() const noexcept {
+    const Clock::rep until = bounded_until_.load();
+    return waiting_ == 0 && until != 0 && Clock::now() >= Clock::time_point(Clock::duration(until));
   }
 
   void set_window(double seconds) noexcept { window_ = seconds; }
@@ -53,6 +84,7 @@ class ProgressClock {
  private:
   std::atomic<Clock::rep> last_{0};
   std::atomic<int> waiting_{0};
+  std::atomic<Clock::rep> bounded_until_{0};  // a Bounded's end; 0: none
   std::atomic<double> window_{std::numeric_limits<double>::infinity()};
 };
 

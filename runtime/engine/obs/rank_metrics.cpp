@@ -52,6 +52,7 @@ struct RankMetrics::Families {
   prometheus::Counter& recoveries;
   prometheus::Counter& recovery_seconds;
   prometheus::Counter& theta_mismatches;
+  prometheus::Counter& checkpoint_failures;
   prometheus::Family<prometheus::Counter>& faults;
   prometheus::Family<prometheus::Counter>& fault_recovery_seconds;
 };
@@ -115,6 +116,9 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       one(counter("ppu_recovery_seconds_total", "Seconds spent re-forming the group and taking ranks back"), r),
       one(counter("ppu_theta_mismatches_total",
                   "Ranks found holding another global θ than the others before a sync (then repaired)"),
+          r),
+      one(counter("ppu_checkpoint_failures_total",
+                  "Checkpoint rounds that could not be written (a full disk, a read-only mount); training went on"),
           r),
       counter("ppu_faults_total", "Faults this rank saw and recovered from, by kind (docs/RECOVERY.md)").Register(r),
       counter("ppu_fault_recovery_seconds_total", "Seconds from a fault to the re-formed group, by the fault's kind")
@@ -203,6 +207,10 @@ void RankMetrics::set_live(double live_ranks, double min_slice_coverage) {
   if (!f_) return;
   f_->live_ranks.Set(live_ranks);
   f_->min_slice_coverage.Set(min_slice_coverage);
+}
+
+void RankMetrics::add_checkpoint_failure() {
+  if (f_) f_->checkpoint_failures.Increment();
 }
 
 void RankMetrics::add_theta_mismatches(int ranks) {

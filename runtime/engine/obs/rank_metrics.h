@@ -49,6 +49,7 @@ class RankMetrics {
   void add_degraded_round();
   // `ranks` ranks held another θ than the others before a sync (each repaired).
   void add_theta_mismatches(int ranks);
+  void add_checkpoint_failure();
   // A re-formation that took `seconds`: after losing ranks (`lost`, counted) or to take a
   // replacement back (time only).
   void add_recovery(bool lost, double seconds);

@@ -119,14 +119,14 @@ std::string CheckpointStore::round_dir(int64_t round) const { return dir_ + "/" 
 
 std::string CheckpointStore::rank_file() const { return file::rank_part(collectives_.job_rank()); }
 
-void CheckpointStore::save(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins,
+bool CheckpointStore::save(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins,
                            const Writer& global_part, const std::string& config_yaml) {
   const std::string dir = round_dir(round);
-  fs::create_directories(dir);
-  // Per job rank, what this member wrote of it: {written, bytes, checksum}; all-gathered, so the
-  // group's rank 0 learns every part from the member that wrote it (fixed width: K x 3).
+  // Per job rank, what this member wrote of it: {written, bytes, checksum, failed}; all-gathered,
+  // so the group's rank 0 learns every part from the member that wrote it, and whether any
+  // member failed to (fixed width: K x 4).
   const int ranks = collectives_.job_size();
-  auto info = torch::zeros({ranks, 3}, torch::kInt64);
+  auto info = torch::zeros({ranks, 4}, torch::kInt64);
   auto write = [&](int job_rank, const Writer& writer) {
     const std::string bytes = serialize(writer);
     atomic_write_file(dir + "/" + file::rank_part(job_rank), bytes);
@@ -134,37 +134,71 @@ void CheckpointStore::save(int64_t round, const Writer& rank_part, const std::ve
     info[job_rank][1] = static_cast<int64_t>(bytes.size());
     info[job_rank][2] = static_cast<int64_t>(fnv1a64(bytes.data(), bytes.size()));
   };
-  write(collectives_.job_rank(), rank_part);
-  for (const auto& s : stand_ins) write(s.job_rank, s.part);
-  const auto all = collectives_.allgather(info);
-  if (collectives_.rank() == 0) {
-    const std::string global = serialize(global_part);
-    atomic_write_file(dir + "/" + kGlobal, global);
-    nlohmann::json manifest = {
-        {"format", kCheckpointFormat}, {"round", round}, {"world_size", ranks}, {"config", config_yaml}};
-    manifest["files"][kGlobal] = {{"bytes", global.size()}, {"fnv1a64", checksum(global)}};
-    for (int r = 0; r < ranks; ++r) {
-      int writer = -1;
-      for (int m = 0; m < static_cast<int>(all.size()); ++m) {
-        if (all[m][r][0].item<int64_t>() == 0) continue;
-        if (writer >= 0)
-          throw std::logic_error("checkpoint round " + std::to_string(round) + ": two members wrote " +
-                                 file::rank_part(r));
-        writer = m;
-      }
-      if (writer < 0)
-        throw std::logic_error("checkpoint round " + std::to_string(round) + ": no member wrote " + file::rank_part(r));
-      const auto v = all[writer][r];
-      manifest["files"][file::rank_part(r)] = {{"bytes", v[1].item<int64_t>()},
-                                               {"fnv1a64", hex64(static_cast<uint64_t>(v[2].item<int64_t>()))}};
-      const int by = collectives_.members().empty() ? writer : collectives_.members()[writer];
-      if (by != r) manifest["stand_ins"][std::to_string(r)] = by;
-    }
-    atomic_write_file(dir + "/" + kManifest, manifest.dump(2));
-    const auto rounds = rounds_in(dir_);
-    for (size_t i = keep_; i < rounds.size(); ++i) remove_tree(round_dir(rounds[i]));
+  std::string error;  // this member's failed write
+  try {
+    fs::create_directories(dir);
+    write(collectives_.job_rank(), rank_part);
+    for (const auto& s : stand_ins) write(s.job_rank, s.part);
+  } catch (const std::runtime_error& e) {  // filesystem_error too
+    error = e.what();
+    info[collectives_.job_rank()][3] = 1;
   }
-  collectives_.barrier();
+  const auto all = collectives_.allgather(info);
+  bool failed = false;
+  for (const auto& member : all)
+    failed = failed || member.index({torch::indexing::Slice(), 3}).sum().item<int64_t>() > 0;
+  auto written = torch::tensor({int64_t{0}}, torch::kInt64);
+  if (collectives_.rank() == 0) {
+    try {
+      if (!failed) {
+        publish(round, dir, all, global_part, config_yaml);
+        written[0] = 1;
+      }
+    } catch (const std::runtime_error& e) {
+      error = e.what();
+    }
+    if (written[0].item<int64_t>() == 0) {
+      try {
+        remove_tree(dir);  // room on a full disk; without a manifest it is never loaded anyway
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  collectives_.broadcast(written, 0);
+  if (!error.empty()) spdlog::warn("checkpoint round {}: this rank could not write to {}: {}", round, dir_, error);
+  return written[0].item<int64_t>() != 0;
+}
+
+// The group's rank 0, once every part is written: the global part, then the manifest that
+// makes the round a checkpoint, then retention.
+void CheckpointStore::publish(int64_t round, const std::string& dir, const std::vector<torch::Tensor>& all,
+                              const Writer& global_part, const std::string& config_yaml) {
+  const int ranks = collectives_.job_size();
+  const std::string global = serialize(global_part);
+  atomic_write_file(dir + "/" + kGlobal, global);
+  nlohmann::json manifest = {
+      {"format", kCheckpointFormat}, {"round", round}, {"world_size", ranks}, {"config", config_yaml}};
+  manifest["files"][kGlobal] = {{"bytes", global.size()}, {"fnv1a64", checksum(global)}};
+  for (int r = 0; r < ranks; ++r) {
+    int writer = -1;
+    for (int m = 0; m < static_cast<int>(all.size()); ++m) {
+      if (all[m][r][0].item<int64_t>() == 0) continue;
+      if (writer >= 0)
+        throw std::logic_error("checkpoint round " + std::to_string(round) + ": two members wrote " +
+                               file::rank_part(r));
+      writer = m;
+    }
+    if (writer < 0)
+      throw std::logic_error("checkpoint round " + std::to_string(round) + ": no member wrote " + file::rank_part(r));
+    const auto v = all[writer][r];
+    manifest["files"][file::rank_part(r)] = {{"bytes", v[1].item<int64_t>()},
+                                             {"fnv1a64", hex64(static_cast<uint64_t>(v[2].item<int64_t>()))}};
+    const int by = collectives_.members().empty() ? writer : collectives_.members()[writer];
+    if (by != r) manifest["stand_ins"][std::to_string(r)] = by;
+  }
+  atomic_write_file(dir + "/" + kManifest, manifest.dump(2));
+  const auto rounds = rounds_in(dir_);
+  for (size_t i = keep_; i < rounds.size(); ++i) remove_tree(round_dir(rounds[i]));
 }
 
 std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_unusable) {

@@ -80,10 +80,13 @@ class CheckpointStore {
   // Collective: every member of the group calls it at the same round, with its own part and
   // those it stands in for; between them the members must cover every job rank exactly once
   // (std::logic_error on the group's rank 0 otherwise, before the manifest: no checkpoint).
-  void save(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins, const Writer& global_part,
+  // Whether the round was written: a write that fails on any member (a full disk, a read-only
+  // or vanished mount: std::runtime_error) leaves no manifest, the round's directory is removed,
+  // every member returns false (and logs its own error), and the older checkpoints stay.
+  bool save(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins, const Writer& global_part,
             const std::string& config_yaml);
-  void save(int64_t round, const Writer& rank_part, const Writer& global_part, const std::string& config_yaml) {
-    save(round, rank_part, {}, global_part, config_yaml);
+  bool save(int64_t round, const Writer& rank_part, const Writer& global_part, const std::string& config_yaml) {
+    return save(round, rank_part, {}, global_part, config_yaml);
   }
   // Collective: the newest checkpoint valid on every rank; nullopt when there is none (or every
   // one is unusable and `start_over_if_unusable`); throws CheckpointError when every one is
@@ -93,6 +96,8 @@ class CheckpointStore {
   const std::string& dir() const { return dir_; }
 
  private:
+  void publish(int64_t round, const std::string& dir, const std::vector<torch::Tensor>& all, const Writer& global_part,
+               const std::string& config_yaml);
   std::string round_dir(int64_t round) const;
   std::string rank_file() const;  // this process's job rank's
 

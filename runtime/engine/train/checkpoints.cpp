@@ -29,7 +29,11 @@ RunCheckpoints::RunCheckpoints(const Config& c, const std::string& dir, Collecti
 // stands in (core/coowners.h: the lowest live co-owner of its slice, else the lowest member)
 // and writes that rank's part (write_stand_in_part).
 void RunCheckpoints::save() {
-  const ProgressClock::Waiting writing(collectives_.progress());  // I/O, not a hung thread
+  // I/O, not a hung thread, for checkpoint.write_timeout_s: a write that outlasts it (a hung NFS
+  // or FUSE mount) stops this rank's heartbeat like a hung thread, the others fence it and
+  // write the round without it, and its supervisor replaces it.
+  const ProgressClock::Bounded writing(collectives_.progress(), c_.checkpoint.write_timeout_s);
+  if (before_write_) before_write_();
   std::vector<CheckpointStore::StandIn> stand_ins;
   std::vector<int> missing = missing_ranks(collectives_), mine;
   for (int r : missing)
@@ -37,7 +41,7 @@ void RunCheckpoints::save() {
       mine.push_back(r);
       stand_ins.push_back({r, [this, r](torch::serialize::OutputArchive& a) { write_stand_in_part(a, r); }});
     }
-  store_.save(
+  const bool written = store_.save(
       run_.progress.rounds,
       [&](torch::serialize::OutputArchive& a) {
         model_.save(a);
@@ -50,6 +54,17 @@ void RunCheckpoints::save() {
         save_progress(a);
       },
       stand_ins, [&](torch::serialize::OutputArchive& a) { run_.outer.save(a); }, to_yaml(c_));
+  if (!written) {  // a full disk, a read-only mount: training goes on, the older checkpoints stay
+    ++run_.recovery.checkpoints_failed;
+    run_.metrics.add_checkpoint_failure();
+    spdlog::error(
+        "checkpoint round {} could not be written to {} (see the warnings above): training goes on, and {}",
+        run_.progress.rounds, store_.dir(),
+        run_.progress.last_checkpoint_round >= 0
+            ? fmt::format("the checkpoint of round {} stays the resume point", run_.progress.last_checkpoint_round)
+            : std::string("there is no checkpoint to resume from yet"));
+    return;
+  }
   run_.metrics.set_checkpoint_round(run_.progress.rounds);
   run_.progress.last_checkpoint_round = run_.progress.rounds;
   spdlog::info("checkpoint round {} written to {}{} (digests: outer {}, inner {}{})", run_.progress.rounds,

@@ -4,7 +4,9 @@
 //    member its own part (weights, inner state, error-feedback residuals, the run's position
 //    and totals) and, for each job rank missing from the group, the member standing in for it
 //    (core/coowners.h) that rank's part; θ and the outer momentum once. It then is
-//    progress.last_checkpoint_round.
+//    progress.last_checkpoint_round. A round that cannot be written (a full disk) is logged and
+//    counted (summary recovery.checkpoints_failed) and training goes on; a write that outlasts
+//    checkpoint.write_timeout_s is a fault like a hung thread (the rank is fenced and replaced).
 //  - resume() loads the newest checkpoint valid on every rank, if any, into the parts and the
 //    progress (CheckpointError when it cannot be loaded), and names in summary.fallback a live
 //    recovery fallback noted (kFallbackNote) at or after its round.
@@ -15,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +48,8 @@ class RunCheckpoints {
 
   void save();
   void resume();
+  // Runs at the start of each save's writes (test faults: a write that stalls).
+  void set_before_write(std::function<void()> hook) { before_write_ = std::move(hook); }
 
   const CheckpointStore& store() const { return store_; }
 
@@ -64,6 +69,7 @@ class RunCheckpoints {
   Transformer& model_;
   RunParts run_;
   CheckpointStore store_;
+  std::function<void()> before_write_;
 };
 
 }  // namespace ppu
