@@ -5,7 +5,8 @@
 // gang restart: policy_restart.cpp; or no exit: the pod vanished or its node was lost) is
 // replaced alone, under the same name and rank, while the other pods keep running; the store
 // they rendezvous at lives in its own pod (rendezvous.h). Each lost pod counts once in
-// status.recoveries; at most spec.runPolicy.maxRecoveries of them per recoveryWindowSeconds, and
+// status.recoveries; at most spec.runPolicy.maxRecoveries loss events per recoveryWindowSeconds
+// (a node's pods lost together are one; past the budget, a gang restart from the checkpoint), and
 // a rank lost again within the window is recreated only after its back-off (recovery_pacing.h),
 // so a rank that cannot stay up neither spins nor is recreated for ever. A lost rank's pod stuck
 // terminating on a lost node is force-deleted so that its name, the replacement's, is freed
@@ -129,10 +130,12 @@ void count_losses(Pass& p, const std::vector<Loss>& lost, int64_t used, std::vec
     if (wait > 0) e.recreate_after = format_rfc3339(p.in.now + wait);
     if (l.forced) e.force_deleted_from = l.forced->node;
     recovering.push_back(e);
+    const int64_t before = loss_events(window);
     window.push_back(RecoveryRecord{l.rank, now});
+    used += loss_events(window) - before;  // a loss of the same event (a node's pods) costs nothing more
     p.event(event_type::kWarning, reason::kRankRecovery,
-            "rank " + std::to_string(l.rank) + " " + l.what + "; recreating only this rank's pod (recovery " +
-                std::to_string(++used) + " of " + std::to_string(rp.max_recoveries) + " " + window_words(rp) +
+            "rank " + std::to_string(l.rank) + " " + l.what + "; recreating only this rank's pod (loss event " +
+                std::to_string(used) + " of " + std::to_string(rp.max_recoveries) + " " + window_words(rp) +
                 "); the other ranks continue");
     if (l.forced) announce_force_deletion(p, l.rank, *l.forced);
     if (wait > 0) {
@@ -200,18 +203,24 @@ bool live_recovery(Pass& p, const Gang& g) {
   }
 
   if (!lost.empty()) {
-    const int64_t used = recoveries_counted(window, p.status.recoveries.value_or(0), rp);
+    const int64_t used = loss_events(window);
+    std::vector<RecoveryRecord> with_these = window;
+    for (const Loss& l : lost) with_these.push_back(RecoveryRecord{l.rank, format_rfc3339(p.in.now)});
     const int64_t limit = rp.max_recoveries;
-    if (used + static_cast<int64_t>(lost.size()) > limit) {
+    if (loss_events(with_these) > limit) {
+      // A job that keeps losing ranks faster than its budget falls back to a gang restart from
+      // its latest checkpoint rather than failing: backoffLimit bounds those restarts, and a
+      // fresh gang with fresh pods may well do better than replacement after replacement.
       for (const Loss& l : lost)
         if (l.forced) announce_force_deletion(p, l.rank, *l.forced);
       p.status.recent_recoveries = window;
       if (!p.status.recoveries) p.status.recoveries = 0;
-      finish(p, false, reason::kRecoveryLimitExceeded,
-             "rank " + std::to_string(lost.front().rank) + " " + lost.front().what +
-                 "; spec.runPolicy.maxRecoveries=" + std::to_string(limit) + " recoveries " + window_words(rp) +
-                 " exhausted (" + std::to_string(used) + " counted)");
-      return true;
+      const std::string why = "rank " + std::to_string(lost.front().rank) + " " + lost.front().what +
+                              "; spec.runPolicy.maxRecoveries=" + std::to_string(limit) + " loss events " +
+                              window_words(rp) + " exhausted (" + std::to_string(used) + " counted)";
+      p.event(event_type::kWarning, reason::kRecoveryLimitExceeded,
+              why + ": falling back to a gang restart from the latest checkpoint");
+      return restart_gang(p, g, why + ": gang restart from the latest checkpoint");
     }
     count_losses(p, lost, used, recovering, window);
   }

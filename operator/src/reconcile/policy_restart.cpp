@@ -127,6 +127,10 @@ bool rank_failure(Pass& p, const Gang& g) {
       }
   }
   if (failure.empty()) return false;
+  return restart_gang(p, g, failure);
+}
+
+bool restart_gang(Pass& p, const Gang& g, const std::string& failure) {
   const int limit = p.spec.run_policy.backoff_limit;
   if (p.restarts() >= limit) {
     finish(p, false, reason::kBackoffLimitExceeded,

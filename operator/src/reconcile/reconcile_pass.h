@@ -166,6 +166,10 @@ bool fatal_exit(Pass& p, const Gang& g);
 // once restartCount reached backoffLimit. With recovery live only what the live group cannot
 // survive: a rank that exited 3 (its peers fell back to a gang restart), or the store's pod lost.
 bool rank_failure(Pass& p, const Gang& g);
+// The gang restart itself, for `failure` (the Restarting condition's message): back-off, restart
+// count, every pod (a live job's store too) deleted; Failed (BackoffLimitExceeded) once
+// restartCount reached backoffLimit. Always true.
+bool restart_gang(Pass& p, const Gang& g, const std::string& failure);
 
 // Kueue (policy_queue.cpp), jobs labelled kueue.x-k8s.io/queue-name only.
 // Creates the job's Workload (its priority from the class the label names). Until Kueue admits
@@ -182,11 +186,13 @@ void release_workload(Pass& p);
 // Live recovery (policy_recovery.cpp), recovery live only.
 // A rank pod lost for any other reason (exit 5, 1, a signal; Unknown; deleted or gone with its
 // node) is deleted if still there and recreated alone by the pass's missing ranks (same name and
-// rank): status.recoveries + 1, once per lost pod (status.recoveringRanks), or Failed
-// (RecoveryLimitExceeded) past spec.runPolicy.maxRecoveries within recoveryWindowSeconds
-// (recovery_pacing.h). A rank lost again within the window is held (Pass::held_ranks) until its
-// back-off has passed, with a requeue for then. A rank pod stuck terminating on a lost node is
-// force-deleted (node_health.h) and counted as lost. True only when it failed the job.
+// rank): status.recoveries + 1, once per lost pod (status.recoveringRanks). Past
+// spec.runPolicy.maxRecoveries loss events within recoveryWindowSeconds (recovery_pacing.h: the
+// pods one node takes with it are one event) the job falls back to a gang restart from its
+// latest checkpoint (event RecoveryLimitExceeded; restart_gang, so backoffLimit bounds it). A
+// rank lost again within the window is held (Pass::held_ranks) until its back-off has passed,
+// with a requeue for then. A rank pod stuck terminating on a lost node is force-deleted
+// (node_health.h) and counted as lost. True only when it restarted or failed the job.
 bool live_recovery(Pass& p, const Gang& g);
 // Creates the store's pod when there is none (before any rank, so a refusal stops the ranks too).
 void keep_rendezvous(Pass& p, const Gang& g);

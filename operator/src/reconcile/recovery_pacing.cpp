@@ -1,6 +1,7 @@
 #include "reconcile/recovery_pacing.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "kube/rfc3339.h"
 
@@ -21,8 +22,18 @@ std::vector<RecoveryRecord> in_window(const std::vector<RecoveryRecord>& history
   return out;
 }
 
-int64_t recoveries_counted(const std::vector<RecoveryRecord>& window_records, int64_t lifetime, const RunPolicy& rp) {
-  return rp.recovery_window_seconds > 0 ? static_cast<int64_t>(window_records.size()) : lifetime;
+int64_t loss_events(const std::vector<RecoveryRecord>& window_records) {
+  int64_t events = 0;
+  std::optional<int64_t> first;  // the current event's first loss
+  for (const auto& r : window_records) {
+    const auto t = parse_rfc3339(r.time);
+    if (!t) continue;
+    if (!first || *t - *first > kLossEventSeconds) {
+      ++events;
+      first = *t;
+    }
+  }
+  return events;
 }
 
 int64_t loss_attempt(const std::vector<RecoveryRecord>& window_records, int64_t rank) {

@@ -2,9 +2,11 @@
 // job may spend per window of time, and how long the replacement of a rank that keeps being lost
 // waits. Pure functions of the recorded recoveries (status.recentRecoveries), the spec and the
 // time, so an operator that restarts decides exactly as the one before it:
-//   - budget: at most spec.runPolicy.maxRecoveries recoveries within the last
-//     recoveryWindowSeconds, a sliding window over the recorded times; a window of 0 counts over
-//     the job's lifetime (status.recoveries), as before windows existed;
+//   - budget: at most spec.runPolicy.maxRecoveries loss events within the last
+//     recoveryWindowSeconds, a sliding window over the recorded times (a window of 0: over every
+//     record kept, the job's lifetime). An event is what capacity does at once: the losses that
+//     come within kLossEventSeconds of an event's first loss are that event, so a node that takes
+//     8 ranks with it costs one of the budget, not 8 (status.recoveries still counts pods);
 //   - back-off, per rank: the n-th loss of one rank within the window is recreated backoff(n)
 //     seconds after it was counted: 0 for n = 1 (a one-off loss, a preemption or a kill, costs
 //     nothing), recoveryBackoffSeconds * 2^(n-2) for n >= 2, at most recoveryBackoffMaxSeconds.
@@ -30,9 +32,13 @@ inline constexpr size_t kRecoveryHistoryMax = 1024;
 // not parse is dropped.
 std::vector<RecoveryRecord> in_window(const std::vector<RecoveryRecord>& history, int64_t now, int64_t window_s);
 
-// The recoveries that count against maxRecoveries: the records in the window (`window_records`,
-// from in_window), or `lifetime` (status.recoveries) when the window is 0.
-int64_t recoveries_counted(const std::vector<RecoveryRecord>& window_records, int64_t lifetime, const RunPolicy& rp);
+// Losses this close to an event's first loss belong to that event: the pods of one node, one
+// drain, one reclaimed block of capacity, which Kubernetes reports over some seconds.
+inline constexpr int64_t kLossEventSeconds = 60;
+
+// The loss events that count against maxRecoveries among `window_records` (from in_window,
+// oldest first; each record one lost pod).
+int64_t loss_events(const std::vector<RecoveryRecord>& window_records);
 
 // Which loss of `rank` within the window a new one is: 1 + the rank's records in window_records.
 int64_t loss_attempt(const std::vector<RecoveryRecord>& window_records, int64_t rank);

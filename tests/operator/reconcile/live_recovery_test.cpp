@@ -262,20 +262,21 @@ TEST(LiveRecovery, RecoveriesDoNotCountAgainstBackoffLimitButAgainstMaxRecoverie
   EXPECT_EQ((*new_status(d))["phase"], phase::kRunning);
   EXPECT_EQ((*new_status(d))["recoveries"], 1);
 
-  // recoveries at maxRecoveries over the job's lifetime (recoveryWindowSeconds 0): the next loss
-  // fails the job, and every pod goes. (Windows: recovery_pacing_test.cpp.)
+  // Loss events at maxRecoveries over the job's lifetime (recoveryWindowSeconds 0): the next loss
+  // falls back to a gang restart, and every pod goes. (Windows: recovery_pacing_test.cpp.)
   json spent = running_status(0);
   spent["recoveries"] = 3;
+  spent["recentRecoveries"] = json::array();
+  for (int i = 0; i < 3; ++i) spent["recentRecoveries"].push_back({{"rank", i}, {"time", at(-1000 + 300 * i)}});
   job = live_job(spent);
   job["spec"]["runPolicy"]["maxRecoveries"] = 3;
   job["spec"]["runPolicy"]["recoveryWindowSeconds"] = 0;
   Decision f = reconcile(observed_live(job, pods));
   const json st = *new_status(f);
-  EXPECT_EQ(st["phase"], phase::kFailed);
-  EXPECT_EQ(st["reason"], reason::kRecoveryLimitExceeded);
-  EXPECT_NE(st["message"].get<std::string>().find("rank 1 failed (exit code 1)"), std::string::npos) << st.dump();
+  EXPECT_EQ(st["phase"], phase::kRestarting);
+  EXPECT_EQ(st["restartCount"], 1);
+  EXPECT_NE(st.dump().find("rank 1 failed (exit code 1)"), std::string::npos) << st.dump();
   EXPECT_EQ(st["recoveries"], 3);
-  EXPECT_FALSE(st.contains("recoveringRanks"));
   EXPECT_EQ(deleted_pods(f).size(), 5u) << "ranks and the store";
   EXPECT_TRUE(created_pods(f).empty());
 }

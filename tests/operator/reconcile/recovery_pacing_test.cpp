@@ -22,6 +22,7 @@ using testing::actions_of;
 using testing::at;
 using testing::count_events;
 using testing::created_pods;
+using testing::deleted_pods;
 using testing::gang;
 using testing::has_event;
 using testing::kNow;
@@ -95,8 +96,49 @@ TEST(RecoveryPacing, AttemptsCountOnlyThatRankAndTheBudgetItsWindow) {
   EXPECT_EQ(loss_attempt(w, 2), 3);
   EXPECT_EQ(loss_attempt(w, 1), 2);
   EXPECT_EQ(loss_attempt(w, 0), 1);
-  EXPECT_EQ(recoveries_counted(w, 40, policy()), 3) << "with a window: the records in it";
-  EXPECT_EQ(recoveries_counted(w, 40, policy(10, 300, 0)), 40) << "window 0: status.recoveries";
+  EXPECT_EQ(loss_events(w), 2) << "-100 s opens an event, -50 s is of it, -10 s opens the next";
+}
+
+// What capacity does at once is one event: the pods of one node, lost over some seconds.
+TEST(RecoveryPacing, LossesWithinAMinuteOfAnEventsFirstAreThatEvent) {
+  EXPECT_EQ(loss_events({}), 0);
+  EXPECT_EQ(loss_events(records({{0, -5}, {1, -5}, {2, -4}, {3, -4}, {4, -3}, {5, -3}, {6, -1}, {7, 0}})), 1)
+      << "a node of 8 ranks";
+  EXPECT_EQ(loss_events(records({{0, -200}, {1, -200 + kLossEventSeconds}, {2, -200 + kLossEventSeconds + 1}})), 2)
+      << "the window is counted from an event's first loss, not chained";
+  EXPECT_EQ(loss_events(records({{0, -300}, {0, -200}, {0, -100}})), 3) << "a rank that keeps failing";
+  EXPECT_EQ(loss_events({RecoveryRecord{1, "yesterday"}}), 0);
+}
+
+TEST(RecoveryPacing, ANodesRanksLostTogetherCostOneOfTheBudget) {
+  json st = running_status(0);
+  st["recentRecoveries"] = history({{5, -500}});
+  json job = live_job(st, {{"maxRecoveries", 2}, {"recoveryWindowSeconds", 3600}});
+  job["spec"]["replicas"] = 8;
+  std::vector<json> pods = gang(job, 8, "Running");
+  for (int r : {0, 2, 4, 6}) pods[r] = with_exit(pods[r], 137, "");  // one node's ranks
+  const Decision d = reconcile(observed_live(job, pods));
+  const json after = *new_status(d);
+  EXPECT_EQ(after["phase"], phase::kRunning) << after.dump();
+  EXPECT_EQ(after["recoveries"], 4) << "status.recoveries counts pods";
+  EXPECT_EQ(after["recentRecoveries"].size(), 5u);
+  EXPECT_EQ(deleted_pods(d).size(), 4u);
+  bool named = false;
+  for (const auto& e : actions_of<RecordEvent>(d))
+    named = named || e.message.find("loss event 2 of 2 in the last 3600 s") != std::string::npos;
+  EXPECT_TRUE(named) << "the four losses are the budget's second event";
+
+  // A third event past the budget: a gang restart from the checkpoint, not Failed.
+  job["status"] = after;
+  job["status"]["recentRecoveries"] = history({{5, -500}, {0, -200}, {2, -200}, {4, -199}, {6, -199}});
+  std::vector<json> again = gang(job, 8, "Running");
+  again[3] = with_exit(again[3], 1, "oom");
+  const Decision r = reconcile(observed_live(job, again));
+  const json restarted = *new_status(r);
+  EXPECT_EQ(restarted["phase"], phase::kRestarting) << restarted.dump();
+  EXPECT_EQ(restarted["restartCount"], 1);
+  EXPECT_EQ(count_events(r, reason::kRecoveryLimitExceeded), 1);
+  EXPECT_EQ(deleted_pods(r).size(), 9u) << "every rank and the store";
 }
 
 // ---- back-off in reconcile ----
@@ -205,37 +247,41 @@ TEST(RecoveryPacing, RecoveriesOutsideTheWindowNoLongerCount) {
   EXPECT_EQ(after["recentRecoveries"], history({{3, 0}})) << "the expired records are dropped";
   bool named = false;
   for (const auto& e : actions_of<RecordEvent>(d))
-    named = named || e.message.find("recovery 1 of 2 in the last 600 s") != std::string::npos;
+    named = named || e.message.find("loss event 1 of 2 in the last 600 s") != std::string::npos;
   EXPECT_TRUE(named);
 
-  // Two recoveries within the window already: the next loss fails the job.
-  job["status"]["recentRecoveries"] = history({{1, -100}, {2, -50}});
-  const json failed = *new_status(reconcile(observed_live(job, pods)));
-  EXPECT_EQ(failed["phase"], phase::kFailed);
-  EXPECT_EQ(failed["reason"], reason::kRecoveryLimitExceeded);
-  EXPECT_NE(failed["message"].get<std::string>().find("maxRecoveries=2 recoveries in the last 600 s exhausted"),
-            std::string::npos)
-      << failed.dump();
-  EXPECT_EQ(failed["recoveries"], 5);
+  // Two loss events within the window already: the next loss falls back to a gang restart.
+  job["status"]["recentRecoveries"] = history({{1, -300}, {2, -150}});
+  const json restarted = *new_status(reconcile(observed_live(job, pods)));
+  EXPECT_EQ(restarted["phase"], phase::kRestarting);
+  std::string why;
+  for (const auto& c : restarted["conditions"])
+    if (c["type"] == condition::kRestarting) why = c["message"].get<std::string>();
+  EXPECT_NE(why.find("maxRecoveries=2 loss events in the last 600 s exhausted"), std::string::npos) << restarted.dump();
+  EXPECT_EQ(restarted["recoveries"], 5);
 }
 
 TEST(RecoveryPacing, AWindowOfZeroCountsTheJobsLifetime) {
   json st = running_status(0);
   st["recoveries"] = 2;
-  st["recentRecoveries"] = history({{1, -90000}});
+  st["recentRecoveries"] = history({{1, -90000}, {2, -50000}});
   json job = live_job(st, {{"maxRecoveries", 2}, {"recoveryWindowSeconds", 0}});
   std::vector<json> pods = gang(job, 4, "Running");
   pods[1] = with_exit(pods[1], 1, "oom");
-  const json failed = *new_status(reconcile(observed_live(job, pods)));
-  EXPECT_EQ(failed["phase"], phase::kFailed);
-  EXPECT_NE(failed["message"].get<std::string>().find("over the job's lifetime"), std::string::npos);
+  const Decision spent = reconcile(observed_live(job, pods));
+  EXPECT_EQ((*new_status(spent))["phase"], phase::kRestarting);
+  bool lifetime = false;
+  for (const auto& e : actions_of<RecordEvent>(spent))
+    lifetime = lifetime || (e.reason == reason::kRecoveryLimitExceeded &&
+                            e.message.find("over the job's lifetime") != std::string::npos);
+  EXPECT_TRUE(lifetime);
 
   // Under the limit, the lifetime window also paces a rank lost before, however long ago.
   job["spec"]["runPolicy"]["maxRecoveries"] = 3;
   const json paced = *new_status(reconcile(observed_live(job, pods)));
   EXPECT_EQ(paced["phase"], phase::kRunning);
   EXPECT_EQ(paced["recoveringRanks"][0]["attempt"], 2);
-  EXPECT_EQ(paced["recentRecoveries"].size(), 2u);
+  EXPECT_EQ(paced["recentRecoveries"].size(), 3u);
 }
 
 }  // namespace
