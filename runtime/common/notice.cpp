@@ -1,7 +1,7 @@
 #include "common/notice.h"
 
-#include <ctime>
 #include <unistd.h>
+#include <ctime>
 
 #include <atomic>
 #include <chrono>
