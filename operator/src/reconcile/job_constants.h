@@ -65,11 +65,12 @@ inline constexpr const char* kPodCreationFailed = "PodCreationFailed";          
 // recovery live.
 inline constexpr const char* kRankRecovery = "RankRecovery";    // event: one rank pod lost, recreated alone
 inline constexpr const char* kStoreReplaced = "StoreReplaced";  // event: the store's pod lost, recreated alone
-inline constexpr const char* kRecoveryLimitExceeded = "RecoveryLimitExceeded";  // Failed: maxRecoveries spent
-inline constexpr const char* kLiveGroupDegraded = "LiveGroupDegraded";          // Degraded True
-inline constexpr const char* kLiveGroupComplete = "LiveGroupComplete";          // Degraded False: all ranks live
-inline constexpr const char* kLiveGroupNotReported = "LiveGroupNotReported";    // Degraded False: no figures yet
-inline constexpr const char* kNotRunning = "NotRunning";                        // Degraded False: phase not Running
+inline constexpr const char* kRecoveryLimitExceeded =
+    "RecoveryLimitExceeded";                                            // event: maxRecoveries spent, gang restart
+inline constexpr const char* kLiveGroupDegraded = "LiveGroupDegraded";  // Degraded True
+inline constexpr const char* kLiveGroupComplete = "LiveGroupComplete";  // Degraded False: all ranks live
+inline constexpr const char* kLiveGroupNotReported = "LiveGroupNotReported";  // Degraded False: no figures yet
+inline constexpr const char* kNotRunning = "NotRunning";                      // Degraded False: phase not Running
 // Events: a lost rank's pod stuck terminating on a NotReady, unreachable or deleted node was
 // force-deleted; a rank lost again within the recovery window waits for its back-off.
 inline constexpr const char* kPodForceDeleted = "PodForceDeleted";
