@@ -4,8 +4,10 @@ inject(fault, job, net, trigger_dir, heartbeat_s) does it and returns a record: 
 victims, `at` (time.time() of the first harm) and `until` (when the fault itself ended: SIGCONT
 sent, the link back up; `at` for instant ones), or `skipped` with the reason when the victim
 had no process to harm (it was still being replaced). Every fault is real: signals to the
-rank's process, its namespace's link set down (tests/engine/rank_netns.py), the store's process
-killed, and a hung training thread through the test-only PPU_TEST_FAULT_TRIGGER file.
+rank's process (SIGKILL, SIGSTOP, SIGTERM: a notice), every rank of a node at once, its
+namespace's link set down (tests/engine/rank_netns.py), the store's process killed or stopped,
+and a hung training thread or a stalled checkpoint write through the test-only
+PPU_TEST_FAULT_TRIGGER files.
 """
 
 import os
@@ -21,10 +23,10 @@ def _signal(pid, sig):
         return False
 
 
-def inject(fault, job, net, trigger_dir, heartbeat_s):
+def inject(fault, job, net, trigger_dir, heartbeat_s, node_size=4):
     rec = {"round": fault.round, "kind": fault.kind, "victims": [fault.victim]}
     pids = job.children("ppu-train")
-    if fault.kind != "store" and fault.victim not in pids:
+    if fault.victim >= 0 and fault.victim not in pids:
         return {**rec, "skipped": f"rank {fault.victim} has no process"}
     if fault.kind == "kill":
         rec["at"] = time.time()
@@ -45,12 +47,26 @@ def inject(fault, job, net, trigger_dir, heartbeat_s):
             time.sleep(2 * heartbeat_s)
         finally:
             net.restore(fault.victim)
-    elif fault.kind == "store":
+    elif fault.kind in ("store", "store-stop"):
         store = job.children("ppu-rendezvous")
         if not store:
             return {**rec, "skipped": "no ppu-rendezvous process"}
         rec["at"] = time.time()
-        _signal(next(iter(store.values())), signal.SIGKILL)
+        # SIGSTOP: it is never continued; ppu-launch's probe finds it frozen and replaces it.
+        _signal(next(iter(store.values())), signal.SIGKILL if fault.kind == "store" else signal.SIGSTOP)
+    elif fault.kind == "notice":
+        rec["at"] = time.time()
+        _signal(pids[fault.victim], signal.SIGTERM)
+    elif fault.kind == "node":
+        first = fault.victim // node_size * node_size
+        rec["victims"] = [r for r in range(first, first + node_size) if r in pids]
+        rec["at"] = time.time()
+        for r in rec["victims"]:
+            _signal(pids[r], signal.SIGKILL)
+    elif fault.kind == "ckpt-stall":
+        rec["at"] = time.time()
+        with open(os.path.join(trigger_dir, f"stall-checkpoint-{fault.victim}"), "w"):
+            pass
     elif fault.kind == "second":
         since = len(job.snapshot())
         rec["at"] = time.time()

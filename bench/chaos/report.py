@@ -27,10 +27,11 @@ import time
 
 STEP = re.compile(r"^\[rank (\d+)\] .* step (\d+)/")
 EVENT = re.compile(
-    r"lost rank\(s\)|rejoined in round|restarting it in place|restarting the gang|out of the live group"
-    r"|to re-form|^\[launch\]|^\[store\]"
+    r"lost rank\(s\)|left on notice|rejoined in round|restarting it in place|restarting the gang"
+    r"|out of the live group|to re-form|^\[launch\]|^\[store\]"
 )
-LOST = re.compile(r"lost rank\(s\) \[([0-9, ]*)\]")
+# A rank fenced after a fault, or let go on its notice: out of the group either way.
+LOST = re.compile(r"(?:lost rank\(s\)|rank\(s\)) \[([0-9, ]*)\](?: in round| left on notice)")
 REJOINED = re.compile(r"rank\(s\) \[([0-9, ]*)\] rejoined")
 REFORM = re.compile(r"\(([0-9.]+) s to re-form\)")
 

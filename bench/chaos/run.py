@@ -10,18 +10,21 @@ the config fault-free with seeds 0, 1 and 2 (the seed band of the final eval los
 time gives the fault-free rate), then with seed 0 under a schedule of about one fault every E
 outer rounds (bench/chaos/schedule.py prints it): SIGKILL, SIGSTOP past the heartbeat window,
 a hung training thread, the rank's link cut for 2 x heartbeat, the store (ppu-rendezvous)
-killed, and a second SIGKILL while the survivors re-form after a first. --no-store leaves the
-store out. The bench waits for each recovery to end before the next fault (so each is timed
+killed, a second SIGKILL while the survivors re-form after a first, a preemption notice
+(SIGTERM) to one rank, every rank of one node of 4 SIGKILLed at once, the store SIGSTOPped (a
+frozen store) and a checkpoint write that stalls for good. --no-store leaves both store faults
+out. The bench waits for each recovery to end before the next fault (so each is timed
 alone) and reports:
   gang restarts         "restarting the gang" in ppu-launch's output (goal 0)
   goodput               tokens whose updates reached θ / (K x wall time x the fault-free
-                        tokens per rank-second of seed 0)   (goal >= 0.9)
+                        tokens per rank-second of seed 0)   (goal >= --goal, 0.93)
   recovery per kind     seconds to fenced, to re-formed (the survivors' own figure) and back to
                         full strength (bench/chaos/report.py)
   θ mismatches          the summaries' recovery.theta_mismatches (goal 0)
   final eval loss       against [min, max] of the fault-free seeds (goal: inside)
-It prints a table and writes DIR/chaos.json; logs (lines prefixed with their arrival time) and
-summaries stay in DIR. Needs root and iproute2; makes nothing outside its own namespaces.
+It prints a table, writes DIR/chaos.json, and exits 1 when a goal is missed (exit code, gang
+restarts, θ mismatches, the loss band, goodput); logs (lines prefixed with their arrival time)
+and summaries stay in DIR. Needs root and iproute2; makes nothing outside its own namespaces.
 """
 
 import argparse
@@ -56,6 +59,7 @@ def parse_args():
     p.add_argument("--no-store", action="store_true", help="leave the store fault out of the schedule")
     p.add_argument("--restarts", type=int, default=40, help="ppu-launch --max-restarts")
     p.add_argument("--set", dest="sets", action="append", default=[], help="extra config override")
+    p.add_argument("--goal", type=float, default=0.93, help="goodput below this fails the bench (exit 1)")
     return p.parse_args()
 
 
@@ -73,6 +77,7 @@ def config(a, seed, ckpt):
         f"network.heartbeat_s={a.heartbeat}",
         f"checkpoint.dir={ckpt}",
         "checkpoint.every_rounds=5",
+        f"checkpoint.write_timeout_s={2 * a.heartbeat}",  # a stalled write (ckpt-stall) is a fault
         *a.sets,
     ]
     return [x for kv in kvs for x in ("--set", kv)]
@@ -131,7 +136,7 @@ def chaos(a, net, plan):
             records.append({"round": f.round, "kind": f.kind, "victims": [f.victim], "skipped": "the job had ended"})
             continue
         step = job.latest_step()
-        rec = {**faults.inject(f, job, net, trigger, a.heartbeat), "step": step}
+        rec = {**faults.inject(f, job, net, trigger, a.heartbeat, schedule.NODE_SIZE), "step": step}
         records.append(rec)
         print(f"injected {f.text()} at step {step}{'; ' + rec['skipped'] if 'skipped' in rec else ''}", flush=True)
         deadline = time.monotonic() + 240
@@ -139,10 +144,11 @@ def chaos(a, net, plan):
             if report.recovered(job.snapshot(), rec, a.ranks, settle_s=a.heartbeat, absorb_s=max(30, 10 * a.heartbeat)):
                 break
             time.sleep(0.2)
-        leftover = os.path.join(trigger, f"hang-{f.victim}")
-        if os.path.exists(leftover):  # the victim never reached a step: no hang happened
-            os.remove(leftover)
-            rec["skipped"] = "the hang trigger was never taken"
+        for name in (f"hang-{f.victim}", f"stall-checkpoint-{f.victim}"):
+            leftover = os.path.join(trigger, name)
+            if os.path.exists(leftover):  # the victim never reached a step or a write: no fault happened
+                os.remove(leftover)
+                rec["skipped"] = f"the {name.rsplit('-', 1)[0]} trigger was never taken"
     rc = job.finish(timeout=3600)
     return job, work, rc, records
 
@@ -150,7 +156,7 @@ def chaos(a, net, plan):
 def main():
     a = parse_args()
     os.makedirs(a.out, exist_ok=True)
-    kinds = [k for k in schedule.KINDS if not (a.no_store and k == "store")]
+    kinds = [k for k in schedule.KINDS if not (a.no_store and k in ("store", "store-stop"))]
     plan = schedule.draw(a.seed, a.rounds, a.every, kinds, a.ranks, a.slices)
     print(f"K = {a.ranks}, N = {a.slices}, {a.rounds} rounds of H = {a.sync_every}; heartbeat {a.heartbeat} s")
     print(f"fault schedule (seed {a.seed}):")
@@ -201,9 +207,31 @@ def main():
         "faults": outcomes,
         "by_kind": by_kind(outcomes),
     }
+    result["goal"] = a.goal
+    result["missed"] = missed_goals(result)
     with open(os.path.join(a.out, "chaos.json"), "w") as f:
         json.dump(result, f, indent=2)
     print_table(result)
+    if result["missed"]:
+        print("chaos: goals missed: " + "; ".join(result["missed"]))
+        sys.exit(1)
+    print("chaos: every goal met")
+
+
+def missed_goals(r):
+    """The bench's goals, each a sentence when missed."""
+    missed = []
+    if r["exit_code"] != 0:
+        missed.append(f"ppu-launch exited {r['exit_code']}")
+    if r["gang_restarts"] != 0:
+        missed.append(f"{r['gang_restarts']} gang restarts (goal 0)")
+    if r["theta_mismatches"] != 0:
+        missed.append(f"{r['theta_mismatches']} θ mismatches (goal 0)")
+    if not r["inside_band"]:
+        missed.append(f"final eval loss {r['eval_loss']} outside the fault-free band {r['seed_band']}")
+    if r["goodput"] < r["goal"]:
+        missed.append(f"goodput {r['goodput']:.3f} below {r['goal']}")
+    return missed
 
 
 def by_kind(outcomes):
@@ -256,7 +284,7 @@ def print_table(r):
         f"\nexit code {r['exit_code']}; gang restarts {r['gang_restarts']} (goal 0); restarts in place {r['restarts_in_place']}"
     )
     print(
-        f"goodput {r['goodput']:.3f} (goal >= 0.9): {r['tokens_in_theta']:.0f} tokens in θ "
+        f"goodput {r['goodput']:.3f} (goal >= {r['goal']}): {r['tokens_in_theta']:.0f} tokens in θ "
         f"({r['missing_rank_rounds']} rank-rounds missing) in {r['wall_s']:.1f} s vs fault-free "
         f"{r['fault_free'][0]['wall_s']:.1f} s"
     )

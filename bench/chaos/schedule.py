@@ -14,7 +14,8 @@ documented fallback, tested in live_recovery_tests.py, not a fault this bench as
 import dataclasses
 import random
 
-KINDS = ("kill", "stop", "hang", "net", "store", "second")
+KINDS = ("kill", "stop", "hang", "net", "store", "second", "notice", "node", "store-stop", "ckpt-stall")
+NODE_SIZE = 4  # ranks per "node" of the node kind: ranks 0-3, 4-7, ...
 DESCRIPTION = {
     "kill": "SIGKILL",
     "stop": "SIGSTOP for 2 x heartbeat + 1 s, then SIGCONT",
@@ -22,6 +23,10 @@ DESCRIPTION = {
     "net": "link cut for 2 x heartbeat, then restored",
     "store": "ppu-rendezvous SIGKILLed",
     "second": "SIGKILL, then a rank of another slice SIGKILLed as the survivors re-form",
+    "notice": "SIGTERM (a preemption notice): the rank leaves at the round boundary",
+    "node": f"every rank of the victim's node of {NODE_SIZE} SIGKILLed at once",
+    "store-stop": "ppu-rendezvous SIGSTOPped (a frozen store: ppu-launch's probe restarts it)",
+    "ckpt-stall": "the rank's next checkpoint write stalls for good (PPU_TEST_FAULT_TRIGGER)",
 }
 
 
@@ -33,7 +38,10 @@ class Fault:
     second_victim: int = -1
 
     def text(self):
-        who = "the store" if self.kind == "store" else f"rank {self.victim}"
+        who = "the store" if self.victim < 0 else f"rank {self.victim}"
+        if self.kind == "node":
+            first = self.victim // NODE_SIZE * NODE_SIZE
+            who = f"ranks {first}-{first + NODE_SIZE - 1}"
         if self.kind == "second":
             who += f", then rank {self.second_victim}"
         return f"round {self.round:3d}: {self.kind:6s} {who}"
@@ -48,7 +56,7 @@ def draw(seed, rounds, every, kinds, ranks, slices):
             bag = rng.sample(list(kinds), len(kinds))
         kind = bag.pop()
         at = rng.randrange(start, min(start + every, last))
-        victim = -1 if kind == "store" else rng.randrange(ranks)
+        victim = -1 if kind in ("store", "store-stop") else rng.randrange(ranks)
         second = -1
         if kind == "second":
             second = rng.choice([r for r in range(ranks) if r % slices != victim % slices])

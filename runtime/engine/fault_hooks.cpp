@@ -15,8 +15,10 @@
 namespace ppu {
 
 FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
-  if (const char* dir = std::getenv("PPU_TEST_FAULT_TRIGGER"); dir && *dir)
+  if (const char* dir = std::getenv("PPU_TEST_FAULT_TRIGGER"); dir && *dir) {
     trigger_ = std::string(dir) + "/hang-" + std::to_string(job_rank);
+    stall_trigger_ = std::string(dir) + "/stall-checkpoint-" + std::to_string(job_rank);
+  }
   try {
     pause_ms_ = env_int("PPU_TEST_STEP_PAUSE_MS", 0);
   } catch (const std::invalid_argument& e) {
@@ -70,6 +72,11 @@ void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_the
 }
 
 void FaultHooks::before_checkpoint_write(int64_t step) const {
+  std::error_code ignored;
+  if (!stall_trigger_.empty() && std::filesystem::remove(stall_trigger_, ignored)) {
+    spdlog::warn("PPU_TEST_FAULT_TRIGGER: the checkpoint write of rank {} at step {} stalls", rank_, step);
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
   for (const auto& f : faults_) {
     if (f.kind != "stall-checkpoint" || step < f.step) continue;
     spdlog::warn("PPU_TEST_FAULT: the checkpoint write of rank {} at step {} stalls", rank_, step);

@@ -14,7 +14,8 @@
 // same rank) does not, so a hang is not repeated after the rank is replaced. Unset: nothing.
 // PPU_TEST_FAULT_TRIGGER = <dir>, for faults placed at run time (bench/chaos): before every inner
 // step, the process of rank r that removes the file <dir>/hang-<r> hangs its training thread
-// as `hang` does; one file, one hang, replacement or not.
+// as `hang` does; at every checkpoint write, the one that removes <dir>/stall-checkpoint-<r>
+// stalls that write as `stall-checkpoint` does; one file, one fault, replacement or not.
 // PPU_TEST_STEP_PAUSE_MS = <ms>: every process (replacements too) sleeps that long before each
 // inner step, so that a test whose fault and recovery take seconds of wall time has a run that
 // outlasts them on any CPU, however fast (a floor on the run's length, not a fault).
@@ -46,7 +47,8 @@ class FaultHooks {
   };
   std::vector<Fault> faults_;  // this rank's
   int rank_;
-  std::string trigger_;  // PPU_TEST_FAULT_TRIGGER's <dir>/hang-<rank>, or empty
+  std::string trigger_;        // PPU_TEST_FAULT_TRIGGER's <dir>/hang-<rank>, or empty
+  std::string stall_trigger_;  // its <dir>/stall-checkpoint-<rank>, or empty
   int pause_ms_ = 0;     // PPU_TEST_STEP_PAUSE_MS
 };
 

@@ -11,9 +11,13 @@ import subprocess
 import sys
 import time
 
+_RUNNING = []  # every Launch not yet finished: ended with the test when it fails
+
 
 def fail(msg):
     print("FAIL:", msg)
+    for launch in _RUNNING:
+        launch.kill()
     sys.exit(1)
 
 
@@ -64,6 +68,20 @@ class Launch:
         self.proc = subprocess.Popen(
             [*cmd, "--summary-dir", self.summaries], stdout=self.out, stderr=subprocess.STDOUT, env=env
         )
+        _RUNNING.append(self)
+
+    def kill(self):
+        """SIGKILL ppu-launch and what it runs (its ranks and store have process groups of their own)."""
+        if self.proc.poll() is not None:
+            return
+        for comm in ("ppu-train", "ppu-rendezvous"):
+            for pid in _children(self.proc.pid, comm):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self.proc.kill()
+        self.proc.wait()
 
     def text(self):
         with open(self.log) as f:
@@ -83,10 +101,8 @@ class Launch:
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            for pid in rank_pids(self.proc.pid).values():
-                os.kill(pid, signal.SIGKILL)
             fail(f"ppu-launch still running after {timeout} s:\n{events(self.text())}")
+        _RUNNING.remove(self)
         self.out.close()
         return self.proc.returncode
 

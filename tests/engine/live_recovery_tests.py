@@ -66,9 +66,10 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    outlasts the recovery on any CPU): rank 2 is fenced (the others re-form without it), replaced
                    alone and rejoins; no gang restart, exit 0, every rank ends with one checksum,
                    and no namespace, veth or bridge of the test is left
-       cut-past-timeout  the same namespaces; rank 1's link is cut for 14 s, longer than
-                   network.timeout_s = 8: it cannot reach the store past the timeout, exits 5 and is
-                   replaced alone (at most twice: a replacement may start while the link is down);
+       cut-past-timeout  the same namespaces; rank 1's link is cut for 26 s, more than twice
+                   network.timeout_s = 8 (a collective's wait, then the store's): it cannot reach
+                   the store past the timeout, exits 5 and is replaced alone (at most three times:
+                   a replacement may start while the link is down);
                    no gang restart, one checksum
        cut-during-sync  the same namespaces; rank 0 arrives 4 s late at a round boundary
                    (PPU_TEST_FAULT=late:0:399:4000), and rank 1's link is cut while rank 1 waits
@@ -450,16 +451,17 @@ def case_network_blip():
 
 
 def case_cut_past_timeout():
-    # Cut off for longer than network.timeout_s (8 s here): rank 1's store requests reconnect for
-    # that long, then it leaves to be replaced alone (exit 5); it used to exit 3, and the whole job
-    # restarted because one rank was unreachable. Its replacement may start while the link is
-    # still down and fail to reach the store once more, so two restarts are allowed, both of rank 1.
-    extra = ["--set", "train.steps=4000", "--set", "outer.sync_every=200", "--set", "network.timeout_s=8"]
-    env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="5")
-    code, checksum = cut_off(1, 14, [r"\[rank 0\] .* step 30/"], extra, env, "ppu-live-cut-long-", restarts=2)
+    # Cut off for longer than network.timeout_s (8 s here) twice over: rank 1 waits in a collective
+    # for up to the timeout, then its store requests reconnect for that long, and then it leaves
+    # to be replaced alone (exit 5); it used to exit 3, and the whole job restarted because one
+    # rank was unreachable. Its replacement may start while the link is still down and fail to
+    # reach the store once more, so three restarts are allowed, all of rank 1.
+    extra = ["--set", "train.steps=5000", "--set", "outer.sync_every=200", "--set", "network.timeout_s=8"]
+    env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="10")
+    code, checksum = cut_off(1, 26, [r"\[rank 0\] .* step 30/"], extra, env, "ppu-live-cut-long-", restarts=3)
     if code != "5":
         fail(f"rank 1 cut off past network.timeout_s exited {code}, want 5 (replaced alone)")
-    print(f"rank 1 cut off for 14 s (timeout 8 s): exited {code}, replaced alone; one checksum {checksum}")
+    print(f"rank 1 cut off for 26 s (timeout 8 s): exited {code}, replaced alone; one checksum {checksum}")
 
 
 def case_cut_during_sync():

@@ -85,6 +85,10 @@ bool BoundedStore::check(const std::string& key) {
   return ask<bool>("check", [key](c10d::Store& s) { return s.check({key}); });
 }
 
+bool BoundedStore::check_all(const std::vector<std::string>& keys) {
+  return ask<bool>("check", [keys](c10d::Store& s) { return s.check(keys); });
+}
+
 std::string BoundedStore::get(const std::string& key) {
   return ask<std::string>("get", [key](c10d::Store& s) { return text(s.get(key)); });
 }

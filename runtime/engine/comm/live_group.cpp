@@ -160,6 +160,7 @@ bool LiveGroup::reconnect(const std::string& why) {
   // Everything that lived only in the store is gone: join requests are counted afresh.
   rebuilt_ = true;
   joins_seen_ = 0;
+  unanswered_join_from_.reset();
   return false;
 }
 
@@ -187,12 +188,16 @@ bool LiveGroup::commit_in_store(int64_t index, bool done) {
   const std::string base = key(generation_, "x" + std::to_string(index) + "/");
   const std::string outcome = base + "outcome";
   if (!done) return store_.decide(outcome, "abort") == "commit";
-  const auto members = static_cast<int64_t>(col_.members().size());
-  store_.add(base + "done", 1);
+  // Each member marks its own key, and one request asks for all of them: a request sent again
+  // after a lost answer sets the same key again. (A counter, add(1), sent twice would count this
+  // member twice, and the collective could commit before every member completed it.)
+  store_.set(base + "done/" + std::to_string(col_.job_rank()), "1");
+  std::vector<std::string> every_member;
+  for (int r : col_.members()) every_member.push_back(base + "done/" + std::to_string(r));
   const auto deadline = Clock::now() + col_.timeout();
   auto pause = std::chrono::microseconds(100);
   for (;;) {
-    if (store_.add(base + "done", 0) >= members) return store_.decide(outcome, "commit") == "commit";
+    if (store_.check_all(every_member)) return store_.decide(outcome, "commit") == "commit";
     if (store_.check(outcome)) return store_.get(outcome) == "commit";
     if (col_.aborted() || Clock::now() > deadline) return store_.decide(outcome, "abort") == "commit";
     std::this_thread::sleep_for(pause);
@@ -399,8 +404,13 @@ bool LiveGroup::join() {
 
 bool LiveGroup::join_in_store() {
   const int me = col_.job_rank();
+  if (unanswered_join_from_) fill_join_holes(*std::exchange(unanswered_join_from_, std::nullopt));
+  // Between the count and the request's key a lost answer (StoreLost) leaves a count that may
+  // have been taken with no key behind it: the next attempt fills such a hole (fill_join_holes).
+  unanswered_join_from_ = store_.add(live_keys::kJoins, 0);
   const int64_t request = store_.add(live_keys::kJoins, 1);
   store_.set(live_keys::join_request(request), std::to_string(me));
+  unanswered_join_from_.reset();
   auto next_look = Clock::now();
   // Every other rank's beat counter as last read, and when one last moved: members beat every
   // fifth of a heartbeat window, whatever their training thread does.
@@ -452,6 +462,25 @@ bool LiveGroup::join_in_store() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+// Requests after `from` whose key is still missing once a requester would long have written it
+// (its set follows its add at once) were counted by this rank's unanswered add: they get this
+// rank, never overwriting a key another requester wrote, so that no member waits on a key that
+// nobody will write. This rank asks again anyway; members take a rank's requests once.
+void LiveGroup::fill_join_holes(int64_t from) {
+  const int64_t upto = store_.add(live_keys::kJoins, 0);
+  std::vector<int64_t> holes;
+  for (int64_t i = from + 1; i <= upto; ++i)
+    if (!store_.check(live_keys::join_request(i))) holes.push_back(i);
+  if (holes.empty()) return;
+  std::this_thread::sleep_for(2 * store_.request_timeout());
+  for (int64_t i : holes)
+    if (!store_.check(live_keys::join_request(i))) {
+      store_.decide(live_keys::join_request(i), std::to_string(col_.job_rank()));
+      spdlog::warn("join request {} was counted without its key (an answer lost): filled with rank {}", i,
+                   col_.job_rank());
+    }
 }
 
 void LiveGroup::finish(const std::string& result) {

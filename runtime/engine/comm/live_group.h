@@ -12,7 +12,8 @@
 //                            so a rank fenced while cut off hears it once the network is back)
 //   live/g<n>/arrived/<r>    rank r reached the re-formation of generation n after a failure
 //   live/g<n>/source         the job rank that sends the state to generation n's newcomers
-//   live/g<n>/x<s>/done      how many members completed collective s of generation n
+//   live/g<n>/x<s>/done/<r>  member r completed collective s of generation n (a key per member,
+//                            so that a request sent again cannot count a member twice)
 //   live/g<n>/x<s>/outcome   "commit" or "abort", compare-and-set: the collective's fate
 //   live/joins, live/join/<i> replacements asking to come back, in order of arrival
 //   live/done                the job finished (a member's summary): a replacement still waiting
@@ -163,6 +164,7 @@ class LiveGroup {
   bool decide_members_of(int64_t next, const std::vector<int>& before, std::chrono::steady_clock::time_point deadline);
   // A replacement's request and wait in the store as it stands; false: the job finished.
   bool join_in_store();
+  void fill_join_holes(int64_t from);
   // After a StoreLost: connect again (within the store patience, else LiveRecoveryGaveUp) and
   // tell whether the store kept its keys; a restarted one resets what lived only in it.
   bool reconnect(const std::string& why);
@@ -197,6 +199,7 @@ class LiveGroup {
   int source_ = 0;
   std::chrono::milliseconds patience_;
   std::chrono::milliseconds orphan_patience_;
+  std::optional<int64_t> unanswered_join_from_;  // the join count before an add whose answer was lost
   std::vector<int> newcomers_;
   std::string finished_result_;
 };

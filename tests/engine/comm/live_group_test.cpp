@@ -49,6 +49,28 @@ TEST(LiveGroup, AnExchangeCommitsOnlyWhenEveryMemberCompletedIt) {
   EXPECT_EQ(second, (std::vector<int>{0, 0, 0}));
 }
 
+// A member's "I completed it" sent twice (its request's answer lost, the request sent again on a
+// new connection) must not stand in for a member that has not completed it: with a counter,
+// rank 0's second mark would have made two of two and committed without rank 1.
+TEST(LiveGroup, AMarkSentAgainDoesNotCountAMemberTwice) {
+  const int port = testing::free_port();
+  auto store = testing::serve_store(port);
+  std::vector<std::unique_ptr<Member>> m(2);
+  each({0, 1}, [&](int r) { m[r] = std::make_unique<Member>(r, 2, port); });
+  std::atomic<int> rank0_committed{-1};
+  std::thread rank0([&] { rank0_committed = m[0]->group.commit(true); });
+  std::this_thread::sleep_for(200ms);
+  auto retry = testing::connect_to_store(port);
+  retry->set("live/g0/x0/done/0", std::vector<uint8_t>{'1'});  // the same request, sent again
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(rank0_committed.load(), -1) << "committed before rank 1 completed the exchange";
+  EXPECT_FALSE(retry->check({"live/g0/x0/outcome"}));
+  const bool rank1_committed = m[1]->group.commit(true);
+  rank0.join();
+  EXPECT_TRUE(rank1_committed);
+  EXPECT_EQ(rank0_committed.load(), 1);
+}
+
 TEST(LiveGroup, SurvivorsReformWithoutASilentRankAndAReplacementRejoins) {
   const int port = testing::free_port();
   auto store = testing::serve_store(port);
