@@ -49,7 +49,7 @@ class FaultHooks {
   int rank_;
   std::string trigger_;        // PPU_TEST_FAULT_TRIGGER's <dir>/hang-<rank>, or empty
   std::string stall_trigger_;  // its <dir>/stall-checkpoint-<rank>, or empty
-  int pause_ms_ = 0;     // PPU_TEST_STEP_PAUSE_MS
+  int pause_ms_ = 0;           // PPU_TEST_STEP_PAUSE_MS
 };
 
 }  // namespace ppu

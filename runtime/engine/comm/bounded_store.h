@@ -48,7 +48,7 @@ class BoundedStore {
   int64_t add(const std::string& key, int64_t delta);
   bool check(const std::string& key);
   bool check_all(const std::vector<std::string>& keys);  // one request: whether every key is set
-  std::string get(const std::string& key);  // waits for the key on the store's side, bounded here
+  std::string get(const std::string& key);               // waits for the key on the store's side, bounded here
   void set(const std::string& key, const std::string& value);
   // The value `key` ends up with: `proposal` if it was unset, else what another rank set first.
   std::string decide(const std::string& key, const std::string& proposal);
