@@ -49,19 +49,13 @@ import tempfile
 import time
 
 import checkpoint_layout as ckpt_file
-from launch_harness import Launch, events, fail, no_gang_restart, one_checksum, rank_pids, store_pid
+from launch_harness import Launch, events, fail, no_gang_restart, one_checksum, rank_pids, store_pid, tiny_job
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
-TINY = os.path.join(SRC, "configs", "tiny.yaml")
 H = 10
 HEARTBEAT_S = 2.0
-JOB = [
-    "--nproc", "4", "--config", TINY,
-    "--set", f"outer.sync_every={H}", "--set", "train.eval_every=0", "--set", "train.log_every=1",
-    "--set", "model.seq_len=32", "--set", "slicing.slices=2", "--set", "outer.overlap_steps=0",
-    "--set", f"network.heartbeat_s={HEARTBEAT_S}",
-]  # fmt: skip
+JOB = tiny_job(SRC, H, HEARTBEAT_S)
 # A pause before each inner step: the runs outlast the events on any CPU.
 PAUSED = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="5")
 

@@ -111,6 +111,17 @@ class Launch:
             return json.load(f)
 
 
+def tiny_job(src, sync_every, heartbeat_s):
+    """ppu-launch's arguments for the process tests' job: 4 ranks of configs/tiny.yaml, N = 2,
+    rounds of `sync_every` steps, no evaluation, a log line per step, no overlap."""
+    return [
+        "--nproc", "4", "--config", os.path.join(src, "configs", "tiny.yaml"),
+        "--set", f"outer.sync_every={sync_every}", "--set", "train.eval_every=0", "--set", "train.log_every=1",
+        "--set", "model.seq_len=32", "--set", "slicing.slices=2", "--set", "outer.overlap_steps=0",
+        "--set", f"network.heartbeat_s={heartbeat_s}",
+    ]  # fmt: skip
+
+
 def one_checksum(run, ranks=4):
     checksums = {run.summary(r)["param_checksum"] for r in range(ranks)}
     if len(checksums) != 1:

@@ -91,21 +91,14 @@ import tempfile
 import time
 
 import checkpoint_layout as ckpt_file
-from launch_harness import Launch, events, fail, no_gang_restart, one_checksum, rank_pids, store_pid
+from launch_harness import Launch, events, fail, no_gang_restart, one_checksum, rank_pids, store_pid, tiny_job
 from rank_netns import RankNetwork
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
-TINY = os.path.join(SRC, "configs", "tiny.yaml")
 STEPS = 200
 HEARTBEAT_S = 2.0
-LIVE = [
-    "--nproc", "4", "--config", TINY,
-    "--set", f"train.steps={STEPS}", "--set", "outer.sync_every=10", "--set", "train.eval_every=0",
-    "--set", "train.log_every=1", "--set", "model.seq_len=32", "--set", "slicing.slices=2",
-    "--set", "outer.overlap_steps=0", "--set", "network.recovery=live",
-    "--set", f"network.heartbeat_s={HEARTBEAT_S}",
-]  # fmt: skip
+LIVE = [*tiny_job(SRC, 10, HEARTBEAT_S), "--set", f"train.steps={STEPS}", "--set", "network.recovery=live"]
 
 
 class Run(Launch):
