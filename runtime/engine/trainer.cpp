@@ -448,6 +448,7 @@ class Run {
                                      "others go on without it",
                                      env_.rendezvous.rank, where, seconds_since_notice()));
     }
+    if (checkpoints_) checkpoints_->note_stopped_on_notice(vote.leavers);
     const std::string saved = checkpoints_ ? "the job's state is saved in the checkpoint of " + where
                                            : "the job has no checkpoint.dir: its state is not saved";
     spdlog::warn("rank(s) [{}] had a notice by the end of {}: the job stops; {}", ranks_text(vote.leavers), where,

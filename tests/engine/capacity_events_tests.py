@@ -100,6 +100,8 @@ def case_notice_job():
         text = rerun.text()
         if rc != 0 or f"resumed from {ckpt}/{ckpt_file.round_dir(saved[0])}" not in text:
             fail(f"{recovery}: the rerun did not resume from round {saved[0]}: exit {rc}\n{events(text)}")
+        if rerun.summary(0)["recovery"]["resumed_after_notice"] != saved[0]:
+            fail(f"{recovery}: the rerun's summary does not say it resumed from the notice's round {saved[0]}")
         if one_checksum(rerun) != expected:
             fail(f"{recovery}: resumed after the notice: checksum {one_checksum(rerun)} != uninterrupted {expected}")
         print(

@@ -66,6 +66,9 @@ VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, con
 // In the checkpoint directory, beside the rounds: why live recovery last fell back to a gang
 // restart (JSON {reason, round, step}), for the restarted run to report.
 inline constexpr const char* kFallbackNote = "live-fallback.json";
+// Beside them too: the round whose checkpoint the job saved when it stopped on a notice (JSON
+// {round, step, ranks}), so that the next run can say it lost no round to it.
+inline constexpr const char* kNoticeNote = "notice.json";
 
 class CheckpointStore {
  public:

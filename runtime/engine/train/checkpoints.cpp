@@ -107,6 +107,32 @@ void RunCheckpoints::resume() {
   spdlog::info("resumed from {} at step {} (round {}; digests: outer {}, inner {})", ckpt->path, run_.progress.step,
                run_.progress.rounds, hex64(outer_digest()), hex64(run_.inner.state_digest()));
   note_fallback(ckpt->round);
+  note_notice(ckpt->round);
+}
+
+void RunCheckpoints::note_notice(int64_t resumed_round) {
+  const std::string path = store_.dir() + "/" + kNoticeNote;
+  if (!std::filesystem::exists(path)) return;
+  try {
+    const auto note = nlohmann::json::parse(read_file_bytes(path));
+    if (note.at("round").get<int64_t>() != resumed_round) return;  // a later checkpoint: that stop is behind
+    run_.recovery.resumed_after_notice = resumed_round;
+    spdlog::info("round {} is the checkpoint the job saved when rank(s) [{}] had a notice: no round was lost to it",
+                 resumed_round, note.value("ranks", std::string()));
+  } catch (const std::exception& e) {
+    spdlog::warn("{} is unreadable: {}", path, e.what());
+  }
+}
+
+void RunCheckpoints::note_stopped_on_notice(const std::vector<int>& ranks) const {
+  if (collectives_.rank() != 0) return;
+  try {
+    const nlohmann::json note = {
+        {"round", run_.progress.rounds}, {"step", run_.progress.step}, {"ranks", ranks_text(ranks)}};
+    atomic_write_file(store_.dir() + "/" + kNoticeNote, note.dump(2));
+  } catch (const std::exception& e) {
+    spdlog::warn("could not note the notice in {}: {}", store_.dir(), e.what());
+  }
 }
 
 // The run before this one fell back from live recovery to a gang restart (LiveRecovery gave

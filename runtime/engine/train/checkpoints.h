@@ -48,6 +48,9 @@ class RunCheckpoints {
 
   void save();
   void resume();
+  // The job stops on a notice of `ranks` after this round's checkpoint: the group's rank 0 notes
+  // it (kNoticeNote) for the run that resumes from it (summary recovery.resumed_after_notice).
+  void note_stopped_on_notice(const std::vector<int>& ranks) const;
   // Runs at the start of each save's writes (test faults: a write that stalls).
   void set_before_write(std::function<void()> hook) { before_write_ = std::move(hook); }
 
@@ -56,6 +59,7 @@ class RunCheckpoints {
  private:
   void write_stand_in_part(torch::serialize::OutputArchive& a, int missing);
   void note_fallback(int64_t resumed_round);
+  void note_notice(int64_t resumed_round);
   void load_from(LoadedCheckpoint& ckpt);
   void save_progress(torch::serialize::OutputArchive& a);
   void load_progress(torch::serialize::InputArchive& a);
