@@ -11,6 +11,8 @@ import subprocess
 import threading
 import time
 
+from launch_harness import children_of  # tests/engine, on the path run.py sets
+
 STEP = re.compile(r"^\[rank (\d+)\] .* step (\d+)/")
 
 
@@ -80,16 +82,4 @@ class Job:
 
     def children(self, comm):
         """{RANK (or -1 when unset): pid} of ppu-launch's children whose command is `comm`."""
-        out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True, check=False)
-        found = {}
-        for pid in out.stdout.split():
-            try:
-                with open(f"/proc/{pid}/comm") as f:
-                    if f.read().strip() != comm:
-                        continue
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-            except OSError:
-                continue
-            found[int(env.get(b"RANK", b"-1"))] = int(pid)
-        return found
+        return {int(env.get(b"RANK", b"-1")): pid for pid, env in children_of(self.proc.pid, comm).items()}

@@ -72,9 +72,4 @@ double seconds_since_notice() {
   return static_cast<double>(monotonic_ns() - g_noticed_ns.load()) / 1e9;
 }
 
-void record_notice_for_test(int signal) {
-  g_noticed_ns.store(monotonic_ns());
-  g_signal.store(signal);
-}
-
 }  // namespace ppu

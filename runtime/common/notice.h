@@ -33,7 +33,5 @@ class NoticeScope {
 bool notice_received();
 int notice_signal();            // the signal of the recorded notice, 0 without one
 double seconds_since_notice();  // 0 without one
-// Tests: records a notice as the handler does, without a signal.
-void record_notice_for_test(int signal);
 
 }  // namespace ppu

@@ -14,6 +14,13 @@
 
 namespace ppu {
 
+namespace {
+// A hung thread or a stalled write, for good.
+[[noreturn]] void stall_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+}  // namespace
+
 FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
   if (const char* dir = std::getenv("PPU_TEST_FAULT_TRIGGER"); dir && *dir) {
     trigger_ = std::string(dir) + "/hang-" + std::to_string(job_rank);
@@ -52,7 +59,7 @@ void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_the
   std::error_code ignored;  // removing the file is what claims the hang: one file, one hang
   if (!trigger_.empty() && std::filesystem::remove(trigger_, ignored)) {
     spdlog::warn("PPU_TEST_FAULT_TRIGGER: the training thread of rank {} hangs before step {}", rank_, step);
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    stall_forever();
   }
   for (const auto& f : faults_) {
     if (f.step != step || f.kind == "stall-checkpoint") continue;
@@ -67,7 +74,7 @@ void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_the
       continue;
     }
     spdlog::warn("PPU_TEST_FAULT: the training thread of rank {} hangs before step {}", rank_, step);
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    stall_forever();
   }
 }
 
@@ -75,12 +82,12 @@ void FaultHooks::before_checkpoint_write(int64_t step) const {
   std::error_code ignored;
   if (!stall_trigger_.empty() && std::filesystem::remove(stall_trigger_, ignored)) {
     spdlog::warn("PPU_TEST_FAULT_TRIGGER: the checkpoint write of rank {} at step {} stalls", rank_, step);
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    stall_forever();
   }
   for (const auto& f : faults_) {
     if (f.kind != "stall-checkpoint" || step < f.step) continue;
     spdlog::warn("PPU_TEST_FAULT: the checkpoint write of rank {} at step {} stalls", rank_, step);
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    stall_forever();
   }
 }
 

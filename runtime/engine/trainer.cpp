@@ -448,9 +448,13 @@ class Run {
                                      "others go on without it",
                                      env_.rendezvous.rank, where, seconds_since_notice()));
     }
-    if (checkpoints_) checkpoints_->note_stopped_on_notice(vote.leavers);
-    const std::string saved = checkpoints_ ? "the job's state is saved in the checkpoint of " + where
-                                           : "the job has no checkpoint.dir: its state is not saved";
+    // checkpoint_if_due(true) wrote this round unless its write failed (a full disk).
+    const bool written = checkpoints_ && p_.last_checkpoint_round == p_.rounds;
+    if (written) checkpoints_->note_stopped_on_notice(vote.leavers);
+    const std::string saved =
+        written        ? "the job's state is saved in the checkpoint of " + where
+        : checkpoints_ ? "this round's checkpoint could not be written: the job resumes from the last one written"
+                       : "the job has no checkpoint.dir: its state is not saved";
     spdlog::warn("rank(s) [{}] had a notice by the end of {}: the job stops; {}", ranks_text(vote.leavers), where,
                  saved);
     if (leaving)

@@ -28,7 +28,7 @@ def events(log, lines=80):
     return "\n".join(kept[-lines:])
 
 
-def _children(launcher_pid, comm):
+def children_of(launcher_pid, comm):
     """{pid: environ} of the processes named `comm` that ppu-launch runs now."""
     found = {}
     children = subprocess.run(["pgrep", "-P", str(launcher_pid)], capture_output=True, text=True, check=False)
@@ -46,12 +46,12 @@ def _children(launcher_pid, comm):
 
 def rank_pids(launcher_pid):
     """{rank: pid} of the ppu-train processes ppu-launch runs now."""
-    return {int(env[b"RANK"]): pid for pid, env in _children(launcher_pid, "ppu-train").items()}
+    return {int(env[b"RANK"]): pid for pid, env in children_of(launcher_pid, "ppu-train").items()}
 
 
 def store_pid(launcher_pid):
     """The pid of the ppu-rendezvous process ppu-launch runs now."""
-    pids = list(_children(launcher_pid, "ppu-rendezvous"))
+    pids = list(children_of(launcher_pid, "ppu-rendezvous"))
     if not pids:
         fail("ppu-launch runs no ppu-rendezvous")
     return pids[0]
@@ -75,7 +75,7 @@ class Launch:
         if self.proc.poll() is not None:
             return
         for comm in ("ppu-train", "ppu-rendezvous"):
-            for pid in _children(self.proc.pid, comm):
+            for pid in children_of(self.proc.pid, comm):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:

@@ -428,13 +428,12 @@ bool LiveGroup::join_in_store() {
         if (beats[r] >= 0 && beat != beats[r]) last_beat = Clock::now();
         beats[r] = beat;
       }
-      const double quiet = std::chrono::duration<double>(Clock::now() - last_beat).count();
-      if (Clock::now() - last_beat > orphan_patience_)
+      if (const auto quiet = Clock::now() - last_beat; quiet > orphan_patience_)
         throw LiveRecoveryGaveUp(fmt::format(
             "live recovery gives up: no other rank of the job has beaten for {:.1f} s while rank {} waited to "
             "rejoin: every member of the live group is gone (all ranks lost at once), so no group can take it "
             "back: gang restart from the last checkpoint",
-            quiet, me));
+            std::chrono::duration<double>(quiet).count(), me));
     }
     // Generations are followed from the latest a member accounts for, looked up again every
     // half second: a restarted store has none of the earlier ones, and the members may form

@@ -165,7 +165,7 @@ class LiveGroup {
   // A replacement's request and wait in the store as it stands; false: the job finished.
   bool join_in_store();
   void fill_join_holes(int64_t from);
-  // After a StoreLost: connect again (within the store patience, else LiveRecoveryGaveUp) and
+  // After a StoreLost: connect again (within the store patience, else OutOfGroup) and
   // tell whether the store kept its keys; a restarted one resets what lived only in it.
   bool reconnect(const std::string& why);
   std::optional<Account> account_of(int rank);

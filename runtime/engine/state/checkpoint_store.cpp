@@ -201,6 +201,26 @@ void CheckpointStore::publish(int64_t round, const std::string& dir, const std::
   for (size_t i = keep_; i < rounds.size(); ++i) remove_tree(round_dir(rounds[i]));
 }
 
+void CheckpointStore::write_note(const char* name, const std::string& text) const {
+  if (collectives_.rank() != 0) return;
+  try {
+    atomic_write_file(dir_ + "/" + name, text);
+  } catch (const std::exception& e) {
+    spdlog::warn("could not write {} in {}: {}", name, dir_, e.what());
+  }
+}
+
+std::optional<std::string> CheckpointStore::read_note(const char* name) const {
+  const std::string path = dir_ + "/" + name;
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    return read_file_bytes(path);
+  } catch (const std::exception& e) {
+    spdlog::warn("{} is unreadable: {}", path, e.what());
+    return std::nullopt;
+  }
+}
+
 std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_unusable) {
   // Rank 0's listing decides the candidates, so every rank walks the same sequence.
   auto rounds = rounds_in(dir_);

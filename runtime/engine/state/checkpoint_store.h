@@ -98,6 +98,12 @@ class CheckpointStore {
 
   const std::string& dir() const { return dir_; }
 
+  // A note beside the rounds (kFallbackNote, kNoticeNote): what happened to the job, for the run
+  // that resumes. write_note: the group's rank 0 writes `text`, atomically; a failure is logged,
+  // never thrown. read_note: its text, or nullopt when there is none or it cannot be read (logged).
+  void write_note(const char* name, const std::string& text) const;
+  std::optional<std::string> read_note(const char* name) const;
+
  private:
   void publish(int64_t round, const std::string& dir, const std::vector<torch::Tensor>& all, const Writer& global_part,
                const std::string& config_yaml);

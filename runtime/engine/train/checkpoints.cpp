@@ -2,10 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "common/atomic_file.h"
 #include "common/fnv1a.h"
 #include "core/coowners.h"
 #include "engine/comm/live_group.h"
@@ -111,44 +109,39 @@ void RunCheckpoints::resume() {
 }
 
 void RunCheckpoints::note_notice(int64_t resumed_round) {
-  const std::string path = store_.dir() + "/" + kNoticeNote;
-  if (!std::filesystem::exists(path)) return;
   try {
-    const auto note = nlohmann::json::parse(read_file_bytes(path));
+    const auto text = store_.read_note(kNoticeNote);
+    if (!text) return;
+    const auto note = nlohmann::json::parse(*text);
     if (note.at("round").get<int64_t>() != resumed_round) return;  // a later checkpoint: that stop is behind
     run_.recovery.resumed_after_notice = resumed_round;
     spdlog::info("round {} is the checkpoint the job saved when rank(s) [{}] had a notice: no round was lost to it",
                  resumed_round, note.value("ranks", std::string()));
   } catch (const std::exception& e) {
-    spdlog::warn("{} is unreadable: {}", path, e.what());
+    spdlog::warn("{} in {} is unreadable: {}", kNoticeNote, store_.dir(), e.what());
   }
 }
 
 void RunCheckpoints::note_stopped_on_notice(const std::vector<int>& ranks) const {
-  if (collectives_.rank() != 0) return;
-  try {
-    const nlohmann::json note = {
-        {"round", run_.progress.rounds}, {"step", run_.progress.step}, {"ranks", ranks_text(ranks)}};
-    atomic_write_file(store_.dir() + "/" + kNoticeNote, note.dump(2));
-  } catch (const std::exception& e) {
-    spdlog::warn("could not note the notice in {}: {}", store_.dir(), e.what());
-  }
+  const nlohmann::json note = {
+      {"round", run_.progress.rounds}, {"step", run_.progress.step}, {"ranks", ranks_text(ranks)}};
+  store_.write_note(kNoticeNote, note.dump(2));
 }
 
 // The run before this one fell back from live recovery to a gang restart (LiveRecovery gave
 // up): say so, and name it in the summary (recovery.fallback). A note older than the checkpoint
 // resumed from belongs to an earlier restart.
 void RunCheckpoints::note_fallback(int64_t resumed_round) {
-  const std::string path = store_.dir() + "/" + kFallbackNote;
-  if (!std::filesystem::exists(path)) return;
   try {
-    const auto note = nlohmann::json::parse(read_file_bytes(path));
+    const auto text = store_.read_note(kFallbackNote);
+    if (!text) return;
+    const auto note = nlohmann::json::parse(*text);
     if (note.at("round").get<int64_t>() < resumed_round) return;
     run_.recovery.fallback = note.at("reason").get<std::string>();
     spdlog::warn("this run is the gang restart that live recovery fell back to at step {}: {}",
                  note.value("step", int64_t{-1}), run_.recovery.fallback);
   } catch (const std::exception& e) {
-    spdlog::warn("{} is unreadable: {}", path, e.what());
+    spdlog::warn("{} in {} is unreadable: {}", kFallbackNote, store_.dir(), e.what());
   }
 }
 

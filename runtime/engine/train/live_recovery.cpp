@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "common/atomic_file.h"
 #include "common/fnv1a.h"
 #include "common/termination_message.h"
 #include "core/coowners.h"
@@ -343,11 +342,10 @@ void LiveRecovery::round_end() {
 // more consecutive rounds than that, falls back to a gang restart (exit 3), after this round's
 // checkpoint if one was due, so the restart loses no more than checkpoint.every_rounds. Every
 // member counts the same rounds (newcomers get the count), so all of them decide alike.
-// Rounds, not seconds: members' clocks differ, their round counts do not.
 // Rounds and seconds both: rounds alone would turn a replacement that takes a few seconds to
 // start into a gang restart when rounds are short (20 rounds of 10 short steps pass in seconds);
-// the seconds are the longest any member counted (agreed at the boundary), so every member
-// decides alike although their clocks differ.
+// members' clocks differ, so the seconds are the longest any member counted (agreed at the
+// boundary), and every member decides alike.
 void LiveRecovery::bound_degraded(double degraded_s) {
   if (collectives_.world_size() == collectives_.job_size()) {
     run_.progress.degraded_rounds = 0;
@@ -392,13 +390,9 @@ void LiveRecovery::finish(const RunSummary& result) {
 void LiveRecovery::give_up(const std::string& why) {
   const std::string message = "live recovery gives up: " + why;
   spdlog::error("{}", message);
-  if (store_ && collectives_.rank() == 0) {
-    try {
-      const nlohmann::json note = {{"reason", message}, {"round", run_.progress.rounds}, {"step", run_.progress.step}};
-      atomic_write_file(store_->dir() + "/" + kFallbackNote, note.dump(2));
-    } catch (const std::exception& e) {
-      spdlog::warn("could not note the fallback in {}: {}", store_->dir(), e.what());
-    }
+  if (store_) {
+    const nlohmann::json note = {{"reason", message}, {"round", run_.progress.rounds}, {"step", run_.progress.step}};
+    store_->write_note(kFallbackNote, note.dump(2));
   }
   throw LiveRecoveryGaveUp(message);
 }
