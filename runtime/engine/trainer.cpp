@@ -566,6 +566,8 @@ class Run {
     end.grad_bytes = grad_bytes_;
     end.inner_step_seconds_median = steady_inner_step_seconds();
     end.inner_step_phases_median = phases_.medians(kWarmupSteps);
+    if (heartbeat_) recovery_.store_requests.heartbeat = heartbeat_->requests();
+    if (live_recovery_) recovery_.store_requests.group = live_recovery_->store_requests();
     const SummarySources run{c_,      env_.rendezvous, device_, ddp_, plan_,    *dataset_, *collectives_,
                              *model_, *inner_,         *outer_, p_,   recovery_};
     return summarise(run, end, env_.final_params);

@@ -129,6 +129,15 @@ def one_checksum(run, ranks=4):
     return checksums.pop()
 
 
+def fault_named(run, survivor, kind, what):
+    """The survivor's summary counts at least one fault of `kind` (recovery.faults: what happened
+    to the rank, not how it was detected); returns the faults it counts."""
+    faults = run.summary(survivor)["recovery"]["faults"]
+    if faults.get(kind, {}).get("count", 0) < 1:
+        fail(f"{what}: rank {survivor}'s summary counts faults {faults}, no '{kind}'")
+    return faults
+
+
 def no_gang_restart(run, rc, what):
     log = run.text()
     if rc != 0 or "restarting the gang" in log or "exited with code 3" in log:

@@ -7,21 +7,24 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    again, the others keep their processes; the run completes; the log names the
                    round each rank was lost and rejoined; the final eval loss differs from the
                    same seed's uninterrupted run by less than the spread of uninterrupted runs
-                   over seeds 0, 1, 2 (max - min of their eval losses, measured in the test)
+                   over seeds 0, 1, 2 (max - min of their eval losses, measured in the test);
+                   a survivor's summary names the fault "killed"
        boundaries  kill -9 a rank (1, 2, 3, then 0) just as another rank logs a round boundary's
                    step, four times in one run: a rank can die while the others are in different
                    collectives of the boundary (one completed an all-gather that another saw
                    fail); each is taken back, and the run ends with one checksum on every rank
        frozen      SIGSTOP a rank: the others name it within network.heartbeat_s and re-form
                    without it; after SIGCONT it finds the group gone on (exit 5, "out of the
-                   live group"), is restarted, rejoins, and every rank ends with one checksum
+                   live group"), is restarted, rejoins, and every rank ends with one checksum;
+                   a survivor's summary names the fault "stopped"
        late-replacement  a rank killed after the last boundary that takes replacements back:
                    the job finishes without it, and the replacement reports the job's result
        hung        rank 2's training thread hangs at step 40 (PPU_TEST_FAULT; its process, heartbeat
                    thread and sockets stay up): past its progress window it stops beating and
                    exits 5, is restarted alone and rejoins; no other process changes, and every
                    rank ends with one checksum (before progress was watched, the survivors
-                   waited network.timeout_s twice and the gang restarted)
+                   waited network.timeout_s twice and the gang restarted); a survivor's summary
+                   names the fault "hung"
        second-loss rank 1 killed, then rank 2 killed the moment a survivor starts re-forming
                    without rank 1 (a loss during a recovery): both are taken back, nothing exits
                    3 and the gang is never restarted, and re-forming never waits for
@@ -32,7 +35,7 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    lost rank's code (137), not 0
        store-restart  the rendezvous store SIGKILLed twice mid-run (ppu-launch starts it again on its
                    port, empty): the ranks rebuild its keys and go on; no rank process changes, no
-                   gang restart, the summaries count the restarts (recovery.faults.store_restarted),
+                   gang restart, the summaries count the restarts (recovery.faults.store),
                    and the final parameters are bit-identical to the same seed's uninterrupted run
                    (a store restart loses no exchange and changes no bit)
        store-during-recovery  rank 1 SIGKILLed, then the store SIGKILLed the moment a survivor starts
@@ -65,7 +68,8 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    then restored (2000 steps, H = 200, PPU_TEST_STEP_PAUSE_MS=5 so that the run
                    outlasts the recovery on any CPU): rank 2 is fenced (the others re-form without it), replaced
                    alone and rejoins; no gang restart, exit 0, every rank ends with one checksum,
-                   and no namespace, veth or bridge of the test is left
+                   and no namespace, veth or bridge of the test is left; a survivor's summary
+                   names the fault "unreachable" (so do the other cut cases)
        cut-past-timeout  the same namespaces; rank 1's link is cut for 26 s, more than twice
                    network.timeout_s = 8 (a collective's wait, then the store's): it cannot reach
                    the store past the timeout, exits 5 and is replaced alone (at most three times:
@@ -155,6 +159,7 @@ def case_kill_each_rank():
         checksums = {s["param_checksum"] for s in sums}
         if len(checksums) != 1:
             fail(f"ranks disagree on the final parameters: {checksums}")
+        fault_named(run, watched, "killed", f"rank {victim} SIGKILLed")
         survivor = sums[watched]["recovery"]
         if survivor["recoveries"] < 1 or survivor["rejoins"] < 1 or survivor["live_ranks"] != 4:
             fail(f"survivor's recovery summary {survivor}")
@@ -216,6 +221,7 @@ def case_frozen():
         fail(f"ppu-launch exited {rc}\n{events(log)}")
     if "out of the live group" not in log:
         fail("the resumed rank did not say it was out of the live group")
+    fault_named(run, 0, "stopped", "rank 2 SIGSTOPped")
     checksums = {run.summary(r)["param_checksum"] for r in range(4)}
     if len(checksums) != 1:
         fail(f"ranks disagree on the final parameters after SIGCONT: {checksums}")
@@ -249,7 +255,7 @@ def case_store_restart():
     same_processes(before, rank_pids(run.proc.pid), set())
     rc = run.finish()
     no_gang_restart(run, rc, "the store killed twice")
-    restarts = [run.summary(r)["recovery"]["faults"].get("store_restarted", {}).get("count", 0) for r in range(4)]
+    restarts = [run.summary(r)["recovery"]["faults"].get("store", {}).get("count", 0) for r in range(4)]
     if min(restarts) < 1:
         fail(f"store restarts counted per rank {restarts}: every rank met the restarted store")
     checksum = one_checksum(run)
@@ -307,6 +313,7 @@ def case_hung():
     run.wait_for(r"rank\(s\) \[2\] rejoined in round")
     same_processes(before, rank_pids(run.proc.pid), {2})
     no_gang_restart(run, run.finish(), "a hung training thread")
+    fault_named(run, 0, "hung", "rank 2's training thread hung")
     print(f"rank 2 hung at step 40: fenced and replaced {fenced:.1f} s later; one checksum {one_checksum(run)}")
 
 
@@ -425,6 +432,7 @@ def cut_off(rank, cut_s, ready, extra, env, work, restarts=1):
         if not code or set(replaced) != {str(rank)} or len(replaced) > restarts:
             fail(f"rank {rank} was not replaced alone (at most {restarts} times):\n{events(log)}")
         checksum = one_checksum(run)
+        fault_named(run, 0 if rank != 0 else 1, "unreachable", f"rank {rank} cut off for {cut_s} s")
     if net.leftovers():
         fail(f"network namespaces left behind: {net.leftovers()}")
     return code.group(1), checksum

@@ -45,6 +45,7 @@ R BoundedStore::ask(const char* what, Request request) {
     std::optional<R> value;
     std::string error;
   };
+  ++requests_;
   auto answer = std::make_shared<Answer>();
   // The thread owns the connection and the request (by value): it may outlive this call.
   std::thread([answer, store = connection_ == Connection::Own ? own_ : col_.store(), request] {

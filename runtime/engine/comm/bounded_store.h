@@ -53,6 +53,9 @@ class BoundedStore {
   // The value `key` ends up with: `proposal` if it was unset, else what another rank set first.
   std::string decide(const std::string& key, const std::string& proposal);
 
+  // Requests sent so far (answered or not).
+  int64_t requests() const { return requests_; }
+
   // Whether the last request failed (requests throw at once until reconnect()).
   bool lost() const { return lost_; }
   // A new connection and the store's incarnation (see above).
@@ -69,6 +72,7 @@ class BoundedStore {
   Connection connection_;
   c10::intrusive_ptr<c10d::Store> own_;  // Connection::Own's, once reconnect() opened it
   std::atomic<bool> lost_{false};
+  std::atomic<int64_t> requests_{0};
 };
 
 }  // namespace ppu

@@ -66,6 +66,7 @@ class Collectives {
 
   int rank() const { return rank_; }              // in the current group
   int world_size() const { return world_size_; }  // of the current group
+  const RendezvousInfo& rendezvous() const { return info_; }
   int job_rank() const { return info_.rank; }
   int job_size() const { return info_.world_size; }
   const std::vector<int>& members() const { return members_; }  // job ranks of the group, ascending

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/comm/beat_board.h"
 #include "engine/comm/store_clients.h"
 
 namespace ppu {
@@ -47,7 +48,8 @@ struct Heartbeat::Shared {
   std::atomic<Clock::rep> answered{0};  // when the store last answered (Clock ticks)
   std::promise<void> beater_done;
 
-  std::string key(int rank) const { return prefix + std::to_string(rank); }
+  std::string board_key() const { return live_keys::beat_board(prefix); }
+  std::atomic<int64_t> requests{0};  // store requests of the beater (requests())
   void report(const Lost& lost) {
     if (!reported.exchange(true)) on_lost(lost);
   }
@@ -139,6 +141,8 @@ void Heartbeat::welcome(const std::vector<int>& ranks) {
   }
 }
 
+int64_t Heartbeat::requests() const { return shared_ ? shared_->requests.load() : 0; }
+
 bool Heartbeat::silent(int rank) const {
   if (!shared_) return false;
   std::lock_guard<std::mutex> lock(shared_->mutex);
@@ -178,6 +182,7 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
   std::vector<int64_t> last(info.world_size, -1);
   std::vector<Clock::time_point> moved(info.world_size, start);
   c10::intrusive_ptr<c10d::TCPStore> store;
+  std::string seen;  // the board as this rank last saw it
   auto tick = start;
   do {
     try {
@@ -191,25 +196,42 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
         opts.timeout = std::max<std::chrono::milliseconds>(s->window, std::chrono::seconds(10));
         store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts);
       }
+      int64_t requests = 0;
+      std::optional<std::vector<int64_t>> beats;
       const ProgressClock* progress = s->progress.load(std::memory_order_acquire);
       if (progress && progress->stalled()) {
         // This rank's training thread is hung: no more beats, so the peers fence it; then end it.
         if (!s->hung) {
           s->hung = true;
+          // Said before the silence, so that the peers that fence this rank name the fault.
+          const std::string hung = "hung";
+          store->set(live_keys::self_report(info.rank), std::vector<uint8_t>(hung.begin(), hung.end()));
+          ++requests;
           s->on_hung(progress->idle_seconds());
         }
+        const std::string key = s->board_key();
+        ++requests;
+        if (store->check({key})) {
+          const auto board = store->get(key);
+          ++requests;
+          beats = beat_board::parse(std::string(board.begin(), board.end()), info.world_size);
+        } else {
+          beats = beat_board::parse("", info.world_size);
+        }
       } else {
-        store->add(s->key(info.rank), 1);
+        beats = beat_board::bump(*store, s->board_key(), info.rank, info.world_size, 1, seen, requests);
       }
-      if (const Announce* announce = s->announce.load(std::memory_order_acquire)) (*announce)(*store);
+      if (const Announce* announce = s->announce.load(std::memory_order_acquire)) requests += (*announce)(*store);
+      s->requests += requests;
       const auto now = Clock::now();
       s->answered = now.time_since_epoch().count();
       // Stopped ourselves for longer than the window: the peers' silence is not theirs.
       if (now - tick > s->window) std::fill(moved.begin(), moved.end(), now);
       tick = now;
-      for (int r = 0; r < info.world_size; ++r) {
+      // A beat that kept losing the race to other ranks' beats tells nothing of the peers.
+      for (int r = 0; beats && r < info.world_size; ++r) {
         if (r == info.rank) continue;
-        const int64_t value = store->add(s->key(r), 0);
+        const int64_t value = (*beats)[r];
         if (value >= kLeft) continue;  // finished
         if (value != last[r]) {
           last[r] = value;
@@ -235,7 +257,8 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
   }
   if (leaving && store) {
     try {
-      store->add(s->key(info.rank), kLeft);
+      int64_t requests = 0;
+      beat_board::bump(*store, s->board_key(), info.rank, info.world_size, kLeft, seen, requests);
     } catch (const std::exception&) {  // peers will see it silent, as if lost: the job is ending anyway
     }
   }

@@ -5,7 +5,8 @@
 // collective at once; this covers the ranks that do not.
 //
 // Contract: a beater thread, with its own connection to the store, increments this rank's
-// counter every window / 5 and reads every peer's; a peer whose counter has not moved for
+// counter every window / 5 on the job's beat board and so reads every peer's (beat_board.h: one
+// or two store requests a beat, O(K) for the job); a peer whose counter has not moved for
 // `window` (counted from this monitor's start for a peer not seen yet) is reported once to
 // `on_lost`. A watchdog thread that does no I/O reports the store itself when the beater has
 // had no answer for `window` (a store whose host is stopped never answers, and a TCPStore read
@@ -24,11 +25,13 @@
 // part of it (LiveGroup); each beat then also writes what announce_with() gives.
 // Progress, not liveness (watch_progress): with a ProgressClock this rank beats only while its
 // training thread makes progress (progress_clock.h). Once the clock has been idle past its
-// window the rank stops beating, so its peers find it silent and fence it, and `on_hung` runs
-// once (the trainer ends the process: its supervisor replaces it).
+// window the rank says so (live_keys::self_report: "hung", for the peers that name the fault),
+// stops beating, so its peers find it silent and fence it, and `on_hung` runs once (the trainer
+// ends the process: its supervisor replaces it).
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -68,8 +71,9 @@ class Heartbeat {
   // Before or after start(), once; `clock` must outlive this object.
   void watch_progress(const ProgressClock& clock, OnHung on_hung);
   // After each beat, `announce` runs with the beater's own store connection (LiveGroup's
-  // account of this member). Once, before or after start(); it must not block for long.
-  using Announce = std::function<void(c10d::Store&)>;
+  // account of this member) and returns the store requests it made. Once, before or after
+  // start(); it must not block for long.
+  using Announce = std::function<int(c10d::Store&)>;
   void announce_with(Announce announce);
   // Starts beating and watching (once; a no-op when off or started).
   void start();
@@ -82,6 +86,10 @@ class Heartbeat {
   void welcome(const std::vector<int>& ranks);
   // Whether `rank` has been silent for the window (keep_watching; false when off).
   bool silent(int rank) const;
+
+  // Store requests the beater has made so far (the board's compare-and-sets and reads, and the
+  // announcements).
+  int64_t requests() const;
 
   // The message a rank reports for `lost` (logs, termination message).
   static std::string describe(const Lost& lost);

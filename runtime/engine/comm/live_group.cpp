@@ -4,11 +4,13 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <algorithm>
+#include <future>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "core/exit_status.h"
+#include "engine/comm/beat_board.h"
 #include "engine/comm/live_store_keys.h"
 
 namespace ppu {
@@ -36,6 +38,7 @@ struct LiveGroup::Account {
   int64_t decided = 0;  // collectives of that generation whose outcome it knows
   char last = '-';      // the last one's outcome: 'c' commit, 'a' abort
   std::vector<int> members;
+  std::string reach;  // where its process listens (reach_probe.h); "" when unknown
 };
 
 struct LiveGroup::Announcement {
@@ -52,6 +55,7 @@ std::string ranks_text(const std::vector<int>& ranks) {
 LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent)
     : col_(collectives),
       silent_(std::move(silent)),
+      reach_(collectives.rendezvous().master_addr, collectives.rendezvous().master_port),
       store_(collectives, std::chrono::seconds(5)),
       probe_(std::make_unique<Probe>(collectives)),
       store_patience_(collectives.timeout()),
@@ -109,12 +113,13 @@ std::string LiveGroup::key(int64_t generation, const std::string& name) const {
 
 void LiveGroup::publish() {
   const std::string account = std::to_string(generation_) + " " + std::to_string(exchange_) + " " + last_outcome_ +
-                              " " + ranks_text(col_.members());
+                              " " + ranks_text(col_.members()) + " " +
+                              (reach_.address().empty() ? "-" : reach_.address());
   std::lock_guard<std::mutex> lock(announcement_->mutex);
   announcement_->account = account;
 }
 
-std::function<void(c10d::Store&)> LiveGroup::announcer() const {
+std::function<int(c10d::Store&)> LiveGroup::announcer() const {
   std::vector<int> all(col_.job_size());
   for (int r = 0; r < col_.job_size(); ++r) all[r] = r;
   return [a = announcement_, key = live_keys::account(col_.job_rank()), all = ranks_text(all)](c10d::Store& store) {
@@ -123,9 +128,10 @@ std::function<void(c10d::Store&)> LiveGroup::announcer() const {
       std::lock_guard<std::mutex> lock(a->mutex);
       account = a->account;
     }
-    if (account.empty()) return;
+    if (account.empty()) return 0;
     store.set(key, bytes(account));
     store.compareSet(live_keys::kFirstGroup, {}, bytes(all));  // a restarted store: replacements stay replacements
+    return 2;
   };
 }
 
@@ -135,10 +141,47 @@ std::optional<LiveGroup::Account> LiveGroup::account_of(int rank) {
   std::stringstream in(store_.get(k));
   Account a;
   std::string members;
-  in >> a.generation >> a.decided >> a.last >> members;
+  in >> a.generation >> a.decided >> a.last >> members >> a.reach;
   a.members = parse_list(members);
+  if (a.reach == "-") a.reach.clear();
   return a;
 }
+
+std::vector<std::string> LiveGroup::fault_kinds(const std::vector<int>& lost) {
+  std::vector<std::string> kinds(lost.size(), "lost");
+  std::vector<std::future<Reach>> probes(lost.size());
+  for (size_t i = 0; i < lost.size(); ++i) {
+    try {
+      const std::string said = live_keys::self_report(lost[i]);
+      if (store_.check(said))
+        if (auto s = store_.get(said); !s.empty()) {
+          kinds[i] = s;
+          continue;
+        }
+      if (const auto a = account_of(lost[i]); a && !a->reach.empty())
+        probes[i] = std::async(std::launch::async,
+                               [address = a->reach] { return probe_reach(address, std::chrono::milliseconds(500)); });
+    } catch (const StoreLost&) {  // named "lost"; the next request reconnects
+    }
+  }
+  for (size_t i = 0; i < lost.size(); ++i) {
+    if (!probes[i].valid()) continue;
+    switch (probes[i].get()) {
+      case Reach::Answered:
+        kinds[i] = "stopped";
+        break;
+      case Reach::Refused:
+        kinds[i] = "killed";
+        break;
+      case Reach::Silent:
+        kinds[i] = "unreachable";
+        break;
+    }
+  }
+  return kinds;
+}
+
+void LiveGroup::clear_self_report() { store_.set(live_keys::self_report(col_.job_rank()), ""); }
 
 bool LiveGroup::reconnect(const std::string& why) {
   const auto start = Clock::now();
@@ -293,6 +336,18 @@ bool LiveGroup::decide_members_of(int64_t next, const std::vector<int>& before, 
     if (moved_on()) return false;
     const auto requests = join_requests(store_.add(live_keys::kJoins, 0));
     const std::set<int> rejoining(requests.begin(), requests.end());
+    // The members still expected: neither silent nor asking to rejoin. One request tells
+    // whether all of them arrived (O(1) a look for this member, O(K) for the group); each
+    // member's own key is read only to write the decision down.
+    std::vector<std::string> expected;
+    for (int r : before)
+      if (!silent_(r) && !rejoining.count(r)) expected.push_back(key(next, "arrived/" + std::to_string(r)));
+    const bool all_expected_arrived = expected.empty() || store_.check_all(expected);
+    const bool past_patience = Clock::now() > deadline;
+    if (!all_expected_arrived && !past_patience && !rebuilt_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
     std::vector<int> arrived, waiting;
     for (int r : before) {
       if (store_.check(key(next, "arrived/" + std::to_string(r)))) {
@@ -422,11 +477,12 @@ bool LiveGroup::join_in_store() {
       return false;
     }
     if (Clock::now() >= next_look) {
+      const std::string board = live_keys::beat_board();
+      const auto now_beats = beat_board::parse(store_.check(board) ? store_.get(board) : "", col_.job_size());
       for (int r = 0; r < col_.job_size(); ++r) {
         if (r == me) continue;
-        const int64_t beat = store_.add(live_keys::kHeartbeatPrefix + std::to_string(r), 0);
-        if (beats[r] >= 0 && beat != beats[r]) last_beat = Clock::now();
-        beats[r] = beat;
+        if (beats[r] >= 0 && now_beats[r] != beats[r]) last_beat = Clock::now();
+        beats[r] = now_beats[r];
       }
       if (const auto quiet = Clock::now() - last_beat; quiet > orphan_patience_)
         throw LiveRecoveryGaveUp(fmt::format(

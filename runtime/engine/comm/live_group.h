@@ -18,11 +18,14 @@
 //   live/joins, live/join/<i> replacements asking to come back, in order of arrival
 //   live/done                the job finished (a member's summary): a replacement still waiting
 //                            reports it and exits
-//   ppu/heartbeat/<r>        rank r's beat counter (Heartbeat): a replacement waiting to join
-//                            watches the others' move, so that it knows when none is left
+//   ppu/heartbeat/board      every rank's beat counter (Heartbeat, beat_board.h): a replacement
+//                            waiting to join watches the others' move, so that it knows when
+//                            none is left
 //   live/at/<r>              member r's own account, rewritten with each of its heartbeats
 //                            (announce): "<generation> <collectives decided> <last outcome c|a|->
-//                            <members>" — what a restarted store is rebuilt from
+//                            <members> <reach address>" — what a restarted store is rebuilt
+//                            from, and where a survivor probes a lost member (reach_probe.h)
+//   live/fault/<r>           what rank r said of itself before it went silent ("hung")
 //
 // Contracts:
 //  - commit(done): every member of the generation gets the same answer for its next
@@ -66,6 +69,7 @@
 
 #include "engine/comm/bounded_store.h"
 #include "engine/comm/collectives.h"
+#include "engine/comm/reach_probe.h"
 
 namespace ppu {
 
@@ -105,8 +109,11 @@ class LiveGroup {
 
   // Writes this member's account (live/at/<rank>) and the first group's marker with the store
   // connection it is given: for the heartbeat's thread (Heartbeat::announce_with), after each
-  // beat. Nothing until the group formed; safe to call after this object is gone.
-  std::function<void(c10d::Store&)> announcer() const;
+  // beat. Nothing until the group formed; safe to call after this object is gone. Returns the
+  // store requests it made.
+  std::function<int(c10d::Store&)> announcer() const;
+  // Store requests this member's agreements, polls and abort probes made so far.
+  int64_t store_requests() const { return store_.requests() + probe_->store.requests(); }
 
   // Whether the next collective of this generation took effect on every member; `done`: it
   // completed here.
@@ -114,6 +121,15 @@ class LiveGroup {
 
   // Forms the survivors' next generation (see above) and returns the job ranks it lost.
   std::vector<int> recover();
+
+  // The fault that took each of `lost` (job ranks the group just left out), named from what the
+  // rank said of itself ("hung") or else from what its reach address answers now: "stopped"
+  // (its process is there but silent: SIGSTOP, a paused VM), "killed" (its process is gone),
+  // "unreachable" (its host or the path to it is gone: a cut, a lost node), "lost" (no account
+  // to probe: the store restarted while it was silent). Probes run in parallel, 0.5 s at most.
+  std::vector<std::string> fault_kinds(const std::vector<int>& lost);
+  // A replacement that joined: what its predecessor said of itself no longer stands.
+  void clear_self_report();
 
   // The replacements to take in now, the same on every member (a collective of the group).
   std::vector<int> pending_joiners();
@@ -185,6 +201,7 @@ class LiveGroup {
 
   Collectives& col_;
   IsSilent silent_;
+  ReachListener reach_;  // this member's reach address, in its account
   BoundedStore store_;
   std::unique_ptr<Probe> probe_;
   std::chrono::milliseconds store_patience_;

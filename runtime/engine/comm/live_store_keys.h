@@ -8,8 +8,10 @@
 
 namespace ppu::live_keys {
 
-// Each rank's beat counter, prefix of the heartbeat's keys: <prefix><rank>.
+// Prefix of the heartbeat's keys; every rank's beat counter is on one board under it
+// (beat_board.h, beat_board()).
 inline constexpr const char* kHeartbeatPrefix = "ppu/heartbeat/";
+inline std::string beat_board(const std::string& prefix = kHeartbeatPrefix) { return prefix + "board"; }
 // The job's first group, written once it formed and re-marked with each beat: a process that
 // starts and finds it is a replacement (Collectives::is_replacement).
 inline constexpr const char* kFirstGroup = "live/g0/members";
@@ -20,8 +22,10 @@ inline constexpr const char* kJoins = "live/joins";
 // The job's final result, written by the first rank to finish.
 inline constexpr const char* kDone = "live/done";
 
-// A member's account (generation, collectives decided, last outcome, members).
+// A member's account (generation, collectives decided, last outcome, members, reach address).
 inline std::string account(int rank) { return "live/at/" + std::to_string(rank); }
+// What a rank said of itself before it went silent ("hung"); "" once its replacement joined.
+inline std::string self_report(int rank) { return "live/fault/" + std::to_string(rank); }
 inline std::string join_request(int64_t index) { return "live/join/" + std::to_string(index); }
 // A key of one generation: its agreement (`name`) or its process group's prefix ("pg").
 inline std::string of_generation(int64_t generation, const std::string& name) {

@@ -53,7 +53,7 @@ class RankMetrics {
   // A re-formation that took `seconds`: after losing ranks (`lost`, counted) or to take a
   // replacement back (time only).
   void add_recovery(bool lost, double seconds);
-  // A fault of `kind` (peer_silent, peer_failed, store_lost, store_restarted) and the seconds
+  // A fault of `kind` (killed, stopped, hung, unreachable, lost, preempted, store) and the seconds
   // from its detection until the group had re-formed (0 when none was needed).
   void add_fault(const std::string& kind, double seconds_to_recover);
 

@@ -119,6 +119,9 @@ bool LiveRecovery::settle(const std::string& failure) {
 }
 
 void LiveRecovery::recover(std::string why) {
+  // Every rank lost from here until a group forms is a fault, a second loss during the
+  // re-formation included: counted against the members as they stood now.
+  const std::vector<int> members_before = collectives_.members();
   for (;;) {
     const auto start = Clock::now();
     spdlog::warn("the group lost a member ({}): re-forming without it", why);
@@ -132,7 +135,10 @@ void LiveRecovery::recover(std::string why) {
       continue;
     }
     count_store_outages();
-    fault_recovered();
+    std::vector<int> lost_since_failure;
+    for (int r : members_before)
+      if (!collectives_.is_member(r)) lost_since_failure.push_back(r);
+    fault_recovered(lost_since_failure);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     ++run_.recovery.recoveries;
     run_.recovery.recovery_seconds += seconds;
@@ -253,6 +259,7 @@ bool LiveRecovery::rejoin() {
   std::string failure;
   try {
     if (!group_.join()) return false;
+    group_.clear_self_report();
     heartbeat_.start();  // only now: until the group took it in, its predecessor's silence spoke
     share_state(true);
   } catch (const LiveRecoveryGaveUp&) {
@@ -399,9 +406,23 @@ void LiveRecovery::give_up(const std::string& why) {
 
 // ---- Faults by kind (summary recovery.faults, ppu_faults_total) ----
 
-// The group re-formed: the pending fault is recovered from.
-void LiveRecovery::fault_recovered() {
-  if (const auto fault = fault_.take()) tally_fault(fault->kind, fault->seconds);
+// The group re-formed without `lost`: each is a fault, named for what happened to it
+// (LiveGroup::fault_kinds), with the seconds from the first detection. A failure that lost nobody
+// and was no store outage was a link that failed and came back: "unreachable".
+void LiveRecovery::fault_recovered(const std::vector<int>& lost) {
+  const auto fault = fault_.take();
+  const double seconds = fault ? fault->seconds : 0;
+  const bool store_fault = std::exchange(store_fault_, false);
+  if (lost.empty()) {
+    if (fault && !store_fault) tally_fault("unreachable", seconds);
+    return;
+  }
+  const auto kinds = group_.fault_kinds(lost);
+  for (size_t i = 0; i < lost.size(); ++i) {
+    spdlog::warn("rank {} was lost: {} (detected {:.1f} s ago as: {})", lost[i], kinds[i], seconds,
+                 fault ? fault->kind : "a failed re-formation");
+    tally_fault(kinds[i], seconds);
+  }
 }
 
 void LiveRecovery::tally_fault(const std::string& kind, double seconds) {
@@ -414,8 +435,12 @@ void LiveRecovery::tally_fault(const std::string& kind, double seconds) {
 // The store's outages LiveGroup went through (a restarted store is rebuilt in place: no
 // re-formation needed unless a member was lost too).
 void LiveRecovery::count_store_outages() {
-  for (const auto& o : group_.take_store_outages())
-    tally_fault(o.restarted ? "store_restarted" : "store_lost", o.seconds);
+  for (const auto& o : group_.take_store_outages()) {
+    spdlog::warn("the rendezvous store was {} for {:.1f} s", o.restarted ? "restarted empty" : "unreachable",
+                 o.seconds);
+    tally_fault("store", o.seconds);
+    store_fault_ = true;
+  }
 }
 
 }  // namespace ppu

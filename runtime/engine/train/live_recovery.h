@@ -14,7 +14,10 @@
 //    in the checkpoint directory (kFallbackNote).
 //  - let_go() re-forms without members that left on a notice, without waiting for them.
 //  - Faults by kind, recoveries, rejoins and degraded rounds go to the run's RecoverySummary
-//    and its metrics (summary recovery.*, ppu_faults_total).
+//    and its metrics (summary recovery.*, ppu_faults_total). A kind names the fault, not how it
+//    was detected: killed, stopped, hung, unreachable (LiveGroup::fault_kinds), preempted
+//    (let_go), store (an outage of the rendezvous store); each lost rank is one, a rank lost
+//    while the group re-formed after another included.
 // It reads and changes the run's parts, given by reference: they outlive it. Training thread
 // only, except PendingFault::note and on_heartbeat_lost (the heartbeat's thread too).
 #pragma once
@@ -142,6 +145,9 @@ class LiveRecovery {
   // notice: the next generation without them, at once (fault kind "preempted").
   void let_go(const std::vector<int>& leavers);
 
+  // Store requests the live group made so far (summary recovery.store_requests.group).
+  int64_t store_requests() const { return group_.store_requests(); }
+
   // The job is done: rank 0 leaves `result` in the store for replacements still waiting.
   void finish(const RunSummary& result);
 
@@ -157,7 +163,7 @@ class LiveRecovery {
   void share_inner_state(int root);
   void note_degraded_round();
   [[noreturn]] void give_up(const std::string& why);
-  void fault_recovered();
+  void fault_recovered(const std::vector<int>& lost);
   void tally_fault(const std::string& kind, double seconds);
   void count_store_outages();
 
@@ -171,6 +177,7 @@ class LiveRecovery {
   const CheckpointStore* store_;
   LiveGroup group_;
   std::optional<Clock::time_point> degraded_since_;  // the first degraded boundary of this span
+  bool store_fault_ = false;                         // a store outage was counted since the last recovery
 };
 
 }  // namespace ppu

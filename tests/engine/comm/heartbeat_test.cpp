@@ -1,7 +1,8 @@
-// Heartbeat (engine/comm/heartbeat.h) against a real c10d TCPStore on loopback, ranks as
-// monitors in one process: a rank that stops beating without leaving is reported, by rank,
-// within about the window; one that leaves is never reported; a store that goes away is
-// reported as the store.
+// Heartbeat (engine/comm/heartbeat.h) and its beat board (beat_board.h) against a real c10d
+// TCPStore on loopback, ranks as monitors in one process: a rank that stops beating without
+// leaving is reported, by rank, within about the window; one that leaves is never reported; a
+// store that goes away is reported as the store; a beat costs one or two store requests whatever
+// the job's size, and concurrent beats lose no count.
 #include "engine/comm/heartbeat.h"
 
 #include <gtest/gtest.h>
@@ -12,8 +13,10 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "../common/free_port.h"
+#include "engine/comm/beat_board.h"
 #include "engine/comm/live_store_keys.h"
 #include "store_server.h"
 
@@ -104,6 +107,61 @@ TEST(Heartbeat, AWelcomedRanksSilenceCountsFromItsWelcome) {
   EXPECT_EQ(r0.count, 1);
   EXPECT_EQ(r0.rank, 1);
   EXPECT_TRUE(h0.silent(1));
+}
+
+// O(K) for the job: each rank's beat is one compare-and-set of the board (two when another rank
+// beat since), never a read of each peer. 16 ranks beating for 4 windows: the old per-peer reads
+// made 16 requests a beat per rank.
+TEST(Heartbeat, ABeatCostsOneOrTwoStoreRequestsWhateverTheJobSize) {
+  const int port = testing::free_port();
+  auto store = testing::serve_store(port);
+  constexpr int kRanks = 16;
+  constexpr auto kWindow = 500ms;  // a beat every 100 ms
+  Report r;
+  std::vector<std::unique_ptr<Heartbeat>> ranks;
+  for (int k = 0; k < kRanks; ++k) ranks.push_back(std::make_unique<Heartbeat>(rank_of(k, kRanks, port), kWindow, r.sink()));
+  std::this_thread::sleep_for(4 * kWindow);
+  int64_t requests = 0;
+  for (const auto& h : ranks) requests += h->requests();
+  for (auto& h : ranks) h->leave();
+  EXPECT_EQ(r.count, 0) << "reported rank " << r.rank << " while every rank beat";
+  const double beats = kRanks * 20.0;  // 4 windows of 5 beats each, per rank (fewer on a loaded machine)
+  EXPECT_GT(requests, kRanks * 4) << "the ranks hardly beat";
+  EXPECT_LE(requests, 2.5 * beats) << requests << " store requests for about " << beats << " beats of " << kRanks << " ranks";
+}
+
+// Concurrent beats of many ranks lose no count and never leave the board in a mixed state; a
+// board the store lost (it restarted empty) is started afresh by the next beat.
+TEST(BeatBoard, ConcurrentBumpsLoseNoCountAndALostBoardStartsAfresh) {
+  const int port = testing::free_port();
+  auto store = testing::serve_store(port);
+  constexpr int kRanks = 8, kBumps = 40;
+  const std::string key = live_keys::beat_board();
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int k = 0; k < kRanks; ++k)
+    threads.emplace_back([&, k] {
+      auto client = testing::connect_to_store(port);
+      std::string seen;
+      int64_t requests = 0;
+      for (int i = 0; i < kBumps; ++i)
+        while (!beat_board::bump(*client, key, k, kRanks, 1, seen, requests, 64)) ++failed;
+    });
+  for (auto& t : threads) t.join();
+  auto client = testing::connect_to_store(port);
+  const auto raw = client->get(key);
+  const auto beats = beat_board::parse(std::string(raw.begin(), raw.end()), kRanks);
+  for (int k = 0; k < kRanks; ++k) EXPECT_EQ(beats[k], kBumps) << "rank " << k << "'s count on the board";
+  EXPECT_EQ(beat_board::parse("3 x", 3), (std::vector<int64_t>{3, 0, 0}));
+  // The store loses the board: a rank that last saw "40 …" starts a new one with its own count.
+  client->deleteKey(key);
+  std::string seen = beat_board::format(beats);
+  int64_t requests = 0;
+  const auto fresh = beat_board::bump(*client, key, 2, kRanks, 1, seen, requests);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ((*fresh)[2], 1);
+  EXPECT_EQ((*fresh)[0], 0);
+  EXPECT_LE(requests, 2);
 }
 
 TEST(Heartbeat, OffForOneRankOrAZeroWindow) {
