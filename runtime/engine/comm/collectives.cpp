@@ -279,11 +279,12 @@ void Collectives::wait_for(const char* what, const c10::intrusive_ptr<c10d::Work
     state->done_cv.notify_all();
   }).detach();
   std::unique_lock<std::mutex> lock(state->mutex);
-  auto probed = std::chrono::steady_clock::now();
+  const auto began = std::chrono::steady_clock::now();
+  auto probed = began;
   while (!state->done_cv.wait_for(lock, std::chrono::milliseconds(2), [&] { return state->done; })) {
     if (abort_probe_ && std::chrono::steady_clock::now() - probed > std::chrono::milliseconds(50)) {
       probed = std::chrono::steady_clock::now();
-      if (auto why = abort_probe_(); !why.empty()) abort(why);
+      if (auto why = abort_probe_(probed - began); !why.empty()) abort(why);
     }
     if (aborted_) {
       std::lock_guard<std::mutex> reason(abort_mutex_);

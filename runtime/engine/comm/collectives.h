@@ -103,9 +103,11 @@ class Collectives {
   // Whether `job_rank` is a member of the current group. Any thread.
   bool is_member(int job_rank) const;
   bool aborted() const { return aborted_; }
-  // Asked every 50 ms by a wait in a re-formable group: a non-empty answer aborts it (a peer
-  // has begun re-forming the group). Set before the first collective.
-  void set_abort_probe(std::function<std::string()> probe) { abort_probe_ = std::move(probe); }
+  // Asked every 50 ms by a wait in a re-formable group, with how long it has waited: a non-empty
+  // answer aborts it (a peer has begun re-forming the group, or a member cannot be reached).
+  // Set before the first collective.
+  using AbortProbe = std::function<std::string(std::chrono::steady_clock::duration waited)>;
+  void set_abort_probe(AbortProbe probe) { abort_probe_ = std::move(probe); }
   // An external store already holds a live group of this job: this process is a replacement
   // and formed no group yet (LiveGroup::join forms one).
   bool joining() const { return joining_; }
@@ -162,7 +164,7 @@ class Collectives {
   std::vector<int> members_;  // under abort_mutex_ while it changes
   bool joining_ = false;
   bool abortable_ = false;  // a re-formable group (live recovery): waits watch abort()
-  std::function<std::string()> abort_probe_;
+  AbortProbe abort_probe_;
   std::atomic<bool> aborted_{false};
   mutable std::mutex abort_mutex_;
   std::string abort_reason_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -70,18 +71,23 @@ LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent)
   }
   // A member that re-forms the group ends the collectives the others are still waiting in
   // (one may be waiting on a survivor that has already given up on it).
-  col_.set_abort_probe([this] { return probe_reforming(); });
+  col_.set_abort_probe([this](Clock::duration waited) { return probe_reforming(waited); });
 }
 
 LiveGroup::Probe::Probe(Collectives& collectives)
     : store(collectives, std::chrono::seconds(1), BoundedStore::Connection::Own) {}
 
-std::string LiveGroup::probe_reforming() {
+std::string LiveGroup::probe_reforming(Clock::duration waited) {
   const int64_t next = generation_ + 1;
   const std::string reforming = key(next, "reforming");
   const std::string why = "a member began re-forming the group as generation " + std::to_string(next);
   try {
-    if (!store_.lost()) return store_.check(reforming) ? why : std::string();
+    if (!store_.lost()) {
+      if (store_.check(reforming)) return why;
+      if (partition_after_.count() == 0 || waited < partition_after_ || Clock::now() < next_partition_check_) return {};
+      next_partition_check_ = Clock::now() + partition_after_;
+      return check_partition();
+    }
   } catch (const StoreLost&) {
   }
   // store_ is lost (a request failed in a network cut or a store restart): the collective may
@@ -100,6 +106,74 @@ std::string LiveGroup::probe_reforming() {
   } catch (const StoreLost&) {
     return {};
   }
+}
+
+std::vector<int> LiveGroup::silent_ones(const std::vector<std::pair<int, std::string>>& addresses) {
+  std::vector<std::future<Reach>> probes;
+  for (const auto& [rank, address] : addresses)
+    probes.push_back(std::async(std::launch::async,
+                                [a = address] { return probe_reach(a, std::chrono::milliseconds(500)); }));
+  std::vector<int> silent;
+  for (size_t i = 0; i < addresses.size(); ++i)
+    if (probes[i].get() == Reach::Silent) silent.push_back(addresses[i].first);
+  return silent;
+}
+
+std::string LiveGroup::check_partition() {
+  const int me = col_.job_rank();
+  std::vector<std::pair<int, std::string>> addresses;
+  for (int r : col_.members())
+    if (r != me && !silent_(r))
+      if (const auto a = account_of(r); a && !a->reach.empty()) addresses.emplace_back(r, a->reach);
+  std::vector<int> unreachable;
+  for (int r : silent_ones(addresses))
+    if (!silent_(r)) unreachable.push_back(r);  // a member silent by now is the heartbeat's to fence
+  if (unreachable.empty()) return {};
+  const int64_t next = generation_ + 1;
+  store_.set(key(next, "unreachable/" + std::to_string(me)), ranks_text(unreachable));
+  return fmt::format(
+      "rank(s) [{}] cannot be reached from rank {} while they beat (a partition): re-forming as generation {}",
+      ranks_text(unreachable), me, next);
+}
+
+std::vector<int> LiveGroup::without_partitions(int64_t next, std::vector<int> proposal) {
+  std::vector<std::pair<int, int>> cuts;
+  for (int r : proposal) {
+    const std::string k = key(next, "unreachable/" + std::to_string(r));
+    if (store_.check(k))
+      for (int u : parse_list(store_.get(k))) cuts.emplace_back(r, u);
+  }
+  for (;;) {
+    std::map<int, int> named;  // how many cuts between members still proposed name each
+    for (const auto& [a, b] : cuts)
+      if (contains(proposal, a) && contains(proposal, b)) ++named[a], ++named[b];
+    if (named.empty()) return proposal;
+    int out = -1, most = 0;
+    for (const auto& [r, n] : named)
+      if (n >= most) out = r, most = n;  // ascending ranks: the higher one wins a tie
+    spdlog::warn("rank {} cannot reach, or be reached by, {} of the members (a partition): generation {} leaves it out",
+                 out, most, next);
+    proposal.erase(std::find(proposal.begin(), proposal.end(), out));
+  }
+}
+
+bool LiveGroup::members_reachable() {
+  std::vector<std::optional<Account>> accounts(col_.job_size());
+  int latest = -1;
+  for (int r = 0; r < col_.job_size(); ++r) {
+    if (r != col_.job_rank()) accounts[r] = account_of(r);
+    if (accounts[r] && (latest < 0 || accounts[r]->generation > accounts[latest]->generation)) latest = r;
+  }
+  if (latest < 0) return true;
+  std::vector<std::pair<int, std::string>> addresses;
+  for (int r : accounts[latest]->members)
+    if (r != col_.job_rank() && accounts[r] && !accounts[r]->reach.empty()) addresses.emplace_back(r, accounts[r]->reach);
+  const auto unreachable = ranks_text(silent_ones(addresses));
+  if (unreachable != unreachable_logged_ && !unreachable.empty())
+    spdlog::warn("rank {} cannot reach member(s) [{}] of the live group: it asks to rejoin once it can",
+                 col_.job_rank(), unreachable);
+  unreachable_logged_ = unreachable;
+  return unreachable.empty();
 }
 
 void LiveGroup::set_store_limits(std::chrono::milliseconds request_timeout, std::chrono::milliseconds patience) {
@@ -150,7 +224,23 @@ std::optional<LiveGroup::Account> LiveGroup::account_of(int rank) {
 std::vector<std::string> LiveGroup::fault_kinds(const std::vector<int>& lost) {
   std::vector<std::string> kinds(lost.size(), "lost");
   std::vector<std::future<Reach>> probes(lost.size());
+  // Ranks named in this generation's partition reports were left out while they still beat.
+  std::set<int> cut_off;
+  try {
+    std::vector<int> reporters = col_.members();
+    reporters.insert(reporters.end(), lost.begin(), lost.end());
+    for (int r : reporters)
+      if (const std::string k = key(generation_, "unreachable/" + std::to_string(r)); store_.check(k)) {
+        cut_off.insert(r);
+        for (int u : parse_list(store_.get(k))) cut_off.insert(u);
+      }
+  } catch (const StoreLost&) {
+  }
   for (size_t i = 0; i < lost.size(); ++i) {
+    if (cut_off.count(lost[i])) {
+      kinds[i] = "unreachable";
+      continue;
+    }
     try {
       const std::string said = live_keys::self_report(lost[i]);
       if (store_.check(said))
@@ -366,7 +456,7 @@ bool LiveGroup::decide_members_of(int64_t next, const std::vector<int>& before, 
     // Past the patience the members that neither came nor fell silent are left out too: they
     // find the generation formed without them (OutOfGroup) and are replaced.
     if (waiting.empty() || Clock::now() > deadline) {
-      store_.decide(members_key, ranks_text(arrived));
+      store_.decide(members_key, ranks_text(without_partitions(next, arrived)));
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -460,12 +550,7 @@ bool LiveGroup::join() {
 bool LiveGroup::join_in_store() {
   const int me = col_.job_rank();
   if (unanswered_join_from_) fill_join_holes(*std::exchange(unanswered_join_from_, std::nullopt));
-  // Between the count and the request's key a lost answer (StoreLost) leaves a count that may
-  // have been taken with no key behind it: the next attempt fills such a hole (fill_join_holes).
-  unanswered_join_from_ = store_.add(live_keys::kJoins, 0);
-  const int64_t request = store_.add(live_keys::kJoins, 1);
-  store_.set(live_keys::join_request(request), std::to_string(me));
-  unanswered_join_from_.reset();
+  std::optional<int64_t> request;  // asked once this rank reaches every member
   auto next_look = Clock::now();
   // Every other rank's beat counter as last read, and when one last moved: members beat every
   // fifth of a heartbeat window, whatever their training thread does.
@@ -499,11 +584,23 @@ bool LiveGroup::join_in_store() {
       for (int r = 0; r < col_.job_size(); ++r)
         if (const auto a = account_of(r); a && a->generation > generation_) generation_ = a->generation;
       next_look = Clock::now() + std::chrono::milliseconds(500);
+      if (!request && members_reachable()) {
+        // Between the count and the request's key a lost answer (StoreLost) leaves a count that
+        // may have been taken with no key behind it: the next attempt fills such a hole.
+        unanswered_join_from_ = store_.add(live_keys::kJoins, 0);
+        request = store_.add(live_keys::kJoins, 1);
+        store_.set(live_keys::join_request(*request), std::to_string(me));
+        unanswered_join_from_.reset();
+      }
+    }
+    if (!request) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
     }
     while (store_.check(key(generation_ + 1, "members"))) ++generation_;
     // A generation takes this process in when it lists this rank and admitted its request.
     const std::string joins = key(generation_, "joins");
-    if (store_.check(joins) && std::stoll(store_.get(joins)) >= request) {
+    if (store_.check(joins) && std::stoll(store_.get(joins)) >= *request) {
       const auto members = parse_list(store_.get(key(generation_, "members")));
       if (contains(members, me)) {
         joins_seen_ = std::stoll(store_.get(joins));

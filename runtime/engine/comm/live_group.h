@@ -26,6 +26,8 @@
 //                            <members> <reach address>" — what a restarted store is rebuilt
 //                            from, and where a survivor probes a lost member (reach_probe.h)
 //   live/fault/<r>           what rank r said of itself before it went silent ("hung")
+//   live/g<n>/unreachable/<r> the members of generation n-1 that rank r could not reach while
+//                            they beat (a partition: set_partition_check)
 //
 // Contracts:
 //  - commit(done): every member of the generation gets the same answer for its next
@@ -38,6 +40,14 @@
 //    still beats but does not come is left out too, and finds itself out of the group). Throws
 //    OutOfGroup when that generation was formed without this rank, PeerError when forming the
 //    Gloo group of the agreed members fails (a member died meanwhile: recover again).
+//  - Partitions: a member waiting in a collective for longer than the partition check's bound
+//    probes the other members' reach addresses (reach_probe.h) once per bound; those that do
+//    not answer while their heartbeat still moves are cut off from it alone. It writes them down
+//    (live/g<n+1>/unreachable/<r>) and abandons the collective, and the re-formation leaves out
+//    the fewest members so that no two that cannot reach each other stay together (the one named
+//    in most reports first, the higher job rank on a tie). A replacement asks to join only once
+//    it reaches every member of the latest generation, so that a partition that outlives its
+//    predecessor does not fail the group's forming at every round boundary.
 //  - pending_joiners()/admit(): at a round boundary, the replacements every member has seen
 //    (one all-gather of the join count) and the generation that takes them in.
 //  - join(): a replacement's side: ask, wait for a generation that includes this rank, form it.
@@ -96,6 +106,9 @@ class LiveGroup {
   // How long recover() waits for members that neither arrive nor fall silent (default: the
   // collectives' timeout).
   void set_patience(std::chrono::milliseconds patience) { patience_ = patience; }
+  // After how long a wait in a collective the members' reach is probed (see Partitions; 0, the
+  // default: never).
+  void set_partition_check(std::chrono::milliseconds after) { partition_after_ = after; }
   // How long one store request may take (default: the connect timeout's floor, 5 s), and how long
   // a lost store may stay away before live recovery gives up (default: the collectives' timeout).
   void set_store_limits(std::chrono::milliseconds request_timeout, std::chrono::milliseconds patience);
@@ -125,8 +138,9 @@ class LiveGroup {
   // The fault that took each of `lost` (job ranks the group just left out), named from what the
   // rank said of itself ("hung") or else from what its reach address answers now: "stopped"
   // (its process is there but silent: SIGSTOP, a paused VM), "killed" (its process is gone),
-  // "unreachable" (its host or the path to it is gone: a cut, a lost node), "lost" (no account
-  // to probe: the store restarted while it was silent). Probes run in parallel, 0.5 s at most.
+  // "unreachable" (its host or the path to it is gone: a cut, a lost node; or it was left out
+  // for a partition, named in this generation's reports), "lost" (no account to probe: the
+  // store restarted while it was silent). Probes run in parallel, 0.5 s at most.
   std::vector<std::string> fault_kinds(const std::vector<int>& lost);
   // A replacement that joined: what its predecessor said of itself no longer stands.
   void clear_self_report();
@@ -187,7 +201,16 @@ class LiveGroup {
   std::optional<Account> account_of(int rank);
   void publish();  // this rank's account, for announcer()
   // The abort probe (Collectives::set_abort_probe): why the collective waited in must end, or "".
-  std::string probe_reforming();
+  std::string probe_reforming(std::chrono::steady_clock::duration waited);
+  // The members this rank cannot reach while they beat, written down; why to abandon, or "".
+  std::string check_partition();
+  // `proposal` less the fewest members that leave no two unreachable from each other together
+  // (the reports of generation `next`).
+  std::vector<int> without_partitions(int64_t next, std::vector<int> proposal);
+  // Whether this replacement reaches every member of the latest generation (their accounts).
+  bool members_reachable();
+  // Probes each address at once (in parallel); the ranks whose address stayed silent.
+  static std::vector<int> silent_ones(const std::vector<std::pair<int, std::string>>& addresses);
 
   // The abort probe's own connection, for while store_'s is lost: only the training thread
   // reconnects store_ (with a restart's bookkeeping), and it may be the one waiting in the
@@ -216,6 +239,9 @@ class LiveGroup {
   int source_ = 0;
   std::chrono::milliseconds patience_;
   std::chrono::milliseconds orphan_patience_;
+  std::chrono::milliseconds partition_after_{0};
+  std::chrono::steady_clock::time_point next_partition_check_;
+  std::string unreachable_logged_;  // a replacement's last "cannot reach" line, said once
   std::optional<int64_t> unanswered_join_from_;  // the join count before an add whose answer was lost
   std::vector<int> newcomers_;
   std::string finished_result_;

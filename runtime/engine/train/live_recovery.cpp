@@ -96,6 +96,9 @@ LiveRecovery::LiveRecovery(const Config& c, int rank, Collectives& collectives, 
   heartbeat.announce_with(group_.announcer());
   // A replacement that hears no other rank beat for this long is all that is left of the job.
   group_.set_orphan_patience(std::max<std::chrono::milliseconds>(3 * beat, std::chrono::seconds(5)));
+  // A member stuck in a collective for a heartbeat window probes whether a member it waits on
+  // is cut off from it alone (a partition: both still reach the store and beat).
+  group_.set_partition_check(std::max<std::chrono::milliseconds>(beat, std::chrono::seconds(1)));
 }
 
 SyncResult LiveRecovery::sync(int fragment, bool plain_average) {
