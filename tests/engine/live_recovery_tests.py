@@ -75,6 +75,11 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    the store past the timeout, exits 5 and is replaced alone (at most three times:
                    a replacement may start while the link is down);
                    no gang restart, one checksum
+       partition   the same namespaces; ranks 1 and 2 cannot reach each other while both reach
+                   the store and the others (rank_netns.py's partition): one of them (rank 2) is
+                   left out while the partition holds, well before network.timeout_s (60 s); its
+                   replacement waits until it reaches every member, and rejoins once healed; no
+                   gang restart, a survivor names the fault "unreachable", one checksum
        cut-during-sync  the same namespaces; rank 0 arrives 4 s late at a round boundary
                    (PPU_TEST_FAULT=late:0:399:4000), and rank 1's link is cut while rank 1 waits
                    for it in the outer sync, for 8 s (longer than a store request may take, so
@@ -95,7 +100,17 @@ import tempfile
 import time
 
 import checkpoint_layout as ckpt_file
-from launch_harness import Launch, events, fail, no_gang_restart, one_checksum, rank_pids, store_pid, tiny_job
+from launch_harness import (
+    Launch,
+    events,
+    fail,
+    fault_named,
+    no_gang_restart,
+    one_checksum,
+    rank_pids,
+    store_pid,
+    tiny_job,
+)
 from rank_netns import RankNetwork
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -465,6 +480,46 @@ def case_cut_past_timeout():
     print(f"rank 1 cut off for 26 s (timeout 8 s): exited {code}, replaced alone; one checksum {checksum}")
 
 
+def case_partition():
+    # Ranks 1 and 2 cannot reach each other while both reach the store and the other ranks (a
+    # pairwise partition: a bad link, a firewall between two hosts). Both still beat, so no
+    # heartbeat fences either. Before the partition check the sync waited network.timeout_s (60 s
+    # here), the survivors re-formed with both, failed to connect and did it again for as long as
+    # the partition lasted. Now a member stuck in the sync for a heartbeat window probes the
+    # others, and the re-formation leaves one of the two out (rank 2, the higher on a tie) while
+    # the partition still holds; its replacement asks to rejoin only once it reaches every member.
+    extra = ["--set", "train.steps=3000", "--set", "outer.sync_every=100", "--set", "network.timeout_s=60"]
+    env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="10")
+    with RankNetwork(4) as net:
+        wrapped = ["--rank-wrapper", net.wrapper, *extra]
+        run = Run(tempfile.mkdtemp(prefix="ppu-live-partition-"), wrapped, restarts=2, env=env, prefix=net.hub_exec)
+        try:
+            run.wait_for(r"\[rank 0\] .* step 30/")
+            before = rank_pids(run.proc.pid)
+            net.partition(1, 2)
+            parted = time.monotonic()
+            run.wait_for(r"cannot be reached from rank \d while they beat \(a partition\)", timeout=40)
+            run.wait_for(r"lost rank\(s\) \[2\] in round", timeout=40)
+            left_out = time.monotonic() - parted
+            if left_out >= 60:
+                fail(f"rank 2 was left out {left_out:.1f} s after the partition, not before network.timeout_s")
+            run.wait_for(r"rank 2 cannot reach member\(s\) \[1\] of the live group", timeout=60)
+            net.heal(1, 2)
+            run.wait_for(r"rank\(s\) \[2\] rejoined in round", timeout=60)
+            same_processes(before, rank_pids(run.proc.pid), {2})
+            rc = run.finish()
+        finally:
+            if run.proc.poll() is None:
+                run.proc.kill()
+        no_gang_restart(run, rc, "a partition between ranks 1 and 2")
+        faults = fault_named(run, 0, "unreachable", "ranks 1 and 2 partitioned")
+        checksum = one_checksum(run)
+    if net.leftovers():
+        fail(f"network namespaces left behind: {net.leftovers()}")
+    print(f"ranks 1 and 2 partitioned: rank 2 left out {left_out:.1f} s later, rejoined after the heal; "
+          f"faults {faults}; one checksum {checksum}")
+
+
 def case_cut_during_sync():
     # Rank 0 sleeps 4 s before the last step of round 2, so that ranks 1-3 wait for it in that
     # round's outer sync; rank 1 is cut as it logs step 399 (it is then in, or a step before, that
@@ -610,6 +665,7 @@ def case_coowner_state():
 {
     "network-blip": case_network_blip,
     "cut-during-sync": case_cut_during_sync,
+    "partition": case_partition,
     "kill-each-rank": case_kill_each_rank,
     "boundaries": case_boundaries,
     "cut-past-timeout": case_cut_past_timeout,

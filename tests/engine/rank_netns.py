@@ -10,7 +10,10 @@ bridge with address HUB_ADDR, and one per rank whose eth0 is a veth to that brid
 (10.79.0.<rank+1>). `wrapper` is the ppu-launch --rank-wrapper that runs rank r in its own
 namespace with MASTER_ADDR = HUB_ADDR and Gloo on eth0. `cut(r)` sets the bridge's end of rank
 r's link down (a network blip: the rank's sockets stay open, its packets go nowhere) and
-`restore(r)` sets it up again. Nothing is made outside these namespaces; leaving (also on an
+`restore(r)` sets it up again. `partition(a, b)` makes ranks a and b unable to reach each other
+while both still reach the hub and every other rank (each sends the other's packets to a MAC
+nobody has: the bridge floods them and every namespace drops them, as a silent link does);
+`heal(a, b)` ends it. Nothing is made outside these namespaces; leaving (also on an
 exception, and at interpreter exit) ends the processes still in them and deletes them, and with
 them every veth and the bridge. Needs root and iproute2 (scripts/install-deps.sh --test).
 """
@@ -75,6 +78,15 @@ class RankNetwork:
 
     def restore(self, rank):
         _ip("-n", self.hub, "link", "set", f"p{rank}", "up")
+
+    def partition(self, a, b):
+        for here, there in ((a, b), (b, a)):
+            _ip("-n", self.rank_ns(here), "neigh", "replace", f"10.79.0.{there + 1}", "lladdr", "02:00:00:00:00:fe",
+                "nud", "permanent", "dev", "eth0")
+
+    def heal(self, a, b):
+        for here, there in ((a, b), (b, a)):
+            _ip("-n", self.rank_ns(here), "neigh", "del", f"10.79.0.{there + 1}", "dev", "eth0", check=False)
 
     def remove(self):
         """Ends every process left in our namespaces, then deletes them (veths and bridge go too)."""
