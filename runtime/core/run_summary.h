@@ -75,9 +75,8 @@ struct RecoverySummary {
   int64_t theta_mismatches = 0;        // ranks found with another θ than the others before a sync (repaired)
   int64_t checkpoints_failed = 0;      // checkpoint rounds that could not be written (a full disk); training went on
   std::vector<DegradedSpan> degraded;  // which rounds ran degraded, and without which ranks
-  std::map<std::string, FaultTally>
-      faults;                         // by kind: killed, stopped, hung, unreachable, lost, preempted, store
-  std::string fallback;               // this run is the gang restart live recovery fell back to: why; else ""
+  std::map<std::string, FaultTally> faults;  // by kind: killed, stopped, hung, unreachable, lost, preempted, store
+  std::string fallback;                      // this run is the gang restart live recovery fell back to: why; else ""
   int64_t resumed_after_notice = -1;  // resumed from the checkpoint a notice saved: its round (none lost); -1: not
   StoreRequestCount store_requests;   // any policy with a heartbeat
 };

@@ -516,8 +516,10 @@ def case_partition():
         checksum = one_checksum(run)
     if net.leftovers():
         fail(f"network namespaces left behind: {net.leftovers()}")
-    print(f"ranks 1 and 2 partitioned: rank 2 left out {left_out:.1f} s later, rejoined after the heal; "
-          f"faults {faults}; one checksum {checksum}")
+    print(
+        f"ranks 1 and 2 partitioned: rank 2 left out {left_out:.1f} s later, rejoined after the heal; "
+        f"faults {faults}; one checksum {checksum}"
+    )
 
 
 def case_cut_during_sync():

@@ -81,8 +81,19 @@ class RankNetwork:
 
     def partition(self, a, b):
         for here, there in ((a, b), (b, a)):
-            _ip("-n", self.rank_ns(here), "neigh", "replace", f"10.79.0.{there + 1}", "lladdr", "02:00:00:00:00:fe",
-                "nud", "permanent", "dev", "eth0")
+            _ip(
+                "-n",
+                self.rank_ns(here),
+                "neigh",
+                "replace",
+                f"10.79.0.{there + 1}",
+                "lladdr",
+                "02:00:00:00:00:fe",
+                "nud",
+                "permanent",
+                "dev",
+                "eth0",
+            )
 
     def heal(self, a, b):
         for here, there in ((a, b), (b, a)):

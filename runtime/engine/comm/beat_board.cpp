@@ -20,8 +20,8 @@ std::string format(const std::vector<int64_t>& beats) {
   return out;
 }
 
-std::optional<std::vector<int64_t>> bump(c10d::Store& store, const std::string& key, int rank, int ranks,
-                                         int64_t delta, std::string& seen, int64_t& requests, int tries) {
+std::optional<std::vector<int64_t>> bump(c10d::Store& store, const std::string& key, int rank, int ranks, int64_t delta,
+                                         std::string& seen, int64_t& requests, int tries) {
   for (int i = 0; i < tries; ++i) {
     auto beats = parse(seen, ranks);
     beats.at(rank) += delta;

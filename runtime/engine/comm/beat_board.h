@@ -27,7 +27,7 @@ std::string format(const std::vector<int64_t>& beats);
 // this caller last saw, "" for none) and updating it. Returns the board as written, or none
 // when `tries` compare-and-sets all lost a race with other ranks' beats (the caller beats again
 // later). `requests` counts the store requests made.
-std::optional<std::vector<int64_t>> bump(c10d::Store& store, const std::string& key, int rank, int ranks,
-                                         int64_t delta, std::string& seen, int64_t& requests, int tries = 8);
+std::optional<std::vector<int64_t>> bump(c10d::Store& store, const std::string& key, int rank, int ranks, int64_t delta,
+                                         std::string& seen, int64_t& requests, int tries = 8);
 
 }  // namespace ppu::beat_board

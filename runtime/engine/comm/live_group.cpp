@@ -111,8 +111,8 @@ std::string LiveGroup::probe_reforming(Clock::duration waited) {
 std::vector<int> LiveGroup::silent_ones(const std::vector<std::pair<int, std::string>>& addresses) {
   std::vector<std::future<Reach>> probes;
   for (const auto& [rank, address] : addresses)
-    probes.push_back(std::async(std::launch::async,
-                                [a = address] { return probe_reach(a, std::chrono::milliseconds(500)); }));
+    probes.push_back(
+        std::async(std::launch::async, [a = address] { return probe_reach(a, std::chrono::milliseconds(500)); }));
   std::vector<int> silent;
   for (size_t i = 0; i < addresses.size(); ++i)
     if (probes[i].get() == Reach::Silent) silent.push_back(addresses[i].first);
@@ -167,7 +167,8 @@ bool LiveGroup::members_reachable() {
   if (latest < 0) return true;
   std::vector<std::pair<int, std::string>> addresses;
   for (int r : accounts[latest]->members)
-    if (r != col_.job_rank() && accounts[r] && !accounts[r]->reach.empty()) addresses.emplace_back(r, accounts[r]->reach);
+    if (r != col_.job_rank() && accounts[r] && !accounts[r]->reach.empty())
+      addresses.emplace_back(r, accounts[r]->reach);
   const auto unreachable = ranks_text(silent_ones(addresses));
   if (unreachable != unreachable_logged_ && !unreachable.empty())
     spdlog::warn("rank {} cannot reach member(s) [{}] of the live group: it asks to rejoin once it can",
@@ -257,15 +258,9 @@ std::vector<std::string> LiveGroup::fault_kinds(const std::vector<int>& lost) {
   for (size_t i = 0; i < lost.size(); ++i) {
     if (!probes[i].valid()) continue;
     switch (probes[i].get()) {
-      case Reach::Answered:
-        kinds[i] = "stopped";
-        break;
-      case Reach::Refused:
-        kinds[i] = "killed";
-        break;
-      case Reach::Silent:
-        kinds[i] = "unreachable";
-        break;
+      case Reach::Answered: kinds[i] = "stopped"; break;
+      case Reach::Refused: kinds[i] = "killed"; break;
+      case Reach::Silent: kinds[i] = "unreachable"; break;
     }
   }
   return kinds;

@@ -241,7 +241,7 @@ class LiveGroup {
   std::chrono::milliseconds orphan_patience_;
   std::chrono::milliseconds partition_after_{0};
   std::chrono::steady_clock::time_point next_partition_check_;
-  std::string unreachable_logged_;  // a replacement's last "cannot reach" line, said once
+  std::string unreachable_logged_;               // a replacement's last "cannot reach" line, said once
   std::optional<int64_t> unanswered_join_from_;  // the join count before an add whose answer was lost
   std::vector<int> newcomers_;
   std::string finished_result_;

@@ -41,12 +41,9 @@ std::string route_source(const std::string& host, int port) {
 
 const char* reach_name(Reach reach) {
   switch (reach) {
-    case Reach::Answered:
-      return "answered";
-    case Reach::Refused:
-      return "refused";
-    case Reach::Silent:
-      return "silent";
+    case Reach::Answered: return "answered";
+    case Reach::Refused: return "refused";
+    case Reach::Silent: return "silent";
   }
   return "silent";
 }

@@ -119,7 +119,8 @@ TEST(Heartbeat, ABeatCostsOneOrTwoStoreRequestsWhateverTheJobSize) {
   constexpr auto kWindow = 500ms;  // a beat every 100 ms
   Report r;
   std::vector<std::unique_ptr<Heartbeat>> ranks;
-  for (int k = 0; k < kRanks; ++k) ranks.push_back(std::make_unique<Heartbeat>(rank_of(k, kRanks, port), kWindow, r.sink()));
+  for (int k = 0; k < kRanks; ++k)
+    ranks.push_back(std::make_unique<Heartbeat>(rank_of(k, kRanks, port), kWindow, r.sink()));
   std::this_thread::sleep_for(4 * kWindow);
   int64_t requests = 0;
   for (const auto& h : ranks) requests += h->requests();
@@ -127,7 +128,8 @@ TEST(Heartbeat, ABeatCostsOneOrTwoStoreRequestsWhateverTheJobSize) {
   EXPECT_EQ(r.count, 0) << "reported rank " << r.rank << " while every rank beat";
   const double beats = kRanks * 20.0;  // 4 windows of 5 beats each, per rank (fewer on a loaded machine)
   EXPECT_GT(requests, kRanks * 4) << "the ranks hardly beat";
-  EXPECT_LE(requests, 2.5 * beats) << requests << " store requests for about " << beats << " beats of " << kRanks << " ranks";
+  EXPECT_LE(requests, 2.5 * beats) << requests << " store requests for about " << beats << " beats of " << kRanks
+                                   << " ranks";
 }
 
 // Concurrent beats of many ranks lose no count and never leave the board in a mixed state; a
