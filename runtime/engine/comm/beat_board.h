@@ -1,11 +1,11 @@
 // BeatBoard: every rank's heartbeat counter in one store key, "c0 c1 … c(K-1)", so that one
-// request reads the whole job's beats. A beat is one compare-and-set of the board with this
-// rank's counter bumped; its answer is the board as the store holds it, which is every peer's
-// counter too. A beat costs one request, two when another rank beat since this one last looked
-// (the failed compare-and-set answers with the board to try again on): O(K) store requests per
-// beat interval for the job, where reading each peer's own key cost K per rank, O(K²) in all.
-// A rank missing from the board (it never beat, or the store restarted and lost the board)
-// reads 0. Pure functions over a c10d::Store: no thread, no state but the caller's.
+// request reads the whole job's beats. A beat is a compare-and-set of the board with this rank's
+// counter bumped; its answer is the board as the store holds it, which is every peer's counter
+// too. The first try of a beat usually finds the board moved by the others' beats since this
+// rank last looked and answers with it; the second writes: about two requests a beat whatever K
+// is, O(K) for the job, where reading each peer's own key cost K per rank, O(K²) in all. A rank
+// missing from the board (it never beat, or the store restarted and lost the board) reads 0.
+// Pure functions over a c10d::Store: no thread, no state but the caller's.
 #pragma once
 
 #include <cstdint>
