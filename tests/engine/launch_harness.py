@@ -50,8 +50,16 @@ def rank_pids(launcher_pid):
 
 
 def store_pid(launcher_pid):
-    """The pid of the ppu-rendezvous process ppu-launch runs now."""
-    pids = list(children_of(launcher_pid, "ppu-rendezvous"))
+    """The pid of the ppu-rendezvous process that serves the store now (not one of the
+    `ppu-rendezvous --probe` checks ppu-launch runs every heartbeat_s / 3 beside it)."""
+    pids = []
+    for pid in children_of(launcher_pid, "ppu-rendezvous"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"--probe" not in f.read().split(b"\0"):
+                    pids.append(pid)
+        except OSError:
+            continue
     if not pids:
         fail("ppu-launch runs no ppu-rendezvous")
     return pids[0]

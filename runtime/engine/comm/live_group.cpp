@@ -84,8 +84,12 @@ std::string LiveGroup::probe_reforming(Clock::duration waited) {
   try {
     if (!store_.lost()) {
       if (store_.check(reforming)) return why;
-      if (partition_after_.count() == 0 || waited < partition_after_ || Clock::now() < next_partition_check_) return {};
-      next_partition_check_ = Clock::now() + partition_after_;
+      if (partition_after_.count() == 0 || waited < partition_after_) return {};
+      const auto now = Clock::now();
+      auto due = next_partition_check_.load();
+      if (now.time_since_epoch().count() < due ||
+          !next_partition_check_.compare_exchange_strong(due, (now + partition_after_).time_since_epoch().count()))
+        return {};
       return check_partition();
     }
   } catch (const StoreLost&) {

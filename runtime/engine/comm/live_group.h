@@ -240,7 +240,9 @@ class LiveGroup {
   std::chrono::milliseconds patience_;
   std::chrono::milliseconds orphan_patience_;
   std::chrono::milliseconds partition_after_{0};
-  std::chrono::steady_clock::time_point next_partition_check_;
+  // When the next partition check is due (steady_clock ticks): claimed by compare-and-swap, as
+  // waits on several threads may probe at once.
+  std::atomic<std::chrono::steady_clock::rep> next_partition_check_{0};
   std::string unreachable_logged_;               // a replacement's last "cannot reach" line, said once
   std::optional<int64_t> unanswered_join_from_;  // the join count before an add whose answer was lost
   std::vector<int> newcomers_;
