@@ -5,7 +5,7 @@ victims, `at` (time.time() of the first harm) and `until` (when the fault itself
 sent, the link back up; `at` for instant ones), or `skipped` with the reason when the victim
 had no process to harm (it was still being replaced). Every fault is real: signals to the
 rank's process (SIGKILL, SIGSTOP, SIGTERM: a notice), every rank of a node at once, its
-namespace's link set down (tests/engine/rank_netns.py), the store's process killed or stopped,
+namespace's link set down or two ranks partitioned from each other (tests/engine/rank_netns.py), the store's process killed or stopped,
 and a hung training thread or a stalled checkpoint write through the test-only
 PPU_TEST_FAULT_TRIGGER files.
 """
@@ -48,12 +48,20 @@ def inject(fault, job, net, trigger_dir, heartbeat_s, node_size=4):
         finally:
             net.restore(fault.victim)
     elif fault.kind in ("store", "store-stop"):
-        store = job.children("ppu-rendezvous")
-        if not store:
+        store = job.store()
+        if store is None:
             return {**rec, "skipped": "no ppu-rendezvous process"}
         rec["at"] = time.time()
         # SIGSTOP: it is never continued; ppu-launch's probe finds it frozen and replaces it.
-        _signal(next(iter(store.values())), signal.SIGKILL if fault.kind == "store" else signal.SIGSTOP)
+        _signal(store, signal.SIGKILL if fault.kind == "store" else signal.SIGSTOP)
+    elif fault.kind == "partition":
+        rec["victims"].append(fault.second_victim)
+        rec["at"] = time.time()
+        net.partition(fault.victim, fault.second_victim)
+        try:
+            time.sleep(4 * heartbeat_s)
+        finally:
+            net.heal(fault.victim, fault.second_victim)
     elif fault.kind == "notice":
         rec["at"] = time.time()
         _signal(pids[fault.victim], signal.SIGTERM)

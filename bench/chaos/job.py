@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from launch_harness import children_of  # tests/engine, on the path run.py sets
+from launch_harness import children_of, serving_stores  # tests/engine, on the path run.py sets
 
 STEP = re.compile(r"^\[rank (\d+)\] .* step (\d+)/")
 
@@ -79,6 +79,11 @@ class Job:
             self.proc.wait()
         self.reader.join(timeout=30)
         return self.proc.returncode
+
+    def store(self):
+        """The pid of the ppu-rendezvous that serves the store now (not a --probe beside it), or None."""
+        pids = serving_stores(self.proc.pid)
+        return pids[0] if pids else None
 
     def children(self, comm):
         """{RANK (or -1 when unset): pid} of ppu-launch's children whose command is `comm`."""

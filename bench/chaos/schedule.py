@@ -5,7 +5,7 @@ on average (each at a round drawn uniformly in its window of `every` rounds, nev
 window nor in the last two rounds, so that a replacement can still rejoin), its kind drawn
 from a shuffled bag of `kinds` (every kind once in each len(kinds) faults, so a short schedule
 still has each), its victim uniformly from the ranks. The same arguments give the same
-schedule. A `second` fault kills `victim` and then, the moment the survivors start re-forming,
+schedule. A `partition` cuts `victim` and `second_victim` off from each other alone. A `second` fault kills `victim` and then, the moment the survivors start re-forming,
 `second_victim`: a rank of another slice (rank mod slices differs), so that both slices keep a
 live owner and the coverage rules do not end the job (losing both owners of a slice is the
 documented fallback, tested in live_recovery_tests.py, not a fault this bench asks to survive).
@@ -14,7 +14,7 @@ documented fallback, tested in live_recovery_tests.py, not a fault this bench as
 import dataclasses
 import random
 
-KINDS = ("kill", "stop", "hang", "net", "store", "second", "notice", "node", "store-stop", "ckpt-stall")
+KINDS = ("kill", "stop", "hang", "net", "store", "second", "notice", "node", "store-stop", "ckpt-stall", "partition")
 NODE_SIZE = 4  # ranks per "node" of the node kind: ranks 0-3, 4-7, ...
 DESCRIPTION = {
     "kill": "SIGKILL",
@@ -27,6 +27,7 @@ DESCRIPTION = {
     "node": f"every rank of the victim's node of {NODE_SIZE} SIGKILLed at once",
     "store-stop": "ppu-rendezvous SIGSTOPped (a frozen store: ppu-launch's probe restarts it)",
     "ckpt-stall": "the rank's next checkpoint write stalls for good (PPU_TEST_FAULT_TRIGGER)",
+    "partition": "the rank and another cannot reach each other for 4 x heartbeat, both reaching the store",
 }
 
 
@@ -44,6 +45,8 @@ class Fault:
             who = f"ranks {first}-{first + NODE_SIZE - 1}"
         if self.kind == "second":
             who += f", then rank {self.second_victim}"
+        if self.kind == "partition":
+            who += f" and rank {self.second_victim}"
         return f"round {self.round:3d}: {self.kind:6s} {who}"
 
 
@@ -60,5 +63,7 @@ def draw(seed, rounds, every, kinds, ranks, slices):
         second = -1
         if kind == "second":
             second = rng.choice([r for r in range(ranks) if r % slices != victim % slices])
+        if kind == "partition":  # the other side: any other rank (the group leaves one of the two out)
+            second = rng.choice([r for r in range(ranks) if r != victim])
         faults.append(Fault(at, kind, victim, second))
     return faults

@@ -7,8 +7,9 @@ For each K, one fault-free live job (configs/tiny.yaml, N = 2, H = 10, network.r
 network.heartbeat_s as given) runs under ppu-launch on this machine. From every rank's summary
 (recovery.store_requests) it prints the store requests of the heartbeat (beats on the board and
 the member's account) and of the live group (agreements, join all-gathers, abort probes) per
-heartbeat window, for the job and per rank, next to what reading each peer's counter would
-cost (K requests a beat, computed: the design this replaced). O(K) for the job means the per-rank
+heartbeat window, for the job and per rank, next to what the heartbeat cost when each rank read
+each peer's counter (computed: per beat 1 add, K - 1 reads and the 2 requests of the member's
+account, 5 beats a window: 5 K (K + 2) for the job; the design this replaced). O(K) for the job means the per-rank
 figure stays flat as K grows.
 
 Goals (exit 1 when one is missed): no rank is ever reported silent ("has sent no heartbeat")
@@ -63,7 +64,7 @@ def run(build, ranks, heartbeat, steps, work):
         "heartbeat_job": heartbeat_requests / windows,
         "heartbeat_rank": heartbeat_requests / windows / ranks,
         "group_job": group_requests / windows,
-        "per_peer_reads_job": BEATS_PER_WINDOW * ranks * ranks,
+        "per_peer_reads_job": BEATS_PER_WINDOW * ranks * (ranks + 2),
         "silent": len(re.findall(r"has sent no heartbeat", text)),
         "lost": len(re.findall(r"lost rank\(s\)", text)),
         "log": log_path,

@@ -28,6 +28,7 @@
 #include "engine/comm/live_group.h"
 #include "engine/comm/live_store_keys.h"
 #include "engine/comm/store_clients.h"
+#include "engine/cpu/compute_threads.h"
 #include "engine/fault_hooks.h"
 #include "engine/model/transformer.h"
 #include "engine/obs/device_memory.h"
@@ -48,6 +49,10 @@ namespace ppu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How many nice levels the training thread yields to the heartbeat's threads (about 9x their
+// CPU weight when the two contend; nothing when the CPU is free).
+constexpr int kComputeNice = 10;
 
 std::vector<bool> decay_mask(const InnerConfig& inner, const std::vector<ParamInfo>& layout) {
   std::vector<bool> mask;
@@ -134,6 +139,8 @@ class Run {
         env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.heartbeat_s * 1000)),
         [this](const Heartbeat::Lost& lost) { on_heartbeat_lost(lost, live_, fault_, *collectives_); },
         live_keys::kHeartbeatPrefix, live_, /*start_now=*/!collectives_->joining());
+    // The heartbeat's threads keep this priority; compute from here on yields to them.
+    if (env.rendezvous.world_size > 1 && c.network.heartbeat_s > 0) yield_cpu_to_control_plane(kComputeNice);
     dataset_.emplace(load_dataset(c));
     loader_.emplace(
         *dataset_, env.rendezvous.rank, env.rendezvous.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len,

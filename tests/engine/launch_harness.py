@@ -49,9 +49,9 @@ def rank_pids(launcher_pid):
     return {int(env[b"RANK"]): pid for pid, env in children_of(launcher_pid, "ppu-train").items()}
 
 
-def store_pid(launcher_pid):
-    """The pid of the ppu-rendezvous process that serves the store now (not one of the
-    `ppu-rendezvous --probe` checks ppu-launch runs every heartbeat_s / 3 beside it)."""
+def serving_stores(launcher_pid):
+    """The pids of the ppu-rendezvous processes of ppu-launch that serve the store (not the
+    `ppu-rendezvous --probe` checks it runs every heartbeat_s / 3 beside it)."""
     pids = []
     for pid in children_of(launcher_pid, "ppu-rendezvous"):
         try:
@@ -60,6 +60,12 @@ def store_pid(launcher_pid):
                     pids.append(pid)
         except OSError:
             continue
+    return pids
+
+
+def store_pid(launcher_pid):
+    """The pid of the ppu-rendezvous process that serves the store now."""
+    pids = serving_stores(launcher_pid)
     if not pids:
         fail("ppu-launch runs no ppu-rendezvous")
     return pids[0]

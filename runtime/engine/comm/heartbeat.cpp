@@ -26,6 +26,14 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 // Added to a rank's counter when it leaves: a value this large means "finished", not "alive".
 constexpr int64_t kLeft = int64_t{1} << 48;
+// Ranks leave the rendezvous seconds apart on a loaded machine (each forms its K-rank Gloo mesh
+// in its own time): a peer that has not beaten yet has this many windows from this monitor's
+// start. (K = 32 ranks on 2 cores, heartbeat_s 1: the last ranks began beating over a second
+// after the first, and were reported.)
+constexpr int kStartupWindows = 3;
+// Board reads since a peer last moved before its silence counts: this rank's own late beats (a
+// starved CPU, a slow store) are missing evidence, not the peer's silence.
+constexpr int kLooks = 4;
 
 }  // namespace
 
@@ -45,6 +53,7 @@ struct Heartbeat::Shared {
   std::vector<bool> silent;                 // per rank, under mutex
   std::vector<Clock::time_point> welcomed;  // per rank, under mutex: when the group last took it in
   std::atomic<bool> reported{false};
+  std::atomic<bool> started{false};  // start(): the threads exist from construction, idle until then
   std::atomic<Clock::rep> answered{0};  // when the store last answered (Clock ticks)
   std::promise<void> beater_done;
 
@@ -86,6 +95,38 @@ Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds windo
   shared_->interval = std::max(window / 5, std::chrono::milliseconds(50));
   shared_->on_lost = std::move(on_lost);
   shared_->prefix = std::move(key_prefix);
+  // The threads exist from here, whatever start_now says: they are the process's control plane
+  // and keep the priority of the thread that constructs this (before it yields the CPU:
+  // yield_cpu_to_control_plane), not of a later caller of start().
+  beater_ = std::thread([s = shared_] {
+    while (!s->started)
+      if (!s->pause()) {
+        s->beater_done.set_value();
+        return;
+      }
+    beat(s);
+  });
+  watchdog_ = std::thread([s = shared_] {
+    auto tick = Clock::now();
+    bool store_silent = false;
+    while (s->pause()) {
+      const auto now = Clock::now();
+      if (!s->started || now - tick > s->window / 2)  // not started yet, or this process was stopped
+        s->answered = now.time_since_epoch().count();
+      tick = now;
+      const auto silent = now - Clock::time_point(Clock::duration(s->answered.load()));
+      if (silent > s->window) {
+        if (!s->keep_watching) {
+          s->report(Lost{-1, seconds(silent)});
+          return;
+        }
+        if (!store_silent) s->on_lost(Lost{-1, seconds(silent)});  // once per silence
+        store_silent = true;
+      } else {
+        store_silent = false;
+      }
+    }
+  });
   if (start_now) start();
 }
 
@@ -102,29 +143,9 @@ void Heartbeat::announce_with(Announce announce) {
 }
 
 void Heartbeat::start() {
-  if (!shared_ || beater_.joinable()) return;
+  if (!shared_ || shared_->started) return;
   shared_->answered = Clock::now().time_since_epoch().count();
-  beater_ = std::thread([s = shared_] { beat(s); });
-  watchdog_ = std::thread([s = shared_] {
-    auto tick = Clock::now();
-    bool store_silent = false;
-    while (s->pause()) {
-      const auto now = Clock::now();
-      if (now - tick > s->window / 2) s->answered = now.time_since_epoch().count();  // this process was stopped
-      tick = now;
-      const auto silent = now - Clock::time_point(Clock::duration(s->answered.load()));
-      if (silent > s->window) {
-        if (!s->keep_watching) {
-          s->report(Lost{-1, seconds(silent)});
-          return;
-        }
-        if (!store_silent) s->on_lost(Lost{-1, seconds(silent)});  // once per silence
-        store_silent = true;
-      } else {
-        store_silent = false;
-      }
-    }
-  });
+  shared_->started = true;
 }
 
 Heartbeat::~Heartbeat() { stop(false); }
@@ -178,9 +199,11 @@ std::string Heartbeat::describe(const Lost& lost) {
 void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
   const auto& info = s->info;
   const auto start = Clock::now();
-  // Peers' last counter value and when it last moved; a peer not seen yet counts from `start`.
-  std::vector<int64_t> last(info.world_size, -1);
-  std::vector<Clock::time_point> moved(info.world_size, start);
+  // Peers' last counter value (0: not beaten yet), when it last moved (for one not beaten yet,
+  // kStartupWindows - 1 windows after `start`), and this rank's looks at the board since.
+  std::vector<int64_t> last(info.world_size, 0);
+  std::vector<Clock::time_point> moved(info.world_size, start + (kStartupWindows - 1) * s->window);
+  std::vector<int> looks(info.world_size, 0);
   c10::intrusive_ptr<c10d::TCPStore> store;
   std::string seen;  // the board as this rank last saw it
   auto tick = start;
@@ -236,7 +259,10 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
         if (value != last[r]) {
           last[r] = value;
           moved[r] = now;
+          looks[r] = 0;
           if (s->keep_watching) s->set_silent(r, false);
+        } else if (++looks[r] < kLooks) {
+          continue;
         } else if (s->keep_watching) {
           if (s->falls_silent(r, moved[r], now)) s->on_lost(Lost{r, seconds(now - moved[r])});
         } else if (now - moved[r] > s->window) {

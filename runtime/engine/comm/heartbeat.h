@@ -5,10 +5,11 @@
 // collective at once; this covers the ranks that do not.
 //
 // Contract: a beater thread, with its own connection to the store, increments this rank's
-// counter every window / 5 on the job's beat board and so reads every peer's (beat_board.h: one
-// or two store requests a beat, O(K) for the job); a peer whose counter has not moved for
-// `window` (counted from this monitor's start for a peer not seen yet) is reported once to
-// `on_lost`. A watchdog thread that does no I/O reports the store itself when the beater has
+// counter every window / 5 on the job's beat board and so reads every peer's (beat_board.h: about
+// two store requests a beat, O(K) for the job); a peer whose counter has not moved for `window`
+// while this rank looked at the board at least 4 times (its own late beats are no evidence) is
+// reported once to `on_lost`. A peer that has not beaten yet has 3 windows from this monitor's
+// start (ranks leave the rendezvous seconds apart on a loaded machine). A watchdog thread that does no I/O reports the store itself when the beater has
 // had no answer for `window` (a store whose host is stopped never answers, and a TCPStore read
 // does not time out). on_lost runs on one of those threads; the monitor then stops. A process
 // that is stopped beats no more, whatever its other threads were doing; a rank busy in a long

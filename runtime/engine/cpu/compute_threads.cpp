@@ -4,11 +4,17 @@
 
 #include <ATen/Version.h>
 #include <dlfcn.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <link.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -97,6 +103,18 @@ std::string blas_core_reason(const BlasInfo& blas) {
   if (blas.core_source == "runtime")
     return "(chosen by ppu: OpenBLAS detected " + blas.core_detected + " on a CPU with " + blas.cpu_vectors + ")";
   return "(OpenBLAS's detection)";
+}
+
+int yield_cpu_to_control_plane(int steps) {
+  const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, tid);
+  if (errno != 0 || setpriority(PRIO_PROCESS, tid, now + steps) != 0) {
+    spdlog::warn("could not lower the training thread's priority ({}): on a shared CPU its heartbeat may starve",
+                 std::strerror(errno));
+    return now;
+  }
+  return now + steps;
 }
 
 }  // namespace ppu

@@ -31,6 +31,14 @@ struct BlasInfo {
 };
 
 void configure_compute_threads(int threads);
+
+// On a CPU shared by more ranks than cores, a rank's control plane (its heartbeat's threads, the
+// rendezvous store) must not starve behind compute: 32 ranks of the tiny model on 2 cores with
+// heartbeat_s 1 reported live ranks silent for 1.0-1.3 s. The calling thread (the training
+// thread, once the heartbeat's threads exist) and every thread it creates from now on (Gloo's,
+// OpenMP's) run `steps` nice levels lower. It only lowers (no privilege needed); a failure is
+// logged and changes nothing else. Returns the nice value now in force.
+int yield_cpu_to_control_plane(int steps);
 BlasInfo loaded_blas();
 // ATen's CPU kernel level in this process, as at::show_config() reports it: "default", "avx2" or
 // "avx512" (the best the CPU and the build have, or lower where ATEN_CPU_CAPABILITY says so).
