@@ -133,14 +133,17 @@ class Run {
         device_(rank_device(c, env)),
         plan_(SlicePlan::from_config(c, env.rendezvous.world_size, env.rendezvous.rank)),
         schedule_(c, c.model) {
-    collectives_.emplace(env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)),
-                         nccl_device(c, env, device_));
+    // The heartbeat's threads first: they keep this priority, and everything after them (Gloo's
+    // threads included) yields to them. They beat once the rendezvous is behind (start()), and a
+    // replacement only once the group took it in (LiveRecovery::rejoin).
     heartbeat_.emplace(
         env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.heartbeat_s * 1000)),
         [this](const Heartbeat::Lost& lost) { on_heartbeat_lost(lost, live_, fault_, *collectives_); },
-        live_keys::kHeartbeatPrefix, live_, /*start_now=*/!collectives_->joining());
-    // The heartbeat's threads keep this priority; compute from here on yields to them.
+        live_keys::kHeartbeatPrefix, live_, /*start_now=*/false);
     if (env.rendezvous.world_size > 1 && c.network.heartbeat_s > 0) yield_cpu_to_control_plane(kComputeNice);
+    collectives_.emplace(env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)),
+                         nccl_device(c, env, device_));
+    if (!collectives_->joining()) heartbeat_->start();
     dataset_.emplace(load_dataset(c));
     loader_.emplace(
         *dataset_, env.rendezvous.rank, env.rendezvous.world_size, c.train.seed, c.inner.batch_size, c.model.seq_len,
@@ -593,7 +596,7 @@ class Run {
   PendingFault fault_;  // noted by the heartbeat's thread too: outlives it
   // The parts, in the order the constructor builds them.
   std::optional<Collectives> collectives_;
-  std::optional<Heartbeat> heartbeat_;  // after the rendezvous: every peer is up when it starts
+  std::optional<Heartbeat> heartbeat_;  // before the rendezvous, started after it: every peer is up then
   std::optional<data::TokenDataset> dataset_;
   std::optional<data::RankLoader> loader_;
   std::optional<Transformer> model_;
