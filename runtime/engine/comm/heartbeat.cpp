@@ -53,7 +53,7 @@ struct Heartbeat::Shared {
   std::vector<bool> silent;                 // per rank, under mutex
   std::vector<Clock::time_point> welcomed;  // per rank, under mutex: when the group last took it in
   std::atomic<bool> reported{false};
-  std::atomic<bool> started{false};  // start(): the threads exist from construction, idle until then
+  std::atomic<bool> started{false};     // start(): the threads exist from construction, idle until then
   std::atomic<Clock::rep> answered{0};  // when the store last answered (Clock ticks)
   std::promise<void> beater_done;
 
@@ -84,7 +84,7 @@ struct Heartbeat::Shared {
 };
 
 Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds window, OnLost on_lost,
-                     std::string key_prefix, bool keep_watching, bool start_now) {
+                     const std::string& key_prefix, bool keep_watching, bool start_now) {
   if (info.world_size < 2 || window.count() <= 0) return;
   shared_ = std::make_shared<Shared>();
   shared_->keep_watching = keep_watching;
@@ -94,7 +94,7 @@ Heartbeat::Heartbeat(const RendezvousInfo& info, std::chrono::milliseconds windo
   shared_->window = window;
   shared_->interval = std::max(window / 5, std::chrono::milliseconds(50));
   shared_->on_lost = std::move(on_lost);
-  shared_->prefix = std::move(key_prefix);
+  shared_->prefix = key_prefix;
   // The threads exist from here, whatever start_now says: they are the process's control plane
   // and keep the priority of the thread that constructs this (before it yields the CPU:
   // yield_cpu_to_control_plane), not of a later caller of start().

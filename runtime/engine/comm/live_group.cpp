@@ -80,7 +80,7 @@ LiveGroup::Probe::Probe(Collectives& collectives)
 std::string LiveGroup::probe_reforming(Clock::duration waited) {
   const int64_t next = generation_ + 1;
   const std::string reforming = key(next, "reforming");
-  const std::string why = "a member began re-forming the group as generation " + std::to_string(next);
+  std::string why = "a member began re-forming the group as generation " + std::to_string(next);
   try {
     if (!store_.lost()) {
       if (store_.check(reforming)) return why;
@@ -114,6 +114,7 @@ std::string LiveGroup::probe_reforming(Clock::duration waited) {
 
 std::vector<int> LiveGroup::silent_ones(const std::vector<std::pair<int, std::string>>& addresses) {
   std::vector<std::future<Reach>> probes;
+  probes.reserve(addresses.size());
   for (const auto& [rank, address] : addresses)
     probes.push_back(
         std::async(std::launch::async, [a = address] { return probe_reach(a, std::chrono::milliseconds(500)); }));

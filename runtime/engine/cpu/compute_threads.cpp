@@ -4,13 +4,13 @@
 
 #include <ATen/Version.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <unistd.h>
-#include <link.h>
 #include <torch/torch.h>
 #include <torch/version.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>

@@ -120,6 +120,7 @@ TEST(Heartbeat, ABeatCostsAFewStoreRequestsWhateverTheJobSize) {
   constexpr auto kWindow = 500ms;  // a beat every 100 ms
   Report r;
   std::vector<std::unique_ptr<Heartbeat>> ranks;
+  ranks.reserve(kRanks);
   for (int k = 0; k < kRanks; ++k)
     ranks.push_back(std::make_unique<Heartbeat>(rank_of(k, kRanks, port), kWindow, r.sink()));
   std::this_thread::sleep_for(4 * kWindow);
@@ -130,7 +131,7 @@ TEST(Heartbeat, ABeatCostsAFewStoreRequestsWhateverTheJobSize) {
   const double beats = kRanks * 20.0;  // 4 windows of 5 beats each, per rank (fewer on a loaded machine)
   EXPECT_GT(requests, kRanks * 4) << "the ranks hardly beat";
   EXPECT_LE(requests, 4 * beats) << requests << " store requests for about " << beats << " beats of " << kRanks
-                                   << " ranks";
+                                 << " ranks";
 }
 
 // Concurrent beats of many ranks lose no count and never leave the board in a mixed state; a
@@ -141,6 +142,7 @@ TEST(BeatBoard, ConcurrentBumpsLoseNoCountAndALostBoardStartsAfresh) {
   constexpr int kRanks = 8, kBumps = 40;
   const std::string key = live_keys::beat_board();
   std::vector<std::thread> threads;
+  threads.reserve(kRanks);
   std::atomic<int> failed{0};
   for (int k = 0; k < kRanks; ++k)
     threads.emplace_back([&, k] {
