@@ -5,23 +5,27 @@
 // collective at once; this covers the ranks that do not.
 //
 // Contract: a beater thread, with its own connection to the store, increments this rank's
-// counter every window / 5 on the job's beat board and so reads every peer's (beat_board.h: about
-// two store requests a beat, O(K) for the job); a peer whose counter has not moved for `window`
-// while this rank looked at the board at least 4 times (its own late beats are no evidence) is
-// reported once to `on_lost`. A peer that has not beaten yet has 3 windows from this monitor's
-// start (ranks leave the rendezvous seconds apart on a loaded machine). A watchdog thread that does no I/O reports the
-// store itself when the beater has had no answer for `window` (a store whose host is stopped never answers, and a
-// TCPStore read does not time out). on_lost runs on one of those threads; the monitor then stops. A process that is
-// stopped beats no more, whatever its other threads were doing; a rank busy in a long step keeps beating. leave() marks
-// this rank as finished, so that peers still evaluating or writing do not count it as lost; the destructor stops
-// without that mark (a rank unwinding on an error is lost to its peers) and never waits on a store that does not
-// answer. With `keep_watching` (network.recovery=live) the monitor goes on after a report: each peer is reported once
-// per silence, becomes live again when its counter moves (a replacement beats under the same rank), and silent() tells
-// who is silent now; only the store's silence stops it. A gap in this process's own schedule longer than the window (it
-// was stopped itself) restarts every clock instead of blaming the peers or the store for it. With keep_watching the
-// store's silence is reported too (rank -1, once per silence) and the monitor goes on reconnecting: the store's
-// supervisor restarts it and the ranks rebuild their part of it (LiveGroup); each beat then also writes what
-// announce_with() gives. Progress, not liveness (watch_progress): with a ProgressClock this rank beats only while its
+// counter every window / 5 on the job's beat board and so reads every peer's (beat_board.h:
+// about two store requests a beat, O(K) for the job); a peer whose counter has not moved for
+// `window` while this rank looked at the board at least 4 times (its own late beats are no
+// evidence) is reported once to `on_lost`. A peer that has not beaten yet has 3 windows from
+// this monitor's start (ranks leave the rendezvous seconds apart on a loaded machine).
+// A watchdog thread that does no I/O reports the store itself when the beater has had no
+// answer for `window` (a store whose host is stopped never answers, and a TCPStore read does
+// not time out). on_lost runs on one of those threads; the monitor then stops. A process that
+// is stopped beats no more, whatever its other threads were doing; a rank busy in a long step
+// keeps beating. leave() marks this rank as finished, so that peers still evaluating or writing
+// do not count it as lost; the destructor stops without that mark (a rank unwinding on an error
+// is lost to its peers) and never waits on a store that does not answer.
+// With `keep_watching` (network.recovery=live) the monitor goes on after a report: each peer is
+// reported once per silence, becomes live again when its counter moves (a replacement beats
+// under the same rank), and silent() tells who is silent now; only the store's silence stops it.
+// A gap in this process's own schedule longer than the window (it was stopped itself) restarts
+// every clock instead of blaming the peers or the store for it.
+// With keep_watching the store's silence is reported too (rank -1, once per silence) and the
+// monitor goes on reconnecting: the store's supervisor restarts it and the ranks rebuild their
+// part of it (LiveGroup); each beat then also writes what announce_with() gives.
+// Progress, not liveness (watch_progress): with a ProgressClock this rank beats only while its
 // training thread makes progress (progress_clock.h). Once the clock has been idle past its
 // window the rank says so (live_keys::self_report: "hung", for the peers that name the fault),
 // stops beating, so its peers find it silent and fence it, and `on_hung` runs once (the trainer

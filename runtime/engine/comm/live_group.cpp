@@ -4,7 +4,6 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <algorithm>
-#include <future>
 #include <map>
 #include <set>
 #include <sstream>
@@ -19,6 +18,9 @@ namespace ppu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How long a probe of a reach address waits: a host that answers does within milliseconds.
+constexpr std::chrono::milliseconds kReachTimeout{500};
 
 std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
@@ -112,24 +114,40 @@ std::string LiveGroup::probe_reforming(Clock::duration waited) {
   }
 }
 
-std::vector<int> LiveGroup::silent_ones(const std::vector<std::pair<int, std::string>>& addresses) {
-  std::vector<std::future<Reach>> probes;
-  probes.reserve(addresses.size());
-  for (const auto& [rank, address] : addresses)
-    probes.push_back(
-        std::async(std::launch::async, [a = address] { return probe_reach(a, std::chrono::milliseconds(500)); }));
+std::vector<int> LiveGroup::silent_ones(const std::map<int, std::string>& addresses) {
+  std::vector<int> ranks;
+  std::vector<std::string> where;
+  for (const auto& [rank, address] : addresses) {
+    ranks.push_back(rank);
+    where.push_back(address);
+  }
+  const auto reach = probe_reach_all(where, kReachTimeout);
   std::vector<int> silent;
-  for (size_t i = 0; i < addresses.size(); ++i)
-    if (probes[i].get() == Reach::Silent) silent.push_back(addresses[i].first);
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (reach[i] == Reach::Silent) silent.push_back(ranks[i]);
   return silent;
+}
+
+// The members' reach addresses, read from their accounts once per generation (a member's
+// process, and so its address, is the same for the generation's life): a wait that checks for
+// partitions every window costs no K requests each time.
+std::map<int, std::string> LiveGroup::member_addresses() {
+  std::lock_guard<std::mutex> lock(addresses_.mutex);
+  if (addresses_.generation != generation_) {
+    addresses_.of.clear();
+    addresses_.generation = generation_;
+  }
+  for (int r : col_.members())
+    if (r != col_.job_rank() && !addresses_.of.count(r))
+      if (const auto a = account_of(r); a && !a->reach.empty()) addresses_.of[r] = a->reach;
+  return addresses_.of;
 }
 
 std::string LiveGroup::check_partition() {
   const int me = col_.job_rank();
-  std::vector<std::pair<int, std::string>> addresses;
-  for (int r : col_.members())
-    if (r != me && !silent_(r))
-      if (const auto a = account_of(r); a && !a->reach.empty()) addresses.emplace_back(r, a->reach);
+  std::map<int, std::string> addresses;
+  for (const auto& [r, address] : member_addresses())
+    if (!silent_(r)) addresses[r] = address;
   std::vector<int> unreachable;
   for (int r : silent_ones(addresses))
     if (!silent_(r)) unreachable.push_back(r);  // a member silent by now is the heartbeat's to fence
@@ -162,18 +180,15 @@ std::vector<int> LiveGroup::without_partitions(int64_t next, std::vector<int> pr
   }
 }
 
-bool LiveGroup::members_reachable() {
-  std::vector<std::optional<Account>> accounts(col_.job_size());
+bool LiveGroup::members_reachable(const std::vector<std::optional<Account>>& accounts) {
+  const int me = col_.job_rank();
   int latest = -1;
-  for (int r = 0; r < col_.job_size(); ++r) {
-    if (r != col_.job_rank()) accounts[r] = account_of(r);
-    if (accounts[r] && (latest < 0 || accounts[r]->generation > accounts[latest]->generation)) latest = r;
-  }
+  for (int r = 0; r < col_.job_size(); ++r)
+    if (r != me && accounts[r] && (latest < 0 || accounts[r]->generation > accounts[latest]->generation)) latest = r;
   if (latest < 0) return true;
-  std::vector<std::pair<int, std::string>> addresses;
+  std::map<int, std::string> addresses;
   for (int r : accounts[latest]->members)
-    if (r != col_.job_rank() && accounts[r] && !accounts[r]->reach.empty())
-      addresses.emplace_back(r, accounts[r]->reach);
+    if (r != me && accounts[r] && !accounts[r]->reach.empty()) addresses[r] = accounts[r]->reach;
   const auto unreachable = ranks_text(silent_ones(addresses));
   if (unreachable != unreachable_logged_ && !unreachable.empty())
     spdlog::warn("rank {} cannot reach member(s) [{}] of the live group: it asks to rejoin once it can",
@@ -229,7 +244,8 @@ std::optional<LiveGroup::Account> LiveGroup::account_of(int rank) {
 
 std::vector<std::string> LiveGroup::fault_kinds(const std::vector<int>& lost) {
   std::vector<std::string> kinds(lost.size(), "lost");
-  std::vector<std::future<Reach>> probes(lost.size());
+  std::vector<size_t> probed;  // indices into `lost` whose reach address is probed
+  std::vector<std::string> addresses;
   // Ranks named in this generation's partition reports were left out while they still beat.
   std::set<int> cut_off;
   try {
@@ -254,18 +270,19 @@ std::vector<std::string> LiveGroup::fault_kinds(const std::vector<int>& lost) {
           kinds[i] = s;
           continue;
         }
-      if (const auto a = account_of(lost[i]); a && !a->reach.empty())
-        probes[i] = std::async(std::launch::async,
-                               [address = a->reach] { return probe_reach(address, std::chrono::milliseconds(500)); });
+      if (const auto a = account_of(lost[i]); a && !a->reach.empty()) {
+        probed.push_back(i);
+        addresses.push_back(a->reach);
+      }
     } catch (const StoreLost&) {  // named "lost"; the next request reconnects
     }
   }
-  for (size_t i = 0; i < lost.size(); ++i) {
-    if (!probes[i].valid()) continue;
-    switch (probes[i].get()) {
-      case Reach::Answered: kinds[i] = "stopped"; break;
-      case Reach::Refused: kinds[i] = "killed"; break;
-      case Reach::Silent: kinds[i] = "unreachable"; break;
+  const auto reach = probe_reach_all(addresses, kReachTimeout);
+  for (size_t j = 0; j < probed.size(); ++j) {
+    switch (reach[j]) {
+      case Reach::Answered: kinds[probed[j]] = "stopped"; break;
+      case Reach::Refused: kinds[probed[j]] = "killed"; break;
+      case Reach::Silent: kinds[probed[j]] = "unreachable"; break;
     }
   }
   return kinds;
@@ -581,10 +598,12 @@ bool LiveGroup::join_in_store() {
     // their next one in it past a number it never held (one whose forming failed when the store
     // died), which following the chain of members keys alone would never reach.
     if (Clock::now() >= next_look) {
+      std::vector<std::optional<Account>> accounts(col_.job_size());
       for (int r = 0; r < col_.job_size(); ++r)
-        if (const auto a = account_of(r); a && a->generation > generation_) generation_ = a->generation;
+        if ((accounts[r] = account_of(r)) && accounts[r]->generation > generation_)
+          generation_ = accounts[r]->generation;
       next_look = Clock::now() + std::chrono::milliseconds(500);
-      if (!request && members_reachable()) {
+      if (!request && members_reachable(accounts)) {
         // Between the count and the request's key a lost answer (StoreLost) leaves a count that
         // may have been taken with no key behind it: the next attempt fills such a hole.
         unanswered_join_from_ = store_.add(live_keys::kJoins, 0);

@@ -70,6 +70,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -207,10 +208,13 @@ class LiveGroup {
   // `proposal` less the fewest members that leave no two unreachable from each other together
   // (the reports of generation `next`).
   std::vector<int> without_partitions(int64_t next, std::vector<int> proposal);
-  // Whether this replacement reaches every member of the latest generation (their accounts).
-  bool members_reachable();
-  // Probes each address at once (in parallel); the ranks whose address stayed silent.
-  static std::vector<int> silent_ones(const std::vector<std::pair<int, std::string>>& addresses);
+  // Whether this replacement reaches every member of the latest generation, from every job
+  // rank's account as just read (this rank's own is not counted).
+  bool members_reachable(const std::vector<std::optional<Account>>& accounts);
+  // The members' reach addresses (by job rank), cached for the generation.
+  std::map<int, std::string> member_addresses();
+  // The ranks whose address did not answer, all probed at once (probe_reach_all).
+  static std::vector<int> silent_ones(const std::map<int, std::string>& addresses);
 
   // The abort probe's own connection, for while store_'s is lost: only the training thread
   // reconnects store_ (with a restart's bookkeeping), and it may be the one waiting in the
@@ -243,6 +247,11 @@ class LiveGroup {
   // When the next partition check is due (steady_clock ticks): claimed by compare-and-swap, as
   // waits on several threads may probe at once.
   std::atomic<std::chrono::steady_clock::rep> next_partition_check_{0};
+  struct {
+    std::mutex mutex;  // partition checks run on whichever thread waits
+    int64_t generation = -1;
+    std::map<int, std::string> of;
+  } addresses_;                                  // member_addresses()'s cache
   std::string unreachable_logged_;               // a replacement's last "cannot reach" line, said once
   std::optional<int64_t> unanswered_join_from_;  // the join count before an add whose answer was lost
   std::vector<int> newcomers_;

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <future>
 
 namespace ppu {
 
@@ -75,6 +76,17 @@ Reach probe_reach(const std::string& address, std::chrono::milliseconds timeout)
     }
   }
   close(fd);
+  return reach;
+}
+
+std::vector<Reach> probe_reach_all(const std::vector<std::string>& addresses, std::chrono::milliseconds timeout) {
+  std::vector<std::future<Reach>> probes;
+  probes.reserve(addresses.size());
+  for (const auto& address : addresses)
+    probes.push_back(std::async(std::launch::async, [&address, timeout] { return probe_reach(address, timeout); }));
+  std::vector<Reach> reach;
+  reach.reserve(addresses.size());
+  for (auto& p : probes) reach.push_back(p.get());
   return reach;
 }
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace ppu {
 
@@ -23,6 +24,8 @@ const char* reach_name(Reach reach);
 
 // Connects to `address` ("ip:port") within `timeout`; an address that does not parse is Silent.
 Reach probe_reach(const std::string& address, std::chrono::milliseconds timeout);
+// Every address at once (a thread each): all answers within one `timeout`.
+std::vector<Reach> probe_reach_all(const std::vector<std::string>& addresses, std::chrono::milliseconds timeout);
 
 class ReachListener {
  public:
