@@ -34,7 +34,8 @@ void write_all(int fd, const std::string& path, const char* p, size_t n) {
 
 }  // namespace
 
-void atomic_write_file(const std::string& path, std::initializer_list<ByteRange> pieces) {
+void atomic_write_file(const std::string& path, std::initializer_list<ByteRange> pieces, Durability durability) {
+  const bool power_loss = durability == Durability::kPowerLoss;
   namespace fs = std::filesystem;
   // Same directory as the target: rename(2) is only atomic within one filesystem.
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
@@ -47,7 +48,7 @@ void atomic_write_file(const std::string& path, std::initializer_list<ByteRange>
     throw;
   }
   // fsync before rename: otherwise a crash can leave the new name pointing at empty blocks.
-  if (::fsync(fd) != 0) {
+  if (power_loss && ::fsync(fd) != 0) {
     const int err = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -63,6 +64,7 @@ void atomic_write_file(const std::string& path, std::initializer_list<ByteRange>
     ::unlink(tmp.c_str());
     fail(path, "rename", err);
   }
+  if (!power_loss) return;
   // Persist the directory entry too; best effort (some filesystems refuse directory fsync).
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";

@@ -103,7 +103,15 @@ inline constexpr const char* kRemainingSeconds = "ppu_remaining_seconds";
 inline constexpr const char* kLiveRanks = "ppu_live_ranks";                  // ranks in the current group
 inline constexpr const char* kMinSliceCoverage = "ppu_min_slice_coverage";   // min over elements of live/all owners
 inline constexpr const char* kRoundsDegraded = "ppu_rounds_degraded_total";  // rounds run with a rank missing
-inline constexpr const char* kRecoveries = "ppu_recoveries_total";           // groups re-formed without a gang restart
+// Outer rounds the job lost to stops of the whole job over its life (core/interruptions.h).
+inline constexpr const char* kRoundsLost = "ppu_rounds_lost";
+// Stops of the whole job over its life (each one a run that resumed after it).
+inline constexpr const char* kStops = "ppu_stops";
+// The job's last stop: the round it had reached and the round the run after it resumed from
+// (-1, -1: none recorded).
+inline constexpr const char* kLastStopRound = "ppu_last_stop_round";
+inline constexpr const char* kLastStopResumedRound = "ppu_last_stop_resumed_round";
+inline constexpr const char* kRecoveries = "ppu_recoveries_total";  // groups re-formed without a gang restart
 }  // namespace metric
 
 }  // namespace ppu::contract

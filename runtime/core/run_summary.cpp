@@ -16,7 +16,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FaultTally, count, recover_seconds)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StoreRequestCount, heartbeat, group)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecoverySummary, policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries,
                                    rejoins, recovery_seconds, rejoined_at_step, theta_mismatches, checkpoints_failed,
-                                   degraded, faults, fallback, resumed_after_notice, store_requests)
+                                   degraded, faults, fallback, resumed_after_notice, store_requests, interruptions,
+                                   rounds_lost, stops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelPathSummary, cpu_model, openblas_core, aten_capability, onednn)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BlasSummary, library, variant, threads, intra_op_threads, libtorch, torch_blas, core,
                                    core_detected, core_source, core_env, cpu_vectors, cpu_avx512)

@@ -55,6 +55,19 @@ struct FaultTally {
   double recover_seconds = 0;
 };
 
+// One notice or loss and what it cost in outer rounds (core/interruptions.h): a stop of the whole
+// job (kind notice, fallback, restart; ranks empty) or ranks the live group trained on without
+// (kind: the fault's, or preempted).
+struct Interruption {
+  int64_t round = 0;            // the round the job had reached
+  std::string kind;             // notice, fallback, restart; or killed, stopped, hung, unreachable, lost, preempted
+  std::vector<int> ranks;       // the ranks lost or let go (a live interruption)
+  int64_t resumed_round = 0;    // the round training went on from
+  int64_t rounds_lost = 0;      // round - resumed_round
+  int64_t rounds_degraded = 0;  // rounds finished while any of `ranks` was missing
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Interruption, round, kind, ranks, resumed_round, rounds_lost, rounds_degraded)
+
 // The rendezvous store requests of this rank's failure detection and live group: what the
 // heartbeat and re-formation cost the store (O(K) for the job, docs/RECOVERY.md).
 struct StoreRequestCount {
@@ -79,6 +92,9 @@ struct RecoverySummary {
   std::string fallback;                      // this run is the gang restart live recovery fell back to: why; else ""
   int64_t resumed_after_notice = -1;  // resumed from the checkpoint a notice saved: its round (none lost); -1: not
   StoreRequestCount store_requests;   // any policy with a heartbeat
+  std::vector<Interruption> interruptions;  // the job's stops (from the checkpoint directory) and this run's losses
+  int64_t rounds_lost = 0;                  // the job's, over every stop of the whole job so far
+  int64_t stops = 0;                        // stops of the whole job so far
 };
 
 struct BlasSummary {
@@ -140,7 +156,7 @@ struct KernelPathSummary {
   FIELD(inner_step_phases_median,   StepPhasesSummary,                "median seconds per phase: {batch, forward, backward, gradient_allreduce, optimizer}") \
   FIELD(device,                     std::optional<std::string>,       "CUDA runs only: the device, e.g. cuda:0") \
   FIELD(cuda_memory_bytes,          std::optional<CudaMemorySummary>, "CUDA runs only: {allocated, reserved, peak} bytes at the end; peak since the process started") \
-  FIELD(recovery,                   RecoverySummary,                  "live recovery: {policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries, rejoins, recovery_seconds, rejoined_at_step, theta_mismatches, checkpoints_failed, degraded, faults, fallback, resumed_after_notice, store_requests}; store_requests (any policy with a heartbeat): {heartbeat, group}, the rendezvous store requests this rank's heartbeat (beats and account) and live group (agreements, re-formations, join requests, abort probes) made; degraded: [{first_round, last_round, missing}], the rounds this rank finished with job ranks missing, span by span; faults: {kind: {count, recover_seconds}}, one per rank lost (a rank lost while the group re-formed after another included) or store outage, by what happened: killed (its process was gone: crashed, killed, exited), stopped (its process was there but silent: SIGSTOP, a paused VM), hung (it said its training thread made no progress), unreachable (its host or the path to it did not answer: a cut, a lost node; also a collective that failed and lost nobody), lost (nothing to probe: the store restarted while it was silent), preempted (members left on a notice, SIGTERM or SIGINT, and the others let them go), store (the rendezvous store was unreachable or restarted), recover_seconds from detection to the re-formed group; checkpoints_failed (any policy): checkpoint rounds that could not be written (a full disk), training going on; theta_mismatches (any policy): ranks found holding another global θ than the others before a sync, each resynchronised; resumed_after_notice (any policy): the round of the checkpoint the job saved when it last stopped on a notice, when this run resumed from it (no round was lost to the notice), else -1; fallback: when this run is the gang restart that live recovery fell back to (network.min_live_fraction, max_uncovered_rounds, max_degraded_rounds with max_degraded_s, every rank lost at once), the reason it gave, else empty") \
+  FIELD(recovery,                   RecoverySummary,                  "live recovery: {policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries, rejoins, recovery_seconds, rejoined_at_step, theta_mismatches, checkpoints_failed, degraded, faults, fallback, resumed_after_notice, store_requests, interruptions, rounds_lost, stops}; interruptions (any policy with a checkpoint.dir; live losses under live): [{round, kind, ranks, resumed_round, rounds_lost, rounds_degraded}], what each notice or loss cost in outer rounds: the job's last 32 stops of the whole job (kind notice, fallback or restart, from the checkpoint directory: rounds_lost = the round the job had reached - the round the next run resumed from) and this rank's live losses and let-go ranks (kind as in faults, rounds_lost 0, rounds_degraded = rounds finished while any of its ranks was missing); rounds_lost and stops: the job's rounds lost over its stops of the whole job so far, and how many there were; store_requests (any policy with a heartbeat): {heartbeat, group}, the rendezvous store requests this rank's heartbeat (beats and account) and live group (agreements, re-formations, join requests, abort probes) made; degraded: [{first_round, last_round, missing}], the rounds this rank finished with job ranks missing, span by span; faults: {kind: {count, recover_seconds}}, one per rank lost (a rank lost while the group re-formed after another included) or store outage, by what happened: killed (its process was gone: crashed, killed, exited), stopped (its process was there but silent: SIGSTOP, a paused VM), hung (it said its training thread made no progress), unreachable (its host or the path to it did not answer: a cut, a lost node; also a collective that failed and lost nobody), lost (nothing to probe: the store restarted while it was silent), preempted (members left on a notice, SIGTERM or SIGINT, and the others let them go), store (the rendezvous store was unreachable or restarted), recover_seconds from detection to the re-formed group; checkpoints_failed (any policy): checkpoint rounds that could not be written (a full disk), training going on; theta_mismatches (any policy): ranks found holding another global θ than the others before a sync, each resynchronised; resumed_after_notice (any policy): the round of the checkpoint the job saved when it last stopped on a notice, when this run resumed from it (no round was lost to the notice), else -1; fallback: when this run is the gang restart that live recovery fell back to (network.min_live_fraction, max_uncovered_rounds, max_degraded_rounds with max_degraded_s, every rank lost at once), the reason it gave, else empty") \
   FIELD(onednn,                     OneDnnSummary,                    "{enabled, bf16_matmul}: whether LibTorch used oneDNN, and for bf16 matmuls") \
   FIELD(kernel_path,                KernelPathSummary,                "{cpu_model, openblas_core, aten_capability, onednn}: the kernels that decide a CPU run's bits besides config and seed") \
   FIELD(optimizer_settings,         nlohmann::json,                   "{inner, outer}: every inner.* and outer.* key as the run resolved it (defaults filled in)") \

@@ -480,7 +480,9 @@ class Run {
   // A checkpoint holds every job rank's state; a degraded group writes one too (RunCheckpoints).
   // `now`: whether or not one is due (the job stops on a notice).
   void checkpoint_if_due(bool now = false) {
-    if (!checkpoints_ || (!now && p_.rounds % c_.checkpoint.every_rounds != 0)) return;
+    if (!checkpoints_) return;
+    checkpoints_->note_reached();
+    if (!now && p_.rounds % c_.checkpoint.every_rounds != 0) return;
     drain_syncs();
     live([&] {
       checkpoints_->save();

@@ -100,8 +100,12 @@ def case_notice_job():
         text = rerun.text()
         if rc != 0 or f"resumed from {ckpt}/{ckpt_file.round_dir(saved[0])}" not in text:
             fail(f"{recovery}: the rerun did not resume from round {saved[0]}: exit {rc}\n{events(text)}")
-        if rerun.summary(0)["recovery"]["resumed_after_notice"] != saved[0]:
+        said = rerun.summary(0)["recovery"]
+        if said["resumed_after_notice"] != saved[0]:
             fail(f"{recovery}: the rerun's summary does not say it resumed from the notice's round {saved[0]}")
+        want = {"round": saved[0], "kind": "notice", "resumed_round": saved[0], "rounds_lost": 0}
+        if said["stops"] != 1 or said["rounds_lost"] != 0 or not stop_is(said["interruptions"][-1], want):
+            fail(f"{recovery}: the rerun's summary does not say the notice cost no round: {said['interruptions']}")
         if one_checksum(rerun) != expected:
             fail(f"{recovery}: resumed after the notice: checksum {one_checksum(rerun)} != uninterrupted {expected}")
         print(
@@ -153,6 +157,10 @@ def case_notice_rank():
     print(f"rank 1 left on notice, re-formed without it in {max(reform):.3f} s, taken back; {one_checksum(run)}")
 
 
+def stop_is(stop, want):
+    return {k: stop[k] for k in want} == want and stop["ranks"] == []
+
+
 def kill_every_rank(run):
     pids = rank_pids(run.proc.pid)
     if sorted(pids) != [0, 1, 2, 3]:
@@ -180,6 +188,17 @@ def case_all_killed():
     step = int(re.search(r"resumed from .* at step (\d+)", log).group(1))
     if step < 80:
         fail(f"resumed at step {step}: not from the latest checkpoint before the loss (step 100)")
+    # What the loss cost: the rounds between where the job had got (round 10, rank 0's step 100
+    # logged) and the checkpoint it resumed from (every 2 rounds), in every rank's summary.
+    for rank in range(4):
+        said = run.summary(rank)["recovery"]
+        stop = said["interruptions"][-1] if said["interruptions"] else {}
+        want = {"kind": "restart", "resumed_round": step // H, "rounds_lost": stop.get("round", 0) - step // H}
+        if said["stops"] != 1 or not stop_is(stop, want) or not 9 <= stop["round"] <= 12 or said["rounds_lost"] > 3:
+            fail(f"rank {rank}: the summary does not say what losing every rank cost: {said['interruptions']}")
+    print(
+        f"the loss cost {stop['rounds_lost']} round(s): reached {stop['round']}, resumed from {stop['resumed_round']}"
+    )
     print(f"every rank killed at step 100: gang restart from step {step}, {resumed:.1f} s after the loss")
     # Without a checkpoint directory the same loss ends the job with a clear error.
     run = job(work("all-none"), 600, restarts=6)

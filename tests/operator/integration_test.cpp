@@ -956,7 +956,8 @@ TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
           "ppu_outer_round{rank=\"0\"} 7\nppu_eval_perplexity{rank=\"0\"} 42.5\n"
           "ppu_state_bytes{component=\"weights\"} 100\nppu_flops_executed_total 3\nppu_flops_full_backward_total 4\n"
           "ppu_live_ranks 2\nppu_min_slice_coverage 0.5\nppu_step 250\nppu_steps_target 1000\n"
-          "ppu_remaining_seconds 90.4\n";
+          "ppu_remaining_seconds 90.4\nppu_stops 2\nppu_rounds_lost 3\nppu_last_stop_round 9\n"
+          "ppu_last_stop_resumed_round 7\n";
       mg_printf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s", body.size(),
                 body.c_str());
       return true;
@@ -980,6 +981,13 @@ TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
   EXPECT_EQ(job("mx")["status"].value("steps", 0), 1000);
   EXPECT_EQ(job("mx")["status"].value("progressPercentage", 0), 25);
   EXPECT_EQ(job("mx")["status"].value("estimatedRemainingSeconds", 0), 90);
+  // What the job's stops cost, through the CRD's schema (an unknown field would be pruned).
+  EXPECT_EQ(job("mx")["status"].value("stops", 0), 2) << job("mx").dump();
+  EXPECT_EQ(job("mx")["status"].value("roundsLost", 0), 3);
+  EXPECT_EQ(job("mx")["status"]["lastStop"], (json{{"round", 9}, {"resumedRound", 7}, {"roundsLost", 2}}));
+  EXPECT_TRUE(eventually([&] { return has_event("RoundsLost"); }));
+  EXPECT_NE(event_message("RoundsLost").find("stopped at outer round 9 and resumed from round 7"), std::string::npos)
+      << event_message("RoundsLost");
   std::string exposition = prometheus::TextSerializer().Serialize(metrics_.registry()->Collect());
   EXPECT_NE(exposition.find("ppu_job_outer_round{job=\"mx\",namespace=\"default\"} 7"), std::string::npos)
       << exposition;
@@ -994,6 +1002,8 @@ TEST_F(OperatorIT, RankMetricsAreScrapedIntoStatusAndGauges) {
   EXPECT_NE(exposition.find("ppu_job_min_slice_coverage{job=\"mx\",namespace=\"default\"} 0.5"), std::string::npos);
   EXPECT_NE(exposition.find("ppu_job_progress_ratio{job=\"mx\",namespace=\"default\"} 0.25"), std::string::npos);
   EXPECT_NE(exposition.find("ppu_job_remaining_seconds{job=\"mx\",namespace=\"default\"} 90.4"), std::string::npos);
+  EXPECT_NE(exposition.find("ppu_job_rounds_lost{job=\"mx\",namespace=\"default\"} 3"), std::string::npos);
+  EXPECT_NE(exposition.find("ppu_job_stops{job=\"mx\",namespace=\"default\"} 2"), std::string::npos);
 }
 
 TEST_F(OperatorIT, LeaderElectionAllowsOneHolderAndHandsOver) {

@@ -63,6 +63,10 @@ void MetricsScraper::scrape_once() {
     p.remaining_seconds = m.remaining_seconds;
     p.live_ranks = m.live_ranks;
     p.min_slice_coverage = m.min_slice_coverage;
+    p.stops = m.stops;
+    p.rounds_lost = m.rounds_lost;
+    p.last_stop_round = m.last_stop_round;
+    p.last_stop_resumed_round = m.last_stop_resumed_round;
     controller_.set_progress(spec.ns + "/" + spec.name, p);
   }
 }

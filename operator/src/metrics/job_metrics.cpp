@@ -7,6 +7,28 @@
 
 namespace ppu::op {
 
+namespace {
+
+// One rank's stops, rounds lost and last stop, when it counts more stops than the ranks before it.
+void note_stops(JobMetrics& m, const std::vector<Sample>& samples) {
+  std::optional<int64_t> stops, lost, round, resumed;
+  for (const auto& s : samples) {
+    if (!std::isfinite(s.value)) continue;
+    if (s.name == contract::metric::kStops) stops = static_cast<int64_t>(s.value);
+    if (s.name == contract::metric::kRoundsLost) lost = static_cast<int64_t>(s.value);
+    if (s.name == contract::metric::kLastStopRound) round = static_cast<int64_t>(s.value);
+    if (s.name == contract::metric::kLastStopResumedRound) resumed = static_cast<int64_t>(s.value);
+  }
+  if (!stops || !lost || (m.stops && *m.stops >= *stops)) return;
+  m.stops = stops;
+  m.rounds_lost = lost;
+  const bool stopped = round && resumed && *round >= 0 && *resumed >= 0;
+  m.last_stop_round = stopped ? round : std::nullopt;
+  m.last_stop_resumed_round = stopped ? resumed : std::nullopt;
+}
+
+}  // namespace
+
 JobMetrics aggregate_job_metrics(const std::vector<std::vector<Sample>>& per_rank) {
   JobMetrics m;
   double ppl_sum = 0, loss_sum = 0, tps_sum = 0;
@@ -49,6 +71,7 @@ JobMetrics aggregate_job_metrics(const std::vector<std::vector<Sample>>& per_ran
         m.min_slice_coverage = m.min_slice_coverage ? std::min(*m.min_slice_coverage, s.value) : s.value;
       }
     }
+    note_stops(m, samples);
   }
   if (ppl_n) m.eval_perplexity = ppl_sum / ppl_n;
   if (loss_n) m.loss = loss_sum / loss_n;

@@ -81,7 +81,10 @@ OperatorMetrics::OperatorMetrics()
       progress_(gauge_family(*registry_, "ppu_job_progress_ratio",
                              "Inner steps done by the slowest rank over the steps configured (0-1)")),
       remaining_(gauge_family(*registry_, "ppu_job_remaining_seconds",
-                              "Seconds the slowest rank still needs at its measured rate")) {}
+                              "Seconds the slowest rank still needs at its measured rate")),
+      rounds_lost_(gauge_family(*registry_, "ppu_job_rounds_lost",
+                                "Outer rounds trained again after stops of the whole job (status.roundsLost)")),
+      stops_(gauge_family(*registry_, "ppu_job_stops", "Stops of the whole job its ranks recorded (status.stops)")) {}
 
 void OperatorMetrics::reconcile_done(const std::string& result, double seconds) {
   reconciles_.Add({{"result", result}}).Increment();
@@ -148,6 +151,8 @@ void OperatorMetrics::set_job(const std::string& ns, const std::string& job, con
   if (m.step && m.steps_target && *m.steps_target > 0)
     job_gauge(progress_, ns, job).Set(static_cast<double>(*m.step) / static_cast<double>(*m.steps_target));
   if (m.remaining_seconds) job_gauge(remaining_, ns, job).Set(*m.remaining_seconds);
+  if (m.rounds_lost) job_gauge(rounds_lost_, ns, job).Set(static_cast<double>(*m.rounds_lost));
+  if (m.stops) job_gauge(stops_, ns, job).Set(static_cast<double>(*m.stops));
 }
 
 void OperatorMetrics::set_job_result(const std::string& ns, const std::string& job, int64_t outer_round,

@@ -76,6 +76,8 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& coverage_;
   prometheus::Family<prometheus::Gauge>& progress_;
   prometheus::Family<prometheus::Gauge>& remaining_;
+  prometheus::Family<prometheus::Gauge>& rounds_lost_;
+  prometheus::Family<prometheus::Gauge>& stops_;
   std::mutex mu_;
   // ns/job → every gauge created for it, so remove_job can drop them all.
   std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>> per_job_;

@@ -63,6 +63,8 @@ inline constexpr const char* kConfigurationError = "ConfigurationError";        
 inline constexpr const char* kCheckpointOrDataMissing = "CheckpointOrDataMissing";  // a rank exited 4
 inline constexpr const char* kPodCreationFailed = "PodCreationFailed";              // event of a refusal
 // recovery live.
+// Event: the job's ranks resumed after a stop of the whole job and said what it cost (status.lastStop).
+inline constexpr const char* kRoundsLost = "RoundsLost";
 inline constexpr const char* kRankRecovery = "RankRecovery";    // event: one rank pod lost, recreated alone
 inline constexpr const char* kStoreReplaced = "StoreReplaced";  // event: the store's pod lost, recreated alone
 inline constexpr const char* kRecoveryLimitExceeded =

@@ -183,6 +183,8 @@ void to_json(json& j, const JobResult& r) { j = to_value(r); }
 void from_json(const json& j, JobResult& r) { read_fields(j, r, FieldList<JobResult>::kName); }
 void to_json(json& j, const ExportedModel& x) { j = to_value(x); }
 void from_json(const json& j, ExportedModel& x) { read_fields(j, x, FieldList<ExportedModel>::kName); }
+void to_json(json& j, const JobStop& x) { j = to_value(x); }
+void from_json(const json& j, JobStop& x) { read_fields(j, x, FieldList<JobStop>::kName); }
 
 void to_json(json& j, const PPUJobStatus& s) {
   j = to_value(s);

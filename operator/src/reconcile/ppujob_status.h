@@ -84,6 +84,13 @@ using IntOrString = std::variant<int64_t, std::string>;
   F(std::optional<std::string>, parameter_checksum,    "parameterChecksum",   {}, "", "digest of the final global parameters; equal on every rank") \
   F(std::optional<int64_t>,     ranks_reported,        "ranksReported",       {}, "", "")
 
+// status.lastStop: the job's last stop of the whole job (a notice, a gang restart, every rank
+// lost) as its ranks recorded it (core/interruptions.h): what it cost in rounds.
+#define PPU_JOB_STOP_FIELDS(F) \
+  F(int64_t, round,         "round",        {}, "required: true, format: int64", "the outer round the job had reached when it stopped") \
+  F(int64_t, resumed_round, "resumedRound", {}, "required: true, format: int64", "the round the next run resumed from (its checkpoint; 0: from scratch)") \
+  F(int64_t, rounds_lost,   "roundsLost",   {}, "required: true, format: int64", "round - resumedRound: outer rounds trained again")
+
 // status.export: where the model of spec.export was written.
 #define PPU_EXPORTED_MODEL_FIELDS(F) \
   F(std::optional<std::string>, path,       "path",      {}, "", "the model's directory relative to the checkpoint volume's root") \
@@ -119,6 +126,9 @@ struct JobResult {
 struct ExportedModel {
   PPU_EXPORTED_MODEL_FIELDS(PPU_DECLARE_FIELD)
 };
+struct JobStop {
+  PPU_JOB_STOP_FIELDS(PPU_DECLARE_FIELD)
+};
 
 // clang-format off
 // The top level of status. phase nullopt: a job no pass has seen yet. recoveries, recoveringRanks,
@@ -142,6 +152,9 @@ struct ExportedModel {
   F(std::optional<int64_t>,                     live_ranks,                  "liveRanks",                 {}, "", "recovery live: ranks in the live group, the smallest ppu_live_ranks over the ranks that answered the last scrape") \
   F(std::optional<std::string>,                 min_slice_coverage,          "minSliceCoverage",          {}, "", "recovery live: the smallest ppu_min_slice_coverage (decimal string in [0,1]; 1 = every element of every slice has all its owners live)") \
   F(std::optional<int64_t>,                     last_checkpoint_round,       "lastCheckpointRound",       {}, "format: int64", "") \
+  F(std::optional<int64_t>,                     rounds_lost,                 "roundsLost",                {}, "format: int64, minimum: 0", "outer rounds the job trained again after stops of the whole job (notices, gang restarts, every rank lost), over its life, as its ranks recorded them; a rank lost under recovery live costs none (the others train on)") \
+  F(std::optional<int64_t>,                     stops,                       "stops",                     {}, "format: int64, minimum: 0", "stops of the whole job over its life that its ranks recorded (each one resumed after)") \
+  F(std::optional<JobStop>,                     last_stop,                   "lastStop",                  {}, "", "the job's last stop of the whole job and what it cost (event RoundsLost for each)") \
   F(std::optional<int64_t>,                     outer_round,                 "outerRound",                {}, "format: int64", "") \
   F(std::optional<int64_t>,                     step,                        "step",                      {}, "format: int64", "inner steps done by the slowest rank (ppu_step), from the last scrape; train.steps once Succeeded") \
   F(std::optional<int64_t>,                     steps,                       "steps",                     {}, "format: int64", "train.steps as the ranks report it (ppu_steps_target)") \
@@ -172,6 +185,7 @@ PPU_FIELD_LIST(RecoveringRank, PPU_RECOVERING_RANK_FIELDS, false)
 PPU_FIELD_LIST(RecoveryRecord, PPU_RECOVERY_RECORD_FIELDS, false)
 PPU_FIELD_LIST(JobResult, PPU_JOB_RESULT_FIELDS, false)
 PPU_FIELD_LIST(ExportedModel, PPU_EXPORTED_MODEL_FIELDS, false)
+PPU_FIELD_LIST(JobStop, PPU_JOB_STOP_FIELDS, false)
 PPU_FIELD_LIST(PPUJobStatus, PPU_JOB_STATUS_FIELDS, false)
 
 // The job's status ({} when it has none yet).
@@ -187,6 +201,8 @@ void to_json(json& j, const JobResult& r);
 void from_json(const json& j, JobResult& r);
 void to_json(json& j, const ExportedModel& x);
 void from_json(const json& j, ExportedModel& x);
+void to_json(json& j, const JobStop& x);
+void from_json(const json& j, JobStop& x);
 void to_json(json& j, const PPUJobStatus& s);
 void from_json(const json& j, PPUJobStatus& s);  // null reads as the empty status
 

@@ -72,6 +72,23 @@ void count_ranks(Pass& p) {
   p.status.observed_generation = p.spec.generation;
 }
 
+// What the job's stops cost, as its ranks recorded them. A stop count above the one in status is
+// a new stop: status.lastStop and an event. A count that is not above it (a rank that knows fewer
+// stops) changes nothing.
+void copy_stop_cost(Pass& p, const ScrapedProgress& pr) {
+  if (!pr.stops || !pr.rounds_lost || *pr.stops <= p.status.stops.value_or(-1)) return;
+  p.status.stops = *pr.stops;
+  p.status.rounds_lost = *pr.rounds_lost;
+  if (!pr.last_stop_round || !pr.last_stop_resumed_round) return;
+  const JobStop stop{*pr.last_stop_round, *pr.last_stop_resumed_round,
+                     std::max<int64_t>(0, *pr.last_stop_round - *pr.last_stop_resumed_round)};
+  p.event(event_type::kWarning, reason::kRoundsLost,
+          "the job stopped at outer round " + std::to_string(stop.round) + " and resumed from round " +
+              std::to_string(stop.resumed_round) + ": " + std::to_string(stop.rounds_lost) + " round(s) lost (" +
+              std::to_string(*p.status.rounds_lost) + " over the job's " + std::to_string(*pr.stops) + " stop(s))");
+  p.status.last_stop = stop;
+}
+
 // Live figures from the last scrape, while the job runs; a finished job's status is its result
 // (policy_completion.cpp) and no later scrape may overwrite it.
 void copy_progress(Pass& p) {
@@ -86,6 +103,7 @@ void copy_progress(Pass& p) {
   }
   if (pr.remaining_seconds && std::isfinite(*pr.remaining_seconds))
     p.status.estimated_remaining_seconds = std::llround(std::max(0.0, *pr.remaining_seconds));
+  copy_stop_cost(p, pr);
   if (pr.eval_perplexity && std::isfinite(*pr.eval_perplexity)) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3f", *pr.eval_perplexity);

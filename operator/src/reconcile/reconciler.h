@@ -58,11 +58,14 @@ struct ScrapedProgress {
   std::optional<int64_t> step;
   std::optional<int64_t> steps_target;
   std::optional<double> remaining_seconds;
+  // The job's stops of the whole job, the rounds they lost, and its last stop (reached, resumed from).
+  std::optional<int64_t> stops{}, rounds_lost{}, last_stop_round{}, last_stop_resumed_round{};
 };
 // Field by field (every field of the struct): a scrape that changed nothing brings no pass.
 inline auto fields_of(const ScrapedProgress& p) {
   return std::tie(p.outer_round, p.eval_perplexity, p.checkpoint_round, p.live_ranks, p.min_slice_coverage, p.step,
-                  p.steps_target, p.remaining_seconds);
+                  p.steps_target, p.remaining_seconds, p.stops, p.rounds_lost, p.last_stop_round,
+                  p.last_stop_resumed_round);
 }
 inline bool operator==(const ScrapedProgress& a, const ScrapedProgress& b) { return fields_of(a) == fields_of(b); }
 inline bool operator!=(const ScrapedProgress& a, const ScrapedProgress& b) { return !(a == b); }

@@ -55,6 +55,10 @@ struct RankMetrics::Families {
   prometheus::Counter& checkpoint_failures;
   prometheus::Family<prometheus::Counter>& faults;
   prometheus::Family<prometheus::Counter>& fault_recovery_seconds;
+  prometheus::Gauge& rounds_lost;
+  prometheus::Gauge& stops;
+  prometheus::Gauge& last_stop_round;
+  prometheus::Gauge& last_stop_resumed_round;
 };
 
 namespace {
@@ -123,6 +127,15 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       counter("ppu_faults_total", "Faults this rank saw and recovered from, by kind (docs/RECOVERY.md)").Register(r),
       counter("ppu_fault_recovery_seconds_total", "Seconds from a fault to the re-formed group, by the fault's kind")
           .Register(r),
+      one(gauge(contract::metric::kRoundsLost,
+                "Outer rounds the job lost to stops of the whole job over its life (reached - resumed, summed)"),
+          r),
+      one(gauge(contract::metric::kStops,
+                "Stops of the whole job over its life (notices, gang restarts, all ranks lost)"),
+          r),
+      one(gauge(contract::metric::kLastStopRound, "The round the job had reached at its last stop; -1: none"), r),
+      one(gauge(contract::metric::kLastStopResumedRound, "The round the run after the job's last stop resumed from"),
+          r),
   });
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
@@ -197,6 +210,15 @@ void RankMetrics::add_sync(const std::string& fragment, double bytes_sent, doubl
   f_->network_wait.Add({{"fragment", fragment}}).Increment(wait_seconds);
   f_->sync_seconds.Add({{"fragment", fragment}}).Increment(seconds);
   f_->syncs.Add({{"fragment", fragment}}).Increment();
+}
+
+void RankMetrics::set_job_stops(double stops, double rounds_lost, double last_stop_round,
+                                double last_stop_resumed_round) {
+  if (!f_) return;
+  f_->stops.Set(stops);
+  f_->rounds_lost.Set(rounds_lost);
+  f_->last_stop_round.Set(last_stop_round);
+  f_->last_stop_resumed_round.Set(last_stop_resumed_round);
 }
 
 void RankMetrics::set_checkpoint_round(double round) {

@@ -44,6 +44,9 @@ class RankMetrics {
   void add_sync(const std::string& fragment, double bytes_sent, double bytes_received, double seconds,
                 double wait_seconds);
   void set_checkpoint_round(double round);
+  // The job's stops of the whole job over its life, the rounds they lost, and its last stop: the
+  // round it had reached and the one the next run resumed from (-1, -1: none; core/interruptions.h).
+  void set_job_stops(double stops, double rounds_lost, double last_stop_round, double last_stop_resumed_round);
   // Live recovery (network.recovery=live); a gang run reports K and 1 and never counts.
   void set_live(double live_ranks, double min_slice_coverage);
   void add_degraded_round();

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "common/atomic_file.h"
 #include "engine/comm/collectives.h"
 #include "engine/state/checkpoint_format.h"
 
@@ -69,6 +70,9 @@ inline constexpr const char* kFallbackNote = "live-fallback.json";
 // Beside them too: the round whose checkpoint the job saved when it stopped on a notice (JSON
 // {round, step, ranks}), so that the next run can say it lost no round to it.
 inline constexpr const char* kNoticeNote = "notice.json";
+// And the job's history (core/interruptions.h's JobHistory): the last round boundary a run of it
+// passed, its rounds lost so far and its last stops; rewritten at every round boundary.
+inline constexpr const char* kReachedNote = "reached.json";
 
 class CheckpointStore {
  public:
@@ -99,9 +103,10 @@ class CheckpointStore {
   const std::string& dir() const { return dir_; }
 
   // A note beside the rounds (kFallbackNote, kNoticeNote): what happened to the job, for the run
-  // that resumes. write_note: the group's rank 0 writes `text`, atomically; a failure is logged,
-  // never thrown. read_note: its text, or nullopt when there is none or it cannot be read (logged).
-  void write_note(const char* name, const std::string& text) const;
+  // that resumes. write_note: the group's rank 0 writes `text`, atomically (kReaders: without the
+  // fsyncs, for a note rewritten every round); a failure is logged, never thrown. read_note: its
+  // text, or nullopt when there is none or it cannot be read (logged).
+  void write_note(const char* name, const std::string& text, Durability durability = Durability::kPowerLoss) const;
   std::optional<std::string> read_note(const char* name) const;
 
  private:

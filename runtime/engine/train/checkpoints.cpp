@@ -94,7 +94,10 @@ void RunCheckpoints::write_stand_in_part(torch::serialize::OutputArchive& a, int
 
 void RunCheckpoints::resume() {
   auto ckpt = store_.load_latest(c_.checkpoint.start_over_if_unusable);
-  if (!ckpt) return;
+  if (!ckpt) {
+    note_stop(0);  // a job that had got somewhere and left no checkpoint starts again from round 0
+    return;
+  }
   try {
     load_from(*ckpt);
   } catch (const std::exception& e) {  // a field missing or of another shape, a malformed archive (c10::Error)
@@ -106,6 +109,55 @@ void RunCheckpoints::resume() {
                run_.progress.rounds, hex64(outer_digest()), hex64(run_.inner.state_digest()));
   note_fallback(ckpt->round);
   note_notice(ckpt->round);
+  note_stop(ckpt->round);
+}
+
+// What the stop before this run cost: the rounds between the round the job had reached and
+// `resumed_round`, as the kind of stop the notes name.
+void RunCheckpoints::note_stop(int64_t resumed_round) {
+  const auto before = read_history();
+  const char* kind = run_.recovery.resumed_after_notice == resumed_round ? interruption_kind::kNotice
+                     : !run_.recovery.fallback.empty()                   ? interruption_kind::kFallback
+                                                                         : interruption_kind::kRestart;
+  history_ = after_stop(before, resumed_round, kind);
+  run_.recovery.interruptions = history_->stops;
+  run_.recovery.rounds_lost = history_->rounds_lost;
+  run_.recovery.stops = history_->stop_count;
+  publish_history();
+  if (before)
+    spdlog::warn(
+        "the job had reached round {} when it stopped ({}) and resumes from round {}: {} round(s) lost, {} "
+        "over its {} stop(s)",
+        before->reached_round, kind, resumed_round, history_->stops.back().rounds_lost, history_->rounds_lost,
+        history_->stop_count);
+}
+
+std::optional<JobHistory> RunCheckpoints::read_history() const {
+  const auto text = store_.read_note(kReachedNote);
+  if (!text) return std::nullopt;
+  try {
+    return from_note(nlohmann::json::parse(*text));
+  } catch (const std::exception& e) {  // a torn or foreign note: the job's history starts again
+    spdlog::warn("{} in {} is unreadable ({}): the rounds lost before this run are not known", kReachedNote,
+                 store_.dir(), e.what());
+    return std::nullopt;
+  }
+}
+
+void RunCheckpoints::publish_history() const {
+  const auto& stops = history_->stops;
+  run_.metrics.set_job_stops(static_cast<double>(history_->stop_count), static_cast<double>(history_->rounds_lost),
+                             stops.empty() ? -1.0 : static_cast<double>(stops.back().round),
+                             stops.empty() ? -1.0 : static_cast<double>(stops.back().resumed_round));
+}
+
+void RunCheckpoints::note_reached() {
+  if (!history_) {  // a replacement: the job's history so far
+    history_ = read_history().value_or(JobHistory{});
+    publish_history();
+  }
+  history_->reached_round = run_.progress.rounds;
+  store_.write_note(kReachedNote, to_note(*history_).dump(), Durability::kReaders);
 }
 
 void RunCheckpoints::note_notice(int64_t resumed_round) {

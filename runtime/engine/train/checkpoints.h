@@ -8,8 +8,9 @@
 //    counted (summary recovery.checkpoints_failed) and training goes on; a write that outlasts
 //    checkpoint.write_timeout_s is a fault like a hung thread (the rank is fenced and replaced).
 //  - resume() loads the newest checkpoint valid on every rank, if any, into the parts and the
-//    progress (CheckpointError when it cannot be loaded), and names in summary.fallback a live
-//    recovery fallback noted (kFallbackNote) at or after its round.
+//    progress (CheckpointError when it cannot be loaded), names in summary.fallback a live
+//    recovery fallback noted (kFallbackNote) at or after its round, and records what the stop
+//    before this run cost (summary recovery.interruptions and rounds_lost, from kReachedNote).
 //  - The digests both log (outer, inner) let a test compare what a restart resumes with what
 //    the live job held.
 // It reads and changes the run's parts, given by reference: they outlive it. It owns the
@@ -18,11 +19,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/config.h"
+#include "core/interruptions.h"
 #include "core/run_summary.h"
 #include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
@@ -51,6 +54,9 @@ class RunCheckpoints {
   // The job stops on a notice of `ranks` after this round's checkpoint: the group's rank 0 notes
   // it (kNoticeNote) for the run that resumes from it (summary recovery.resumed_after_notice).
   void note_stopped_on_notice(const std::vector<int>& ranks) const;
+  // At every round boundary: the job has reached progress.rounds (the reached note, kReachedNote,
+  // from which the run that resumes after a stop learns what the stop cost; core/interruptions.h).
+  void note_reached();
   // Runs at the start of each save's writes (test faults: a write that stalls).
   void set_before_write(std::function<void()> hook) { before_write_ = std::move(hook); }
 
@@ -60,6 +66,9 @@ class RunCheckpoints {
   void write_stand_in_part(torch::serialize::OutputArchive& a, int missing);
   void note_fallback(int64_t resumed_round);
   void note_notice(int64_t resumed_round);
+  void note_stop(int64_t resumed_round);
+  std::optional<JobHistory> read_history() const;
+  void publish_history() const;
   void load_from(LoadedCheckpoint& ckpt);
   void save_progress(torch::serialize::OutputArchive& a);
   void load_progress(torch::serialize::InputArchive& a);
@@ -74,6 +83,7 @@ class RunCheckpoints {
   RunParts run_;
   CheckpointStore store_;
   std::function<void()> before_write_;
+  std::optional<JobHistory> history_;  // read at resume, or at the first note_reached of a replacement
 };
 
 }  // namespace ppu

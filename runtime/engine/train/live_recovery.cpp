@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -314,6 +315,7 @@ void LiveRecovery::round_end() {
     run_.metrics.add_degraded_round();
     note_degraded_round();
   }
+  interruptions_.round_end(run_.recovery, missing_ranks(collectives_));
   if (run_.outer.min_coverage() == 0) {
     if (++run_.progress.uncovered_rounds > c_.network.max_uncovered_rounds)
       give_up("an element has had no live owner for " + std::to_string(run_.progress.uncovered_rounds) +
@@ -385,6 +387,7 @@ void LiveRecovery::let_go(const std::vector<int>& leavers) {
   run_.recovery.recovery_seconds += seconds;
   run_.metrics.add_recovery(true, seconds);
   tally_fault("preempted", seconds);
+  interruptions_.lost(run_.recovery, run_.progress.rounds, "preempted", *left);
   spdlog::warn("rank(s) [{}] left on notice in round {} (step {}): generation {} has ranks [{}] ({:.2f} s to re-form)",
                ranks_text(*left), run_.progress.rounds, run_.progress.step, group_.generation(),
                ranks_text(collectives_.members()), seconds);
@@ -421,11 +424,14 @@ void LiveRecovery::fault_recovered(const std::vector<int>& lost) {
     return;
   }
   const auto kinds = group_.fault_kinds(lost);
+  std::map<std::string, std::vector<int>> by_kind;
   for (size_t i = 0; i < lost.size(); ++i) {
     spdlog::warn("rank {} was lost: {} (detected {:.1f} s ago as: {})", lost[i], kinds[i], seconds,
                  fault ? fault->kind : "a failed re-formation");
     tally_fault(kinds[i], seconds);
+    by_kind[kinds[i]].push_back(lost[i]);
   }
+  for (const auto& [kind, ranks] : by_kind) interruptions_.lost(run_.recovery, run_.progress.rounds, kind, ranks);
 }
 
 void LiveRecovery::tally_fault(const std::string& kind, double seconds) {

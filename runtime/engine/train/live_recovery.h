@@ -13,6 +13,8 @@
 //    past them live recovery gives up (LiveRecoveryGaveUp, exit 3: gang restart), noting why
 //    in the checkpoint directory (kFallbackNote).
 //  - let_go() re-forms without members that left on a notice, without waiting for them.
+//  - Each loss or let-go is an interruption costing no round, with the rounds it left the job
+//    degraded (summary recovery.interruptions, core/interruptions.h).
 //  - Faults by kind, recoveries, rejoins and degraded rounds go to the run's RecoverySummary
 //    and its metrics (summary recovery.*, ppu_faults_total). A kind names the fault, not how it
 //    was detected: killed, stopped, hung, unreachable (LiveGroup::fault_kinds), preempted
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/interruptions.h"
 #include "core/run_summary.h"
 #include "core/slice_plan.h"
 #include "data/data_loader.h"
@@ -178,6 +181,7 @@ class LiveRecovery {
   LiveGroup group_;
   std::optional<Clock::time_point> degraded_since_;  // the first degraded boundary of this span
   bool store_fault_ = false;                         // a store outage was counted since the last recovery
+  LiveInterruptions interruptions_;                  // summary recovery.interruptions: this run's losses
 };
 
 }  // namespace ppu

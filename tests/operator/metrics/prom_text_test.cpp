@@ -71,6 +71,30 @@ TEST(JobMetrics, SumsMeansAndMinimumRound) {
   EXPECT_EQ(*m.step, 450) << "progress is the slowest rank's";
   EXPECT_EQ(*m.steps_target, 1000);
   EXPECT_DOUBLE_EQ(*m.remaining_seconds, 55.5) << "so is the time left";
+  EXPECT_FALSE(m.stops || m.rounds_lost) << "ranks that export no stop figures give none";
+}
+
+TEST(JobMetrics, TheLastStopIsTheOneOfTheRankThatCountsTheMostStops) {
+  // Rank 0 resumed after two stops (23 + 7 rounds lost); rank 1 is a replacement that has only
+  // read the first; rank 2 knows none (-1).
+  const auto rank0 = parse_prometheus_text(
+      "ppu_stops 2\nppu_rounds_lost 30\nppu_last_stop_round 60\nppu_last_stop_resumed_round 53\n");
+  const auto rank1 = parse_prometheus_text(
+      "ppu_stops 1\nppu_rounds_lost 23\nppu_last_stop_round 73\nppu_last_stop_resumed_round 50\n");
+  const auto rank2 =
+      parse_prometheus_text("ppu_stops 0\nppu_rounds_lost 0\nppu_last_stop_round -1\nppu_last_stop_resumed_round -1\n");
+  for (const auto& order : {std::vector{rank0, rank1, rank2}, std::vector{rank2, rank1, rank0}}) {
+    const JobMetrics m = aggregate_job_metrics(order);
+    ASSERT_TRUE(m.stops && m.rounds_lost && m.last_stop_round && m.last_stop_resumed_round);
+    EXPECT_EQ(*m.stops, 2);
+    EXPECT_EQ(*m.rounds_lost, 30);
+    EXPECT_EQ(*m.last_stop_round, 60) << "the latest stop, though an earlier one had reached a later round";
+    EXPECT_EQ(*m.last_stop_resumed_round, 53);
+  }
+  const JobMetrics none = aggregate_job_metrics({rank2});
+  EXPECT_EQ(none.stops, 0);
+  EXPECT_EQ(none.rounds_lost, 0);
+  EXPECT_FALSE(none.last_stop_round) << "-1 is no stop";
 }
 
 }  // namespace

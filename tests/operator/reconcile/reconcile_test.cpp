@@ -291,6 +291,48 @@ TEST(Reconcile, ScrapedProgressLandsInStatus) {
   EXPECT_EQ((*st)["estimatedRemainingSeconds"], 91);
 }
 
+TEST(Reconcile, EachNewStopTheRanksRecordIsInStatusAndAnEvent) {
+  json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 1}, {"startTime", format_rfc3339(kNow)}});
+  Observed in = observed(job, gang(job, 2, "Running"));
+  in.progress = ScrapedProgress{};
+  in.progress->stops = 1;
+  in.progress->rounds_lost = 23;
+  in.progress->last_stop_round = 73;
+  in.progress->last_stop_resumed_round = 50;
+  Decision d = reconcile(in);
+  auto st = new_status(d);
+  ASSERT_TRUE(st);
+  EXPECT_EQ((*st)["roundsLost"], 23);
+  EXPECT_EQ((*st)["stops"], 1);
+  EXPECT_EQ((*st)["lastStop"], json({{"round", 73}, {"resumedRound", 50}, {"roundsLost", 23}}));
+  EXPECT_TRUE(has_event(d, "RoundsLost"));
+
+  // The same figures again, or a rank that knows fewer stops: nothing new.
+  job["status"] = *st;
+  in = observed(job, gang(job, 2, "Running"));
+  in.progress = ScrapedProgress{};
+  in.progress->stops = 0;
+  in.progress->rounds_lost = 0;
+  d = reconcile(in);
+  EXPECT_FALSE(has_event(d, "RoundsLost"));
+  if (auto again = new_status(d)) {
+    EXPECT_EQ((*again)["roundsLost"], 23) << "the total never goes down";
+  }
+
+  // A second stop: the job got to round 60 from 50 and resumed from 53; the event says so.
+  in.progress->stops = 2;
+  in.progress->rounds_lost = 30;
+  in.progress->last_stop_round = 60;
+  in.progress->last_stop_resumed_round = 53;
+  d = reconcile(in);
+  st = new_status(d);
+  ASSERT_TRUE(st);
+  EXPECT_EQ((*st)["roundsLost"], 30);
+  EXPECT_EQ((*st)["lastStop"]["roundsLost"], 7);
+  EXPECT_EQ((*st)["stops"], 2);
+  EXPECT_TRUE(has_event(d, "RoundsLost"));
+}
+
 TEST(Reconcile, DeletingJobIsLeftToGarbageCollection) {
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 0}});
   job["metadata"]["deletionTimestamp"] = format_rfc3339(kNow);
