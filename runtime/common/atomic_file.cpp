@@ -35,7 +35,7 @@ void write_all(int fd, const std::string& path, const char* p, size_t n) {
 }  // namespace
 
 void atomic_write_file(const std::string& path, std::initializer_list<ByteRange> pieces, Durability durability) {
-  const bool power_loss = durability == Durability::kPowerLoss;
+  const bool power_loss = durability == Durability::PowerLoss;
   namespace fs = std::filesystem;
   // Same directory as the target: rename(2) is only atomic within one filesystem.
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());

@@ -1,4 +1,5 @@
-// The names of a checkpoint on disk: DIR/round-NNNNNN/{rank-NNNNN.pt..., global.pt, manifest.json}.
+// The names of a checkpoint on disk: DIR/round-NNNNNN/{rank-NNNNN.pt..., global.pt, manifest.json},
+// and the notes beside the rounds in DIR.
 // CheckpointStore writes them, ppu-export reads them, the CRD's rule on spec.export.path keeps a
 // model out of the round directories, and the Python tests read them from this block
 // (tests/engine/checkpoint_layout.py), so keep each a one-line string literal.
@@ -13,6 +14,13 @@ inline constexpr const char* kGlobal = "global.pt";
 inline constexpr const char* kRoundPrefix = "round-";
 inline constexpr const char* kRoundDirFormat = "round-%06lld";  // printf, of the round
 inline constexpr const char* kRankPartFormat = "rank-%05d.pt";  // printf, of the job rank
-std::string rank_part(int job_rank);                            // "rank-00003.pt"
-std::string round_dir(int64_t round);                           // "round-000012"
+// Why live recovery last fell back to a gang restart (JSON {reason, round, step}).
+inline constexpr const char* kFallbackNote = "live-fallback.json";
+// The round whose checkpoint the job saved when it stopped on a notice (JSON {round, step, ranks}).
+inline constexpr const char* kNoticeNote = "notice.json";
+// The job's history (core/interruptions.h's JobHistory): the last round boundary a run of it
+// passed, its rounds lost so far and its last stops; rewritten at every round boundary.
+inline constexpr const char* kReachedNote = "reached.json";
+std::string rank_part(int job_rank);   // "rank-00003.pt"
+std::string round_dir(int64_t round);  // "round-000012"
 }  // namespace ppu::checkpoint_file

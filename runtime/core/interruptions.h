@@ -31,10 +31,10 @@ inline constexpr const char* kRestart = "restart";
 
 // The job's history as the checkpoint directory keeps it (kReachedNote).
 struct JobHistory {
-  int64_t reached_round = 0;          // the last round boundary a run of the job passed
-  int64_t rounds_lost = 0;            // summed over every stop of the whole job so far
-  int64_t stop_count = 0;             // stops of the whole job so far
-  std::vector<Interruption> stops;    // the last kMaxStopsKept of them, oldest first
+  int64_t reached_round = 0;        // the last round boundary a run of the job passed
+  int64_t rounds_lost = 0;          // summed over every stop of the whole job so far
+  int64_t stop_count = 0;           // stops of the whole job so far
+  std::vector<Interruption> stops;  // the last kMaxStopsKept of them, oldest first
   static constexpr std::size_t kMaxStopsKept = 32;
 };
 nlohmann::json to_note(const JobHistory& h);

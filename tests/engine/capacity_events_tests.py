@@ -275,8 +275,10 @@ def case_disk_full():
             failed = run.summary(0)["recovery"]["checkpoints_failed"]
             if failed != 3 or "the checkpoint of round 10 stays the resume point" not in log:
                 fail(f"{recovery}: rounds 20, 30, 40 unwritable: {failed} counted\n{events(log)}")
-            if ckpt_file.rounds_in(ckpt) != [10] or sorted(os.listdir(ckpt)) != [ckpt_file.round_dir(10)]:
-                fail(f"{recovery}: the disk holds {sorted(os.listdir(ckpt))}, want round 10's checkpoint alone")
+            # Nothing half-written is left: round 10's checkpoint and the job's reached note.
+            held = sorted(os.listdir(ckpt))
+            if ckpt_file.rounds_in(ckpt) != [10] or held != sorted([ckpt_file.round_dir(10), ckpt_file.REACHED_NOTE]):
+                fail(f"{recovery}: the disk holds {held}, want round 10's checkpoint and the reached note alone")
             print(f"{recovery}: disk full after round 10: {failed} rounds not written, training went on, exit 0")
     finally:
         subprocess.run(["umount", ckpt], check=False)

@@ -21,6 +21,7 @@ _N = _names()
 MANIFEST = _N["kManifest"]
 GLOBAL = _N["kGlobal"]
 ROUND_PREFIX = _N["kRoundPrefix"]
+REACHED_NOTE = _N["kReachedNote"]
 
 
 def _printf(fmt, value):
@@ -45,3 +46,16 @@ def rounds_in(ckpt):
     return sorted(
         int(d[len(ROUND_PREFIX) :]) for d in os.listdir(ckpt) if d.startswith(ROUND_PREFIX) and ".tmp" not in d
     )
+
+
+def listing(ckpt):
+    """Checkpoint directory `ckpt` as {round directory: {file: bytes}, note file: bytes}: equal
+    listings mean nothing in it was written, added or removed (sizes; not contents)."""
+    out = {}
+    for name in sorted(os.listdir(ckpt)):
+        path = os.path.join(ckpt, name)
+        if os.path.isdir(path):
+            out[name] = {f: os.path.getsize(os.path.join(path, f)) for f in sorted(os.listdir(path))}
+        else:
+            out[name] = os.path.getsize(path)
+    return out

@@ -521,7 +521,7 @@ def case_checkpoint_format():
     del manifest["format"]  # what a format-1 manifest looked like
     with open(os.path.join(newest, ckpt_file.MANIFEST), "w") as f:
         json.dump(manifest, f)
-    before = {d: sorted(os.listdir(os.path.join(ckpt, d))) for d in os.listdir(ckpt)}
+    before = ckpt_file.listing(ckpt)
     r = launch(args + ["--set", "train.steps=60"], os.path.join(work, "run2"))
     out = r.stdout + r.stderr
     if r.returncode != 4 or newest not in out or "format 1" not in out or "format 2" not in out:
@@ -529,7 +529,7 @@ def case_checkpoint_format():
             f"resume from a format-1 checkpoint: exit {r.returncode}, expected 4 naming {newest} and both formats:\n"
             + out[-4000:]
         )
-    after = {d: sorted(os.listdir(os.path.join(ckpt, d))) for d in os.listdir(ckpt)}
+    after = ckpt_file.listing(ckpt)
     if after != before:
         fail(f"the refused run changed the checkpoint directory: {before} -> {after}")
     print(f"ok format-1 checkpoint -> exit 4: {next(l for l in out.splitlines() if 'format 1' in l).strip()}")
@@ -663,14 +663,8 @@ def case_unusable_checkpoints():
     if len(rounds) < 2:
         fail(f"expected at least two checkpoints, found {rounds}")
 
-    def listing():
-        return {
-            d: {f: os.path.getsize(os.path.join(ckpt, d, f)) for f in os.listdir(os.path.join(ckpt, d))}
-            for d in sorted(os.listdir(ckpt))
-        }
-
     def refused(what, expect_named, names_the_key):
-        before = listing()
+        before = ckpt_file.listing(ckpt)
         r = launch(args + ["--set", "train.steps=60"], os.path.join(work, "refused"))
         out = r.stdout + r.stderr
         missing = [n for n in expect_named if n not in out]
@@ -678,8 +672,8 @@ def case_unusable_checkpoints():
             fail(
                 f"{what}: exit {r.returncode}, expected 4 naming {missing or expect_named} and the key:\n{out[-4000:]}"
             )
-        if listing() != before:
-            fail(f"{what}: the refused run changed the checkpoint directory: {before} -> {listing()}")
+        if ckpt_file.listing(ckpt) != before:
+            fail(f"{what}: the refused run changed the checkpoint directory: {before} -> {ckpt_file.listing(ckpt)}")
         if "resumed from" in out or "step 5/" in out:
             fail(f"{what}: the refused run trained:\n{out[-3000:]}")
         said = next(l for l in out.splitlines() if "unusable" in l or "outer state" in l)
@@ -717,8 +711,9 @@ def case_unusable_checkpoints():
     out = r.stdout + r.stderr
     if r.returncode != 0 or "resumed from" in out or "starting from step 0" not in out:
         fail(f"start_over_if_unusable=true: exit {r.returncode}, expected 0 and a fresh start:\n{out[-3000:]}")
-    if not all(os.path.exists(os.path.join(ckpt, d, ckpt_file.GLOBAL)) for d in os.listdir(ckpt)):
-        fail(f"after starting over, some round still lacks global.pt: {listing()}")
+    rounds_now = [ckpt_file.round_dir(r) for r in ckpt_file.rounds_in(ckpt)]
+    if not all(os.path.exists(os.path.join(ckpt, d, ckpt_file.GLOBAL)) for d in rounds_now):
+        fail(f"after starting over, some round still lacks global.pt: {ckpt_file.listing(ckpt)}")
     print("ok start_over_if_unusable=true trains from step 0 and replaces the rounds")
 
     # 4. A round without a manifest is a save that never finished: a first run that crashed in

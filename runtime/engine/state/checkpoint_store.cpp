@@ -201,12 +201,22 @@ void CheckpointStore::publish(int64_t round, const std::string& dir, const std::
   for (size_t i = keep_; i < rounds.size(); ++i) remove_tree(round_dir(rounds[i]));
 }
 
-void CheckpointStore::write_note(const char* name, const std::string& text, Durability durability) const {
+void CheckpointStore::write_note(const char* name, const std::string& text) const {
   if (collectives_.rank() != 0) return;
   try {
-    atomic_write_file(dir_ + "/" + name, text, durability);
+    atomic_write_file(dir_ + "/" + name, text);
   } catch (const std::exception& e) {
     spdlog::warn("could not write {} in {}: {}", name, dir_, e.what());
+  }
+}
+
+std::optional<std::string> CheckpointStore::rewrite_note(const char* name, const std::string& text) const {
+  if (collectives_.rank() != 0) return std::nullopt;
+  try {
+    atomic_write_file(dir_ + "/" + name, text, Durability::Readers);
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    return std::string(e.what());
   }
 }
 

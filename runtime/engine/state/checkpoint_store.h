@@ -25,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "common/atomic_file.h"
 #include "engine/comm/collectives.h"
 #include "engine/state/checkpoint_format.h"
 
@@ -64,15 +63,11 @@ struct VerifiedCheckpointFile {
 VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name,
                                                      int64_t round = -1);
 
-// In the checkpoint directory, beside the rounds: why live recovery last fell back to a gang
-// restart (JSON {reason, round, step}), for the restarted run to report.
-inline constexpr const char* kFallbackNote = "live-fallback.json";
-// Beside them too: the round whose checkpoint the job saved when it stopped on a notice (JSON
-// {round, step, ranks}), so that the next run can say it lost no round to it.
-inline constexpr const char* kNoticeNote = "notice.json";
-// And the job's history (core/interruptions.h's JobHistory): the last round boundary a run of it
-// passed, its rounds lost so far and its last stops; rewritten at every round boundary.
-inline constexpr const char* kReachedNote = "reached.json";
+// The notes beside the rounds (core/checkpoint_names.h): what happened to the job, for the run
+// that resumes.
+using checkpoint_file::kFallbackNote;
+using checkpoint_file::kNoticeNote;
+using checkpoint_file::kReachedNote;
 
 class CheckpointStore {
  public:
@@ -103,10 +98,13 @@ class CheckpointStore {
   const std::string& dir() const { return dir_; }
 
   // A note beside the rounds (kFallbackNote, kNoticeNote): what happened to the job, for the run
-  // that resumes. write_note: the group's rank 0 writes `text`, atomically (kReaders: without the
-  // fsyncs, for a note rewritten every round); a failure is logged, never thrown. read_note: its
-  // text, or nullopt when there is none or it cannot be read (logged).
-  void write_note(const char* name, const std::string& text, Durability durability = Durability::kPowerLoss) const;
+  // that resumes. write_note: the group's rank 0 writes `text`, atomically; a failure is logged,
+  // never thrown. rewrite_note: the same for a note rewritten every round, without the fsyncs
+  // (Durability::Readers) and without the log: the reason it failed, for the caller to log
+  // once; nullopt when written or not rank 0. read_note: its text, or nullopt when there is
+  // none or it cannot be read (logged).
+  void write_note(const char* name, const std::string& text) const;
+  std::optional<std::string> rewrite_note(const char* name, const std::string& text) const;
   std::optional<std::string> read_note(const char* name) const;
 
  private:

@@ -157,7 +157,13 @@ void RunCheckpoints::note_reached() {
     publish_history();
   }
   history_->reached_round = run_.progress.rounds;
-  store_.write_note(kReachedNote, to_note(*history_).dump(), Durability::kReaders);
+  const auto failed = store_.rewrite_note(kReachedNote, to_note(*history_).dump());
+  if (failed && !reached_note_failing_)
+    spdlog::warn(
+        "could not write {} in {} ({}): what a stop from here on costs is undercounted "
+        "(said once until it can be written again)",
+        kReachedNote, store_.dir(), *failed);
+  reached_note_failing_ = failed.has_value();
 }
 
 void RunCheckpoints::note_notice(int64_t resumed_round) {

@@ -84,6 +84,7 @@ class RunCheckpoints {
   CheckpointStore store_;
   std::function<void()> before_write_;
   std::optional<JobHistory> history_;  // read at resume, or at the first note_reached of a replacement
+  bool reached_note_failing_ = false;  // the last note_reached could not write the note (said once)
 };
 
 }  // namespace ppu
