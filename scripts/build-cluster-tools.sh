@@ -9,7 +9,7 @@
 #       reference implementation, sigs.k8s.io/kube-network-policies pinned in
 #       tests/cluster/netpol/go.mod, with main.go there (a kubeconfig instead of in-cluster config);
 #   pause    the sandbox container's process, tests/cluster/pause.c compiled statically;
-#   prometheus  with --prometheus only (scripts/cluster-e2e.sh): github.com/prometheus/prometheus
+#   prometheus  with --prometheus only (tests/cluster/e2e): github.com/prometheus/prometheus
 #       pinned in tests/cluster/prometheus/go.mod, because Debian's lacks Kubernetes discovery;
 #   kueue       with --kueue only (scripts/cluster.sh kueue-up): the manager of sigs.k8s.io/kueue
 #       pinned in tests/cluster/kueue/go.mod, and that module's CRDs (scripts/kueue-crds.sh)

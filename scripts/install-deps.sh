@@ -23,7 +23,8 @@ PKGS=(
 # pinned from PyPI into a venv (scripts/install-ruff.sh) and shfmt built from its pinned Go
 # module (scripts/build-shfmt.sh, which installs a Go toolchain if the machine has none new
 # enough). --no-go (with --test) leaves shfmt out: the unit lane, scripts/test.sh --unit, runs
-# no Go-built tool.
+# no Go-built tool. --test also installs pytest, pinned, from PyPI into a venv
+# (scripts/install-pytest.sh): it runs the cluster end-to-end tests (tests/cluster/e2e).
 TEST=0
 GO_TOOLS=1
 for a in "$@"; do
@@ -56,5 +57,6 @@ if ((TEST)); then
   bash "$(dirname "${BASH_SOURCE[0]}")/install-checkov.sh" >/dev/null
   bash "$(dirname "${BASH_SOURCE[0]}")/install-hf-venv.sh" >/dev/null
   bash "$(dirname "${BASH_SOURCE[0]}")/install-ruff.sh" >/dev/null
+  bash "$(dirname "${BASH_SOURCE[0]}")/install-pytest.sh" >/dev/null
   if ((GO_TOOLS)); then bash "$(dirname "${BASH_SOURCE[0]}")/build-shfmt.sh" >/dev/null; fi
 fi

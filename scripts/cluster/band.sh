@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # band.sh: the fault-free perplexity band a cluster e2e job's final perplexity must fall inside
-# (sourced by scripts/cluster-e2e.sh and scripts/cluster-nodes-e2e.sh, which set IMAGE). Runs on
+# (sourced by the bash that tests/cluster/e2e/band.py starts, which sets IMAGE; that module also
+# computes the band from the runs' summaries and judges a perplexity against it). Runs on
 # this machine, not on the cluster: the same training section, seeds 0, 1 and 2, each a 4-rank
 # ppu-launch run of the image under test (all three at once, in the background; in_image below).
 #
@@ -17,9 +18,9 @@
 #   band_start DIR < MANIFEST   start the seeds (call it in the script's own shell: stdin
 #                               redirected, not piped, so that band_wait can wait for them)
 #   band_wait                   wait for them; 1, with their last log lines, when one failed
-#   band_of DIR                 print "LO HI P0" from the finished runs' summaries
 #   band_stop                   end runs still going, remove the cgroup (for the script's exit trap)
-#   in_image DIR CMD...         CMD in the image (below); cluster-e2e's step 6 runs its local run so
+#   in_image DIR CMD...         CMD in the image (below); the one-node e2e's step 6 runs its
+#                               local run so
 # DIR holds the runs' configs, logs and summaries (emptied first).
 #
 # Why the image and not a host build: these runs are the pods' own binaries, libraries and
@@ -92,17 +93,4 @@ band_stop() {
   while read -r p; do
     rmdir "$p$BAND_CGROUP/conmon" "$p$BAND_CGROUP" 2>/dev/null || true
   done < <(ppu_cgroup_roots)
-}
-
-band_of() {
-  python3 -c 'import json, sys
-p = [json.load(open("%s/seed-%d/rank-0.json" % (sys.argv[1], s)))["eval_perplexity"] for s in (0, 1, 2)]
-spread = max(p) - min(p)
-print("%.3f %.3f %.3f" % (p[0] - spread, p[0] + spread, p[0]))
-print("band: seeds 0, 1, 2 end at perplexity %s" % ", ".join("%.3f" % x for x in p), file=sys.stderr)' "$1"
-}
-
-# in_band LO HI X: true when LO <= X <= HI (X a number; anything else is outside).
-in_band() {
-  python3 -c 'import sys; lo, hi, x = map(float, sys.argv[1:]); sys.exit(not lo <= x <= hi)' "$1" "$2" "${3:-nan}" 2>/dev/null
 }

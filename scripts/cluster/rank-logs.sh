@@ -1,15 +1,16 @@
 # shellcheck shell=bash
 # rank-logs.sh: every rank pod's log kept on this machine while a cluster e2e runs (sourced by
-# scripts/cluster-e2e.sh), so that a failure shows what each rank saw of its group even when its
-# pod was replaced, its container restarted, or the whole gang restarted before the failure was
-# noticed: `kubectl logs` reads only pods that still exist, and a container's last run only.
+# the bash that tests/cluster/e2e/rank_logs.py starts), so that a failure shows what each rank saw
+# of its group even when its pod was replaced, its container restarted, or the whole gang
+# restarted before the failure was noticed: `kubectl logs` reads only pods that still exist, and a
+# container's last run only.
 #   rank_logs_start DIR NS  every 3 s, copy the log of each pod of namespace NS labelled
 #                           ppu.dev/job into DIR/<pod>.<uid>.log (a finished pod's once), and
 #                           its previous container's, once it restarted, into
 #                           DIR/<pod>.<uid>.previous.log (copies outlive their pods)
 #   rank_logs_show DIR      print, per copy, its lines about faults, fencing, re-formations and
 #                           exits (the last 25)
-#   rank_logs_stop          end the copying (the script's exit trap; harmless when not started)
+#   rank_logs_stop          end the copying (on SIGTERM to that bash; harmless when not started)
 # Needs a kubectl command (function or binary) that reaches the cluster.
 RANK_LOGS_PID=""
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every dashboard panel and template variable returns data for one PPUJob on a real cluster.
 
-Run by scripts/cluster-e2e.sh inside the cluster's network namespace, against the Prometheus it
+Run by tests/cluster/e2e (phase 4) inside the cluster's network namespace, against the Prometheus it
 started there (which finds the rank pods and the operator through Kubernetes service discovery).
 Uses the same panel list and query substitution as tests/packaging/dashboards_test.py (which
 checks the queries against ranks started without a cluster), with the job's namespace and name.

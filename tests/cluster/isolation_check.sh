@@ -16,12 +16,12 @@
 #   GET /metrics of every rank answers with PPU metrics, every other job port times out, and the
 #   operator's metrics and health ports accept (the chart's metricsFrom and healthFrom name it).
 # The probes run in the pods by `kubectl exec`: PROBE_POD names pods "probe" that
-# scripts/cluster-e2e.sh started in OUTSIDE_NS, METRICS_NS and the job's namespace.
+# tests/cluster/e2e (phase 4b) started in OUTSIDE_NS, METRICS_NS and the job's namespace.
 # Each assertion prints its own line, "PASS isolation: ..." or "FAIL: isolation: ..."; exits 1
 # when any failed. Widening or removing the job's or the operator's policy makes it fail.
 #
 # Usage: isolation_check.sh NS JOB OTHER_JOB OPERATOR_NS METRICS_NS OUTSIDE_NS
-# Needs KUBECONFIG and PPU_CLUSTER_DIR (set by scripts/cluster-e2e.sh).
+# Needs KUBECONFIG and PPU_CLUSTER_DIR (set by tests/cluster/e2e, which runs it).
 set -euo pipefail
 NS="$1"
 JOB="$2"

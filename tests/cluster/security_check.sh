@@ -10,7 +10,7 @@
 #   may read Nodes, for the lost-node force deletion): by
 #   `kubectl auth can-i --as`, and by real requests authenticated with its own token.
 # Usage: security_check.sh JOB_NAMESPACE JOB OPERATOR_NAMESPACE OPERATOR_SERVICEACCOUNT
-# Needs KUBECONFIG and PPU_CLUSTER_DIR (set by scripts/cluster-e2e.sh).
+# Needs KUBECONFIG and PPU_CLUSTER_DIR (set by tests/cluster/e2e, which runs it).
 set -euo pipefail
 NS="$1"
 JOB="$2"

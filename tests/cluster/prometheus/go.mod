@@ -1,4 +1,4 @@
-// Prometheus for the cluster end-to-end test (scripts/cluster-e2e.sh), built by
+// Prometheus for the cluster end-to-end test (tests/cluster/e2e), built by
 // scripts/build-cluster-tools.sh from github.com/prometheus/prometheus (v0.54.1 = Prometheus
 // 2.54.1). Debian's prometheus 2.42 package is built without Kubernetes service discovery
 // ("field kubernetes_sd_configs not found in type config.ScrapeConfig"), and the e2e test

@@ -1,0 +1,150 @@
+"""Fixtures and hooks of the cluster end-to-end tests; each test module's PROGRAM says what they make.
+
+Contract:
+- options: --keep leaves the cluster up afterwards (default: `cluster.sh down`); --rebuild-image
+  builds the image even when podman has it (default: only when it is missing).
+- module-scoped fixtures: `run` checks root and the sample, installs cluster.sh's packages and
+  registers the run's one cleanup (Run.cleanup) before anything else starts; `image` is the image
+  under test, built by scripts/build-image.sh when needed; `helm` the pinned helm; `band` the
+  fault-free runs, started; `tools` what the module needs built before its cluster (nothing,
+  unless the module overrides it); `cluster` the module's first fresh cluster; `operator_chart`
+  the operator's release (installed by the tests, which check it); `namespace` the module's job
+  namespace on that cluster, enforcing the `restricted` Pod Security Standard.
+- hooks: a failed test gets the run's failure report (Run.failure_report: cluster objects,
+  operator log, events, rank log copies) as a section of its report, and a line
+  "FAIL: PROGRAM: TEST: MESSAGE"; once a test of a module failed, its later tests are skipped,
+  naming it: each phase runs on what the phases before it left.
+"""
+
+import os
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from . import REPO, kube, manifests
+from .band import Band, BandError
+from .cluster import Cluster
+from .helm import OperatorChart, build_helm
+from .program import OPERATOR_NAMESPACE
+from .run import Run
+
+_RUN = pytest.StashKey[Run]()
+_FAILED = pytest.StashKey[str]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ppu cluster e2e")
+    group.addoption("--keep", action="store_true", help="leave the cluster running afterwards")
+    group.addoption("--rebuild-image", action="store_true", help="rebuild the image even if podman has one")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    module = item.getparent(pytest.Module)
+    failed = module.stash.get(_FAILED, None) if module is not None else None
+    if failed is not None:
+        pytest.skip(f"{failed} failed, and this phase runs on what it should have left")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    module = item.getparent(pytest.Module)
+    if module is not None and _FAILED not in module.stash:
+        module.stash[_FAILED] = item.name
+    run = item.config.stash.get(_RUN, None)
+    lines = str(call.excinfo.value).splitlines() if call.excinfo is not None else []
+    message = lines[0] if lines else (call.excinfo.typename if call.excinfo is not None else report.when)
+    name = run.program.name if run is not None else "cluster e2e"
+    terminal = item.config.pluginmanager.get_plugin("terminalreporter")
+    line = f"FAIL: {name}: {item.name} ({report.when}): {message}"
+    if terminal is not None:
+        terminal.write_line(line, red=True)
+    if run is not None:
+        state = run.failure_report()
+        if state:
+            report.sections.append(("cluster state at failure", state))
+
+
+@pytest.fixture(scope="module")
+def run(request: pytest.FixtureRequest) -> Run:
+    """The module's run; its cleanup (band, log copies, background processes, cluster down) is registered first."""
+    if os.geteuid() != 0:
+        pytest.fail("needs root (containerd, namespaces, cgroups)", pytrace=False)
+    program = request.module.PROGRAM
+    this = Run(program, keep=request.config.getoption("keep"), rebuild_image=request.config.getoption("rebuild_image"))
+
+    def end() -> None:
+        if request.config.stash.get(_RUN, None) is this:
+            del request.config.stash[_RUN]
+        this.cleanup()
+
+    request.addfinalizer(end)
+    request.config.stash[_RUN] = this
+    manifests.require_sync_every()
+    this.cluster.deps()
+    return this
+
+
+@pytest.fixture(scope="module")
+def image(run: Run) -> str:
+    """The image under test (a podman image), built by scripts/build-image.sh when missing or when asked."""
+    try:
+        present = subprocess.run(["podman", "image", "exists", run.image], check=False).returncode == 0
+    except FileNotFoundError:
+        present = False
+    if run.rebuild_image or not present:
+        built = subprocess.run(
+            ["bash", str(REPO / "scripts" / "build-image.sh"), "--tag", run.image],
+            check=False,
+            stdout=subprocess.DEVNULL,
+        )
+        if built.returncode != 0:
+            pytest.fail(f"scripts/build-image.sh --tag {run.image} failed (exit {built.returncode})", pytrace=False)
+    run.progress.phase("image")
+    return run.image
+
+
+@pytest.fixture(scope="module")
+def helm(run: Run) -> str:
+    """The pinned helm binary."""
+    return build_helm()
+
+
+@pytest.fixture(scope="module")
+def band(run: Run, image: str) -> Band:
+    """The fault-free runs of the module's band job, started (they run beside the cluster until judged)."""
+    try:
+        run.band.start(run.program.band_job(image))
+    except BandError as e:
+        pytest.fail(f"{e}: the final perplexities are judged against them", pytrace=False)
+    return run.band
+
+
+@pytest.fixture(scope="module")
+def tools(run: Run, helm: str) -> dict[str, str]:
+    """What the module needs built before its first cluster comes up; nothing unless a module overrides it."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def cluster(run: Run, image: str, band: Band, tools: dict[str, str]) -> Cluster:
+    """The module's first cluster, fresh (a cluster an earlier run left is taken down first)."""
+    return run.fresh_cluster()
+
+
+@pytest.fixture(scope="module")
+def operator_chart(helm: str) -> OperatorChart:
+    """The operator's release in OPERATOR_NAMESPACE (not installed yet)."""
+    return OperatorChart(helm, OPERATOR_NAMESPACE)
+
+
+@pytest.fixture(scope="module")
+def namespace(run: Run, cluster: Cluster) -> str:
+    """The module's job namespace on its first cluster, enforcing the `restricted` Pod Security Standard."""
+    kube.create_restricted_namespace(run.program.namespace)
+    return run.program.namespace
