@@ -147,6 +147,13 @@ def recovery_metrics(run: Run, job: str, recoveries: int, lost: int) -> None:
     )
 
 
+def ended_on_node_1(job: str) -> tuple[str, str | None]:
+    """A live job that lost NODE_2 ended with every pod on NODE_1 at one set of parameters: (checksum, perplexity)."""
+    elsewhere = node_loss.off_node(NS, job, NODE_1)
+    assert not elsewhere, f"{job}: pods not on {NODE_1} at the end: {node_loss.describe(node_loss.placement(NS, job))}"
+    return node_loss.same_parameters(NS, job), status(job, NS).perplexity
+
+
 def test_1_ranks_spread_over_both_nodes(
     run: Run, cluster: Cluster, operator_chart: OperatorChart, band: Band, state: State
 ) -> None:
@@ -195,12 +202,7 @@ def test_2_node_lost_under_live_recovery(run: Run, cluster: Cluster, state: Stat
     now = status("spread", NS)
     assert now.restart_count == 0, f"spread: restartCount {now.restart_count}, expected no gang restart"
     assert now.condition_status("Degraded") == "False", "spread: Degraded not cleared at the end"
-    elsewhere = node_loss.off_node(NS, "spread", NODE_1)
-    assert not elsewhere, (
-        f"spread: pods not on {NODE_1} at the end: {node_loss.describe(node_loss.placement(NS, 'spread'))}"
-    )
-    checksum = node_loss.same_parameters(NS, "spread")
-    state.spread_perplexity = status("spread", NS).perplexity
+    checksum, state.spread_perplexity = ended_on_node_1("spread")
     run.progress.passed(
         f"live: {NODE_2} lost; ranks {ranks_text(lost)}force-deleted from it and replaced on {NODE_1} "
         f"({status('spread', NS).recoveries} recoveries, Degraded seen and cleared, the operator's metrics agree), "
@@ -249,12 +251,7 @@ def test_2b_node_partitioned_then_healed(run: Run, operator_chart: OperatorChart
     assert now.recoveries == recoveries, (
         f"part: recoveries {now.recoveries}, {recoveries} before the node came back: an old pod counted again"
     )
-    elsewhere = node_loss.off_node(NS, "part", NODE_1)
-    assert not elsewhere, (
-        f"part: pods not on {NODE_1} at the end: {node_loss.describe(node_loss.placement(NS, 'part'))}"
-    )
-    checksum = node_loss.same_parameters(NS, "part")
-    state.part_perplexity = status("part", NS).perplexity
+    checksum, state.part_perplexity = ended_on_node_1("part")
     run.progress.passed(
         f"live: {NODE_2} partitioned; ranks {ranks_text(lost)}replaced on {NODE_1}; when it came back its {running} old "
         f"rank process(es) were fenced and ended (no rejoin, no gang restart, recoveries still {recoveries}), Succeeded, "
