@@ -26,6 +26,9 @@ PPU_CLUSTER_DIR (default /var/lib/ppu-cluster-e2e), PPU_CLUSTER_PORT (16445), PP
   5. the same job again, one rank's container killed with SIGKILL a third of the way through:
      gang restart, the new gang resumes from the checkpoint on the volume, Succeeded, and every
      rank's final param_checksum equals the uninterrupted run's;
+  5a. the same job again, every rank pod deleted at once (graceful: each rank's notice): the job's
+     state is saved at the round boundary, the new gang resumes from it, status.lastStop says at
+     most one round was lost, and every rank ends at the uninterrupted run's parameters;
   5b. chaos under network.recovery=live, five faults in one job, each its own test and PASS line:
      rank 2's pod deleted as a round's outer sync starts; the rendezvous pod deleted (recreated
      alone, event StoreReplaced); rank 0's container SIGKILLed; rank 3's pod deleted and the
@@ -336,6 +339,50 @@ def test_5_kill_rank_gang_restart_resume(run: Run, cluster: Cluster, state: Stat
         "equal to the uninterrupted run"
     )
     run.progress.phase("kill, gang restart, resume")
+
+
+def test_5a_every_rank_pod_deleted_resumes_from_the_notice(run: Run, state: State) -> None:
+    """Every rank pod deleted at once (a node drain, a spot reclaim turned into deletions): each rank
+    gets its notice (SIGTERM, the pod's grace period), the job's state is saved at the round boundary
+    it reaches, and the new gang resumes from it: at most one round lost, bit for bit the
+    uninterrupted run's parameters."""
+    kube.apply(manifests.job(NS, "notice", "ckpt-notice", STEPS, run.image))
+    wait_phase("notice", "Running", 240, NS)
+    third = ROUNDS // 3
+    round_ = wait_for(
+        lambda: status("notice", NS).outer_round,
+        600,
+        f"the notice job to reach round {third}",
+        until=lambda r: r is not None and r >= third,
+        interval_s=1,
+    )
+    kube.kubectl("-n", NS, "delete", "pod", "-l", "ppu.dev/job=notice", "--wait=false", json=False)
+    run.progress.say(f"deleted every rank pod of job notice (graceful), status at round {round_}")
+
+    def resumed() -> str:
+        log = kube.logs(NS, "-l", "ppu.dev/job=notice,ppu.dev/rank=0", "--tail=-1")
+        return next((line for line in log.splitlines() if "resumed from" in line), "")
+
+    line = wait_at_most(resumed, 300, interval_s=2)
+    assert line, "after every rank pod was deleted, the new rank 0 never logged 'resumed from' a checkpoint"
+    run.progress.say(f"new rank 0: {after_bracket(line)}")
+    wait_phase("notice", "Succeeded", 900, NS)
+    cost = status("notice", NS)
+    assert (cost.stops or 0) >= 1 and cost.last_stop_rounds_lost is not None, (
+        f"notice: the status does not say what deleting every rank pod cost: {cost.dump()}"
+    )
+    assert cost.last_stop_rounds_lost <= 1, f"notice: {cost.last_stop_rounds_lost} rounds lost: {cost.dump()}"
+    notice_dir = summaries.pv_dir(NS, "ckpt-notice")
+    for rank in (0, 1, 2, 3):
+        got = summaries.checksum(notice_dir, rank)
+        assert got == state.ref_checksum, (
+            f"rank {rank} param_checksum {got} after every pod was deleted != {state.ref_checksum} uninterrupted"
+        )
+    run.progress.passed(
+        f"every rank pod deleted: the new gang resumed from the notice's state ({cost.last_stop_rounds_lost} "
+        f"round(s) lost, restartCount {cost.restart_count}), Succeeded with the uninterrupted run's parameters"
+    )
+    run.progress.phase("every rank pod deleted, resumed from the notice")
 
 
 @pytest.fixture(scope="module")
