@@ -9,8 +9,9 @@
 #   manifests/samples/paper-*.yaml                   manifests/samples/generate.py (from configs/paper)
 #   charts/ppu-operator/files, charts/.../dashboards charts/sync-files.sh (copies)
 #   manifests/rbac, manifests/operator               manifests/generate.sh (helm template of the chart)
-# The ctest checks core.schema_files, operator.crd_file and packaging_generated_files run the same
-# generators one by one; this is the command to run before a commit.
+# Then the layering and word lints (scripts/check-rooms.py, check-words.py). The ctest checks
+# core.schema_files, operator.crd_file, packaging_generated_files, lint.rooms and lint.words run
+# the same one by one; this is the command to run before a commit.
 #
 # Usage: scripts/verify.sh [--fix] [BUILD_DIR]   (BUILD_DIR default build/: its ppu-schema and ppu-crd)
 #   HELM  helm binary (default: built/cached by scripts/build-helm.sh)
@@ -59,11 +60,15 @@ else
   run plain-manifests manifests/generate.sh --check
 fi
 
+# The layering and word lints (lint.rooms, lint.words): nothing to regenerate, only to check.
+run rooms python3 scripts/check-rooms.py .
+run words python3 scripts/check-words.py .
+
 if ((fix)); then
-  echo "verify: every generated file rewritten"
+  echo "verify: every generated file rewritten; rooms and words checked"
 elif ((${#drift[@]})); then
   echo "verify: FAIL: out of date: ${drift[*]} (fix: bash scripts/verify.sh --fix)"
   exit 1
 else
-  echo "verify: PASS: every generated file equals what its generator writes"
+  echo "verify: PASS: every generated file equals what its generator writes; rooms and words clean"
 fi
