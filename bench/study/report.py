@@ -35,6 +35,7 @@ python3-yaml (scripts/install-deps.sh --test) for the statistics, and gnuplot.
 """
 
 import glob
+import itertools
 import json
 import math
 import os
@@ -593,7 +594,8 @@ def write_paired(out, paired, analysis):
         "",
         (
             f"**The family is every comparison below with at least two paired seeds: m = {m}.** The statistical "
-            f"plan (bench/study/analysis.yaml, declared before the v2 runs): alpha = {a:g}, power = "
+            f"plan (bench/study/analysis.yaml, declared on 2026-11-27: before the v2 runs, after v1's results): "
+            f"alpha = {a:g}, power = "
             f"{analysis['power']:g}, equivalence margin ±{margin:g} nats (perplexity ratio "
             f"{math.exp(-margin):.3f} to {math.exp(margin):.3f}), correction {analysis['correction']}."
         ),
@@ -718,32 +720,58 @@ def loss_range(names, runs, unigram):
     return lo - 0.04 * span, hi + (0.25 + 0.05 * len(names)) * span
 
 
+def final_labels(names, runs, order, col, scale, x1, lo, hi):
+    """The zoomed panels' labels, right of the plot: each row's final eval loss (mean over seeds)
+    at the height its mean curve leaves the panel, pushed apart so that no two overlap.
+    -> ([(y, text, colour)], hi widened to hold them)."""
+    gap = 0.045 * (hi - lo)
+    found = []
+    for n in names:
+        k = len(runs[n])
+        rows = mean_curve(runs[n])
+        inside = [r for r in rows if r[col] / scale <= x1 * 1.001] or rows[:1]
+        end = rows[-1][col] / scale
+        at = f" at {end:.3g}:" if end > x1 * 1.001 else ""  # a row given more: where it ends
+        text = f"{rows[-1][3]:.4f}{at}  {n}" + (f" (mean of {k})" if k > 1 else " (1 seed)")
+        found.append([inside[-1][3], text, style(n, order)[0]])
+    found.sort(key=lambda f: f[0])
+    for a, b in itertools.pairwise(found):
+        b[0] = max(b[0], a[0] + gap)
+    if found and found[-1][0] > hi - gap / 2:
+        hi = found[-1][0] + gap / 2
+    return found, hi
+
+
 def loss_plots(runs, order, unigram, budget):
-    """order: the rows to draw (those of the main model size)."""
+    """order: the rows to draw (those of the main model size). Top row: the whole runs. Bottom
+    row: the last 40 % of the main budget, zoomed, each row labelled with its final eval loss, so
+    that the final differences can be read."""
     left = [n for n in BASELINES + PPU_MLP + PPU_MLP_HEADS + LONGER if n in order]
     refs = [n for n in ABLATION_REFERENCES if n in order]
     right = refs + [n for n in order if n not in left and n not in refs]
     ulabel = f"unigram entropy ({unigram:.3f} nats)"
-    script = []
+    panels = [
+        ("methods", left, ()),
+        ("ablations (App. A.1, A.2, D; heads only) and their references", right, refs),
+    ]
+    script = ["set terminal pngcairo size 1700,1450 font ',11' noenhanced"]
     for xcol, scale, xlabel, what, png in [
-        (2, "1e6", "tokens, all ranks (millions)", "tokens", "loss_vs_tokens.png"),
-        (3, "1e12", "FLOPs executed per rank (10^12)", "FLOPs executed per rank", "loss_vs_flops.png"),
+        (2, 1e6, "tokens, all ranks (millions)", "tokens", "loss_vs_tokens.png"),
+        (3, 1e12, "FLOPs executed per rank (10^12)", "FLOPs executed per rank", "loss_vs_flops.png"),
     ]:
+        col = xcol - 1  # the x column of a curve point (step, tokens, FLOPs, loss)
         script.append(
             f"set output '{png}'\n"
-            f'set multiplot layout 1,2 title "Eval loss of the global θ vs {what}: {budget}\\n'
+            f'set multiplot layout 2,2 title "Eval loss of the global θ vs {what}: {budget}\\n'
             'rows with several seeds: thick line = mean, band = min..max, thin lines = each seed" '
             "font ',12'"
         )
-        for title, names, reference in [
-            ("methods", left, ()),
-            ("ablations (App. A.1, A.2, D; heads only) and their references", right, refs),
-        ]:
+        for title, names, reference in panels:
             if not names:
                 script.append("set multiplot next")
                 continue
             lo, hi = loss_range(names, runs, unigram)
-            bands, thin, thick = curve_elements(names, runs, order, xcol, scale, reference)
+            bands, thin, thick = curve_elements(names, runs, order, xcol, f"{scale:g}", reference)
             uni = f"{unigram} with lines dt 3 lw 2 lc rgb '#555555' title '{ulabel}'"
             seedkey = (
                 [
@@ -756,13 +784,41 @@ def loss_plots(runs, order, unigram, budget):
                 else []
             )
             script.append(
+                "set key inside top right vertical box opaque samplen 3; set rmargin\n"
                 f"set title '{title}'; set xlabel '{xlabel}'; set ylabel 'eval loss of θ (nats/token)'\n"
                 f"set yrange [{lo:.4f}:{hi:.4f}]; set xrange [0:*]\n"
                 f"set label 1 'unigram entropy of val under train counts' at graph 0.98, first {unigram} "
                 "right offset 0, 0.7 textcolor rgb '#555555'\n"
-                "plot " + ", \\\n  ".join(bands + thin + thick + seedkey + [uni])
+                "plot " + ", \\\n  ".join(bands + thin + thick + seedkey + [uni]) + "\nunset label 1"
             )
-        script.append("unset multiplot; unset label 1")
+        for title, names, reference in panels:
+            if not names:
+                script.append("set multiplot next")
+                continue
+            # The main budget's end (rows given more tokens run on past it) and its last 40 %.
+            ends = [runs[n][s]["curve"][-1][col] / scale for n in names if n not in LONGER for s in runs[n]]
+            x1 = max(ends or [runs[n][s]["curve"][-1][col] / scale for n in names for s in runs[n]])
+            x0 = 0.6 * x1
+            ys = [p[3] for n in names for x in runs[n].values() for p in x["curve"] if x0 <= p[col] / scale <= x1]
+            span = max(ys) - min(ys) or 0.01
+            lo, hi = min(ys) - 0.05 * span, max(ys) + 0.05 * span
+            labels, hi = final_labels(names, runs, order, col, scale, x1, lo, hi)
+            bands, thin, thick = curve_elements(names, runs, order, xcol, f"{scale:g}", reference)
+            script.append(
+                "unset key; set rmargin 33\n"
+                f'set title "{title}\\nzoomed on the last 40 % of the budget; right: the final eval loss of each row"\n'
+                f"set xlabel '{xlabel}'; set ylabel 'eval loss of θ (nats/token)'\n"
+                f"set yrange [{lo:.4f}:{hi:.4f}]; set xrange [{x0:.4g}:{x1 * 1.01:.4g}]\n"
+                + "".join(
+                    f"set label {10 + i} '{t}' at graph 1.02, first {y:.4f} left font ',10' textcolor rgb '{c}'\n"
+                    for i, (y, t, c) in enumerate(labels)
+                )
+                + "plot "
+                + ", \\\n  ".join(bands + thin + thick)
+                + "\n"
+                + "".join(f"unset label {10 + i}\n" for i in range(len(labels)))
+            )
+        script.append("unset multiplot; set rmargin; set key inside top right vertical box opaque samplen 3")
     return "\n".join(script)
 
 
@@ -797,63 +853,123 @@ def verdict_lines(p):
 
 
 def paired_plot(paired, analysis):
+    """paired.png: two panels over the same rows. Top: every seed's difference and every interval,
+    full range. Bottom: zoomed on the equivalence margin (shaded), so that the rows tested for
+    equivalence can be read against it; rows off that scale are named with their mean."""
     names = list(paired)
+    margin = analysis["equivalence_margin_nats"]
     ys = (
-        [-analysis["equivalence_margin_nats"], analysis["equivalence_margin_nats"]]
+        [-margin, margin]
         + [d for p in paired.values() for d in p["differences"]]
         + [y for p in paired.values() if p["ci"] for y in p["ci"]]
     )
     lo, hi = min(ys), max(ys)
     pad = 0.1 * (hi - lo or 0.01)
     lo, hi = lo - pad, hi + pad
+    # The zoom: twice the margin, widened to hold every row whose interval (or seeds) lies within
+    # four margins of 0, so that those rows are seen whole against the margin.
+    near = [2 * margin]
+    for p in paired.values():
+        span = (p["ci"] or []) + p["differences"]
+        if span and max(abs(y) for y in span) <= 4 * margin:
+            near += [abs(y) for y in span]
+    z = 1.15 * max(near)
     m = next(iter(paired.values()))["family_size"]
     level = f"{100 * (1 - analysis['alpha'] / m):.4g} %" if m else ""
-    margin = analysis["equivalence_margin_nats"]
 
-    def tic(n):
+    def tic(n, verdict):
         p = paired[n]
         vs = "" if p["reference"] == REFERENCE else f"\\nvs {p['reference']}"
-        return f'"{n}{vs}\\n{verdict_lines(p)}" {names.index(n)}'
+        return f'"{n}{vs}' + (f"\\n{verdict_lines(p)}" if verdict else "") + f'" {names.index(n)}'
 
-    lines = [
-        f"set terminal pngcairo size {max(1100, 210 * len(names) + 150)},680 font ',11' noenhanced",
-        "set output 'paired.png'",
-        (
-            "set title \"Final eval loss of each paired row minus its reference's, seed by seed\\n"
-            f"(reference: {REFERENCE} unless named); "
-            + (f"bar: mean and its {level} Bonferroni interval (m = {m})" if m else "one seed each: no interval")
-            + "\\n"
-            f'verdicts Holm-corrected; equivalent only by TOST within ±{margin:g} nats (dashed lines)" '
-            "font ',12'"
-        ),
-        "set ylabel 'final eval loss − reference (nats)'; set xlabel ''",
-        f"set yrange [{lo:.5f}:{hi:.5f}]",
-        "set y2label 'perplexity ratio row / reference = exp(difference)'",
-        "set link y2 via exp(y) inverse log(y)",
-        ratio_tics(lo, hi),
-        f"set xrange [-0.6:{len(names) - 0.4}]; set xtics (" + ", ".join(tic(n) for n in names) + ")",
-        "set key outside bottom center horizontal; set bmargin 9",
-    ]
     seed_set = sorted({s for p in paired.values() for s in p["seeds"]})
-    elems = [
-        "0 with lines lw 1.5 lc rgb '#000000' title 'no difference'",
-        f"{margin} with lines dt 2 lw 1.2 lc rgb '#555555' title 'equivalence margin ±{margin:g}'",
-        f"{-margin} with lines dt 2 lw 1.2 lc rgb '#555555' notitle",
-    ]
     points = [(7, "#1f77b4"), (5, "#ff7f0e"), (9, "#2ca02c"), (11, "#9467bd"), (13, "#8c564b")]
-    for j, s in enumerate(seed_set):
-        pt, colour = points[j % len(points)]
-        elems.append(
-            f"'paired-seeds.dat' using ($3 == {s} ? $1 : 1/0):4 with points pt {pt} ps 1.6 "
-            f"lc rgb '{colour}' title 'seed {s}'"
-        )
-    if any(p["ci"] for p in paired.values()):
-        elems.append(
-            "'paired.dat' using 1:3:4:5 with yerrorbars pt 3 ps 2.5 lw 2.5 lc rgb '#d62728' "
-            f"title 'mean with {level} Bonferroni interval'"
-        )
-    lines.append("plot " + ", \\\n  ".join(elems))
-    return "\n".join(lines)
+
+    def elements(titles):
+        t = (lambda s: f"title '{s}'") if titles else (lambda s: "notitle")
+        elems = [
+            (
+                f"'+' using 1:({-margin}):({margin}) with filledcurves fs transparent solid 0.15 noborder "
+                f"lc rgb '#2ca02c' {t(f'equivalence margin ±{margin:g} nats (analysis.yaml)')}"
+            ),
+            f"0 with lines lw 1.5 lc rgb '#000000' {t('no difference')}",
+        ]
+        for j, s in enumerate(seed_set):
+            pt, colour = points[j % len(points)]
+            elems.append(
+                f"'paired-seeds.dat' using ($3 == {s} ? $1 : 1/0):4 with points pt {pt} ps 1.6 "
+                f"lc rgb '{colour}' {t(f'seed {s}')}"
+            )
+        if any(p["ci"] for p in paired.values()):
+            elems.append(
+                "'paired.dat' using 1:3:4:5 with yerrorbars pt 3 ps 2.5 lw 2.5 lc rgb '#d62728' "
+                f"{t(f'mean with its {level} Bonferroni interval')}"
+            )
+        return "plot " + ", \\\n  ".join(elems)
+
+    off_scale = []
+    for i, n in enumerate(names):
+        mu = paired[n]["mean"]
+        if mu is not None and abs(mu) > z:
+            edge, arrow = ("0.9", "above") if mu > 0 else ("0.1", "below")
+            off_scale.append(
+                f'set label "mean {mu:+.3f}\\n{arrow} this scale" at {i}, graph {edge} center '
+                "textcolor rgb '#d62728' font ',10'"
+            )
+    xr = f"set xrange [-0.6:{len(names) - 0.4}]"
+    return "\n".join(
+        [
+            f"set terminal pngcairo size {max(1100, 210 * len(names) + 150)},1080 font ',11' noenhanced",
+            "set output 'paired.png'",
+            (
+                "set multiplot title \"Final eval loss of each paired row minus its reference's, seed by seed "
+                f"(reference: {REFERENCE} unless named)\\n"
+                + (
+                    f"bar: mean and its {level} Bonferroni interval (m = {m}); "
+                    if m
+                    else "one seed each: no interval; "
+                )
+                + f'verdicts Holm-corrected; equivalent only by TOST within ±{margin:g} nats (shaded)" '
+                "font ',12'"
+            ),
+            "set ylabel 'final eval loss − reference (nats)'; set xlabel ''",
+            "set y2label 'perplexity ratio = exp(difference)'",
+            "set link y2 via exp(y) inverse log(y)",
+            xr,
+            "set lmargin at screen 0.08; set rmargin at screen 0.9",
+            # Top: the full range, every row whole.
+            "set tmargin at screen 0.9; set bmargin at screen 0.64",
+            "set title 'all comparisons, full range' font ',11'",
+            f"set yrange [{lo:.5f}:{hi:.5f}]",
+            ratio_tics(lo, hi),
+            "set xtics (" + ", ".join(tic(n, False) for n in names) + ") font ',9'",
+            "unset key",
+            elements(False),
+            # Bottom: the zoom on the margin, with the verdicts and the key.
+            "set tmargin at screen 0.51; set bmargin at screen 0.21",
+            (
+                f'set title "zoom on the margin ±{margin:g} nats'
+                + (
+                    f": the test behind equivalent (TOST, Holm) is narrower than the {level} interval drawn,"
+                    "\\nso the interval of a row called equivalent can cross the margin a little"
+                    if m
+                    else ""
+                )
+                + "\" font ',11'"
+            ),
+            f"set yrange [{-z:.5f}:{z:.5f}]",
+            ratio_tics(-z, z),
+            "set xtics (" + ", ".join(tic(n, True) for n in names) + ") font ',10'",
+            *off_scale,
+            "set key at screen 0.5, screen 0.02 center bottom horizontal maxrows 3 box",
+            elements(True),
+            # What the plots after this one expect: the title font and the key of before.
+            (
+                "unset multiplot; unset label; set title font ',12'; set xtics font ''; set lmargin; set rmargin; "
+                "set tmargin; set key default; set key inside top right vertical box opaque samplen 3"
+            ),
+        ]
+    )
 
 
 def gap_points(paired, rows):
@@ -883,8 +999,11 @@ def gap_points(paired, rows):
     return [(k, *found[k]) for k in sorted(found)]
 
 
-def gap_plot(points, analysis, out):
-    """gap_vs_params.png: the paired 1/4-MLPs − Streaming DiLoCo difference against parameters."""
+def gap_plot(points, analysis, out, rows=None, train_tokens=None):
+    """gap_vs_params.png: the paired 1/4-MLPs − Streaming DiLoCo difference at each model size, each
+    size on its own (mean, interval, seeds; no line between sizes: no trend is tested). Tokens grow
+    with the model here (a fixed number per parameter), and so do the outer rounds and the epochs
+    (given rows {name: row} and the train split's tokens): the plot names them at each size."""
     m = points[0][2]["family_size"]
     level = f"{100 * (1 - analysis['alpha'] / m):.4g} %"
     with open(os.path.join(out, "gap.dat"), "w") as f:
@@ -901,33 +1020,42 @@ def gap_plot(points, analysis, out):
     lo, hi = min(ys), max(ys)
     pad = 0.12 * (hi - lo or 0.01)
     ks = [k for k, _, _, _ in points]
+
+    def schedule(n, tokens):
+        r = (rows or {}).get(n)
+        if not r:
+            return ""
+        rounds = r["steps"] / r["optimizer_settings"]["outer"]["sync_every"]
+        epochs = f", {tokens / train_tokens:.2f} epochs" if train_tokens else ""
+        return f"\\n{rounds:.0f} outer rounds{epochs}"
+
     labels = [
-        f"set label \"{n}\\n{verdict_lines(p)}\" at {k}, {p['ci'][1]:.5f} center offset 0, 2.2 font ',9'"
-        for k, n, p, _ in points
+        f'set label "{n}, {len(p["seeds"])} seeds{schedule(n, t)}\\n{verdict_lines(p)}" at {k}, {p["ci"][1]:.5f} '
+        "center offset 0, 3.3 font ',9'"
+        for k, n, p, t in points
     ]
-    # Tokens grow with the model (a fixed number per parameter): the axis says both.
     tics = ", ".join(f'"{k:,}\\n{t / 1e6:.2f} M tokens" {k}' for k, _, _, t in points)
     return "\n".join(
         [
-            "set terminal pngcairo size 1000,700 font ',11' noenhanced",
+            "set terminal pngcairo size 1000,720 font ',11' noenhanced",
             "set output 'gap_vs_params.png'",
             (
-                'set title "PPU 1/4 MLPs minus Streaming DiLoCo of the same size, seed by seed, against the model size'
-                f'\\nbar: mean and its {level} Bonferroni interval (family of m = {m}); small points: each seed"'
+                'set title "PPU 1/4 MLPs minus Streaming DiLoCo of the same size, seed by seed, at each model size'
+                f"\\nbar: mean and its {level} Bonferroni interval (family of m = {m}); small points: each seed"
+                '\\nno trend across sizes is tested; the tokens, outer rounds and epochs change with the size too"'
             ),
             f"set logscale x; set xrange [{min(ks) / 1.6:.0f}:{max(ks) * 1.6:.0f}]",
             f"set xtics ({tics}); set mxtics default; set xlabel 'parameters of the model (log scale), and the tokens each run trained on' offset 0, -1",
             "set bmargin 5",
             "set ylabel 'final eval loss, 1/4 MLPs − Streaming DiLoCo (nats)'",
-            f"set yrange [{lo - pad:.5f}:{hi + 3 * pad:.5f}]",
+            f"set yrange [{lo - pad:.5f}:{hi + 4 * pad:.5f}]",
             "set y2label 'perplexity ratio = exp(difference)'; set link y2 via exp(y) inverse log(y)",
             ratio_tics(lo, hi),
             "set key inside top left vertical box opaque; set grid",
             *labels,
             "plot 0 with lines lw 1.5 lc rgb '#000000' title 'no difference', \\",
             "  'gap-seeds.dat' using 1:3 with points pt 7 ps 1.1 lc rgb '#1f77b4' title 'one seed', \\",
-            f"  'gap.dat' using 1:2:3:4 with yerrorbars pt 5 ps 1.8 lw 2.5 lc rgb '#d62728' title 'mean, {level} interval', \\",
-            "  'gap.dat' using 1:2 with lines dt 2 lw 1.5 lc rgb '#d62728' notitle",
+            f"  'gap.dat' using 1:2:3:4 with yerrorbars pt 5 ps 1.8 lw 2.5 lc rgb '#d62728' title 'mean, {level} interval'",
             "unset logscale x; unset label; unset y2tics; unset y2label; unset link y2; set xtics autofreq; set bmargin",
         ]
     )
@@ -1009,31 +1137,39 @@ def memory_plot(rows, order, out, refs, sizes):
 
 
 def ppl_plot(rows, runs, out, tokens):
-    """ppl_vs_n.png: per series, each seed's perplexity (small points, spread a little around N)
-    and the mean over seeds (line); Streaming DiLoCo as a horizontal line with its seed range."""
+    """ppl_vs_n.png: per series, each seed's perplexity (small points, spread a little around N),
+    the mean of every row with several seeds (large filled marker) and the single run of every
+    one-seed row (large open marker, labelled), with no line between rows: a line would join means
+    of five seeds to single runs and suggest a tested trend. Streaming DiLoCo as a horizontal line
+    with its seed range."""
     longer = [n for n in LONGER if n in rows]
     more = ", ".join(f"{n}: {rows[n]['tokens'] / tokens:.2g}x tokens" for n in longer)
-    series = [
-        ("1/N MLPs", PPU_MLP, "#d62728", 7),
-        ("1/N MLPs + 1/N heads", PPU_MLP_HEADS, "#9467bd", 5),
-        ("1/N MLPs, more tokens", LONGER, "#e377c2", 13),
+    series = [  # title, rows, colour, filled point, open point
+        ("1/N MLPs", PPU_MLP, "#d62728", 7, 6),
+        ("1/N MLPs + 1/N heads", PPU_MLP_HEADS, "#9467bd", 5, 4),
+        ("1/N MLPs, more tokens", LONGER, "#e377c2", 13, 12),
     ]
-    series = [(t, [n for n in names if n in rows], c, pt) for t, names, c, pt in series]
+    series = [(t, [n for n in names if n in rows], c, pt, op) for t, names, c, pt, op in series]
     series = [x for x in series if x[1]]
     with open(os.path.join(out, "ppl_vs_n.dat"), "w") as f:
-        f.write("# block 0: series N seed eval_perplexity (one line per seed); block i + 1: series i's means\n")
-        for i, (_, names, _, _) in enumerate(series):
+        f.write(
+            "# block 0: series N seed eval_perplexity seeds_of_the_row (one line per seed); "
+            "block i + 1: series i's rows: series N seeds eval_perplexity (mean over the seeds)\n"
+        )
+        for i, (_, names, _, _, _) in enumerate(series):
             for n in names:
                 k = len(runs[n])
                 f.writelines(
                     f"{i} {rows[n]['slicing'].get('slices', 1) * 1.04 ** (j - (k - 1) / 2):.4f} {s} "
-                    f"{x['eval_perplexity']:.4f}\n"
+                    f"{x['eval_perplexity']:.4f} {k}\n"
                     for j, (s, x) in enumerate(sorted(runs[n].items()))
                 )
-        for i, (_, names, _, _) in enumerate(series):
-            f.write(f"\n\n# series {i} means\n")
+        for i, (_, names, _, _, _) in enumerate(series):
+            f.write(f"\n\n# series {i}\n")
             for n in names:
-                f.write(f"{i} {rows[n]['slicing'].get('slices', 1)} - {rows[n]['eval_perplexity_mean']:.4f}\n")
+                f.write(
+                    f"{i} {rows[n]['slicing'].get('slices', 1)} {len(runs[n])} {rows[n]['eval_perplexity_mean']:.4f}\n"
+                )
     elems = []
     ref = rows.get(REFERENCE)
     if ref:
@@ -1048,38 +1184,54 @@ def ppl_plot(rows, runs, out, tokens):
         elems.append(
             f"{m} with lines dt 2 lw 2.5 lc rgb '#2ca02c' title '{REFERENCE} (every parameter), {seeds}: {m:.2f}'"
         )
-    for i, (title, _names, colour, pt) in enumerate(series):
-        elems.append(
-            f"'ppl_vs_n.dat' index 0 using ($1 == {i} ? $2 : 1/0):4 with points pt {pt} ps 1.1 "
-            f"lc rgb '{colour}' notitle"
-        )
-        elems.append(
-            f"'ppl_vs_n.dat' index {1 + i} using 2:4 with linespoints lw 2.5 pt {pt} ps 2 "
-            f"lc rgb '{colour}' title '{title}: mean over seeds (line), each seed (small points)'"
-        )
-    ns = sorted({rows[n]["slicing"].get("slices", 1) for _, names, _, _ in series for n in names}) or [2, 4]
+    labels = []
+    for i, (title, names, colour, pt, op) in enumerate(series):
+        several = [n for n in names if len(runs[n]) > 1]
+        single = [n for n in names if len(runs[n]) == 1]
+        if several:
+            elems.append(
+                f"'ppl_vs_n.dat' index 0 using ($1 == {i} && $5 > 1 ? $2 : 1/0):4 with points pt {pt} ps 1.1 "
+                f"lc rgb '{colour}' notitle"
+            )
+            elems.append(
+                f"'ppl_vs_n.dat' index {1 + i} using 2:($3 > 1 ? $4 : 1/0) with points pt {pt} ps 2.2 "
+                f"lc rgb '{colour}' title '{title}: mean over seeds (large), each seed (small)'"
+            )
+        if single:
+            elems.append(
+                f"'ppl_vs_n.dat' index {1 + i} using 2:($3 == 1 ? $4 : 1/0) with points pt {op} ps 2.2 lw 2 "
+                f"lc rgb '{colour}' title '{title}: one seed (no mean, no interval)'"
+            )
+            labels += [
+                f'set label "{n}\\none seed" at {rows[n]["slicing"].get("slices", 1) * 1.07}, '
+                f"{rows[n]['eval_perplexity_mean']} left textcolor rgb '{colour}' font ',10'"
+                for n in single
+            ]
+    ns = sorted({rows[n]["slicing"].get("slices", 1) for _, names, _, _, _ in series for n in names}) or [2, 4]
     return "\n".join(
         [
             "set terminal pngcairo size 1000,760 font ',11' noenhanced",
             "set output 'ppl_vs_n.png'",
             (
                 'set title "Final eval perplexity of θ vs N (each PPU rank trains 1/N of the sliced layers)\\n'
-                f'equal tokens{" except " + more if more else ""}"'
+                f'equal tokens{" except " + more if more else ""}; no line between rows: no trend is tested"'
             ),
             "set key outside bottom center vertical maxrows 6 maxcols 1 box; set bmargin 10",
             f"set logscale x 2; set xrange [{min(ns) / 1.5}:{max(ns) * 1.5}]",
             "set xtics (" + ", ".join(f"'{n}' {n}" for n in ns) + ")",
             "set xlabel 'N (slices)'",
             "set ylabel 'eval perplexity'; set autoscale y; set offsets 0, 0, graph 0.08, graph 0.08; set grid",
+            *labels,
             "plot " + ", \\\n  ".join(elems) if elems else "",
-            "unset logscale x; set offsets 0, 0, 0, 0; set bmargin",
+            "unset logscale x; unset label; set offsets 0, 0, 0, 0; set bmargin",
         ]
     )
 
 
-def plots(out, runs, rows, order, paired, unigram, analysis, refs, sizes):
+def plots(out, runs, rows, order, paired, unigram, analysis, refs, sizes, train_tokens=None):
     """sizes: (rows of the main model size, rows of other sizes); the loss and perplexity plots show
-    the main size only, gap_vs_params.png the 1/4 gap at every size."""
+    the main size only, gap_vs_params.png the 1/4 gap at every size. train_tokens: the train split's
+    tokens (gap_vs_params.png names each size's epochs)."""
     main_rows, other = sizes
     write_curves(out, runs)
     k = rows[order[0]]["world_size"]
@@ -1122,7 +1274,7 @@ def plots(out, runs, rows, order, paired, unigram, analysis, refs, sizes):
     ]
     points = gap_points(paired, rows)
     if points:
-        script += ["set autoscale; set xtics autofreq norotate", gap_plot(points, analysis, out)]
+        script += ["set autoscale; set xtics autofreq norotate", gap_plot(points, analysis, out, rows, train_tokens)]
     else:
         for f in ("gap_vs_params.png", "gap.dat", "gap-seeds.dat"):  # none from an earlier report either
             pathlib.Path(out, f).unlink(missing_ok=True)
@@ -1212,7 +1364,18 @@ def main():
     }
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    plots(out, runs, rows, order, paired, unigram["nats_per_token"], analysis, refs, (main_rows, other))
+    plots(
+        out,
+        runs,
+        rows,
+        order,
+        paired,
+        unigram["nats_per_token"],
+        analysis,
+        refs,
+        (main_rows, other),
+        unigram["train_tokens"],
+    )
     print(pathlib.Path(out, "table.md").read_text(), end="")
     print()
     print(pathlib.Path(out, "paired.md").read_text(), end="")
