@@ -66,16 +66,11 @@ JobSpec parse_job(const json& job) {
   }
   j.spec = job.value("spec", json::object());
   read_fields(j.spec, j);
-  // The one source of the policy is the training config the ranks read (network.recovery).
-  const json training = j.spec.is_object() ? j.spec.value("training", json::object()) : json::object();
-  const json network = training.is_object() ? training.value("network", json::object()) : json::object();
-  const Recovery fallback = NetworkConfig{}.recovery;  // the runtime's default
   try {
-    j.recovery = parse_choice<Recovery>("spec.training.network.recovery",
-                                        value_or<std::string>(network, "recovery", choice_name(fallback)));
-  } catch (const ConfigError&) {  // the CRD's enum refuses it at admission: only a CRD older than this operator
-    j.recovery = fallback;
+    j.training = parse_config(render_training_config(j));
+  } catch (const std::exception&) {  // the CRD's rules refuse most such sections at admission
   }
+  j.recovery = j.training ? j.training->network.recovery : NetworkConfig{}.recovery;
   return j;
 }
 

@@ -100,7 +100,11 @@ struct JobSpec {
   std::string ns, name, uid;
   int64_t generation = 0;
   PPU_JOB_SPEC_FIELDS(PPU_DECLARE_FIELD)  // model_export nullopt: spec.export absent, nothing is exported
-  Recovery recovery = Recovery::Gang;
+  // spec.training as the ranks will parse it (render_training_config: the ConfigMap's text);
+  // nullopt when it does not parse (the CRD's rules refuse most such sections at admission). The
+  // one source of every training setting the operator acts on (recovery, slices, notice_s).
+  std::optional<Config> training;
+  Recovery recovery = Recovery::Gang;  // training's network.recovery; the runtime's default without one
   // Kueue: the labels kueue.x-k8s.io/queue-name (a LocalQueue of the job's namespace) and
   // kueue.x-k8s.io/priority-class (a WorkloadPriorityClass); empty when absent.
   std::string queue_name, priority_class;

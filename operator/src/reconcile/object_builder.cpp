@@ -184,14 +184,14 @@ json build_network_policy(const JobSpec& j, const std::vector<std::string>& metr
 
 std::vector<int> shared_slices(const JobSpec& j) {
   std::vector<int> slices;
+  if (!j.training) return slices;
   try {
-    const Config cfg = parse_config(render_training_config(j));
     for (int rank = 0; rank < j.replicas; ++rank) {
-      const SlicePlan plan = SlicePlan::from_config(cfg, j.replicas, rank);
+      const SlicePlan plan = SlicePlan::from_config(*j.training, j.replicas, rank);
       if (plan.slices() < 2 || plan.slices() >= j.replicas) return {};
       slices.push_back(plan.slice_index());
     }
-  } catch (const std::exception&) {  // the CRD's rules refuse most such sections at admission
+  } catch (const std::exception&) {  // a plan the runtime refuses (it exits 2 naming why)
     return {};
   }
   return slices;
@@ -201,11 +201,7 @@ std::vector<int> shared_slices(const JobSpec& j) {
 // an eviction, a preemption): the rank's own bound on acting on a notice, checkpoint.notice_s
 // (train to the round boundary, save the job's state there), plus 5 s to write it and exit.
 int64_t termination_grace_seconds(const JobSpec& j) {
-  double notice = CheckpointConfig{}.notice_s;
-  try {
-    notice = parse_config(render_training_config(j)).checkpoint.notice_s;
-  } catch (const std::exception&) {  // the CRD's rules refuse most such sections at admission
-  }
+  const double notice = j.training ? j.training->checkpoint.notice_s : CheckpointConfig{}.notice_s;
   return static_cast<int64_t>(std::ceil(notice)) + 5;
 }
 
