@@ -55,7 +55,7 @@
 # headless Services (what PPUJobs use) resolve to pod addresses through CoreDNS.
 #
 # Environment: PPU_CLUSTER_DIR (default /var/lib/ppu-cluster), PPU_CLUSTER_PORT (16443),
-#              PPU_CLUSTER_PVS (number of hostPath PersistentVolumes, 8),
+#              PPU_CLUSTER_PVS (number of hostPath PersistentVolumes, 16: one per claim the e2e makes, with room),
 #              PPU_CLUSTER_NETPOL (1: enforce NetworkPolicies, the default; 0: do not).
 #
 # The parts, sourced from scripts/cluster/ (each file's header says what it does): common.sh
@@ -69,7 +69,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DIR="${PPU_CLUSTER_DIR:-/var/lib/ppu-cluster}"
 PORT="${PPU_CLUSTER_PORT:-16443}"
-NPVS="${PPU_CLUSTER_PVS:-8}"
+NPVS="${PPU_CLUSTER_PVS:-16}"
 NODE=ppu-node
 NODE_IP=10.200.0.1
 API_IP=10.96.0.1
