@@ -19,7 +19,7 @@ void note_stops(JobMetrics& m, const std::vector<Sample>& samples) {
     if (s.name == contract::metric::kLastStopRound) round = static_cast<int64_t>(s.value);
     if (s.name == contract::metric::kLastStopResumedRound) resumed = static_cast<int64_t>(s.value);
   }
-  if (!stops || !lost || (m.stops && *m.stops >= *stops)) return;
+  if (!stops || !lost || *stops < 0 || (m.stops && *m.stops >= *stops)) return;  // -1: not known yet
   m.stops = stops;
   m.rounds_lost = lost;
   const bool stopped = round && resumed && *round >= 0 && *resumed >= 0;

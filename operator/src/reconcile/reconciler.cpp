@@ -72,14 +72,15 @@ void count_ranks(Pass& p) {
   p.status.observed_generation = p.spec.generation;
 }
 
-// What the job's stops cost, as its ranks recorded them. A stop count above the one in status is
-// a new stop: status.lastStop and an event. A count that is not above it (a rank that knows fewer
-// stops) changes nothing.
+// What the job's stops cost, as its ranks recorded them. A stop count above the one in status
+// (none: 0) is a new stop: status.lastStop and an event. A count that is not above it (a rank
+// that knows fewer stops) changes nothing; a first count of 0 only says the job never stopped.
 void copy_stop_cost(Pass& p, const ScrapedProgress& pr) {
   if (!pr.stops || !pr.rounds_lost || *pr.stops <= p.status.stops.value_or(-1)) return;
+  const bool new_stop = *pr.stops > p.status.stops.value_or(0);
   p.status.stops = *pr.stops;
   p.status.rounds_lost = *pr.rounds_lost;
-  if (!pr.last_stop_round || !pr.last_stop_resumed_round) return;
+  if (!new_stop || !pr.last_stop_round || !pr.last_stop_resumed_round) return;
   const JobStop stop{*pr.last_stop_round, *pr.last_stop_resumed_round,
                      std::max<int64_t>(0, *pr.last_stop_round - *pr.last_stop_resumed_round)};
   p.event(event_type::kWarning, reason::kRoundsLost,

@@ -137,6 +137,7 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       one(gauge(contract::metric::kLastStopResumedRound, "The round the run after the job's last stop resumed from"),
           r),
   });
+  set_job_stops(-1, -1, -1, -1);  // unknown until the run reads the checkpoint directory's history
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
     res.set_content(prometheus::TextSerializer().Serialize(registry->Collect()), "text/plain; version=0.0.4");

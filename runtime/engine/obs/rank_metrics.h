@@ -46,6 +46,7 @@ class RankMetrics {
   void set_checkpoint_round(double round);
   // The job's stops of the whole job over its life, the rounds they lost, and its last stop: the
   // round it had reached and the one the next run resumed from (-1, -1: none; core/interruptions.h).
+  // All four are -1 until the run has read the job's history (never without checkpoint.dir).
   void set_job_stops(double stops, double rounds_lost, double last_stop_round, double last_stop_resumed_round);
   // Live recovery (network.recovery=live); a gang run reports K and 1 and never counts.
   void set_live(double live_ranks, double min_slice_coverage);

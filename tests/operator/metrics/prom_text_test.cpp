@@ -95,6 +95,11 @@ TEST(JobMetrics, TheLastStopIsTheOneOfTheRankThatCountsTheMostStops) {
   EXPECT_EQ(none.stops, 0);
   EXPECT_EQ(none.rounds_lost, 0);
   EXPECT_FALSE(none.last_stop_round) << "-1 is no stop";
+  // A rank that has not read the job's history yet (or has no checkpoint directory) says -1: not known.
+  const auto unread = parse_prometheus_text(
+      "ppu_stops -1\nppu_rounds_lost -1\nppu_last_stop_round -1\nppu_last_stop_resumed_round -1\n");
+  EXPECT_FALSE(aggregate_job_metrics({unread}).stops) << "-1 stops is no figure";
+  EXPECT_EQ(aggregate_job_metrics({unread, rank1}).stops, 1);
 }
 
 }  // namespace

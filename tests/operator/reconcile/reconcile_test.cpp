@@ -292,6 +292,19 @@ TEST(Reconcile, ScrapedProgressLandsInStatus) {
 }
 
 TEST(Reconcile, EachNewStopTheRanksRecordIsInStatusAndAnEvent) {
+  // A job that never stopped: its ranks report 0 stops; the status says so, and no event.
+  json fresh = make_job("fresh", 2, {{"phase", "Running"}, {"restartCount", 0}, {"startTime", format_rfc3339(kNow)}});
+  Observed first = observed(fresh, gang(fresh, 2, "Running"));
+  first.progress = ScrapedProgress{};
+  first.progress->stops = 0;
+  first.progress->rounds_lost = 0;
+  Decision none = reconcile(first);
+  const auto fresh_status = new_status(none);
+  ASSERT_TRUE(fresh_status);
+  EXPECT_EQ((*fresh_status)["stops"], 0);
+  EXPECT_FALSE(fresh_status->contains("lastStop"));
+  EXPECT_FALSE(has_event(none, "RoundsLost")) << "no stop, no event";
+
   json job = make_job("demo", 2, {{"phase", "Running"}, {"restartCount", 1}, {"startTime", format_rfc3339(kNow)}});
   Observed in = observed(job, gang(job, 2, "Running"));
   in.progress = ScrapedProgress{};
