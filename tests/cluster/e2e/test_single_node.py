@@ -295,18 +295,44 @@ def test_2_uninterrupted_job_result(run: Run, state: State) -> None:
     run.progress.phase("uninterrupted job")
 
 
-def test_5_kill_rank_gang_restart_resume(run: Run, cluster: Cluster, state: State) -> None:
-    kube.apply(manifests.job(NS, "kill", "ckpt-kill", STEPS, run.image))
-    wait_phase("kill", "Running", 240, NS)
-    kill_dir = summaries.pv_dir(NS, "ckpt-kill")
+def running_at_a_third(job: str) -> int:
+    """Waits (up to 600 s) for `job` to reach a third of its rounds; the round its status shows."""
     third = ROUNDS // 3
-    round_ = wait_for(
-        lambda: status("kill", NS).outer_round,
+    return wait_for(
+        lambda: status(job, NS).outer_round,
         600,
-        f"the kill job to reach round {third}",
+        f"the {job} job to reach round {third}",
         until=lambda r: r is not None and r >= third,
         interval_s=1,
     )
+
+
+def resumed_line(job: str, timeout_s: float) -> str:
+    """The line in which `job`'s (new) rank 0 says it resumed from a checkpoint; fails after timeout_s."""
+
+    def resumed() -> str:
+        log = kube.logs(NS, "-l", f"ppu.dev/job={job},ppu.dev/rank=0", "--tail=-1")
+        return next((line for line in log.splitlines() if "resumed from" in line), "")
+
+    line = wait_at_most(resumed, timeout_s, interval_s=1)
+    assert line, f"{job}: the new rank 0 never logged 'resumed from' a checkpoint"
+    return line
+
+
+def ends_at_reference(job: str, claim: str, state: State, what: str) -> None:
+    """Every rank of `job` ended at the uninterrupted run's parameters (its summaries on `claim`)."""
+    directory = summaries.pv_dir(NS, claim)
+    for rank in (0, 1, 2, 3):
+        got = summaries.checksum(directory, rank)
+        assert got == state.ref_checksum, (
+            f"rank {rank} param_checksum {got} {what} != {state.ref_checksum} uninterrupted"
+        )
+
+
+def test_5_kill_rank_gang_restart_resume(run: Run, cluster: Cluster, state: State) -> None:
+    kube.apply(manifests.job(NS, "kill", "ckpt-kill", STEPS, run.image))
+    wait_phase("kill", "Running", 240, NS)
+    round_ = running_at_a_third("kill")
     assert status("kill", NS).phase == "Running", f"kill job finished before the kill (round {round_})"
     cid = kube.container_id(NS, "ppu.dev/job=kill,ppu.dev/rank=1")
     assert cid, "no container id for rank 1"
@@ -321,19 +347,9 @@ def test_5_kill_rank_gang_restart_resume(run: Run, cluster: Cluster, state: Stat
     )
     run.progress.say(f"gang restart ({restarts})")
 
-    def resumed() -> str:
-        log = kube.logs(NS, "-l", "ppu.dev/job=kill,ppu.dev/rank=0", "--tail=-1")
-        return next((line for line in log.splitlines() if "resumed from" in line), "")
-
-    line = wait_at_most(resumed, 240, interval_s=1)
-    assert line, "the restarted rank 0 never logged 'resumed from' a checkpoint"
-    run.progress.say(f"restarted rank 0: {after_bracket(line)}")
+    run.progress.say(f"restarted rank 0: {after_bracket(resumed_line('kill', 240))}")
     wait_phase("kill", "Succeeded", 900, NS)
-    for rank in (0, 1, 2, 3):
-        got = summaries.checksum(kill_dir, rank)
-        assert got == state.ref_checksum, (
-            f"rank {rank} param_checksum {got} after kill+resume != {state.ref_checksum} uninterrupted"
-        )
+    ends_at_reference("kill", "ckpt-kill", state, "after kill+resume")
     run.progress.say(
         f"killed job Succeeded after {restarts} gang restart(s) with param_checksum {state.ref_checksum}, "
         "equal to the uninterrupted run"
@@ -348,36 +364,17 @@ def test_5a_every_rank_pod_deleted_resumes_from_the_notice(run: Run, state: Stat
     uninterrupted run's parameters."""
     kube.apply(manifests.job(NS, "notice", "ckpt-notice", STEPS, run.image))
     wait_phase("notice", "Running", 240, NS)
-    third = ROUNDS // 3
-    round_ = wait_for(
-        lambda: status("notice", NS).outer_round,
-        600,
-        f"the notice job to reach round {third}",
-        until=lambda r: r is not None and r >= third,
-        interval_s=1,
-    )
+    round_ = running_at_a_third("notice")
     kube.kubectl("-n", NS, "delete", "pod", "-l", "ppu.dev/job=notice", "--wait=false", json=False)
     run.progress.say(f"deleted every rank pod of job notice (graceful), status at round {round_}")
-
-    def resumed() -> str:
-        log = kube.logs(NS, "-l", "ppu.dev/job=notice,ppu.dev/rank=0", "--tail=-1")
-        return next((line for line in log.splitlines() if "resumed from" in line), "")
-
-    line = wait_at_most(resumed, 300, interval_s=2)
-    assert line, "after every rank pod was deleted, the new rank 0 never logged 'resumed from' a checkpoint"
-    run.progress.say(f"new rank 0: {after_bracket(line)}")
+    run.progress.say(f"new rank 0: {after_bracket(resumed_line('notice', 300))}")
     wait_phase("notice", "Succeeded", 900, NS)
     cost = status("notice", NS)
     assert (cost.stops or 0) >= 1 and cost.last_stop_rounds_lost is not None, (
         f"notice: the status does not say what deleting every rank pod cost: {cost.dump()}"
     )
     assert cost.last_stop_rounds_lost <= 1, f"notice: {cost.last_stop_rounds_lost} rounds lost: {cost.dump()}"
-    notice_dir = summaries.pv_dir(NS, "ckpt-notice")
-    for rank in (0, 1, 2, 3):
-        got = summaries.checksum(notice_dir, rank)
-        assert got == state.ref_checksum, (
-            f"rank {rank} param_checksum {got} after every pod was deleted != {state.ref_checksum} uninterrupted"
-        )
+    ends_at_reference("notice", "ckpt-notice", state, "after every pod was deleted")
     run.progress.passed(
         f"every rank pod deleted: the new gang resumed from the notice's state ({cost.last_stop_rounds_lost} "
         f"round(s) lost, restartCount {cost.restart_count}), Succeeded with the uninterrupted run's parameters"
