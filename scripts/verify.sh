@@ -5,12 +5,13 @@
 # the dashboards before theirs, the chart before the plain manifests rendered from it).
 #   docs/CONFIG.md, docs/RUN_SUMMARY.md              ppu-schema (from the config and summary definitions)
 #   manifests/crd/ppu.dev_ppujobs.yaml               ppu-crd (from the operator's spec and status types)
+#   python/ppu/contract.json                         ppu-contract (exit codes, file names, summary and status fields)
 #   dashboards/*.json                                dashboards/generate.py
 #   manifests/samples/paper-*.yaml                   manifests/samples/generate.py (from configs/paper)
 #   charts/ppu-operator/files, charts/.../dashboards charts/sync-files.sh (copies)
 #   manifests/rbac, manifests/operator               manifests/generate.sh (helm template of the chart)
 # Then the layering and word lints (scripts/check-rooms.py, check-words.py). The ctest checks
-# core.schema_files, operator.crd_file, packaging_generated_files, lint.rooms and lint.words run
+# core.schema_files, operator.crd_file, operator.contract_file, packaging_generated_files, lint.rooms and lint.words run
 # the same one by one; this is the command to run before a commit.
 #
 # Usage: scripts/verify.sh [--fix] [BUILD_DIR]   (BUILD_DIR default build/: its ppu-schema and ppu-crd)
@@ -23,7 +24,7 @@ if [[ "${1:-}" == --fix ]]; then
   shift
 fi
 build="${1:-build}"
-for bin in ppu-schema ppu-crd; do
+for bin in ppu-schema ppu-crd ppu-contract; do
   [[ -x "$build/bin/$bin" ]] || {
     echo "verify: $build/bin/$bin is missing (build it: ninja -C $build $bin)" >&2
     exit 2
@@ -48,6 +49,7 @@ mode() { if ((fix)); then echo "$1"; else echo "$2"; fi; }
 
 run ppu-schema "$build/bin/ppu-schema" "$(mode --write --check)" .
 run ppu-crd "$build/bin/ppu-crd" "$(mode --write --check)" .
+run ppu-contract "$build/bin/ppu-contract" "$(mode --write --check)" .
 if ((fix)); then
   run dashboards python3 dashboards/generate.py
   run samples python3 manifests/samples/generate.py

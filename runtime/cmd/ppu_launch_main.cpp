@@ -53,6 +53,7 @@
 #include "core/config.h"
 #include "core/exit_status.h"
 #include "core/job_contract.h"
+#include "core/run_summary.h"
 
 namespace {
 
@@ -422,7 +423,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < nproc; ++r) {
       std::vector<std::string> args = rank_args;
       if (!summary_dir.empty())
-        args.insert(args.end(), {"--summary", summary_dir + "/rank-" + std::to_string(r) + ".json"});
+        args.insert(args.end(), {"--summary", summary_dir + "/" + ppu::rank_summary_file(r)});
       else if (r == 0 && !summary.empty()) args.insert(args.end(), {"--summary", summary});
       children.push_back(spawn_rank(setup, r, args));
     }

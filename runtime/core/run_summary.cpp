@@ -1,5 +1,6 @@
 #include "core/run_summary.h"
 
+#include <cstdio>
 #include <sstream>
 #include <type_traits>
 
@@ -71,6 +72,12 @@ void from_json(const nlohmann::json& j, RunSummary& s) {
 #define PPU_GET_SUMMARY_FIELD(name, type, doc) get(j, #name, s.name);
   PPU_RUN_SUMMARY_FIELDS(PPU_GET_SUMMARY_FIELD)
 #undef PPU_GET_SUMMARY_FIELD
+}
+
+std::string rank_summary_file(int job_rank) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, kRankSummaryFormat, job_rank);
+  return buf;
 }
 
 RunResult run_result_from(const RunSummary& s) {

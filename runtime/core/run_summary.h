@@ -172,6 +172,10 @@ struct RunSummary {
 void to_json(nlohmann::json& j, const RunSummary& s);
 void from_json(const nlohmann::json& j, RunSummary& s);  // throws nlohmann::json::exception on a missing field
 
+// The file of one rank's summary in `ppu-launch --summary-dir DIR`: DIR/rank-<r>.json.
+inline constexpr const char* kRankSummaryFormat = "rank-%d.json";  // printf, of the job rank
+std::string rank_summary_file(int job_rank);
+
 // The termination-message result the operator reads, from the summary.
 RunResult run_result_from(const RunSummary& s);
 

@@ -210,10 +210,11 @@ void CheckpointStore::write_note(const char* name, const std::string& text) cons
   }
 }
 
-std::optional<std::string> CheckpointStore::rewrite_note(const char* name, const std::string& text) const {
+std::optional<std::string> CheckpointStore::rewrite_note(const char* name,
+                                                         const std::function<std::string()>& text) const {
   if (collectives_.rank() != 0) return std::nullopt;
   try {
-    atomic_write_file(dir_ + "/" + name, text, Durability::Readers);
+    atomic_write_file(dir_ + "/" + name, text(), Durability::Readers);
     return std::nullopt;
   } catch (const std::exception& e) {
     return std::string(e.what());

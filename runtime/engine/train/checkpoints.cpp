@@ -157,7 +157,7 @@ void RunCheckpoints::note_reached() {
     publish_history();
   }
   history_->reached_round = run_.progress.rounds;
-  const auto failed = store_.rewrite_note(kReachedNote, to_note(*history_).dump());
+  const auto failed = store_.rewrite_note(kReachedNote, [this] { return to_note(*history_).dump(); });
   if (failed && !reached_note_failing_)
     spdlog::warn(
         "could not write {} in {} ({}): what a stop from here on costs is undercounted "
