@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A Kubernetes cluster from source, as plain processes, one node or more, for the PPU end-to-end
-# tests (tests/cluster/e2e: test_single_node.py, test_two_nodes.py) and for trying the operator by hand
+# tests (tests/cluster/e2e: single_node, two_nodes) and for trying the operator by hand
 # (docs/DEPLOY.md, "A local cluster").
 #
 #   scripts/cluster.sh deps                 install the Debian packages it needs (root)

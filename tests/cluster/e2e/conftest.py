@@ -1,19 +1,23 @@
-"""Fixtures and hooks of the cluster end-to-end tests; each test module's PROGRAM says what they make.
+"""Fixtures and hooks the cluster end-to-end programs share; each program's `program` fixture says what they make.
 
 Contract:
+- one program per session: each program is a directory (single_node/, two_nodes/) whose
+  conftest.py provides the session-scoped `program` (its Program) and its own fixtures; a run
+  that would collect tests of two programs is refused (--collect-only excepted), since the
+  fixtures below are one program's.
 - options: --keep leaves the cluster up afterwards (default: `cluster.sh down`); --rebuild-image
   builds the image even when podman has it (default: only when it is missing).
-- module-scoped fixtures: `run` checks root and the sample, installs cluster.sh's packages and
+- session-scoped fixtures: `run` checks root and the sample, installs cluster.sh's packages and
   registers the run's one cleanup (Run.cleanup) before anything else starts; `image` is the image
   under test, built by scripts/build-image.sh when needed; `helm` the pinned helm; `band` the
-  fault-free runs, started; `tools` what the module needs built before its cluster (nothing,
-  unless the module overrides it); `cluster` the module's first fresh cluster; `operator_chart`
-  the operator's release (installed by the tests, which check it); `namespace` the module's job
+  fault-free runs, started; `tools` what the program needs built before its cluster (nothing,
+  unless its conftest overrides it); `cluster` the program's first fresh cluster; `operator_chart`
+  the operator's release (installed by the tests, which check it); `namespace` the program's job
   namespace on that cluster, enforcing the `restricted` Pod Security Standard.
 - hooks: a failed test gets the run's failure report (Run.failure_report: cluster objects,
   operator log, events, rank log copies) as a section of its report, and a line
-  "FAIL: PROGRAM: TEST: MESSAGE"; once a test of a module failed, its later tests are skipped,
-  naming it: each phase runs on what the phases before it left.
+  "FAIL: PROGRAM: TEST: MESSAGE"; once a test of the session failed, its later tests, in whatever
+  file, are skipped, naming it: each phase runs on what the phases before it left.
 """
 
 import os
@@ -26,7 +30,7 @@ from . import REPO, kube, manifests
 from .band import Band, BandError
 from .cluster import Cluster
 from .helm import OperatorChart, build_helm
-from .program import OPERATOR_NAMESPACE
+from .program import OPERATOR_NAMESPACE, Program
 from .run import Run
 
 _RUN = pytest.StashKey[Run]()
@@ -39,10 +43,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rebuild-image", action="store_true", help="rebuild the image even if podman has one")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuses a run of two programs' tests: the session-scoped fixtures would give the second the first's run."""
+    programs = sorted({item.path.parent.name for item in items})
+    if len(programs) > 1 and not config.option.collectonly:
+        raise pytest.UsageError(
+            f"one program per pytest run, not {' and '.join(programs)}: run each program's directory "
+            "(tests/cluster/e2e/single_node, tests/cluster/e2e/two_nodes) alone"
+        )
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    module = item.getparent(pytest.Module)
-    failed = module.stash.get(_FAILED, None) if module is not None else None
+    failed = item.session.stash.get(_FAILED, None)
     if failed is not None:
         pytest.skip(f"{failed} failed, and this phase runs on what it should have left")
 
@@ -53,9 +66,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     report = outcome.get_result()
     if not report.failed:
         return
-    module = item.getparent(pytest.Module)
-    if module is not None and _FAILED not in module.stash:
-        module.stash[_FAILED] = item.name
+    if _FAILED not in item.session.stash:
+        item.session.stash[_FAILED] = item.name
     run = item.config.stash.get(_RUN, None)
     lines = str(call.excinfo.value).splitlines() if call.excinfo is not None else []
     message = lines[0] if lines else (call.excinfo.typename if call.excinfo is not None else report.when)
@@ -70,12 +82,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
             report.sections.append(("cluster state at failure", state))
 
 
-@pytest.fixture(scope="module")
-def run(request: pytest.FixtureRequest) -> Run:
-    """The module's run; its cleanup (band, log copies, background processes, cluster down) is registered first."""
+@pytest.fixture(scope="session")
+def run(request: pytest.FixtureRequest, program: Program) -> Run:
+    """The program's run; its cleanup (band, log copies, background processes, cluster down) is registered first."""
     if os.geteuid() != 0:
         pytest.fail("needs root (containerd, namespaces, cgroups)", pytrace=False)
-    program = request.module.PROGRAM
     this = Run(program, keep=request.config.getoption("keep"), rebuild_image=request.config.getoption("rebuild_image"))
 
     def end() -> None:
@@ -90,7 +101,7 @@ def run(request: pytest.FixtureRequest) -> Run:
     return this
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def image(run: Run) -> str:
     """The image under test (a podman image), built by scripts/build-image.sh when missing or when asked."""
     try:
@@ -109,15 +120,15 @@ def image(run: Run) -> str:
     return run.image
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def helm(run: Run) -> str:
     """The pinned helm binary."""
     return build_helm()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def band(run: Run, image: str) -> Band:
-    """The fault-free runs of the module's band job, started (they run beside the cluster until judged)."""
+    """The fault-free runs of the program's band job, started (they run beside the cluster until judged)."""
     try:
         run.band.start(run.program.band_job(image))
     except BandError as e:
@@ -125,26 +136,26 @@ def band(run: Run, image: str) -> Band:
     return run.band
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tools(run: Run, helm: str) -> dict[str, str]:
-    """What the module needs built before its first cluster comes up; nothing unless a module overrides it."""
+    """What the program needs built before its first cluster comes up; nothing unless its conftest overrides it."""
     return {}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster(run: Run, image: str, band: Band, tools: dict[str, str]) -> Cluster:
-    """The module's first cluster, fresh (a cluster an earlier run left is taken down first)."""
+    """The program's first cluster, fresh (a cluster an earlier run left is taken down first)."""
     return run.fresh_cluster()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def operator_chart(helm: str) -> OperatorChart:
     """The operator's release in OPERATOR_NAMESPACE (not installed yet)."""
     return OperatorChart(helm, OPERATOR_NAMESPACE)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def namespace(run: Run, cluster: Cluster) -> str:
-    """The module's job namespace on its first cluster, enforcing the `restricted` Pod Security Standard."""
+    """The program's job namespace on its first cluster, enforcing the `restricted` Pod Security Standard."""
     kube.create_restricted_namespace(run.program.namespace)
     return run.program.namespace

@@ -1,11 +1,12 @@
 """What tells one end-to-end program from the other, and how a program reports its progress.
 
-Contract: each test module declares PROGRAM = Program(...): its name (the prefix of its progress
-lines), its PASS label, the cluster state dir and API port it uses unless PPU_CLUSTER_DIR and
-PPU_CLUSTER_PORT say otherwise, its job namespace, node count, what `kubectl get` shows of the
-cluster when it fails, the prefix of its scratch directories under /var/tmp, whether it prints
-how long each phase took, and band_job(image): the PPUJob manifest whose training section the
-fault-free band runs. Both install the operator in OPERATOR_NAMESPACE. Progress prints, flushed at once: say() "[NAME +Ns] ...", passed()
+Contract: each program's package declares PROGRAM = Program(...) (single_node/__init__.py,
+two_nodes/__init__.py), which its conftest's `program` fixture returns: its name (the prefix of
+its progress lines), its PASS label, the cluster state dir and API port it uses unless
+PPU_CLUSTER_DIR and PPU_CLUSTER_PORT say otherwise, its job namespace, node count, what `kubectl
+get` shows of the cluster when it fails, the prefix of its scratch directories under /var/tmp,
+whether it prints how long each phase took, and band_job(image): the PPUJob manifest whose
+training section the fault-free band runs. Both install the operator in OPERATOR_NAMESPACE. Progress prints, flushed at once: say() "[NAME +Ns] ...", passed()
 "PASS LABEL: ...", phase() "[NAME] phase 'WHAT' took N s" (seconds since the previous phase;
 only when the program is timed) and done() the program's last line.
 """
