@@ -13,9 +13,10 @@ it through the package python/ppu. Counted, per file and line (ctest lint.contra
                 manifest.json, global.pt, the notes (reached.json, notice.json,
                 live-fallback.json), the termination log
   exit code     a comparison of an exit status (a name like rc, code, returncode, status, exit)
-                with 1-5, 130 or 143, directly or in a tuple/list/set; a keyword argument of such
-                a name given one of them; in a shell script, `-eq`/`-ne`/`==`/`!=` of $? or such a
-                variable with one of them. 0 (success) is everyone's convention, not ours.
+                with one of the contract's codes (2-5, 130, 143), directly or in a tuple, list or
+                set; a keyword argument of such a name given one of them; in a shell script,
+                `-eq`/`-ne`/`==`/`!=` of $? or such a variable with one of them. 0 and 1 (success,
+                failure) are every program's convention, not ours.
 
 Python is read through its syntax tree (docstrings skipped), shell line by line (comments
 skipped). Files: every tracked *.py and *.sh and every tracked file under scripts/ that starts
@@ -34,7 +35,7 @@ import sys
 
 ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
 CONTRACT = json.loads((ROOT / "python" / "ppu" / "contract.json").read_text())
-EXIT_CODES = {c for c in CONTRACT["exit_codes"]["codes"].values() if c != 0}
+EXIT_CODES = {c for c in CONTRACT["exit_codes"]["codes"].values() if c not in (0, 1)}
 STATUS_NAME = re.compile(r"(?:^|_)(rc|code|codes|returncode|status|exit|exit_code|exitcode|ret)$", re.IGNORECASE)
 
 
