@@ -22,10 +22,20 @@ import math
 import os
 import struct
 import sys
+from typing import NamedTuple
 
 import torch
 
 DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16, "I64": torch.int64}
+
+
+class Evaluation(NamedTuple):
+    """What --json prints, as a JSON object with these keys in this order. eval_loss is named after
+    the run summary's field it reproduces (the mean of the batches' mean losses)."""
+
+    eval_loss: float
+    batches: int
+    tokens: int
 
 
 def load_safetensors(path):
@@ -156,11 +166,8 @@ def main():
             per_batch.append(model.loss_sum(batch) / (args.batch_size * arch["seq_len"]))
     loss = sum(per_batch) / len(per_batch)  # ppu-train: the mean of the batches' mean losses
     if args.json:
-        print(
-            json.dumps(
-                {"eval_loss": loss, "batches": args.batches, "tokens": args.batches * args.batch_size * arch["seq_len"]}
-            )
-        )
+        tokens = args.batches * args.batch_size * arch["seq_len"]
+        print(json.dumps(Evaluation(loss, args.batches, tokens)._asdict()))
     else:
         print(f"eval loss {loss:.6f} ppl {math.exp(loss):.4f} over {args.batches} batches of {args.batch_size}")
 

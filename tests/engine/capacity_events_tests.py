@@ -48,8 +48,22 @@ import sys
 import tempfile
 import time
 
-import checkpoint_layout as ckpt_file
-from launch_harness import Launch, events, fail, no_gang_restart, one_checksum, rank_pids, store_pid, tiny_job
+from launch_harness import (
+    Launch,
+    events,
+    fail,
+    fault_count,
+    no_gang_restart,
+    one_checksum,
+    plain,
+    rank_pids,
+    store_pid,
+    tiny_job,
+)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from ppu import files
+from ppu.exit_codes import ExitCode, left_on_notice
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
@@ -86,11 +100,12 @@ def case_notice_job():
         rc = run.finish(timeout=60)
         took = time.monotonic() - sent
         log = run.text()
-        if rc != 128 + signal.SIGTERM or "a notice for the whole job" not in log:
-            fail(f"{recovery}: SIGTERM to ppu-launch: exited {rc}, want 143\n{events(log)}")
-        if sorted(re.findall(r"\[launch\] rank (\d) exited with code 143", log)) != ["0", "1", "2", "3"]:
-            fail(f"{recovery}: not every rank left on the notice with 143:\n{events(log)}")
-        saved = ckpt_file.rounds_in(ckpt)
+        if rc != left_on_notice(signal.SIGTERM) or "a notice for the whole job" not in log:
+            fail(f"{recovery}: SIGTERM to ppu-launch: exited {rc}, want {ExitCode.LEFT_ON_SIGTERM}\n{events(log)}")
+        left = re.findall(rf"\[launch\] rank (\d) exited with code {ExitCode.LEFT_ON_SIGTERM}", log)
+        if sorted(left) != ["0", "1", "2", "3"]:
+            fail(f"{recovery}: not every rank left on the notice with {ExitCode.LEFT_ON_SIGTERM}:\n{events(log)}")
+        saved = files.rounds_in(ckpt)
         if len(saved) != 1 or not noticed_round <= saved[0] <= noticed_round + 1:
             fail(f"{recovery}: notice in round {noticed_round}: checkpoints of rounds {saved}, want that round's")
         if took > 25:
@@ -98,14 +113,14 @@ def case_notice_job():
         rerun = job(work(f"resume-{recovery}"), steps, recovery, saving, restarts=0)
         rc = rerun.finish()
         text = rerun.text()
-        if rc != 0 or f"resumed from {ckpt}/{ckpt_file.round_dir(saved[0])}" not in text:
+        if rc != 0 or f"resumed from {ckpt}/{files.round_dir(saved[0])}" not in text:
             fail(f"{recovery}: the rerun did not resume from round {saved[0]}: exit {rc}\n{events(text)}")
-        said = rerun.summary(0)["recovery"]
-        if said["resumed_after_notice"] != saved[0]:
+        said = rerun.summary(0).recovery
+        if said.resumed_after_notice != saved[0]:
             fail(f"{recovery}: the rerun's summary does not say it resumed from the notice's round {saved[0]}")
-        want = {"round": saved[0], "kind": "notice", "resumed_round": saved[0], "rounds_lost": 0}
-        if said["stops"] != 1 or said["rounds_lost"] != 0 or not stop_is(said["interruptions"][-1], want):
-            fail(f"{recovery}: the rerun's summary does not say the notice cost no round: {said['interruptions']}")
+        stop = said.interruptions[-1] if said.interruptions else None
+        if said.stops != 1 or said.rounds_lost != 0 or not stop_is(stop, "notice", saved[0], 0, round_=saved[0]):
+            fail(f"{recovery}: the rerun's summary does not say the notice cost no round: {plain(said.interruptions)}")
         if one_checksum(rerun) != expected:
             fail(f"{recovery}: resumed after the notice: checksum {one_checksum(rerun)} != uninterrupted {expected}")
         print(
@@ -123,14 +138,17 @@ def case_notice_bound():
     run.proc.send_signal(signal.SIGTERM)
     rc = run.finish(timeout=60)
     log = run.text()
-    if rc != 143 or len(re.findall(r"no round boundary was reached \(checkpoint\.notice_s = 0\.5\)", log)) != 4:
+    said_why = re.findall(r"no round boundary was reached \(checkpoint\.notice_s = 0\.5\)", log)
+    if rc != ExitCode.LEFT_ON_SIGTERM or len(said_why) != 4:
         fail(
-            f"a round longer than checkpoint.notice_s: exited {rc}, want 143 with every rank saying why\n{events(log)}"
+            f"a round longer than checkpoint.notice_s: exited {rc}, want {ExitCode.LEFT_ON_SIGTERM} with every rank "
+            f"saying why\n{events(log)}"
         )
-    if sorted(re.findall(r"\[launch\] rank (\d) exited with code 143", log)) != ["0", "1", "2", "3"]:
-        fail(f"not every rank left with 143:\n{events(log)}")
-    if ckpt_file.rounds_in(ckpt):
-        fail(f"a checkpoint was written past the bound: {ckpt_file.rounds_in(ckpt)}")
+    left = re.findall(rf"\[launch\] rank (\d) exited with code {ExitCode.LEFT_ON_SIGTERM}", log)
+    if sorted(left) != ["0", "1", "2", "3"]:
+        fail(f"not every rank left with {ExitCode.LEFT_ON_SIGTERM}:\n{events(log)}")
+    if files.rounds_in(ckpt):
+        fail(f"a checkpoint was written past the bound: {files.rounds_in(ckpt)}")
 
 
 def case_notice_rank():
@@ -138,7 +156,7 @@ def case_notice_rank():
     run.wait_for(r"\[rank 0\] .* step 50/")
     before = rank_pids(run.proc.pid)
     os.kill(before[1], signal.SIGTERM)
-    run.wait_for(r"rank 1 exited with code 143: restarting it in place")
+    run.wait_for(rf"rank 1 exited with code {ExitCode.LEFT_ON_SIGTERM}: restarting it in place")
     run.wait_for(r"rank\(s\) \[1\] left on notice in round \d+ \(step \d+\): generation \d+ has ranks \[0,2,3\]")
     run.wait_for(r"rank\(s\) \[1\] rejoined in round")
     rc = run.finish()
@@ -151,14 +169,24 @@ def case_notice_rank():
     reform = [float(s) for s in re.findall(r"left on notice in round .*\(([0-9.]+) s to re-form\)", log)]
     if not reform or max(reform) >= HEARTBEAT_S:
         fail(f"re-forming without the leaver took {reform} s (a heartbeat window is {HEARTBEAT_S} s)")
-    survivor = run.summary(0)["recovery"]["faults"]
-    if survivor.get("preempted", {}).get("count") != 1:
-        fail(f"the survivors' faults {survivor} do not count one 'preempted'")
+    survivor = run.summary(0)
+    if fault_count(survivor, "preempted") != 1:
+        fail(f"the survivors' faults {plain(survivor.recovery.faults)} do not count one 'preempted'")
     print(f"rank 1 left on notice, re-formed without it in {max(reform):.3f} s, taken back; {one_checksum(run)}")
 
 
-def stop_is(stop, want):
-    return {k: stop[k] for k in want} == want and stop["ranks"] == []
+def stop_is(stop, kind, resumed_round, rounds_lost, round_=None):
+    """Interruption `stop` (of recovery.interruptions; None: there was none) is of `kind`, lost
+    `rounds_lost` rounds resuming at `resumed_round`, stopped in round `round_` where given, and
+    names no rank."""
+    return (
+        stop is not None
+        and stop.kind == kind
+        and stop.resumed_round == resumed_round
+        and stop.rounds_lost == rounds_lost
+        and (round_ is None or stop.round == round_)
+        and stop.ranks == []
+    )
 
 
 def kill_every_rank(run):
@@ -191,14 +219,17 @@ def case_all_killed():
     # What the loss cost: the rounds between where the job had got (round 10, rank 0's step 100
     # logged) and the checkpoint it resumed from (every 2 rounds), in every rank's summary.
     for rank in range(4):
-        said = run.summary(rank)["recovery"]
-        stop = said["interruptions"][-1] if said["interruptions"] else {}
-        want = {"kind": "restart", "resumed_round": step // H, "rounds_lost": stop.get("round", 0) - step // H}
-        if said["stops"] != 1 or not stop_is(stop, want) or not 9 <= stop["round"] <= 12 or said["rounds_lost"] > 3:
-            fail(f"rank {rank}: the summary does not say what losing every rank cost: {said['interruptions']}")
-    print(
-        f"the loss cost {stop['rounds_lost']} round(s): reached {stop['round']}, resumed from {stop['resumed_round']}"
-    )
+        said = run.summary(rank).recovery
+        stop = said.interruptions[-1] if said.interruptions else None
+        lost = (stop.round if stop else 0) - step // H
+        if (
+            said.stops != 1
+            or not stop_is(stop, "restart", step // H, lost)
+            or not 9 <= stop.round <= 12
+            or said.rounds_lost > 3
+        ):
+            fail(f"rank {rank}: the summary does not say what losing every rank cost: {plain(said.interruptions)}")
+    print(f"the loss cost {stop.rounds_lost} round(s): reached {stop.round}, resumed from {stop.resumed_round}")
     print(f"every rank killed at step 100: gang restart from step {step}, {resumed:.1f} s after the loss")
     # Without a checkpoint directory the same loss ends the job with a clear error.
     run = job(work("all-none"), 600, restarts=6)
@@ -206,8 +237,11 @@ def case_all_killed():
     kill_every_rank(run)
     rc = run.finish(timeout=120)
     log = run.text()
-    if rc != 2 or "no checkpoint.dir" not in log or "restarting the gang" in log:
-        fail(f"every rank killed, no checkpoint.dir: exited {rc}, want 2 naming the key, no restart\n{events(log)}")
+    if rc != ExitCode.CONFIG_ERROR or "no checkpoint.dir" not in log or "restarting the gang" in log:
+        fail(
+            f"every rank killed, no checkpoint.dir: exited {rc}, want {ExitCode.CONFIG_ERROR} naming the key, no "
+            f"restart\n{events(log)}"
+        )
 
 
 def case_stopped_forever():
@@ -222,7 +256,7 @@ def case_stopped_forever():
     run.wait_for(r"rank\(s\) \[1\] rejoined in round")
     rc = run.finish()
     no_gang_restart(run, rc, "rank 1 stopped for good")
-    degraded = run.summary(0)["recovery"]["rounds_degraded"]
+    degraded = run.summary(0).recovery.rounds_degraded
     if degraded <= 2:
         fail(f"only {degraded} rounds degraded: the test no longer shows that the rounds bound alone is not used")
     print(f"rank 1 stopped: ended by ppu-launch, replaced; {degraded} rounds degraded, no gang restart")
@@ -250,7 +284,7 @@ def case_checkpoint_stall():
     run.wait_for(r"the checkpoint write of rank 2 at step 100 stalls")
     stalled = time.monotonic()
     run.wait_for(r"\[rank 2\] .*this rank's checkpoint write has gone on past checkpoint\.write_timeout_s = 2 s")
-    run.wait_for(r"rank 2 exited with code 5: restarting it in place")
+    run.wait_for(rf"rank 2 exited with code {ExitCode.REJOIN}: restarting it in place")
     fenced = time.monotonic() - stalled
     run.wait_for(r"checkpoint round 10 written to .* with rank\(s\) \[2\] missing")
     run.wait_for(r"rank\(s\) \[2\] rejoined in round")
@@ -272,12 +306,12 @@ def case_disk_full():
             log = run.text()
             if rc != 0:
                 fail(f"{recovery}: a full checkpoint disk stopped training: exit {rc}\n{events(log)}")
-            failed = run.summary(0)["recovery"]["checkpoints_failed"]
+            failed = run.summary(0).recovery.checkpoints_failed
             if failed != 3 or "the checkpoint of round 10 stays the resume point" not in log:
                 fail(f"{recovery}: rounds 20, 30, 40 unwritable: {failed} counted\n{events(log)}")
             # Nothing half-written is left: round 10's checkpoint and the job's reached note.
             held = sorted(os.listdir(ckpt))
-            if ckpt_file.rounds_in(ckpt) != [10] or held != sorted([ckpt_file.round_dir(10), ckpt_file.REACHED_NOTE]):
+            if files.rounds_in(ckpt) != [10] or held != sorted([files.round_dir(10), files.REACHED_NOTE]):
                 fail(f"{recovery}: the disk holds {held}, want round 10's checkpoint and the reached note alone")
             print(f"{recovery}: disk full after round 10: {failed} rounds not written, training went on, exit 0")
     finally:

@@ -3,13 +3,17 @@ grows, and what a test asks of the processes it runs (their pids by rank, the st
 their ends (exit codes, summaries, the checksums they agree on). Shared by live_recovery_tests.py
 and capacity_events_tests.py."""
 
-import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from ppu import files, summary
+from ppu.exit_codes import ExitCode
+from ppu.record import Record
 
 _RUNNING = []  # every Launch not yet finished: ended with the test when it fails
 
@@ -121,8 +125,7 @@ class Launch:
         return self.proc.returncode
 
     def summary(self, rank):
-        with open(os.path.join(self.summaries, f"rank-{rank}.json")) as f:
-            return json.load(f)
+        return summary.load(files.summary_file(self.summaries, rank))
 
 
 def tiny_job(src, sync_every, heartbeat_s):
@@ -136,8 +139,26 @@ def tiny_job(src, sync_every, heartbeat_s):
     ]  # fmt: skip
 
 
+def plain(value):
+    """A summary's value as its JSON has it (a Record as its object, in lists and maps too): what a
+    failure message shows."""
+    if isinstance(value, Record):
+        return value.as_dict()
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+def fault_count(s, kind):
+    """How many faults of `kind` summary `s` counts (recovery.faults; 0 when it names none)."""
+    faults = s.recovery.faults
+    return faults[kind].count if kind in faults else 0
+
+
 def one_checksum(run, ranks=4):
-    checksums = {run.summary(r)["param_checksum"] for r in range(ranks)}
+    checksums = {run.summary(r).param_checksum for r in range(ranks)}
     if len(checksums) != 1:
         fail(f"ranks disagree on the final parameters: {checksums}")
     return checksums.pop()
@@ -146,13 +167,16 @@ def one_checksum(run, ranks=4):
 def fault_named(run, survivor, kind, what):
     """The survivor's summary counts at least one fault of `kind` (recovery.faults: what happened
     to the rank, not how it was detected); returns the faults it counts."""
-    faults = run.summary(survivor)["recovery"]["faults"]
-    if faults.get(kind, {}).get("count", 0) < 1:
+    s = run.summary(survivor)
+    faults = plain(s.recovery.faults)
+    if fault_count(s, kind) < 1:
         fail(f"{what}: rank {survivor}'s summary counts faults {faults}, no '{kind}'")
     return faults
 
 
 def no_gang_restart(run, rc, what):
     log = run.text()
-    if rc != 0 or "restarting the gang" in log or "exited with code 3" in log:
-        fail(f"{what}: ppu-launch exited {rc} (want 0, no gang restart, no exit 3)\n{events(log)}")
+    if rc != 0 or "restarting the gang" in log or f"exited with code {ExitCode.PEER_FAILURE}" in log:
+        fail(
+            f"{what}: ppu-launch exited {rc} (want 0, no gang restart, no exit {ExitCode.PEER_FAILURE})\n{events(log)}"
+        )

@@ -99,19 +99,24 @@ import sys
 import tempfile
 import time
 
-import checkpoint_layout as ckpt_file
 from launch_harness import (
     Launch,
     events,
     fail,
+    fault_count,
     fault_named,
     no_gang_restart,
     one_checksum,
+    plain,
     rank_pids,
     store_pid,
     tiny_job,
 )
 from rank_netns import RankNetwork
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from ppu import files
+from ppu.exit_codes import ExitCode
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
@@ -138,9 +143,9 @@ def uninterrupted(seed, recovery="live"):
 def case_kill_each_rank():
     # Without a failure, live recovery changes nothing: the same bits as the gang policy.
     live, gang = uninterrupted(0), uninterrupted(0, "gang")
-    if live["param_checksum"] != gang["param_checksum"]:
-        fail(f"uninterrupted live run {live['param_checksum']} != gang run {gang['param_checksum']}")
-    losses = {0: live["eval_loss"], **{seed: uninterrupted(seed)["eval_loss"] for seed in (1, 2)}}
+    if live.param_checksum != gang.param_checksum:
+        fail(f"uninterrupted live run {live.param_checksum} != gang run {gang.param_checksum}")
+    losses = {0: live.eval_loss, **{seed: uninterrupted(seed).eval_loss for seed in (1, 2)}}
     spread = max(losses.values()) - min(losses.values())
     print(f"uninterrupted eval loss by seed {losses}; spread {spread:.4f}")
     for victim in (0, 1, 3):
@@ -171,16 +176,16 @@ def case_kill_each_rank():
         if log.count("restarting it in place") != 1:
             fail("more than one rank was restarted")
         sums = [run.summary(r) for r in range(4)]
-        checksums = {s["param_checksum"] for s in sums}
+        checksums = {s.param_checksum for s in sums}
         if len(checksums) != 1:
             fail(f"ranks disagree on the final parameters: {checksums}")
         fault_named(run, watched, "killed", f"rank {victim} SIGKILLed")
-        survivor = sums[watched]["recovery"]
-        if survivor["recoveries"] < 1 or survivor["rejoins"] < 1 or survivor["live_ranks"] != 4:
-            fail(f"survivor's recovery summary {survivor}")
-        if sums[victim]["recovery"]["rejoined_at_step"] <= 0:
-            fail(f"the replacement's summary {sums[victim]['recovery']}")
-        loss = sums[0]["eval_loss"]
+        survivor = sums[watched].recovery
+        if survivor.recoveries < 1 or survivor.rejoins < 1 or survivor.live_ranks != 4:
+            fail(f"survivor's recovery summary {plain(survivor)}")
+        if sums[victim].recovery.rejoined_at_step <= 0:
+            fail(f"the replacement's summary {plain(sums[victim].recovery)}")
+        loss = sums[0].eval_loss
         print(
             f"rank {victim} killed at step {step}: lost in round {lost.group(1)}, rejoined in round "
             f"{rejoined.group(1)} (step {rejoined.group(2)}); eval loss {loss:.4f} vs {losses[0]:.4f} uninterrupted"
@@ -210,7 +215,7 @@ def case_boundaries():
         fail(f"ppu-launch exited {rc}\n{events(log)}")
     if log.count("restarting it in place") != 4:
         fail(f"expected 4 restarts in place:\n{events(log)}")
-    checksums = {run.summary(r)["param_checksum"] for r in range(4)}
+    checksums = {run.summary(r).param_checksum for r in range(4)}
     if len(checksums) != 1:
         fail(f"ranks disagree on the final parameters: {checksums}")
     print(f"4 ranks killed at round boundaries, each taken back; one checksum {checksums.pop()}")
@@ -228,7 +233,7 @@ def case_frozen():
         fail(f"rank 2's silence was not named within network.heartbeat_s={HEARTBEAT_S}: {named}")
     print(f"re-formed without rank 2 {time.monotonic() - stopped:.1f} s after SIGSTOP; silence named at {named}")
     os.kill(pids[2], signal.SIGCONT)
-    run.wait_for(r"rank 2 exited with code 5: restarting it in place")
+    run.wait_for(rf"rank 2 exited with code {ExitCode.REJOIN}: restarting it in place")
     run.wait_for(r"rank\(s\) \[2\] rejoined in round")
     rc = run.finish()
     log = run.text()
@@ -237,7 +242,7 @@ def case_frozen():
     if "out of the live group" not in log:
         fail("the resumed rank did not say it was out of the live group")
     fault_named(run, 0, "stopped", "rank 2 SIGSTOPped")
-    checksums = {run.summary(r)["param_checksum"] for r in range(4)}
+    checksums = {run.summary(r).param_checksum for r in range(4)}
     if len(checksums) != 1:
         fail(f"ranks disagree on the final parameters after SIGCONT: {checksums}")
 
@@ -270,14 +275,14 @@ def case_store_restart():
     same_processes(before, rank_pids(run.proc.pid), set())
     rc = run.finish()
     no_gang_restart(run, rc, "the store killed twice")
-    restarts = [run.summary(r)["recovery"]["faults"].get("store", {}).get("count", 0) for r in range(4)]
+    restarts = [fault_count(run.summary(r), "store") for r in range(4)]
     if min(restarts) < 1:
         fail(f"store restarts counted per rank {restarts}: every rank met the restarted store")
     checksum = one_checksum(run)
-    if checksum != reference["param_checksum"]:
+    if checksum != reference.param_checksum:
         fail(
             f"after two store restarts the parameters differ from the uninterrupted run's: {checksum} vs "
-            f"{reference['param_checksum']}\n{events(run.text())}"
+            f"{reference.param_checksum}\n{events(run.text())}"
         )
     print(f"store killed at steps ~40 and ~125: rebuilt, restarts seen per rank {restarts}; bit-identical {checksum}")
 
@@ -323,7 +328,7 @@ def case_hung():
     before = rank_pids(run.proc.pid)
     hung_at = time.monotonic()
     run.wait_for(r"\[rank 2\] .*training thread has made no progress for")
-    run.wait_for(r"rank 2 exited with code 5: restarting it in place")
+    run.wait_for(rf"rank 2 exited with code {ExitCode.REJOIN}: restarting it in place")
     fenced = time.monotonic() - hung_at
     run.wait_for(r"rank\(s\) \[2\] rejoined in round")
     same_processes(before, rank_pids(run.proc.pid), {2})
@@ -341,8 +346,11 @@ def case_second_loss():
     same_processes(before, rank_pids(run.proc.pid), {1, 2})
     rc = run.finish()
     log = run.text()
-    if rc != 0 or "restarting the gang" in log or "exited with code 3" in log:
-        fail(f"a second loss during a recovery: ppu-launch exited {rc} (want 0, no exit 3)\n{events(log)}")
+    if rc != 0 or "restarting the gang" in log or f"exited with code {ExitCode.PEER_FAILURE}" in log:
+        fail(
+            f"a second loss during a recovery: ppu-launch exited {rc} (want 0, no exit {ExitCode.PEER_FAILURE})\n"
+            f"{events(log)}"
+        )
     waits = [float(x) for x in re.findall(r"\(([0-9.]+) s to re-form\)", log)]
     if not waits or max(waits) >= 60:
         fail(f"re-forming took {waits} s: a wait of the live path ran to network.timeout_s")
@@ -360,16 +368,16 @@ def case_lost_for_good():
     log = run.text()
     if rc != 137 or "the job finished without rank(s) 3" not in log:
         fail(f"rank 3 lost for good: ppu-launch exited {rc}, want 137 naming it\n{events(log)}")
-    recovery = run.summary(0)["recovery"]
-    degraded, spans = recovery["rounds_degraded"], recovery["degraded"]
+    recovery = run.summary(0).recovery
+    degraded, spans = recovery.rounds_degraded, recovery.degraded
     if degraded < 1:
         fail(f"the survivors' summary counts {degraded} degraded rounds")
     # The list says which rounds and without whom: one span, rank 3 missing, to the last round.
-    if len(spans) != 1 or spans[0]["missing"] != [3] or spans[0]["last_round"] != run.summary(0)["outer_rounds"]:
-        fail(f"the survivors' summary lists the degraded rounds as {spans}")
-    if spans[0]["last_round"] - spans[0]["first_round"] + 1 != degraded:
-        fail(f"degraded spans {spans} do not add up to {degraded} rounds")
-    print(f"rank 3 lost for good: exit {rc}, {degraded} rounds degraded: {spans}")
+    if len(spans) != 1 or spans[0].missing != [3] or spans[0].last_round != run.summary(0).outer_rounds:
+        fail(f"the survivors' summary lists the degraded rounds as {plain(spans)}")
+    if spans[0].last_round - spans[0].first_round + 1 != degraded:
+        fail(f"degraded spans {plain(spans)} do not add up to {degraded} rounds")
+    print(f"rank 3 lost for good: exit {rc}, {degraded} rounds degraded: {plain(spans)}")
 
 
 def case_fallback():
@@ -382,8 +390,14 @@ def case_fallback():
     os.kill(pids[2], signal.SIGKILL)
     rc = run.finish()
     log = run.text()
-    if rc != 3 or "has had no live owner for 2 rounds (network.max_uncovered_rounds = 1)" not in log:
-        fail(f"two owners of one slice lost: ppu-launch exited {rc}, expected 3 naming the rule\n{events(log)}")
+    if (
+        rc != ExitCode.PEER_FAILURE
+        or "has had no live owner for 2 rounds (network.max_uncovered_rounds = 1)" not in log
+    ):
+        fail(
+            f"two owners of one slice lost: ppu-launch exited {rc}, expected {ExitCode.PEER_FAILURE} naming the rule\n"
+            f"{events(log)}"
+        )
     # Without a checkpoint directory the same fallback would train from step 0 again: the job
     # ends instead, with a configuration error (2, no retry) that names the rule and the key.
     run = Run(tempfile.mkdtemp(prefix="ppu-live-fraction-"), ["--set", "network.min_live_fraction=0.9"], 0)
@@ -391,8 +405,15 @@ def case_fallback():
     os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
     rc = run.finish()
     log = run.text()
-    if rc != 2 or "below network.min_live_fraction = 0.9" not in log or "no checkpoint.dir" not in log:
-        fail(f"one of four lost with min_live_fraction 0.9, no checkpoint.dir: exited {rc}, want 2\n{events(log)}")
+    if (
+        rc != ExitCode.CONFIG_ERROR
+        or "below network.min_live_fraction = 0.9" not in log
+        or "no checkpoint.dir" not in log
+    ):
+        fail(
+            f"one of four lost with min_live_fraction 0.9, no checkpoint.dir: exited {rc}, want "
+            f"{ExitCode.CONFIG_ERROR}\n{events(log)}"
+        )
     if "restarting the gang" in log:
         fail(f"a job without checkpoint.dir was restarted from step 0:\n{events(log)}")
 
@@ -408,10 +429,10 @@ def case_late_replacement():
     if rc != 0 or "the job finished before rank 3 could rejoin" not in log:
         fail(f"ppu-launch exited {rc}; expected 0 and the replacement to report the job's result\n{events(log)}")
     sums = [run.summary(r) for r in range(4)]
-    if len({s["param_checksum"] for s in sums}) != 1 or sums[3]["eval_loss"] != sums[0]["eval_loss"]:
-        fail(f"the late replacement's summary is not the job's result: {[s['param_checksum'] for s in sums]}")
-    if sums[3]["tokens"] != 0 or sums[3]["recovery"]["live_ranks"] != 0:
-        fail(f"the late replacement claims work it did not do: {sums[3]['tokens']} tokens, {sums[3]['recovery']}")
+    if len({s.param_checksum for s in sums}) != 1 or sums[3].eval_loss != sums[0].eval_loss:
+        fail(f"the late replacement's summary is not the job's result: {[s.param_checksum for s in sums]}")
+    if sums[3].tokens != 0 or sums[3].recovery.live_ranks != 0:
+        fail(f"the late replacement claims work it did not do: {sums[3].tokens} tokens, {plain(sums[3].recovery)}")
 
 
 def cut_off(rank, cut_s, ready, extra, env, work, restarts=1):
@@ -475,8 +496,8 @@ def case_cut_past_timeout():
     extra = ["--set", "train.steps=5000", "--set", "outer.sync_every=200", "--set", "network.timeout_s=8"]
     env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS="10")
     code, checksum = cut_off(1, 26, [r"\[rank 0\] .* step 30/"], extra, env, "ppu-live-cut-long-", restarts=3)
-    if code != "5":
-        fail(f"rank 1 cut off past network.timeout_s exited {code}, want 5 (replaced alone)")
+    if int(code) != ExitCode.REJOIN:
+        fail(f"rank 1 cut off past network.timeout_s exited {code}, want {ExitCode.REJOIN} (replaced alone)")
     print(f"rank 1 cut off for 26 s (timeout 8 s): exited {code}, replaced alone; one checksum {checksum}")
 
 
@@ -566,20 +587,20 @@ def case_degraded_checkpoint():
     if rc != 137:
         fail(f"rank 3 lost for good: ppu-launch exited {rc}, want 137\n{events(log)}")
     live = run.summary(0)
-    rounds = ckpt_file.rounds_in(ckpt)
+    rounds = files.rounds_in(ckpt)
     degraded = []
     for r in rounds:
-        with open(os.path.join(ckpt, ckpt_file.round_dir(r), ckpt_file.MANIFEST)) as f:
+        with open(os.path.join(ckpt, files.round_dir(r), files.MANIFEST)) as f:
             manifest = json.load(f)
-        parts = sorted(k for k in manifest["files"] if ckpt_file.is_rank_part(k))
-        if parts != [ckpt_file.rank_part(i) for i in range(4)] or manifest["world_size"] != 4:
+        parts = sorted(k for k in manifest["files"] if files.is_rank_part(k))
+        if parts != [files.rank_part(i) for i in range(4)] or manifest["world_size"] != 4:
             fail(f"checkpoint round {r} lists {parts} of world size {manifest['world_size']}")
         if manifest.get("stand_ins"):
             if manifest["stand_ins"] != {"3": 1}:
                 fail(f"round {r}: rank 3's part should be written by rank 1 (co-owner), got {manifest['stand_ins']}")
             degraded.append(r)
-    last = live["outer_rounds"]
-    if not degraded or degraded[-1] != last or len(degraded) < live["recovery"]["rounds_degraded"]:
+    last = live.outer_rounds
+    if not degraded or degraded[-1] != last or len(degraded) < live.recovery.rounds_degraded:
         fail(f"degraded checkpoints {degraded}: want every degraded round to round {last}")
     wrote = checkpoint_digests(log, rf"checkpoint round {last} written to \S+ with rank\(s\) \[3\] missing")
     if sorted(wrote) != [0, 1, 2]:
@@ -590,21 +611,21 @@ def case_degraded_checkpoint():
     restart = Run(tempfile.mkdtemp(prefix="ppu-live-degraded-restart-"), keep, restarts=0)
     if restart.finish() != 0:
         fail(f"the restart from the degraded checkpoint failed:\n{events(restart.text())}")
-    resumed = checkpoint_digests(restart.text(), rf"resumed from \S+{ckpt_file.round_dir(last)} at step")
+    resumed = checkpoint_digests(restart.text(), rf"resumed from \S+{files.round_dir(last)} at step")
     want = {0: wrote[0], 1: wrote[1], 2: wrote[2], 3: wrote[1]}  # rank 3: θ and rank 1's inner state
     if resumed != want:
         fail(f"resumed digests {resumed}, the live job held {want}")
-    if {restart.summary(r)["param_checksum"] for r in range(4)} != {live["param_checksum"]}:
+    if {restart.summary(r).param_checksum for r in range(4)} != {live.param_checksum}:
         fail("the restart's parameters are not the live job's")
-    if restart.summary(0)["tokens"] != live["tokens"]:
-        fail(f"rank 0's counters: {restart.summary(0)['tokens']} tokens resumed, {live['tokens']} held")
+    if restart.summary(0).tokens != live.tokens:
+        fail(f"rank 0's counters: {restart.summary(0).tokens} tokens resumed, {live.tokens} held")
 
     # From an earlier degraded checkpoint the restart trains on, rank 3 from its stand-in part.
     middle = degraded[len(degraded) // 2]
     early = tempfile.mkdtemp(prefix="ppu-live-degraded-early-")
-    shutil.copytree(os.path.join(ckpt, ckpt_file.round_dir(middle)), os.path.join(early, ckpt_file.round_dir(middle)))
+    shutil.copytree(os.path.join(ckpt, files.round_dir(middle)), os.path.join(early, files.round_dir(middle)))
     again = Run(tempfile.mkdtemp(prefix="ppu-live-degraded-again-"), ["--set", f"checkpoint.dir={early}"], 0)
-    if again.finish() != 0 or f"{ckpt_file.round_dir(middle)} at step" not in again.text():
+    if again.finish() != 0 or f"{files.round_dir(middle)} at step" not in again.text():
         fail(f"the restart from degraded round {middle} failed:\n{events(again.text())}")
     print(
         f"rank 3 lost: rounds {degraded} checkpointed degraded; restart from {last}: rank 3 resumed {resumed[3]}; "
@@ -620,10 +641,13 @@ def case_degraded_bound():
         r"checkpoint of round (\d+)",
         log,
     )
-    if rc != 3 or not gave_up:
-        fail(f"degraded past network.max_degraded_rounds: ppu-launch exited {rc}, want 3 naming the key\n{events(log)}")
+    if rc != ExitCode.PEER_FAILURE or not gave_up:
+        fail(
+            f"degraded past network.max_degraded_rounds: ppu-launch exited {rc}, want {ExitCode.PEER_FAILURE} naming "
+            f"the key\n{events(log)}"
+        )
     at = int(gave_up.group(1))
-    with open(os.path.join(ckpt, "live-fallback.json")) as f:
+    with open(os.path.join(ckpt, files.FALLBACK_NOTE)) as f:
         note = json.load(f)
     if note["round"] != at or "network.max_degraded_rounds" not in note["reason"]:
         fail(f"the fallback note {note} does not name round {at} and the key")
@@ -632,12 +656,15 @@ def case_degraded_bound():
     restart = Run(tempfile.mkdtemp(prefix="ppu-live-bound-restart-"), extra, restarts=0)
     rc = restart.finish()
     text = restart.text()
-    if rc != 0 or f"resumed from {ckpt}/{ckpt_file.round_dir(at)}" not in text:
+    if rc != 0 or f"resumed from {ckpt}/{files.round_dir(at)}" not in text:
         fail(f"the gang restart did not resume from round {at}: exit {rc}\n{events(text)}")
-    fallback = restart.summary(0)["recovery"]["fallback"]
+    fallback = restart.summary(0).recovery.fallback
     if "network.max_degraded_rounds = 2" not in fallback or "gang restart that live recovery fell back" not in text:
         fail(f"the restart's summary names the fallback as {fallback!r}")
-    print(f"degraded for 3 rounds: exit 3 at round {at}, restarted from it; recovery.fallback = {fallback!r}")
+    print(
+        f"degraded for 3 rounds: exit {ExitCode.PEER_FAILURE} at round {at}, restarted from it; "
+        f"recovery.fallback = {fallback!r}"
+    )
 
 
 def case_coowner_state():

@@ -9,12 +9,15 @@ Usage: paper_configs_test.py BUILD_DIR SOURCE_DIR
 """
 
 import glob
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from ppu import summary
+from ppu.exit_codes import ExitCode
 
 BIN, SRC = sys.argv[1], sys.argv[2]
 TRAIN = os.path.join(BIN, "bin", "ppu-train")
@@ -47,20 +50,20 @@ try:
         # Unmodified: refused for what this machine lacks (exit 2 device or 4 dataset), not the dtype.
         r = run(["--config", path, "--check"])
         out = r.stdout + r.stderr
-        if r.returncode not in (2, 4) or "train.dtype" in out:
+        if r.returncode not in (ExitCode.CONFIG_ERROR, ExitCode.DATA_ERROR) or "train.dtype" in out:
             fail(f"{name} unmodified: exit {r.returncode}, expected a device/dataset refusal:\n{out}")
         for env in ({}, {"RANK": str(ranks - 1), "WORLD_SIZE": str(ranks)}):
             r = run(["--config", path, "--check", *LOCAL], env=env)
             if r.returncode != 0 or "config OK" not in r.stdout:
                 fail(f"{name} --check {env}: exit {r.returncode}:\n{r.stdout}{r.stderr}")
-        summary = os.path.join(work, name + ".json")
+        summary_path = os.path.join(work, name + ".json")
         r = run(
             [
                 "--config",
                 path,
                 *LOCAL,
                 "--summary",
-                summary,
+                summary_path,
                 "--set",
                 "model.preset=tiny",
                 "--set",
@@ -90,19 +93,18 @@ try:
         )
         if r.returncode != 0:
             fail(f"{name}: two bf16 steps on the tiny model exited {r.returncode}:\n{r.stdout}{r.stderr}")
-        with open(summary) as f:
-            s = json.load(f)
-        total, trainable = s["total_params"], s["trainable_params"]
-        if s["state_bytes"]["weights"] != 2 * total + 4 * trainable:
-            fail(f"{name}: bf16 weights {s['state_bytes']['weights']} != 2*{total} + 4*{trainable}")
+        s = summary.load(summary_path)
+        total, trainable = s.total_params, s.trainable_params
+        if s.state_bytes.weights != 2 * total + 4 * trainable:
+            fail(f"{name}: bf16 weights {s.state_bytes.weights} != 2*{total} + 4*{trainable}")
         # A sanity bound, derived: the tiny model starts near log 256 = 5.55 nats (uniform over
         # its vocabulary) and two bf16 steps cannot leave that region unless the run diverged
         # (NaN fails the first test); 10 nats is 4.5 nats above, on any CPU's bf16 kernels.
-        if not (s["eval_loss"] == s["eval_loss"] and s["eval_loss"] < 10):
-            fail(f"{name}: eval loss {s['eval_loss']}")
+        if not (s.eval_loss == s.eval_loss and s.eval_loss < 10):
+            fail(f"{name}: eval loss {s.eval_loss}")
         print(
             f"ok {name}: --check passes (solo and rank {ranks - 1} of {ranks}); 2 bf16 steps, "
-            f"eval loss {s['eval_loss']:.4f}, weights {s['state_bytes']['weights']} B"
+            f"eval loss {s.eval_loss:.4f}, weights {s.state_bytes.weights} B"
         )
 finally:
     shutil.rmtree(work, ignore_errors=True)

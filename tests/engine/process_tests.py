@@ -47,7 +47,9 @@ import sys
 import tempfile
 import time
 
-import checkpoint_layout as ckpt_file
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from ppu import files, summary
+from ppu.exit_codes import ExitCode
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 TRAIN = os.path.join(BIN, "bin", "ppu-train")
@@ -96,11 +98,6 @@ def run_result_kind():
     return re.search(r'kKind = "(\w+)";', text).group(1), int(re.search(r"kVersion = (\d+);", text).group(1))
 
 
-def summary(path):
-    with open(path) as f:
-        return json.load(f)
-
-
 def launch(args, out_dir, **kw):
     return subprocess.run(
         [LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args, "--summary-dir", out_dir],
@@ -117,7 +114,7 @@ def case_resume():
     ref = launch([], os.path.join(work, "ref"))
     if ref.returncode != 0:
         fail("uninterrupted run failed:\n" + ref.stdout[-3000:] + ref.stderr[-3000:])
-    want = summary(os.path.join(work, "ref", "rank-0.json"))["param_checksum"]
+    want = summary.load(files.summary_file(os.path.join(work, "ref"), 0)).param_checksum
 
     ckpt = os.path.join(work, "ckpt")
     args = ["--set", "checkpoint.dir=" + ckpt, "--set", "checkpoint.keep=5"]
@@ -158,9 +155,9 @@ def case_resume():
     rounds = sorted(
         d
         for d in os.listdir(ckpt)
-        if d.startswith(ckpt_file.ROUND_PREFIX) and os.path.exists(os.path.join(ckpt, d, ckpt_file.MANIFEST))
+        if d.startswith(files.ROUND_PREFIX) and os.path.exists(os.path.join(ckpt, d, files.MANIFEST))
     )
-    newest = os.path.join(ckpt, rounds[-1], ckpt_file.rank_part(1))
+    newest = os.path.join(ckpt, rounds[-1], files.rank_part(1))
     with open(newest, "r+b") as f:
         f.seek(os.path.getsize(newest) // 2)
         byte = f.read(1)
@@ -174,7 +171,7 @@ def case_resume():
         fail("the corrupted checkpoint was not reported by name:\n" + out[-4000:])
     if "resumed from" not in out:
         fail("the restarted run did not resume:\n" + out[-4000:])
-    got = summary(os.path.join(work, "run2", "rank-0.json"))["param_checksum"]
+    got = summary.load(files.summary_file(os.path.join(work, "run2"), 0)).param_checksum
     print(f"uninterrupted {want}, resumed {got}")
     if got != want:
         fail("the resumed run's checksum differs from the uninterrupted run's")
@@ -216,8 +213,8 @@ def case_dead_peer():
         procs[0].kill()
         fail("the surviving rank hung after its peer died")
     print(out[-600:])
-    if procs[0].returncode != 3:
-        fail(f"the surviving rank exited {procs[0].returncode}, expected 3 (peer failure)")
+    if procs[0].returncode != ExitCode.PEER_FAILURE:
+        fail(f"the surviving rank exited {procs[0].returncode}, expected {ExitCode.PEER_FAILURE} (peer failure)")
     if "peer failure" not in out:
         fail("no clear peer-failure message")
 
@@ -264,8 +261,11 @@ def case_frozen_peer():
         results, resumed_rc = freeze_one(stopped, heartbeat_s)
         for rank, (rc, out, seconds) in sorted(results.items()):
             print(f"rank {stopped} stopped: rank {rank} exited {rc} after {seconds:.1f} s")
-            if rc != 3:
-                fail(f"rank {rank} exited {rc} with rank {stopped} stopped, expected 3 (peer failure)\n{out[-800:]}")
+            if rc != ExitCode.PEER_FAILURE:
+                fail(
+                    f"rank {rank} exited {rc} with rank {stopped} stopped, expected {ExitCode.PEER_FAILURE} "
+                    f"(peer failure)\n{out[-800:]}"
+                )
             if "peer failure" not in out:
                 fail(f"rank {rank} did not report a peer failure\n{out[-800:]}")
         # Who noticed first named the silence within the window; the rest may instead see that
@@ -278,8 +278,8 @@ def case_frozen_peer():
         silent = [float(m) for out in named for m in re.findall(r"for ([0-9.]+) s \(", out)]
         if not silent or min(silent) > heartbeat_s * 1.5 + 1:
             fail(f"the silence reported ({silent}) is not within network.heartbeat_s={heartbeat_s}")
-        if resumed_rc != 3:
-            fail(f"rank {stopped}, continued after SIGCONT, exited {resumed_rc}, expected 3")
+        if resumed_rc != ExitCode.PEER_FAILURE:
+            fail(f"rank {stopped}, continued after SIGCONT, exited {resumed_rc}, expected {ExitCode.PEER_FAILURE}")
 
 
 def case_bad_config():
@@ -305,15 +305,18 @@ def case_bad_config():
             check=False,
         )
         out = r.stdout + r.stderr
-        if r.returncode != 2 or needle not in out:
+        if r.returncode != ExitCode.CONFIG_ERROR or needle not in out:
             fail(f"{args} {env}: exit {r.returncode}, output:\n{out}")
         if "step " in out:
             fail(f"{args}: training started before the config error was reported")
-        print(f"ok {args} {env} -> exit 2 in {time.time() - start:.2f}s: {out.strip().splitlines()[-1]}")
+        print(
+            f"ok {args} {env} -> exit {ExitCode.CONFIG_ERROR} in {time.time() - start:.2f}s: "
+            f"{out.strip().splitlines()[-1]}"
+        )
     r = subprocess.run(
         [LAUNCH, "--nproc", "3", "--config", TINY], capture_output=True, text=True, timeout=60, check=False
     )
-    if r.returncode != 2 or "K=3" not in r.stderr:
+    if r.returncode != ExitCode.CONFIG_ERROR or "K=3" not in r.stderr:
         fail(f"ppu-launch with K=3, N=2: exit {r.returncode}: {r.stderr}")
 
 
@@ -351,17 +354,19 @@ def case_equivalence():
     b = launch(["--set", "method=streaming-diloco"], os.path.join(work, "sd"))
     if a.returncode or b.returncode:
         fail("runs failed:\n" + a.stderr + b.stderr)
-    sums = [summary(os.path.join(work, d, f"rank-{r}.json"))["param_checksum"] for d in ("ppu", "sd") for r in range(4)]
+    sums = [s.param_checksum for d in ("ppu", "sd") for s in summary.load_dir(os.path.join(work, d), 4)]
     print(sums)
     if len(set(sums)) != 1:
         fail("PPU with N=1 and Streaming DiLoCo disagree")
-    # Where each step's time went: every phase reported, the computing ones non-zero.
-    phases = summary(os.path.join(work, "ppu", "rank-0.json"))["inner_step_phases_median"]
-    print("phases", phases)
-    if sorted(phases) != ["backward", "batch", "forward", "gradient_allreduce", "optimizer"]:
-        fail(f"inner_step_phases_median has keys {sorted(phases)}")
-    if min(phases.values()) < 0 or not all(phases[p] > 0 for p in ("forward", "backward", "optimizer")):
-        fail(f"inner_step_phases_median {phases}: a computing phase took no time")
+    # Where each step's time went: every phase reported, the computing ones non-zero. Each phase is
+    # read by name (one missing: ContractError) and the load refused any phase the contract lacks.
+    phases = summary.load(files.summary_file(os.path.join(work, "ppu"), 0)).inner_step_phases_median
+    print("phases", phases.as_dict())
+    each = [phases.backward, phases.batch, phases.forward, phases.gradient_allreduce, phases.optimizer]
+    if len(phases.as_dict()) != len(each):
+        fail(f"inner_step_phases_median has keys {sorted(phases.as_dict())}")
+    if min(each) < 0 or not all(t > 0 for t in (phases.forward, phases.backward, phases.optimizer)):
+        fail(f"inner_step_phases_median {phases.as_dict()}: a computing phase took no time")
 
 
 def case_theta_flip():
@@ -374,10 +379,10 @@ def case_theta_flip():
     found = re.findall(r"θ of fragment (\S+) before its sync at step (\d+) differs on rank\(s\) \[([0-9,]+)\]", log)
     if len(found) < 1 or any(ranks != "2" for _, _, ranks in found):
         fail(f"the θ check should name rank 2 (and only it): {found}\n{log[-2000:]}")
-    sums = [summary(os.path.join(work, d, f"rank-{r}.json")) for d in ("clean", "flip") for r in range(4)]
-    if len({s["param_checksum"] for s in sums}) != 1:
-        fail(f"the repaired run differs from the clean one: {[s['param_checksum'] for s in sums]}")
-    counted = [s["recovery"]["theta_mismatches"] for s in sums]
+    sums = [s for d in ("clean", "flip") for s in summary.load_dir(os.path.join(work, d), 4)]
+    if len({s.param_checksum for s in sums}) != 1:
+        fail(f"the repaired run differs from the clean one: {[s.param_checksum for s in sums]}")
+    counted = [s.recovery.theta_mismatches for s in sums]
     if counted != [0, 0, 0, 0, 1, 1, 1, 1]:
         fail(f"theta_mismatches per rank (clean, then flipped run): {counted}")
     print(f"θ changed on rank 2 at step 15: found at {found}, repaired; checksums equal the clean run's")
@@ -390,7 +395,7 @@ def case_repeat_bf16():
     for run in runs:
         if run.returncode:
             fail("bf16 run failed:\n" + run.stdout[-2000:] + run.stderr[-2000:])
-    sums = [summary(os.path.join(work, name, "rank-0.json"))["param_checksum"] for name in ("a", "b")]
+    sums = [summary.load(files.summary_file(os.path.join(work, name), 0)).param_checksum for name in ("a", "b")]
     print("bf16 checksums", sums)
     if sums[0] != sums[1]:
         fail("two identical bf16 runs ended with different parameters")
@@ -457,9 +462,12 @@ def case_data_error():
             check=False,
         )
         out = r.stdout + r.stderr
-        if r.returncode != 4 or path not in out or needle not in out:
-            fail(f"data.path={path}: exit {r.returncode}, expected 4 naming the path and '{needle}':\n{out}")
-        print(f"ok data.path={path} -> exit 4: {out.strip().splitlines()[-1]}")
+        if r.returncode != ExitCode.DATA_ERROR or path not in out or needle not in out:
+            fail(
+                f"data.path={path}: exit {r.returncode}, expected {ExitCode.DATA_ERROR} naming the path and "
+                f"'{needle}':\n{out}"
+            )
+        print(f"ok data.path={path} -> exit {ExitCode.DATA_ERROR}: {out.strip().splitlines()[-1]}")
     shutil.rmtree(work)
 
 
@@ -467,14 +475,13 @@ def case_launch_check():
     # Each of these passes ppu-launch's own config parsing; only ppu-train can tell (no GPU, no
     # dataset). ppu-launch must ask ppu-train once and start no rank: one error, not K.
     work = tempfile.mkdtemp(prefix="ppu-launch-check-")
-    checks = [
-        (["--set", "data.source=shards", "--set", "data.path=" + os.path.join(work, "absent")], 4, "no such directory")
-    ]
+    absent = ["--set", "data.source=shards", "--set", "data.path=" + os.path.join(work, "absent")]
+    checks = [(absent, ExitCode.DATA_ERROR, "no such directory")]
     empty = os.path.join(work, "empty")
     os.makedirs(empty)
-    checks.append((["--set", "data.source=shards", "--set", "data.path=" + empty], 4, "meta.json"))
+    checks.append((["--set", "data.source=shards", "--set", "data.path=" + empty], ExitCode.DATA_ERROR, "meta.json"))
     if shutil.which("nvidia-smi") is None:
-        checks.append((["--set", "train.device=cuda"], 2, "'train.device'"))
+        checks.append((["--set", "train.device=cuda"], ExitCode.CONFIG_ERROR, "'train.device'"))
     for args, code, needle in checks:
         r = subprocess.run(
             [LAUNCH, "--nproc", "4", "--config", TINY, *BASE, *args],
@@ -506,7 +513,7 @@ def checkpointed_run(prefix):
     r = launch(args, os.path.join(work, "run1"))
     if r.returncode != 0:
         fail("the first run failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
-    return work, ckpt, args, [ckpt_file.round_dir(r) for r in ckpt_file.rounds_in(ckpt)]
+    return work, ckpt, args, [files.round_dir(r) for r in files.rounds_in(ckpt)]
 
 
 def case_checkpoint_format():
@@ -514,25 +521,26 @@ def case_checkpoint_format():
     # its path and both formats; the job neither loads it nor starts over beside it.
     work, ckpt, args, rounds = checkpointed_run("ppu-ckpt-format-")
     newest = os.path.join(ckpt, rounds[-1])
-    with open(os.path.join(newest, ckpt_file.MANIFEST)) as f:
+    with open(os.path.join(newest, files.MANIFEST)) as f:
         manifest = json.load(f)
     if manifest.get("format") != 2:
         fail(f"the manifest has format {manifest.get('format')!r}, expected 2")
     del manifest["format"]  # what a format-1 manifest looked like
-    with open(os.path.join(newest, ckpt_file.MANIFEST), "w") as f:
+    with open(os.path.join(newest, files.MANIFEST), "w") as f:
         json.dump(manifest, f)
-    before = ckpt_file.listing(ckpt)
+    before = files.listing(ckpt)
     r = launch(args + ["--set", "train.steps=60"], os.path.join(work, "run2"))
     out = r.stdout + r.stderr
-    if r.returncode != 4 or newest not in out or "format 1" not in out or "format 2" not in out:
+    if r.returncode != ExitCode.DATA_ERROR or newest not in out or "format 1" not in out or "format 2" not in out:
         fail(
-            f"resume from a format-1 checkpoint: exit {r.returncode}, expected 4 naming {newest} and both formats:\n"
-            + out[-4000:]
+            f"resume from a format-1 checkpoint: exit {r.returncode}, expected {ExitCode.DATA_ERROR} naming {newest} "
+            "and both formats:\n" + out[-4000:]
         )
-    after = ckpt_file.listing(ckpt)
+    after = files.listing(ckpt)
     if after != before:
         fail(f"the refused run changed the checkpoint directory: {before} -> {after}")
-    print(f"ok format-1 checkpoint -> exit 4: {next(l for l in out.splitlines() if 'format 1' in l).strip()}")
+    said = next(l for l in out.splitlines() if "format 1" in l).strip()
+    print(f"ok format-1 checkpoint -> exit {ExitCode.DATA_ERROR}: {said}")
     export = os.path.join(BIN, "bin", "ppu-export")
     r = subprocess.run(
         [export, "--checkpoint", ckpt, "--out", os.path.join(work, "hf")],
@@ -541,9 +549,12 @@ def case_checkpoint_format():
         timeout=120,
         check=False,
     )
-    if r.returncode != 4 or "format 1" not in r.stderr:
-        fail(f"ppu-export of a format-1 checkpoint: exit {r.returncode}, expected 4 naming the format:\n{r.stderr}")
-    print("ok ppu-export refuses it too (exit 4)")
+    if r.returncode != ExitCode.DATA_ERROR or "format 1" not in r.stderr:
+        fail(
+            f"ppu-export of a format-1 checkpoint: exit {r.returncode}, expected {ExitCode.DATA_ERROR} naming the "
+            f"format:\n{r.stderr}"
+        )
+    print(f"ok ppu-export refuses it too (exit {ExitCode.DATA_ERROR})")
     shutil.rmtree(work)
 
 
@@ -562,9 +573,12 @@ def case_runtime_failure():
     )
     out = r.stdout + r.stderr
     taken.close()
-    if r.returncode != 1 or "metrics.port" not in out or str(port) not in out:
-        fail(f"metrics port {port} taken: exit {r.returncode}, expected 1 naming metrics.port and the port:\n{out}")
-    print(f"ok metrics port {port} taken -> exit 1: {out.strip().splitlines()[-1]}")
+    if r.returncode != ExitCode.RUNTIME_FAILURE or "metrics.port" not in out or str(port) not in out:
+        fail(
+            f"metrics port {port} taken: exit {r.returncode}, expected {ExitCode.RUNTIME_FAILURE} naming metrics.port "
+            f"and the port:\n{out}"
+        )
+    print(f"ok metrics port {port} taken -> exit {ExitCode.RUNTIME_FAILURE}: {out.strip().splitlines()[-1]}")
 
 
 def case_result_message():
@@ -597,7 +611,7 @@ def case_result_message():
                     "--set",
                     "checkpoint.dir=" + ckpt,
                     "--summary",
-                    os.path.join(work, f"rank-{rank}.json"),
+                    files.summary_file(work, rank),
                 ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -614,17 +628,18 @@ def case_result_message():
             text = f.read()
         if len(text.encode()) > 1024:
             fail(f"rank {rank}'s result is {len(text.encode())} bytes, more than 1024")
-        res, s = json.loads(text), summary(os.path.join(work, f"rank-{rank}.json"))
+        res, s = json.loads(text), summary.load(files.summary_file(work, rank))
         kind, version = run_result_kind()
+        # The run result's keys (core/run_result.h), each with the summary field it carries.
         want = {
             kind: version,
-            "round": s["outer_rounds"],
-            "eval_loss": s["eval_loss"],
-            "perplexity": s["eval_perplexity"],
-            "steps": s["steps"],
-            "tokens": s["tokens"],
-            "checkpoint_round": s["last_checkpoint_round"],
-            "checksum": s["param_checksum"],
+            "round": s.outer_rounds,
+            "eval_loss": s.eval_loss,
+            "perplexity": s.eval_perplexity,
+            "steps": s.steps,
+            "tokens": s.tokens,
+            "checkpoint_round": s.last_checkpoint_round,
+            "checksum": s.param_checksum,
         }
         for k, v in want.items():
             if res.get(k) != v:
@@ -643,7 +658,7 @@ def case_result_message():
     )
     with open(env["PPU_TERMINATION_LOG"]) as f:
         text = f.read()
-    if bad.returncode != 2 or "model.layers" not in text or text.lstrip().startswith("{"):
+    if bad.returncode != ExitCode.CONFIG_ERROR or "model.layers" not in text or text.lstrip().startswith("{"):
         fail(f"a bad config should leave its reason as the message, got exit {bad.returncode}: {text!r}")
     print(f"ok failure message: {text.strip()}")
     shutil.rmtree(work)
@@ -664,63 +679,64 @@ def case_unusable_checkpoints():
         fail(f"expected at least two checkpoints, found {rounds}")
 
     def refused(what, expect_named, names_the_key):
-        before = ckpt_file.listing(ckpt)
+        before = files.listing(ckpt)
         r = launch(args + ["--set", "train.steps=60"], os.path.join(work, "refused"))
         out = r.stdout + r.stderr
         missing = [n for n in expect_named if n not in out]
-        if r.returncode != 4 or missing or (names_the_key and "start_over_if_unusable" not in out):
+        if r.returncode != ExitCode.DATA_ERROR or missing or (names_the_key and "start_over_if_unusable" not in out):
             fail(
-                f"{what}: exit {r.returncode}, expected 4 naming {missing or expect_named} and the key:\n{out[-4000:]}"
+                f"{what}: exit {r.returncode}, expected {ExitCode.DATA_ERROR} naming {missing or expect_named} and the "
+                f"key:\n{out[-4000:]}"
             )
-        if ckpt_file.listing(ckpt) != before:
-            fail(f"{what}: the refused run changed the checkpoint directory: {before} -> {ckpt_file.listing(ckpt)}")
+        if files.listing(ckpt) != before:
+            fail(f"{what}: the refused run changed the checkpoint directory: {before} -> {files.listing(ckpt)}")
         if "resumed from" in out or "step 5/" in out:
             fail(f"{what}: the refused run trained:\n{out[-3000:]}")
         said = next(l for l in out.splitlines() if "unusable" in l or "outer state" in l)
-        print(f"ok {what} -> exit 4: {said.strip()}")
+        print(f"ok {what} -> exit {ExitCode.DATA_ERROR}: {said.strip()}")
 
     # 1. The newest round's global.pt holds no outer state (its checksum matches, so the store
     #    accepts it and the load fails): the fault is the checkpoint's, exit 4, not a restart loop.
     newest = os.path.join(ckpt, rounds[-1])
-    with open(os.path.join(newest, ckpt_file.MANIFEST)) as f:
+    with open(os.path.join(newest, files.MANIFEST)) as f:
         manifest = json.load(f)
-    with open(os.path.join(newest, ckpt_file.GLOBAL), "rb") as f:
+    with open(os.path.join(newest, files.GLOBAL), "rb") as f:
         original = f.read()
-    with open(os.path.join(newest, ckpt_file.rank_part(0)), "rb") as f:
+    with open(os.path.join(newest, files.rank_part(0)), "rb") as f:
         stand_in = f.read()  # a valid archive without outer.*
-    with open(os.path.join(newest, ckpt_file.GLOBAL), "wb") as f:
+    with open(os.path.join(newest, files.GLOBAL), "wb") as f:
         f.write(stand_in)
-    saved = manifest["files"][ckpt_file.GLOBAL]
-    manifest["files"][ckpt_file.GLOBAL] = {"bytes": len(stand_in), "fnv1a64": fnv1a64(stand_in)}
-    with open(os.path.join(newest, ckpt_file.MANIFEST), "w") as f:
+    saved = manifest["files"][files.GLOBAL]
+    manifest["files"][files.GLOBAL] = {"bytes": len(stand_in), "fnv1a64": fnv1a64(stand_in)}
+    with open(os.path.join(newest, files.MANIFEST), "w") as f:
         json.dump(manifest, f)
     refused("missing outer state", [newest, "no outer state"], names_the_key=False)
-    with open(os.path.join(newest, ckpt_file.GLOBAL), "wb") as f:
+    with open(os.path.join(newest, files.GLOBAL), "wb") as f:
         f.write(original)
-    manifest["files"][ckpt_file.GLOBAL] = saved
-    with open(os.path.join(newest, ckpt_file.MANIFEST), "w") as f:
+    manifest["files"][files.GLOBAL] = saved
+    with open(os.path.join(newest, files.MANIFEST), "w") as f:
         json.dump(manifest, f)
 
     # 2. global.pt deleted from every round: every round is named, the directory is untouched.
     for d in rounds:
-        os.remove(os.path.join(ckpt, d, ckpt_file.GLOBAL))
-    refused("global.pt deleted from every round", [os.path.join(ckpt, d) for d in rounds], names_the_key=True)
+        os.remove(os.path.join(ckpt, d, files.GLOBAL))
+    refused(f"{files.GLOBAL} deleted from every round", [os.path.join(ckpt, d) for d in rounds], names_the_key=True)
 
     # 3. Starting over is a choice: the run trains from step 0 and its rounds replace the old ones.
     r = launch(args + ["--set", "checkpoint.start_over_if_unusable=true"], os.path.join(work, "over"))
     out = r.stdout + r.stderr
     if r.returncode != 0 or "resumed from" in out or "starting from step 0" not in out:
         fail(f"start_over_if_unusable=true: exit {r.returncode}, expected 0 and a fresh start:\n{out[-3000:]}")
-    rounds_now = [ckpt_file.round_dir(r) for r in ckpt_file.rounds_in(ckpt)]
-    if not all(os.path.exists(os.path.join(ckpt, d, ckpt_file.GLOBAL)) for d in rounds_now):
-        fail(f"after starting over, some round still lacks global.pt: {ckpt_file.listing(ckpt)}")
+    rounds_now = [files.round_dir(r) for r in files.rounds_in(ckpt)]
+    if not all(os.path.exists(os.path.join(ckpt, d, files.GLOBAL)) for d in rounds_now):
+        fail(f"after starting over, some round still lacks {files.GLOBAL}: {files.listing(ckpt)}")
     print("ok start_over_if_unusable=true trains from step 0 and replaces the rounds")
 
     # 4. A round without a manifest is a save that never finished: a first run that crashed in
     #    its first save starts from step 0 (exit 0), it is not failed for it.
     shutil.rmtree(ckpt)
-    os.makedirs(os.path.join(ckpt, ckpt_file.round_dir(1)))
-    with open(os.path.join(ckpt, ckpt_file.round_dir(1), ckpt_file.rank_part(0)), "wb") as f:
+    os.makedirs(os.path.join(ckpt, files.round_dir(1)))
+    with open(os.path.join(ckpt, files.round_dir(1), files.rank_part(0)), "wb") as f:
         f.write(b"partial")
     r = launch(args, os.path.join(work, "incomplete"))
     out = r.stdout + r.stderr

@@ -19,6 +19,9 @@ pass() { echo "ok: $*"; }
 command -v unshare >/dev/null || fail "unshare (util-linux) is required"
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is required"
 [[ "$(id -u)" == 0 ]] || fail "must run as root (it creates a mount namespace and drops to uid 65532)"
+# A checkpoint round directory's name starts with this (python/ppu/files.py, from the contract).
+round_prefix="$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from ppu import files; print(files.ROUND_PREFIX)' "$SRC/python")" \
+  || fail "cannot read the checkpoint names from $SRC/python/ppu"
 
 # Not under /tmp: the namespace mounts a fresh tmpfs there. A checkout under /tmp would be
 # hidden by it too, so the binary and the config are copied into the work dir, which is next
@@ -74,12 +77,12 @@ INSIDE
 
 unshare --mount --propagation private bash "$W/inside.sh" "$W" "$TRAIN" "$SRC" "$PORT" || fail "ranks did not train with a read-only root"
 pass "two ranks trained as uid 65532 with a read-only root filesystem"
-n=$(find "$W/ckpt" -mindepth 1 -maxdepth 3 -name 'round-*' | grep -vc '\.tmp' || true)
+n=$(find "$W/ckpt" -mindepth 1 -maxdepth 3 -name "${round_prefix}*" | grep -vc '\.tmp' || true)
 ((n >= 1)) || {
   ls -lR "$W/ckpt" >&2
   fail "no checkpoint round written to the checkpoint volume"
 }
-owner=$(find "$W/ckpt" -mindepth 1 -name 'round-*' -printf '%u\n' | sort -u)
+owner=$(find "$W/ckpt" -mindepth 1 -name "${round_prefix}*" -printf '%u\n' | sort -u)
 [[ "$owner" == 65532 ]] || fail "checkpoints owned by '$owner', expected 65532"
 pass "$n checkpoint round(s) written by uid 65532"
 echo "PASS readonly-root"

@@ -22,8 +22,12 @@ import tempfile
 
 from training_run import launch_command  # the run both export tests start from
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-import checkpoint_layout as ckpt_file  # the names of a checkpoint on disk
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+from ppu import files, summary  # a run's summaries; the names of a checkpoint on disk
+from ppu.exit_codes import ExitCode
+from ppu_export_eval import Evaluation  # what ppu_export_eval.py --json prints
 
 BIN, SRC = sys.argv[1], sys.argv[2]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
@@ -63,7 +67,7 @@ def train_and_export(work, name, nproc, sets):
     r = run(launch_command(LAUNCH, TINY, nproc, DATASET, ckpt, summaries, EVAL_BATCHES, BATCH, sets))
     if r.returncode != 0:
         fail(f"{name}: training failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
-    want = read_json(os.path.join(summaries, "rank-0.json"))["eval_loss"]
+    want = summary.load(files.summary_file(summaries, 0)).eval_loss
     e = run([EXPORT, "--checkpoint", ckpt, "--out", out, "--format", "ppu"])
     if e.returncode != 0:
         fail(f"{name}: ppu-export exited {e.returncode}:\n{e.stdout}{e.stderr}")
@@ -93,7 +97,7 @@ def evaluate(export_dir):
     )
     if r.returncode != 0:
         fail(f"ppu_export_eval.py failed on {export_dir}:\n{r.stdout}{r.stderr}")
-    return json.loads(r.stdout)["eval_loss"]
+    return Evaluation(**json.loads(r.stdout)).eval_loss
 
 
 work = tempfile.mkdtemp(prefix="ppu-export-")
@@ -122,7 +126,7 @@ if (
 
 # A corrupt newest checkpoint is never exported: the previous round is, and asking for the
 # corrupt one by number fails naming the fault.
-newest = os.path.join(ckpt, ckpt_file.round_dir(3), ckpt_file.GLOBAL)
+newest = os.path.join(ckpt, files.round_dir(3), files.GLOBAL)
 with open(newest, "r+b") as f:
     f.seek(os.path.getsize(newest) // 2)
     byte = f.read(1)
@@ -136,29 +140,38 @@ if e.returncode != 0 or read_json(os.path.join(older, "config.json"))["source"][
 if abs(evaluate(older) - ppu_loss) < OTHER_ROUND_MIN:
     fail("round 2's export evaluates like round 3's: the 1e-4 comparison would not notice wrong parameters")
 e = run([EXPORT, "--checkpoint", ckpt, "--round", "3", "--out", os.path.join(work, "bad")])
-if e.returncode != 4 or f"{ckpt_file.round_dir(3)}: {ckpt_file.GLOBAL} fails its checksum" not in e.stderr:
-    fail(f"--round 3 (corrupt) should exit 4 naming the checksum failure, got {e.returncode}:\n{e.stderr}")
+if e.returncode != ExitCode.DATA_ERROR or f"{files.round_dir(3)}: {files.GLOBAL} fails its checksum" not in e.stderr:
+    fail(
+        f"--round 3 (corrupt) should exit {ExitCode.DATA_ERROR} naming the checksum failure, got {e.returncode}:\n"
+        f"{e.stderr}"
+    )
 if os.path.exists(os.path.join(work, "bad", "model.safetensors")):
     fail("a refused export left a model file behind")
 # A newer round without a manifest is a save that never finished: skipped as the trainer skips
 # it (the newest finished round is exported), not listed among rejected checkpoints.
-unfinished = os.path.join(ckpt, ckpt_file.round_dir(4))
+unfinished = os.path.join(ckpt, files.round_dir(4))
 os.makedirs(unfinished)
-with open(os.path.join(unfinished, ckpt_file.rank_part(0)), "wb") as f:
+with open(os.path.join(unfinished, files.rank_part(0)), "wb") as f:
     f.write(b"partial")
 e = run([EXPORT, "--checkpoint", ckpt, "--out", os.path.join(work, "skip"), "--format", "ppu"])
 if e.returncode != 0 or read_json(os.path.join(work, "skip", "config.json"))["source"]["round"] != 2:
     fail(f"with round 4 unfinished and round 3 corrupt, ppu-export should export round 2:\n{e.stdout}{e.stderr}")
 e = run([EXPORT, "--checkpoint", ckpt, "--round", "4", "--out", os.path.join(work, "bad4")])
-if e.returncode != 4 or "whose save finished" not in e.stderr or "no readable manifest" in e.stderr:
-    fail(f"--round 4 (unfinished) should exit 4 saying no finished save, got {e.returncode}:\n{e.stderr}")
+if e.returncode != ExitCode.DATA_ERROR or "whose save finished" not in e.stderr or "no readable manifest" in e.stderr:
+    fail(
+        f"--round 4 (unfinished) should exit {ExitCode.DATA_ERROR} saying no finished save, got {e.returncode}:\n"
+        f"{e.stderr}"
+    )
 missing = os.path.join(work, "absent")
 e = run([EXPORT, "--checkpoint", missing, "--out", os.path.join(work, "x")])
-if e.returncode != 4 or missing not in e.stderr:
-    fail(f"a missing checkpoint directory should exit 4 naming it, got {e.returncode}:\n{e.stderr}")
+if e.returncode != ExitCode.DATA_ERROR or missing not in e.stderr:
+    fail(f"a missing checkpoint directory should exit {ExitCode.DATA_ERROR} naming it, got {e.returncode}:\n{e.stderr}")
 e = run([EXPORT, "--checkpoint", ckpt])
-if e.returncode != 2 or "--out" not in e.stdout + e.stderr:
-    fail(f"a missing --out should exit 2 naming the flag, got {e.returncode}:\n{e.stdout}{e.stderr}")
+if e.returncode != ExitCode.CONFIG_ERROR or "--out" not in e.stdout + e.stderr:
+    fail(
+        f"a missing --out should exit {ExitCode.CONFIG_ERROR} naming the flag, got {e.returncode}:\n"
+        f"{e.stdout}{e.stderr}"
+    )
 
 shutil.rmtree(work)
 print("PASS export")

@@ -33,6 +33,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 BIN, SRC = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "scripts"))
+sys.path.insert(0, os.path.join(SRC, "python"))
+from ppu import files, summary
+from ppu.exit_codes import ExitCode
 from ppu_export_eval import read_shard, read_val_tokens  # shard readers; no model code
 from tokenizer_parity import generated_texts, mismatches  # texts SentencePiece normalises specially
 from training_run import launch_command  # the run both export tests start from
@@ -86,7 +89,7 @@ def train(work, name, nproc, sets):
     )
     if r.returncode != 0:
         fail(f"{name}: training failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
-    return ckpt, read_json(os.path.join(summaries, "rank-0.json"))
+    return ckpt, summary.load(files.summary_file(summaries, 0))
 
 
 def export(ckpt, out, *flags, expect=0):
@@ -151,8 +154,8 @@ for name, nproc, sets in (
     ("ddp-gelu", 2, ["method=ddp", "model.activation=gelu"]),
     ("ddp-relu", 2, ["method=ddp", "model.activation=relu"]),
 ):
-    ckpt, summary = train(work, name, nproc, sets)
-    want = summary["eval_loss"]
+    ckpt, ran = train(work, name, nproc, sets)
+    want = ran.eval_loss
     out = os.path.join(work, name, "hf")
     export(ckpt, out)
     model, got = check_model(name, out, want, tokens, name.split("-")[1])
@@ -162,10 +165,8 @@ for name, nproc, sets in (
     card = read_text(os.path.join(out, "README.md"))
     if provenance["identity"]["round"] != 3 or abs(provenance["eval"]["loss"] - want) > FP32_LOSS_ATOL:
         fail(f"{name}: provenance {provenance['identity']} / eval {provenance['eval']}, expected round 3, loss {want}")
-    if provenance["param_checksum"] != summary["param_checksum"]:
-        fail(
-            f"{name}: exported parameters' checksum {provenance['param_checksum']} != the run's {summary['param_checksum']}"
-        )
+    if provenance["param_checksum"] != ran.param_checksum:
+        fail(f"{name}: exported parameters' checksum {provenance['param_checksum']} != the run's {ran.param_checksum}")
     if not card.startswith("---\nlibrary_name: transformers") or "round 3" not in card or f"{want:.4f}"[:5] not in card:
         fail(f"{name}: model card lacks front matter, round or eval loss:\n{card}")
 
@@ -254,7 +255,7 @@ print(f"generate: 'This License' -> {text!r}")
 # The directory's guarantees.
 ckpt = os.path.join(work, "ppu-gelu", "ckpt")
 export(ckpt, hf_dir)  # the same checkpoint again: idempotent
-e = export(ckpt, hf_dir, "--round", "2", expect=2)
+e = export(ckpt, hf_dir, "--round", "2", expect=ExitCode.CONFIG_ERROR)
 if "holds a different model" not in e.stderr or "--overwrite" not in e.stderr:
     fail(f"exporting round 2 over round 3 should be refused naming --overwrite:\n{e.stderr}")
 if read_json(os.path.join(hf_dir, "ppu_provenance.json"))["identity"]["round"] != 3:
@@ -267,15 +268,15 @@ if glob.glob(hf_dir + ".partial-*") or glob.glob(hf_dir + ".replaced-*"):
 sharded = os.path.join(work, "sharded")
 export(ckpt, sharded, "--round", "2", "--max-shard-size", "40KB")  # the round hf_dir holds now
 index = read_json(os.path.join(sharded, "model.safetensors.index.json"))
-files = sorted(set(index["weight_map"].values()))
-if len(files) < 3 or os.path.exists(os.path.join(sharded, "model.safetensors")):
-    fail(f"a 40 KB shard limit should give several shards, got {files}")
+shards = sorted(set(index["weight_map"].values()))
+if len(shards) < 3 or os.path.exists(os.path.join(sharded, "model.safetensors")):
+    fail(f"a 40 KB shard limit should give several shards, got {shards}")
 with torch.no_grad():
     a = hf_loss(AutoModelForCausalLM.from_pretrained(sharded), tokens).item()
     b = hf_loss(AutoModelForCausalLM.from_pretrained(hf_dir), tokens).item()
 if a != b:
     fail(f"the sharded export evaluates to {a}, the single file to {b}")
-print(f"sharded into {len(files)} files: same loss {a:.7f}")
+print(f"sharded into {len(shards)} files: same loss {a:.7f}")
 
 shutil.rmtree(work)
 print("PASS hf-export")

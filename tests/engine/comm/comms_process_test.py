@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+from ppu import files, summary
+
 BIN, SRC = sys.argv[1], sys.argv[2]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
 PLAN = os.path.join(BIN, "bin", "ppu-plan")
@@ -39,11 +42,6 @@ def fail(msg):
     sys.exit(1)
 
 
-def load_json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
 def sets(kvs):
     out = []
     for kv in kvs:
@@ -63,7 +61,7 @@ def run(name, extra):
     )
     if p.returncode != 0:
         fail(f"{name}: ppu-launch exited {p.returncode}:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-    summaries = [load_json(os.path.join(out, f"rank-{r}.json")) for r in range(K)]
+    summaries = summary.load_dir(out, K)
     plan = json.loads(
         subprocess.run(
             [PLAN, "--config", TINY, "--json", *sets(kvs)], capture_output=True, text=True, check=True
@@ -71,18 +69,16 @@ def run(name, extra):
     )
     want = plan["bytes_sent_per_run"]
     for r, s in enumerate(summaries):
-        if s["param_checksum"] != summaries[0]["param_checksum"]:
-            fail(f"{name}: rank {r} checksum {s['param_checksum']} != rank 0's {summaries[0]['param_checksum']}")
-        if s["bytes_sent"] != want or s["bytes_received"] != want:
-            fail(
-                f"{name}: rank {r} sent {s['bytes_sent']} received {s['bytes_received']} bytes, ppu-plan predicts {want}"
-            )
-        if s["bytes_allreduced"] != s["bytes_sent"]:
+        if s.param_checksum != summaries[0].param_checksum:
+            fail(f"{name}: rank {r} checksum {s.param_checksum} != rank 0's {summaries[0].param_checksum}")
+        if s.bytes_sent != want or s.bytes_received != want:
+            fail(f"{name}: rank {r} sent {s.bytes_sent} received {s.bytes_received} bytes, ppu-plan predicts {want}")
+        if s.bytes_allreduced != s.bytes_sent:
             fail(f"{name}: bytes_allreduced must stay an alias of bytes_sent")
     # ppu-plan's bytes_sent_per_run is a JSON double: printed as a whole number.
     print(
-        f"ok {name:<28} checksum {summaries[0]['param_checksum']}, {int(want)} bytes sent/received per rank"
-        f" (= ppu-plan), eval loss {summaries[0]['eval_loss']:.4f}"
+        f"ok {name:<28} checksum {summaries[0].param_checksum}, {int(want)} bytes sent/received per rank"
+        f" (= ppu-plan), eval loss {summaries[0].eval_loss:.4f}"
     )
     return summaries[0]
 
@@ -105,17 +101,17 @@ for collective in ("ring", "direct"):
             f"streaming-{dtype}-{collective}",
             ["method=streaming-diloco", "outer.delta_dtype=" + dtype, "network.collective=" + collective] + extra,
         )
-        s_fp32 = fp32["eval_loss"]
-        if s["bytes_sent"] >= fp32["bytes_sent"] * (BF16_BYTES if dtype == "bf16" else INT8_BYTES):
-            fail(f"{dtype}/{collective} sent {s['bytes_sent']} bytes, not less than fp32's {fp32['bytes_sent']}")
-        if abs(s["eval_loss"] - s_fp32) > LOSS_REL * s_fp32:
-            fail(f"{dtype}/{collective} eval loss {s['eval_loss']:.4f} is not within 2% of fp32's {s_fp32:.4f}")
+        s_fp32 = fp32.eval_loss
+        if s.bytes_sent >= fp32.bytes_sent * (BF16_BYTES if dtype == "bf16" else INT8_BYTES):
+            fail(f"{dtype}/{collective} sent {s.bytes_sent} bytes, not less than fp32's {fp32.bytes_sent}")
+        if abs(s.eval_loss - s_fp32) > LOSS_REL * s_fp32:
+            fail(f"{dtype}/{collective} eval loss {s.eval_loss:.4f} is not within 2% of fp32's {s_fp32:.4f}")
 run("diloco-int8-direct", ["method=diloco", "outer.delta_dtype=int8", "network.collective=direct"])
 run("ddp-direct", ["method=ddp", "network.collective=direct", "train.steps=6"])
 
 # Kill-and-resume with error feedback: the residuals must come back from the checkpoint.
 EF = ["method=streaming-diloco", "outer.delta_dtype=int8", "outer.error_feedback=true", "train.steps=60"]
-want = run("resume-reference", EF)["param_checksum"]
+want = run("resume-reference", EF).param_checksum
 ckpt = tempfile.mkdtemp(prefix="ppu-comms-ckpt-")
 out = tempfile.mkdtemp(prefix="ppu-comms-resume-")
 cmd = [LAUNCH, "--nproc", str(K), "--config", TINY, *sets(BASE + EF + ["checkpoint.dir=" + ckpt]), "--summary-dir", out]
@@ -128,7 +124,7 @@ proc.wait()
 again = subprocess.run(cmd, capture_output=True, text=True, timeout=500, check=False)
 if again.returncode != 0 or "resumed from" not in again.stdout + again.stderr:
     fail("restart after the kill did not resume:\n" + (again.stdout + again.stderr)[-3000:])
-got = load_json(os.path.join(out, "rank-0.json"))["param_checksum"]
+got = summary.load(files.summary_file(out, 0)).param_checksum
 if got != want:
     fail(f"int8 + error feedback: resumed checksum {got} != uninterrupted {want}")
 print(f"ok resume with error feedback: checksum {got} equals the uninterrupted run's")

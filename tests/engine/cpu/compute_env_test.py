@@ -34,6 +34,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+from ppu import summary
+from ppu.exit_codes import ExitCode
+
 BIN, SRC = sys.argv[1], sys.argv[2]
 TRAIN = os.path.join(BIN, "bin", "ppu-train")
 TINY = os.path.join(SRC, "configs", "tiny.yaml")
@@ -44,8 +48,8 @@ def fail(msg):
     sys.exit(1)
 
 
-def train(threads, coretype, onednn=None, block="blas", test_loaded_core=None):
-    """ppu-train's summary block `block` and its log, OPENBLAS_CORETYPE set to `coretype` (None: unset)."""
+def train(threads, coretype, onednn=None, test_loaded_core=None):
+    """ppu-train's summary and its log, OPENBLAS_CORETYPE set to `coretype` (None: unset)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "PPU_ONEDNN")}
     env["OMP_NUM_THREADS"] = "7"
     if coretype:
@@ -78,29 +82,31 @@ def train(threads, coretype, onednn=None, block="blas", test_loaded_core=None):
         )
         if proc.returncode != 0:
             fail(f"ppu-train exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-        with open(out) as f:
-            return json.load(f)[block], proc.stdout + proc.stderr
+        return summary.load(out), proc.stdout + proc.stderr
 
 
 alternative = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
 print("machine's libblas.so.3 alternative:", alternative)
 for threads in (1, 2):
-    blas, _ = train(threads, None)
-    print(f"train.threads={threads}: {blas}")
-    if blas["intra_op_threads"] != threads:
-        fail(f"LibTorch's intra-op pool has {blas['intra_op_threads']} threads, want {threads}")
-    if blas["torch_blas"] == "mkl":  # a 2.x wheel: MKL inside libtorch_cpu, no BLAS to map
-        if blas["library"] and blas["variant"] != "openmp":
-            fail(f"LibTorch {blas['libtorch']} uses MKL, but ppu-train also mapped {blas['library']!r}")
+    blas = train(threads, None)[0].blas
+    print(f"train.threads={threads}: {blas.as_dict()}")
+    if blas.intra_op_threads != threads:
+        fail(f"LibTorch's intra-op pool has {blas.intra_op_threads} threads, want {threads}")
+    if blas.torch_blas == "mkl":  # a 2.x wheel: MKL inside libtorch_cpu, no BLAS to map
+        if blas.library and blas.variant != "openmp":
+            fail(f"LibTorch {blas.libtorch} uses MKL, but ppu-train also mapped {blas.library!r}")
         continue
-    if blas["torch_blas"] not in ("generic", "open"):
-        fail(f"LibTorch {blas['libtorch']} was built with BLAS {blas['torch_blas']!r}, which this test does not know")
-    if "openblas-openmp" not in blas["library"] or blas["variant"] != "openmp":
-        fail(f"ppu-train loaded {blas['library']!r}, not the OpenMP OpenBLAS")
-    if blas["threads"] != threads:
-        fail(f"OpenBLAS's pool has {blas['threads']} threads, want {threads}")
-    if not blas["core"] or blas["core_env"] or blas["core_source"] not in ("detected", "runtime"):
-        fail(f"with OPENBLAS_CORETYPE unset the summary should name the core that runs, not a forced one: {blas}")
+    if blas.torch_blas not in ("generic", "open"):
+        fail(f"LibTorch {blas.libtorch} was built with BLAS {blas.torch_blas!r}, which this test does not know")
+    if "openblas-openmp" not in blas.library or blas.variant != "openmp":
+        fail(f"ppu-train loaded {blas.library!r}, not the OpenMP OpenBLAS")
+    if blas.threads != threads:
+        fail(f"OpenBLAS's pool has {blas.threads} threads, want {threads}")
+    if not blas.core or blas.core_env or blas.core_source not in ("detected", "runtime"):
+        fail(
+            f"with OPENBLAS_CORETYPE unset the summary should name the core that runs, not a forced one: "
+            f"{blas.as_dict()}"
+        )
 
 
 def cpu_flags():
@@ -119,12 +125,12 @@ elif {"avx2", "fma"} <= flags:
 else:
     widest, wide_enough = "older", None
 print(f"CPU: widest vectors with OpenBLAS kernels {widest}")
-if blas["torch_blas"] != "mkl" and blas["variant"] == "openmp":
-    if blas["cpu_vectors"] != widest:
-        fail(f"the summary says the CPU's widest vectors are {blas['cpu_vectors']}, /proc/cpuinfo says {widest}")
-    if wide_enough is not None and blas["core"] not in wide_enough:
-        fail(f"ppu-train ran OpenBLAS's {blas['core']} kernels on a CPU with {widest}: {blas}")
-    print(f"OPENBLAS_CORETYPE unset: core {blas['core']} ({blas['core_source']}), at least as wide as {widest}")
+if blas.torch_blas != "mkl" and blas.variant == "openmp":
+    if blas.cpu_vectors != widest:
+        fail(f"the summary says the CPU's widest vectors are {blas.cpu_vectors}, /proc/cpuinfo says {widest}")
+    if wide_enough is not None and blas.core not in wide_enough:
+        fail(f"ppu-train ran OpenBLAS's {blas.core} kernels on a CPU with {widest}: {blas.as_dict()}")
+    print(f"OPENBLAS_CORETYPE unset: core {blas.core} ({blas.core_source}), at least as wide as {widest}")
 
 
 # OPENBLAS_CORETYPE=Haswell forces AVX2/FMA kernels without checking the CPU: on one without them
@@ -134,11 +140,12 @@ if blas["torch_blas"] != "mkl" and blas["variant"] == "openmp":
 haswell_runs = {"avx2", "fma"} <= flags
 if not haswell_runs:
     print("forced-core and fallback checks skipped: this CPU lacks AVX2/FMA, which Haswell's kernels need")
-if blas["torch_blas"] != "mkl" and blas["variant"] == "openmp" and haswell_runs:
-    forced, log = train(1, "Haswell")
-    print("OPENBLAS_CORETYPE=Haswell:", forced)
-    if forced["core"] != "Haswell" or forced["core_env"] != "Haswell" or forced["core_source"] != "environment":
-        fail(f"OPENBLAS_CORETYPE=Haswell: the summary should name Haswell as forced: {forced}")
+if blas.torch_blas != "mkl" and blas.variant == "openmp" and haswell_runs:
+    ran, log = train(1, "Haswell")
+    forced = ran.blas
+    print("OPENBLAS_CORETYPE=Haswell:", forced.as_dict())
+    if forced.core != "Haswell" or forced.core_env != "Haswell" or forced.core_source != "environment":
+        fail(f"OPENBLAS_CORETYPE=Haswell: the summary should name Haswell as forced: {forced.as_dict()}")
     warned = "OPENBLAS_CORETYPE=Haswell in the environment" in log
     if warned != (widest == "avx512"):
         fail(f"CPU's widest vectors {widest}, but the log {'has' if warned else 'lacks'} the forced-core warning")
@@ -146,15 +153,11 @@ if blas["torch_blas"] != "mkl" and blas["variant"] == "openmp" and haswell_runs:
     # OpenBLAS's detection fell back (as 0.3.21 does on CPU models it does not know): the runtime
     # re-executes onto the widest core. Driven by the test hook standing in for the detection.
     want = ("Cooperlake" if "avx512_bf16" in flags else "SkylakeX") if widest == "avx512" else "Haswell"
-    chosen, log = train(1, None, test_loaded_core="Prescott")
-    print("detection fell back to Prescott:", chosen)
-    if (chosen["core"], chosen["core_source"], chosen["core_detected"], chosen["core_env"]) != (
-        want,
-        "runtime",
-        "Prescott",
-        "",
-    ):
-        fail(f"after a Prescott detection ppu-train should run {want}, chosen by the runtime: {chosen}")
+    ran, log = train(1, None, test_loaded_core="Prescott")
+    chosen = ran.blas
+    print("detection fell back to Prescott:", chosen.as_dict())
+    if (chosen.core, chosen.core_source, chosen.core_detected, chosen.core_env) != (want, "runtime", "Prescott", ""):
+        fail(f"after a Prescott detection ppu-train should run {want}, chosen by the runtime: {chosen.as_dict()}")
     if f"core {want} (chosen by ppu: OpenBLAS detected Prescott on a CPU with {widest})" not in log:
         fail(f"the log should say the runtime chose {want} over Prescott:\n{log[-1500:]}")
     env = dict(os.environ, PPU_BLAS_TEST_LOADED_CORE="Prescott")
@@ -173,14 +176,17 @@ if blas["torch_blas"] != "mkl" and blas["variant"] == "openmp" and haswell_runs:
     if (peak_blas["core"], peak_blas["core_source"]) != (want, "runtime"):
         fail(f"gemm_peak after a Prescott detection should run {want} chosen by the runtime: {peak_blas}")
     print("gemm_peak after a Prescott detection:", peak_blas["core"], peak_blas["core_source"])
-default, log = train(1, None, block="onednn")
-print("oneDNN by default:", default)
-if default["bf16_matmul"] and not default["enabled"]:
-    fail(f"bf16 matmuls on oneDNN with oneDNN off: {default}")
-off, log = train(1, None, onednn="off", block="onednn")
-print("PPU_ONEDNN=off:", off)
-if off != {"enabled": False, "bf16_matmul": False} or "bf16 matmuls on ATen's own kernels" not in log:
-    fail(f"PPU_ONEDNN=off: the summary should say oneDNN is off and bf16 matmuls on ATen's kernels: {off}")
+ran, log = train(1, None)
+default = ran.onednn
+print("oneDNN by default:", default.as_dict())
+if default.bf16_matmul and not default.enabled:
+    fail(f"bf16 matmuls on oneDNN with oneDNN off: {default.as_dict()}")
+ran, log = train(1, None, onednn="off")
+off = ran.onednn
+print("PPU_ONEDNN=off:", off.as_dict())
+# Both fields there (the summary was checked against the contract), both false.
+if off.enabled or off.bf16_matmul or "bf16 matmuls on ATen's own kernels" not in log:
+    fail(f"PPU_ONEDNN=off: the summary should say oneDNN is off and bf16 matmuls on ATen's kernels: {off.as_dict()}")
 with tempfile.TemporaryDirectory() as work:
     env = dict(os.environ, PPU_ONEDNN="sometimes")
     proc = subprocess.run(
@@ -193,6 +199,9 @@ with tempfile.TemporaryDirectory() as work:
         check=False,
     )
     said = proc.stdout + proc.stderr
-    if proc.returncode != 2 or "PPU_ONEDNN is 'sometimes'" not in said:
-        fail(f"PPU_ONEDNN=sometimes: want exit 2 naming PPU_ONEDNN, got {proc.returncode}: {said[-500:]}")
+    if proc.returncode != ExitCode.CONFIG_ERROR or "PPU_ONEDNN is 'sometimes'" not in said:
+        fail(
+            f"PPU_ONEDNN=sometimes: want exit {ExitCode.CONFIG_ERROR} naming PPU_ONEDNN, got {proc.returncode}: "
+            f"{said[-500:]}"
+        )
 print("PASS compute-env")
