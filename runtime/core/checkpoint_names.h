@@ -1,8 +1,8 @@
 // The names of a checkpoint on disk: DIR/round-NNNNNN/{rank-NNNNN.pt..., global.pt, manifest.json},
 // and the notes beside the rounds in DIR.
 // CheckpointStore writes them, ppu-export reads them, the CRD's rule on spec.export.path keeps a
-// model out of the round directories, and the Python tests read them from this block
-// (tests/engine/checkpoint_layout.py), so keep each a one-line string literal.
+// model out of the round directories, and Python reads them from the contract that ppu-contract
+// renders from them (python/ppu/files.py).
 #pragma once
 
 #include <cstdint>
