@@ -38,9 +38,17 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from ppu import summary  # the repository's python/, above
+
+# A ppu-train row of results.json keeps some of its rank summary's fields as they are, under the
+# summary's names: FIELD.x is the contract's name "x" (python/ppu/contract.json; a name it does not
+# have is an AttributeError). The objects among them stay Records, read by attribute (.peak).
+FIELD = types.SimpleNamespace(**{name: name for name in summary.FIELDS})
 GB = 1e9
 DATASHEET_BF16_TFLOPS = 989.4  # H100/H200 SXM dense bf16, the figure llm.c's MFU divides by
 CONFIGS = ["streaming-diloco", "mlp-2", "mlp-4", "mlp-8", "mlp-16", "mlp-heads-2", "mlp-heads-4"]
@@ -154,8 +162,8 @@ def run_train(build, name, a, work, recompute, deterministic, profile_dir=None, 
             f"train.profile_first_step={PROFILED_AFTER}",
             f"train.profile_steps={PROFILED_STEPS}",
         ]
-    summary = os.path.join(work, tag + ".json")
-    cmd, env = PAPER_MEMORY.solo_train_command(build, config, summary, sets)
+    summary_path = os.path.join(work, tag + ".json")
+    cmd, env = PAPER_MEMORY.solo_train_command(build, config, summary_path, sets)
     start = time.time()
     rc = run_measured(cmd, os.path.join(work, tag + ".log"), env)
     row = {
@@ -166,34 +174,33 @@ def run_train(build, name, a, work, recompute, deterministic, profile_dir=None, 
         "rc": rc,
         "seconds": time.time() - start,
     }
-    if rc != 0 or not os.path.exists(summary):
+    if rc != 0 or not os.path.exists(summary_path):
         with open(os.path.join(work, tag + ".log")) as f:
             row["error"] = f.read()[-1500:]
         print(f"{tag}: ppu-train exited {rc}\n{row['error']}", file=sys.stderr, flush=True)
         return row
-    with open(summary) as f:
-        s = json.load(f)
+    s = summary.load(summary_path)
     plan = ppu_plan(build, config, [f"inner.batch_size={a.batch}", f"model.seq_len={a.seq_len}"])
     row.update(
         {
-            "device": s.get("device"),
-            "cuda_memory_bytes": s.get("cuda_memory_bytes"),
-            "state_bytes": s["state_bytes"],
-            "trainable_params": s["trainable_params"],
-            "total_params": s["total_params"],
-            "step_seconds_median": s["inner_step_seconds_median"],
-            "phases_median": s["inner_step_phases_median"],
-            "final_loss": s["final_loss"],
+            FIELD.device: s.device,
+            FIELD.cuda_memory_bytes: s.cuda_memory_bytes,
+            FIELD.state_bytes: s.state_bytes,
+            FIELD.trainable_params: s.trainable_params,
+            FIELD.total_params: s.total_params,
+            "step_seconds_median": s.inner_step_seconds_median,
+            "phases_median": s.inner_step_phases_median,
+            FIELD.final_loss: s.final_loss,
             "plan_device_bytes": plan["memory_bytes"],
             "flops_per_step": plan["flops_per_step"],
             "flops_ratio": plan["flops_ratio"],
             "tokens_per_step": a.batch * a.seq_len,
         }
     )
-    peak = (s.get("cuda_memory_bytes") or {}).get("peak", 0)
+    peak = s.cuda_memory_bytes.peak if s.cuda_memory_bytes else 0
     print(
-        f"{tag}: peak {peak / GB:.2f} GB, state {s['state_bytes']['total'] / GB:.2f} GB, "
-        f"step {row['step_seconds_median']:.3f} s, loss {s['final_loss']:.3f}",
+        f"{tag}: peak {peak / GB:.2f} GB, state {s.state_bytes.total / GB:.2f} GB, "
+        f"step {row['step_seconds_median']:.3f} s, loss {s.final_loss:.3f}",
         flush=True,
     )
     return row
@@ -288,12 +295,12 @@ def tables(res):
         if r["rc"] != 0:
             out.append(f"| {LABELS[r['config']]} | failed (rc {r['rc']}) | | | | {t1.get(r['config'])} | | | |")
             continue
-        sb = r["state_bytes"]
+        sb = r[FIELD.state_bytes]
         ratio = r["step_seconds_median"] / full["step_seconds_median"] if full else float("nan")
         out.append(
-            f"| {LABELS[r['config']]} | {r['trainable_params'] / 1e9:.3f} / {r['total_params'] / 1e9:.3f} | "
-            f"{r['cuda_memory_bytes']['peak'] / GB:.2f} | "
-            f"{sb['weights'] / GB:.2f} + {sb['gradients'] / GB:.2f} + {sb['inner_optimizer'] / GB:.2f} | "
+            f"| {LABELS[r['config']]} | {r[FIELD.trainable_params] / 1e9:.3f} / {r[FIELD.total_params] / 1e9:.3f} | "
+            f"{r[FIELD.cuda_memory_bytes].peak / GB:.2f} | "
+            f"{sb.weights / GB:.2f} + {sb.gradients / GB:.2f} + {sb.inner_optimizer / GB:.2f} | "
             f"{r['plan_device_bytes']['total'] / GB:.2f} | {t1.get(r['config'])} | "
             f"{r['step_seconds_median']:.3f} | {ratio:.3f} | {r['flops_ratio']:.3f} |"
         )
@@ -331,7 +338,7 @@ def tables(res):
                 else "— | — | — | "
             )
             + f"{100 * mfu / DATASHEET_BF16_TFLOPS:.1f} % | {100 * mfu / res['gemm_tflops']:.1f} % | "
-            + f"{r['cuda_memory_bytes']['peak'] / GB:.2f} / "
+            + f"{r[FIELD.cuda_memory_bytes].peak / GB:.2f} / "
             + (f"{ref.get('cuda_peak_allocated_bytes', 0) / GB:.2f} |" if ref_ok else "— |")
         )
     return "\n".join(out) + "\n"
@@ -351,7 +358,7 @@ def plot(res, path):
     x = range(len(rows))
     fig, (m, s) = plt.subplots(1, 2, figsize=(13, 4.8))
     w = 0.27
-    m.bar([i - w for i in x], [r["cuda_memory_bytes"]["peak"] / GB for r in rows], w, label="measured peak allocated")
+    m.bar([i - w for i in x], [r[FIELD.cuda_memory_bytes].peak / GB for r in rows], w, label="measured peak allocated")
     m.bar(list(x), [r["plan_device_bytes"]["total"] / GB for r in rows], w, label="ppu-plan §3.1 device model")
     m.bar([i + w for i in x], [res["table1_gb"].get(r["config"]) or 0 for r in rows], w, label="paper, Table 1")
     m.set_xticks(list(x), names, rotation=30, ha="right")
@@ -414,7 +421,7 @@ def main():
 
     def save():
         with open(os.path.join(a.out, "results.json"), "w") as f:
-            json.dump(res, f, indent=1)
+            json.dump(res, f, indent=1, default=lambda record: record.as_dict())  # the summaries' Records
 
     # Most telling first, so that a deadline (SIGTERM) cuts the least: the headline pair, their
     # references, the MFU row, then the other Table 1 rows.

@@ -35,6 +35,9 @@ from run import load_module  # bench/gpu/run.py, beside this script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from ppu import files, summary  # the repository's python/, above
+
 STUDY_YAML = os.path.join(ROOT, "bench", "study", "study.yaml")
 
 # The eval curve comes out of a ppu-launch log as the CPU study's report reads it (eval_losses).
@@ -47,7 +50,7 @@ CHILD = None  # the ppu-launch running now: stopped (it stops its ranks) when SI
 
 
 def run(build, data, a, method_sets, out_dir):
-    """ppu-launch of one method; returns (seconds, [(step, eval loss)], rank-0 summary)."""
+    """ppu-launch of one method; returns (seconds, [(step, eval loss)], rank 0's Summary)."""
     os.makedirs(out_dir, exist_ok=True)
     sets = [
         f"ranks={a.ranks}",
@@ -86,32 +89,33 @@ def run(build, data, a, method_sets, out_dir):
     if rc != 0:
         with open(log_path) as f:
             sys.exit(f"study: {' '.join(method_sets)} exited {rc}; last lines of {log_path}:\n" + f.read()[-3000:])
-    with open(os.path.join(out_dir, "rank-0.json")) as f:
-        summary = json.load(f)
+    s = summary.load(files.summary_file(out_dir, 0))
     with open(log_path) as f:
         evals = STUDY_REPORT.eval_losses(f)
-    evals[a.steps] = summary["eval_loss"]  # the final evaluation of θ, after the last step
-    return seconds, sorted(evals.items()), summary
+    evals[a.steps] = s.eval_loss  # the final evaluation of θ, after the last step
+    return seconds, sorted(evals.items()), s
 
 
-def device_state_gb(summary):
+def device_state_gb(s):
     """Weights, gradients and AdamW of one rank (θ and the outer momentum live in host memory)."""
-    state = summary["state_bytes"]
-    return (state["weights"] + state["gradients"] + state["inner_optimizer"]) / 1e9
+    state = s.state_bytes
+    return (state.weights + state.gradients + state.inner_optimizer) / 1e9
 
 
-def peak_gb(summary):
+def peak_gb(s):
     """The CUDA caching allocator's peak on rank 0 (CUDA runs only)."""
-    peak = summary.get("cuda_memory_bytes", {}).get("peak")
-    return "" if peak is None else f"{peak / 1e9:.2f}"
+    cuda = s.cuda_memory_bytes
+    return "" if cuda is None else f"{cuda.peak / 1e9:.2f}"
 
 
 def write_report(a, results, out, stopped=""):
     """study.md and study.json from the methods that finished (a row says which did not)."""
+    # study.json: each run's rank-0 summary as ppu-launch wrote it
+    saved = {key: r | {"summary": r["summary"].as_dict()} for key, r in results.items()}
     with open(os.path.join(out, "study.json"), "w") as f:
-        json.dump({"args": vars(a), "results": results, "stopped": stopped}, f, indent=1)
+        json.dump({"args": vars(a), "results": saved, "stopped": stopped}, f, indent=1)
     base = results.get("streaming-diloco", {}).get("summary")
-    params = next(iter(results.values()))["summary"]["total_params"] / 1e6 if results else 0
+    params = next(iter(results.values()))["summary"].total_params / 1e6 if results else 0
     lines = [
         f"# PPU 1/2 MLPs against Streaming DiLoCo on {a.gpu}",
         "",
@@ -133,11 +137,11 @@ def write_report(a, results, out, stopped=""):
             continue
         r = results[key]
         s = r["summary"]
-        diff = "" if key == "streaming-diloco" or base is None else f"{s['eval_loss'] - base['eval_loss']:+.4f}"
+        diff = "" if key == "streaming-diloco" or base is None else f"{s.eval_loss - base.eval_loss:+.4f}"
         lines.append(
-            f"| {label} | {s['eval_loss']:.4f} | {diff} | {s['eval_perplexity']:.2f} | "
-            f"{s['tokens'] * s['world_size'] / 1e6:.2f} M | {device_state_gb(s):.2f} | {peak_gb(s)} | "
-            f"{s['inner_step_seconds_median']:.4f} | {r['seconds']:.0f} |"
+            f"| {label} | {s.eval_loss:.4f} | {diff} | {s.eval_perplexity:.2f} | "
+            f"{s.tokens * s.world_size / 1e6:.2f} M | {device_state_gb(s):.2f} | {peak_gb(s)} | "
+            f"{s.inner_step_seconds_median:.4f} | {r['seconds']:.0f} |"
         )
     lines += [
         "",
@@ -173,7 +177,7 @@ def plot(a, results, path):
         ax.plot([s * tokens_per_step / 1e6 for s, _ in curve], [v for _, v in curve], marker="o", ms=3, label=label)
     ax.set_xlabel("tokens, all ranks (M)")
     ax.set_ylabel("eval loss of θ (nats/token)")
-    params = next(iter(results.values()))["summary"]["total_params"] / 1e6
+    params = next(iter(results.values()))["summary"].total_params / 1e6
     ax.set_title(f"{params:.3g} M parameters, K = {a.ranks}, {a.gpu}")
     ax.grid(alpha=0.3)
     ax.legend()
@@ -217,9 +221,9 @@ def main():
     results, stopped = {}, ""
     try:
         for key, label, sets in METHODS:
-            seconds, curve, summary = run(a.build, data, a, sets, os.path.join(a.out, key))
-            results[key] = {"seconds": seconds, "curve": curve, "summary": summary}
-            print(f"study: {label}: eval loss {summary['eval_loss']:.4f} after {seconds:.0f} s", flush=True)
+            seconds, curve, s = run(a.build, data, a, sets, os.path.join(a.out, key))
+            results[key] = {"seconds": seconds, "curve": curve, "summary": s}
+            print(f"study: {label}: eval loss {s.eval_loss:.4f} after {seconds:.0f} s", flush=True)
             write_report(a, results, a.out)
     except TimeoutError as e:
         if CHILD and CHILD.poll() is None:

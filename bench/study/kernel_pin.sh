@@ -16,13 +16,5 @@ study_pin_kernels() {
 }
 
 study_check_kernels() { # against the pin study_pin_kernels exported, so it is spelled once
-  python3 - "$1" <<'PY'
-import json, os, sys
-env = os.environ
-pin = {"openblas_core": env["OPENBLAS_CORETYPE"], "aten_capability": env["ATEN_CPU_CAPABILITY"], "onednn": env["PPU_ONEDNN"] != "off"}
-ran = json.load(open(sys.argv[1])).get("kernel_path")
-if ran is None:
-    sys.exit(f"{sys.argv[1]} records no kernel_path (made before the study's v2)")
-sys.exit(0 if all(ran.get(k) == v for k, v in pin.items()) else f"kernel path {ran}, not the study's {pin}")
-PY
+  python3 "$(dirname "${BASH_SOURCE[0]}")/summaries.py" check-kernels "$1"
 }

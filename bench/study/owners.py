@@ -28,8 +28,8 @@ def pairs(out):
     for name, n in ROWS:
         if name in runs and ref:
             any_run = next(iter(runs[name].values()))
-            k = any_run["world_size"]
-            found[f"K{k}-{name}"] = (k, n, any_run["tokens"], (report.REFERENCE, runs[name], ref))
+            k = any_run.world_size
+            found[f"K{k}-{name}"] = (k, n, any_run.tokens, (report.REFERENCE, runs[name], ref))
     return found
 
 

@@ -51,8 +51,9 @@ for seed in 0 1; do
       tail -5 "$dir/run.log" >&2
       exit 1
     fi
-    if ! study_check_kernels "$dir/rank-0.json"; then
-      echo "owners.sh: run $name seed $seed ran on another kernel path; see $dir/rank-0.json" >&2
+    rank0=$(python3 "$HERE/summaries.py" path "$dir")
+    if ! study_check_kernels "$rank0"; then
+      echo "owners.sh: run $name seed $seed ran on another kernel path; see $rank0" >&2
       exit 1
     fi
     echo "$sets ranks=$K" >"$dir/sets"

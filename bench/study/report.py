@@ -24,7 +24,9 @@ Fields used from the rank summaries (ppu-train --summary): eval_loss, eval_perpl
 steps, world_size, total_params, flops_executed, flops_full_backward, state_bytes (weights,
 gradients, inner_optimizer, outer_optimizer, offloaded, total), bytes_sent, method, slicing,
 kernel_path {cpu_model, openblas_core, aten_capability, onednn} and optimizer_settings {inner,
-outer}. Runs whose kernel paths differ in openblas_core, aten_capability or onednn are neither
+outer}, read through python/ppu (ppu.summary.load with check=False: a study's runs are archived,
+written by the ppu-train of their day, and may lack fields that today's summaries have; a field
+this report uses that a summary lacks is an error naming it). Runs whose kernel paths differ in openblas_core, aten_capability or onednn are neither
 paired nor compared: report.py exits naming two of them (the CPU model may differ: on one path
 the bits do not depend on it); a summary without kernel_path predates the study's v2 and its run
 must be re-run. Eval curves come from rank 0's "eval step N loss X" log lines (evaluations of the
@@ -34,6 +36,7 @@ when an input is missing or malformed. Needs Debian's /usr/bin/python3 with pyth
 python3-yaml (scripts/install-deps.sh --test) for the statistics, and gnuplot.
 """
 
+import dataclasses
 import glob
 import itertools
 import json
@@ -44,29 +47,47 @@ import re
 import struct
 import subprocess
 import sys
+import types
 from array import array
 from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+from ppu import files, summary  # the repository's python/, above
+from ppu.record import ContractError
+
+
+def field_names(shape):
+    """The fields of a shape of the contract (python/ppu/contract.json) by attribute: NAMES.x is
+    "x", and a name the contract does not have is an AttributeError."""
+    return types.SimpleNamespace(**{name: name for name in shape["fields"]})
+
+
+# The rank summary's fields, and those of the two objects this report keeps under their own names
+# (each run's state_bytes and kernel_path in summary.json are the summaries', field for field).
+SUMMARY_FIELD = field_names(summary.SHAPE)
+STATE = field_names(summary.FIELDS[SUMMARY_FIELD.state_bytes])
+KERNEL = field_names(summary.FIELDS[SUMMARY_FIELD.kernel_path])
 REFERENCE = "streaming-diloco"  # the paired rows are compared with this row, seed by seed
 EVAL = re.compile(r"^\[rank 0\].* eval step (\d+) loss ([0-9.]+)")
-COMPONENTS = ["weights", "gradients", "inner_optimizer", "outer_optimizer", "offloaded"]
+# The state_bytes components in the order memory.png stacks them (total: their sum).
+COMPONENTS = [STATE.weights, STATE.gradients, STATE.inner_optimizer, STATE.outer_optimizer, STATE.offloaded]
 # Paper §3.1 items (iv) outer-optimizer state and (v) offloaded parameters: the runtime keeps θ
 # and the outer momentum in fp32 host memory, not on the accelerator (docs/RUNTIME.md).
-HOST = {"outer_optimizer", "offloaded"}
+HOST = {STATE.outer_optimizer, STATE.offloaded}
 COMPONENT_TITLE = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "inner_optimizer": "inner AdamW moments",
-    "outer_optimizer": "outer momentum (host)",
-    "offloaded": "global θ, offloaded (host)",
+    STATE.weights: "weights",
+    STATE.gradients: "gradients",
+    STATE.inner_optimizer: "inner AdamW moments",
+    STATE.outer_optimizer: "outer momentum (host)",
+    STATE.offloaded: "global θ, offloaded (host)",
 }
 COMPONENT_COLOUR = {
-    "weights": "#4c72b0",
-    "gradients": "#dd8452",
-    "inner_optimizer": "#55a868",
-    "outer_optimizer": "#8172b3",
-    "offloaded": "#937860",
+    STATE.weights: "#4c72b0",
+    STATE.gradients: "#dd8452",
+    STATE.inner_optimizer: "#55a868",
+    STATE.outer_optimizer: "#8172b3",
+    STATE.offloaded: "#937860",
 }
 
 # Method families (memory.png's groups, the loss plots' panels, ppl_vs_n.png's lines). Rows not
@@ -103,7 +124,7 @@ MIB = 1 / 2**20
 
 # What decides a CPU run's bits besides its config and seed (runtime/core/run_summary.h); runs
 # must agree on these to be paired or compared. The CPU model is listed, not compared.
-KERNEL_KEYS = ("openblas_core", "aten_capability", "onednn")
+KERNEL_KEYS = (KERNEL.openblas_core, KERNEL.aten_capability, KERNEL.onednn)
 ATEN_CAPABILITIES = ("default", "avx2", "avx512")
 
 
@@ -113,6 +134,112 @@ def die(msg):
 
 def mean(xs):
     return sum(xs) / len(xs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Records: this report's own, written into summary.json as JSON objects of their fields in order
+# (json.dump's default, as_json)
+
+
+@dataclasses.dataclass
+class Unigram:
+    """The val split's unigram entropy under the train split's counts (unigram_entropy)."""
+
+    nats_per_token: float
+    perplexity: float
+    vocab: int
+    train_tokens: int
+    val_tokens: int
+    smoothing: str
+    files: list
+
+
+@dataclasses.dataclass
+class Run:
+    """One run, a grid row's seed, from its rank summaries, rusage and run.log (load_run)."""
+
+    seed: int
+    eval_loss: float  # rank 0's: the global θ's, the same on every rank
+    eval_perplexity: float
+    world_size: int
+    steps: int
+    tokens: float  # all ranks
+    flops_executed_per_rank: float  # mean over the ranks
+    flops_full_backward_per_rank: float
+    flops_saved_fraction: float
+    state_bytes: dict  # {component (STATE): bytes}, the largest rank's
+    bytes_sent_per_rank: float  # the largest rank's
+    peak_rss_bytes: int
+    wall_seconds: float
+    method: str
+    slicing: dict
+    total_params: int
+    kernel_path: dict  # {KERNEL_KEYS: rank 0's}
+    cpu_models: list
+    optimizer_settings: dict
+    curve: list  # [(step, tokens all ranks, FLOPs per rank, eval loss)]
+
+    def as_json(self):
+        return dataclasses.asdict(self) | {"curve": [list(p) for p in self.curve]}
+
+
+@dataclasses.dataclass
+class Row:
+    """A grid row over its seeds (row_summary); main adds the state against the row's reference."""
+
+    seeds: list
+    eval_loss: list  # per seed
+    eval_loss_mean: float
+    eval_perplexity: list
+    eval_perplexity_mean: float
+    world_size: int
+    steps: int
+    tokens: float
+    flops_executed_per_rank: float
+    flops_full_backward_per_rank: float
+    flops_saved_fraction: float
+    state_bytes: dict
+    peak_rss: int
+    bytes_sent: float
+    wall_seconds: list
+    wall_seconds_mean: float
+    method: str
+    slicing: dict
+    total_params: int
+    kernel_path: dict
+    cpu_models: list
+    optimizer_settings: dict
+    per_seed: list  # each seed's Run, as_json
+    # Set by main; the last three only for a row with a reference (left out of the JSON otherwise).
+    device_state_bytes: float | None = None
+    host_state_bytes: float | None = None
+    state_reference: str | None = None
+    state_vs_reference: float | None = None
+    device_state_vs_reference: float | None = None
+
+    def as_json(self):
+        unset = {f.name for f in dataclasses.fields(self) if f.default is None and getattr(self, f.name) is None}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in unset}
+
+
+@dataclasses.dataclass
+class Study:
+    """summary.json's "study": what every row shares."""
+
+    world_size: int
+    tokens_per_run: float
+    reference: str
+    host_components: list
+    rows: list
+    main_model_params: int
+    other_model_sizes: list
+    kernel_path: dict
+    cpu_models: list
+
+
+def as_json(record):
+    """json.dump's default: a record above as its JSON object."""
+    return record.as_json() if hasattr(record, "as_json") else dataclasses.asdict(record)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,21 +322,24 @@ def unigram_entropy(data_dir):
         die(f"token shard {val_path} holds no tokens")
     counts, denom = Counter(train), len(train) + vocab
     h = -sum(c * math.log((counts.get(t, 0) + 1) / denom) for t, c in Counter(val).items()) / len(val)
-    return {
-        "nats_per_token": h,
-        "perplexity": math.exp(h),
-        "vocab": vocab,
-        "train_tokens": len(train),
-        "val_tokens": len(val),
-        "smoothing": "add-one over the vocab",
-        "files": [train_path, val_path],
-    }
+    return Unigram(
+        nats_per_token=h,
+        perplexity=math.exp(h),
+        vocab=vocab,
+        train_tokens=len(train),
+        val_tokens=len(val),
+        smoothing="add-one over the vocab",
+        files=[train_path, val_path],
+    )
 
 
-def field(s, key, where):
-    if key not in s:
-        die(f"{where} has no '{key}'")
-    return s[key]
+def read(where, get):
+    """get(), which reads fields of a rank summary; exits naming the run when one is missing (an
+    archived summary is read as it is, check=False: ContractError on the first field it lacks)."""
+    try:
+        return get()
+    except ContractError as e:
+        die(f"{where}: {e}")
 
 
 def eval_losses(log_lines):
@@ -225,25 +355,29 @@ def eval_losses(log_lines):
 
 def kernel_path(x, where):
     """A rank summary's kernel_path, checked: {cpu_model, openblas_core, aten_capability, onednn}."""
-    if "kernel_path" not in x:
+    try:
+        kp = x.kernel_path
+    except ContractError:
         die(
             f"{where} has no kernel_path: the run predates the study's v2 (one pinned kernel path, issue 44) "
             "and must be re-run with today's run.sh"
         )
-    kp = x["kernel_path"]
-    ok = (
-        isinstance(kp, dict)
-        and isinstance(kp.get("cpu_model"), str)
-        and isinstance(kp.get("openblas_core"), str)
-        and kp.get("aten_capability") in ATEN_CAPABILITIES
-        and isinstance(kp.get("onednn"), bool)
-    )
+    try:
+        ok = kp is not None and (
+            isinstance(kp.cpu_model, str)
+            and isinstance(kp.openblas_core, str)
+            and kp.aten_capability in ATEN_CAPABILITIES
+            and isinstance(kp.onednn, bool)
+        )
+    except ContractError:  # a field missing
+        ok = False
     if not ok:
+        raw = kp.as_dict() if kp is not None else None
         die(
-            f"{where}: kernel_path {json.dumps(kp)} is not {{cpu_model: string, openblas_core: string, "
+            f"{where}: kernel_path {json.dumps(raw)} is not {{cpu_model: string, openblas_core: string, "
             f"aten_capability: {' | '.join(ATEN_CAPABILITIES)}, onednn: true | false}}"
         )
-    return kp
+    return {name: getattr(kp, name) for name in vars(KERNEL)}
 
 
 def path_key(kp):
@@ -251,14 +385,14 @@ def path_key(kp):
 
 
 def path_text(kp):
-    return f"OpenBLAS {kp['openblas_core'] or '(not OpenBLAS)'}, ATen {kp['aten_capability']}, " + (
-        "oneDNN on" if kp["onednn"] else "oneDNN off"
+    return f"OpenBLAS {kp[KERNEL.openblas_core] or '(not OpenBLAS)'}, ATen {kp[KERNEL.aten_capability]}, " + (
+        "oneDNN on" if kp[KERNEL.onednn] else "oneDNN off"
     )
 
 
 def optimizer_settings(x, where):
     """A rank summary's optimizer_settings {inner: {...}, outer: {...}}, with the keys table.md shows."""
-    o = field(x, "optimizer_settings", where)
+    o = read(where, lambda: x.optimizer_settings)
     if not (isinstance(o, dict) and isinstance(o.get("inner"), dict) and isinstance(o.get("outer"), dict)):
         die(f"{where}: optimizer_settings is not {{inner: {{...}}, outer: {{...}}}}")
     for section, key in (("outer", "lr"), ("outer", "momentum"), ("inner", "lr"), ("inner", "grad_clip")):
@@ -267,50 +401,54 @@ def optimizer_settings(x, where):
     return o
 
 
+def fields_used(x):
+    """The fields of rank summary x that load_run uses, besides kernel_path, optimizer_settings and
+    the optional slicing: read once, so that a summary lacking one is refused before anything is
+    computed (ContractError)."""
+    return (
+        x.eval_loss,
+        x.eval_perplexity,
+        x.tokens,
+        x.steps,
+        x.flops_executed,
+        x.flops_full_backward,
+        x.bytes_sent,
+        x.method,
+        x.total_params,
+        [getattr(x.state_bytes, c) for c in COMPONENTS + [STATE.total]],
+    )
+
+
 def load_run(d, name, seed):
     run = f"run {name} seed {seed} ({d})"
-    paths = sorted(
-        glob.glob(os.path.join(d, "rank-*.json")), key=lambda p: int(re.sub(r"\D", "", os.path.basename(p)) or 0)
-    )
+    # Every rank's summary, rank 0 up; written by the ppu-train of the run's day, so read as it is
+    # (check=False): an archived run may lack fields that today's summaries have.
+    paths = []
+    while os.path.exists(files.summary_file(d, len(paths))):
+        paths.append(files.summary_file(d, len(paths)))
     if not paths:
         die(f"{run} has no rank-*.json summary")
     s = []
     for p in paths:
         try:
-            s.append(json.loads(pathlib.Path(p).read_text()))
+            s.append(summary.load(p, check=False))
         except (OSError, ValueError) as e:
             die(f"{run}: cannot read {os.path.basename(p)}: {e}")
     r0 = s[0]
-    where = f"{run}: {os.path.basename(paths[0])}"
-    k = field(r0, "world_size", where)
+    k = read(run, lambda: r0.world_size)
     if len(s) != k:
         die(f"{run} has {len(s)} rank-*.json summaries for world_size {k}")
-    for p, x in zip(paths, s, strict=True):
-        for key in (
-            "eval_loss",
-            "eval_perplexity",
-            "tokens",
-            "steps",
-            "flops_executed",
-            "flops_full_backward",
-            "state_bytes",
-            "bytes_sent",
-            "method",
-            "total_params",
-        ):
-            field(x, key, f"{run}: {os.path.basename(p)}")
-        for c in COMPONENTS + ["total"]:
-            if c not in x["state_bytes"]:
-                die(f"{run}: {os.path.basename(p)} has no state_bytes.{c}")
+    for x in s:
+        read(run, lambda x=x: fields_used(x))
     # Every rank of a run: one kernel path and one resolved optimiser (the ranks share a config).
-    files = [os.path.basename(p) for p in paths]
-    kps = [kernel_path(x, f"{run}: {f}") for f, x in zip(files, s, strict=True)]
-    settings = [optimizer_settings(x, f"{run}: {f}") for f, x in zip(files, s, strict=True)]
-    for f, kp, o in zip(files[1:], kps[1:], settings[1:], strict=True):
+    names = [os.path.basename(p) for p in paths]
+    kps = [kernel_path(x, f"{run}: {f}") for f, x in zip(names, s, strict=True)]
+    settings = [optimizer_settings(x, f"{run}: {f}") for f, x in zip(names, s, strict=True)]
+    for f, kp, o in zip(names[1:], kps[1:], settings[1:], strict=True):
         if path_key(kp) != path_key(kps[0]):
-            die(f"{run}: {f} ran on {path_text(kp)}, {files[0]} on {path_text(kps[0])}: one run, two kernel paths")
+            die(f"{run}: {f} ran on {path_text(kp)}, {names[0]} on {path_text(kps[0])}: one run, two kernel paths")
         if o != settings[0]:
-            die(f"{run}: {f} resolved other optimizer_settings than {files[0]}")
+            die(f"{run}: {f} resolved other optimizer_settings than {names[0]}")
     try:
         status, peak, wall = pathlib.Path(d, "rusage").read_text().split()
         status, peak, wall = int(status), int(peak), float(wall)
@@ -325,36 +463,41 @@ def load_run(d, name, seed):
     except OSError:
         die(f"{run} has no run.log")
     evals = eval_losses(log)
-    steps = r0["steps"]
+    steps = r0.steps
     if not evals:
         die(f"{run}: run.log has no '[rank 0] ... eval step N loss X' line (the eval curve)")
-    evals[steps] = r0["eval_loss"]  # the final evaluation of θ, after the last step
-    tokens = sum(x["tokens"] for x in s)  # all ranks
-    flops = mean([x["flops_executed"] for x in s])  # per rank
-    flops_full = mean([x["flops_full_backward"] for x in s])
-    return {
-        "seed": seed,
-        "eval_loss": r0["eval_loss"],
-        "eval_perplexity": r0["eval_perplexity"],
-        "world_size": k,
-        "steps": steps,
-        "tokens": tokens,
-        "flops_executed_per_rank": flops,
-        "flops_full_backward_per_rank": flops_full,
-        "flops_saved_fraction": 1 - flops / flops_full if flops_full else 0.0,
-        "state_bytes": {c: max(x["state_bytes"][c] for x in s) for c in COMPONENTS + ["total"]},
-        "bytes_sent_per_rank": max(x["bytes_sent"] for x in s),
-        "peak_rss_bytes": peak,
-        "wall_seconds": wall,
-        "method": r0["method"],
-        "slicing": r0.get("slicing", {}),
-        "total_params": r0["total_params"],
-        "kernel_path": {k: kps[0][k] for k in KERNEL_KEYS},
-        "cpu_models": sorted({kp["cpu_model"] for kp in kps}),
-        "optimizer_settings": settings[0],
+    evals[steps] = r0.eval_loss  # the final evaluation of θ, after the last step
+    tokens = sum(x.tokens for x in s)  # all ranks
+    flops = mean([x.flops_executed for x in s])  # per rank
+    flops_full = mean([x.flops_full_backward for x in s])
+    try:
+        slicing = r0.slicing
+    except ContractError:  # a summary from before slicing was recorded
+        slicing = None
+    slicing = slicing.as_dict() if slicing is not None else {}
+    return Run(
+        seed=seed,
+        eval_loss=r0.eval_loss,
+        eval_perplexity=r0.eval_perplexity,
+        world_size=k,
+        steps=steps,
+        tokens=tokens,
+        flops_executed_per_rank=flops,
+        flops_full_backward_per_rank=flops_full,
+        flops_saved_fraction=1 - flops / flops_full if flops_full else 0.0,
+        state_bytes={c: max(getattr(x.state_bytes, c) for x in s) for c in COMPONENTS + [STATE.total]},
+        bytes_sent_per_rank=max(x.bytes_sent for x in s),
+        peak_rss_bytes=peak,
+        wall_seconds=wall,
+        method=r0.method,
+        slicing=slicing,
+        total_params=r0.total_params,
+        kernel_path={k: kps[0][k] for k in KERNEL_KEYS},
+        cpu_models=sorted({kp[KERNEL.cpu_model] for kp in kps}),
+        optimizer_settings=settings[0],
         # (step, tokens all ranks, FLOPs per rank, eval loss), tokens and FLOPs at a constant rate per step
-        "curve": [(n, n * tokens / steps, n * flops / steps, evals[n]) for n in sorted(evals)],
-    }
+        curve=[(n, n * tokens / steps, n * flops / steps, evals[n]) for n in sorted(evals)],
+    )
 
 
 def load_runs(out):
@@ -380,7 +523,7 @@ def check_kernel_paths(runs):
     by_path = {}
     for name in sorted(runs):
         for seed in sorted(runs[name]):
-            kp = runs[name][seed]["kernel_path"]
+            kp = runs[name][seed].kernel_path
             by_path.setdefault(path_key(kp), (kp, []))[1].append(f"{name} seed {seed}")
     if len(by_path) > 1:
         (kp_a, a), (kp_b, b) = list(by_path.values())[:2]
@@ -400,43 +543,41 @@ def row_summary(name, seeds):
     rs = [seeds[s] for s in sorted(seeds)]
     r = rs[0]
     for x in rs[1:]:
-        if x["optimizer_settings"] != r["optimizer_settings"]:
-            die(f"row {name}: seed {x['seed']} resolved other optimizer_settings than seed {r['seed']}")
-    losses, ppls = [x["eval_loss"] for x in rs], [x["eval_perplexity"] for x in rs]
-    return {
-        "seeds": sorted(seeds),
-        "eval_loss": losses,
-        "eval_loss_mean": mean(losses),
-        "eval_perplexity": ppls,
-        "eval_perplexity_mean": mean(ppls),
-        "world_size": r["world_size"],
-        "steps": r["steps"],
-        "tokens": r["tokens"],
-        "flops_executed_per_rank": r["flops_executed_per_rank"],
-        "flops_full_backward_per_rank": r["flops_full_backward_per_rank"],
-        "flops_saved_fraction": r["flops_saved_fraction"],
-        "state_bytes": max((x["state_bytes"] for x in rs), key=lambda b: b["total"]),
-        "peak_rss": max(x["peak_rss_bytes"] for x in rs),
-        "bytes_sent": max(x["bytes_sent_per_rank"] for x in rs),
-        "wall_seconds": [x["wall_seconds"] for x in rs],
-        "wall_seconds_mean": mean([x["wall_seconds"] for x in rs]),
-        "method": r["method"],
-        "slicing": r["slicing"],
-        "total_params": r["total_params"],
-        "kernel_path": r["kernel_path"],
-        "cpu_models": sorted({m for x in rs for m in x["cpu_models"]}),
-        "optimizer_settings": r["optimizer_settings"],
-        "per_seed": [
-            {k: v for k, v in x.items() if k != "curve"} | {"curve": [list(p) for p in x["curve"]]} for x in rs
-        ],
-    }
+        if x.optimizer_settings != r.optimizer_settings:
+            die(f"row {name}: seed {x.seed} resolved other optimizer_settings than seed {r.seed}")
+    losses, ppls = [x.eval_loss for x in rs], [x.eval_perplexity for x in rs]
+    return Row(
+        seeds=sorted(seeds),
+        eval_loss=losses,
+        eval_loss_mean=mean(losses),
+        eval_perplexity=ppls,
+        eval_perplexity_mean=mean(ppls),
+        world_size=r.world_size,
+        steps=r.steps,
+        tokens=r.tokens,
+        flops_executed_per_rank=r.flops_executed_per_rank,
+        flops_full_backward_per_rank=r.flops_full_backward_per_rank,
+        flops_saved_fraction=r.flops_saved_fraction,
+        state_bytes=max((x.state_bytes for x in rs), key=lambda b: b[STATE.total]),
+        peak_rss=max(x.peak_rss_bytes for x in rs),
+        bytes_sent=max(x.bytes_sent_per_rank for x in rs),
+        wall_seconds=[x.wall_seconds for x in rs],
+        wall_seconds_mean=mean([x.wall_seconds for x in rs]),
+        method=r.method,
+        slicing=r.slicing,
+        total_params=r.total_params,
+        kernel_path=r.kernel_path,
+        cpu_models=sorted({m for x in rs for m in x.cpu_models}),
+        optimizer_settings=r.optimizer_settings,
+        per_seed=[x.as_json() for x in rs],
+    )
 
 
 def mean_curve(seeds):
     """At the eval steps every seed has: step, tokens, FLOPs, mean, min, max, then each seed's loss."""
     rs = [seeds[s] for s in sorted(seeds)]
-    common = set.intersection(*({p[0] for p in x["curve"]} for x in rs))
-    by_step = [{p[0]: p for p in x["curve"]} for x in rs]
+    common = set.intersection(*({p[0] for p in x.curve} for x in rs))
+    by_step = [{p[0]: p for p in x.curve} for x in rs]
     rows = []
     for n in sorted(common):
         ls = [b[n][3] for b in by_step]
@@ -482,7 +623,7 @@ def paired_family(pairs, analysis=None):
     seeds = {name: sorted(set(row) & set(ref)) for name, (_, row, ref) in pairs.items()}
     res = stats.family(
         {
-            name: ([row[s]["eval_loss"] for s in seeds[name]], [ref[s]["eval_loss"] for s in seeds[name]])
+            name: ([row[s].eval_loss for s in seeds[name]], [ref[s].eval_loss for s in seeds[name]])
             for name, (_, row, ref) in pairs.items()
         },
         analysis,
@@ -493,8 +634,8 @@ def paired_family(pairs, analysis=None):
         out[name] = {
             "reference": reference,
             "seeds": seeds[name],
-            "loss": [row[s]["eval_loss"] for s in seeds[name]],
-            "reference_loss": [ref[s]["eval_loss"] for s in seeds[name]],
+            "loss": [row[s].eval_loss for s in seeds[name]],
+            "reference_loss": [ref[s].eval_loss for s in seeds[name]],
             **r,
             "ppl_ratio_mean": exp_or_none(r["mean"]),
             "ppl_ratio_ci": [math.exp(x) for x in r["ci"]] if r["ci"] else None,
@@ -523,14 +664,14 @@ def write_table(out, order, rows):
     ]
     for name in order:
         r = rows[name]
-        loss = f"{r['eval_loss_mean']:.4f}"
-        if len(r["seeds"]) > 1:
-            loss += " (" + ", ".join(f"{x:.4f}" for x in r["eval_loss"]) + ")"
+        loss = f"{r.eval_loss_mean:.4f}"
+        if len(r.seeds) > 1:
+            loss += " (" + ", ".join(f"{x:.4f}" for x in r.eval_loss) + ")"
         lines.append(
-            f"| {name} | {','.join(map(str, r['seeds']))} | {loss} | {r['eval_perplexity_mean']:.2f} | "
-            f"{r['tokens'] / 1e6:.4g} M | {r['flops_executed_per_rank']:.3g} | "
-            f"{100 * r['flops_saved_fraction']:.1f} % | {r['state_bytes']['total'] * MIB:.2f} | "
-            f"{r['peak_rss'] * MIB:.0f} | {r['bytes_sent'] * MIB:.1f} | {r['wall_seconds_mean']:.0f} |"
+            f"| {name} | {','.join(map(str, r.seeds))} | {loss} | {r.eval_perplexity_mean:.2f} | "
+            f"{r.tokens / 1e6:.4g} M | {r.flops_executed_per_rank:.3g} | "
+            f"{100 * r.flops_saved_fraction:.1f} % | {r.state_bytes[STATE.total] * MIB:.2f} | "
+            f"{r.peak_rss * MIB:.0f} | {r.bytes_sent * MIB:.1f} | {r.wall_seconds_mean:.0f} |"
         )
     lines += [
         "",
@@ -552,10 +693,10 @@ def write_table(out, order, rows):
     ]
     for name in order:
         r = rows[name]
-        o = r["optimizer_settings"]
+        o = r.optimizer_settings
         lines.append(
-            f"| {name} | {','.join(map(str, r['seeds']))} | {r['total_params']:,} | {'; '.join(r['cpu_models'])} | "
-            f"{path_text(r['kernel_path'])} | {o['outer']['lr']:g} | {o['outer']['momentum']:g} | "
+            f"| {name} | {','.join(map(str, r.seeds))} | {r.total_params:,} | {'; '.join(r.cpu_models)} | "
+            f"{path_text(r.kernel_path)} | {o['outer']['lr']:g} | {o['outer']['momentum']:g} | "
             f"{o['inner']['lr']:g} | {o['inner']['grad_clip']:g} |"
         )
     lines += [
@@ -714,7 +855,7 @@ def curve_elements(names, runs, order, xcol, scale, reference=()):
 def loss_range(names, runs, unigram):
     """y range: every curve from its second evaluation on (the first ones are far above the rest),
     with room on top for the key (top right, where falling loss curves are not)."""
-    ys = [p[3] for n in names for x in runs[n].values() for p in x["curve"][1:]] or [unigram]
+    ys = [p[3] for n in names for x in runs[n].values() for p in x.curve[1:]] or [unigram]
     lo, hi = min(ys + [unigram]), max(ys + [unigram])
     span = hi - lo or 1
     return lo - 0.04 * span, hi + (0.25 + 0.05 * len(names)) * span
@@ -796,10 +937,10 @@ def loss_plots(runs, order, unigram, budget):
                 script.append("set multiplot next")
                 continue
             # The main budget's end (rows given more tokens run on past it) and its last 40 %.
-            ends = [runs[n][s]["curve"][-1][col] / scale for n in names if n not in LONGER for s in runs[n]]
-            x1 = max(ends or [runs[n][s]["curve"][-1][col] / scale for n in names for s in runs[n]])
+            ends = [runs[n][s].curve[-1][col] / scale for n in names if n not in LONGER for s in runs[n]]
+            x1 = max(ends or [runs[n][s].curve[-1][col] / scale for n in names for s in runs[n]])
             x0 = 0.6 * x1
-            ys = [p[3] for n in names for x in runs[n].values() for p in x["curve"] if x0 <= p[col] / scale <= x1]
+            ys = [p[3] for n in names for x in runs[n].values() for p in x.curve if x0 <= p[col] / scale <= x1]
             span = max(ys) - min(ys) or 0.01
             lo, hi = min(ys) - 0.05 * span, max(ys) + 0.05 * span
             labels, hi = final_labels(names, runs, order, col, scale, x1, lo, hi)
@@ -982,20 +1123,20 @@ def gap_points(paired, rows):
         r, ref = rows.get(name), rows.get(p["reference"])
         if not r or not ref or p["ci"] is None:
             continue
-        sl = r["slicing"]
+        sl = r.slicing
         if not (
-            r["method"] == "ppu"
+            r.method == "ppu"
             and sl.get("mode") == "mlp"
             and sl.get("slices") == 4
             and sl.get("jacobian", "full") == "full"
-            and ref["method"] == "streaming-diloco"
-            and ref["total_params"] == r["total_params"]
-            and ref["optimizer_settings"] == r["optimizer_settings"]
+            and ref.method == "streaming-diloco"
+            and ref.total_params == r.total_params
+            and ref.optimizer_settings == r.optimizer_settings
         ):
             continue
-        if r["total_params"] in found:
-            die(f"two 1/4-MLPs comparisons at {r['total_params']:,} parameters: {found[r['total_params']][0]}, {name}")
-        found[r["total_params"]] = (name, p, r["tokens"])
+        if r.total_params in found:
+            die(f"two 1/4-MLPs comparisons at {r.total_params:,} parameters: {found[r.total_params][0]}, {name}")
+        found[r.total_params] = (name, p, r.tokens)
     return [(k, *found[k]) for k in sorted(found)]
 
 
@@ -1025,7 +1166,7 @@ def gap_plot(points, analysis, out, rows=None, train_tokens=None):
         r = (rows or {}).get(n)
         if not r:
             return ""
-        rounds = r["steps"] / r["optimizer_settings"]["outer"]["sync_every"]
+        rounds = r.steps / r.optimizer_settings["outer"]["sync_every"]
         epochs = f", {tokens / train_tokens:.2f} epochs" if train_tokens else ""
         return f"\\n{rounds:.0f} outer rounds{epochs}"
 
@@ -1073,9 +1214,9 @@ def memory_plot(rows, order, out, refs, sizes):
     ]
     groups = [(g, ns) for g, ns in groups if ns]
     ref = rows.get(REFERENCE)
-    ref_total = ref["state_bytes"]["total"] if ref else None
+    ref_total = ref.state_bytes[STATE.total] if ref else None
     x, tics, group_labels, separators, labels = 0.0, [], [], [], []
-    top = max(r["state_bytes"]["total"] for r in rows.values()) * MIB
+    top = max(r.state_bytes[STATE.total] for r in rows.values()) * MIB
     with open(os.path.join(out, "memory.dat"), "w") as f:
         f.write("# x run " + " ".join(f"cum_{c}" for c in ["0"] + COMPONENTS) + " (MiB per rank, cumulative)\n")
         for gi, (g, names) in enumerate(groups):
@@ -1083,18 +1224,18 @@ def memory_plot(rows, order, out, refs, sizes):
                 separators.append(x - 0.75)
             group_labels.append((g, x + (len(names) - 1) / 2))
             for n in names:
-                b = rows[n]["state_bytes"]
+                b = rows[n].state_bytes
                 cum = [0.0]
                 for c in COMPONENTS:
                     cum.append(cum[-1] + b[c] * MIB)
                 f.write(f"{x:.2f} {n} " + " ".join(f"{v:.4f}" for v in cum) + "\n")
                 tics.append(f"'{n}' {x:.2f}")
-                rb = rows[refs[n]]["state_bytes"] if refs.get(n) in rows else None
-                if rb and rows[n]["method"] == "ppu":
+                rb = rows[refs[n]].state_bytes if refs.get(n) in rows else None
+                if rb and rows[n].method == "ppu":
                     dev = sum(b[c] for c in COMPONENTS if c not in HOST)
                     ref_dev = sum(rb[c] for c in COMPONENTS if c not in HOST)
                     text = (
-                        f"{100 * (b['total'] / rb['total'] - 1):+.1f} %\\ndev. {100 * (dev / ref_dev - 1):+.0f} %"
+                        f"{100 * (b[STATE.total] / rb[STATE.total] - 1):+.1f} %\\ndev. {100 * (dev / ref_dev - 1):+.0f} %"
                     ).replace("-", "−")
                     labels.append(f"set label \"{text}\" at {x:.2f}, {cum[-1] + 0.07 * top:.4f} center font ',9'")
                 x += 1
@@ -1108,7 +1249,7 @@ def memory_plot(rows, order, out, refs, sizes):
         )
     if ref_total:
         elems.append(f"{ref_total * MIB} with lines dt 2 lw 1.5 lc rgb '#2ca02c' title '{REFERENCE} total'")
-    k = next(iter(rows.values()))["world_size"]
+    k = next(iter(rows.values())).world_size
     note = (
         f"labels: state vs {REFERENCE}{' (other sizes: vs their own)' if other else ''}, in all and on the device "
         "(dev.: weights + gradients + AdamW)"
@@ -1143,7 +1284,7 @@ def ppl_plot(rows, runs, out, tokens):
     of five seeds to single runs and suggest a tested trend. Streaming DiLoCo as a horizontal line
     with its seed range."""
     longer = [n for n in LONGER if n in rows]
-    more = ", ".join(f"{n}: {rows[n]['tokens'] / tokens:.2g}x tokens" for n in longer)
+    more = ", ".join(f"{n}: {rows[n].tokens / tokens:.2g}x tokens" for n in longer)
     series = [  # title, rows, colour, filled point, open point
         ("1/N MLPs", PPU_MLP, "#d62728", 7, 6),
         ("1/N MLPs + 1/N heads", PPU_MLP_HEADS, "#9467bd", 5, 4),
@@ -1160,21 +1301,19 @@ def ppl_plot(rows, runs, out, tokens):
             for n in names:
                 k = len(runs[n])
                 f.writelines(
-                    f"{i} {rows[n]['slicing'].get('slices', 1) * 1.04 ** (j - (k - 1) / 2):.4f} {s} "
-                    f"{x['eval_perplexity']:.4f} {k}\n"
+                    f"{i} {rows[n].slicing.get('slices', 1) * 1.04 ** (j - (k - 1) / 2):.4f} {s} "
+                    f"{x.eval_perplexity:.4f} {k}\n"
                     for j, (s, x) in enumerate(sorted(runs[n].items()))
                 )
         for i, (_, names, _, _, _) in enumerate(series):
             f.write(f"\n\n# series {i}\n")
             for n in names:
-                f.write(
-                    f"{i} {rows[n]['slicing'].get('slices', 1)} {len(runs[n])} {rows[n]['eval_perplexity_mean']:.4f}\n"
-                )
+                f.write(f"{i} {rows[n].slicing.get('slices', 1)} {len(runs[n])} {rows[n].eval_perplexity_mean:.4f}\n")
     elems = []
     ref = rows.get(REFERENCE)
     if ref:
-        lo, hi = min(ref["eval_perplexity"]), max(ref["eval_perplexity"])
-        m, k = ref["eval_perplexity_mean"], len(ref["seeds"])
+        lo, hi = min(ref.eval_perplexity), max(ref.eval_perplexity)
+        m, k = ref.eval_perplexity_mean, len(ref.seeds)
         if k > 1:
             elems.append(
                 f"'+' using 1:({lo}):({hi}) with filledcurves fs transparent solid 0.18 noborder "
@@ -1203,11 +1342,11 @@ def ppl_plot(rows, runs, out, tokens):
                 f"lc rgb '{colour}' title '{title}: one seed (no mean, no interval)'"
             )
             labels += [
-                f'set label "{n}\\none seed" at {rows[n]["slicing"].get("slices", 1) * 1.07}, '
-                f"{rows[n]['eval_perplexity_mean']} left textcolor rgb '{colour}' font ',10'"
+                f'set label "{n}\\none seed" at {rows[n].slicing.get("slices", 1) * 1.07}, '
+                f"{rows[n].eval_perplexity_mean} left textcolor rgb '{colour}' font ',10'"
                 for n in single
             ]
-    ns = sorted({rows[n]["slicing"].get("slices", 1) for _, names, _, _, _ in series for n in names}) or [2, 4]
+    ns = sorted({rows[n].slicing.get("slices", 1) for _, names, _, _, _ in series for n in names}) or [2, 4]
     return "\n".join(
         [
             "set terminal pngcairo size 1000,760 font ',11' noenhanced",
@@ -1234,12 +1373,12 @@ def plots(out, runs, rows, order, paired, unigram, analysis, refs, sizes, train_
     tokens (gap_vs_params.png names each size's epochs)."""
     main_rows, other = sizes
     write_curves(out, runs)
-    k = rows[order[0]]["world_size"]
-    tokens = Counter(rows[n]["tokens"] for n in main_rows).most_common(1)[0][0]
+    k = rows[order[0]].world_size
+    tokens = Counter(rows[n].tokens for n in main_rows).most_common(1)[0][0]
     budget = f"{tokens / 1e6:.1f} M tokens per run (K = {k})" + "".join(
-        f", {n}: {rows[n]['tokens'] / 1e6:.1f} M ({rows[n]['tokens'] / tokens:.2g}x)"
+        f", {n}: {rows[n].tokens / 1e6:.1f} M ({rows[n].tokens / tokens:.2g}x)"
         for n in main_rows
-        if abs(rows[n]["tokens"] / tokens - 1) > 0.01
+        if abs(rows[n].tokens / tokens - 1) > 0.01
     )
     if other:
         budget += f"; not shown: {len(other)} rows at other model sizes (gap_vs_params.png)"
@@ -1307,7 +1446,7 @@ def main():
     grid_names = [n for n, _ in grid]
     order = [n for n in grid_names if n in runs] + sorted(n for n in runs if n not in grid_names)
     rows = {n: row_summary(n, runs[n]) for n in order}
-    ks = {r["world_size"] for r in rows.values()}
+    ks = {r.world_size for r in rows.values()}
     if len(ks) > 1:
         die(f"runs under {out}/runs mix world sizes {sorted(ks)}; the study compares at one K")
     pairs = {n: (ref, runs[n], runs.get(ref, {})) for n, ref in comparisons(grid) if n in runs}
@@ -1315,40 +1454,40 @@ def main():
     # The main model size: the reference row's (else the commonest); rows of other sizes are
     # compared with their own references only.
     main_size = (
-        rows[REFERENCE]["total_params"]
+        rows[REFERENCE].total_params
         if REFERENCE in rows
-        else Counter(r["total_params"] for r in rows.values()).most_common(1)[0][0]
+        else Counter(r.total_params for r in rows.values()).most_common(1)[0][0]
     )
-    main_rows = [n for n in order if rows[n]["total_params"] == main_size]
-    other = [n for n in order if rows[n]["total_params"] != main_size]
+    main_rows = [n for n in order if rows[n].total_params == main_size]
+    other = [n for n in order if rows[n].total_params != main_size]
     refs = {n: (paired[n]["reference"] if n in paired else REFERENCE if n in main_rows else n) for n in order}
     write_table(out, order, rows)
     write_paired(out, paired, analysis)
-    tokens = Counter(rows[n]["tokens"] for n in main_rows).most_common(1)[0][0]
+    tokens = Counter(rows[n].tokens for n in main_rows).most_common(1)[0][0]
     for n, r in rows.items():
-        b = r["state_bytes"]
-        r["device_state_bytes"] = sum(b[c] for c in COMPONENTS if c not in HOST)
-        r["host_state_bytes"] = sum(b[c] for c in HOST)
+        b = r.state_bytes
+        r.device_state_bytes = sum(b[c] for c in COMPONENTS if c not in HOST)
+        r.host_state_bytes = sum(b[c] for c in HOST)
         ref = rows.get(refs[n])
         if ref:
-            r["state_reference"] = refs[n]
-            r["state_vs_reference"] = b["total"] / ref["state_bytes"]["total"] - 1
-            r["device_state_vs_reference"] = (
-                r["device_state_bytes"] / (sum(ref["state_bytes"][c] for c in COMPONENTS if c not in HOST)) - 1
+            r.state_reference = refs[n]
+            r.state_vs_reference = b[STATE.total] / ref.state_bytes[STATE.total] - 1
+            r.device_state_vs_reference = (
+                r.device_state_bytes / (sum(ref.state_bytes[c] for c in COMPONENTS if c not in HOST)) - 1
             )
     tested = [p for p in paired.values() if p["n"] >= 2]
-    summary = {
-        "study": {
-            "world_size": ks.pop(),
-            "tokens_per_run": tokens,
-            "reference": REFERENCE,
-            "host_components": sorted(HOST),
-            "rows": order,
-            "main_model_params": main_size,
-            "other_model_sizes": other,
-            "kernel_path": rows[order[0]]["kernel_path"],
-            "cpu_models": sorted({m for r in rows.values() for m in r["cpu_models"]}),
-        },
+    document = {  # summary.json (not a rank summary)
+        "study": Study(
+            world_size=ks.pop(),
+            tokens_per_run=tokens,
+            reference=REFERENCE,
+            host_components=sorted(HOST),
+            rows=order,
+            main_model_params=main_size,
+            other_model_sizes=other,
+            kernel_path=rows[order[0]].kernel_path,
+            cpu_models=sorted({m for r in rows.values() for m in r.cpu_models}),
+        ),
         "statistics": analysis
         | {
             "family_size": len(tested),
@@ -1363,25 +1502,25 @@ def main():
         "paired": paired,
     }
     with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
+        json.dump(document, f, indent=1, default=as_json)
     plots(
         out,
         runs,
         rows,
         order,
         paired,
-        unigram["nats_per_token"],
+        unigram.nats_per_token,
         analysis,
         refs,
         (main_rows, other),
-        unigram["train_tokens"],
+        unigram.train_tokens,
     )
     print(pathlib.Path(out, "table.md").read_text(), end="")
     print()
     print(pathlib.Path(out, "paired.md").read_text(), end="")
     print(
-        f"\nunigram entropy of val under train counts: {unigram['nats_per_token']:.4f} nats/token "
-        f"(perplexity {unigram['perplexity']:.1f})"
+        f"\nunigram entropy of val under train counts: {unigram.nats_per_token:.4f} nats/token "
+        f"(perplexity {unigram.perplexity:.1f})"
     )
 
 

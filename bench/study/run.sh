@@ -112,7 +112,7 @@ if [[ ${#LR_CANDIDATES[@]} -gt 0 && ! -s $OUT/inner_lr ]]; then
       }
       touch "$d/done"
     fi
-    loss=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["eval_loss"])' "$d/rank-0.json")
+    loss=$(python3 "$HERE/summaries.py" eval-loss "$d")
     echo "lr sweep: inner.lr=$lr eval loss $loss"
     if [[ -z $best ]] || python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$loss" "$best_loss"; then
       best=$lr
@@ -170,8 +170,9 @@ for job in "${jobs[@]}"; do
     tail -5 "$dir/run.log" >&2
     exit 1
   fi
-  if ! study_check_kernels "$dir/rank-0.json"; then
-    echo "run.sh: run $name seed $seed ran on another kernel path; see $dir/rank-0.json" >&2
+  rank0=$(python3 "$HERE/summaries.py" path "$dir")
+  if ! study_check_kernels "$rank0"; then
+    echo "run.sh: run $name seed $seed ran on another kernel path; see $rank0" >&2
     exit 1
   fi
   echo "$sets" >"$dir/sets"

@@ -16,19 +16,8 @@ python3 "$SRC/bench/gpu/study.py" "$BUILD" "$OUT/corpus/data" --out "$OUT/full" 
 grep -q "^| Streaming DiLoCo | [0-9.]* |  | " "$OUT/full/study.md" || fail "study.md has no Streaming DiLoCo row with a loss"
 grep -q "^| PPU 1/2 MLPs | [0-9.]* | [+-][0-9.]* | " "$OUT/full/study.md" || fail "study.md has no PPU row with a loss and a difference"
 grep -q "vocabulary 1024" "$OUT/full/study.md" || fail "study.md does not name the corpus's vocabulary"
-python3 - "$OUT/full/study.json" <<'PY' || fail "study.json lacks a run, its curve or its final evaluation"
-import json, sys
-d = json.load(open(sys.argv[1]))
-runs = d["results"]
-assert sorted(runs) == ["ppu-mlp-2", "streaming-diloco"], sorted(runs)
-for r in runs.values():
-    steps = [s for s, _ in r["curve"]]
-    assert steps == [20, 40, 60], steps
-    assert r["curve"][-1][1] == r["summary"]["eval_loss"]
-    assert r["summary"]["world_size"] == 2
-assert runs["ppu-mlp-2"]["summary"]["trainable_params"] < runs["streaming-diloco"]["summary"]["trainable_params"]
-assert d["stopped"] == ""
-PY
+python3 "$SRC/tests/study/check_outputs.py" gpu-study "$OUT/full/study.json" \
+  || fail "study.json lacks a run, its curve or its final evaluation"
 
 # Stopped part-way: SIGTERM while the first run trains (it would take minutes).
 python3 "$SRC/bench/gpu/study.py" "$BUILD" "$OUT/corpus/data" --out "$OUT/stopped" "${tiny[@]}" --steps 100000 >"$OUT/stopped.log" 2>&1 &

@@ -19,10 +19,8 @@ names=$(awk -F'\t' '$4 ~ /(^|,)quick(,|$)/ {print $1}' "$SRC/bench/study/grid.ts
 for n in $names; do
   d=$OUT/runs/$n-s0
   [[ -f $d/done ]] || fail "run $n has no done marker"
-  for r in 0 1 2 3; do
-    python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["eval_perplexity"] > 1 and s["tokens"] > 0' "$d/rank-$r.json" \
-      || fail "run $n rank $r summary missing or without eval_perplexity/tokens"
-  done
+  python3 "$SRC/tests/study/check_outputs.py" rank-summaries "$d" 4 \
+    || fail "run $n: a rank's summary is missing or not the contract's, or its eval perplexity or tokens are not positive"
   grep -q "^| $n | 0 | [0-9.]* |" "$OUT/table.md" || fail "table.md has no row for $n"
   grep -q "eval step 10 loss" "$d/run.log" || fail "run $n logged no eval curve"
 done
@@ -30,7 +28,7 @@ done
 [[ $(grep -c "^| " "$OUT/table.md") -eq $((2 * ($(wc -w <<<"$names") + 1))) ]] || fail "table.md has extra or missing rows"
 grep -q "^| streaming-diloco | 0 | [0-9,]* | .* | OpenBLAS .*, ATen .*, oneDNN o[nf]* | " "$OUT/table.md" \
   || fail "table.md lists no kernel path for streaming-diloco"
-python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert sorted(s["runs"]) == sorted(sys.argv[2].split()) and all(v["peak_rss"] > 1 << 20 and v["bytes_sent"] > 0 for v in s["runs"].values())' "$OUT/summary.json" "$names" \
+python3 "$SRC/tests/study/check_outputs.py" report-runs "$OUT/summary.json" "$names" \
   || fail "summary.json lacks a run, peak RSS or bytes sent"
 # A sanity bound, derived: the uniform model over the 1024 tokens scores log 1024 = 6.93 nats; the
 # add-one-smoothed unigram of the train split does better on text drawn like it, and 7.5 leaves

@@ -25,10 +25,14 @@ import struct
 import subprocess
 import sys
 import tempfile
+import types
 
 SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 STUDY = os.path.join(SRC, "bench", "study")
 sys.path.insert(0, STUDY)
+sys.path.insert(0, os.path.join(SRC, "python"))
+from ppu import files
+
 try:
     import numpy as np
     import report
@@ -216,8 +220,9 @@ OPT = {"inner": {"lr": 0.003}, "outer": {"lr": 0.4}}
 
 
 def gap_row(method, params, tokens, mode="mlp", slices=4, opt=OPT):
+    """What gap_points reads of a report.Row."""
     sl = {"mode": mode, "slices": slices} if method == "ppu" else {}
-    return {"method": method, "slicing": sl, "total_params": params, "tokens": tokens, "optimizer_settings": opt}
+    return types.SimpleNamespace(method=method, slicing=sl, total_params=params, tokens=tokens, optimizer_settings=opt)
 
 
 gap_rows = {
@@ -250,31 +255,39 @@ check([(k, n, t) for k, n, _, t in points] == [(200, "q-small", 3.2e6), (600, "q
 script = report.gap_plot(points, {"alpha": 0.05}, tempfile.mkdtemp())
 check('"600\\n9.60 M tokens" 600' in script, "gap_vs_params.png's axis does not name each size's tokens")
 
-PATH_A = {"cpu_model": "CPU A", "openblas_core": "Haswell", "aten_capability": "avx2", "onednn": False}
+# A rank summary's fields by their names in the contract (report.py's SUMMARY_FIELD, KERNEL, STATE).
+F, KERNEL = report.SUMMARY_FIELD, report.KERNEL
+PATH_A = {
+    KERNEL.cpu_model: "CPU A",
+    KERNEL.openblas_core: "Haswell",
+    KERNEL.aten_capability: "avx2",
+    KERNEL.onednn: False,
+}
 
 
 def fabricate(out, name, seed, loss, kp, method="streaming-diloco"):
     d = os.path.join(out, "runs", f"{name}-s{seed}")
     os.makedirs(d)
-    state = {c: 1000.0 for c in report.COMPONENTS} | {"total": 5000.0}
+    state = {c: 1000.0 for c in report.COMPONENTS} | {report.STATE.total: 5000.0}
+    # Only the fields report.py reads: it takes a summary as it is (check=False), as it takes an archived run's.
     s = {
-        "world_size": 1,
-        "eval_loss": loss,
-        "eval_perplexity": math.exp(loss),
-        "tokens": 1000.0,
-        "steps": 10,
-        "flops_executed": 1e9,
-        "flops_full_backward": 1.1e9,
-        "state_bytes": state,
-        "bytes_sent": 100.0,
-        "method": method,
-        "slicing": {"mode": "mlp", "slices": 2, "jacobian": "full"} if method == "ppu" else {},
-        "total_params": 1000,
-        "optimizer_settings": {"inner": {"lr": 0.003, "grad_clip": 0.0}, "outer": {"lr": 0.4, "momentum": 0.9}},
+        F.world_size: 1,
+        F.eval_loss: loss,
+        F.eval_perplexity: math.exp(loss),
+        F.tokens: 1000.0,
+        F.steps: 10,
+        F.flops_executed: 1e9,
+        F.flops_full_backward: 1.1e9,
+        F.state_bytes: state,
+        F.bytes_sent: 100.0,
+        F.method: method,
+        F.slicing: {"mode": "mlp", "slices": 2, "jacobian": "full"} if method == "ppu" else {},
+        F.total_params: 1000,
+        F.optimizer_settings: {"inner": {"lr": 0.003, "grad_clip": 0.0}, "outer": {"lr": 0.4, "momentum": 0.9}},
     }
     if kp is not None:
-        s["kernel_path"] = kp
-    pathlib.Path(d, "rank-0.json").write_text(json.dumps(s))
+        s[F.kernel_path] = kp
+    pathlib.Path(files.summary_file(d, 0)).write_text(json.dumps(s))
     pathlib.Path(d, "run.log").write_text(f"[rank 0] t info eval step 5 loss {loss + 0.5:.4f} ppl 1 of θ\n")
     pathlib.Path(d, "rusage").write_text("0 1048576 1.0\n")
     pathlib.Path(d, "done").touch()
@@ -298,7 +311,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # two kernel paths: refused, naming both runs
     out = os.path.join(tmp, "mixed")
     corpus(out)
-    other = PATH_A | {"aten_capability": "avx512", "cpu_model": "CPU B"}
+    other = PATH_A | {KERNEL.aten_capability: "avx512", KERNEL.cpu_model: "CPU B"}
     for seed, (a, b) in enumerate([(3.70, 3.75), (3.72, 3.71)]):
         fabricate(out, "streaming-diloco", seed, a, PATH_A)
         fabricate(out, "ppu-mlp-2", seed, b, other if seed == 1 else PATH_A, "ppu")
@@ -315,7 +328,7 @@ with tempfile.TemporaryDirectory() as tmp:
     corpus(out)
     for seed, (a, b) in enumerate([(3.70, 3.75), (3.72, 3.71), (3.69, 3.74)]):
         fabricate(out, "streaming-diloco", seed, a, PATH_A)
-        fabricate(out, "ppu-mlp-2", seed, b, PATH_A | {"cpu_model": "CPU B"} if seed == 2 else PATH_A, "ppu")
+        fabricate(out, "ppu-mlp-2", seed, b, PATH_A | {KERNEL.cpu_model: "CPU B"} if seed == 2 else PATH_A, "ppu")
     r = run_report(out)
     table = pathlib.Path(out, "table.md").read_text() if os.path.exists(os.path.join(out, "table.md")) else ""
     check("CPU A; CPU B" in table, f"table.md does not list both CPU models (exit {r.returncode}: {r.stderr.strip()})")
