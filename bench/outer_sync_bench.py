@@ -11,10 +11,15 @@ usage: bench/outer_sync_bench.py BUILD_DIR [--config FILE] [--nproc K] [--steps 
 """
 
 import argparse
-import json
 import os
 import subprocess
+import sys
 import tempfile
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(SRC, "python"))
+
+from ppu import summary
 
 p = argparse.ArgumentParser()
 p.add_argument("build")
@@ -24,12 +29,6 @@ p.add_argument("--steps", type=int, default=200)
 p.add_argument("--tau", type=int, default=3)
 args = p.parse_args()
 launch = os.path.join(args.build, "bin", "ppu-launch")
-
-
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
-
 
 I8 = ["outer.delta_dtype=int8"]
 variants = [
@@ -65,15 +64,15 @@ for name, sets in variants:
     for s in sets:
         cmd += ["--set", s]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    runs = [read_json(os.path.join(out, f"rank-{r}.json")) for r in range(args.nproc)]
+    runs = summary.load_dir(out, args.nproc)
     rows.append(
         (
             name,
-            runs[0]["bytes_sent"],
-            runs[0]["bytes_received"],
-            max(r["network_wait_seconds"] for r in runs),
-            max(r["seconds"] for r in runs),
-            runs[0]["eval_loss"],
+            runs[0].bytes_sent,
+            runs[0].bytes_received,
+            max(r.network_wait_seconds for r in runs),
+            max(r.seconds for r in runs),
+            runs[0].eval_loss,
         )
     )
 

@@ -17,7 +17,6 @@ to the fallback.
 """
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -25,6 +24,9 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from ppu import summary
 
 
 def cpu_flags():
@@ -54,14 +56,10 @@ def run(build, config, steps, env_extra):
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, check=False)
         if proc.returncode != 0:
             sys.exit(f"blas_kernels: {' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-        ranks = []
-        for f in sorted(os.listdir(out)):
-            if f.endswith(".json"):
-                with open(os.path.join(out, f)) as fh:
-                    ranks.append(json.load(fh))
-    cores = sorted({(r["blas"]["core"], r["blas"]["core_source"]) for r in ranks})
+        ranks = summary.load_dir(out)
+    cores = sorted({(r.blas.core, r.blas.core_source) for r in ranks})
     # Tokens per step over the median inner step: robust to this VM's pauses and to start-up.
-    return statistics.mean(r["tokens"] / r["steps"] / r["inner_step_seconds_median"] for r in ranks), cores
+    return statistics.mean(r.tokens / r.steps / r.inner_step_seconds_median for r in ranks), cores
 
 
 def main():

@@ -18,7 +18,7 @@ healthy_goodput(lines, outcomes, effective_steps) -> the job's healthy steps/s a
 tokens_in_theta(summaries, steps, sync_every, ranks, tokens_per_rank_step) -> the tokens whose
   updates reached θ: every rank's steps, less H steps for each (round, rank) the summaries'
   recovery.degraded spans list as missing (the union over all final summaries: a replacement
-  lists only the rounds it saw).
+  lists only the rounds it saw). summaries: python/ppu's Summary of each rank.
 """
 
 import itertools
@@ -114,9 +114,9 @@ def recovered(lines, rec, ranks, settle_s, absorb_s):
 def tokens_in_theta(summaries, steps, sync_every, ranks, tokens_per_rank_step):
     missing = {}
     for s in summaries:
-        for span in s.get("recovery", {}).get("degraded", []):
-            for r in range(span["first_round"], span["last_round"] + 1):
-                missing.setdefault(r, set()).update(span["missing"])
+        for span in s.recovery.degraded:
+            for r in range(span.first_round, span.last_round + 1):
+                missing.setdefault(r, set()).update(span.missing)
     rank_rounds = sum(len(m) for m in missing.values())
     full = ranks * steps * tokens_per_rank_step
     return full - rank_rounds * sync_every * tokens_per_rank_step, rank_rounds

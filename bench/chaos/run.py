@@ -28,6 +28,7 @@ and summaries stay in DIR. Needs root and iproute2; makes nothing outside its ow
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -37,11 +38,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "engine"))
+sys.path.insert(0, os.path.join(SRC, "python"))
 
 import faults
 import report
 import schedule
 from job import Job
+from ppu import files, summary
 from rank_netns import RankNetwork
 
 
@@ -95,13 +98,70 @@ def launch(a, net, name, seed, extra_env=None):
     return Job(cmd, os.path.join(work, "launch.log"), env=env), work
 
 
+@dataclasses.dataclass
+class FaultFree:
+    """One fault-free run: an entry of chaos.json's fault_free."""
+
+    seed: int
+    wall_s: float
+    eval_loss: float  # rank 0's summary's
+    tokens: int  # the ranks' summaries' sum
+    load: tuple  # os.getloadavg() at its end
+
+
+@dataclasses.dataclass
+class KindStats:
+    """One fault kind in chaos.json's by_kind: faults injected, the mean seconds to fenced, to
+    re-formed and to full strength (None: none measured), gang restarts."""
+
+    faults: int
+    fenced_s: float | None
+    reform_s: float | None
+    recovered_s: float | None
+    gang_restarts: int
+
+
+@dataclasses.dataclass
+class Result:
+    """chaos.json, in its order. faults: report.fault_outcome's records; theta_mismatches: the
+    largest of the summaries' recovery.theta_mismatches (None: no summary); eval_loss: rank 0's."""
+
+    command: str
+    ranks: int
+    slices: int
+    rounds: int
+    sync_every: int
+    heartbeat_s: float
+    exit_code: int
+    gang_restarts: int
+    restarts_in_place: int
+    wall_s: float
+    fault_free: list[FaultFree]
+    missing_rank_rounds: int
+    tokens_in_theta: float
+    goodput: float
+    healthy_steps_per_s: float | None
+    goodput_vs_healthy_stretches: float | None
+    load_average: dict
+    theta_mismatches: int | None
+    checksums: list[str]
+    summaries: int
+    eval_loss: float | None
+    seed_band: list[float]
+    inside_band: bool
+    faults: list[dict]
+    by_kind: dict[str, KindStats]
+    goal: float
+    missed: list[str] = dataclasses.field(default_factory=list)
+
+
 def summaries(work, ranks):
+    """The summaries of the ranks that wrote one (python/ppu's Summary), in rank order."""
     out = []
     for r in range(ranks):
-        path = os.path.join(work, "summaries", f"rank-{r}.json")
+        path = files.summary_file(os.path.join(work, "summaries"), r)
         if os.path.exists(path):
-            with open(path) as f:
-                out.append(json.load(f))
+            out.append(summary.load(path))
     return out
 
 
@@ -113,14 +173,8 @@ def fault_free(a, net, seed):
     sums = summaries(work, a.ranks)
     if rc != 0 or len(sums) != a.ranks:
         raise SystemExit(f"fault-free run (seed {seed}) exited {rc}; see {job.log_path}")
-    print(f"fault-free seed {seed}: {wall:.1f} s, eval loss {sums[0]['eval_loss']:.4f}", flush=True)
-    return {
-        "seed": seed,
-        "wall_s": wall,
-        "eval_loss": sums[0]["eval_loss"],
-        "tokens": sum(s["tokens"] for s in sums),
-        "load": load,
-    }
+    print(f"fault-free seed {seed}: {wall:.1f} s, eval loss {sums[0].eval_loss:.4f}", flush=True)
+    return FaultFree(seed=seed, wall_s=wall, eval_loss=sums[0].eval_loss, tokens=sum(s.tokens for s in sums), load=load)
 
 
 def chaos(a, net, plan):
@@ -170,50 +224,50 @@ def main():
     sums = summaries(work, a.ranks)
     lines = job.snapshot()
     steps = a.rounds * a.sync_every
-    per_rank_step = free[0]["tokens"] / (a.ranks * steps)
-    rate = free[0]["tokens"] / (a.ranks * free[0]["wall_s"])
+    per_rank_step = free[0].tokens / (a.ranks * steps)
+    rate = free[0].tokens / (a.ranks * free[0].wall_s)
     tokens, rank_rounds = report.tokens_in_theta(sums, steps, a.sync_every, a.ranks, per_rank_step)
     ends = [r.get("at") for r in records[1:]] + [job.ended]
     outcomes = [
         report.fault_outcome(lines, rec, end or job.ended, a.ranks) for rec, end in zip(records, ends, strict=True)
     ]
     healthy_rate, healthy = report.healthy_goodput(lines, outcomes, tokens / (a.ranks * per_rank_step))
-    band = [min(f["eval_loss"] for f in free), max(f["eval_loss"] for f in free)]
-    loss = sums[0]["eval_loss"] if sums else None
-    result = {
-        "command": " ".join(sys.argv),
-        "ranks": a.ranks,
-        "slices": a.slices,
-        "rounds": a.rounds,
-        "sync_every": a.sync_every,
-        "heartbeat_s": a.heartbeat,
-        "exit_code": rc,
-        "gang_restarts": sum("restarting the gang" in line for _t, line in lines),
-        "restarts_in_place": sum("restarting it in place" in line for _t, line in lines),
-        "wall_s": wall,
-        "fault_free": free,
-        "missing_rank_rounds": rank_rounds,
-        "tokens_in_theta": tokens,
-        "goodput": tokens / (a.ranks * wall * rate),
-        "healthy_steps_per_s": healthy_rate,
-        "goodput_vs_healthy_stretches": healthy,
-        "load_average": {"fault_free_seed0": free[0]["load"], "chaos": load},
-        "theta_mismatches": max((s["recovery"].get("theta_mismatches", 0) for s in sums), default=None),
-        "checksums": sorted({s["param_checksum"] for s in sums}),
-        "summaries": len(sums),
-        "eval_loss": loss,
-        "seed_band": band,
-        "inside_band": loss is not None and band[0] <= loss <= band[1],
-        "faults": outcomes,
-        "by_kind": by_kind(outcomes),
-    }
-    result["goal"] = a.goal
-    result["missed"] = missed_goals(result)
+    band = [min(f.eval_loss for f in free), max(f.eval_loss for f in free)]
+    loss = sums[0].eval_loss if sums else None
+    result = Result(
+        command=" ".join(sys.argv),
+        ranks=a.ranks,
+        slices=a.slices,
+        rounds=a.rounds,
+        sync_every=a.sync_every,
+        heartbeat_s=a.heartbeat,
+        exit_code=rc,
+        gang_restarts=sum("restarting the gang" in line for _t, line in lines),
+        restarts_in_place=sum("restarting it in place" in line for _t, line in lines),
+        wall_s=wall,
+        fault_free=free,
+        missing_rank_rounds=rank_rounds,
+        tokens_in_theta=tokens,
+        goodput=tokens / (a.ranks * wall * rate),
+        healthy_steps_per_s=healthy_rate,
+        goodput_vs_healthy_stretches=healthy,
+        load_average={"fault_free_seed0": free[0].load, "chaos": load},
+        theta_mismatches=max((s.recovery.theta_mismatches for s in sums), default=None),
+        checksums=sorted({s.param_checksum for s in sums}),
+        summaries=len(sums),
+        eval_loss=loss,
+        seed_band=band,
+        inside_band=loss is not None and band[0] <= loss <= band[1],
+        faults=outcomes,
+        by_kind=by_kind(outcomes),
+        goal=a.goal,
+    )
+    result.missed = missed_goals(result)
     with open(os.path.join(a.out, "chaos.json"), "w") as f:
-        json.dump(result, f, indent=2)
+        json.dump(dataclasses.asdict(result), f, indent=2)
     print_table(result)
-    if result["missed"]:
-        print("chaos: goals missed: " + "; ".join(result["missed"]))
+    if result.missed:
+        print("chaos: goals missed: " + "; ".join(result.missed))
         sys.exit(1)
     print("chaos: every goal met")
 
@@ -221,16 +275,16 @@ def main():
 def missed_goals(r):
     """The bench's goals, each a sentence when missed."""
     missed = []
-    if r["exit_code"] != 0:
-        missed.append(f"ppu-launch exited {r['exit_code']}")
-    if r["gang_restarts"] != 0:
-        missed.append(f"{r['gang_restarts']} gang restarts (goal 0)")
-    if r["theta_mismatches"] != 0:
-        missed.append(f"{r['theta_mismatches']} θ mismatches (goal 0)")
-    if not r["inside_band"]:
-        missed.append(f"final eval loss {r['eval_loss']} outside the fault-free band {r['seed_band']}")
-    if r["goodput"] < r["goal"]:
-        missed.append(f"goodput {r['goodput']:.3f} below {r['goal']}")
+    if r.exit_code != 0:
+        missed.append(f"ppu-launch exited {r.exit_code}")
+    if r.gang_restarts != 0:
+        missed.append(f"{r.gang_restarts} gang restarts (goal 0)")
+    if r.theta_mismatches != 0:
+        missed.append(f"{r.theta_mismatches} θ mismatches (goal 0)")
+    if not r.inside_band:
+        missed.append(f"final eval loss {r.eval_loss} outside the fault-free band {r.seed_band}")
+    if r.goodput < r.goal:
+        missed.append(f"goodput {r.goodput:.3f} below {r.goal}")
     return missed
 
 
@@ -246,13 +300,13 @@ def by_kind(outcomes):
             xs = [o[key] for o in done if o[key] is not None]
             return sum(xs) / len(xs) if xs else None
 
-        out[kind] = {
-            "faults": len(done),
-            "fenced_s": mean("fenced_s"),
-            "reform_s": mean("reform_s"),
-            "recovered_s": mean("recovered_s"),
-            "gang_restarts": sum(o["gang_restarts"] for o in done),
-        }
+        out[kind] = KindStats(
+            faults=len(done),
+            fenced_s=mean("fenced_s"),
+            reform_s=mean("reform_s"),
+            recovered_s=mean("recovered_s"),
+            gang_restarts=sum(o["gang_restarts"] for o in done),
+        )
     return out
 
 
@@ -263,7 +317,7 @@ def fmt(x):
 def print_table(r):
     print("\n| round | at step | fault | victims | fenced (s) | re-formed (s) | full strength (s) | restarts | gang |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for o in r["faults"]:
+    for o in r.faults:
         if "skipped" in o:
             print(
                 f"| {o['round']} | {fmt(o['step'])} | {o['kind']} | {o['victims']} | skipped: {o['skipped']} | | | | |"
@@ -275,31 +329,28 @@ def print_table(r):
         )
     print("\n| fault kind | injected | fenced (s) | re-formed (s) | full strength (s) | gang restarts |")
     print("|---|---|---|---|---|---|")
-    for kind, k in r["by_kind"].items():
+    for kind, k in r.by_kind.items():
         print(
-            f"| {kind} | {k['faults']} | {fmt(k['fenced_s'])} | {fmt(k['reform_s'])} | {fmt(k['recovered_s'])} "
-            f"| {k['gang_restarts']} |"
+            f"| {kind} | {k.faults} | {fmt(k.fenced_s)} | {fmt(k.reform_s)} | {fmt(k.recovered_s)} | {k.gang_restarts} |"
         )
     print(
-        f"\nexit code {r['exit_code']}; gang restarts {r['gang_restarts']} (goal 0); restarts in place {r['restarts_in_place']}"
+        f"\nexit code {r.exit_code}; gang restarts {r.gang_restarts} (goal 0); restarts in place {r.restarts_in_place}"
     )
     print(
-        f"goodput {r['goodput']:.3f} (goal >= {r['goal']}): {r['tokens_in_theta']:.0f} tokens in θ "
-        f"({r['missing_rank_rounds']} rank-rounds missing) in {r['wall_s']:.1f} s vs fault-free "
-        f"{r['fault_free'][0]['wall_s']:.1f} s"
+        f"goodput {r.goodput:.3f} (goal >= {r.goal}): {r.tokens_in_theta:.0f} tokens in θ "
+        f"({r.missing_rank_rounds} rank-rounds missing) in {r.wall_s:.1f} s vs fault-free "
+        f"{r.fault_free[0].wall_s:.1f} s"
     )
-    if r["goodput_vs_healthy_stretches"] is not None:
+    if r.goodput_vs_healthy_stretches is not None:
         print(
-            f"goodput against the run's own healthy stretches {r['goodput_vs_healthy_stretches']:.3f} "
-            f"({r['healthy_steps_per_s']:.1f} steps/s; 1-min load average at the end: fault-free seed 0 "
-            f"{r['load_average']['fault_free_seed0'][0]:.1f}, chaos {r['load_average']['chaos'][0]:.1f})"
+            f"goodput against the run's own healthy stretches {r.goodput_vs_healthy_stretches:.3f} "
+            f"({r.healthy_steps_per_s:.1f} steps/s; 1-min load average at the end: fault-free seed 0 "
+            f"{r.load_average['fault_free_seed0'][0]:.1f}, chaos {r.load_average['chaos'][0]:.1f})"
         )
+    print(f"θ mismatches {r.theta_mismatches} (goal 0); final checksums {r.checksums} over {r.summaries} summaries")
     print(
-        f"θ mismatches {r['theta_mismatches']} (goal 0); final checksums {r['checksums']} over {r['summaries']} summaries"
-    )
-    print(
-        f"eval loss {fmt(r['eval_loss'])}, fault-free seed band [{r['seed_band'][0]:.4f}, {r['seed_band'][1]:.4f}]: "
-        f"{'inside' if r['inside_band'] else 'OUTSIDE'}"
+        f"eval loss {fmt(r.eval_loss)}, fault-free seed band [{r.seed_band[0]:.4f}, {r.seed_band[1]:.4f}]: "
+        f"{'inside' if r.inside_band else 'OUTSIDE'}"
     )
 
 

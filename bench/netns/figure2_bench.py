@@ -24,6 +24,7 @@ usage: sudo bench/netns/figure2_bench.py BUILD_DIR [--quick] [--out DIR] [--rate
 import argparse
 import atexit
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -32,6 +33,10 @@ import sys
 import time
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "python"))
+
+from ppu import files, summary
+
 p = argparse.ArgumentParser()
 p.add_argument("build")
 p.add_argument("--quick", action="store_true", help="tiny model, few steps, 1000 and 10 Mbit/s only (~2 min)")
@@ -222,7 +227,7 @@ def run(kvs, outdir, port):
                         TRAIN,
                         *sets(kvs),
                         "--summary",
-                        os.path.join(outdir, f"rank-{r}.json"),
+                        files.summary_file(outdir, r),
                     ],
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -232,18 +237,40 @@ def run(kvs, outdir, port):
     if any(codes):
         raise SystemExit(f"ranks exited {codes}; logs in {outdir}")
     after = [tx_bytes(ns) for ns in RANKS]
-    summaries = [load_json(os.path.join(outdir, f"rank-{r}.json")) for r in range(K)]
+    summaries = summary.load_dir(outdir, K)
     return summaries, [a - b for a, b in zip(after, before, strict=True)], tbf_drops() - drops_before
-
-
-def load_json(path):
-    with open(path) as f:
-        return json.load(f)
 
 
 def plan(kvs, mbit):
     out = sh(PLAN, "--json", *sets(kvs + [f"network.bandwidth_gb_per_s={mbit / 8000.0:g}"])).stdout
     return json.loads(out)
+
+
+@dataclasses.dataclass
+class Row:
+    """One rate and method: an entry of results.json's results. bytes_sent and eval_loss are rank
+    0's summary's; checksums_equal whether every rank's param_checksum is the same."""
+
+    mbit: int
+    method: str
+    steps: int
+    tokens: int
+    seconds: float
+    ms_per_1k_tokens: float
+    wait_per_step: float
+    wait_per_step_max: float
+    tbf_drops: int
+    plan_comm_per_step: float  # ppu-plan's bytes for exactly this run (final flush included) over the link rate
+    plan_comm_per_step_rounds_only: float
+    compute_per_step: float
+    bytes_sent: float
+    plan_bytes_sent: float
+    interface_tx_bytes: int
+    checksums_equal: bool
+    eval_loss: float
+    bench_seconds: float
+    # Predicted wall time: this run's own compute per step plus ppu-plan's communication per step.
+    plan_ms_per_1k_tokens: float
 
 
 def main():
@@ -263,45 +290,51 @@ def main():
                 kvs, os.path.join(args.out, f"{mbit}mbit-{name.replace(' ', '_').replace('/', '')}"), port
             )
             pl = plan(kvs, mbit)
-            steps = summaries[0]["steps"]
-            tokens = sum(s["tokens"] for s in summaries)
-            seconds = max(s["seconds"] for s in summaries)
+            steps = summaries[0].steps
+            tokens = sum(s.tokens for s in summaries)
+            seconds = max(s.seconds for s in summaries)
             # The rank that reaches an exchange last waits only for the transfer itself; the others
             # also wait for it (stragglers: 4 ranks share 2 loaded cores). Both are reported.
-            wait = min(s["network_wait_seconds"] for s in summaries) / steps
-            wait_max = max(s["network_wait_seconds"] for s in summaries) / steps
-            row = {
-                "mbit": mbit,
-                "method": name,
-                "steps": steps,
-                "tokens": tokens,
-                "seconds": seconds,
-                "ms_per_1k_tokens": 1000 * seconds / tokens * 1000,
-                "wait_per_step": wait,
-                "wait_per_step_max": wait_max,
-                "tbf_drops": drops,
-                # ppu-plan's bytes for exactly this run (final flush included) over the link rate.
-                "plan_comm_per_step": pl["bytes_sent_per_run"] / (mbit * 1e6 / 8) / steps,
-                "plan_comm_per_step_rounds_only": pl["comm_seconds_per_step_amortised"],
-                "compute_per_step": seconds / steps - wait,
-                "bytes_sent": summaries[0]["bytes_sent"],
-                "plan_bytes_sent": pl["bytes_sent_per_run"],
-                "interface_tx_bytes": tx[0],
-                "checksums_equal": len({s["param_checksum"] for s in summaries}) == 1,
-                "eval_loss": summaries[0]["eval_loss"],
-                "bench_seconds": time.time() - start,
-            }
-            # Predicted wall time: this run's own compute per step plus ppu-plan's communication per step.
-            row["plan_ms_per_1k_tokens"] = 1e6 * (row["compute_per_step"] + row["plan_comm_per_step"]) * steps / tokens
+            wait = min(s.network_wait_seconds for s in summaries) / steps
+            wait_max = max(s.network_wait_seconds for s in summaries) / steps
+            plan_comm = pl["bytes_sent_per_run"] / (mbit * 1e6 / 8) / steps
+            compute = seconds / steps - wait
+            row = Row(
+                mbit=mbit,
+                method=name,
+                steps=steps,
+                tokens=tokens,
+                seconds=seconds,
+                ms_per_1k_tokens=1000 * seconds / tokens * 1000,
+                wait_per_step=wait,
+                wait_per_step_max=wait_max,
+                tbf_drops=drops,
+                plan_comm_per_step=plan_comm,
+                plan_comm_per_step_rounds_only=pl["comm_seconds_per_step_amortised"],
+                compute_per_step=compute,
+                bytes_sent=summaries[0].bytes_sent,
+                plan_bytes_sent=pl["bytes_sent_per_run"],
+                interface_tx_bytes=tx[0],
+                checksums_equal=len({s.param_checksum for s in summaries}) == 1,
+                eval_loss=summaries[0].eval_loss,
+                bench_seconds=time.time() - start,
+                plan_ms_per_1k_tokens=1e6 * (compute + plan_comm) * steps / tokens,
+            )
             results.append(row)
             print(
-                f"{mbit:5d} Mbit/s  {name:<22} {row['ms_per_1k_tokens']:8.1f} ms/1k tok "
-                f"(plan {row['plan_ms_per_1k_tokens']:8.1f})  wait {wait:7.3f}..{wait_max:7.3f} s/step "
-                f"(plan {row['plan_comm_per_step']:7.3f})  sent {row['bytes_sent']:9.0f} B "
-                f"(plan {row['plan_bytes_sent']:9.0f}, eth0 {tx[0]:9d})  drops {drops:d}  ranks agree {row['checksums_equal']}",
+                f"{mbit:5d} Mbit/s  {name:<22} {row.ms_per_1k_tokens:8.1f} ms/1k tok "
+                f"(plan {row.plan_ms_per_1k_tokens:8.1f})  wait {wait:7.3f}..{wait_max:7.3f} s/step "
+                f"(plan {row.plan_comm_per_step:7.3f})  sent {row.bytes_sent:9.0f} B "
+                f"(plan {row.plan_bytes_sent:9.0f}, eth0 {tx[0]:9d})  drops {drops:d}  ranks agree {row.checksums_equal}",
                 flush=True,
             )
-    info = {"ranks": K, "config": COMMON, "load_before": load, "load_after": os.getloadavg(), "results": results}
+    info = {
+        "ranks": K,
+        "config": COMMON,
+        "load_before": load,
+        "load_after": os.getloadavg(),
+        "results": [dataclasses.asdict(r) for r in results],
+    }
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(info, f, indent=1)
     plot(results)
@@ -317,17 +350,15 @@ def plot(results):
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for i, (name, _) in enumerate(METHODS):
-        rows = sorted((r for r in results if r["method"] == name), key=lambda r: r["mbit"])
-        x = [r["mbit"] for r in rows]
+        rows = sorted((r for r in results if r.method == name), key=lambda r: r.mbit)
+        x = [r.mbit for r in rows]
         color = f"C{i}"
-        axes[0].plot(x, [r["ms_per_1k_tokens"] for r in rows], "o-", color=color, label=name + " measured")
+        axes[0].plot(x, [r.ms_per_1k_tokens for r in rows], "o-", color=color, label=name + " measured")
         axes[0].plot(
-            x, [r["plan_ms_per_1k_tokens"] for r in rows], "x--", color=color, alpha=0.7, label=name + " ppu-plan"
+            x, [r.plan_ms_per_1k_tokens for r in rows], "x--", color=color, alpha=0.7, label=name + " ppu-plan"
         )
-        axes[1].plot(x, [r["wait_per_step"] for r in rows], "o-", color=color, label=name + " measured")
-        axes[1].plot(
-            x, [r["plan_comm_per_step"] for r in rows], "x--", color=color, alpha=0.7, label=name + " ppu-plan"
-        )
+        axes[1].plot(x, [r.wait_per_step for r in rows], "o-", color=color, label=name + " measured")
+        axes[1].plot(x, [r.plan_comm_per_step for r in rows], "x--", color=color, alpha=0.7, label=name + " ppu-plan")
     for ax, title, unit in (
         (axes[0], "Wall time per 1000 tokens (4 ranks)", "ms"),
         (axes[1], "Network wait per inner step (last-arriving rank)", "s"),

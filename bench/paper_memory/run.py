@@ -22,6 +22,7 @@ Table 1's "Memory, GB". Writes OUT/table.md and OUT/results.json.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -31,6 +32,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from ppu import summary
+
 # Table 1 of the paper: Memory, GB (per node, bf16, full activation recomputation).
 TABLE1_GB = {
     "streaming-diloco": 19.36,
@@ -43,13 +48,54 @@ TABLE1_GB = {
     "mlp-heads-4": 10.41,
     "streaming-diloco-28b": 19.36,
 }
-COMPONENTS = ["weights", "gradients", "inner_optimizer", "outer_optimizer", "offloaded", "total"]
 GB = 1e9
 
 
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
+@dataclasses.dataclass(frozen=True)
+class StateBytes:
+    """The training state's components, as the summary's state_bytes and ppu-plan's
+    runtime_memory_bytes and memory_bytes name them, in the table's order; file_backed: what
+    outer.host_state_dir puts in its files (θ and the outer momentum)."""
+
+    weights: float
+    gradients: float
+    inner_optimizer: float
+    outer_optimizer: float = dataclasses.field(metadata={"file_backed": True})
+    offloaded: float = dataclasses.field(metadata={"file_backed": True})
+    total: float
+
+
+COMPONENTS = [f.name for f in dataclasses.fields(StateBytes)]
+FILE_BACKED = {f.name for f in dataclasses.fields(StateBytes) if f.metadata.get("file_backed")}
+
+
+@dataclasses.dataclass
+class Failed:
+    """A config whose ppu-train did not finish: an entry of results.json."""
+
+    config: str
+    failed: str
+    peak_rss_bytes: int
+    table1_gb: float | None
+
+
+@dataclasses.dataclass
+class Measured:
+    """A config measured: an entry of results.json. trainable_params, total_params and measured
+    (its state_bytes, as written) are ppu-train's summary's; the summary reports no dtype, so
+    dtype is "?". plan_runtime and plan_device: ppu-plan's runtime_memory_bytes and memory_bytes."""
+
+    config: str
+    dtype: str
+    trainable_params: int
+    total_params: int
+    measured: dict
+    plan_runtime: dict
+    plan_device: dict
+    peak_rss_bytes: int
+    seconds: float
+    table1_gb: float | None
+    host_state_dir: str
 
 
 def read_text(path, **kw):
@@ -91,8 +137,8 @@ def run_one(build, name, seq_len, work, outer_step, host_state_dir):
         sets.append("outer.sync_every=1")
     if host_state_dir:
         sets.append(f"outer.host_state_dir={host_state_dir}")
-    summary = os.path.join(work, name + ".json")
-    cmd, env = solo_train_command(build, config, summary, sets)
+    summary_path = os.path.join(work, name + ".json")
+    cmd, env = solo_train_command(build, config, summary_path, sets)
     start = time.time()
     log_path = os.path.join(work, name + ".log")
     with open(log_path, "w") as log:
@@ -106,14 +152,9 @@ def run_one(build, name, seq_len, work, outer_step, host_state_dir):
             f"{name}: ppu-train {why}; peak RSS {usage.ru_maxrss / 2**20:.1f} GiB\n" + read_text(log_path)[-1500:],
             file=sys.stderr,
         )
-        return {
-            "config": name,
-            "failed": why,
-            "peak_rss_bytes": usage.ru_maxrss * 1024,
-            "table1_gb": TABLE1_GB.get(name),
-        }
+        return Failed(config=name, failed=why, peak_rss_bytes=usage.ru_maxrss * 1024, table1_gb=TABLE1_GB.get(name))
     peak_kib = usage.ru_maxrss
-    s = read_json(summary)
+    s = summary.load(summary_path)
     plan = subprocess.run(
         [
             os.path.join(build, "bin", "ppu-plan"),
@@ -132,19 +173,19 @@ def run_one(build, name, seq_len, work, outer_step, host_state_dir):
     if plan.returncode != 0:
         sys.exit(f"{name}: ppu-plan failed: {plan.stderr}")
     p = json.loads(plan.stdout)
-    return {
-        "config": name,
-        "dtype": s.get("dtype", "?"),
-        "trainable_params": s["trainable_params"],
-        "total_params": s["total_params"],
-        "measured": s["state_bytes"],
-        "plan_runtime": p["runtime_memory_bytes"],
-        "plan_device": p["memory_bytes"],
-        "peak_rss_bytes": peak_kib * 1024,
-        "seconds": time.time() - start,
-        "table1_gb": TABLE1_GB.get(name),
-        "host_state_dir": host_state_dir or "",
-    }
+    return Measured(
+        config=name,
+        dtype="?",
+        trainable_params=s.trainable_params,
+        total_params=s.total_params,
+        measured=s.state_bytes.as_dict(),
+        plan_runtime=p["runtime_memory_bytes"],
+        plan_device=p["memory_bytes"],
+        peak_rss_bytes=peak_kib * 1024,
+        seconds=time.time() - start,
+        table1_gb=TABLE1_GB.get(name),
+        host_state_dir=host_state_dir or "",
+    )
 
 
 def table(rows):
@@ -153,26 +194,25 @@ def table(rows):
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        if "failed" in r:
+        if isinstance(r, Failed):
             out.append(
-                f"| {r['config']} | | {r['failed']} at {r['peak_rss_bytes'] / GB:.1f} GB RSS | | | | "
-                f"{r['table1_gb'] or '—'} |"
+                f"| {r.config} | | {r.failed} at {r.peak_rss_bytes / GB:.1f} GB RSS | | | | {r.table1_gb or '—'} |"
             )
             continue
         for i, c in enumerate(COMPONENTS):
             first = i == 0
             out.append(
                 "| {} | {} | {} | {:.3f} | {:.3f} | {:.3f} | {} |".format(
-                    r["config"] if first else "",
-                    f"{r['trainable_params'] / 1e9:.3f} / {r['total_params'] / 1e9:.3f}" if first else "",
-                    c + (" (file-backed)" if r.get("host_state_dir") and c in ("offloaded", "outer_optimizer") else ""),
-                    r["measured"].get(c, 0) / GB,
-                    r["plan_runtime"].get(c, 0) / GB,
-                    r["plan_device"].get(c, 0) / GB,
-                    (f"{r['table1_gb']:.2f}" if r["table1_gb"] else "—") if c == "total" else "",
+                    r.config if first else "",
+                    f"{r.trainable_params / 1e9:.3f} / {r.total_params / 1e9:.3f}" if first else "",
+                    c + (" (file-backed)" if r.host_state_dir and c in FILE_BACKED else ""),
+                    r.measured.get(c, 0) / GB,
+                    r.plan_runtime.get(c, 0) / GB,
+                    r.plan_device.get(c, 0) / GB,
+                    (f"{r.table1_gb:.2f}" if r.table1_gb else "—") if c == "total" else "",
                 )
             )
-        out.append(f"| | | peak RSS | {r['peak_rss_bytes'] / GB:.3f} | | | |")
+        out.append(f"| | | peak RSS | {r.peak_rss_bytes / GB:.3f} | | | |")
     return "\n".join(out) + "\n"
 
 
@@ -195,15 +235,15 @@ def main():
         for name in a.configs:
             row = run_one(a.build, name, a.seq_len, work, a.with_outer_step, a.host_state_dir)
             rows.append(row)
-            if "failed" in row:
+            if isinstance(row, Failed):
                 continue
             print(
-                f"{name}: measured {row['measured']['total'] / GB:.2f} GB, plan {row['plan_runtime']['total'] / GB:.2f} GB, "
-                f"peak RSS {row['peak_rss_bytes'] / GB:.2f} GB, {row['seconds']:.0f} s",
+                f"{name}: measured {row.measured['total'] / GB:.2f} GB, plan {row.plan_runtime['total'] / GB:.2f} GB, "
+                f"peak RSS {row.peak_rss_bytes / GB:.2f} GB, {row.seconds:.0f} s",
                 flush=True,
             )
     with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+        json.dump([dataclasses.asdict(r) for r in rows], f, indent=1)
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(table(rows))
     print(table(rows), end="")

@@ -25,6 +25,7 @@ Needs Debian's python3-torch: `bash scripts/install-deps.sh --bench` installs it
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -34,6 +35,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SRC, "python"))
+
+from ppu import summary
+
 OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
 # name -> model keys; batch is inner.batch_size
@@ -62,11 +67,6 @@ SLICINGS = {"full": ("none", 1), "1/4 MLPs + heads": ("mlp+heads", 4)}
 
 # The environment of every process the bench starts: set by main() from --openblas-core.
 BASE_ENV = dict(os.environ)
-
-
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
 
 
 def run(cmd, env=None):
@@ -118,8 +118,9 @@ def ours(build, shape, mode, slices, steps, threads):
             ],
             env=env,
         )
-        s = read_json(path)
-        return s["inner_step_seconds_median"], (s["blas"]["library"], s["blas"]["core"]), s["inner_step_phases_median"]
+        s = summary.load(path)
+        # the phases as a dict, {phase: median s}, like the reference's phases_median beside them
+        return s.inner_step_seconds_median, (s.blas.library, s.blas.core), s.inner_step_phases_median.as_dict()
 
 
 def reference(shape, mode, slices, steps, threads):
@@ -170,6 +171,33 @@ def plan_flops(build, shape, mode, slices):
     )
     f = json.loads(out)["flops_per_step"]
     return f["forward"] + f["backward"]
+
+
+@dataclasses.dataclass
+class Row:
+    """One shape and slicing: an entry of --json's rows."""
+
+    shape: str
+    slicing: str  # the row's name in SLICINGS
+    ours_s: float
+    ref_s: float
+    speedup: float
+    paired_ratios: list[float]
+    matmul_flops: float
+    mfu_ours: float
+    mfu_ref: float
+
+
+@dataclasses.dataclass
+class Report:
+    """What --json writes. blas: {"ours" | "ref": (BLAS library, OpenBLAS core)}; openblas_core:
+    the core each of the three processes ran."""
+
+    peak_gflops: float
+    peaks: list[dict]  # gemm_peak's outputs
+    rows: list[Row]
+    blas: dict
+    openblas_core: dict
 
 
 def print_phases(rows, phases):
@@ -282,26 +310,23 @@ def main():
         spread = f"{ratio:.3f} [{min(ratios):.2f}-{max(ratios):.2f}]"
         print(f"{shape:<10} {name:<18} {o:>11.4f} {r:>10.4f} {spread:>21} {100 * mfu_o:>7.1f}% {100 * mfu_r:>7.1f}%")
         results.append(
-            {
-                "shape": shape,
-                "slicing": name,
-                "ours_s": o,
-                "ref_s": r,
-                "speedup": ratio,
-                "paired_ratios": ratios,
-                "matmul_flops": flops,
-                "mfu_ours": mfu_o,
-                "mfu_ref": mfu_r,
-            }
+            Row(
+                shape=shape,
+                slicing=name,
+                ours_s=o,
+                ref_s=r,
+                speedup=ratio,
+                paired_ratios=ratios,
+                matmul_flops=flops,
+                mfu_ours=mfu_o,
+                mfu_ref=mfu_r,
+            )
         )
     print_phases(rows, phases)
     if a.json:
+        report = Report(peak_gflops=peak, peaks=peaks, rows=results, blas=blas, openblas_core=cores)
         with open(a.json, "w") as f:
-            json.dump(
-                {"peak_gflops": peak, "peaks": peaks, "rows": results, "blas": blas, "openblas_core": cores},
-                f,
-                indent=2,
-            )
+            json.dump(dataclasses.asdict(report), f, indent=2)
 
 
 if __name__ == "__main__":

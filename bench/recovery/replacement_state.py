@@ -17,7 +17,6 @@ replacement rejoins at the next round boundary either way, which is what decides
 """
 
 import argparse
-import json
 import os
 import re
 import signal
@@ -28,6 +27,9 @@ import tempfile
 import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from ppu import files, summary
 
 
 def rank_pid(launcher, rank):
@@ -80,8 +82,7 @@ def launch(args, seed, choice, kill, work):
     took = bool(re.search(rf"\[rank {args.victim}\] .*inner state of rank {args.victim} taken from rank", text))
     if kill and took != (choice == "coowner"):
         sys.exit(f"{choice} seed {seed}: the replacement {'did not take' if not took else 'took'} a co-owner's state")
-    with open(os.path.join(summaries, "rank-0.json")) as f:
-        return json.load(f)["eval_loss"]
+    return summary.load(files.summary_file(summaries, 0)).eval_loss
 
 
 def main():

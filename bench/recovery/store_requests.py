@@ -18,7 +18,6 @@ at most 1.5 times those at the smallest.
 """
 
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -27,6 +26,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SRC, "python"))
+
+from ppu import summary
+
 BEATS_PER_WINDOW = 5  # the heartbeat beats every fifth of its window (engine/comm/heartbeat.h)
 
 
@@ -51,14 +54,11 @@ def run(build, ranks, heartbeat, steps, work):
         text = f.read()
     if rc != 0:
         sys.exit(f"K={ranks}: ppu-launch exited {rc}; see {log_path}")
-    sums = []
-    for r in range(ranks):
-        with open(os.path.join(summaries, f"rank-{r}.json")) as f:
-            sums.append(json.load(f))
-    seconds = max(s["seconds"] for s in sums)
+    sums = summary.load_dir(summaries, ranks)
+    seconds = max(s.seconds for s in sums)
     windows = seconds / heartbeat
-    heartbeat_requests = sum(s["recovery"]["store_requests"]["heartbeat"] for s in sums)
-    group_requests = sum(s["recovery"]["store_requests"]["group"] for s in sums)
+    heartbeat_requests = sum(s.recovery.store_requests.heartbeat for s in sums)
+    group_requests = sum(s.recovery.store_requests.group for s in sums)
     return {
         "seconds": seconds,
         "heartbeat_job": heartbeat_requests / windows,

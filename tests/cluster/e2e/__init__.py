@@ -8,9 +8,13 @@ against state the earlier ones left (a failed phase skips the rest of the sessio
 holds the fixtures both programs share (run, image, helm, band, tools, cluster, operator chart,
 namespace), the one cleanup and the failure hooks; each program's conftest.py its own fixtures
 (its Program, the state crossing its files); the other modules here are the library they share.
-Needs root, podman and the cluster tools (docs/DEPLOY.md). REPO is the repository's root.
+Needs root, podman and the cluster tools (docs/DEPLOY.md). REPO is the repository's root; its
+python/ directory is put on sys.path here, so that the modules read summaries and PPUJob status
+through the contract package ppu (python/ppu).
 """
 
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "python"))

@@ -11,7 +11,6 @@ time, and twice. in_image() runs one command in the image as band.sh's in_image 
 inside(bounds, x) is band.sh's in_band: x a number within [lo, hi]; anything else is outside.
 """
 
-import json
 import math
 import os
 import shutil
@@ -20,6 +19,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from ppu import files, summary
 
 from . import REPO
 
@@ -104,11 +105,8 @@ class Band:
     def bounds(self) -> Bounds:
         """seed 0's perplexity -/+ the range of seeds 0, 1 and 2 (band_of)."""
         try:
-            p = [
-                json.loads((self.directory / f"seed-{s}" / "rank-0.json").read_text())["eval_perplexity"]
-                for s in (0, 1, 2)
-            ]
-        except (OSError, KeyError, TypeError, ValueError) as e:
+            p = [summary.load(files.summary_file(self.directory / f"seed-{s}", 0)).eval_perplexity for s in (0, 1, 2)]
+        except (OSError, KeyError, TypeError, ValueError) as e:  # ValueError: not JSON, or a ContractError
             raise BandError(f"the fault-free runs left no summary in {self.directory}: {e}") from e
         spread = max(p) - min(p)
         print("band: seeds 0, 1, 2 end at perplexity " + ", ".join(f"{x:.3f}" for x in p), file=sys.stderr)

@@ -1,17 +1,21 @@
 """A PPUJob's status, typed: the fields the cluster end-to-end tests judge, read once per look.
 
 Contract: status(job, ns) reads `kubectl get ppj JOB -o json` and returns a Status whose
-attributes are the status fields in Python's spelling (outer_round for status.outerRound, ...):
-integers as int, the decimal-string fields (perplexity) as the operator wrote them, and None for
-a field the status does not have, never a default, so that a missing field fails a comparison
-as the bash's empty jsonpath output did. Conditions are read with condition(type) and
-condition_status(type). wait_phase() waits for a phase and stops at once on Failed. The field
-names of the CRD (manifests/crd/ppu.dev_ppujobs.yaml) appear in this file only.
+attributes are the status fields in Python's spelling (outer_round for status.outerRound, ...),
+read through ppu.status (python/ppu: the status shape of the contract, generated from the
+operator's field lists): integers as int, the decimal-string fields (perplexity) as the operator
+wrote them, and None for a field the status does not have, never a default, so that a missing
+field fails a comparison as the bash's empty jsonpath output did. Conditions are read with
+condition(type) and condition_status(type). wait_phase() waits for a phase and stops at once on
+Failed.
 """
 
 import json
 from dataclasses import dataclass
 from typing import Any
+
+from ppu import status as contract_status
+from ppu.record import Record
 
 from . import kube
 from .waiting import wait_for
@@ -43,81 +47,90 @@ class Status:
     raw: dict
 
     @property
+    def _read(self) -> Record:
+        """The status read by attribute (ppu.status): an unset field reads None."""
+        return contract_status.of(self.raw)
+
+    @property
     def phase(self) -> str | None:
-        return _str(self.raw.get("phase"))
+        return _str(self._read.phase)
 
     @property
     def reason(self) -> str | None:
-        return _str(self.raw.get("reason"))
+        return _str(self._read.reason)
 
     @property
     def message(self) -> str | None:
-        return _str(self.raw.get("message"))
+        return _str(self._read.message)
 
     @property
     def outer_round(self) -> int | None:
-        return _int(self.raw.get("outerRound"))
+        return _int(self._read.outer_round)
 
     @property
     def last_checkpoint_round(self) -> int | None:
-        return _int(self.raw.get("lastCheckpointRound"))
+        return _int(self._read.last_checkpoint_round)
 
     @property
     def restart_count(self) -> int | None:
-        return _int(self.raw.get("restartCount"))
+        return _int(self._read.restart_count)
 
     @property
     def recoveries(self) -> int | None:
-        return _int(self.raw.get("recoveries"))
+        return _int(self._read.recoveries)
 
     @property
     def live_ranks(self) -> int | None:
-        return _int(self.raw.get("liveRanks"))
+        return _int(self._read.live_ranks)
 
     @property
     def stops(self) -> int | None:
         """status.stops: stops of the whole job its ranks recorded (notices, gang restarts, every rank lost)."""
-        return _int(self.raw.get("stops"))
+        return _int(self._read.stops)
 
     @property
     def rounds_lost(self) -> int | None:
         """status.roundsLost: outer rounds trained again after those stops, over the job's life."""
-        return _int(self.raw.get("roundsLost"))
+        return _int(self._read.rounds_lost)
 
     @property
     def last_stop_rounds_lost(self) -> int | None:
         """status.lastStop.roundsLost: what the job's last stop cost (reached round - resumed round)."""
-        return _int(self.raw.get("lastStop", {}).get("roundsLost"))
+        stop = self._read.last_stop
+        return _int(stop.rounds_lost if stop is not None else None)
 
     @property
     def perplexity(self) -> str | None:
         """The decimal string the operator wrote (int-or-string in the CRD)."""
-        return _str(self.raw.get("perplexity"))
+        return _str(self._read.perplexity)
 
     @property
     def parameter_checksum(self) -> str | None:
         """status.result.parameterChecksum: the ranks' own final result."""
-        return _str(self.raw.get("result", {}).get("parameterChecksum"))
+        result = self._read.result
+        return _str(result.parameter_checksum if result is not None else None)
 
     @property
     def export_path(self) -> str | None:
-        return _str(self.raw.get("export", {}).get("path"))
+        export = self._read.export
+        return _str(export.path if export is not None else None)
 
     @property
     def export_round(self) -> int | None:
-        return _int(self.raw.get("export", {}).get("round"))
+        export = self._read.export
+        return _int(export.round if export is not None else None)
 
     @property
     def conditions(self) -> tuple[Condition, ...]:
         return tuple(
             Condition(
-                type=str(c.get("type", "")),
-                status=_str(c.get("status")),
-                reason=_str(c.get("reason")),
-                message=_str(c.get("message")),
-                last_transition_time=_str(c.get("lastTransitionTime")),
+                type=str(c.type if c.type is not None else ""),
+                status=_str(c.status),
+                reason=_str(c.reason),
+                message=_str(c.message),
+                last_transition_time=_str(c.last_transition_time),
             )
-            for c in self.raw.get("conditions", [])
+            for c in self._read.conditions or ()
         )
 
     def condition(self, type_: str) -> Condition | None:
@@ -135,7 +148,7 @@ class Status:
 
     def dump_conditions(self) -> str:
         """status.conditions as JSON, for a failure's message."""
-        return json.dumps(self.raw.get("conditions", []), sort_keys=True)
+        return json.dumps([c.as_dict() for c in self._read.conditions or ()], sort_keys=True)
 
 
 def status(job: str, ns: str) -> Status:

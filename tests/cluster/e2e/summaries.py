@@ -3,12 +3,13 @@
 Contract: pv_dir(ns, claim) is the host directory of the hostPath PersistentVolume bound to the
 claim (the cluster's `ppu-local` volumes are host directories, so the test reads them in place);
 rank_summary(directory, rank) is summary-rank-RANK.json there, as each rank wrote it
-(`--summary`); field(path, key) one value of a summary file. A missing file or key raises.
+(`--summary`, manifests.py); load(directory, rank) that rank's Summary (python/ppu: checked
+against the contract's field list, read by attribute). A missing file or field raises.
 """
 
-import json
 from pathlib import Path
-from typing import Any
+
+from ppu import summary
 
 from . import kube
 
@@ -19,16 +20,16 @@ def pv_dir(ns: str, claim: str) -> Path:
     return Path(kube.kubectl("get", "pv", volume)["spec"]["hostPath"]["path"])
 
 
-def field(path: Path, key: str) -> Any:
-    """One value of a summary file."""
-    return json.loads(path.read_text())[key]
-
-
 def rank_summary(directory: Path, rank: int) -> Path:
-    """Rank `rank`'s summary in a job's volume directory."""
+    """Rank `rank`'s summary file in a job's volume directory: the name manifests.py gives `--summary`."""
     return directory / f"summary-rank-{rank}.json"
+
+
+def load(directory: Path, rank: int) -> summary.Summary:
+    """Rank `rank`'s summary in a job's volume directory."""
+    return summary.load(rank_summary(directory, rank))
 
 
 def checksum(directory: Path, rank: int) -> str:
     """Rank `rank`'s final param_checksum."""
-    return str(field(rank_summary(directory, rank), "param_checksum"))
+    return str(load(directory, rank).param_checksum)

@@ -29,21 +29,21 @@ def test_2_uninterrupted_job_result(run: Run, state: State) -> None:
     run.progress.say(f"ref Succeeded, param_checksum {ref_sum} on all 4 ranks")
     # Read back a while after completion, when the last scrape is long over.
     time.sleep(20)
-    rank_0 = summaries.rank_summary(ref_dir, 0)
+    rank_0 = summaries.load(ref_dir, 0)
     now = status("ref", NS)
     assert now.condition_status("ResultReported") == "True", (
         f"ref: condition ResultReported is not True: {now.dump_conditions()}"
     )
-    outer_rounds = summaries.field(rank_0, "outer_rounds")
+    outer_rounds = rank_0.outer_rounds
     assert same(now.outer_round, outer_rounds) and same(now.outer_round, ROUNDS), (
         f"ref: status.outerRound '{now.outer_round}', the ranks ended at round {outer_rounds} of {ROUNDS}"
     )
-    final = float(summaries.field(rank_0, "eval_perplexity"))
+    final = float(rank_0.eval_perplexity)
     shown = float(now.perplexity) if now.perplexity else math.nan
     assert abs(shown - final) <= 5e-4 + 1e-9 * final, (
-        f"ref: status.perplexity '{now.perplexity}' is not the ranks' final {summaries.field(rank_0, 'eval_perplexity')}"
+        f"ref: status.perplexity '{now.perplexity}' is not the ranks' final {rank_0.eval_perplexity}"
     )
-    last_written = summaries.field(rank_0, "last_checkpoint_round")
+    last_written = rank_0.last_checkpoint_round
     assert same(now.last_checkpoint_round, last_written), (
         f"ref: status.lastCheckpointRound '{now.last_checkpoint_round}', the ranks' last written {last_written}"
     )

@@ -14,6 +14,9 @@ import json
 import shutil
 import time
 
+from ppu import files as ppu_files
+from ppu import summary
+
 from .. import kube, manifests
 from ..band import in_image
 from ..ppujob import status, wait_phase
@@ -54,22 +57,22 @@ def test_6_sample_as_shipped(run: Run) -> None:
     if in_image(run.image, local, *launch, log=log) != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-3:])
         raise AssertionError(f"the local run of cpu-tiny's training section failed: {tail}")
-    result = json.loads((local / "rank-0.json").read_text())
-    local_ppl = f"{float(result['eval_perplexity']):.3f}"
-    assert same(now.outer_round, result["outer_rounds"]), (
-        f"cpu-tiny: status.outerRound '{now.outer_round}', the local run ends at round {result['outer_rounds']}"
+    result = summary.load(ppu_files.summary_file(local, 0))
+    local_ppl = f"{float(result.eval_perplexity):.3f}"
+    assert same(now.outer_round, result.outer_rounds), (
+        f"cpu-tiny: status.outerRound '{now.outer_round}', the local run ends at round {result.outer_rounds}"
     )
     assert same(now.perplexity, local_ppl), (
         f"cpu-tiny: status.perplexity '{now.perplexity}', the local run ends at {local_ppl}"
     )
-    assert same(now.last_checkpoint_round, result["last_checkpoint_round"]), (
+    assert same(now.last_checkpoint_round, result.last_checkpoint_round), (
         f"cpu-tiny: status.lastCheckpointRound '{now.last_checkpoint_round}', "
-        f"the local run's last is {result['last_checkpoint_round']}"
+        f"the local run's last is {result.last_checkpoint_round}"
     )
     run.progress.say(
         f"cpu-tiny's final status is the run's result: round {now.outer_round}, perplexity {now.perplexity}, "
         f"checkpoint round {now.last_checkpoint_round}, as ppu-launch here (parameter checksum in the cluster "
-        f"{now.parameter_checksum}, here {result['param_checksum']})"
+        f"{now.parameter_checksum}, here {result.param_checksum})"
     )
     kube.kubectl("delete", "-f", str(manifests.CPU_TINY), "--wait=true", json=False)
     run.progress.phase("sample as shipped")
