@@ -19,8 +19,13 @@ it through the package python/ppu. Counted, per file and line (ctest lint.contra
                 failure) are every program's convention, not ours.
 
 Python is read through its syntax tree (docstrings skipped), shell line by line (comments
-skipped). Files: every tracked *.py and *.sh and every tracked file under scripts/ that starts
-with a bash shebang, but python/ppu/ itself and this script. Prints each finding, then
+skipped; a word followed by a dot and a name is a config key, e.g. slicing.mode, not a summary's).
+A line whose letters are another document's (a checkpoint manifest's world_size, a column title)
+says so in a comment `# contract: not <what it is>` on the line itself or on its own line just
+above it, which waives the line's summary-key findings (never a file name or an exit code), as
+check-words.py's waiver does for C++.
+Files: every tracked *.py and *.sh and every tracked file under scripts/ that starts with a bash
+shebang, but python/ppu/, its test, this script and its test (tests/python/). Prints each finding, then
 "check-contract-strings: PASS ..." or "... FAIL: N" last; exit 1 on any finding.
 
 Usage: scripts/check-contract-strings.py [SOURCE_ROOT]
@@ -73,20 +78,26 @@ def file_patterns():
     numbered = []
     for fmt in (files["rank_summary_format"], ckpt["rank_part_format"], ckpt["round_dir_format"]):
         # the name with its number spelled as a placeholder ({...}, %d, %05d), or as digits
-        numbered.append(re.compile(prefix_of(fmt) + r"(?:\{[^}]*\}|%[0-9]*[di]|\d+)" + suffix_of(fmt)))
+        numbered.append(re.compile(r"(?<![\w-])" + prefix_of(fmt) + r"(?:\{[^}]*\}|%[0-9]*[di]|\d+)" + suffix_of(fmt)))
     # the bare prefix of a round directory, e.g. "round-" + ...
     numbered.append(re.compile(r"^" + re.escape(ckpt["round_prefix"]) + r"$"))
     return [re.compile(re.escape(e)) for e in exact] + numbered
 
 
 KEYS = summary_keys()
+OWN_FILES = {
+    "scripts/check-contract-strings.py",
+    "tests/python/ppu_package_test.py",
+    "tests/python/contract_strings_test.py",
+}
+WAIVER = re.compile(r"#\s*contract:\s*not\b")
 FILES = file_patterns()
 
 
 def tracked():
     out = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True).stdout
     for rel in out.splitlines():
-        if rel.startswith("python/ppu/") or rel == "scripts/check-contract-strings.py":
+        if rel.startswith("python/ppu/") or rel in OWN_FILES:
             continue
         path = ROOT / rel
         if not path.is_file():
@@ -139,7 +150,19 @@ def codes_in(node):
     return []
 
 
+def waived_lines(lines):
+    """Line numbers (1-based) a waiver covers: its own, and the next when it stands alone."""
+    out = set()
+    for n, line in enumerate(lines, 1):
+        if WAIVER.search(line):
+            out.add(n)
+            if line.lstrip().startswith("#"):
+                out.add(n + 1)
+    return out
+
+
 def python_findings(rel, source):
+    waived = waived_lines(source.splitlines())
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
@@ -152,7 +175,7 @@ def python_findings(rel, source):
             continue
         text = text_of(node)
         if text is not None:
-            if text in KEYS:
+            if text in KEYS and node.lineno not in waived and getattr(node, "end_lineno", 0) not in waived:
                 yield node.lineno, f"summary key {text!r}"
             for rx in FILES:
                 if rx.search(text):
@@ -175,10 +198,12 @@ SHELL_EXIT = re.compile(
 
 
 def shell_findings(rel, source):
+    covered = waived_lines(source.splitlines())
     for n, line in enumerate(source.splitlines(), 1):
         code = line.split("#", 1)[0] if not line.lstrip().startswith("#!") else ""
-        for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code):
-            if word in KEYS:
+        waived = n in covered
+        for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_]*\.[A-Za-z])", code):
+            if word in KEYS and not waived:
                 yield n, f"summary key {word!r}"
         for rx in FILES:
             for quoted in re.findall(r"[\w./%{}$-]+", code):

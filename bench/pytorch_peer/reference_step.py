@@ -348,6 +348,7 @@ def main():
         "mean_step_seconds": statistics.mean(times),
         "phases_median": {k: statistics.median(v) for k, v in phases.items()},
         "steps": len(times),
+        # contract: not a summary: the reference's own report: the BLAS it loaded
         "blas": loaded_blas(),
         "core": openblas_core(loaded_blas()),
         "threads": torch.get_num_threads(),

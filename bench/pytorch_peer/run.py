@@ -156,6 +156,7 @@ def reference(shape, mode, slices, steps, threads):
         env=env,
     )
     r = json.loads(out.strip().splitlines()[-1])
+    # contract: not a summary: the PyTorch reference's report
     return r["median_step_seconds"], (r["blas"], r["core"]), r["phases_median"]
 
 
@@ -205,6 +206,7 @@ def print_phases(rows, phases):
     its per-run median. Ours also times taking the batch (the reference draws it before its
     clock starts); `optimizer` is clipping + AdamW (+ zeroing the gradients)."""
     print("Per phase, seconds (median over repetitions); ours/ref > 1 means ours is slower there")
+    # contract: not a summary: a column title
     print(f"{'shape':<10} {'slicing':<18} {'phase':<10} {'ours':>8} {'ref':>8} {'ours/ref':>8}")
     for shape, name in rows:
         mine, theirs = phases[((shape, name), "ours")], phases[((shape, name), "ref")]
@@ -261,6 +263,7 @@ def main():
                 )
             )
         )
+        # contract: not a summary: gemm_peak's report
         if a.openblas_core == "auto" and peaks[-1].get("core_source") == "runtime":
             # ppu's binaries re-executed onto wider kernels than OpenBLAS detected
             # (runtime/engine/cpu/blas_kernels.h); Python's torch would not: give it the same core.
@@ -295,6 +298,7 @@ def main():
         "MFU = matmul FLOPs per step (ppu-plan) / median step time / GEMM peak"
     )
     print(
+        # contract: not a summary: a column title
         f"{'shape':<10} {'slicing':<18} {'ours s/step':>11} {'ref s/step':>10} {'C++/Py tok/s':>21} "
         f"{'MFU ours':>8} {'MFU ref':>8}"
     )

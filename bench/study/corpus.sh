@@ -81,6 +81,7 @@ for f in "$OUT"/text/*.txt; do inputs+=(--input "$f"); done
 python3 - "$OUT/data/meta.json" >>"$OUT/MANIFEST" <<'EOF'
 import json, sys
 m = json.load(open(sys.argv[1]))
+# contract: not a summary: ppu-data's meta.json
 print(f"tokens train {m['train_tokens']} val {m['val_tokens']} vocab {m['vocab']}")
 EOF
 cat "$OUT/MANIFEST"

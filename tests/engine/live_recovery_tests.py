@@ -593,7 +593,9 @@ def case_degraded_checkpoint():
         with open(os.path.join(ckpt, files.round_dir(r), files.MANIFEST)) as f:
             manifest = json.load(f)
         parts = sorted(k for k in manifest["files"] if files.is_rank_part(k))
+        # contract: not a summary: the checkpoint manifest
         if parts != [files.rank_part(i) for i in range(4)] or manifest["world_size"] != 4:
+            # contract: not a summary: the checkpoint manifest
             fail(f"checkpoint round {r} lists {parts} of world size {manifest['world_size']}")
         if manifest.get("stand_ins"):
             if manifest["stand_ins"] != {"3": 1}:

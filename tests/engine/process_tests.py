@@ -634,6 +634,7 @@ def case_result_message():
         want = {
             kind: version,
             "round": s.outer_rounds,
+            # contract: not a summary: the run result's key (core/run_result.h)
             "eval_loss": s.eval_loss,
             "perplexity": s.eval_perplexity,
             "steps": s.steps,

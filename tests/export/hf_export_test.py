@@ -165,7 +165,9 @@ for name, nproc, sets in (
     card = read_text(os.path.join(out, "README.md"))
     if provenance["identity"]["round"] != 3 or abs(provenance["eval"]["loss"] - want) > FP32_LOSS_ATOL:
         fail(f"{name}: provenance {provenance['identity']} / eval {provenance['eval']}, expected round 3, loss {want}")
+    # contract: not a summary: ppu_provenance.json
     if provenance["param_checksum"] != ran.param_checksum:
+        # contract: not a summary: ppu_provenance.json
         fail(f"{name}: exported parameters' checksum {provenance['param_checksum']} != the run's {ran.param_checksum}")
     if not card.startswith("---\nlibrary_name: transformers") or "round 3" not in card or f"{want:.4f}"[:5] not in card:
         fail(f"{name}: model card lacks front matter, round or eval loss:\n{card}")

@@ -279,6 +279,7 @@ def main():
                 "image": "ppu:test",
                 "metricsPort": rank_port,
                 "checkpoint": {"volumeSource": {"emptyDir": {}}},
+                # contract: not a summary: the config's section
                 "training": {"model": {"preset": "tiny"}, "slicing": {"mode": "mlp", "slices": 2}},
             },
         }

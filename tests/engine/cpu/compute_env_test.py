@@ -173,8 +173,10 @@ if blas.torch_blas != "mkl" and blas.variant == "openmp" and haswell_runs:
     if peak.returncode != 0:
         fail(f"gemm_peak exited {peak.returncode}: {peak.stderr[-500:]}")
     peak_blas = json.loads(peak.stdout)
+    # contract: not a summary: gemm_peak's report
     if (peak_blas["core"], peak_blas["core_source"]) != (want, "runtime"):
         fail(f"gemm_peak after a Prescott detection should run {want} chosen by the runtime: {peak_blas}")
+    # contract: not a summary: gemm_peak's report
     print("gemm_peak after a Prescott detection:", peak_blas["core"], peak_blas["core_source"])
 ran, log = train(1, None)
 default = ran.onednn
