@@ -10,7 +10,8 @@
 #   manifests/samples/paper-*.yaml                   manifests/samples/generate.py (from configs/paper)
 #   charts/ppu-operator/files, charts/.../dashboards charts/sync-files.sh (copies)
 #   manifests/rbac, manifests/operator               manifests/generate.sh (helm template of the chart)
-# Then the layering and word lints (scripts/check-rooms.py, check-words.py). The ctest checks
+# Then the layering, word and contract-string lints (scripts/check-rooms.py, check-words.py,
+# check-contract-strings.py). The ctest checks
 # core.schema_files, operator.crd_file, operator.contract_file, packaging_generated_files, lint.rooms and lint.words run
 # the same one by one; this is the command to run before a commit.
 #
@@ -62,15 +63,17 @@ else
   run plain-manifests manifests/generate.sh --check
 fi
 
-# The layering and word lints (lint.rooms, lint.words): nothing to regenerate, only to check.
+# The layering, word and contract-string lints (lint.rooms, lint.words, lint.contract_strings):
+# nothing to regenerate, only to check.
 run rooms python3 scripts/check-rooms.py .
 run words python3 scripts/check-words.py .
+run contract-strings python3 scripts/check-contract-strings.py .
 
 if ((fix)); then
-  echo "verify: every generated file rewritten; rooms and words checked"
+  echo "verify: every generated file rewritten; rooms, words and contract strings checked"
 elif ((${#drift[@]})); then
   echo "verify: FAIL: out of date: ${drift[*]} (fix: bash scripts/verify.sh --fix)"
   exit 1
 else
-  echo "verify: PASS: every generated file equals what its generator writes; rooms and words clean"
+  echo "verify: PASS: every generated file equals what its generator writes; rooms, words and contract strings clean"
 fi
