@@ -16,6 +16,12 @@ import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "python"))
+
+# The metric names, from the C++ (python/ppu/metrics.py): a renamed metric fails here, not in Grafana.
+from ppu.metrics import OPERATOR as O
+from ppu.metrics import RANK as R
+
 DS = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
 SEL = 'namespace=~"$namespace", job=~"$job"'  # rank and per-job series of the chosen jobs
 RI = "$__rate_interval"
@@ -53,8 +59,8 @@ def query_var(name, label, query):
 
 
 JOB_VARS = [
-    query_var("namespace", "Namespace", "label_values(ppu_step, namespace)"),
-    query_var("job", "PPUJob", 'label_values(ppu_step{namespace=~"$namespace"}, job)'),
+    query_var("namespace", "Namespace", f"label_values({R.step}, namespace)"),
+    query_var("job", "PPUJob", f'label_values({R.step}{{namespace=~"$namespace"}}, job)'),
 ]
 
 
@@ -129,41 +135,41 @@ def overview():
         [
             panel(
                 "Jobs by phase (operator)",
-                [("{{phase}}", "sum by (phase) (ppu_operator_jobs)")],
+                [("{{phase}}", f"sum by (phase) ({O.jobs_by_phase})")],
                 kind="bargauge",
                 desc="PPUJobs the operator sees in each phase.",
             ),
             panel(
                 "Jobs waiting for admission (Kueue)",
-                [("waiting", "ppu_operator_jobs_waiting_for_admission")],
+                [("waiting", f"{O.jobs_waiting_for_admission}")],
                 kind="stat",
                 desc="PPUJobs queued for Kueue or evicted by it (operator --kueue); reason and Kueue's message "
                 "in each job's status.",
             ),
             panel(
                 "Ranks ready / total",
-                [("{{job}} ready", f"ppu_job_ranks_ready{{{SEL}}}"), ("{{job}} total", f"ppu_job_replicas{{{SEL}}}")],
+                [("{{job}} ready", f"{O.job_ranks_ready}{{{SEL}}}"), ("{{job}} total", f"{O.job_replicas}{{{SEL}}}")],
                 kind="stat",
             ),
             panel(
                 "Outer round",
                 [
-                    ("{{job}} (ranks, max)", f"max by (namespace, job) (ppu_outer_round{{{SEL}}})"),
-                    ("{{job}} (operator)", f"ppu_job_outer_round{{{SEL}}}"),
+                    ("{{job}} (ranks, max)", f"max by (namespace, job) ({R.outer_round}{{{SEL}}})"),
+                    ("{{job}} (operator)", f"{O.job_outer_round}{{{SEL}}}"),
                 ],
                 kind="stat",
             ),
-            panel("Gang restarts", [("{{job}}", f"ppu_job_restarts{{{SEL}}}")], kind="stat"),
+            panel("Gang restarts", [("{{job}}", f"{O.job_restarts}{{{SEL}}}")], kind="stat"),
             panel(
                 "Live ranks / total",
-                [("{{job}} live", f"ppu_job_live_ranks{{{SEL}}}"), ("{{job}} total", f"ppu_job_replicas{{{SEL}}}")],
+                [("{{job}} live", f"{O.job_live_ranks}{{{SEL}}}"), ("{{job}} total", f"{O.job_replicas}{{{SEL}}}")],
                 kind="stat",
                 desc="network.recovery=live: ranks in the live group (the smallest count any rank reports).",
             ),
             bounded(
                 panel(
                     "Min slice coverage",
-                    [("{{job}}", f"ppu_job_min_slice_coverage{{{SEL}}}")],
+                    [("{{job}}", f"{O.job_min_slice_coverage}{{{SEL}}}")],
                     kind="gauge",
                     unit="percentunit",
                     desc="Smallest fraction of an element's owners that are live; below 1 the job is Degraded.",
@@ -173,14 +179,14 @@ def overview():
             ),
             panel(
                 "Rank recoveries",
-                [("{{job}}", f"ppu_job_recoveries{{{SEL}}}")],
+                [("{{job}}", f"{O.job_recoveries}{{{SEL}}}")],
                 kind="stat",
                 desc="Rank pods the operator recreated alone (network.recovery=live); gang restarts are apart.",
             ),
             bounded(
                 panel(
                     "Progress",
-                    [("{{job}}", f"ppu_job_progress_ratio{{{SEL}}}")],
+                    [("{{job}}", f"{O.job_progress_ratio}{{{SEL}}}")],
                     kind="gauge",
                     unit="percentunit",
                     desc="Inner steps done by the slowest rank of train.steps (status.progressPercentage).",
@@ -190,7 +196,7 @@ def overview():
             ),
             panel(
                 "ETA",
-                [("{{job}}", f"ppu_job_remaining_seconds{{{SEL}}}")],
+                [("{{job}}", f"{O.job_remaining_seconds}{{{SEL}}}")],
                 kind="stat",
                 unit="s",
                 desc="Seconds the slowest rank still needs at its measured rate (status.estimatedRemainingSeconds).",
@@ -198,11 +204,11 @@ def overview():
             panel(
                 "Eval perplexity",
                 [
-                    ("{{job}} mean over ranks", f"avg by (namespace, job) (ppu_eval_perplexity{{{SEL}}})"),
-                    ("{{job}} operator", f"ppu_job_eval_perplexity{{{SEL}}}"),
+                    ("{{job}} mean over ranks", f"avg by (namespace, job) ({R.eval_perplexity}{{{SEL}}})"),
+                    ("{{job}} operator", f"{O.job_eval_perplexity}{{{SEL}}}"),
                     (
                         "{{job}} floor (synthetic corpus)",
-                        f"min by (namespace, job) (ppu_eval_perplexity_floor{{{SEL}}})",
+                        f"min by (namespace, job) ({R.eval_perplexity_floor}{{{SEL}}})",
                     ),
                 ],
                 desc="Held-out perplexity; the floor is the best achievable on the synthetic corpus.",
@@ -210,19 +216,19 @@ def overview():
             panel(
                 "Training loss per rank",
                 [
-                    ("rank {{rank}}", f"ppu_loss{{{SEL}}}"),
-                    ("{{job}} eval loss", f"avg by (namespace, job) (ppu_eval_loss{{{SEL}}})"),
-                    ("{{job}} operator", f"ppu_job_loss{{{SEL}}}"),
+                    ("rank {{rank}}", f"{R.loss}{{{SEL}}}"),
+                    ("{{job}} eval loss", f"avg by (namespace, job) ({R.eval_loss}{{{SEL}}})"),
+                    ("{{job}} operator", f"{O.job_loss}{{{SEL}}}"),
                 ],
                 desc="nats/token",
             ),
-            panel("Training perplexity per rank", [("rank {{rank}}", f"ppu_train_perplexity{{{SEL}}}")]),
+            panel("Training perplexity per rank", [("rank {{rank}}", f"{R.train_perplexity}{{{SEL}}}")]),
             panel(
                 "Tokens per second",
                 [
-                    ("{{job}} (ranks' gauges)", f"sum by (namespace, job) (ppu_tokens_per_second{{{SEL}}})"),
-                    ("{{job}} (counter rate)", f"sum by (namespace, job) (rate(ppu_tokens_total{{{SEL}}}[{RI}]))"),
-                    ("{{job}} (operator)", f"ppu_job_tokens_per_second{{{SEL}}}"),
+                    ("{{job}} (ranks' gauges)", f"sum by (namespace, job) ({R.tokens_per_second}{{{SEL}}})"),
+                    ("{{job}} (counter rate)", f"sum by (namespace, job) (rate({R.tokens}{{{SEL}}}[{RI}]))"),
+                    ("{{job}} (operator)", f"{O.job_tokens_per_second}{{{SEL}}}"),
                 ],
             ),
         ],
@@ -239,15 +245,15 @@ def memory():
         [
             panel(
                 "State bytes by component per rank",
-                [("rank {{rank}} {{component}}", f"sum by (rank, component) (ppu_state_bytes{{{SEL}}})")],
+                [("rank {{rank}} {{component}}", f"sum by (rank, component) ({R.state_bytes}{{{SEL}}})")],
                 unit="bytes",
                 stack=True,
             ),
             panel(
                 "State per rank vs full training",
                 [
-                    ("rank {{rank}} PPU", f"sum by (rank) (ppu_state_bytes{{{SEL}}})"),
-                    ("rank {{rank}} full training", f"sum by (rank) (ppu_state_full_training_bytes{{{SEL}}})"),
+                    ("rank {{rank}} PPU", f"sum by (rank) ({R.state_bytes}{{{SEL}}})"),
+                    ("rank {{rank}} full training", f"sum by (rank) ({R.state_full_training_bytes}{{{SEL}}})"),
                 ],
                 unit="bytes",
             ),
@@ -257,8 +263,8 @@ def memory():
                     (
                         "{{job}}",
                         (
-                            f"100 * (1 - sum by (namespace, job) (ppu_state_bytes{{{SEL}}})"
-                            f" / sum by (namespace, job) (ppu_state_full_training_bytes{{{SEL}}}))"
+                            f"100 * (1 - sum by (namespace, job) ({R.state_bytes}{{{SEL}}})"
+                            f" / sum by (namespace, job) ({R.state_full_training_bytes}{{{SEL}}}))"
                         ),
                     )
                 ],
@@ -271,8 +277,8 @@ def memory():
                     (
                         "{{component}}",
                         (
-                            f"sum by (component) (ppu_state_full_training_bytes{{{SEL}}})"
-                            f" - sum by (component) (ppu_state_bytes{{{SEL}}})"
+                            f"sum by (component) ({R.state_full_training_bytes}{{{SEL}}})"
+                            f" - sum by (component) ({R.state_bytes}{{{SEL}}})"
                         ),
                     )
                 ],
@@ -281,17 +287,17 @@ def memory():
             ),
             panel(
                 "Job state bytes (operator, sum over ranks)",
-                [("{{job}} {{component}}", f"ppu_job_state_bytes{{{SEL}}}")],
+                [("{{job}} {{component}}", f"{O.job_state_bytes}{{{SEL}}}")],
                 unit="bytes",
                 stack=True,
             ),
             panel(
                 "Process and CUDA memory per rank",
                 [
-                    ("rank {{rank}} RSS", f"ppu_process_resident_memory_bytes{{{SEL}}}"),
-                    ("rank {{rank}} CUDA allocated", f"ppu_cuda_memory_allocated_bytes{{{SEL}}}"),
-                    ("rank {{rank}} CUDA reserved", f"ppu_cuda_memory_reserved_bytes{{{SEL}}}"),
-                    ("rank {{rank}} CUDA peak", f"ppu_cuda_memory_peak_bytes{{{SEL}}}"),
+                    ("rank {{rank}} RSS", f"{R.process_resident_memory_bytes}{{{SEL}}}"),
+                    ("rank {{rank}} CUDA allocated", f"{R.cuda_memory_allocated_bytes}{{{SEL}}}"),
+                    ("rank {{rank}} CUDA reserved", f"{R.cuda_memory_reserved_bytes}{{{SEL}}}"),
+                    ("rank {{rank}} CUDA peak", f"{R.cuda_memory_peak_bytes}{{{SEL}}}"),
                 ],
                 unit="bytes",
             ),
@@ -310,10 +316,10 @@ def compute():
             panel(
                 "FLOP rate: executed vs full backward",
                 [
-                    ("{{job}} executed", f"sum by (namespace, job) (rate(ppu_flops_executed_total{{{SEL}}}[{RI}]))"),
+                    ("{{job}} executed", f"sum by (namespace, job) (rate({R.flops_executed}{{{SEL}}}[{RI}]))"),
                     (
                         "{{job}} full backward",
-                        f"sum by (namespace, job) (rate(ppu_flops_full_backward_total{{{SEL}}}[{RI}]))",
+                        f"sum by (namespace, job) (rate({R.flops_full_backward}{{{SEL}}}[{RI}]))",
                     ),
                 ],
                 unit="flops",
@@ -324,8 +330,8 @@ def compute():
                     (
                         "{{job}} %",
                         (
-                            f"100 * (1 - sum by (namespace, job) (ppu_flops_executed_total{{{SEL}}})"
-                            f" / sum by (namespace, job) (ppu_flops_full_backward_total{{{SEL}}}))"
+                            f"100 * (1 - sum by (namespace, job) ({R.flops_executed}{{{SEL}}})"
+                            f" / sum by (namespace, job) ({R.flops_full_backward}{{{SEL}}}))"
                         ),
                     )
                 ],
@@ -335,13 +341,13 @@ def compute():
             panel(
                 "Cumulative FLOPs: executed, full, saved",
                 [
-                    ("{{job}} executed", f"sum by (namespace, job) (ppu_flops_executed_total{{{SEL}}})"),
-                    ("{{job}} full backward", f"sum by (namespace, job) (ppu_flops_full_backward_total{{{SEL}}})"),
+                    ("{{job}} executed", f"sum by (namespace, job) ({R.flops_executed}{{{SEL}}})"),
+                    ("{{job}} full backward", f"sum by (namespace, job) ({R.flops_full_backward}{{{SEL}}})"),
                     (
                         "{{job}} saved",
                         (
-                            f"sum by (namespace, job) (ppu_flops_full_backward_total{{{SEL}}})"
-                            f" - sum by (namespace, job) (ppu_flops_executed_total{{{SEL}}})"
+                            f"sum by (namespace, job) ({R.flops_full_backward}{{{SEL}}})"
+                            f" - sum by (namespace, job) ({R.flops_executed}{{{SEL}}})"
                         ),
                     ),
                 ],
@@ -349,21 +355,21 @@ def compute():
             panel(
                 "FLOPs per inner step per rank",
                 [
-                    ("rank {{rank}} executed", f"ppu_step_flops_executed{{{SEL}}}"),
-                    ("rank {{rank}} full backward", f"ppu_step_flops_full_backward{{{SEL}}}"),
+                    ("rank {{rank}} executed", f"{R.step_flops_executed}{{{SEL}}}"),
+                    ("rank {{rank}} full backward", f"{R.step_flops_full_backward}{{{SEL}}}"),
                 ],
             ),
             panel(
                 "FLOPs saved ratio (operator)",
-                [("{{job}}", f"ppu_job_flops_saved_ratio{{{SEL}}}")],
+                [("{{job}}", f"{O.job_flops_saved_ratio}{{{SEL}}}")],
                 kind="stat",
                 unit="percentunit",
             ),
             panel(
                 "Job FLOPs (operator, sum over ranks)",
                 [
-                    ("{{job}} executed", f"ppu_job_flops_executed{{{SEL}}}"),
-                    ("{{job}} full backward", f"ppu_job_flops_full_backward{{{SEL}}}"),
+                    ("{{job}} executed", f"{O.job_flops_executed}{{{SEL}}}"),
+                    ("{{job}} full backward", f"{O.job_flops_full_backward}{{{SEL}}}"),
                 ],
             ),
         ],
@@ -382,7 +388,7 @@ def communication():
                 [
                     (
                         "fragment {{fragment}}",
-                        f"avg by (fragment) (ppu_outer_sync_bytes_total{{{SEL}}} / ppu_outer_syncs_total{{{SEL}}})",
+                        f"avg by (fragment) ({R.outer_sync_bytes}{{{SEL}}} / {R.outer_syncs}{{{SEL}}})",
                     )
                 ],
                 unit="bytes",
@@ -392,37 +398,37 @@ def communication():
                 [
                     (
                         "fragment {{fragment}}",
-                        f"avg by (fragment) (ppu_outer_sync_seconds_total{{{SEL}}} / ppu_outer_syncs_total{{{SEL}}})",
+                        f"avg by (fragment) ({R.outer_sync_seconds}{{{SEL}}} / {R.outer_syncs}{{{SEL}}})",
                     )
                 ],
                 unit="s",
             ),
             panel(
                 "All-reduce throughput by fragment",
-                [("fragment {{fragment}}", f"sum by (fragment) (rate(ppu_outer_sync_bytes_total{{{SEL}}}[{RI}]))")],
+                [("fragment {{fragment}}", f"sum by (fragment) (rate({R.outer_sync_bytes}{{{SEL}}}[{RI}]))")],
                 unit="Bps",
             ),
             panel(
                 "Share of time in outer syncs per rank",
-                [("rank {{rank}}", f"sum by (rank) (rate(ppu_outer_sync_seconds_total{{{SEL}}}[{RI}]))")],
+                [("rank {{rank}}", f"sum by (rank) (rate({R.outer_sync_seconds}{{{SEL}}}[{RI}]))")],
                 unit="percentunit",
             ),
             panel(
                 "Outer syncs by fragment",
-                [("fragment {{fragment}}", f"max by (fragment) (ppu_outer_syncs_total{{{SEL}}})")],
+                [("fragment {{fragment}}", f"max by (fragment) ({R.outer_syncs}{{{SEL}}})")],
                 kind="bargauge",
             ),
             panel(
                 "Bytes sent and received per rank",
                 [
-                    ("rank {{rank}} sent", f"sum by (rank) (ppu_outer_sync_bytes_total{{{SEL}}})"),
-                    ("rank {{rank}} received", f"sum by (rank) (ppu_outer_sync_received_bytes_total{{{SEL}}})"),
+                    ("rank {{rank}} sent", f"sum by (rank) ({R.outer_sync_bytes}{{{SEL}}})"),
+                    ("rank {{rank}} received", f"sum by (rank) ({R.outer_sync_received_bytes}{{{SEL}}})"),
                 ],
                 unit="bytes",
             ),
             panel(
                 "Share of time waiting on the network per rank",
-                [("rank {{rank}}", f"sum by (rank) (rate(ppu_network_wait_seconds_total{{{SEL}}}[{RI}]))")],
+                [("rank {{rank}}", f"sum by (rank) (rate({R.network_wait_seconds}{{{SEL}}}[{RI}]))")],
                 unit="percentunit",
             ),
         ],
@@ -438,44 +444,44 @@ def operator():
         [
             panel(
                 "Reconciles by result",
-                [("{{result}}", f"sum by (result) (rate(ppu_operator_reconciles_total[{RI}]))")],
+                [("{{result}}", f"sum by (result) (rate({O.reconciles}[{RI}]))")],
                 unit="ops",
             ),
             panel(
                 "Reconcile errors",
                 [
-                    ("errors/s", f"sum(rate(ppu_operator_reconcile_errors_total[{RI}]))"),
-                    ("total", "sum(ppu_operator_reconcile_errors_total)"),
+                    ("errors/s", f"sum(rate({O.reconcile_errors}[{RI}]))"),
+                    ("total", f"sum({O.reconcile_errors})"),
                 ],
             ),
-            panel("Work queue depth", [("{{instance}}", "ppu_operator_workqueue_depth")]),
+            panel("Work queue depth", [("{{instance}}", f"{O.workqueue_depth}")]),
             panel(
                 "Reconcile latency",
                 [
                     (
                         "p50",
-                        f"histogram_quantile(0.5, sum by (le) (rate(ppu_operator_reconcile_duration_seconds_bucket[{RI}])))",
+                        f"histogram_quantile(0.5, sum by (le) (rate({O.reconcile_duration}_bucket[{RI}])))",
                     ),
                     (
                         "p99",
-                        f"histogram_quantile(0.99, sum by (le) (rate(ppu_operator_reconcile_duration_seconds_bucket[{RI}])))",
+                        f"histogram_quantile(0.99, sum by (le) (rate({O.reconcile_duration}_bucket[{RI}])))",
                     ),
                     (
                         "mean",
                         (
-                            f"sum(rate(ppu_operator_reconcile_duration_seconds_sum[{RI}]))"
-                            f" / sum(rate(ppu_operator_reconcile_duration_seconds_count[{RI}]))"
+                            f"sum(rate({O.reconcile_duration}_sum[{RI}]))"
+                            f" / sum(rate({O.reconcile_duration}_count[{RI}]))"
                         ),
                     ),
                 ],
                 unit="s",
             ),
-            panel("Jobs by phase", [("{{phase}}", "sum by (phase) (ppu_operator_jobs)")], stack=True),
+            panel("Jobs by phase", [("{{phase}}", f"sum by (phase) ({O.jobs_by_phase})")], stack=True),
             panel(
                 "Gang restarts",
                 [
-                    ("total", "sum(ppu_operator_gang_restarts_total)"),
-                    ("per hour", "sum(increase(ppu_operator_gang_restarts_total[1h]))"),
+                    ("total", f"sum({O.gang_restarts})"),
+                    ("per hour", f"sum(increase({O.gang_restarts}[1h]))"),
                 ],
             ),
         ],

@@ -9,6 +9,7 @@ scripts/verify.sh and the ctest operator.contract_file fail when it drifts).
                       (s.eval_loss, s.recovery.theta_mismatches); load(), load_dir()
   ppu.status          Status: a PPUJob's status read by attribute (st.outer_round for outerRound)
   ppu.choices         the allowed names of every choice-valued config key (Method.STREAMING_DILOCO)
+  ppu.metrics         metric names by C++ constant: RANK.flops_executed, OPERATOR.job_loss
 
 A program outside python/ puts the repository's python/ directory on sys.path, then imports what
 it needs. No file outside python/ppu

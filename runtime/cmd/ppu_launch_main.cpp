@@ -422,8 +422,7 @@ int main(int argc, char** argv) {
     if (live) store = spawn_store(rendezvous, master_port);
     for (int r = 0; r < nproc; ++r) {
       std::vector<std::string> args = rank_args;
-      if (!summary_dir.empty())
-        args.insert(args.end(), {"--summary", summary_dir + "/" + ppu::rank_summary_file(r)});
+      if (!summary_dir.empty()) args.insert(args.end(), {"--summary", summary_dir + "/" + ppu::rank_summary_file(r)});
       else if (r == 0 && !summary.empty()) args.insert(args.end(), {"--summary", summary});
       children.push_back(spawn_rank(setup, r, args));
     }

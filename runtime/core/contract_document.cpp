@@ -118,29 +118,28 @@ nlohmann::json choices() {
 }
 
 nlohmann::json rank_metrics() {
-  namespace m = contract::metric;
-  return {{"state_bytes", m::kStateBytes},
-          {"flops_executed", m::kFlopsExecuted},
-          {"flops_full_backward", m::kFlopsFullBackward},
-          {"eval_perplexity", m::kEvalPerplexity},
-          {"loss", m::kLoss},
-          {"tokens_per_second", m::kTokensPerSecond},
-          {"outer_round", m::kOuterRound},
-          {"checkpoint_round", m::kCheckpointRound},
-          {"step", m::kStep},
-          {"steps_target", m::kStepsTarget},
-          {"remaining_seconds", m::kRemainingSeconds},
-          {"live_ranks", m::kLiveRanks},
-          {"min_slice_coverage", m::kMinSliceCoverage},
-          {"rounds_degraded", m::kRoundsDegraded},
-          {"rounds_lost", m::kRoundsLost},
-          {"stops", m::kStops},
-          {"last_stop_round", m::kLastStopRound},
-          {"last_stop_resumed_round", m::kLastStopResumedRound},
-          {"recoveries", m::kRecoveries}};
+  nlohmann::json out = nlohmann::json::object();
+#define PPU_CONTRACT_RANK_METRIC(constant, name) out[metric_key(#constant)] = name;
+  PPU_RANK_METRICS(PPU_CONTRACT_RANK_METRIC)
+#undef PPU_CONTRACT_RANK_METRIC
+  return out;
 }
 
 }  // namespace
+
+std::string metric_key(const std::string& constant) {
+  std::string out;
+  for (std::size_t i = 1; i < constant.size(); ++i) {  // past the k
+    const char c = constant[i];
+    if (c >= 'A' && c <= 'Z') {
+      if (i > 1) out += '_';
+      out += static_cast<char>(c - 'A' + 'a');
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 nlohmann::json shape_of(const nlohmann::json& example) {
   if (example.is_object()) {

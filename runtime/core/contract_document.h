@@ -10,13 +10,16 @@
 //   summary       the run summary's fields (run_summary.h): type, whether optional, doc, and the
 //                 fields of each object, the element of each array, the value of each map
 //   choices       every choice-valued config key's names (config_choices.h), in table order
-//   metrics       the rank metrics the operator scrapes (job_contract.h), by constant name
+//   metrics       every rank metric (job_contract.h's PPU_RANK_METRICS) by its constant's
+//                 name in snake_case (kFlopsExecuted: flops_executed -> "ppu_flops_executed_total")
 // A shape is {"type": integer|number|string|boolean|object|array} plus, for an object,
 // "fields" (name -> shape; absent: any keys) or "values" (a map: any key -> this shape), and for
 // an array "items" (its element's shape).
 #pragma once
 
 #include <nlohmann/json.hpp>
+
+#include <string>
 
 namespace ppu {
 
@@ -25,5 +28,8 @@ nlohmann::json runtime_contract();
 // The shape (as above) of a JSON value written from C++: the example's own types, an array's
 // first element as its items; an object whose only key is "*" is a map of that key's shape.
 nlohmann::json shape_of(const nlohmann::json& example);
+
+// A metric constant's key in the contract: "kFlopsExecuted" -> "flops_executed".
+std::string metric_key(const std::string& constant);
 
 }  // namespace ppu

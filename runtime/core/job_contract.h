@@ -84,34 +84,68 @@ inline constexpr const char* kStoreIncarnationKey = "ppu/store/incarnation";
 // quote a failure in the job's Failed condition and set a finished job's status from the results.
 inline constexpr const char* kTerminationLog = "/dev/termination-log";
 
-// Rank metrics the operator aggregates into job metrics (the full list: docs/METRICS.md).
+// Every metric a rank exports, one line each: M(constant, "name"). rank_metrics.cpp registers
+// them (with their help text), the operator scrapes some into job metrics, ppu-contract lists them
+// all for Python (the dashboards' generator), docs/METRICS.md documents them. Notes:
+//   kStep, kStepsTarget          inner steps completed, configured
+//   kRemainingSeconds            seconds to this rank's last step at its measured rate (training
+//                                time, evaluations excluded)
+//   kLiveRanks, kMinSliceCoverage, kRoundsDegraded   network.recovery=live: every rank reports
+//                                the live group's view; the operator takes the smallest live count
+//                                and coverage and the largest counters. Coverage is the min over
+//                                elements of live/all owners; degraded rounds ran with a rank missing
+//   kRoundsLost, kStops          outer rounds the job lost to stops of the whole job over its life,
+//                                and how many stops (core/interruptions.h)
+//   kLastStopRound, kLastStopResumedRound   the job's last stop: the round it had reached and the
+//                                round the run after it resumed from (-1, -1: none recorded)
+//   kRecoveries                  groups re-formed without a gang restart
+// clang-format off
+#define PPU_RANK_METRICS(M)                                                 \
+  M(kStateBytes,                 "ppu_state_bytes")                         \
+  M(kStateFullTrainingBytes,     "ppu_state_full_training_bytes")           \
+  M(kProcessResidentMemoryBytes, "ppu_process_resident_memory_bytes")       \
+  M(kCudaMemoryAllocatedBytes,   "ppu_cuda_memory_allocated_bytes")         \
+  M(kCudaMemoryReservedBytes,    "ppu_cuda_memory_reserved_bytes")          \
+  M(kCudaMemoryPeakBytes,        "ppu_cuda_memory_peak_bytes")              \
+  M(kFlopsExecuted,              "ppu_flops_executed_total")                \
+  M(kFlopsFullBackward,          "ppu_flops_full_backward_total")           \
+  M(kStepFlopsExecuted,          "ppu_step_flops_executed")                 \
+  M(kStepFlopsFullBackward,      "ppu_step_flops_full_backward")            \
+  M(kLoss,                       "ppu_loss")                                \
+  M(kTrainPerplexity,            "ppu_train_perplexity")                    \
+  M(kEvalLoss,                   "ppu_eval_loss")                           \
+  M(kEvalPerplexity,             "ppu_eval_perplexity")                     \
+  M(kEvalPerplexityFloor,        "ppu_eval_perplexity_floor")               \
+  M(kTokens,                     "ppu_tokens_total")                        \
+  M(kTokensPerSecond,            "ppu_tokens_per_second")                   \
+  M(kStep,                       "ppu_step")                                \
+  M(kStepsTarget,                "ppu_steps_target")                        \
+  M(kRemainingSeconds,           "ppu_remaining_seconds")                   \
+  M(kOuterRound,                 "ppu_outer_round")                         \
+  M(kOuterSyncBytes,             "ppu_outer_sync_bytes_total")              \
+  M(kOuterSyncSeconds,           "ppu_outer_sync_seconds_total")            \
+  M(kOuterSyncs,                 "ppu_outer_syncs_total")                   \
+  M(kCheckpointRound,            "ppu_checkpoint_round")                    \
+  M(kOuterSyncReceivedBytes,     "ppu_outer_sync_received_bytes_total")     \
+  M(kNetworkWaitSeconds,         "ppu_network_wait_seconds_total")          \
+  M(kLiveRanks,                  "ppu_live_ranks")                          \
+  M(kMinSliceCoverage,           "ppu_min_slice_coverage")                  \
+  M(kRoundsDegraded,             "ppu_rounds_degraded_total")               \
+  M(kRecoveries,                 "ppu_recoveries_total")                    \
+  M(kRecoverySeconds,            "ppu_recovery_seconds_total")              \
+  M(kThetaMismatches,            "ppu_theta_mismatches_total")              \
+  M(kCheckpointFailures,         "ppu_checkpoint_failures_total")           \
+  M(kFaults,                     "ppu_faults_total")                        \
+  M(kFaultRecoverySeconds,       "ppu_fault_recovery_seconds_total")        \
+  M(kRoundsLost,                 "ppu_rounds_lost")                         \
+  M(kStops,                      "ppu_stops")                               \
+  M(kLastStopRound,              "ppu_last_stop_round")                     \
+  M(kLastStopResumedRound,       "ppu_last_stop_resumed_round")
+// clang-format on
 namespace metric {
-inline constexpr const char* kStateBytes = "ppu_state_bytes";
-inline constexpr const char* kFlopsExecuted = "ppu_flops_executed_total";
-inline constexpr const char* kFlopsFullBackward = "ppu_flops_full_backward_total";
-inline constexpr const char* kEvalPerplexity = "ppu_eval_perplexity";
-inline constexpr const char* kLoss = "ppu_loss";
-inline constexpr const char* kTokensPerSecond = "ppu_tokens_per_second";
-inline constexpr const char* kOuterRound = "ppu_outer_round";
-inline constexpr const char* kCheckpointRound = "ppu_checkpoint_round";
-inline constexpr const char* kStep = "ppu_step";                 // inner steps completed
-inline constexpr const char* kStepsTarget = "ppu_steps_target";  // inner steps configured
-// Seconds to this rank's last step at its measured rate (training time, evaluations excluded).
-inline constexpr const char* kRemainingSeconds = "ppu_remaining_seconds";
-// network.recovery=live (every rank reports the live group's view; the operator takes the
-// smallest live count and coverage and the largest counters).
-inline constexpr const char* kLiveRanks = "ppu_live_ranks";                  // ranks in the current group
-inline constexpr const char* kMinSliceCoverage = "ppu_min_slice_coverage";   // min over elements of live/all owners
-inline constexpr const char* kRoundsDegraded = "ppu_rounds_degraded_total";  // rounds run with a rank missing
-// Outer rounds the job lost to stops of the whole job over its life (core/interruptions.h).
-inline constexpr const char* kRoundsLost = "ppu_rounds_lost";
-// Stops of the whole job over its life (each one a run that resumed after it).
-inline constexpr const char* kStops = "ppu_stops";
-// The job's last stop: the round it had reached and the round the run after it resumed from
-// (-1, -1: none recorded).
-inline constexpr const char* kLastStopRound = "ppu_last_stop_round";
-inline constexpr const char* kLastStopResumedRound = "ppu_last_stop_resumed_round";
-inline constexpr const char* kRecoveries = "ppu_recoveries_total";  // groups re-formed without a gang restart
+#define PPU_DECLARE_RANK_METRIC(constant, name) inline constexpr const char* constant = name;
+PPU_RANK_METRICS(PPU_DECLARE_RANK_METRIC)
+#undef PPU_DECLARE_RANK_METRIC
 }  // namespace metric
 
 }  // namespace ppu::contract

@@ -14,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
-from ppu import CONTRACT, choices, exit_codes, files, status, summary
+from ppu import CONTRACT, choices, exit_codes, files, metrics, status, summary
 from ppu.record import ContractError
 
 SAMPLE = {"integer": 7, "number": 0.5, "string": "x", "boolean": True, "int-or-string": 3}
@@ -123,6 +123,12 @@ class ExitCodeAndFilesTest(unittest.TestCase):
                 os.mkdir(os.path.join(d, files.round_dir(r)))
             os.mkdir(os.path.join(d, files.round_dir(15) + ".tmp"))
             self.assertEqual(files.rounds_in(d), [5, 10])
+
+    def test_metric_names_are_prometheus_names_each_once(self):
+        names = list(vars(metrics.RANK).values()) + list(vars(metrics.OPERATOR).values())
+        self.assertTrue(all(n.startswith("ppu_") for n in names))
+        self.assertEqual(len(names), len(set(names)))
+        self.assertEqual(metrics.RANK.flops_executed, CONTRACT["metrics"]["rank"]["flops_executed"])
 
     def test_choices_are_the_configs(self):
         self.assertIn(choices.Method.STREAMING_DILOCO, choices.names("method"))

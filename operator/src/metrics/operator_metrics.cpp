@@ -1,5 +1,6 @@
 #include "metrics/operator_metrics.h"
 
+#include "metrics/metric_names.h"
 #include "reconcile/job_constants.h"
 
 namespace ppu::op {
@@ -17,74 +18,76 @@ prometheus::Family<prometheus::Gauge>& gauge_family(prometheus::Registry& r, con
 OperatorMetrics::OperatorMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       reconciles_(BuildCounter()
-                      .Name("ppu_operator_reconciles_total")
+                      .Name(metric_name::kReconciles)
                       .Help("Reconcile passes by result (success, error, conflict)")
                       .Register(*registry_)),
       errors_(BuildCounter()
-                  .Name("ppu_operator_reconcile_errors_total")
+                  .Name(metric_name::kReconcileErrors)
                   .Help("Reconcile passes that failed and were retried")
                   .Register(*registry_)
                   .Add({})),
       depth_(BuildGauge()
-                 .Name("ppu_operator_workqueue_depth")
+                 .Name(metric_name::kWorkqueueDepth)
                  .Help("Jobs waiting to be reconciled")
                  .Register(*registry_)
                  .Add({})),
       duration_(BuildHistogram()
-                    .Name("ppu_operator_reconcile_duration_seconds")
+                    .Name(metric_name::kReconcileDuration)
                     .Help("Time of one reconcile pass, API calls included")
                     .Register(*registry_)
                     .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                                      0.5, 1, 2.5, 5, 10})),
-      jobs_(gauge_family(*registry_, "ppu_operator_jobs", "PPUJobs by phase")),
-      exports_(gauge_family(*registry_, "ppu_operator_job_exports",
+      jobs_(gauge_family(*registry_, metric_name::kJobsByPhase, "PPUJobs by phase")),
+      exports_(gauge_family(*registry_, metric_name::kJobExports,
                             "PPUJobs with spec.export by the reason of their Exported condition")),
-      waiting_(gauge_family(*registry_, "ppu_operator_jobs_waiting_for_admission",
+      waiting_(gauge_family(*registry_, metric_name::kJobsWaitingForAdmission,
                             "PPUJobs queued for Kueue or evicted by it, waiting to be admitted")
                    .Add({})),
       restarts_(BuildCounter()
-                    .Name("ppu_operator_gang_restarts_total")
+                    .Name(metric_name::kGangRestarts)
                     .Help("Gang restarts performed by this operator")
                     .Register(*registry_)
                     .Add({})),
       force_deletions_(BuildCounter()
-                           .Name("ppu_operator_pod_force_deletions_total")
+                           .Name(metric_name::kPodForceDeletions)
                            .Help("Lost rank pods force-deleted from a NotReady, unreachable or deleted node")
                            .Register(*registry_)
                            .Add({})),
       recovery_backoffs_(BuildCounter()
-                             .Name("ppu_operator_recovery_backoffs_total")
+                             .Name(metric_name::kRecoveryBackoffs)
                              .Help("Rank replacements made to wait for their back-off (the rank lost again "
                                    "within the recovery window)")
                              .Register(*registry_)
                              .Add({})),
-      state_bytes_(
-          gauge_family(*registry_, "ppu_job_state_bytes", "Training-state bytes by component, summed over ranks")),
+      state_bytes_(gauge_family(*registry_, metric_name::kJobStateBytes,
+                                "Training-state bytes by component, summed over ranks")),
       flops_exec_(
-          gauge_family(*registry_, "ppu_job_flops_executed", "FLOPs executed, summed over the ranks' counters")),
-      flops_full_(gauge_family(*registry_, "ppu_job_flops_full_backward",
+          gauge_family(*registry_, metric_name::kJobFlopsExecuted, "FLOPs executed, summed over the ranks' counters")),
+      flops_full_(gauge_family(*registry_, metric_name::kJobFlopsFullBackward,
                                "FLOPs a full backward would have cost, summed over ranks")),
-      flops_saved_(gauge_family(*registry_, "ppu_job_flops_saved_ratio", "1 - executed / full-backward FLOPs")),
-      ppl_(gauge_family(*registry_, "ppu_job_eval_perplexity", "Mean eval perplexity over ranks")),
-      loss_(gauge_family(*registry_, "ppu_job_loss", "Mean training loss over ranks")),
-      round_(gauge_family(*registry_, "ppu_job_outer_round", "Outer rounds completed by every rank")),
-      tps_(gauge_family(*registry_, "ppu_job_tokens_per_second", "Training tokens/s summed over ranks")),
-      ready_(gauge_family(*registry_, "ppu_job_ranks_ready", "Ready rank pods")),
-      total_(gauge_family(*registry_, "ppu_job_replicas", "Ranks wanted (spec.replicas)")),
-      job_restarts_(gauge_family(*registry_, "ppu_job_restarts", "Gang restarts of the job (status.restartCount)")),
-      job_recoveries_(gauge_family(*registry_, "ppu_job_recoveries",
+      flops_saved_(gauge_family(*registry_, metric_name::kJobFlopsSavedRatio, "1 - executed / full-backward FLOPs")),
+      ppl_(gauge_family(*registry_, metric_name::kJobEvalPerplexity, "Mean eval perplexity over ranks")),
+      loss_(gauge_family(*registry_, metric_name::kJobLoss, "Mean training loss over ranks")),
+      round_(gauge_family(*registry_, metric_name::kJobOuterRound, "Outer rounds completed by every rank")),
+      tps_(gauge_family(*registry_, metric_name::kJobTokensPerSecond, "Training tokens/s summed over ranks")),
+      ready_(gauge_family(*registry_, metric_name::kJobRanksReady, "Ready rank pods")),
+      total_(gauge_family(*registry_, metric_name::kJobReplicas, "Ranks wanted (spec.replicas)")),
+      job_restarts_(
+          gauge_family(*registry_, metric_name::kJobRestarts, "Gang restarts of the job (status.restartCount)")),
+      job_recoveries_(gauge_family(*registry_, metric_name::kJobRecoveries,
                                    "Rank pods recreated alone by live recovery (status.recoveries)")),
-      live_ranks_(gauge_family(*registry_, "ppu_job_live_ranks",
+      live_ranks_(gauge_family(*registry_, metric_name::kJobLiveRanks,
                                "Ranks in the live group, the smallest count any rank reports")),
-      coverage_(gauge_family(*registry_, "ppu_job_min_slice_coverage",
+      coverage_(gauge_family(*registry_, metric_name::kJobMinSliceCoverage,
                              "Smallest fraction of an element's owners that are live, over the ranks")),
-      progress_(gauge_family(*registry_, "ppu_job_progress_ratio",
+      progress_(gauge_family(*registry_, metric_name::kJobProgressRatio,
                              "Inner steps done by the slowest rank over the steps configured (0-1)")),
-      remaining_(gauge_family(*registry_, "ppu_job_remaining_seconds",
+      remaining_(gauge_family(*registry_, metric_name::kJobRemainingSeconds,
                               "Seconds the slowest rank still needs at its measured rate")),
-      rounds_lost_(gauge_family(*registry_, "ppu_job_rounds_lost",
+      rounds_lost_(gauge_family(*registry_, metric_name::kJobRoundsLost,
                                 "Outer rounds trained again after stops of the whole job (status.roundsLost)")),
-      stops_(gauge_family(*registry_, "ppu_job_stops", "Stops of the whole job its ranks recorded (status.stops)")) {}
+      stops_(gauge_family(*registry_, metric_name::kJobStops,
+                          "Stops of the whole job its ranks recorded (status.stops)")) {}
 
 void OperatorMetrics::reconcile_done(const std::string& result, double seconds) {
   reconciles_.Add({{"result", result}}).Increment();

@@ -101,8 +101,8 @@ class CheckpointStore {
   // that resumes. write_note: the group's rank 0 writes `text`, atomically; a failure is logged,
   // never thrown. rewrite_note: the same for a note rewritten every round, without the fsyncs
   // (Durability::Readers) and without the log, its text made only on rank 0: the reason it
-  // failed, for the caller to log once; nullopt when written or not rank 0. read_note: its text, or nullopt when there is
-  // none or it cannot be read (logged).
+  // failed, for the caller to log once; nullopt when written or not rank 0. read_note: its text, or nullopt when there
+  // is none or it cannot be read (logged).
   void write_note(const char* name, const std::string& text) const;
   std::optional<std::string> rewrite_note(const char* name, const std::function<std::string()>& text) const;
   std::optional<std::string> read_note(const char* name) const;
