@@ -7,11 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <map>
 #include <optional>
 
-#include "common/env.h"
 #include "common/notice.h"
 #include "common/termination_message.h"
 #include "core/coowners.h"
@@ -23,13 +21,14 @@
 #include "data/dataset_dir.h"
 #include "data/token_shard.h"
 #include "engine/comm/collectives.h"
-#include "engine/comm/delta_exchange.h"
+#include "engine/comm/gradient_allreduce.h"
 #include "engine/comm/heartbeat.h"
 #include "engine/comm/live_group.h"
 #include "engine/comm/live_store_keys.h"
 #include "engine/comm/store_clients.h"
 #include "engine/cpu/compute_threads.h"
 #include "engine/fault_hooks.h"
+#include "engine/model/kernel_settings.h"
 #include "engine/model/transformer.h"
 #include "engine/obs/device_memory.h"
 #include "engine/obs/rank_metrics.h"
@@ -41,18 +40,16 @@
 #include "engine/state/host_store.h"
 #include "engine/train/checkpoints.h"
 #include "engine/train/live_recovery.h"
+#include "engine/train/outer_syncs.h"
 #include "engine/train/progress.h"
 #include "engine/train/summary.h"
+#include "engine/train/theta_guard.h"
 
 namespace ppu {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// How many nice levels the training thread yields to the heartbeat's threads (about 9x their
-// CPU weight when the two contend; nothing when the CPU is free).
-constexpr int kComputeNice = 10;
 
 std::vector<bool> decay_mask(const InnerConfig& inner, const std::vector<ParamInfo>& layout) {
   std::vector<bool> mask;
@@ -66,30 +63,6 @@ std::string duration(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%ldh%02ldm%02lds", s / 3600, (s / 60) % 60, s % 60);
   return buf;
-}
-
-// train.device: cuda means this rank's GPU, LOCAL_RANK modulo the visible devices, so that
-// several ranks may share one GPU (tests) and ppu-launch / torchrun ranks spread over a node's.
-// train.deterministic: deterministic CUDA kernels (SDPA's backward accumulates without atomics)
-// and a fixed cuBLAS workspace, set before the first cuBLAS handle exists, so that the same
-// inputs give the same bits and a resumed run is bit-exact. CPU runs are deterministic anyway.
-torch::Device rank_device(const Config& c, const RunEnv& env) {
-  if (c.train.device != Device::Cuda) return torch::kCPU;
-  if (c.train.deterministic) {
-    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
-    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
-  }
-  const int count = static_cast<int>(torch::cuda::device_count());
-  return {torch::kCUDA, static_cast<c10::DeviceIndex>(env_int("LOCAL_RANK", env.rendezvous.rank) % count)};
-}
-
-// NCCL needs one GPU per rank: only when this node's ranks (LOCAL_WORLD_SIZE, as torchrun sets
-// it; else all ranks) fit on its GPUs. Otherwise deltas and gradients go through Gloo via host.
-// Live recovery re-forms Gloo groups only: its ranks stay on Gloo.
-int nccl_device(const Config& c, const RunEnv& env, const torch::Device& device) {
-  if (!device.is_cuda() || env.rendezvous.world_size == 1 || c.network.recovery == Recovery::Live) return -1;
-  const int local_world = env_int("LOCAL_WORLD_SIZE", env.rendezvous.world_size);
-  return local_world <= static_cast<int>(torch::cuda::device_count()) ? device.index() : -1;
 }
 
 // This rank's training thread has made no progress for its window (comm/progress_clock.h): it
@@ -115,22 +88,25 @@ int nccl_device(const Config& c, const RunEnv& env, const torch::Device& device)
 }
 
 // One rank's run, as Algorithm 1 reads: inner steps (inner_step), the streaming outer sync of
-// fragments (outer_sync), the end of a round (end_of_round). Three concerns are rooms of their
-// own, given the parts they use by reference: live recovery (train/live_recovery.h), the run's
-// checkpoints (train/checkpoints.h) and its summary (train/summary.h); RunProgress (where the
-// run is, its totals) is the Run's, shared with them.
+// fragments (outer_sync), the end of a round (end_of_round). The concerns around it are rooms of
+// their own, given the parts they use by reference: the outer syncs in flight
+// (train/outer_syncs.h), the θ guard before each sync (train/theta_guard.h), live recovery
+// (train/live_recovery.h), the run's checkpoints (train/checkpoints.h) and its summary
+// (train/summary.h); DDP's gradient all-reduce is comm/gradient_allreduce.h, the device and
+// kernel settings model/kernel_settings.h. RunProgress (where the run is, its totals) is the
+// Run's, shared with the rooms.
 class Run {
  public:
   // The initialiser list reads only the config and the environment; the parts that are built
   // from other parts are built in the body, in the order written there (the rendezvous first,
   // the heartbeat on it), and declared in that order, so that they are destroyed in reverse.
   Run(const Config& c, const RunEnv& env)
-      : c_(c),
+      : config_(c),
         env_(env),
         ddp_(c.method == Method::Ddp),
         live_(c.network.recovery == Recovery::Live && env.rendezvous.world_size > 1),
         wire_(wire_plan(c)),
-        device_(rank_device(c, env)),
+        device_(rank_device(c, env.rendezvous.rank)),
         plan_(SlicePlan::from_config(c, env.rendezvous.world_size, env.rendezvous.rank)),
         schedule_(c, c.model) {
     // The heartbeat's threads first: they keep this priority, and everything after them (Gloo's
@@ -142,7 +118,7 @@ class Run {
         live_keys::kHeartbeatPrefix, live_, /*start_now=*/false);
     if (env.rendezvous.world_size > 1 && c.network.heartbeat_s > 0) yield_cpu_to_control_plane(kComputeNice);
     collectives_.emplace(env.rendezvous, std::chrono::milliseconds(static_cast<int64_t>(c.network.timeout_s * 1000)),
-                         nccl_device(c, env, device_));
+                         nccl_group_device(device_, env.rendezvous.world_size, live_));
     if (!collectives_->joining()) heartbeat_->start();
     dataset_.emplace(load_dataset(c));
     loader_.emplace(
@@ -164,30 +140,23 @@ class Run {
     if (c.network.progress_timeout_s > 0) collectives_->progress().set_window(c.network.progress_timeout_s);
     heartbeat_->watch_progress(collectives_->progress(), [this](double idle_s) {
       const auto& progress = collectives_->progress();
-      stop_hung_rank(idle_s, progress.window(), live_, progress.past_bound(), c_.checkpoint.write_timeout_s);
+      stop_hung_rank(idle_s, progress.window(), live_, progress.past_bound(), config_.checkpoint.write_timeout_s);
     });
-    const RunParts parts{*inner_, *outer_, *loader_, *metrics_, p_, recovery_};
+    const RunParts parts{*inner_, *outer_, *loader_, *metrics_, progress_, recovery_};
     if (!env.checkpoint_dir.empty()) {
       checkpoints_.emplace(c, env.checkpoint_dir, *collectives_, plan_, schedule_, *model_, parts);
-      checkpoints_->set_before_write([this] { faults_->before_checkpoint_write(p_.step); });
+      checkpoints_->set_before_write([this] { faults_->before_checkpoint_write(progress_.step); });
     }
     if (live_) {
       prepare_live_recovery(c, env.rendezvous, *collectives_);
       live_recovery_.emplace(c, env.rendezvous.rank, *collectives_, *heartbeat_, plan_, parts, fault_,
                              checkpoints_ ? &checkpoints_->store() : nullptr);
     }
+    theta_guard_.emplace(*collectives_, schedule_, parts, live_recovery());
+    syncs_.emplace(c, schedule_, parts, live_recovery());
     recovery_.policy = choice_name(c.network.recovery);
     metrics_->set_live(collectives_->world_size(), 1);
-    model_->set_recompute(c.train.recompute);
-    // Deterministic fp32 CUDA runs keep the explicit attention: SDPA would pick its
-    // memory-efficient kernel (flash needs 16-bit inputs), whose backward is nondeterministic.
-    if (device_.is_cuda() && c.train.deterministic && !model_->mixed_precision()) model_->set_fused_attention(false);
-    // bf16: the output head's cross-entropy in chunks (by default of at most 64 MiB of fp32
-    // logits), so the full [B*S, vocab] fp32 logits never exist (fp32 keeps the plain, bit-exact
-    // path). Larger chunks trade memory for fewer passes over the fp32 dL/dW (docs/GPU.md).
-    if (model_->mixed_precision())
-      model_->set_loss_chunk(c.train.loss_chunk_tokens > 0 ? c.train.loss_chunk_tokens
-                                                           : std::max<int64_t>(1, (int64_t{16} << 20) / c.model.vocab));
+    set_model_kernels(*model_, c, device_);
   }
 
   RunSummary run() {
@@ -203,9 +172,9 @@ class Run {
     // From here a notice (SIGTERM, SIGINT) is acted on at the next round boundary (end_of_round).
     const NoticeScope notices;
     const auto start = Clock::now();
-    const int64_t first = p_.step;
+    const int64_t first = progress_.step;
     double loss = 0;
-    for (int64_t t = p_.step; t < c_.train.steps; ++t) {
+    for (int64_t t = progress_.step; t < config_.train.steps; ++t) {
       faults_->before_step(t, [this] { outer_->global().front().view({-1})[0].add_(1.0); });
       const auto step_start = Clock::now();
       model_->begin_step(t);
@@ -214,13 +183,13 @@ class Run {
       step_seconds_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
       made_progress();
       profiler_->after_step(t);
-      p_.step = t + 1;
+      progress_.step = t + 1;
       if (!ddp_) {
-        finish_due_syncs();
-        for (int f : schedule_.due(p_.step)) outer_sync(f);  // lines 11–14
-        if (p_.step == c_.train.steps) finish_training();
+        syncs_->finish_due();
+        for (int f : schedule_.due(progress_.step)) outer_sync(f);  // lines 11–14
+        if (progress_.step == config_.train.steps) finish_training();
       }
-      if (p_.step % c_.outer.sync_every == 0 || p_.step == c_.train.steps) end_of_round();
+      if (progress_.step % config_.outer.sync_every == 0 || progress_.step == config_.train.steps) end_of_round();
       report(loss, start, first);
       evaluate_if_due();
     }
@@ -228,7 +197,7 @@ class Run {
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
     const double seconds = wall - eval_seconds_;
     const double eval = evaluate();
-    auto result = summary(loss, eval, seconds, p_.step > first ? seconds / (p_.step - first) : 0);
+    auto result = summary(loss, eval, seconds, progress_.step > first ? seconds / (progress_.step - first) : 0);
     if (live_recovery_) live_recovery_->finish(result);  // for late replacements
     heartbeat_->leave();  // the last collective is behind: peers may finish after this rank exits
     return result;
@@ -247,78 +216,33 @@ class Run {
     for (const auto& p : model_->trainable())
       if (p.grad().defined()) grad_bytes_ += p.grad().nbytes();
     phases_.lap(StepPhases::kBackward);
-    if (ddp_) allreduce_gradients();
+    if (ddp_) average_gradients();
     phases_.lap(StepPhases::kAllreduce);
     lr_ = inner_->step(t);
     phases_.lap(StepPhases::kOptimizer);
-    p_.tokens += static_cast<double>(tokens.size(0)) * (tokens.size(1) - 1);
-    p_.flops += flops_.executed();
-    p_.flops_full += flops_.full();
+    progress_.tokens += static_cast<double>(tokens.size(0)) * (tokens.size(1) - 1);
+    progress_.flops += flops_.executed();
+    progress_.flops_full += flops_.full();
     metrics_->add_step(flops_.executed(), flops_.full(), static_cast<double>(tokens.size(0)) * (tokens.size(1) - 1));
     return loss.item<double>();
   }
 
-  // DDP: average the full gradient over ranks every step, as one flat buffer.
-  void allreduce_gradients() {
-    const auto start = Clock::now();
-    std::vector<torch::Tensor> flat;
-    for (const auto& p : model_->trainable()) flat.push_back(p.grad().reshape({-1}));
-    auto buffer = torch::cat(flat).to(torch::kFloat32);
-    AllreduceStats wire;
-    if (buffer.is_cuda() && collectives_->has_nccl()) {  // NCCL's own ring, in the wire dtype
-      auto on_wire = wire_.dtype == WireDtype::Bf16 ? buffer.to(torch::kBFloat16) : buffer;
-      collectives_->allreduce_sum(on_wire);
-      if (!on_wire.is_same(buffer)) buffer.copy_(on_wire);
-      wire.bytes_sent = wire.bytes_received =
-          wire_layout(buffer.numel(), env_.rendezvous.world_size, wire_.dtype, wire_.row_length)
-              .bytes_per_rank(env_.rendezvous.world_size);
-    } else {  // our codec on the host (bf16 values summed in fp32); CUDA ranks over Gloo via a copy
-      ExchangeOptions options;
-      options.schedule = wire_.schedule;
-      options.dtype = wire_.dtype;
-      options.row_length = wire_.row_length;
-      auto host = buffer.is_cuda() ? buffer.to(torch::kCPU) : buffer;
-      wire = exchange_delta_sum(*collectives_, host, options);
-      if (!host.is_same(buffer)) buffer.copy_(host);
-    }
-    buffer.div_(env_.rendezvous.world_size);
-    int64_t offset = 0;
-    for (const auto& p : model_->trainable()) {
-      p.mutable_grad().copy_(buffer.narrow(0, offset, p.numel()).view(p.sizes()));
-      offset += p.numel();
-    }
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    p_.bytes_sent += wire.bytes_sent;
-    p_.bytes_received += wire.bytes_received;
-    p_.sync_seconds += seconds;
-    p_.network_wait_seconds += seconds;  // blocking: the step waits for the whole exchange
-    metrics_->add_sync("gradients", wire.bytes_sent, wire.bytes_received, seconds, seconds);
+  // DDP: the full gradient averaged over the ranks (comm/gradient_allreduce.h). The step waits
+  // for the whole exchange: all of it is network wait.
+  void average_gradients() {
+    const AllreduceStats wire =
+        allreduce_gradients(*collectives_, model_->trainable(), wire_, env_.rendezvous.world_size);
+    progress_.bytes_sent += wire.bytes_sent;
+    progress_.bytes_received += wire.bytes_received;
+    progress_.sync_seconds += wire.seconds;
+    progress_.network_wait_seconds += wire.seconds;
+    metrics_->add_sync("gradients", wire.bytes_sent, wire.bytes_received, wire.seconds, wire.seconds);
   }
 
-  // With overlap τ > 0 a fragment's exchange runs in the background for τ inner steps; the
-  // last step and checkpoints complete every exchange first. Under live recovery every sync
-  // completes at once (LiveRecovery::sync).
+  // Lines 11–14 for fragment f, on a θ the group has agreed on (the θ guard).
   void outer_sync(int fragment) {
-    check_theta(fragment);
-    if (live_recovery_) {
-      record(fragment, live_recovery_->sync(fragment, false));
-      return;
-    }
-    const bool last = p_.step == c_.train.steps;
-    if (c_.outer.overlap_steps == 0 || last) {
-      if (last) drain_syncs();
-      record(fragment, outer_->sync(fragment));
-      return;
-    }
-    in_flight_.push_back({p_.step + c_.outer.overlap_steps, outer_->begin(fragment, true)});
-  }
-
-  void finish_due_syncs() {
-    while (!in_flight_.empty() && in_flight_.front().apply_at <= p_.step) {
-      auto& s = in_flight_.front();
-      record(s.sync.fragment, outer_->finish(s.sync));
-      in_flight_.pop_front();
-    }
+    theta_guard_->check(fragment);
+    syncs_->start(fragment);
   }
 
   // After the last step. Exchanges still in flight were scheduled: they complete with their
@@ -326,66 +250,16 @@ class Run {
   // there; with outer.final_sync = average its trailing local progress is folded into θ by one
   // plain count-normalised average (no momentum), with none θ stays at its last sync.
   void finish_training() {
-    drain_syncs();
-    if (c_.outer.final_sync != FinalSync::Average) return;
-    for (int f : schedule_.unsynced_at_end(c_.train.steps)) {
-      check_theta(f);
-      record(f, live_recovery_ ? live_recovery_->sync(f, true) : outer_->average(f));
+    syncs_->drain();
+    if (config_.outer.final_sync != FinalSync::Average) return;
+    for (int f : schedule_.unsynced_at_end(config_.train.steps)) {
+      theta_guard_->check(f);
+      syncs_->average(f);
     }
-  }
-
-  // θ is the same on every rank: before a fragment's sync the group agrees on a digest of its θ
-  // and momentum. A rank holding another one (a flipped bit, a bug) takes the majority's before
-  // it computes its delta, so the exchange never carries the drift; it is logged and counted,
-  // never silent. Ties go to the lowest group rank's value.
-  void check_theta(int fragment) {
-    if (collectives_->job_size() == 1) return;
-    const auto mine = static_cast<int64_t>(outer_->fragment_digest(fragment));
-    const auto digests = live([&] { return collectives_->allgather(torch::tensor({mine}, torch::kInt64)); });
-    std::vector<int64_t> all;
-    for (const auto& d : digests) all.push_back(d.item<int64_t>());
-    int root = 0;
-    for (int r = 0; r < static_cast<int>(all.size()); ++r)
-      if (std::count(all.begin(), all.end(), all[r]) > std::count(all.begin(), all.end(), all[root])) root = r;
-    std::vector<int> wrong;
-    for (int r = 0; r < static_cast<int>(all.size()); ++r)
-      if (all[r] != all[root]) wrong.push_back(collectives_->members()[r]);
-    if (wrong.empty()) return;
-    spdlog::error("θ of fragment {} before its sync at step {} differs on rank(s) [{}]: resynchronised from rank {}",
-                  schedule_.fragments()[fragment].name, p_.step, ranks_text(wrong), collectives_->members()[root]);
-    live([&] {
-      outer_->resync_fragment(*collectives_, fragment, root);
-      return true;
-    });
-    recovery_.theta_mismatches += static_cast<int64_t>(wrong.size());
-    metrics_->add_theta_mismatches(static_cast<int>(wrong.size()));
-  }
-
-  // Runs `work` (collectives of the group) until it completes on every member of one
-  // generation (LiveRecovery::live); without live recovery it just runs it.
-  template <class F>
-  auto live(F&& work) -> decltype(work()) {
-    if (live_recovery_) return live_recovery_->live(work);
-    return work();
-  }
-
-  void drain_syncs() {
-    while (!in_flight_.empty()) {
-      record(in_flight_.front().sync.fragment, outer_->finish(in_flight_.front().sync));
-      in_flight_.pop_front();
-    }
-  }
-
-  void record(int fragment, const SyncResult& r) {
-    p_.bytes_sent += r.bytes_sent;
-    p_.bytes_received += r.bytes_received;
-    p_.sync_seconds += r.seconds;
-    p_.network_wait_seconds += r.wait_seconds;
-    metrics_->add_sync(schedule_.fragments()[fragment].name, r.bytes_sent, r.bytes_received, r.seconds, r.wait_seconds);
   }
 
   void end_of_round() {
-    ++p_.rounds;
+    ++progress_.rounds;
     if (live_recovery_) live_recovery_->round_end();
     after_admissions();
   }
@@ -413,7 +287,7 @@ class Run {
       if (notice_received()) vote.leavers.push_back(0);
       return vote;
     }
-    const auto said = live([&] {
+    const auto said = until_one_generation_completes([&] {
       return collectives_->allgather(
           torch::tensor({int64_t{notice_received()}, static_cast<int64_t>(degraded_s * 1000)}, torch::kInt64));
     });
@@ -432,12 +306,13 @@ class Run {
   // reach θ; checkpoint.notice_s bounds the wait (common/notice.h).
   enum class Departure { None, Ranks, Job };
   Departure departure_of(const BoundaryVote& vote) const {
-    if (vote.leavers.empty() || p_.step == c_.train.steps) return Departure::None;  // done anyway
+    if (vote.leavers.empty() || progress_.step == config_.train.steps) return Departure::None;  // done anyway
     if (!live_recovery_) return Departure::Job;
     std::vector<int> staying;
     for (int r : collectives_->members())
       if (std::find(vote.leavers.begin(), vote.leavers.end(), r) == vote.leavers.end()) staying.push_back(r);
-    const bool enough = static_cast<double>(staying.size()) >= c_.network.min_live_fraction * collectives_->job_size();
+    const bool enough =
+        static_cast<double>(staying.size()) >= config_.network.min_live_fraction * collectives_->job_size();
     return !staying.empty() && enough && every_slice_owned(staying, plan_.slices()) ? Departure::Ranks : Departure::Job;
   }
 
@@ -447,7 +322,7 @@ class Run {
   void depart(const BoundaryVote& vote, Departure departure) {
     const bool leaving =
         std::find(vote.leavers.begin(), vote.leavers.end(), env_.rendezvous.rank) != vote.leavers.end();
-    const std::string where = fmt::format("round {} (step {})", p_.rounds, p_.step);
+    const std::string where = fmt::format("round {} (step {})", progress_.rounds, progress_.step);
     if (departure == Departure::Ranks) {
       if (!leaving) {
         live_recovery_->let_go(vote.leavers);
@@ -459,7 +334,7 @@ class Run {
                                      env_.rendezvous.rank, where, seconds_since_notice()));
     }
     // checkpoint_if_due(true) wrote this round unless its write failed (a full disk).
-    const bool written = checkpoints_ && p_.last_checkpoint_round == p_.rounds;
+    const bool written = checkpoints_ && progress_.last_checkpoint_round == progress_.rounds;
     if (written) checkpoints_->note_stopped_on_notice(vote.leavers);
     const std::string saved =
         written        ? "the job's state is saved in the checkpoint of " + where
@@ -482,9 +357,9 @@ class Run {
   void checkpoint_if_due(bool now = false) {
     if (!checkpoints_) return;
     checkpoints_->note_reached();
-    if (!now && p_.rounds % c_.checkpoint.every_rounds != 0) return;
-    drain_syncs();
-    live([&] {
+    if (!now && progress_.rounds % config_.checkpoint.every_rounds != 0) return;
+    syncs_->drain();
+    until_one_generation_completes([&] {
       checkpoints_->save();
       return true;
     });
@@ -498,19 +373,19 @@ class Run {
   double evaluate() {
     const auto start = Clock::now();
     torch::NoGradGuard no_grad;
-    const Transformer global(c_.model, global_params(), device_);
-    const double loss = live([&] {
+    const Transformer global(config_.model, global_params(), device_);
+    const double loss = until_one_generation_completes([&] {
       // The group's ranks share the batches (after a loss, the survivors all of them).
       const int rank = collectives_->rank(), stride = collectives_->world_size();
       const double mine =
-          eval_loss_sum(global, *dataset_, c_, rank, stride, device_, [this] { collectives_->progress().tick(); });
+          eval_loss_sum(global, *dataset_, config_, rank, stride, device_, [this] { collectives_->progress().tick(); });
       double total = 0;
       for (const auto& part : collectives_->allgather(torch::tensor({mine}, torch::kFloat64)))
         total += part.item<double>();
-      return total / c_.train.eval_batches;
+      return total / config_.train.eval_batches;
     });
     const int rank = collectives_->rank(), stride = collectives_->world_size();  // of the evaluation that counted
-    eval_batches_done_ += rank < c_.train.eval_batches ? (c_.train.eval_batches - 1 - rank) / stride + 1 : 0;
+    eval_batches_done_ += rank < config_.train.eval_batches ? (config_.train.eval_batches - 1 - rank) / stride + 1 : 0;
     metrics_->set_eval(loss, floor_perplexity(*dataset_));
     eval_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return loss;
@@ -522,10 +397,10 @@ class Run {
   void made_progress() {
     auto& progress = collectives_->progress();
     progress.tick();
-    if (c_.network.progress_timeout_s > 0 || step_seconds_.size() < kWarmupSteps + 3) return;
+    if (config_.network.progress_timeout_s > 0 || step_seconds_.size() < kWarmupSteps + 3) return;
     if (step_seconds_.size() % 10 != 3 && std::isfinite(progress.window())) return;                 // every 10 steps
     const std::size_t from = step_seconds_.size() > 50 ? step_seconds_.size() - 50 : kWarmupSteps;  // the last 50
-    progress.set_window(std::max(2 * c_.network.heartbeat_s, 20 * median_after(step_seconds_, from)));
+    progress.set_window(std::max(2 * config_.network.heartbeat_s, 20 * median_after(step_seconds_, from)));
   }
 
   // Median wall time of one inner step (lines 7–10: batch, forward, backward, optimiser) after
@@ -540,28 +415,37 @@ class Run {
     return model_->fp32_weights();
   }
 
+  // The group's collectives, through live recovery when there is one (train/live_recovery.h).
+  template <class F>
+  auto until_one_generation_completes(F&& work) -> decltype(work()) {
+    return ppu::until_one_generation_completes(live_recovery(), work);
+  }
+
+  LiveRecovery* live_recovery() { return live_recovery_ ? &*live_recovery_ : nullptr; }
+
   void report(double loss, Clock::time_point start, int64_t first) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count() - eval_seconds_;
-    const auto done = static_cast<double>(p_.step - first);
-    const double tps = elapsed > 0 ? done * c_.inner.batch_size * c_.model.seq_len / elapsed : 0;
-    const double eta = done > 0 ? elapsed / done * static_cast<double>(c_.train.steps - p_.step) : 0;
-    metrics_->set_progress(p_.step, c_.train.steps, eta, loss, tps, p_.rounds);
+    const auto done = static_cast<double>(progress_.step - first);
+    const double tps = elapsed > 0 ? done * config_.inner.batch_size * config_.model.seq_len / elapsed : 0;
+    const double eta = done > 0 ? elapsed / done * static_cast<double>(config_.train.steps - progress_.step) : 0;
+    metrics_->set_progress(progress_.step, config_.train.steps, eta, loss, tps, progress_.rounds);
     const StateBytes state = measured_state(*model_, *inner_, ddp_ ? nullptr : &*outer_, grad_bytes_);
     metrics_->set_state(state, full_training_state(state, *model_, plan_, grad_bytes_));
     const auto cuda = cuda_memory(device_.is_cuda() ? device_.index() : -1);
     metrics_->set_memory(process_rss_bytes(), cuda.allocated, cuda.reserved, cuda.peak);
-    if (p_.step % c_.train.log_every == 0 || p_.step == c_.train.steps) {
-      spdlog::info("step {}/{} loss {:.4f} ppl {:.2f} lr {:.2e} tok/s {:.0f} round {} eta {}", p_.step, c_.train.steps,
-                   loss, std::exp(loss), lr_, tps, p_.rounds, duration(eta));
+    if (progress_.step % config_.train.log_every == 0 || progress_.step == config_.train.steps) {
+      spdlog::info("step {}/{} loss {:.4f} ppl {:.2f} lr {:.2e} tok/s {:.0f} round {} eta {}", progress_.step,
+                   config_.train.steps, loss, std::exp(loss), lr_, tps, progress_.rounds, duration(eta));
     }
   }
 
   void evaluate_if_due() {
-    if (c_.train.eval_every > 0 && p_.step % c_.train.eval_every == 0 && p_.step < c_.train.steps) {
+    if (config_.train.eval_every > 0 && progress_.step % config_.train.eval_every == 0 &&
+        progress_.step < config_.train.steps) {
       const double eval = evaluate();
       const double floor = floor_perplexity(*dataset_);
-      spdlog::info("eval step {} loss {:.4f} ppl {:.3f}{} of the global parameters", p_.step, eval, std::exp(eval),
-                   floor > 0 ? fmt::format(" (floor {:.3f})", floor) : "");
+      spdlog::info("eval step {} loss {:.4f} ppl {:.3f}{} of the global parameters", progress_.step, eval,
+                   std::exp(eval), floor > 0 ? fmt::format(" (floor {:.3f})", floor) : "");
     }
   }
 
@@ -580,12 +464,12 @@ class Run {
     end.inner_step_phases_median = phases_.medians(kWarmupSteps);
     if (heartbeat_) recovery_.store_requests.heartbeat = heartbeat_->requests();
     if (live_recovery_) recovery_.store_requests.group = live_recovery_->store_requests();
-    const SummarySources run{c_,      env_.rendezvous, device_, ddp_, plan_,    *dataset_, *collectives_,
-                             *model_, *inner_,         *outer_, p_,   recovery_};
+    const SummarySources run{config_,       env_.rendezvous, device_, ddp_,    plan_,     *dataset_,
+                             *collectives_, *model_,         *inner_, *outer_, progress_, recovery_};
     return summarise(run, end, env_.final_params);
   }
 
-  const Config& c_;
+  const Config& config_;
   RunEnv env_;
   bool ddp_;
   bool live_;      // network.recovery=live with more than one rank
@@ -593,7 +477,7 @@ class Run {
   torch::Device device_;
   SlicePlan plan_;
   StreamingSchedule schedule_;
-  RunProgress p_;
+  RunProgress progress_;
   RecoverySummary recovery_;
   PendingFault fault_;  // noted by the heartbeat's thread too: outlives it
   // The parts, in the order the constructor builds them.
@@ -610,11 +494,8 @@ class Run {
   std::optional<FaultHooks> faults_;           // PPU_TEST_FAULT: tests place faults at steps
   std::optional<RunCheckpoints> checkpoints_;  // a checkpoint directory is set
   std::optional<LiveRecovery> live_recovery_;  // network.recovery=live
-  struct Pending {
-    int64_t apply_at;
-    OuterOptimizer::InFlight sync;
-  };
-  std::deque<Pending> in_flight_;
+  std::optional<ThetaGuard> theta_guard_;      // before every outer sync
+  std::optional<OuterSyncs> syncs_;            // the outer syncs, in flight or not
   double lr_ = 0;
   double eval_seconds_ = 0;        // all evaluations of this process: not training time
   int64_t eval_batches_done_ = 0;  // eval batches this rank computed (its share of each evaluation)

@@ -52,6 +52,12 @@ RendezvousInfo rendezvous_from_env() {
   return info;
 }
 
+int nccl_group_device(const torch::Device& device, int world_size, bool live_recovery) {
+  if (!device.is_cuda() || world_size == 1 || live_recovery) return -1;
+  const int local_world = env_int("LOCAL_WORLD_SIZE", world_size);
+  return local_world <= static_cast<int>(torch::cuda::device_count()) ? device.index() : -1;
+}
+
 Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds timeout, int nccl_device)
     : info_(info), timeout_(timeout) {
   members_ = {info.rank};

@@ -56,6 +56,12 @@ struct RendezvousInfo {
 // PPU_EXTERNAL_STORE.
 RendezvousInfo rendezvous_from_env();
 
+// The CUDA device of this rank's NCCL group (Collectives' `nccl_device`), or -1 for none. NCCL
+// needs one GPU per rank: only when this node's ranks (LOCAL_WORLD_SIZE, as torchrun sets it;
+// else all `world_size` ranks) fit on its GPUs; otherwise deltas and gradients go through Gloo
+// via the host. Live recovery re-forms Gloo groups only: its ranks stay on Gloo.
+int nccl_group_device(const torch::Device& device, int world_size, bool live_recovery);
+
 class Collectives {
  public:
   // `nccl_device` >= 0: also form an NCCL group on that CUDA device (builds with PPU_WITH_NCCL

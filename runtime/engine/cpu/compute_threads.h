@@ -39,6 +39,9 @@ void configure_compute_threads(int threads);
 // OpenMP's) run `steps` nice levels lower. It only lowers (no privilege needed); a failure is
 // logged and changes nothing else. Returns the nice value now in force.
 int yield_cpu_to_control_plane(int steps);
+// The steps the training thread yields to the heartbeat's threads: about 9x less CPU weight than
+// theirs when the two contend; nothing when the CPU is free.
+constexpr int kComputeNice = 10;
 BlasInfo loaded_blas();
 // ATen's CPU kernel level in this process, as at::show_config() reports it: "default", "avx2" or
 // "avx512" (the best the CPU and the build have, or lower where ATEN_CPU_CAPABILITY says so).

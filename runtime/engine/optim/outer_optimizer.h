@@ -83,7 +83,7 @@ class OuterOptimizer {
 
   // A digest of fragment `fragment`'s θ and momentum (FNV-1a 64 over their fp32 bytes): the
   // same on every rank unless one has drifted (a flipped bit, a bug). The trainer agrees on it
-  // before every sync (trainer.cpp, check_theta).
+  // before every sync (engine/train/theta_guard.h).
   uint64_t fragment_digest(int fragment) const;
   // Fragment `fragment`'s θ and momentum of group rank `root` on every rank (a collective).
   // θ_k, this rank's local progress, is left as it is: its next delta is taken from the

@@ -15,7 +15,7 @@ namespace ppu {
 
 RunCheckpoints::RunCheckpoints(const Config& c, const std::string& dir, Collectives& collectives, const SlicePlan& plan,
                                const StreamingSchedule& schedule, Transformer& model, RunParts run)
-    : c_(c),
+    : config_(c),
       collectives_(collectives),
       plan_(plan),
       schedule_(schedule),
@@ -30,7 +30,7 @@ void RunCheckpoints::save() {
   // I/O, not a hung thread, for checkpoint.write_timeout_s: a write that outlasts it (a hung NFS
   // or FUSE mount) stops this rank's heartbeat like a hung thread, the others fence it and
   // write the round without it, and its supervisor replaces it.
-  const ProgressClock::Bounded writing(collectives_.progress(), c_.checkpoint.write_timeout_s);
+  const ProgressClock::Bounded writing(collectives_.progress(), config_.checkpoint.write_timeout_s);
   if (before_write_) before_write_();
   std::vector<CheckpointStore::StandIn> stand_ins;
   std::vector<int> missing = missing_ranks(collectives_), mine;
@@ -51,7 +51,7 @@ void RunCheckpoints::save() {
         a.write(checkpoint_key::kFeedback, feedback);
         save_progress(a);
       },
-      stand_ins, [&](torch::serialize::OutputArchive& a) { run_.outer.save(a); }, to_yaml(c_));
+      stand_ins, [&](torch::serialize::OutputArchive& a) { run_.outer.save(a); }, to_yaml(config_));
   if (!written) {  // a full disk, a read-only mount: training goes on, the older checkpoints stay
     ++run_.recovery.checkpoints_failed;
     run_.metrics.add_checkpoint_failure();
@@ -78,7 +78,7 @@ void RunCheckpoints::save() {
 // error-feedback residuals (live recovery runs without them); this member's counters.
 void RunCheckpoints::write_stand_in_part(torch::serialize::OutputArchive& a, int missing) {
   write_model_as_theta(a, model_.layout(), run_.outer.global(),
-                       SlicePlan::from_config(c_, collectives_.job_size(), missing), model_.dtype());
+                       SlicePlan::from_config(config_, collectives_.job_size(), missing), model_.dtype());
   torch::serialize::OutputArchive inner;
   if (same_slice(missing, collectives_.job_rank(), plan_.slices())) run_.inner.save(inner);
   else run_.inner.save_fresh(inner);
@@ -93,7 +93,7 @@ void RunCheckpoints::write_stand_in_part(torch::serialize::OutputArchive& a, int
 }
 
 void RunCheckpoints::resume() {
-  auto ckpt = store_.load_latest(c_.checkpoint.start_over_if_unusable);
+  auto ckpt = store_.load_latest(config_.checkpoint.start_over_if_unusable);
   if (!ckpt) {
     note_stop(0);  // a job that had got somewhere and left no checkpoint starts again from round 0
     return;

@@ -75,7 +75,7 @@ class RunCheckpoints {
   std::vector<std::pair<std::string, double*>> totals();
   uint64_t outer_digest() const;
 
-  const Config& c_;
+  const Config& config_;
   Collectives& collectives_;
   const SlicePlan& plan_;
   const StreamingSchedule& schedule_;

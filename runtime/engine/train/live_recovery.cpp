@@ -80,7 +80,7 @@ std::vector<int> missing_ranks(const Collectives& collectives) {
 
 LiveRecovery::LiveRecovery(const Config& c, int rank, Collectives& collectives, Heartbeat& heartbeat,
                            const SlicePlan& plan, RunParts run, PendingFault& fault, const CheckpointStore* store)
-    : c_(c),
+    : config_(c),
       rank_(rank),
       collectives_(collectives),
       heartbeat_(heartbeat),
@@ -103,7 +103,7 @@ LiveRecovery::LiveRecovery(const Config& c, int rank, Collectives& collectives, 
 }
 
 SyncResult LiveRecovery::sync(int fragment, bool plain_average) {
-  auto sync = live([&] {
+  auto sync = until_one_generation_completes([&] {
     auto s = run_.outer.begin(fragment, false);
     s.plain_average = plain_average;
     run_.outer.complete(s);
@@ -157,11 +157,11 @@ void LiveRecovery::recover(std::string why) {
                    ranks_text(lost), run_.progress.rounds + 1, run_.progress.step, group_.generation(),
                    ranks_text(collectives_.members()), seconds);
     const auto live = static_cast<double>(collectives_.world_size());
-    if (live < c_.network.min_live_fraction * collectives_.job_size())
+    if (live < config_.network.min_live_fraction * collectives_.job_size())
       throw LiveRecoveryGaveUp(
           "live recovery gives up: " + std::to_string(collectives_.world_size()) + " of " +
           std::to_string(collectives_.job_size()) + " ranks live, below network.min_live_fraction = " +
-          fmt::format("{}", c_.network.min_live_fraction) + ": gang restart from the last checkpoint");
+          fmt::format("{}", config_.network.min_live_fraction) + ": gang restart from the last checkpoint");
     // A generation that also took replacements in (a concurrent admission decided it)
     // sends them the state first, as round_end's admission does.
     if (group_.newcomers().empty()) return;
@@ -179,8 +179,8 @@ std::chrono::milliseconds LiveRecovery::reform_patience() const {
   const double window = collectives_.progress().window();
   const double forming = 2 * std::chrono::duration<double>(collectives_.connect_timeout()).count();
   const double seconds =
-      std::isfinite(window) ? std::max(window, forming) + 2 * c_.network.heartbeat_s : c_.network.timeout_s;
-  return std::chrono::milliseconds(static_cast<int64_t>(1000 * std::min(seconds, c_.network.timeout_s)));
+      std::isfinite(window) ? std::max(window, forming) + 2 * config_.network.heartbeat_s : config_.network.timeout_s;
+  return std::chrono::milliseconds(static_cast<int64_t>(1000 * std::min(seconds, config_.network.timeout_s)));
 }
 
 // The members' side of taking replacements in: the state to the newcomers, then the commit
@@ -200,7 +200,7 @@ bool LiveRecovery::take_in_newcomers() {
 // The owner counts of the new group's members (every rank: the configured ones).
 void LiveRecovery::after_reform() {
   std::vector<SlicePlan> plans;
-  for (int r : collectives_.members()) plans.push_back(SlicePlan::from_config(c_, collectives_.job_size(), r));
+  for (int r : collectives_.members()) plans.push_back(SlicePlan::from_config(config_, collectives_.job_size(), r));
   run_.outer.set_owners(std::move(plans), collectives_.job_size());
   run_.metrics.set_live(collectives_.world_size(), run_.outer.min_coverage());
 }
@@ -233,7 +233,7 @@ void LiveRecovery::share_state(bool newcomer) {
 // come from the source (a newcomer's LiveGroup does not know the others), so every member and
 // newcomer runs the same broadcasts.
 void LiveRecovery::share_inner_state(int root) {
-  if (c_.network.replacement_inner_state != ReplacementState::Coowner) return;
+  if (config_.network.replacement_inner_state != ReplacementState::Coowner) return;
   auto flags = torch::zeros({collectives_.job_size()}, torch::kInt64);
   for (int r : group_.newcomers()) flags[r] = 1;
   collectives_.broadcast(flags, root);
@@ -317,15 +317,15 @@ void LiveRecovery::round_end() {
   }
   interruptions_.round_end(run_.recovery, missing_ranks(collectives_));
   if (run_.outer.min_coverage() == 0) {
-    if (++run_.progress.uncovered_rounds > c_.network.max_uncovered_rounds)
+    if (++run_.progress.uncovered_rounds > config_.network.max_uncovered_rounds)
       give_up("an element has had no live owner for " + std::to_string(run_.progress.uncovered_rounds) +
-              " rounds (network.max_uncovered_rounds = " + std::to_string(c_.network.max_uncovered_rounds) +
+              " rounds (network.max_uncovered_rounds = " + std::to_string(config_.network.max_uncovered_rounds) +
               "): gang restart from the last checkpoint");
   } else {
     run_.progress.uncovered_rounds = 0;
   }
-  if (run_.progress.step == c_.train.steps) return;
-  const auto joiners = live([&] { return group_.pending_joiners(); });
+  if (run_.progress.step == config_.train.steps) return;
+  const auto joiners = until_one_generation_completes([&] { return group_.pending_joiners(); });
   if (joiners.empty()) return;
   const auto start = Clock::now();
   // A replacement beats only once taken in, and its predecessor may have beaten until moments
@@ -364,12 +364,13 @@ void LiveRecovery::bound_degraded(double degraded_s) {
     degraded_since_.reset();
     return;
   }
-  if (run_.progress.degraded_rounds <= c_.network.max_degraded_rounds || run_.progress.step == c_.train.steps) return;
-  if (degraded_s < c_.network.max_degraded_s) return;
+  if (run_.progress.degraded_rounds <= config_.network.max_degraded_rounds || run_.progress.step == config_.train.steps)
+    return;
+  if (degraded_s < config_.network.max_degraded_s) return;
   give_up("the job has run with rank(s) [" + ranks_text(missing_ranks(collectives_)) + "] missing for " +
           std::to_string(run_.progress.degraded_rounds) +
-          " consecutive rounds (network.max_degraded_rounds = " + std::to_string(c_.network.max_degraded_rounds) +
-          ") and " + fmt::format("{:.1f} s (network.max_degraded_s = {})", degraded_s, c_.network.max_degraded_s) +
+          " consecutive rounds (network.max_degraded_rounds = " + std::to_string(config_.network.max_degraded_rounds) +
+          ") and " + fmt::format("{:.1f} s (network.max_degraded_s = {})", degraded_s, config_.network.max_degraded_s) +
           ": gang restart from the checkpoint of round " + std::to_string(run_.progress.last_checkpoint_round));
 }
 

@@ -1,9 +1,9 @@
 // LiveRecovery: a run's network.recovery=live path (docs/RECOVERY.md): the survivors of a lost
 // rank go on training and take its replacement back at a round boundary. Contracts:
-//  - live(work) runs `work` (collectives of the group) until it completes on every member of
-//    one generation; attempt(work) runs it once and agrees with every member whether it did
-//    (LiveGroup::commit). A failed attempt's result is dropped and the survivors re-form, so
-//    the members of a generation leave every collective together.
+//  - until_one_generation_completes(work) runs `work` (collectives of the group) until it
+//    completes on every member of one generation; attempt(work) runs it once and agrees with
+//    every member whether it did (LiveGroup::commit). A failed attempt's result is dropped and
+//    the survivors re-form, so the members of a generation leave every collective together.
 //  - A re-formed group updates the owner counts (OuterOptimizer::set_owners) and gives its
 //    newcomers θ, the momentum, the run's position and (network.replacement_inner_state)
 //    a co-owner's inner state; a replacement process takes them in rejoin().
@@ -92,7 +92,7 @@ class LiveRecovery {
 
   // Runs `work` until it completes on every member of one generation.
   template <class F>
-  auto live(F&& work) -> decltype(work()) {
+  auto until_one_generation_completes(F&& work) -> decltype(work()) {
     for (;;)
       if (auto result = attempt(work)) return std::move(*result);
   }
@@ -170,7 +170,7 @@ class LiveRecovery {
   void tally_fault(const std::string& kind, double seconds);
   void count_store_outages();
 
-  const Config& c_;
+  const Config& config_;
   const int rank_;
   Collectives& collectives_;
   Heartbeat& heartbeat_;
@@ -183,5 +183,14 @@ class LiveRecovery {
   bool store_fault_ = false;                         // a store outage was counted since the last recovery
   LiveInterruptions interruptions_;                  // summary recovery.interruptions: this run's losses
 };
+
+// The trainer's collectives, with or without live recovery: through `live_recovery` (null under
+// network.recovery=gang, or with one rank) until one generation completes `work`; without it
+// `work` runs once, and a lost peer is the gang's restart (PeerError).
+template <class F>
+auto until_one_generation_completes(LiveRecovery* live_recovery, F&& work) -> decltype(work()) {
+  if (live_recovery) return live_recovery->until_one_generation_completes(work);
+  return work();
+}
 
 }  // namespace ppu

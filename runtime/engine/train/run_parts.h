@@ -1,6 +1,7 @@
-// RunParts: the parts of one rank's run that both of the trainer's stateful rooms work on
-// (checkpoints.h saves and restores them, live_recovery.h shares them with replacements), by
-// reference. The Run owns every part and outlives both rooms.
+// RunParts: the parts of one rank's run that the trainer's rooms work on (checkpoints.h saves
+// and restores them, live_recovery.h shares them with replacements, outer_syncs.h and
+// theta_guard.h count into the progress, the recovery block and the metrics), by reference. The
+// Run owns every part and outlives every room.
 #pragma once
 
 #include "core/run_summary.h"
