@@ -4,10 +4,11 @@
 # Configures and builds an instrumented sub-build in BUILD_DIR (default build/sanitize-LANE) and
 # runs its unit tests there:
 #   asan: ASan + UBSan (-fno-sanitize-recover=all, leak checking on): the core, data and
-#         operator unit tests, the ppu-plan / ppu-data CLI checks and ppu-schema's and ppu-crd's
-#         drift checks (none needs LibTorch)
+#         operator unit tests, the ppu-plan / ppu-data CLI checks and ppu-schema's, ppu-crd's and
+#         ppu-contract's drift checks (none needs LibTorch)
 #   tsan: ThreadSanitizer: the operator's unit tests (work queue, informers, leader elector,
-#         controller loop against FakeKube) and ppu-crd's drift check (operator.crd_file)
+#         controller loop against FakeKube) and ppu-crd's and ppu-contract's drift checks
+#         (operator.crd_file, operator.contract_file)
 # Every report aborts its process (halt_on_error); ASan/LSan/TSan reports are also written to
 # BUILD_DIR/reports/ and every test's output is kept in BUILD_DIR/ctest-output.log: a report in
 # either fails the lane, so one cannot hide behind a test that expects a non-zero exit. Before the tests, a canary with one deliberate bug per sanitizer must be reported.
@@ -33,11 +34,11 @@ fail() {
 
 t0=$SECONDS
 if [[ $lane == asan ]]; then
-  targets=(ppu_sanitizer_canary core_tests ppu-plan ppu-schema ppu-crd ppu_data_tests ppu-data operator_unit_tests)
+  targets=(ppu_sanitizer_canary core_tests ppu-plan ppu-schema ppu-crd ppu-contract ppu_data_tests ppu-data operator_unit_tests)
   data=ON
   select=(-L unit)
 else
-  targets=(ppu_sanitizer_canary operator_unit_tests ppu-crd)
+  targets=(ppu_sanitizer_canary operator_unit_tests ppu-crd ppu-contract)
   data=OFF
   select=(-L unit -R '^operator\.')
 fi
