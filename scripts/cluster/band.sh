@@ -79,7 +79,7 @@ band_wait() {
   for p in "${BAND_PIDS[@]}"; do wait "$p" || rc=1; done
   BAND_PIDS=()
   BAND_NAMES=()
-  ((rc == 0)) || echo "band: a fault-free seed failed: $(tail -3 "$BAND_DIR"/seed-*.log)" >&2
+  ((rc == 0)) || echo "band: a fault-free seed failed; the last lines of each seed's log: $(tail -n 5 "$BAND_DIR"/seed-*.log)" >&2
   return $rc
 }
 
