@@ -52,9 +52,8 @@ def summary_keys():
         for name, shape in fields.items():
             if "_" in name or shape.get("type") == "object":
                 out.add(name)
-            for sub in ("fields",):
-                if sub in shape:
-                    walk(shape[sub])
+            if "fields" in shape:
+                walk(shape["fields"])
             for inner in ("items", "values"):
                 if inner in shape and "fields" in shape[inner]:
                     walk(shape[inner]["fields"])
@@ -77,7 +76,7 @@ def file_patterns():
 
     numbered = []
     for fmt in (files["rank_summary_format"], ckpt["rank_part_format"], ckpt["round_dir_format"]):
-        # the name with its number spelled as a placeholder ({...}, %d, %05d), or as digits
+        # the name with its number as an f-string field ({rank}), a %-format (%d, %05d) or digits
         numbered.append(re.compile(r"(?<![\w-])" + prefix_of(fmt) + r"(?:\{[^}]*\}|%[0-9]*[di]|\d+)" + suffix_of(fmt)))
     # the bare prefix of a round directory, e.g. "round-" + ...
     numbered.append(re.compile(r"^" + re.escape(ckpt["round_prefix"]) + r"$"))
@@ -124,7 +123,7 @@ def docstrings(tree):
 
 
 def text_of(node):
-    """A string literal's text; an f-string's with each placeholder as {}."""
+    """A string literal's text; an f-string's with every replacement field written as "{}"."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
