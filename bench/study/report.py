@@ -47,7 +47,6 @@ import re
 import struct
 import subprocess
 import sys
-import types
 from array import array
 from collections import Counter
 
@@ -56,18 +55,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"
 from ppu import files, summary  # the repository's python/, above
 from ppu.record import ContractError
 
-
-def field_names(shape):
-    """The fields of a shape of the contract (python/ppu/contract.json) by attribute: NAMES.x is
-    "x", and a name the contract does not have is an AttributeError."""
-    return types.SimpleNamespace(**{name: name for name in shape["fields"]})
-
-
 # The rank summary's fields, and those of the two objects this report keeps under their own names
 # (each run's state_bytes and kernel_path in summary.json are the summaries', field for field).
-SUMMARY_FIELD = field_names(summary.SHAPE)
-STATE = field_names(summary.FIELDS[SUMMARY_FIELD.state_bytes])
-KERNEL = field_names(summary.FIELDS[SUMMARY_FIELD.kernel_path])
+SUMMARY_FIELD = summary.field_names(summary.SHAPE)
+STATE = summary.field_names(summary.FIELDS[SUMMARY_FIELD.state_bytes])
+KERNEL = summary.field_names(summary.FIELDS[SUMMARY_FIELD.kernel_path])
 REFERENCE = "streaming-diloco"  # the paired rows are compared with this row, seed by seed
 EVAL = re.compile(r"^\[rank 0\].* eval step (\d+) loss ([0-9.]+)")
 # The state_bytes components in the order memory.png stacks them (total: their sum).

@@ -14,6 +14,8 @@ summary; snake_case to camelCase for a PPUJob's status); with `all_optional` (a 
 every field may be unset) an absent field reads None.
 """
 
+import json
+
 
 class ContractError(ValueError):
     """A document that does not have the shape the contract gives it."""
@@ -68,8 +70,8 @@ class Record:
     def __eq__(self, other):
         return isinstance(other, Record) and self._data == other._data
 
-    def __hash__(self):
-        return id(self)
+    def __hash__(self):  # equal Records (by content, as __eq__ says) hash alike
+        return hash(json.dumps(self._data, sort_keys=True))
 
     def __repr__(self):
         return f"Record({self._where})"

@@ -9,16 +9,25 @@ the contract's field list (runtime/core/run_summary.h) and read by attribute:
                                  ranks whose file is there
   of(data, where)                a Summary of a JSON object already read
   FIELDS                         the contract's summary fields (name -> shape)
+  field_names(shape)             a shape's field names by attribute: field_names(SHAPE).eval_loss
+                                 is "eval_loss", and a name the contract lacks is an AttributeError
 """
 
 import json
 import os
+import types
 
 from . import CONTRACT, files
 from .record import ContractError, Record, check
 
 SHAPE = CONTRACT["summary"]
 FIELDS = SHAPE["fields"]
+
+
+def field_names(shape):
+    """The fields of a shape of the contract by attribute (see the module docstring): for code that
+    writes a summary's keys (a report's own JSON) rather than reading them."""
+    return types.SimpleNamespace(**{name: name for name in shape["fields"]})
 
 
 class Summary(Record):

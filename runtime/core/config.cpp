@@ -415,6 +415,13 @@ void validate_config(const Config& c, int world_size) {
   require(!(out.grouping == Grouping::Slices && c.method == Method::Ppu && c.slicing.mode == SliceMode::Horizontal),
           "config key 'outer.grouping' is 'slices' but slicing.mode=horizontal has no MLP slices to group by");
 
+  if (out.sync_mode == SyncMode::Quorum) {
+    require(c.method != Method::Ddp, "config key 'outer.sync_mode' is 'quorum' but method=ddp has no outer syncs");
+    require(out.quorum_grace_max_s >= out.quorum_grace_min_s,
+            "config key 'outer.quorum_grace_max_s' (" + str(out.quorum_grace_max_s) +
+                ") must be at least outer.quorum_grace_min_s (" + str(out.quorum_grace_min_s) + ")");
+  }
+
   // Live recovery re-runs an interrupted outer sync with the survivors' deltas: the deltas must
   // still be this rank's untouched local progress (no overlap, no error-feedback residuals
   // already spent), and DDP's per-step gradient all-reduce has no round to finish degraded.

@@ -116,7 +116,11 @@ struct KeyMeta {
   KEY(outer, delta_dtype,         WireDtype,          WireDtype::Fp32,              kAny,            "precision of the deltas on the wire; sums are fp32") \
   KEY(outer, error_feedback,      bool,               false,                        kAny,            "bf16/int8 deltas: carry each sync's encoding error into the next one") \
   KEY(outer, final_sync,          FinalSync,          FinalSync::Average,           kAny,            "after the last step, fragments not due there: one plain count-normalised average of their trailing deltas, or none") \
-  KEY(outer, host_state_dir,      std::string,        "",                           kAny,            "where the fp32 global parameters and outer momentum live: empty = memory, a directory = file-backed mappings in it")
+  KEY(outer, host_state_dir,      std::string,        "",                           kAny,            "where the fp32 global parameters and outer momentum live: empty = memory, a directory = file-backed mappings in it") \
+  KEY(outer, sync_mode,           SyncMode,           SyncMode::All,                kAny,            "when a sync point closes: all (every rank's delta, waiting for the last) or quorum (once quorum_fraction of the ranks, with an owner of every slice, arrived and the grace window passed; a rank still training skips to the sync point, its delta weighted by the steps it trained; docs/QUORUM_SYNC.md)") \
+  KEY(outer, quorum_fraction,     double,             0.75,                         closed(0, 1),    "sync_mode quorum: the fraction of the group's ranks (rounded up, at least one) that must arrive before the grace window starts") \
+  KEY(outer, quorum_grace_min_s,  double,             0.1,                          at_least(0),     "sync_mode quorum: the grace window's floor in seconds (the window is 2 x the median spread of the quorum's arrivals over the last 8 sync points)") \
+  KEY(outer, quorum_grace_max_s,  double,             5.0,                          at_least(0),     "sync_mode quorum: the grace window's ceiling in seconds, and the window before a spread was measured")
 
 #define PPU_DATA_KEYS(KEY) \
   KEY(data, source,                 DataSource,   DataSource::Synthetic, kAny,        "synthetic (the built-in corpus) or shards (a ppu-data directory at data.path)") \

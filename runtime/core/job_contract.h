@@ -140,7 +140,12 @@ inline constexpr const char* kTerminationLog = "/dev/termination-log";
   M(kRoundsLost,                 "ppu_rounds_lost")                         \
   M(kStops,                      "ppu_stops")                               \
   M(kLastStopRound,              "ppu_last_stop_round")                     \
-  M(kLastStopResumedRound,       "ppu_last_stop_resumed_round")
+  M(kLastStopResumedRound,       "ppu_last_stop_resumed_round")             \
+  M(kSyncPoints,                 "ppu_sync_points_total")                   \
+  M(kSyncPointWaitSeconds,       "ppu_sync_point_wait_seconds_total")       \
+  M(kInnerStepsSkipped,          "ppu_inner_steps_skipped_total")           \
+  M(kShortContributions,         "ppu_short_contributions_total")           \
+  M(kQuorumGraceSeconds,         "ppu_quorum_grace_seconds")
 // clang-format on
 namespace metric {
 #define PPU_DECLARE_RANK_METRIC(constant, name) inline constexpr const char* constant = name;

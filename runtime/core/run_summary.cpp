@@ -19,6 +19,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecoverySummary, policy, live_ranks, min_slic
                                    rejoins, recovery_seconds, rejoined_at_step, theta_mismatches, checkpoints_failed,
                                    degraded, faults, fallback, resumed_after_notice, store_requests, interruptions,
                                    rounds_lost, stops)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ContributionSummary, rank, tokens, share)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OuterSyncSummary, mode, sync_points, closed_by_grace, steps_skipped,
+                                   short_contributions, uncovered, wait_seconds, max_wait_seconds, grace_seconds, ranks)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelPathSummary, cpu_model, openblas_core, aten_capability, onednn)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BlasSummary, library, variant, threads, intra_op_threads, libtorch, torch_blas, core,
                                    core_detected, core_source, core_env, cpu_vectors, cpu_avx512)

@@ -97,6 +97,27 @@ struct RecoverySummary {
   int64_t stops = 0;                        // stops of the whole job so far
 };
 
+// One job rank's part in the outer steps as quorum sync weighed them (outer.sync_mode quorum).
+struct ContributionSummary {
+  int rank = 0;
+  double tokens = 0;  // tokens it had trained at the last sync point this rank saw it at
+  double share = 0;   // its weights over the weights of its slice's owners, summed over outer steps
+};
+
+// How this rank met the others at its sync points (outer.sync_mode; docs/QUORUM_SYNC.md).
+struct OuterSyncSummary {
+  std::string mode = "all";                // outer.sync_mode
+  int64_t sync_points = 0;                 // sync points this rank passed (quorum)
+  int64_t closed_by_grace = 0;             // of which closed before every member arrived
+  int64_t steps_skipped = 0;               // inner steps this rank skipped to reach a closed sync point
+  int64_t short_contributions = 0;         // outer steps its delta entered with a weight below 1
+  int64_t uncovered = 0;                   // fragment outer steps with a slice whose owners all weighed 0
+  double wait_seconds = 0;                 // seconds it waited at sync points for the close
+  double max_wait_seconds = 0;             // the longest such wait
+  double grace_seconds = 0;                // the grace window at the end
+  std::vector<ContributionSummary> ranks;  // every job rank seen, ascending
+};
+
 struct BlasSummary {
   std::string library, variant;
   int threads = 0, intra_op_threads = 0;
@@ -157,6 +178,7 @@ struct KernelPathSummary {
   FIELD(device,                     std::optional<std::string>,       "CUDA runs only: the device, e.g. cuda:0") \
   FIELD(cuda_memory_bytes,          std::optional<CudaMemorySummary>, "CUDA runs only: {allocated, reserved, peak} bytes at the end; peak since the process started") \
   FIELD(recovery,                   RecoverySummary,                  "live recovery: {policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries, rejoins, recovery_seconds, rejoined_at_step, theta_mismatches, checkpoints_failed, degraded, faults, fallback, resumed_after_notice, store_requests, interruptions, rounds_lost, stops}; interruptions (any policy with a checkpoint.dir; live losses under live): [{round, kind, ranks, resumed_round, rounds_lost, rounds_degraded}], what each notice or loss cost in outer rounds: the job's last 32 stops of the whole job (kind notice, fallback or restart, from the checkpoint directory: rounds_lost = the round the job had reached - the round the next run resumed from) and this rank's live losses and let-go ranks (kind as in faults, rounds_lost 0, rounds_degraded = rounds finished while any of its ranks was missing); rounds_lost and stops: the job's rounds lost over its stops of the whole job so far, and how many there were; store_requests (any policy with a heartbeat): {heartbeat, group}, the rendezvous store requests this rank's heartbeat (beats and account) and live group (agreements, re-formations, join requests, abort probes) made; degraded: [{first_round, last_round, missing}], the rounds this rank finished with job ranks missing, span by span; faults: {kind: {count, recover_seconds}}, one per rank lost (a rank lost while the group re-formed after another included) or store outage, by what happened: killed (its process was gone: crashed, killed, exited), stopped (its process was there but silent: SIGSTOP, a paused VM), hung (it said its training thread made no progress), unreachable (its host or the path to it did not answer: a cut, a lost node; also a collective that failed and lost nobody), lost (nothing to probe: the store restarted while it was silent), preempted (members left on a notice, SIGTERM or SIGINT, and the others let them go), store (the rendezvous store was unreachable or restarted), recover_seconds from detection to the re-formed group; checkpoints_failed (any policy): checkpoint rounds that could not be written (a full disk), training going on; theta_mismatches (any policy): ranks found holding another global θ than the others before a sync, each resynchronised; resumed_after_notice (any policy): the round of the checkpoint the job saved when it last stopped on a notice, when this run resumed from it (no round was lost to the notice), else -1; fallback: when this run is the gang restart that live recovery fell back to (network.min_live_fraction, max_uncovered_rounds, max_degraded_rounds with max_degraded_s, every rank lost at once), the reason it gave, else empty") \
+  FIELD(outer_sync,                 OuterSyncSummary,                 "{mode, sync_points, closed_by_grace, steps_skipped, short_contributions, uncovered, wait_seconds, max_wait_seconds, grace_seconds, ranks}: how this rank met the others at its sync points (docs/QUORUM_SYNC.md); under outer.sync_mode quorum: sync points passed and how many closed before every member arrived, inner steps skipped to reach a closed one, outer steps its delta entered with a weight below 1, fragment outer steps in which every owner of a slice weighed 0 (0 unless a slice had no owner left), seconds waited for the close (total and longest), the grace window at the end, and ranks: [{rank, tokens, share}], each job rank's trained tokens and its share of its slice's updates (its weights over all its slice owners' weights); under all: mode alone") \
   FIELD(onednn,                     OneDnnSummary,                    "{enabled, bf16_matmul}: whether LibTorch used oneDNN, and for bf16 matmuls") \
   FIELD(kernel_path,                KernelPathSummary,                "{cpu_model, openblas_core, aten_capability, onednn}: the kernels that decide a CPU run's bits besides config and seed") \
   FIELD(optimizer_settings,         nlohmann::json,                   "{inner, outer}: every inner.* and outer.* key as the run resolved it (defaults filled in)") \

@@ -39,17 +39,17 @@ FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
   for (std::string item; std::getline(all, item, ',');) {
     std::stringstream parts(item);
     std::string kind, rank, step, ms;
-    const bool late = std::getline(parts, kind, ':') && kind == "late";
-    const bool known = kind == "hang" || kind == "flip" || kind == "stall-checkpoint" || late;
-    if (!known || !std::getline(parts, rank, ':') || !std::getline(parts, step, late ? ':' : '\n') ||
-        (late && !std::getline(parts, ms)))
+    const bool timed = std::getline(parts, kind, ':') && (kind == "late" || kind == "slow");  // with <ms>
+    const bool known = kind == "hang" || kind == "flip" || kind == "stall-checkpoint" || timed;
+    if (!known || !std::getline(parts, rank, ':') || !std::getline(parts, step, timed ? ':' : '\n') ||
+        (timed && !std::getline(parts, ms)))
       throw ConfigError("PPU_TEST_FAULT: '" + item +
-                        "' is not hang|flip|stall-checkpoint:<rank>:<step> or late:<rank>:<step>:<ms>");
+                        "' is not hang|flip|stall-checkpoint:<rank>:<step> or late|slow:<rank>:<step>:<ms>");
     try {
-      const Fault fault{kind, std::stoll(step), late ? std::stoll(ms) : 0};
+      const Fault fault{kind, std::stoll(step), timed ? std::stoll(ms) : 0};
       if (std::stoi(rank) == job_rank) faults_.push_back(fault);
     } catch (const std::exception&) {
-      throw ConfigError("PPU_TEST_FAULT: '" + item + "' needs integer rank, step" + (late ? " and ms" : ""));
+      throw ConfigError("PPU_TEST_FAULT: '" + item + "' needs integer rank, step" + (timed ? " and ms" : ""));
     }
   }
 }
@@ -62,7 +62,13 @@ void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_the
     stall_forever();
   }
   for (const auto& f : faults_) {
-    if (f.step != step || f.kind == "stall-checkpoint") continue;
+    if (f.kind == "slow" && step >= f.step) {
+      if (step == f.step)
+        spdlog::warn("PPU_TEST_FAULT: rank {} sleeps {} ms before each step from step {}", rank_, f.ms, step);
+      std::this_thread::sleep_for(std::chrono::milliseconds(f.ms));
+      continue;
+    }
+    if (f.step != step || f.kind == "stall-checkpoint" || f.kind == "slow") continue;
     if (f.kind == "flip") {
       spdlog::warn("PPU_TEST_FAULT: rank {} changes an element of its global θ before step {}", rank_, step);
       flip_theta();

@@ -8,6 +8,8 @@
 //   late   that rank's training thread sleeps <ms> before inner step <step>: before a round's
 //          last step, it holds the others in the outer sync's first collective for that long
 //          (a test places a second fault while they wait)
+//   slow   that rank's training thread sleeps <ms> before every inner step from <step> on (a
+//          straggler: a slower machine, a noisy neighbour; quorum sync's tests)
 //   stall-checkpoint  that rank's first checkpoint write at or after inner step <step> stalls for
 //          good (an NFS or FUSE mount that stops answering): checkpoint.write_timeout_s bounds it
 // Only a process that starts with the job takes a fault: a replacement (a later process of the
@@ -43,7 +45,7 @@ class FaultHooks {
   struct Fault {
     std::string kind;
     int64_t step;
-    int64_t ms = 0;  // late's
+    int64_t ms = 0;  // late's and slow's
   };
   std::vector<Fault> faults_;  // this rank's
   int rank_;

@@ -42,6 +42,7 @@
 #include "engine/train/live_recovery.h"
 #include "engine/train/outer_syncs.h"
 #include "engine/train/progress.h"
+#include "engine/train/quorum_sync.h"
 #include "engine/train/summary.h"
 #include "engine/train/theta_guard.h"
 
@@ -154,6 +155,8 @@ class Run {
     }
     theta_guard_.emplace(*collectives_, schedule_, parts, live_recovery());
     syncs_.emplace(c, schedule_, parts, live_recovery());
+    if (!ddp_ && c.outer.sync_mode == SyncMode::Quorum)
+      quorum_.emplace(c, schedule_, *collectives_, parts, live_recovery());
     recovery_.policy = choice_name(c.network.recovery);
     metrics_->set_live(collectives_->world_size(), 1);
     set_model_kernels(*model_, c, device_);
@@ -173,21 +176,30 @@ class Run {
     const NoticeScope notices;
     const auto start = Clock::now();
     const int64_t first = progress_.step;
+    if (quorum_) quorum_->start(first, collectives_->joining());
     double loss = 0;
     for (int64_t t = progress_.step; t < config_.train.steps; ++t) {
-      faults_->before_step(t, [this] { outer_->global().front().view({-1})[0].add_(1.0); });
-      const auto step_start = Clock::now();
-      model_->begin_step(t);
-      profiler_->before_step(t);
-      loss = inner_step(t);  // lines 7–10
-      step_seconds_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
+      // Quorum sync: a rank behind a sync point that closed skips its steps up to it.
+      const bool trains = !quorum_ || !quorum_->skips(t);
+      if (trains) {
+        faults_->before_step(t, [this] { outer_->global().front().view({-1})[0].add_(1.0); });
+        const auto step_start = Clock::now();
+        model_->begin_step(t);
+        profiler_->before_step(t);
+        loss = inner_step(t);  // lines 7–10
+        step_seconds_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
+        profiler_->after_step(t);
+      }
       made_progress();
-      profiler_->after_step(t);
+      if (quorum_) quorum_->stepped(trains);
       progress_.step = t + 1;
       if (!ddp_) {
         syncs_->finish_due();
-        for (int f : schedule_.due(progress_.step)) outer_sync(f);  // lines 11–14
-        if (progress_.step == config_.train.steps) finish_training();
+        const auto due = schedule_.due(progress_.step);
+        const bool last = progress_.step == config_.train.steps;
+        if (quorum_ && (!due.empty() || last)) quorum_->meet(progress_.step);
+        for (int f : due) outer_sync(f);  // lines 11–14
+        if (last) finish_training();
       }
       if (progress_.step % config_.outer.sync_every == 0 || progress_.step == config_.train.steps) end_of_round();
       report(loss, start, first);
@@ -241,6 +253,7 @@ class Run {
 
   // Lines 11–14 for fragment f, on a θ the group has agreed on (the θ guard).
   void outer_sync(int fragment) {
+    if (quorum_) quorum_->weigh(fragment);
     theta_guard_->check(fragment);
     syncs_->start(fragment);
   }
@@ -253,6 +266,7 @@ class Run {
     syncs_->drain();
     if (config_.outer.final_sync != FinalSync::Average) return;
     for (int f : schedule_.unsynced_at_end(config_.train.steps)) {
+      if (quorum_) quorum_->weigh(f);
       theta_guard_->check(f);
       syncs_->average(f);
     }
@@ -466,7 +480,9 @@ class Run {
     if (live_recovery_) recovery_.store_requests.group = live_recovery_->store_requests();
     const SummarySources run{config_,       env_.rendezvous, device_, ddp_,    plan_,     *dataset_,
                              *collectives_, *model_,         *inner_, *outer_, progress_, recovery_};
-    return summarise(run, end, env_.final_params);
+    RunSummary result = summarise(run, end, env_.final_params);
+    if (quorum_) result.outer_sync = quorum_->summary();
+    return result;
   }
 
   const Config& config_;
@@ -496,6 +512,7 @@ class Run {
   std::optional<LiveRecovery> live_recovery_;  // network.recovery=live
   std::optional<ThetaGuard> theta_guard_;      // before every outer sync
   std::optional<OuterSyncs> syncs_;            // the outer syncs, in flight or not
+  std::optional<QuorumSync> quorum_;           // outer.sync_mode=quorum
   double lr_ = 0;
   double eval_seconds_ = 0;        // all evaluations of this process: not training time
   int64_t eval_batches_done_ = 0;  // eval batches this rank computed (its share of each evaluation)

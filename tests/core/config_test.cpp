@@ -63,6 +63,19 @@ TEST(Config, WrongTypeNamesKeyAndValue) {
   EXPECT_NE(e.find("fast"), std::string::npos) << e;
 }
 
+TEST(Config, QuorumSyncNamesWhatItCannotWorkWith) {
+  const auto ddp = error_of("", {"method=ddp", "outer.sync_mode=quorum"});
+  EXPECT_NE(ddp.find("'outer.sync_mode' is 'quorum' but method=ddp"), std::string::npos) << ddp;
+  const auto grace =
+      error_of("", {"outer.sync_mode=quorum", "outer.quorum_grace_min_s=2", "outer.quorum_grace_max_s=1"});
+  EXPECT_NE(grace.find("'outer.quorum_grace_max_s' (1) must be at least outer.quorum_grace_min_s (2)"),
+            std::string::npos)
+      << grace;
+  const auto fraction = error_of("", {"outer.quorum_fraction=1.5"});
+  EXPECT_NE(fraction.find("'outer.quorum_fraction'"), std::string::npos) << fraction;
+  EXPECT_EQ(error_of("", {"outer.sync_mode=quorum"}), "");
+}
+
 TEST(Config, BadEnumListsChoices) {
   const auto e = error_of("slicing: {mode: rows}\n");
   EXPECT_NE(e.find("'slicing.mode'"), std::string::npos) << e;

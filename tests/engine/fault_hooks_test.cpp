@@ -1,6 +1,7 @@
 // FaultHooks (engine/fault_hooks.h), the test-only faults: what PPU_TEST_FAULT and
 // PPU_TEST_STEP_PAUSE_MS accept, what they refuse (a ConfigError naming the variable), that a
-// pause holds each step, and that a late rank sleeps at its step only.
+// pause holds each step, that a late rank sleeps at its step only and a slow one at every step
+// from its step on.
 #include "engine/fault_hooks.h"
 
 #include <gtest/gtest.h>
@@ -37,6 +38,7 @@ TEST(FaultHooks, RefusesMalformedSpecsNamingTheVariable) {
   expect_refused("PPU_TEST_FAULT", "hang:one:5");
   expect_refused("PPU_TEST_FAULT", "late:1:5");
   expect_refused("PPU_TEST_FAULT", "late:1:5:soon");
+  expect_refused("PPU_TEST_FAULT", "slow:1:5");
   expect_refused("PPU_TEST_STEP_PAUSE_MS", "soon");
   expect_refused("PPU_TEST_STEP_PAUSE_MS", "5ms");
   expect_refused("PPU_TEST_STEP_PAUSE_MS", "-5");
@@ -75,6 +77,20 @@ TEST(FaultHooks, ALateRankSleepsBeforeItsStepOnly) {
   start = std::chrono::steady_clock::now();
   hooks.before_step(2, nothing);
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
+}
+
+TEST(FaultHooks, ASlowRankSleepsBeforeEveryStepFromItsStepOn) {
+  const ScopedEnv fault("PPU_TEST_FAULT", "slow:1:3:500,slow:0:0:100000");
+  const FaultHooks hooks(1, false), replacement(1, true);
+  const auto nothing = [] {};
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < 3; ++step) hooks.before_step(step, nothing);
+  for (int64_t step = 0; step < 6; ++step) replacement.before_step(step, nothing);
+  // Three sleeps would take 1.5 s: before its step, on a replacement and for rank 0, none.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+  start = std::chrono::steady_clock::now();
+  for (int64_t step = 3; step < 6; ++step) hooks.before_step(step, nothing);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
 }
 
 // A stalled checkpoint write is placed by step but only stalls a write: the steps go on, other

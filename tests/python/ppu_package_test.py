@@ -77,6 +77,21 @@ class SummaryTest(unittest.TestCase):
         with self.assertRaisesRegex(ContractError, "steps"):
             summary.of(doc)
 
+    def test_equal_summaries_compare_and_hash_alike(self):
+        a, b = summary.of(self.doc), summary.of(copy.deepcopy(self.doc))
+        self.assertEqual(a, b)
+        self.assertEqual(len({a, b}), 1)
+        changed = copy.deepcopy(self.doc)
+        changed["eval_loss"] += 1
+        self.assertNotEqual(a, summary.of(changed))
+
+    def test_field_names_give_a_shapes_keys_by_attribute(self):
+        names = summary.field_names(summary.SHAPE)
+        self.assertEqual(names.eval_loss, "eval_loss")
+        self.assertEqual(summary.field_names(summary.FIELDS["recovery"]).theta_mismatches, "theta_mismatches")
+        with self.assertRaises(AttributeError):
+            _ = names.eval_los
+
     def test_load_dir_reads_the_files_the_launcher_names_and_refuses_a_gap(self):
         with tempfile.TemporaryDirectory() as d:
             for r in (0, 1):

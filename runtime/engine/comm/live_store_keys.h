@@ -32,4 +32,12 @@ inline std::string of_generation(int64_t generation, const std::string& name) {
   return "live/g" + std::to_string(generation) + "/" + name;
 }
 
+// Quorum sync's keys of the sync point after inner step `step` (engine/train/quorum_gate.h):
+// "arrived" (a count), "slice/<s>" (set once an owner of slice s arrived), "closed" ("all" or
+// "grace", decided once). Not rebuilt after a store restart: a sync point open then closes as
+// under outer.sync_mode all, when the last member arrives.
+inline std::string quorum(int64_t step, const std::string& name) {
+  return "ppu/quorum/" + std::to_string(step) + "/" + name;
+}
+
 }  // namespace ppu::live_keys

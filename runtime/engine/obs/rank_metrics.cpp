@@ -59,6 +59,11 @@ struct RankMetrics::Families {
   prometheus::Gauge& stops;
   prometheus::Gauge& last_stop_round;
   prometheus::Gauge& last_stop_resumed_round;
+  prometheus::Family<prometheus::Counter>& sync_points;
+  prometheus::Counter& sync_point_wait;
+  prometheus::Counter& skipped_steps;
+  prometheus::Counter& short_contributions;
+  prometheus::Gauge& grace;
 };
 
 namespace {
@@ -138,6 +143,18 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       one(gauge(contract::metric::kLastStopRound, "The round the job had reached at its last stop; -1: none"), r),
       one(gauge(contract::metric::kLastStopResumedRound, "The round the run after the job's last stop resumed from"),
           r),
+      counter(contract::metric::kSyncPoints, "Quorum sync: sync points passed, by how they closed (all, grace)")
+          .Register(r),
+      one(counter(contract::metric::kSyncPointWaitSeconds,
+                  "Quorum sync: seconds this rank waited at sync points for them to close"),
+          r),
+      one(counter(contract::metric::kInnerStepsSkipped,
+                  "Quorum sync: inner steps this rank skipped to reach a sync point that had closed"),
+          r),
+      one(counter(contract::metric::kShortContributions,
+                  "Quorum sync: outer steps this rank's delta entered with a weight below 1"),
+          r),
+      one(gauge(contract::metric::kQuorumGraceSeconds, "Quorum sync: the grace window after a quorum arrived"), r),
   });
   set_job_stops(-1, -1, -1, -1);  // unknown until the run reads the checkpoint directory's history
   server_ = std::make_unique<httplib::Server>();
@@ -256,6 +273,21 @@ void RankMetrics::add_fault(const std::string& kind, double seconds_to_recover) 
   if (!f_) return;
   f_->faults.Add({{"kind", kind}}).Increment();
   f_->fault_recovery_seconds.Add({{"kind", kind}}).Increment(seconds_to_recover);
+}
+
+void RankMetrics::add_sync_point(const std::string& closed, double wait_seconds, double grace_seconds) {
+  if (!f_) return;
+  f_->sync_points.Add({{"closed", closed}}).Increment();
+  f_->sync_point_wait.Increment(wait_seconds);
+  f_->grace.Set(grace_seconds);
+}
+
+void RankMetrics::add_skipped_step() {
+  if (f_) f_->skipped_steps.Increment();
+}
+
+void RankMetrics::add_short_contribution() {
+  if (f_) f_->short_contributions.Increment();
 }
 
 double process_rss_bytes() {

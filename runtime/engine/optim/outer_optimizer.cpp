@@ -1,7 +1,10 @@
 #include "engine/optim/outer_optimizer.h"
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
+#include <stdexcept>
 
 #include "common/fnv1a.h"
 #include "engine/comm/delta_exchange.h"
@@ -70,6 +73,12 @@ OuterOptimizer::InFlight OuterOptimizer::begin(int fragment, bool overlapped) {
     deltas.push_back(delta.reshape({-1}));
   }
   sync.flat = torch::cat(deltas);
+  // Quorum sync: w_k Δ_k, unless every weight is 1 (then the counts normalise, as without it).
+  if (std::any_of(weights_.begin(), weights_.end(), [](double w) { return w != 1.0; })) {
+    sync.weights = weights_;
+    const double own = weights_.at(model_.plan().rank());
+    if (own != 1.0) sync.flat.mul_(own);
+  }
 
   // Line 13, first half: SUM over ranks, in the background.
   ExchangeOptions options;
@@ -108,9 +117,12 @@ SyncResult OuterOptimizer::apply(InFlight& sync) {
     const int64_t n = global.numel();
     // Line 13, second half: element-wise 1/m (m is constant within a parameter, unless ranks
     // are missing: then m counts the live owners of each element).
+    // With quorum sync's weights, W (the owners' weights summed) in place of m.
     auto delta = sync.flat.narrow(0, offset, n).view(global.sizes());
-    const auto live = live_owners(piece);
-    if (live.defined()) delta.div_(live.clamp_min(1));
+    const bool weighted = !sync.weights.empty();
+    const auto live = weighted ? weighted_owners(piece, sync.weights) : live_owners(piece);
+    if (weighted) delta.div_(live.clamp_min(std::numeric_limits<float>::min()));  // Σ w Δ is 0 where W is
+    else if (live.defined()) delta.div_(live.clamp_min(1));
     else delta.div_(slices[piece.param_index].owners);
     offset += n;
 
@@ -166,6 +178,16 @@ torch::Tensor OuterOptimizer::live_owners(const FragmentPiece& piece) const {
   for (const auto& plan : live_plans_)
     if (const auto part = trainable_part(plan.params()[piece.param_index], piece)) region_view(counts, *part).add_(1);
   return counts;
+}
+
+torch::Tensor OuterOptimizer::weighted_owners(const FragmentPiece& piece, const std::vector<double>& weights) const {
+  const auto& plans = live_plans_.empty() ? job_plans_ : live_plans_;
+  if (plans.empty()) throw std::logic_error("quorum sync's weights without the job's slice plans (set_job_plans)");
+  auto sums = torch::zeros_like(region_view(global_[piece.param_index], piece));
+  for (const auto& plan : plans)
+    if (const auto part = trainable_part(plan.params()[piece.param_index], piece))
+      region_view(sums, *part).add_(weights.at(plan.rank()));
+  return sums;
 }
 
 void OuterOptimizer::share_state(Collectives& collectives, int root, bool adopt) {

@@ -55,9 +55,10 @@ class OuterOptimizer {
   // A synchronisation whose exchange is in flight.
   struct InFlight {
     int fragment = -1;
-    torch::Tensor flat;          // the deltas, then their sum
-    bool overlapped = false;     // merge with α instead of adopting θ
-    bool plain_average = false;  // θ ← θ + Δ instead of the outer optimiser
+    torch::Tensor flat;           // the deltas, then their sum
+    bool overlapped = false;      // merge with α instead of adopting θ
+    bool plain_average = false;   // θ ← θ + Δ instead of the outer optimiser
+    std::vector<double> weights;  // quorum sync: each job rank's weight (set_weights); empty: counts
     std::function<AllreduceStats()> wait;
     SyncResult result;
   };
@@ -75,6 +76,14 @@ class OuterOptimizer {
   // counts). With fewer, an element's delta is divided by its live owners, and an element
   // without any keeps its value and its momentum.
   void set_owners(std::vector<SlicePlan> live_plans, int world_size);
+  // Quorum sync (outer.sync_mode quorum, docs/QUORUM_SYNC.md): the plans of all K job ranks,
+  // once; then before each begin(), each job rank's weight (the share of the fragment's window
+  // it trained). Line 13 becomes the weighted mean Δ = (Σ_k w_k Δ_k) ⊙ 1/W, W = Σ of the
+  // weights of each element's (live) owners: this rank scales its delta by its own weight before
+  // the exchange. With every weight 1 it is the count normalisation above, bit for bit (the
+  // same code runs); an element whose owners all weigh 0 keeps its value and momentum.
+  void set_job_plans(std::vector<SlicePlan> plans) { job_plans_ = std::move(plans); }
+  void set_weights(std::vector<double> by_job_rank) { weights_ = std::move(by_job_rank); }
   // The smallest fraction of an element's owners that are live (1 with every rank).
   double min_coverage() const { return min_coverage_; }
   // θ and the momentum of group rank `root`, on every rank of the group (a collective: the
@@ -111,8 +120,12 @@ class OuterOptimizer {
   std::vector<FeedbackState> feedback_;  // per fragment, with outer.error_feedback
   std::vector<SlicePlan> live_plans_;    // empty: every rank is live
   double min_coverage_ = 1;
+  std::vector<SlicePlan> job_plans_;  // quorum sync: every job rank's
+  std::vector<double> weights_;       // quorum sync: by job rank; empty: every weight 1
   // Live owners of each element of `piece` (fp32, the piece's shape); undefined with every rank.
   torch::Tensor live_owners(const FragmentPiece& piece) const;
+  // The weights of each element's live owners, summed (fp32, the piece's shape).
+  torch::Tensor weighted_owners(const FragmentPiece& piece, const std::vector<double>& weights) const;
 };
 
 }  // namespace ppu

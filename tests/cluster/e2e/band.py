@@ -53,6 +53,11 @@ class Bounds:
         return f"[{self.lo:.3f}, {self.hi:.3f}]"
 
 
+def assert_inside(bounds: Bounds, job: str, perplexity: str | None) -> None:
+    """A test's assertion: `job`'s final perplexity lies in the band."""
+    assert inside(bounds, perplexity), f"{job}: final perplexity '{perplexity}' outside the fault-free band {bounds}"
+
+
 def inside(bounds: Bounds, perplexity: str | None) -> bool:
     """Whether the perplexity (a decimal string) lies in [lo, hi]; a missing or non-numeric one does not."""
     try:
@@ -101,6 +106,11 @@ class Band:
         if self._runs is None:
             return False
         return self._runs.wait() == 0
+
+    def checked_bounds(self, step: str) -> Bounds:
+        """The band once its runs ended; a run that failed fails `step` (a test's assertion)."""
+        assert self.wait(), f"{step} compares with local fault-free runs, and one failed"
+        return self.bounds()
 
     def bounds(self) -> Bounds:
         """seed 0's perplexity -/+ the range of seeds 0, 1 and 2 (band_of)."""

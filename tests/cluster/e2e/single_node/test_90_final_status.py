@@ -6,18 +6,15 @@ all succeed, and state.live_perplexity (test_50_live_chaos) is inside their band
 last line.
 """
 
-from ..band import Band, inside
+from ..band import Band, assert_inside
 from ..run import Run
 from .state import State
 
 
 def test_5c_live_perplexity_in_fault_free_band(run: Run, band: Band, state: State) -> None:
     """The band's three local runs started with the session; what remains of them runs alone now."""
-    assert band.wait(), "step 5c compares with local fault-free runs, and one failed"
-    bounds = band.bounds()
-    assert inside(bounds, state.live_perplexity), (
-        f"live job: final perplexity '{state.live_perplexity}' outside the fault-free seeds' band {bounds}"
-    )
+    bounds = band.checked_bounds("step 5c")
+    assert_inside(bounds, "live job", state.live_perplexity)
     run.progress.passed(
         f"chaos: the live job's perplexity {state.live_perplexity} after 5 faults is inside the fault-free band "
         f"{bounds} (seed 0 fault-free: {bounds.p0:.3f})"

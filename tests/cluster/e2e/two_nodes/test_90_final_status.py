@@ -7,25 +7,20 @@ state.part_perplexity (test_30_node_partitioned) are each inside their band
 line. Prints the program's last line.
 """
 
-from ..band import Band, inside
+from ..band import Band, assert_inside
 from ..node_loss import NODE_2
 from ..run import Run
 from .state import State
 
 
 def test_4_live_perplexities_inside_fault_free_band(run: Run, band: Band, state: State) -> None:
-    assert band.wait(), "step 4 compares with local fault-free runs, and one failed"
-    bounds = band.bounds()
-    assert inside(bounds, state.spread_perplexity), (
-        f"spread: final perplexity '{state.spread_perplexity}' outside the fault-free band {bounds}"
-    )
+    bounds = band.checked_bounds("step 4")
+    assert_inside(bounds, "spread", state.spread_perplexity)
     run.progress.passed(
         f"live: after losing {NODE_2}, perplexity {state.spread_perplexity} inside the fault-free band {bounds} "
         f"(seed 0 fault-free: {bounds.p0:.3f})"
     )
-    assert inside(bounds, state.part_perplexity), (
-        f"part: final perplexity '{state.part_perplexity}' outside the fault-free band {bounds}"
-    )
+    assert_inside(bounds, "part", state.part_perplexity)
     run.progress.passed(
         f"live: after partitioning {NODE_2}, perplexity {state.part_perplexity} inside the fault-free band {bounds}"
     )

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Straggler bench (issue 58): one slow rank against the job's pace, sync_mode all vs quorum.
+
+usage: sudo python3 bench/straggler/run.py BUILD_DIR [--out DIR] [--ranks 4,8] [--caps 0.1,0.5]
+           [--steps 800] [--sync-every 20] [--goal 1.4] [--set key=value]...
+
+For each K, the tiny config (N = 2, live recovery off, no evaluation until the end) runs under
+ppu-launch uncapped with outer.sync_mode all and quorum, then, for each cap c, with rank K-1
+in a CPU cgroup capped at c of one core (cgroup v1 cpu.cfs_quota_us or v2 cpu.max, from the
+rank's start) under both modes. Every run is measured in this one invocation on this machine:
+  wall          ppu-launch's wall time, start to exit
+  x uncapped    wall / the uncapped sync_mode all run's wall, same K
+  tokens/s      tokens the ranks trained (the summaries' tokens, summed) per second of wall
+  skipped       inner steps the capped rank skipped to reach a closed sync point (quorum)
+  max wait      the longest a rank waited at a sync point for it to close (quorum; rank 0)
+  eval loss     the final global parameters' (one number per run)
+It prints a table, writes DIR/straggler.json, and exits 1 when the goal is missed: with quorum
+and K = 4, the rank capped at the smallest cap, wall <= --goal x the uncapped run's (the job
+loses no more than the straggler's own share). Needs root (cgroups); removes its cgroups.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tests", "engine"))
+sys.path.insert(0, os.path.join(SRC, "bench", "chaos"))
+sys.path.insert(0, os.path.join(SRC, "python"))
+
+from job import Job
+from ppu import summary
+
+PERIOD_US = 100_000
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("build")
+    p.add_argument("--out", default="out/straggler")
+    p.add_argument("--ranks", default="4,8")
+    p.add_argument("--caps", default="0.1,0.5", help="the slow rank's share of one core")
+    p.add_argument("--steps", type=int, default=800)
+    p.add_argument("--sync-every", type=int, default=20)
+    p.add_argument("--goal", type=float, default=1.4, help="quorum at K = 4, smallest cap: wall / uncapped")
+    p.add_argument("--set", dest="sets", action="append", default=[], help="extra config override")
+    return p.parse_args()
+
+
+class CpuCap:
+    """A cgroup holding one process at `share` of one core; removed by close()."""
+
+    def __init__(self, name, share):
+        quota = max(1000, int(share * PERIOD_US))
+        v1 = "/sys/fs/cgroup/cpu"
+        if os.path.isdir(v1):
+            self.path = os.path.join(v1, name)
+            os.makedirs(self.path, exist_ok=True)
+            self._write("cpu.cfs_period_us", str(PERIOD_US))
+            self._write("cpu.cfs_quota_us", str(quota))
+        else:
+            self.path = os.path.join("/sys/fs/cgroup", name)
+            os.makedirs(self.path, exist_ok=True)
+            self._write("cpu.max", f"{quota} {PERIOD_US}")
+
+    def _write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)
+
+    def hold(self, pid):
+        self._write("cgroup.procs", str(pid))  # every thread of the process, and those it makes later
+
+    def close(self):
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                time.sleep(0.1)  # its processes are still exiting
+
+
+def one_run(args, out, ranks, mode, cap):
+    name = f"k{ranks}-{mode}-" + (f"cap{cap}" if cap else "uncapped")
+    work = os.path.join(out, name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    cmd = [
+        os.path.join(args.build, "bin", "ppu-launch"), "--nproc", str(ranks),
+        "--config", os.path.join(SRC, "configs", "tiny.yaml"), "--summary-dir", os.path.join(work, "summaries"),
+        "--set", f"train.steps={args.steps}", "--set", f"outer.sync_every={args.sync_every}",
+        "--set", "slicing.slices=2", "--set", "train.eval_every=0", "--set", "train.log_every=50",
+        "--set", f"outer.sync_mode={mode}", *[x for s in args.sets for x in ("--set", s)],
+    ]  # fmt: skip
+    limit = CpuCap(f"ppu-straggler-{os.getpid()}", cap) if cap else None
+    started = time.monotonic()
+    job = Job(cmd, os.path.join(work, "launch.log"))
+    try:
+        if limit:
+            slow = ranks - 1
+            while slow not in job.children("ppu-train"):
+                if not job.running():
+                    break
+                time.sleep(0.005)
+            if slow in job.children("ppu-train"):
+                limit.hold(job.children("ppu-train")[slow])
+        rc = job.finish(timeout=3600)
+    finally:
+        if limit:
+            limit.close()
+    wall = time.monotonic() - started
+    if rc != 0:
+        sys.exit(f"{name}: ppu-launch exited {rc}; see {work}/launch.log")
+    sums = summary.load_dir(os.path.join(work, "summaries"), ranks)
+    last = sums[ranks - 1].outer_sync
+    row = {
+        "ranks": ranks, "mode": mode, "cap": cap, "wall_s": wall,
+        "tokens_per_s": sum(s.tokens for s in sums) / wall, "eval_loss": sums[0].eval_loss,
+        "skipped": last.steps_skipped, "closed_by_grace": sums[0].outer_sync.closed_by_grace,
+        "max_wait_s": sums[0].outer_sync.max_wait_seconds, "wait_s": sums[0].outer_sync.wait_seconds,
+        "slow_rank_share": next((c.share for c in sums[0].outer_sync.ranks if c.rank == ranks - 1), None),
+    }  # fmt: skip
+    print(f"  {name}: {wall:.1f} s", flush=True)
+    return row
+
+
+def main():
+    args = parse_args()
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    caps = [float(c) for c in args.caps.split(",")]
+    rows = []
+    for ranks in (int(k) for k in args.ranks.split(",")):
+        for cap in (None, *caps):
+            for mode in ("all", "quorum"):
+                rows.append(one_run(args, out, ranks, mode, cap))
+    base = {r["ranks"]: r["wall_s"] for r in rows if r["mode"] == "all" and r["cap"] is None}
+    for r in rows:
+        r["x_uncapped"] = r["wall_s"] / base[r["ranks"]]
+    print("| K | slow rank | mode | wall | x uncapped | tokens/s | skipped | closed by grace | max wait | eval loss |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        cap = f"{r['cap']:.0%} of a core" if r["cap"] else "uncapped"
+        print(f"| {r['ranks']} | {cap} | {r['mode']} | {r['wall_s']:.1f} s | {r['x_uncapped']:.2f} | "
+              f"{r['tokens_per_s']:.0f} | {r['skipped']} | {r['closed_by_grace']} | {r['max_wait_s']:.2f} s | "
+              f"{r['eval_loss']:.4f} |")  # fmt: skip
+    goal_row = next(r for r in rows if r["ranks"] == 4 and r["mode"] == "quorum" and r["cap"] == min(caps))
+    missed = goal_row["x_uncapped"] > args.goal
+    with open(os.path.join(out, "straggler.json"), "w") as f:
+        json.dump({"command": " ".join(sys.argv), "goal": args.goal, "rows": rows, "missed": missed}, f, indent=1)
+    print(f"goal: quorum at K = 4 with one rank at {min(caps):.0%} of a core: {goal_row['x_uncapped']:.2f}x "
+          f"the uncapped run (goal <= {args.goal}): {'MISSED' if missed else 'met'}")  # fmt: skip
+    sys.exit(1 if missed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+#include "core/quorum_rule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace ppu {
+
+int quorum_size(double fraction, int members) {
+  const auto wanted = static_cast<int>(std::ceil(fraction * members - 1e-9));
+  return std::clamp(wanted, 1, std::max(members, 1));
+}
+
+double quorum_spread(std::vector<double> waits, int quorum) {
+  if (waits.empty()) return 0;
+  std::sort(waits.begin(), waits.end(), std::greater<>());
+  const auto q = static_cast<std::size_t>(std::clamp(quorum, 1, static_cast<int>(waits.size())));
+  return std::max(0.0, waits.front() - waits[q - 1]);
+}
+
+double GraceWindow::seconds() const {
+  if (spreads_.empty()) return max_s_;
+  std::vector<double> sorted(spreads_.begin(), spreads_.end());
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  return std::clamp(2 * median, min_s_, max_s_);
+}
+
+void GraceWindow::observe(double spread_s) {
+  spreads_.push_back(spread_s);
+  if (spreads_.size() > kHistory) spreads_.pop_front();
+}
+
+void FragmentWindows::start(int fragment, int64_t elapsed, int64_t trained) {
+  window_.at(fragment) = elapsed;
+  trained_.at(fragment) = trained;
+}
+
+void FragmentWindows::step(bool trained) {
+  for (auto& w : window_) ++w;
+  if (trained)
+    for (auto& t : trained_) ++t;
+}
+
+void FragmentWindows::synced(int fragment) {
+  window_.at(fragment) = 0;
+  trained_.at(fragment) = 0;
+}
+
+double FragmentWindows::weight(int fragment) const {
+  const int64_t w = window_.at(fragment);
+  return w == 0 ? 1.0 : static_cast<double>(trained_.at(fragment)) / static_cast<double>(w);
+}
+
+}  // namespace ppu

@@ -1,0 +1,55 @@
+// Quorum sync's rules (outer.sync_mode = quorum, docs/QUORUM_SYNC.md), apart from the store
+// that carries them between the ranks (engine/train/quorum_gate.h). Pure and deterministic:
+// every rank that feeds them the same numbers gets the same answers.
+//  - quorum_size: how many of a group's members must arrive at a sync point before its grace
+//    window starts: ceil(fraction x members), at least one, at most every member.
+//  - GraceWindow: how long a sync point stays open after its quorum arrived: 2 x the median,
+//    over the last 8 sync points, of the quorum's spread (seconds from the first arrival to the
+//    quorum-th), within [min_s, max_s]; max_s until a spread is known.
+//  - quorum_spread: that spread, from every member's wait at one sync point (seconds from its
+//    arrival to the close, the same close for all): the waits sorted from the longest, first
+//    minus quorum-th.
+//  - FragmentWindows: each fragment's window (the inner steps since its last outer step) and
+//    how many of them this rank trained; weight(f) = trained / window, exactly 1 for a rank that
+//    trained every step (the weight of its delta in the fragment's outer step).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace ppu {
+
+int quorum_size(double fraction, int members);
+
+double quorum_spread(std::vector<double> waits, int quorum);
+
+class GraceWindow {
+ public:
+  GraceWindow(double min_s, double max_s) : min_s_(min_s), max_s_(max_s) {}
+  double seconds() const;
+  void observe(double spread_s);
+
+ private:
+  double min_s_, max_s_;
+  std::deque<double> spreads_;  // the last kHistory
+  static constexpr std::size_t kHistory = 8;
+};
+
+class FragmentWindows {
+ public:
+  explicit FragmentWindows(int fragments) : window_(fragments, 0), trained_(fragments, 0) {}
+  // Where fragment `fragment`'s window stands when a run starts mid-window: `elapsed` steps
+  // since its last outer step, `trained` of them by this rank (a resumed rank: all, its local
+  // parameters hold them; a replacement: none, it took θ).
+  void start(int fragment, int64_t elapsed, int64_t trained);
+  void step(bool trained);  // one inner step of every window, trained or skipped
+  void synced(int fragment);  // the fragment's outer step: its window starts again
+  double weight(int fragment) const;
+  int64_t trained(int fragment) const { return trained_.at(fragment); }
+
+ private:
+  std::vector<int64_t> window_, trained_;
+};
+
+}  // namespace ppu

@@ -1,0 +1,74 @@
+// QuorumSync: outer.sync_mode = quorum for one rank (docs/QUORUM_SYNC.md): a slow rank does not
+// set the job's pace. A sync point (an inner step after which fragments are due, and the last
+// step) closes once a quorum of the group arrived and a grace window passed (QuorumGate); a rank
+// still training towards a closed sync point skips its remaining steps there (a time budget per
+// round), and every fragment's outer step weighs each rank's delta by the share of the
+// fragment's window it trained (OuterOptimizer::set_weights). Contracts:
+//  - start(step, replacement) once, where training starts.
+//  - skips(step), before inner step `step`: whether this rank skips it (the sync point it is
+//    training towards has closed). stepped(trained) after every step, skipped or not.
+//  - meet(step) at a sync point: waits at the gate, then one all-gather of every member's wait,
+//    trained steps and per-fragment weights (through live recovery when there is one); the
+//    group computes the same grace window from it. weigh(f) before fragment f's outer step puts
+//    the weights on the outer optimiser and starts f's window again.
+//  - θ stays one value per round: every member takes part in every outer step (a straggler
+//    with what it trained), so nothing arrives late and nothing is dropped; a member that never
+//    arrives (dead, stopped, cut off) is fenced by live recovery as under sync_mode all.
+//  - summary(): the summary's outer_sync block; the metrics are counted as it goes.
+// Training thread only; the parts are given by reference and outlive it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "core/config.h"
+#include "core/quorum_rule.h"
+#include "core/run_summary.h"
+#include "core/streaming_schedule.h"
+#include "engine/comm/collectives.h"
+#include "engine/train/live_recovery.h"
+#include "engine/train/quorum_gate.h"
+#include "engine/train/run_parts.h"
+
+namespace ppu {
+
+class QuorumSync {
+ public:
+  // `live_recovery`: null without live recovery.
+  QuorumSync(const Config& config, const StreamingSchedule& schedule, Collectives& collectives, RunParts run,
+             LiveRecovery* live_recovery);
+  QuorumSync(const QuorumSync&) = delete;
+  QuorumSync& operator=(const QuorumSync&) = delete;
+
+  // Where the fragments' windows stand at `step`, where the run starts (0, a resume) or a
+  // replacement rejoined (`replacement`: it trained none of them).
+  void start(int64_t step, bool replacement);
+  bool skips(int64_t step);
+  void stepped(bool trained);
+  void meet(int64_t step);
+  void weigh(int fragment);
+  OuterSyncSummary summary() const;
+
+ private:
+  int64_t next_sync_point(int64_t step) const;  // the first sync point after inner step `step`
+
+  const Config& config_;
+  const StreamingSchedule& schedule_;
+  Collectives& collectives_;
+  RunParts run_;
+  LiveRecovery* live_recovery_;
+  QuorumGate gate_;
+  GraceWindow grace_;
+  FragmentWindows windows_;
+  int slices_;
+  int64_t steps_trained_ = 0;
+  int64_t heading_for_ = -1;  // the sync point this rank trains towards (cached)
+  bool skipping_ = false;     // it has closed: skip to it
+  std::vector<double> weights_;                 // the last meeting's: [fragment][job rank], flattened
+  std::map<int, double> tokens_, weight_sum_;   // by job rank: trained tokens, weights over outer steps
+  std::map<int, double> slice_weight_sum_;      // by slice: its owners' weights over outer steps
+  OuterSyncSummary summary_;
+};
+
+}  // namespace ppu

@@ -1,0 +1,139 @@
+"""Quorum sync (outer.sync_mode quorum, docs/QUORUM_SYNC.md) with real processes under ppu-launch:
+4 ranks of the tiny config, N = 2 (slice 0: ranks 0 and 2; slice 1: ranks 1 and 3), rounds of
+H = 10 steps; a straggler is PPU_TEST_FAULT slow (that rank sleeps before every step it trains).
+
+usage: quorum_sync_tests.py BIN_DIR SOURCE_DIR CASE
+cases: equal      no straggler, a grace window longer than any arrival spread: every sync point
+                  closes with every rank, nothing is skipped, and the final parameters are those
+                  of sync_mode all, bit for bit
+       straggler  rank 3 slow from step 20: sync points close without it, it skips steps, and
+                  its delta weighs what it trained (short contributions, a smaller share of slice
+                  1's updates than rank 1, fewer tokens); every rank ends with the same θ, no
+                  slice goes without an update; under sync_mode all the same straggler skips
+                  nothing
+       uncovered  ranks 1 and 3 (every owner of slice 1) slow, quorum_fraction 0.5: ranks 0
+                  and 2 are a quorum by number, but the sync point waits for an owner of slice 1,
+                  so the two slow ranks skip a small part of what rank 3 alone skips in straggler
+       lost       rank 3 slow and then SIGKILLed under network.recovery live: it is replaced and
+                  rejoins, no gang restart, every rank ends with the same θ
+"""
+
+import os
+import signal
+import sys
+import tempfile
+
+from launch_harness import Launch, events, fail, no_gang_restart, one_checksum, plain, rank_pids, tiny_job
+
+BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
+H = 10
+STEPS = 200
+SLOW_MS = 60  # a tiny step is ~10-30 ms on 2 cores: the straggler is several times slower
+QUORUM = ["--set", "outer.sync_mode=quorum", "--set", "outer.quorum_grace_max_s=0.5"]
+
+
+def run(name, settings=(), fault=None, recovery="gang"):
+    env = dict(os.environ)
+    if fault:
+        env["PPU_TEST_FAULT"] = fault
+    work = tempfile.mkdtemp(prefix=f"ppu-quorum-{name}-")
+    cmd = [LAUNCH, *tiny_job(SRC, H, 2.0), "--set", f"train.steps={STEPS}", "--set", f"network.recovery={recovery}"]
+    return Launch(work, [*cmd, *settings, "--max-restarts", "2"], env=env)
+
+
+def finished(launch, what):
+    rc = launch.finish()
+    if rc != 0:
+        fail(f"{what}: ppu-launch exited {rc}\n{events(launch.text())}")
+    return [launch.summary(r) for r in range(4)]
+
+
+def sync_of(sums):
+    return [s.outer_sync for s in sums]
+
+
+def slow(*ranks):
+    return ",".join(f"slow:{r}:20:{SLOW_MS}" for r in ranks)
+
+
+def case_equal():
+    reference = run("all")
+    ref = finished(reference, "sync_mode all")
+    quorum = run("quorum", ["--set", "outer.sync_mode=quorum", "--set", "outer.quorum_grace_min_s=60",
+                            "--set", "outer.quorum_grace_max_s=60"])  # fmt: skip
+    sums = finished(quorum, "sync_mode quorum")
+    for r, s in enumerate(sync_of(sums)):
+        if s.mode != "quorum" or s.sync_points < STEPS // H or s.closed_by_grace or s.steps_skipped:
+            fail(f"rank {r}: no straggler, a 60 s grace: {plain(s)}")
+    if sync_of(ref)[0].mode != "all":
+        fail(f"sync_mode all's summary says {plain(sync_of(ref)[0])}")
+    if one_checksum(quorum) != one_checksum(reference):
+        fail(f"quorum sync with equal contributions: {one_checksum(quorum)} != sync_mode all's {one_checksum(reference)}")
+    print(f"equal contributions: {sync_of(sums)[0].sync_points} sync points, the same θ as sync_mode all "
+          f"({one_checksum(reference)})")  # fmt: skip
+
+
+def case_straggler():
+    quorum = run("straggler", QUORUM, slow(3))
+    sums = finished(quorum, "rank 3 slow, quorum")
+    one_checksum(quorum)
+    s = sync_of(sums)
+    trained_steps = STEPS - s[3].steps_skipped
+    if s[3].steps_skipped < (STEPS - 20) // 3 or not s[3].short_contributions:
+        fail(f"the straggler skipped {s[3].steps_skipped} of {STEPS - 20} slowed steps: {plain(s[3])}")
+    if s[0].closed_by_grace < 3:
+        fail(f"rank 0 saw {s[0].closed_by_grace} sync points close without the straggler: {plain(s[0])}")
+    if any(x.uncovered for x in s):
+        fail(f"a slice went without an update: {[x.uncovered for x in s]}")
+    ranks = {c.rank: c for c in s[0].ranks}
+    if not ranks[3].share < 0.5 < ranks[1].share:
+        fail(f"slice 1's shares: rank 1 {ranks[1].share:.3f}, rank 3 {ranks[3].share:.3f} (want rank 3 below half)")
+    if not ranks[3].tokens < ranks[1].tokens:
+        fail(f"tokens: rank 3 {ranks[3].tokens}, rank 1 {ranks[1].tokens}")
+    synchronous = run("straggler-all", (), slow(3))
+    all_sums = finished(synchronous, "rank 3 slow, sync_mode all")
+    if sync_of(all_sums)[3].steps_skipped or sync_of(all_sums)[3].mode != "all":
+        fail(f"sync_mode all skipped steps: {plain(sync_of(all_sums)[3])}")
+    print(f"straggler: trained {trained_steps} of {STEPS} steps, skipped {s[3].steps_skipped}; "
+          f"{s[0].closed_by_grace} of {s[0].sync_points} sync points closed without it; shares of slice 1: "
+          f"rank 1 {ranks[1].share:.3f}, rank 3 {ranks[3].share:.3f}; longest wait of rank 0 "
+          f"{s[0].max_wait_seconds:.2f} s (sync_mode all: {sync_of(all_sums)[0].mode})")  # fmt: skip
+
+
+def case_uncovered():
+    alone = run("alone", [*QUORUM, "--set", "outer.quorum_fraction=0.5"], slow(3))
+    skipped_alone = sync_of(finished(alone, "rank 3 slow"))[3].steps_skipped
+    both = run("uncovered", [*QUORUM, "--set", "outer.quorum_fraction=0.5"], slow(1, 3))
+    s = sync_of(finished(both, "ranks 1 and 3 slow"))
+    one_checksum(both)
+    if any(x.uncovered for x in s):
+        fail(f"a slice went without an update: {[x.uncovered for x in s]}")
+    skipped = s[1].steps_skipped + s[3].steps_skipped
+    if skipped_alone < 20 or skipped * 2 > skipped_alone:
+        fail(f"slice 1's owners both slow skipped {skipped} steps together; rank 3 slow alone skipped "
+             f"{skipped_alone}: the sync points did not wait for an owner of slice 1")  # fmt: skip
+    print(f"every owner of slice 1 slow: {skipped} steps skipped by both (rank 3 alone: {skipped_alone})")
+
+
+def case_lost():
+    launch = run("lost", QUORUM, slow(3), recovery="live")
+    launch.wait_for(r"\[rank 0\] .* step 80/")
+    os.kill(rank_pids(launch.proc.pid)[3], signal.SIGKILL)
+    launch.wait_for(r"rank\(s\) \[3\] rejoined in round")
+    rc = launch.finish()
+    no_gang_restart(launch, rc, "a straggler lost")
+    one_checksum(launch)
+    s = launch.summary(0)
+    if s.recovery.recoveries < 1 or s.outer_sync.closed_by_grace < 1:
+        fail(f"rank 0: recoveries {s.recovery.recoveries}, sync points closed by grace {s.outer_sync.closed_by_grace}")
+    print(f"straggler lost and replaced: {s.recovery.recoveries} recovery, one θ")
+
+
+{
+    "equal": case_equal,
+    "straggler": case_straggler,
+    "uncovered": case_uncovered,
+    "lost": case_lost,
+}[CASE]()
+print("PASS", CASE)
