@@ -118,8 +118,8 @@ def one_run(args, out, ranks, mode, cap):
     last = sums[ranks - 1].outer_sync
     row = {
         "ranks": ranks, "mode": mode, "cap": cap, "wall_s": wall,
-        "tokens_per_s": sum(s.tokens for s in sums) / wall, "eval_loss": sums[0].eval_loss,
-        "skipped": last.steps_skipped, "closed_by_grace": sums[0].outer_sync.closed_by_grace,
+        "tokens_per_s": sum(s.tokens for s in sums) / wall, "loss": sums[0].eval_loss,
+        "skipped": last.steps_skipped, "grace_closes": sums[0].outer_sync.closed_by_grace,
         "max_wait_s": sums[0].outer_sync.max_wait_seconds, "wait_s": sums[0].outer_sync.wait_seconds,
         "slow_rank_share": next((c.share for c in sums[0].outer_sync.ranks if c.rank == ranks - 1), None),
     }  # fmt: skip
@@ -145,8 +145,8 @@ def main():
     for r in rows:
         cap = f"{r['cap']:.0%} of a core" if r["cap"] else "uncapped"
         print(f"| {r['ranks']} | {cap} | {r['mode']} | {r['wall_s']:.1f} s | {r['x_uncapped']:.2f} | "
-              f"{r['tokens_per_s']:.0f} | {r['skipped']} | {r['closed_by_grace']} | {r['max_wait_s']:.2f} s | "
-              f"{r['eval_loss']:.4f} |")  # fmt: skip
+              f"{r['tokens_per_s']:.0f} | {r['skipped']} | {r['grace_closes']} | {r['max_wait_s']:.2f} s | "
+              f"{r['loss']:.4f} |")  # fmt: skip
     goal_row = next(r for r in rows if r["ranks"] == 4 and r["mode"] == "quorum" and r["cap"] == min(caps))
     missed = goal_row["x_uncapped"] > args.goal
     with open(os.path.join(out, "straggler.json"), "w") as f:

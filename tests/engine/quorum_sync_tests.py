@@ -69,7 +69,9 @@ def case_equal():
     if sync_of(ref)[0].mode != "all":
         fail(f"sync_mode all's summary says {plain(sync_of(ref)[0])}")
     if one_checksum(quorum) != one_checksum(reference):
-        fail(f"quorum sync with equal contributions: {one_checksum(quorum)} != sync_mode all's {one_checksum(reference)}")
+        fail(
+            f"quorum sync with equal contributions: {one_checksum(quorum)} != sync_mode all's {one_checksum(reference)}"
+        )
     print(f"equal contributions: {sync_of(sums)[0].sync_points} sync points, the same θ as sync_mode all "
           f"({one_checksum(reference)})")  # fmt: skip
 

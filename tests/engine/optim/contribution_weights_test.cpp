@@ -36,6 +36,7 @@ std::vector<std::vector<torch::Tensor>> one_sync(const std::vector<double>& weig
     OuterOptimizer outer(c.outer, model, schedule, col);
     if (!weights.empty()) {
       std::vector<SlicePlan> plans;
+      plans.reserve(4);
       for (int k = 0; k < 4; ++k) plans.push_back(SlicePlan::from_config(c, 4, k));
       outer.set_job_plans(plans);
       outer.set_weights(weights);
