@@ -43,7 +43,7 @@ class FragmentWindows {
   // since its last outer step, `trained` of them by this rank (a resumed rank: all, its local
   // parameters hold them; a replacement: none, it took θ).
   void start(int fragment, int64_t elapsed, int64_t trained);
-  void step(bool trained);  // one inner step of every window, trained or skipped
+  void step(bool trained);    // one inner step of every window, trained or skipped
   void synced(int fragment);  // the fragment's outer step: its window starts again
   double weight(int fragment) const;
   int64_t trained(int fragment) const { return trained_.at(fragment); }

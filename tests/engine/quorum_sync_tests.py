@@ -16,6 +16,9 @@ cases: equal      no straggler, a grace window longer than any arrival spread: e
                   so the two slow ranks skip a small part of what rank 3 alone skips in straggler
        lost       rank 3 slow and then SIGKILLed under network.recovery live: it is replaced and
                   rejoins, no gang restart, every rank ends with the same θ
+       node-lost  ranks 2 and 3 SIGKILLed at once under live recovery, leaving fewer ranks than
+                  the quorum: the gate gives way when the heartbeat fences them, the two re-form,
+                  the replacements rejoin; no gang restart, one θ (before the fix: a hang)
 """
 
 import os
@@ -33,12 +36,12 @@ SLOW_MS = 60  # a tiny step is ~10-30 ms on 2 cores: the straggler is several ti
 QUORUM = ["--set", "outer.sync_mode=quorum", "--set", "outer.quorum_grace_max_s=0.5"]
 
 
-def run(name, settings=(), fault=None, recovery="gang"):
-    env = dict(os.environ)
+def run(name, settings=(), fault=None, recovery="gang", steps=STEPS, pause_ms=0):
+    env = dict(os.environ, PPU_TEST_STEP_PAUSE_MS=str(pause_ms))
     if fault:
         env["PPU_TEST_FAULT"] = fault
     work = tempfile.mkdtemp(prefix=f"ppu-quorum-{name}-")
-    cmd = [LAUNCH, *tiny_job(SRC, H, 2.0), "--set", f"train.steps={STEPS}", "--set", f"network.recovery={recovery}"]
+    cmd = [LAUNCH, *tiny_job(SRC, H, 2.0), "--set", f"train.steps={steps}", "--set", f"network.recovery={recovery}"]
     return Launch(work, [*cmd, *settings, "--max-restarts", "2"], env=env)
 
 
@@ -132,7 +135,29 @@ def case_lost():
     print(f"straggler lost and replaced: {s.recovery.recoveries} recovery, one θ")
 
 
+def case_node_lost():
+    # Ranks 2 and 3 at once (a node): the 2 left are below the quorum of 3 (0.75 x 4) that the
+    # gate waits for; it must leave the wait when the heartbeat fences them (before the fix, the
+    # survivors waited at the gate for ever: the chaos bench's node kind under quorum).
+    launch = run("node", ["--set", "outer.sync_mode=quorum"], recovery="live", steps=600, pause_ms=10)
+    launch.wait_for(r"\[rank 0\] .* step 100/")
+    pids = rank_pids(launch.proc.pid)
+    for r in (2, 3):
+        os.kill(pids[r], signal.SIGKILL)
+    launch.wait_for(r"rank\(s\) \[2,3\] rejoined in round", timeout=120)
+    rc = launch.finish(timeout=180)
+    no_gang_restart(launch, rc, "ranks 2 and 3 lost at once under quorum sync")
+    one_checksum(launch)
+    s = launch.summary(0)
+    if s.recovery.recoveries < 1:
+        fail(f"rank 0 counts {s.recovery.recoveries} recoveries")
+    print(
+        f"ranks 2 and 3 lost at once: re-formed below the quorum, rejoined, one θ ({s.outer_sync.sync_points} sync points)"
+    )
+
+
 {
+    "node-lost": case_node_lost,
     "equal": case_equal,
     "straggler": case_straggler,
     "uncovered": case_uncovered,

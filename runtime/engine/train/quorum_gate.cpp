@@ -51,6 +51,10 @@ QuorumGate::Arrival QuorumGate::arrive(int64_t step, double grace_s) {
     std::optional<Clock::time_point> quorum_at;
     while (decided.empty()) {
       col_.progress().tick();
+      if (col_.aborted()) {  // a member was lost: the collective after the gate re-forms the group
+        arrival.aborted = true;
+        break;
+      }
       if (!quorum_at) {
         const int64_t count = store_.add(arrived_key, 0);
         if (count >= members) decided = store_.decide(closed_key, "all");
@@ -60,7 +64,7 @@ QuorumGate::Arrival QuorumGate::arrive(int64_t step, double grace_s) {
       }
       if (decided.empty()) std::this_thread::sleep_for(kPoll);
     }
-    arrival.everyone = decided == "all";
+    arrival.everyone = decided == "all" || arrival.aborted;
   } catch (const StoreLost& e) {
     spdlog::warn("quorum sync at step {}: {}; this sync point closes when every member arrives", step, e.what());
     arrival.store_lost = true;

@@ -11,6 +11,9 @@
 //  - closed(step): whether that sync point has closed already: a rank still training towards
 //    it is behind, and skips its remaining inner steps (its delta is weighted by the steps it
 //    did train). One store request.
+//  - A member lost while the others wait (the heartbeat aborted the group, Collectives::abort)
+//    ends the wait at once: a quorum of the old group may never arrive (a node of several ranks
+//    lost), and the collective after the gate re-forms the group without the lost ones.
 //  - The store is a helper, never a dependency: when it does not answer (dead, frozen,
 //    restarted), arrive returns at once as closed-by-all and closed() says no, so the sync
 //    point closes as under sync_mode all (the collective waits for every member); the next
@@ -33,9 +36,10 @@ class QuorumGate {
   QuorumGate(const Config& config, Collectives& collectives);
 
   struct Arrival {
-    double wait_s = 0;       // from this rank's arrival to the close
-    bool everyone = true;    // closed with every member arrived (or the store could not say)
+    double wait_s = 0;        // from this rank's arrival to the close
+    bool everyone = true;     // closed with every member arrived (or the store could not say)
     bool store_lost = false;  // the store did not answer: closed as under sync_mode all
+    bool aborted = false;     // the group lost a member while this rank waited (see above)
   };
   Arrival arrive(int64_t step, double grace_s);
   bool closed(int64_t step);

@@ -70,8 +70,8 @@ void QuorumSync::stepped(bool trained) {
 
 void QuorumSync::meet(int64_t step) {
   const auto fragments = static_cast<int64_t>(schedule_.fragments().size());
-  const QuorumGate::Arrival arrival = collectives_.world_size() > 1 ? gate_.arrive(step, grace_.seconds())
-                                                                    : QuorumGate::Arrival{};
+  const QuorumGate::Arrival arrival =
+      collectives_.world_size() > 1 ? gate_.arrive(step, grace_.seconds()) : QuorumGate::Arrival{};
   auto mine = torch::zeros({kWeights + fragments}, torch::kFloat64);
   mine[kWait] = arrival.wait_s;
   mine[kTrained] = static_cast<double>(steps_trained_);

@@ -63,11 +63,11 @@ class QuorumSync {
   FragmentWindows windows_;
   int slices_;
   int64_t steps_trained_ = 0;
-  int64_t heading_for_ = -1;  // the sync point this rank trains towards (cached)
-  bool skipping_ = false;     // it has closed: skip to it
-  std::vector<double> weights_;                 // the last meeting's: [fragment][job rank], flattened
-  std::map<int, double> tokens_, weight_sum_;   // by job rank: trained tokens, weights over outer steps
-  std::map<int, double> slice_weight_sum_;      // by slice: its owners' weights over outer steps
+  int64_t heading_for_ = -1;                   // the sync point this rank trains towards (cached)
+  bool skipping_ = false;                      // it has closed: skip to it
+  std::vector<double> weights_;                // the last meeting's: [fragment][job rank], flattened
+  std::map<int, double> tokens_, weight_sum_;  // by job rank: trained tokens, weights over outer steps
+  std::map<int, double> slice_weight_sum_;     // by slice: its owners' weights over outer steps
   OuterSyncSummary summary_;
 };
 

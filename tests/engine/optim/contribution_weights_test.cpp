@@ -87,11 +87,11 @@ TEST(ContributionWeights, UnequalWeightsGiveEachElementItsOwnersWeightedMean) {
       return;
     }
     const int64_t half = sl.param.shape[sl.dim] / 2;
-    EXPECT_TRUE(torch::allclose(after.narrow(sl.dim, 0, half), first_step(before.narrow(sl.dim, 0, half), slice0),
-                                1e-5, 1e-5))
+    EXPECT_TRUE(
+        torch::allclose(after.narrow(sl.dim, 0, half), first_step(before.narrow(sl.dim, 0, half), slice0), 1e-5, 1e-5))
         << sl.param.name << " slice 0";
-    EXPECT_TRUE(torch::allclose(after.narrow(sl.dim, half, half),
-                                first_step(before.narrow(sl.dim, half, half), slice1), 1e-5, 1e-5))
+    EXPECT_TRUE(torch::allclose(after.narrow(sl.dim, half, half), first_step(before.narrow(sl.dim, half, half), slice1),
+                                1e-5, 1e-5))
         << sl.param.name << " slice 1";
   });
 }
