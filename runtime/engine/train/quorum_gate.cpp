@@ -24,6 +24,9 @@ std::chrono::milliseconds request_timeout(const Config& config) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::min(1.0, config.network.timeout_s) * 1000));
 }
 
+// The key an arrived owner of `slice` sets at the sync point after inner step `step`.
+std::string slice_key(int64_t step, int slice) { return quorum(step, "slice/" + std::to_string(slice)); }
+
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
@@ -43,7 +46,7 @@ QuorumGate::Arrival QuorumGate::arrive(int64_t step, double grace_s) {
     const int needed = quorum_size(config_.outer.quorum_fraction, members);
     const std::string arrived_key = quorum(step, "arrived"), closed_key = quorum(step, "closed");
     const int64_t arrived = store_.add(arrived_key, 1);
-    store_.set(quorum(step, "slice/" + std::to_string(col_.job_rank() % slices_)), "1");
+    store_.set(slice_key(step, col_.job_rank() % slices_), "1");
     std::string decided;
     if (arrived >= members) decided = store_.decide(closed_key, "all");
     // One request a poll: until a quorum arrived only the last arrival can close the sync point
@@ -79,7 +82,7 @@ bool QuorumGate::slices_covered(int64_t step) {
   for (int r : col_.members()) owned[r % slices_] = true;
   std::vector<std::string> keys;
   for (int s = 0; s < slices_; ++s)
-    if (owned[s]) keys.push_back(quorum(step, "slice/" + std::to_string(s)));
+    if (owned[s]) keys.push_back(slice_key(step, s));
   return store_.check_all(keys);
 }
 
