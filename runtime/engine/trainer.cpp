@@ -12,7 +12,6 @@
 
 #include "common/notice.h"
 #include "common/termination_message.h"
-#include "core/coowners.h"
 #include "core/cost_model.h"
 #include "core/slice_plan.h"
 #include "core/streaming_schedule.h"
@@ -40,6 +39,7 @@
 #include "engine/state/host_store.h"
 #include "engine/train/checkpoints.h"
 #include "engine/train/live_recovery.h"
+#include "engine/train/notice_departure.h"
 #include "engine/train/outer_syncs.h"
 #include "engine/train/progress.h"
 #include "engine/train/quorum_sync.h"
@@ -92,7 +92,8 @@ std::string duration(double seconds) {
 // fragments (outer_sync), the end of a round (end_of_round). The concerns around it are rooms of
 // their own, given the parts they use by reference: the outer syncs in flight
 // (train/outer_syncs.h), the θ guard before each sync (train/theta_guard.h), live recovery
-// (train/live_recovery.h), the run's checkpoints (train/checkpoints.h) and its summary
+// (train/live_recovery.h), what a notice does at a round boundary (train/notice_departure.h),
+// quorum sync (train/quorum_sync.h), the run's checkpoints (train/checkpoints.h) and its summary
 // (train/summary.h); DDP's gradient all-reduce is comm/gradient_allreduce.h, the device and
 // kernel settings model/kernel_settings.h. RunProgress (where the run is, its totals) is the
 // Run's, shared with the rooms.
@@ -154,6 +155,8 @@ class Run {
                              checkpoints_ ? &checkpoints_->store() : nullptr);
     }
     theta_guard_.emplace(*collectives_, schedule_, parts, live_recovery());
+    notices_.emplace(c, env.rendezvous.rank, plan_, *collectives_, progress_, live_recovery(),
+                     checkpoints_ ? &*checkpoints_ : nullptr);
     syncs_.emplace(c, schedule_, parts, live_recovery());
     if (!ddp_ && c.outer.sync_mode == SyncMode::Quorum)
       quorum_.emplace(c, schedule_, *collectives_, parts, live_recovery());
@@ -280,90 +283,14 @@ class Run {
 
   // The rest of a round boundary, which the members and the replacements they have just taken
   // in go through together.
+  // A notice (SIGTERM, SIGINT) is acted on here (train/notice_departure.h): when the whole job
+  // goes, this round's checkpoint is written first, due or not.
   void after_admissions() {
-    const BoundaryVote vote = vote_at_boundary();
-    const Departure departure = departure_of(vote);
+    const BoundaryVote vote = notices_->vote();
+    const Departure departure = notices_->departure_of(vote);
     checkpoint_if_due(departure == Departure::Job);
-    if (departure != Departure::None) depart(vote, departure);
+    if (departure != Departure::None) notices_->depart(vote, departure);
     if (live_recovery_) live_recovery_->bound_degraded(vote.degraded_s);
-  }
-
-  // What the members say at a round boundary, agreed by one all-gather: who has had a notice
-  // (SIGTERM, SIGINT) since the last one, and the longest any of them has seen the job degraded.
-  struct BoundaryVote {
-    std::vector<int> leavers;  // job ranks
-    double degraded_s = 0;
-  };
-  BoundaryVote vote_at_boundary() {
-    BoundaryVote vote;
-    const double degraded_s = live_recovery_ ? live_recovery_->degraded_seconds() : 0;
-    if (collectives_->job_size() == 1) {
-      if (notice_received()) vote.leavers.push_back(0);
-      return vote;
-    }
-    const auto said = until_one_generation_completes([&] {
-      return collectives_->allgather(
-          torch::tensor({int64_t{notice_received()}, static_cast<int64_t>(degraded_s * 1000)}, torch::kInt64));
-    });
-    for (std::size_t i = 0; i < said.size(); ++i) {
-      if (said[i][0].item<int64_t>() != 0) vote.leavers.push_back(collectives_->members()[i]);
-      vote.degraded_s = std::max(vote.degraded_s, static_cast<double>(said[i][1].item<int64_t>()) / 1000);
-    }
-    return vote;
-  }
-
-  // Who goes on a notice. A live job lets its leavers go and trains on, unless that leaves a
-  // slice with no owner or the group below network.min_live_fraction; then, and under gang, or
-  // when every member had the notice, the whole job goes, with this round's checkpoint saved.
-  // Finishing the round, not saving mid-round state: a round boundary's checkpoint is the one
-  // resume path every run already takes (bit-exact), and the leavers' deltas of this round
-  // reach θ; checkpoint.notice_s bounds the wait (common/notice.h).
-  enum class Departure { None, Ranks, Job };
-  Departure departure_of(const BoundaryVote& vote) const {
-    if (vote.leavers.empty() || progress_.step == config_.train.steps) return Departure::None;  // done anyway
-    if (!live_recovery_) return Departure::Job;
-    std::vector<int> staying;
-    for (int r : collectives_->members())
-      if (std::find(vote.leavers.begin(), vote.leavers.end(), r) == vote.leavers.end()) staying.push_back(r);
-    const bool enough =
-        static_cast<double>(staying.size()) >= config_.network.min_live_fraction * collectives_->job_size();
-    return !staying.empty() && enough && every_slice_owned(staying, plan_.slices()) ? Departure::Ranks : Departure::Job;
-  }
-
-  // A leaver ends its process (LeftOnNotice, exit 128 + signal); when only some leave, the others
-  // re-form without them and train on; when the job goes, the others stop for a gang restart
-  // from the checkpoint just written (exit 3).
-  void depart(const BoundaryVote& vote, Departure departure) {
-    const bool leaving =
-        std::find(vote.leavers.begin(), vote.leavers.end(), env_.rendezvous.rank) != vote.leavers.end();
-    const std::string where = fmt::format("round {} (step {})", progress_.rounds, progress_.step);
-    if (departure == Departure::Ranks) {
-      if (!leaving) {
-        live_recovery_->let_go(vote.leavers);
-        return;
-      }
-      throw LeftOnNotice(notice_signal(),
-                         fmt::format("rank {} left the live group at the end of {}, {:.1f} s after its notice; the "
-                                     "others go on without it",
-                                     env_.rendezvous.rank, where, seconds_since_notice()));
-    }
-    // checkpoint_if_due(true) wrote this round unless its write failed (a full disk).
-    const bool written = checkpoints_ && progress_.last_checkpoint_round == progress_.rounds;
-    if (written) checkpoints_->note_stopped_on_notice(vote.leavers);
-    const std::string saved =
-        written        ? "the job's state is saved in the checkpoint of " + where
-        : checkpoints_ ? "this round's checkpoint could not be written: the job resumes from the last one written"
-                       : "the job has no checkpoint.dir: its state is not saved";
-    spdlog::warn("rank(s) [{}] had a notice by the end of {}: the job stops; {}", ranks_text(vote.leavers), where,
-                 saved);
-    if (leaving)
-      throw LeftOnNotice(notice_signal(), fmt::format("the job stopped at the end of {}, {:.1f} s after this rank's "
-                                                      "notice; {}",
-                                                      where, seconds_since_notice(), saved));
-    throw PeerFailure(
-        fmt::format("rank(s) [{}] left on notice at the end of {} and the job cannot go on without "
-                    "them: gang restart; {}",
-                    ranks_text(vote.leavers), where, saved));
   }
 
   // A checkpoint holds every job rank's state; a degraded group writes one too (RunCheckpoints).
@@ -511,6 +438,7 @@ class Run {
   std::optional<RunCheckpoints> checkpoints_;  // a checkpoint directory is set
   std::optional<LiveRecovery> live_recovery_;  // network.recovery=live
   std::optional<ThetaGuard> theta_guard_;      // before every outer sync
+  std::optional<NoticeDeparture> notices_;     // at every round boundary
   std::optional<OuterSyncs> syncs_;            // the outer syncs, in flight or not
   std::optional<QuorumSync> quorum_;           // outer.sync_mode=quorum
   double lr_ = 0;
