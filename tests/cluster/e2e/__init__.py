@@ -6,7 +6,7 @@ pytest session of its own. A program's test files are named so that pytest's ord
 then definition order) is its phase order, one file per concern; each test is one phase, run
 against state the earlier ones left (a failed phase skips the rest of the session). conftest.py
 holds the fixtures both programs share (run, image, helm, band, tools, cluster, operator chart,
-namespace), the one cleanup and the failure hooks; each program's conftest.py its own fixtures
+operator, namespace, jobs), the one cleanup and the failure hooks; each program's conftest.py its own fixtures
 (its Program, the state crossing its files); the other modules here are the library they share.
 Needs root, podman and the cluster tools (docs/DEPLOY.md). REPO is the repository's root; its
 python/ directory is put on sys.path here, so that the modules read summaries and PPUJob status

@@ -12,8 +12,11 @@ Contract:
   under test, built by scripts/build-image.sh when needed; `helm` the pinned helm; `band` the
   fault-free runs, started; `tools` what the program needs built before its cluster (nothing,
   unless its conftest overrides it); `cluster` the program's first fresh cluster; `operator_chart`
-  the operator's release (installed by the tests, which check it); `namespace` the program's job
-  namespace on that cluster, enforcing the `restricted` Pod Security Standard.
+  the operator's release (not installed); `operator` that release installed on the first cluster
+  as the Program declares (helm.install_operator, which the two-node program's steps call on each
+  fresh cluster); `namespace` the program's job namespace on that cluster, enforcing the
+  `restricted` Pod Security Standard; `jobs` (ppujob.Jobs) makes ppujob.Job(name, ns): a PPUJob to
+  start and wait for, ns the program's job namespace unless given.
 - hooks: a failed test gets the run's failure report (Run.failure_report: cluster objects,
   operator log, events, rank log copies) as a section of its report, and a line
   "FAIL: PROGRAM: TEST: MESSAGE"; once a test of the session failed, its later tests, in whatever
@@ -29,7 +32,8 @@ import pytest
 from . import REPO, kube, manifests
 from .band import Band, BandError
 from .cluster import Cluster
-from .helm import OperatorChart, build_helm
+from .helm import OperatorChart, build_helm, install_operator
+from .ppujob import Jobs
 from .program import OPERATOR_NAMESPACE, Program
 from .run import Run
 
@@ -155,7 +159,20 @@ def operator_chart(helm: str) -> OperatorChart:
 
 
 @pytest.fixture(scope="session")
+def operator(run: Run, cluster: Cluster, operator_chart: OperatorChart) -> OperatorChart:
+    """The image in the first cluster and the operator's chart installed on it, as the Program declares."""
+    install_operator(run, cluster, operator_chart)
+    return operator_chart
+
+
+@pytest.fixture(scope="session")
 def namespace(run: Run, cluster: Cluster) -> str:
     """The program's job namespace on its first cluster, enforcing the `restricted` Pod Security Standard."""
     kube.create_restricted_namespace(run.program.namespace)
     return run.program.namespace
+
+
+@pytest.fixture(scope="session")
+def jobs(program: Program) -> Jobs:
+    """jobs(name, ns=the program's job namespace): PPUJob ns/name, to start, read and wait for."""
+    return Jobs(program.namespace)

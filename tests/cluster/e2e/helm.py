@@ -5,11 +5,17 @@ OperatorChart is release `ppu-operator` in its namespace: install() puts the cha
 under test (never pulled, scrape interval 2 s, any extra `--set`s) and waits up to 180 s for it
 to be ready; upgrade() changes values over the installed ones, also waiting; uninstall() removes
 it. helm's stdout is dropped and its stderr shown; a failure raises HelmError.
+install_operator(run, cluster, chart) is how both programs put the operator on a fresh cluster,
+as their Program declares: the image loaded into the cluster (also under the samples' image name
+when sample_alias; its output dropped when quiet_load), the chart installed with operator_sets,
+then each of operator_accounts created as a ServiceAccount in the chart's namespace.
 """
 
 import subprocess
 
-from . import REPO
+from . import REPO, kube, manifests
+from .cluster import Cluster
+from .run import Run
 
 CHART = REPO / "charts" / "ppu-operator"
 RELEASE = "ppu-operator"
@@ -85,3 +91,14 @@ class OperatorChart:
 
     def uninstall(self) -> None:
         self._helm("uninstall", RELEASE, "-n", self.namespace)
+
+
+def install_operator(run: Run, cluster: Cluster, chart: OperatorChart) -> None:
+    """The image into the cluster and the operator's chart on it, as run.program declares."""
+    program = run.program
+    aliases = [manifests.sample_image()] if program.sample_alias else []
+    cluster.load_image(run.image, *aliases, quiet=program.quiet_load)
+    run.progress.phase("image into containerd")
+    chart.install(run.image, *program.operator_sets)
+    for account in program.operator_accounts:
+        kube.kubectl("-n", chart.namespace, "create", "serviceaccount", account, json=False)

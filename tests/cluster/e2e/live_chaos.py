@@ -1,13 +1,14 @@
 """The live job of the one-node program's chaos phase (5b): faults in one PPUJob under network.recovery live.
 
-Contract: LiveJob(ns, progress) is PPUJob ns/live, 4 ranks. Every wait here fails at once when the
-job Failed, or Succeeded before the faults were all injected (check_running). wait_round(r) waits
-for status round r; remember_uids() notes each rank pod's uid and only_replaced(rank) checks that
-that rank's pod alone was recreated since, without a gang restart; at_round_boundary(r) returns as
-rank 1 logs the step that ends a round >= r (as its outer sync starts); wait_recovered(n, since,
-rank) waits for the n-th recovery: status.recoveries n, the rank's replacement back in the group,
-and condition Degraded seen True since the fault and False again. cut_rank_1()/uncut_rank_1() drop
-rank 1's packets at its node's bridge, both ways, and count them.
+Contract: LiveJob(ns, progress) is PPUJob ns/live, 4 ranks, a ppujob.Job (start, wait_phase,
+wait_round) whose check_running() fails when the job Failed, or Succeeded before the faults were
+all injected: wait_round() and every wait here fail at once then. remember_uids() notes each rank
+pod's uid and only_replaced(rank) checks that that rank's pod alone was recreated since, without a
+gang restart; at_round_boundary(r) returns as rank 1 logs the step that ends a round >= r (as its
+outer sync starts); wait_recovered(n, since, rank) waits for the n-th recovery: status.recoveries
+n, the rank's replacement back in the group, and condition Degraded seen True since the fault and
+False again. cut_rank_1()/uncut_rank_1() drop rank 1's packets at its node's bridge, both ways,
+and count them.
 """
 
 import re
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from . import kube, ppujob
 from .cluster import Cluster
 from .program import Progress
-from .waiting import wait_at_most, wait_for
+from .waiting import wait_at_most
 
 RANKS = (0, 1, 2, 3)
 _CUT_TABLE = "ppu_cut_rank_1"
@@ -51,18 +52,13 @@ def uncut_rank_1(cluster: Cluster) -> int:
     return dropped
 
 
-class LiveJob:
+class LiveJob(ppujob.Job):
     """PPUJob ns/live while faults are injected into it."""
 
-    name = "live"
-
     def __init__(self, ns: str, progress: Progress):
-        self.ns = ns
+        super().__init__("live", ns)
         self.progress = progress
         self.uids: dict[int, str] = {}
-
-    def status(self) -> ppujob.Status:
-        return ppujob.status(self.name, self.ns)
 
     def selector(self, rank: int) -> str:
         return f"ppu.dev/job={self.name},ppu.dev/rank={rank}"
@@ -73,20 +69,6 @@ class LiveJob:
             raise AssertionError(f"live job Failed: {now.dump()}")
         if now.phase == "Succeeded":
             raise AssertionError("live job Succeeded before every fault was injected: lengthen LIVE_STEPS")
-
-    def wait_round(self, round_: int) -> None:
-        """Waits (up to 600 polls, 1 s apart) until status.outerRound >= round_."""
-
-        def reached(r: int | None) -> bool:
-            return r is not None and r >= round_
-
-        def observe() -> int | None:
-            now = self.status()
-            if not reached(now.outer_round):
-                self.check_running(now)
-            return now.outer_round
-
-        wait_for(observe, 600, f"the live job to reach round {round_}", until=reached, interval_s=1)
 
     def uid(self, rank: int) -> str:
         return kube.pod_uid(self.ns, self.selector(rank))

@@ -1,13 +1,13 @@
-"""A PPUJob on two nodes while one node is lost (the two-node program): placement, rounds, rejoins, the old node's processes.
+"""A PPUJob on two nodes while one node is lost (the two-node program): placement, rejoins, the old node's processes.
 
 Contract: every function reads PPUJob ns/JOB, its pods and summaries, or this host's /proc.
 placement() is (rank label, node) of each of the job's pods (the rendezvous pod too, its rank
-''), sorted by rank as `sort -n` sorts; spread() waits for the job to run and fails unless its
-ranks are on both nodes, returning the ranks on NODE_2; slices_split() fails unless each slice's
-two owners run on different nodes; wait_round() waits for a round (failing at once on Failed);
-rejoined() waits for each lost rank's replacement to log that it rejoined; off_node() lists pods
-not on a node; same_parameters() checks every rank's final checksum; ranks_still_on_node_2()
-counts ppu-train processes still running in node 2's cgroup.
+''), sorted by rank as `sort -n` sorts; spread() waits for the ranks of a Running job to be Ready
+and fails unless they are on both nodes, returning the ranks on NODE_2; slices_split() fails
+unless each slice's two owners run on different nodes; rejoined() waits for each lost rank's
+replacement to log that it rejoined; off_node() lists pods not on a node; same_parameters()
+checks every rank's final checksum; ranks_still_on_node_2() counts ppu-train processes still
+running in node 2's cgroup. The job's rounds are waited for by ppujob.Job.wait_round.
 """
 
 import re
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import kube, ppujob, summaries
 from .program import Progress
-from .waiting import wait_at_most, wait_for
+from .waiting import wait_at_most
 
 NODE_1 = "ppu-node"
 NODE_2 = "ppu-node-2"
@@ -39,8 +39,7 @@ def describe(rows: list[tuple[str, str]]) -> str:
 
 
 def spread(ns: str, job: str) -> list[str]:
-    """Waits until the job runs with every rank Ready; its ranks must be on both nodes. The ranks on NODE_2."""
-    ppujob.wait_phase(job, "Running", 300, ns)
+    """Waits until every rank of the Running job is Ready; its ranks must be on both nodes. The ranks on NODE_2."""
     kube.kubectl(
         "-n",
         ns,
@@ -77,21 +76,6 @@ def slices_split(ns: str, job: str) -> None:
     assert all(len(on) > 1 for on in nodes.values()), (
         f"{job}: a slice's owners share a node (slice node: {describe(rows)}): the operator's slice anti-affinity did not hold"
     )
-
-
-def wait_round(ns: str, job: str, round_: int) -> None:
-    """Waits (up to 900 s, 2 s polls) until the job's status reaches outer round round_."""
-
-    def reached(r: int | None) -> bool:
-        return r is not None and r >= round_
-
-    def observe() -> int | None:
-        now = ppujob.status(job, ns)
-        if not reached(now.outer_round) and now.phase == "Failed":
-            raise AssertionError(f"{job} Failed: {now.dump()}")
-        return now.outer_round
-
-    wait_for(observe, 900, f"{job} to reach round {round_}", until=reached)
 
 
 def rejoined(ns: str, job: str, ranks: list[str], progress: Progress) -> None:

@@ -6,13 +6,18 @@ read through ppu.status (python/ppu: the status shape of the contract, generated
 operator's field lists): integers as int, the decimal-string fields (perplexity) as the operator
 wrote them, and None for a field the status does not have, never a default, so that a missing
 field fails a comparison as the bash's empty jsonpath output did. Conditions are read with
-condition(type) and condition_status(type). wait_phase() waits for a phase and stops at once on
-Failed.
+condition(type) and condition_status(type). Job(name, ns) is one PPUJob as a test drives it:
+start(manifest) applies it and waits (240 s unless told) for phase Running; status() reads it;
+wait_phase(phase, s) waits for a phase and wait_round(r, s) for status.outerRound >= r (2 s polls;
+wait_round's interval_s may say otherwise), both failing at once when the job Failed: wait_round
+through check_running(), which a subclass may make stricter (live_chaos.LiveJob also stops on a
+Succeeded job). Jobs(ns) is the
+conftest's `jobs` fixture: jobs(name) is Job(name, ns), jobs(name, other_ns) one elsewhere.
 """
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from ppu import status as contract_status
 from ppu.record import Record
@@ -156,13 +161,63 @@ def status(job: str, ns: str) -> Status:
     return Status(kube.kubectl("-n", ns, "get", "ppj", job).get("status") or {})
 
 
-def wait_phase(job: str, phase: str, timeout_s: float, ns: str) -> None:
-    """Waits until PPUJob ns/job is in phase (polls 2 s apart); fails at once when it Failed instead."""
+class Job:
+    """PPUJob ns/name: started, read and waited for."""
 
-    def observe() -> str | None:
-        now = status(job, ns)
-        if now.phase != phase and now.phase == "Failed":
-            raise AssertionError(f"PPUJob {job} Failed: {now.dump()}")
-        return now.phase
+    def __init__(self, name: str, ns: str):
+        self.name = name
+        self.ns = ns
 
-    wait_for(observe, timeout_s, f"PPUJob {job} to be {phase}", until=lambda p: p == phase)
+    def start(self, manifest: str, running_within_s: float = 240) -> Self:
+        """kubectl apply of the manifest (this PPUJob's), then waits until the job is Running."""
+        kube.apply(manifest)
+        self.wait_phase("Running", running_within_s)
+        return self
+
+    def status(self) -> Status:
+        return status(self.name, self.ns)
+
+    def _stop_if_failed(self, now: Status) -> None:
+        if now.phase == "Failed":
+            raise AssertionError(f"PPUJob {self.name} Failed: {now.dump()}")
+
+    def check_running(self, now: Status) -> None:
+        """What wait_round calls on each status short of its round: fails when the job Failed."""
+        self._stop_if_failed(now)
+
+    def wait_phase(self, phase: str, timeout_s: float) -> None:
+        """Waits until the job is in phase (polls 2 s apart); fails at once when it Failed instead."""
+
+        def observe() -> str | None:
+            now = self.status()
+            if now.phase != phase:
+                self._stop_if_failed(now)
+            return now.phase
+
+        wait_for(observe, timeout_s, f"PPUJob {self.name} to be {phase}", until=lambda p: p == phase)
+
+    def wait_round(self, round_: int, timeout_s: float, *, interval_s: float = 2.0) -> None:
+        """Waits until status.outerRound >= round_, calling check_running() on each status short of it."""
+
+        def reached(r: int | None) -> bool:
+            return r is not None and r >= round_
+
+        def observe() -> int | None:
+            now = self.status()
+            if not reached(now.outer_round):
+                self.check_running(now)
+            return now.outer_round
+
+        wait_for(
+            observe, timeout_s, f"PPUJob {self.name} to reach round {round_}", until=reached, interval_s=interval_s
+        )
+
+
+class Jobs:
+    """What the `jobs` fixture gives: jobs(name) is Job(name, ns) in its namespace, jobs(name, other) in another."""
+
+    def __init__(self, ns: str):
+        self.ns = ns
+
+    def __call__(self, name: str, ns: str | None = None) -> Job:
+        return Job(name, ns or self.ns)

@@ -5,10 +5,14 @@ two_nodes/__init__.py), which its conftest's `program` fixture returns: its name
 its progress lines), its PASS label, the cluster state dir and API port it uses unless
 PPU_CLUSTER_DIR and PPU_CLUSTER_PORT say otherwise, its job namespace, node count, what `kubectl
 get` shows of the cluster when it fails, the prefix of its scratch directories under /var/tmp,
-whether it prints how long each phase took, and band_job(image): the PPUJob manifest whose
-training section the fault-free band runs. Both install the operator in OPERATOR_NAMESPACE. Progress prints, flushed at once: say() "[NAME +Ns] ...", passed()
-"PASS LABEL: ...", phase() "[NAME] phase 'WHAT' took N s" (seconds since the previous phase;
-only when the program is timed) and done() the program's last line.
+whether it prints how long each phase took, band_job(image): the PPUJob manifest whose
+training section the fault-free band runs, and how helm.install_operator puts the operator on its
+cluster (in OPERATOR_NAMESPACE): operator_sets, the chart's `--set`s beyond the image's;
+sample_alias, whether the image is also loaded under the samples' image name; quiet_load, whether
+that load's output is dropped; operator_accounts, the ServiceAccounts created beside the operator.
+Progress prints, flushed at once: say() "[NAME +Ns] ...", passed() "PASS LABEL: ...", phase()
+"[NAME] phase 'WHAT' took N s" (seconds since the previous phase; only when the program is timed)
+and done() the program's last line.
 """
 
 import time
@@ -31,6 +35,10 @@ class Program:
     scratch_prefix: str
     timed: bool
     band_job: Callable[[str], str]
+    operator_sets: tuple[str, ...]
+    sample_alias: bool
+    quiet_load: bool
+    operator_accounts: tuple[str, ...]
 
 
 class Progress:

@@ -96,4 +96,9 @@ PROGRAM = Program(
     scratch_prefix="ppu-e2e",
     timed=True,
     band_job=lambda image: manifests.live_job(NS, "ckpt-band", LIVE_STEPS, image),
+    operator_sets=(),
+    # The samples name their own image (test_60_samples_and_export applies them as shipped).
+    sample_alias=True,
+    quiet_load=False,
+    operator_accounts=(),
 )

@@ -3,17 +3,15 @@
 Contract: `program` is PROGRAM, which the shared fixtures of ../conftest.py make their run of;
 `state` the State its phases hand on across files; `tools` (overriding the shared one) builds
 Prometheus with Kubernetes service discovery (test_25_metrics) and Kueue (test_70_kueue) before
-the cluster comes up, the fault-free band already started; `operator` loads the image into the
-cluster, also under the samples' image name, and installs the operator's chart on it
-(test_10_install checks it, test_70_kueue upgrades it, test_80_helm_uninstall removes it).
+the cluster comes up, the fault-free band already started. The operator is the shared
+`operator` fixture's (../conftest.py: PROGRAM loads the image also under the samples' image name):
+test_10_install checks it, test_70_kueue upgrades it, test_80_helm_uninstall removes it.
 """
 
 import pytest
 
-from .. import manifests
 from ..band import Band
-from ..cluster import Cluster, build_tools
-from ..helm import OperatorChart
+from ..cluster import build_tools
 from ..program import Program
 from ..run import Run
 from . import PROGRAM
@@ -39,12 +37,3 @@ def tools(run: Run, band: Band, helm: str) -> dict[str, str]:
     build_tools("--kueue")
     run.progress.phase("tools")
     return built
-
-
-@pytest.fixture(scope="session")
-def operator(run: Run, cluster: Cluster, operator_chart: OperatorChart) -> OperatorChart:
-    """The image in the cluster, also under the samples' image name, and the operator's chart installed on it."""
-    cluster.load_image(run.image, manifests.sample_image())
-    run.progress.phase("image into containerd")
-    operator_chart.install(run.image)
-    return operator_chart

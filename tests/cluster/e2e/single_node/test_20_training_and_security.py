@@ -11,16 +11,15 @@ test_35_reference_result judges its end.
 import re
 
 from .. import REPO, kube, manifests
-from ..ppujob import wait_phase
+from ..ppujob import Jobs
 from ..run import Run
 from . import NS, OPNS, STEPS
 from .checks import run_check
 from .state import State
 
 
-def test_2_job_scheduled_and_running(run: Run, namespace: str) -> None:
-    kube.apply(manifests.job(NS, "ref", "ckpt-ref", STEPS, run.image))
-    wait_phase("ref", "Running", 240, NS)
+def test_2_job_scheduled_and_running(run: Run, namespace: str, jobs: Jobs) -> None:
+    jobs("ref").start(manifests.job(NS, "ref", "ckpt-ref", STEPS, run.image))
     env = kube.pods(NS, "ppu.dev/job=ref")[0]["spec"]["containers"][0].get("env", [])
     master = next((e.get("value", "") for e in env if e.get("name") == "MASTER_ADDR"), "")
     is_dns = re.fullmatch(r"[a-z0-9.-]+", master) and not re.fullmatch(r"[0-9.]+", master)

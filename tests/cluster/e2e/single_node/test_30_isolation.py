@@ -11,13 +11,13 @@ reference job is left running.
 
 from .. import REPO, kube, manifests
 from ..cluster import Cluster
-from ..ppujob import wait_phase
+from ..ppujob import Jobs
 from ..run import Run
 from . import NS, OPNS
 from .checks import run_check
 
 
-def test_4b_network_policies_enforced(run: Run, cluster: Cluster) -> None:
+def test_4b_network_policies_enforced(run: Run, cluster: Cluster, jobs: Jobs) -> None:
     netpol = cluster.env().get("NETPOL", "0") or "0"
     assert netpol == "1", "the cluster does not enforce NetworkPolicies (cluster.sh up without --no-network-policy)"
     # Two PPUJobs of their own (2 ranks, checkpoints on an emptyDir), long enough to run throughout:
@@ -36,7 +36,7 @@ def test_4b_network_policies_enforced(run: Run, cluster: Cluster) -> None:
     for probe_ns in ("monitoring", "ppu-outside", NS):
         kube.kubectl("-n", probe_ns, "wait", "--for=condition=Ready", "pod/probe", "--timeout=120s", json=False)
     for job in ("iso", "iso-other"):
-        wait_phase(job, "Running", 240, NS)
+        jobs(job).wait_phase("Running", 240)
         kube.kubectl(
             "-n", NS, "wait", "--for=condition=Ready", "pod", "-l", f"ppu.dev/job={job}", "--timeout=120s", json=False
         )

@@ -11,16 +11,17 @@ import math
 import time
 
 from .. import summaries
-from ..ppujob import status, wait_phase
+from ..ppujob import Jobs
 from ..run import Run
 from . import NS, ROUNDS
 from .checks import same
 from .state import State
 
 
-def test_2_uninterrupted_job_result(run: Run, state: State) -> None:
+def test_2_uninterrupted_job_result(run: Run, state: State, jobs: Jobs) -> None:
     """The job of phase 2 Succeeds; its final status is its ranks' own result, read after the last scrape."""
-    wait_phase("ref", "Succeeded", 900, NS)
+    ref = jobs("ref")
+    ref.wait_phase("Succeeded", 900)
     ref_dir = summaries.pv_dir(NS, "ckpt-ref")
     ref_sum = summaries.checksum(ref_dir, 0)
     for rank in (1, 2, 3):
@@ -30,7 +31,7 @@ def test_2_uninterrupted_job_result(run: Run, state: State) -> None:
     # Read back a while after completion, when the last scrape is long over.
     time.sleep(20)
     rank_0 = summaries.load(ref_dir, 0)
-    now = status("ref", NS)
+    now = ref.status()
     assert now.condition_status("ResultReported") == "True", (
         f"ref: condition ResultReported is not True: {now.dump_conditions()}"
     )

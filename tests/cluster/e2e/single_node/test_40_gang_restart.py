@@ -10,7 +10,7 @@ status.lastStop says at most one round was lost. Every rank of both ends at stat
 
 from .. import kube, manifests, summaries
 from ..cluster import Cluster
-from ..ppujob import status, wait_phase
+from ..ppujob import Job, Jobs
 from ..run import Run
 from ..waiting import wait_at_most, wait_for
 from . import NS, ROUNDS, STEPS
@@ -22,13 +22,13 @@ def after_bracket(line: str) -> str:
     return line.split("] ", 1)[1] if "] " in line else line
 
 
-def running_at_a_third(job: str) -> int:
+def running_at_a_third(job: Job) -> int:
     """Waits (up to 600 s) for `job` to reach a third of its rounds; the round its status shows."""
     third = ROUNDS // 3
     return wait_for(
-        lambda: status(job, NS).outer_round,
+        lambda: job.status().outer_round,
         600,
-        f"the {job} job to reach round {third}",
+        f"the {job.name} job to reach round {third}",
         until=lambda r: r is not None and r >= third,
         interval_s=1,
     )
@@ -56,17 +56,16 @@ def ends_at_reference(job: str, claim: str, state: State, what: str) -> None:
         )
 
 
-def test_5_kill_rank_gang_restart_resume(run: Run, cluster: Cluster, state: State) -> None:
-    kube.apply(manifests.job(NS, "kill", "ckpt-kill", STEPS, run.image))
-    wait_phase("kill", "Running", 240, NS)
-    round_ = running_at_a_third("kill")
-    assert status("kill", NS).phase == "Running", f"kill job finished before the kill (round {round_})"
+def test_5_kill_rank_gang_restart_resume(run: Run, cluster: Cluster, state: State, jobs: Jobs) -> None:
+    kill = jobs("kill").start(manifests.job(NS, "kill", "ckpt-kill", STEPS, run.image))
+    round_ = running_at_a_third(kill)
+    assert kill.status().phase == "Running", f"kill job finished before the kill (round {round_})"
     cid = kube.container_id(NS, "ppu.dev/job=kill,ppu.dev/rank=1")
     assert cid, "no container id for rank 1"
     cluster.kill_container(cid)
     run.progress.say(f"killed rank 1's container {cid} (status at round {round_})")
     restarts = wait_for(
-        lambda: status("kill", NS).restart_count,
+        lambda: kill.status().restart_count,
         240,
         "a gang restart after the kill (restartCount >= 1)",
         until=lambda n: n is not None and n >= 1,
@@ -75,7 +74,7 @@ def test_5_kill_rank_gang_restart_resume(run: Run, cluster: Cluster, state: Stat
     run.progress.say(f"gang restart ({restarts})")
 
     run.progress.say(f"restarted rank 0: {after_bracket(resumed_line('kill', 240))}")
-    wait_phase("kill", "Succeeded", 900, NS)
+    kill.wait_phase("Succeeded", 900)
     ends_at_reference("kill", "ckpt-kill", state, "after kill+resume")
     run.progress.say(
         f"killed job Succeeded after {restarts} gang restart(s) with param_checksum {state.ref_checksum}, "
@@ -84,19 +83,18 @@ def test_5_kill_rank_gang_restart_resume(run: Run, cluster: Cluster, state: Stat
     run.progress.phase("kill, gang restart, resume")
 
 
-def test_5a_every_rank_pod_deleted_resumes_from_the_notice(run: Run, state: State) -> None:
+def test_5a_every_rank_pod_deleted_resumes_from_the_notice(run: Run, state: State, jobs: Jobs) -> None:
     """Every rank pod deleted at once (a node drain, a spot reclaim turned into deletions): each rank
     gets its notice (SIGTERM, the pod's grace period), the job's state is saved at the round boundary
     it reaches, and the new gang resumes from it: at most one round lost, bit for bit the
     uninterrupted run's parameters."""
-    kube.apply(manifests.job(NS, "notice", "ckpt-notice", STEPS, run.image))
-    wait_phase("notice", "Running", 240, NS)
-    round_ = running_at_a_third("notice")
+    notice = jobs("notice").start(manifests.job(NS, "notice", "ckpt-notice", STEPS, run.image))
+    round_ = running_at_a_third(notice)
     kube.kubectl("-n", NS, "delete", "pod", "-l", "ppu.dev/job=notice", "--wait=false", json=False)
     run.progress.say(f"deleted every rank pod of job notice (graceful), status at round {round_}")
     run.progress.say(f"new rank 0: {after_bracket(resumed_line('notice', 300))}")
-    wait_phase("notice", "Succeeded", 900, NS)
-    cost = status("notice", NS)
+    notice.wait_phase("Succeeded", 900)
+    cost = notice.status()
     assert (cost.stops or 0) >= 1 and cost.last_stop_rounds_lost is not None, (
         f"notice: the status does not say what deleting every rank pod cost: {cost.dump()}"
     )

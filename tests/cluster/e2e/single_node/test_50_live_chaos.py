@@ -19,7 +19,6 @@ import pytest
 from .. import kube, manifests, summaries
 from ..cluster import Cluster
 from ..live_chaos import LiveJob, cut_rank_1, uncut_rank_1, utc_now
-from ..ppujob import wait_phase
 from ..run import Run
 from ..waiting import wait_at_most
 from . import LIVE_STEPS, NS, OPERATOR, OPNS
@@ -29,14 +28,13 @@ from .state import State
 @pytest.fixture(scope="module")
 def live(run: Run) -> LiveJob:
     """PPUJob live (network.recovery live), Running, with its rendezvous pod."""
-    kube.apply(manifests.live_job(NS, "ckpt-live", LIVE_STEPS, run.image))
-    wait_phase("live", "Running", 240, NS)
+    job = LiveJob(NS, run.progress).start(manifests.live_job(NS, "ckpt-live", LIVE_STEPS, run.image))
     assert kube.pod(NS, "live-rendezvous") is not None, "the live job has no rendezvous pod"
-    return LiveJob(NS, run.progress)
+    return job
 
 
 def test_5b_1_rank_pod_deleted_in_outer_sync(run: Run, live: LiveJob) -> None:
-    live.wait_round(30)
+    live.wait_round(30, 600, interval_s=1)
     live.remember_uids()
     live.at_round_boundary(32)
     fault_at = utc_now()
@@ -77,7 +75,7 @@ def test_5b_2_rendezvous_pod_deleted(run: Run, live: LiveJob, state: State) -> N
 
     now = wait_at_most(new_store, 300, until=lambda uid: bool(uid) and uid != old_uid, interval_s=1)
     assert now and now != old_uid, "the rendezvous pod was not recreated after it was deleted"
-    live.wait_round(at_round + 5)
+    live.wait_round(at_round + 5, 600, interval_s=1)
     replaced = kube.event_messages(NS, "StoreReplaced")
     assert replaced, "no StoreReplaced event after the rendezvous pod was deleted"
     live.only_replaced(None)
@@ -89,7 +87,7 @@ def test_5b_2_rendezvous_pod_deleted(run: Run, live: LiveJob, state: State) -> N
 
 def test_5b_3_rank0_container_killed(run: Run, cluster: Cluster, live: LiveJob, state: State) -> None:
     """Rank 0: the store's and the job's first rank."""
-    live.wait_round(state.store_deleted_at_round + 20)
+    live.wait_round(state.store_deleted_at_round + 20, 600, interval_s=1)
     live.remember_uids()
     cid = kube.container_id(NS, live.selector(0))
     fault_at = utc_now()
@@ -105,7 +103,7 @@ def test_5b_3_rank0_container_killed(run: Run, cluster: Cluster, live: LiveJob, 
 def test_5b_4_operator_deleted_while_replacing(run: Run, live: LiveJob) -> None:
     """The next operator (the Deployment's new pod, once it holds the lease) finds the loss counted
     in status.recoveringRanks and finishes the replacement; the loss counts once."""
-    live.wait_round((live.status().outer_round or 0) + 5)
+    live.wait_round((live.status().outer_round or 0) + 5, 600, interval_s=1)
     live.remember_uids()
     old = kube.pods(OPNS, OPERATOR)[0]["metadata"]
     fault_at = utc_now()
@@ -140,7 +138,7 @@ def test_5b_5_rank1_traffic_dropped(run: Run, cluster: Cluster, live: LiveJob) -
     connections; the others fence rank 1, it finds itself out of the group when the cut ends and
     exits with the code for "I lost the group", and only its pod is recreated.
     """
-    live.wait_round((live.status().outer_round or 0) + 5)
+    live.wait_round((live.status().outer_round or 0) + 5, 600, interval_s=1)
     live.remember_uids()
     rank_1 = kube.pods(NS, live.selector(1))[0]
     ip = rank_1.get("status", {}).get("podIP", "")
@@ -166,7 +164,7 @@ def test_5b_5_rank1_traffic_dropped(run: Run, cluster: Cluster, live: LiveJob) -
 
 
 def test_5b_live_job_succeeds_without_gang_restart(run: Run, live: LiveJob, state: State) -> None:
-    wait_phase("live", "Succeeded", 900, NS)
+    live.wait_phase("Succeeded", 900)
     now = live.status()
     assert now.restart_count == 0, f"live job: restartCount '{now.restart_count}', expected no gang restart"
     assert now.recoveries == 4, f"live job: recoveries '{now.recoveries}', expected one per rank fault (4)"

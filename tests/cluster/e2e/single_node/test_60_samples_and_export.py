@@ -19,20 +19,21 @@ from ppu import summary
 
 from .. import kube, manifests
 from ..band import in_image
-from ..ppujob import status, wait_phase
+from ..ppujob import Jobs
 from ..run import Run
 from ..waiting import wait_at_most
 from .checks import same
 
 
-def test_6_sample_as_shipped(run: Run) -> None:
+def test_6_sample_as_shipped(run: Run, jobs: Jobs) -> None:
     """The sample, no edits, the default namespace: it learns, and its final status is the run's result."""
     kube.kubectl("apply", "-f", str(manifests.CPU_TINY), json=False)
-    wait_phase("cpu-tiny", "Succeeded", 600, "default")
+    sample = jobs("cpu-tiny", "default")
+    sample.wait_phase("Succeeded", 600)
     run.progress.say(
         f"samples/cpu-tiny.yaml as shipped ({manifests.sample_image()}): {kube.table_line('ppj', 'cpu-tiny')}"
     )
-    shown = status("cpu-tiny", "default").perplexity
+    shown = sample.status().perplexity
     try:
         learned = 0 < float(shown or "") < 64
     except ValueError:
@@ -43,7 +44,7 @@ def test_6_sample_as_shipped(run: Run) -> None:
     # must be what the same training section run here with ppu-launch (checkpoints on, as the
     # operator sets them) ends at.
     time.sleep(20)
-    now = status("cpu-tiny", "default")
+    now = sample.status()
     reported = now.condition_status("ResultReported")
     assert reported == "True", f"cpu-tiny: condition ResultReported is '{reported or ''}', not True"
     local = run.cluster.state_dir / "cpu-tiny-local"
@@ -78,20 +79,21 @@ def test_6_sample_as_shipped(run: Run) -> None:
     run.progress.phase("sample as shipped")
 
 
-def test_7_export_sample_model_on_volume(run: Run) -> None:
+def test_7_export_sample_model_on_volume(run: Run, jobs: Jobs) -> None:
     """The trained model leaves as a Hugging Face directory on the claim, which outlives the PPUJob."""
     job, claim = manifests.export_sample_names()
     kube.kubectl("apply", "-f", str(manifests.CPU_TINY_EXPORT), json=False)
-    wait_phase(job, "Succeeded", 600, "default")
+    sample = jobs(job, "default")
+    sample.wait_phase("Succeeded", 600)
 
     def exported():
-        return status(job, "default").condition("Exported")
+        return sample.status().condition("Exported")
 
     last = wait_at_most(exported, 300, until=lambda c: c is not None and c.reason in ("ModelExported", "ExportFailed"))
     reason = last.reason if last else ""
     assert reason == "ModelExported", f"{job}: condition Exported is '{reason or ''}': {last.message if last else ''}"
     assert "ModelExported" in kube.table_line("ppj", job), f"{job}: column EXPORT does not say ModelExported"
-    now = status(job, "default")
+    now = sample.status()
     assert (
         now.export_path == "model" and now.export_round is not None and now.export_round == now.last_checkpoint_round
     ), (

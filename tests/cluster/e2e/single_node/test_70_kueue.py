@@ -15,7 +15,7 @@ test_80_helm_uninstall.
 from .. import kube, kueue, manifests
 from ..cluster import Cluster
 from ..helm import OperatorChart
-from ..ppujob import status, wait_phase
+from ..ppujob import Jobs
 from ..run import Run
 from ..waiting import wait_at_most
 from . import NS, OPNS
@@ -25,7 +25,9 @@ def queued_job(name: str, steps: int, priority: str, image: str) -> str:
     return manifests.queued_job(NS, name, f"ckpt-{name}", steps, priority, image)
 
 
-def test_8_kueue_queued_suspended_admitted_in_turn(run: Run, cluster: Cluster, operator: OperatorChart) -> None:
+def test_8_kueue_queued_suspended_admitted_in_turn(
+    run: Run, cluster: Cluster, operator: OperatorChart, jobs: Jobs
+) -> None:
     """One gang admitted at a time; suspending the running job hands its quota to the waiting one."""
     cluster.kueue_up()
     operator.upgrade("kueue.enabled=true")
@@ -44,28 +46,28 @@ def test_8_kueue_queued_suspended_admitted_in_turn(run: Run, cluster: Cluster, o
         raise AssertionError(f"Kueue admitted neither qa nor qb: {listing}")
     second = "qb" if first == "qa" else "qa"
     kueue.wait_waiting(NS, second, "Queued", 60)
-    message = status(second, NS).message or ""
+    message = jobs(second).status().message or ""
     assert "insufficient unused quota" in message, f"{second} waits without Kueue's reason: '{message}'"
     assert "Queued" in kube.table_line("-n", NS, "ppj", second), "column REASON does not say Queued"
     assert kueue.workload_condition(NS, second, "QuotaReserved") == "False", (
         f"Workload ppujob-{second} holds quota while its job waits"
     )
-    wait_phase(first, "Running", 240, NS)
+    jobs(first).wait_phase("Running", 240)
     run.progress.say(f"{first} admitted and Running; {second} waits with no pod: {message}")
     # Suspending the running job releases its quota (its Workload is deleted): the other is admitted.
     kueue.wait_checkpoint(NS, first)
     kube.kubectl(
         "-n", NS, "patch", "ppj", first, "--type=merge", "-p", '{"spec":{"runPolicy":{"suspend":true}}}', json=False
     )
-    wait_phase(first, "Suspended", 60, NS)
-    wait_phase(second, "Running", 240, NS)
+    jobs(first).wait_phase("Suspended", 60)
+    jobs(second).wait_phase("Running", 240)
     kube.kubectl(
         "-n", NS, "patch", "ppj", first, "--type=merge", "-p", '{"spec":{"runPolicy":{"suspend":false}}}', json=False
     )
     kueue.wait_waiting(NS, first, "Queued", 60)
     run.progress.say(f"{first} suspended: its quota went to {second}; resumed, {first} queues again")
-    wait_phase(second, "Succeeded", 600, NS)
-    wait_phase(first, "Succeeded", 600, NS)
+    jobs(second).wait_phase("Succeeded", 600)
+    jobs(first).wait_phase("Succeeded", 600)
     assert kueue.workload_condition(NS, first, "Finished") == "True", (
         f"Workload ppujob-{first} is not Finished after its job Succeeded"
     )
@@ -73,17 +75,17 @@ def test_8_kueue_queued_suspended_admitted_in_turn(run: Run, cluster: Cluster, o
     run.progress.phase("Kueue: queued, suspended, admitted in turn")
 
 
-def test_8_kueue_preemption_and_deletion(run: Run, cluster: Cluster) -> None:
+def test_8_kueue_preemption_and_deletion(run: Run, cluster: Cluster, jobs: Jobs) -> None:
     """A high-priority job evicts a running low one, which resumes from its checkpoint; a deleted queued job leaves nothing."""
-    kube.apply(queued_job("qc", 1000, "low", run.image))
-    wait_phase("qc", "Running", 240, NS)
+    qc = jobs("qc").start(queued_job("qc", 1000, "low", run.image))
     kueue.wait_checkpoint(NS, "qc")
     kube.apply(queued_job("qd", 200, "high", run.image))
     kueue.wait_waiting(NS, "qc", "Evicted", 120)
-    message = status("qc", NS).message or ""
+    message = qc.status().message or ""
     assert "Preempted" in message, f"qc evicted without saying it was preempted: {message}"
-    wait_phase("qd", "Running", 240, NS)
-    run.progress.say(f"qd (high) preempted qc (low): qc's pods are gone and it waits: {status('qc', NS).message}")
+    qd = jobs("qd")
+    qd.wait_phase("Running", 240)
+    run.progress.say(f"qd (high) preempted qc (low): qc's pods are gone and it waits: {qc.status().message}")
     # A queued job deleted while it waits leaves nothing behind.
     kube.apply(queued_job("qe", 200, "low", run.image))
     kueue.wait_waiting(NS, "qe", "Queued", 60)
@@ -91,9 +93,9 @@ def test_8_kueue_preemption_and_deletion(run: Run, cluster: Cluster) -> None:
     wait_at_most(lambda: not kube.exists("-n", NS, "workload", "ppujob-qe"), 60, interval_s=1)
     assert not kube.exists("-n", NS, "workload", "ppujob-qe"), "Workload ppujob-qe outlived its deleted PPUJob"
     assert kueue.pod_count(NS, "qe") == 0, "deleted queued job qe left pods"
-    wait_phase("qd", "Succeeded", 600, NS)
-    wait_phase("qc", "Succeeded", 900, NS)
-    restarts = status("qc", NS).restart_count
+    qd.wait_phase("Succeeded", 600)
+    qc.wait_phase("Succeeded", 900)
+    restarts = qc.status().restart_count
     assert restarts == 0, f"qc's preemption counted as a failure: restartCount {restarts}"
     resumed = kueue.resumed_line(NS, "qc")
     assert resumed, "qc did not resume from its checkpoint after the preemption"
@@ -101,7 +103,7 @@ def test_8_kueue_preemption_and_deletion(run: Run, cluster: Cluster) -> None:
     run.progress.say(f"qd Succeeded, then qc was admitted again and Succeeded (restartCount 0): {since}")
     # What the preemption cost: the eviction is a notice to every rank, which saves the job's state
     # at the round boundary it reaches, so the rerun trains at most that one round again.
-    cost = status("qc", NS)
+    cost = qc.status()
     assert (cost.stops or 0) >= 1 and cost.last_stop_rounds_lost is not None, (
         f"qc's status does not say what its preemption cost: {cost.dump()}"
     )

@@ -68,4 +68,13 @@ PROGRAM = Program(
     scratch_prefix="ppu-nodes",
     timed=False,
     band_job=lambda image: manifests.spread_job(NS, "spread", "live", STEPS, image, NODE_1, slices=2),
+    # The operator on node 1, which is never lost; METRICS_READER may read its /metrics (step 2).
+    operator_sets=(
+        f"nodeSelector.kubernetes\\.io/hostname={NODE_1}",
+        f"metricsAuth.readers[0].name={METRICS_READER}",
+        f"metricsAuth.readers[0].namespace={OPNS}",
+    ),
+    sample_alias=False,
+    quiet_load=True,
+    operator_accounts=(METRICS_READER,),
 )

@@ -7,12 +7,12 @@ checkpoint yet). Leaves spread running and its ranks on node 2 in state.lost for
 test_20_node_lost_live.
 """
 
-from .. import kube, manifests, node_loss
+from .. import manifests, node_loss
 from ..band import Band
 from ..cluster import Cluster
 from ..helm import OperatorChart
 from ..node_loss import NODE_1, NODE_2, ranks_text
-from ..ppujob import status
+from ..ppujob import Jobs
 from ..run import Run
 from . import NS, STEPS
 from .prepare import prepare
@@ -20,21 +20,23 @@ from .state import State
 
 
 def test_1_ranks_spread_over_both_nodes(
-    run: Run, cluster: Cluster, operator_chart: OperatorChart, band: Band, state: State
+    run: Run, cluster: Cluster, operator_chart: OperatorChart, band: Band, state: State, jobs: Jobs
 ) -> None:
     """N = 2: a node holding both owners of a slice would take that slice with it, which live recovery
     cannot cover (the survivors exit 3 and the gang restarts, by design: docs/RECOVERY.md)."""
     prepare(run, cluster, operator_chart)
     run.progress.say(f"two nodes Ready, NetworkPolicies enforced on both, operator on {NODE_1}")
-    kube.apply(manifests.spread_job(NS, "spread", "live", STEPS, run.image, NODE_1, slices=2))
+    spread = jobs("spread").start(
+        manifests.spread_job(NS, "spread", "live", STEPS, run.image, NODE_1, slices=2), running_within_s=300
+    )
     state.lost = node_loss.spread(NS, "spread")
     node_loss.slices_split(NS, "spread")
-    node_loss.wait_round(NS, "spread", 2)
-    checkpoint = status("spread", NS).last_checkpoint_round
+    spread.wait_round(2, 900)
+    checkpoint = spread.status().last_checkpoint_round
     if not (checkpoint is not None and checkpoint >= 1):
-        node_loss.wait_round(NS, "spread", 3)
+        spread.wait_round(3, 900)
     run.progress.passed(
         f"4 ranks spread over {NODE_1} and {NODE_2} by spec.scheduling.affinity (ranks {ranks_text(state.lost)}on {NODE_2}), "
         "training across the nodes with NetworkPolicies enforced, checkpoints on a ReadWriteMany claim "
-        f"(round {status('spread', NS).outer_round})"
+        f"(round {spread.status().outer_round})"
     )

@@ -12,7 +12,7 @@ test_90_final_status judges.
 from .. import kube, node_loss, operator_metrics
 from ..cluster import Cluster
 from ..node_loss import NODE_1, NODE_2, ranks_text
-from ..ppujob import status, wait_phase
+from ..ppujob import Jobs
 from ..run import Run
 from ..waiting import wait_at_most
 from . import METRICS_READER, NS, OPNS, ROUNDS
@@ -46,37 +46,36 @@ def recovery_metrics(run: Run, job: str, recoveries: int, lost: int) -> None:
     )
 
 
-def test_2_node_lost_under_live_recovery(run: Run, cluster: Cluster, state: State) -> None:
+def test_2_node_lost_under_live_recovery(run: Run, cluster: Cluster, state: State, jobs: Jobs) -> None:
     lost = state.lost
+    spread = jobs("spread")
     store = kube.kubectl("-n", NS, "get", "pod", "spread-rendezvous")["spec"].get("nodeName", "")
     assert store == NODE_1, (
         f"the live job's store runs on '{store}', not {NODE_1}: losing {NODE_2} would lose it (a gang restart by design)"
     )
-    node_loss.wait_round(NS, "spread", ROUNDS // 10)
+    spread.wait_round(ROUNDS // 10, 900)
     cluster.stop_node(NODE_2)
-    run.progress.say(
-        f"stopped {NODE_2} at round {status('spread', NS).outer_round} (ranks {ranks_text(lost)}were there)"
-    )
+    run.progress.say(f"stopped {NODE_2} at round {spread.status().outer_round} (ranks {ranks_text(lost)}were there)")
     ready = wait_at_most(lambda: kube.node_ready(NODE_2), 180, until=lambda r: r != "True")
     assert ready != "True", f"{NODE_2} still Ready 180 s after it was stopped"
     run.progress.say(f"{NODE_2} Ready={ready}")
     recoveries, degraded_seen = wait_recovered("spread", lost)
     assert recoveries is not None and recoveries >= len(lost), (
-        f"spread: recoveries '{recoveries}', liveRanks '{status('spread', NS).live_ranks}' after losing ranks {ranks_text(lost)}"
+        f"spread: recoveries '{recoveries}', liveRanks '{spread.status().live_ranks}' after losing ranks {ranks_text(lost)}"
     )
     assert degraded_seen, f"spread: condition Degraded never True while ranks {ranks_text(lost)}were lost"
     forced = node_loss.force_deletions(NS)
     assert NODE_2 in forced, f"no PodForceDeleted event naming {NODE_2}: {forced}"
     recovery_metrics(run, "spread", recoveries, len(lost))
     node_loss.rejoined(NS, "spread", lost, run.progress)
-    wait_phase("spread", "Succeeded", 1200, NS)
-    now = status("spread", NS)
+    spread.wait_phase("Succeeded", 1200)
+    now = spread.status()
     assert now.restart_count == 0, f"spread: restartCount {now.restart_count}, expected no gang restart"
     assert now.condition_status("Degraded") == "False", "spread: Degraded not cleared at the end"
     checksum, state.spread_perplexity = ended_on_node_1("spread")
     run.progress.passed(
         f"live: {NODE_2} lost; ranks {ranks_text(lost)}force-deleted from it and replaced on {NODE_1} "
-        f"({status('spread', NS).recoveries} recoveries, Degraded seen and cleared, the operator's metrics agree), "
+        f"({spread.status().recoveries} recoveries, Degraded seen and cleared, the operator's metrics agree), "
         f"Succeeded with restartCount 0, every rank at parameters {checksum}, perplexity {state.spread_perplexity} "
         "(judged against the fault-free band in step 4)"
     )

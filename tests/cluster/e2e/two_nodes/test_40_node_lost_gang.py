@@ -11,40 +11,42 @@ on every rank.
 from .. import kube, manifests, node_loss
 from ..helm import OperatorChart
 from ..node_loss import NODE_1, NODE_2, ranks_text
-from ..ppujob import status, wait_phase
+from ..ppujob import Jobs
 from ..run import Run
 from ..waiting import wait_at_most
 from . import GANG_ROUNDS, GANG_STEPS, NS
 from .prepare import prepare
 
 
-def test_3_node_lost_under_gang_recovery(run: Run, operator_chart: OperatorChart) -> None:
+def test_3_node_lost_under_gang_recovery(run: Run, operator_chart: OperatorChart, jobs: Jobs) -> None:
     cluster = run.fresh_cluster()
     prepare(run, cluster, operator_chart)
-    kube.apply(manifests.spread_job(NS, "gang", "gang", GANG_STEPS, run.image, NODE_1))
+    gang = jobs("gang").start(
+        manifests.spread_job(NS, "gang", "gang", GANG_STEPS, run.image, NODE_1), running_within_s=300
+    )
     lost = node_loss.spread(NS, "gang")
     needed = GANG_ROUNDS // 10
     checkpoint = wait_at_most(
-        lambda: status("gang", NS).last_checkpoint_round, 600, until=lambda ck: ck is not None and ck >= needed
+        lambda: gang.status().last_checkpoint_round, 600, until=lambda ck: ck is not None and ck >= needed
     )
     assert checkpoint is not None and checkpoint >= needed, (
         f"gang: no checkpoint at round {needed} (last '{checkpoint}')"
     )
     cluster.stop_node(NODE_2)
     run.progress.say(
-        f"stopped {NODE_2} at round {status('gang', NS).outer_round}, checkpoint round {checkpoint} "
+        f"stopped {NODE_2} at round {gang.status().outer_round}, checkpoint round {checkpoint} "
         f"(ranks {ranks_text(lost)}were there)"
     )
 
     def restart() -> tuple[int | None, str | None]:
-        now = status("gang", NS)
+        now = gang.status()
         done = now.restart_count is not None and now.restart_count >= 1 and now.phase == "Running"
         if not done and now.phase == "Failed":
             raise AssertionError(f"gang Failed: {now.dump()}")
         return now.restart_count, now.phase
 
     last = wait_at_most(restart, 600, until=lambda o: o[0] is not None and o[0] >= 1 and o[1] == "Running")
-    phase = status("gang", NS).phase
+    phase = gang.status().phase
     assert phase == "Running", (
         f"gang: no new gang running 600 s after the loss (restartCount '{last[0] if last else None}', phase {phase})"
     )
@@ -54,8 +56,8 @@ def test_3_node_lost_under_gang_recovery(run: Run, operator_chart: OperatorChart
 
     line = wait_at_most(resumed, 240)
     assert line, "gang: the new rank 0 never logged 'resumed from' a checkpoint"
-    wait_phase("gang", "Succeeded", 1200, NS)
-    restart_count = status("gang", NS).restart_count
+    gang.wait_phase("Succeeded", 1200)
+    restart_count = gang.status().restart_count
     assert restart_count == 1, f"gang: restartCount {restart_count}, expected exactly 1"
     elsewhere = node_loss.off_node(NS, "gang", NODE_1)
     assert not elsewhere, (
