@@ -7,7 +7,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates
   libtorch-dev libopenblas0-openmp libopenblas-dev
   prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libsentencepiece-dev sentencepiece libprotobuf-dev nlohmann-json3-dev libcurl4-openssl-dev libssl-dev
+  libsentencepiece-dev sentencepiece libprotobuf-dev nlohmann-json3-dev libcurl4-openssl-dev libssl-dev libpugixml-dev
   libgtest-dev libgmock-dev libcli11-dev libgloo-dev libcpp-httplib-dev libcivetweb-dev libjemalloc-dev
 )
 # --test: what the suite adds. --bench: the PyTorch reference of bench/pytorch_peer (Debian's

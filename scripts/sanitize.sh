@@ -34,7 +34,8 @@ fail() {
 
 t0=$SECONDS
 if [[ $lane == asan ]]; then
-  targets=(ppu_sanitizer_canary core_tests ppu-plan ppu-schema ppu-crd ppu-contract ppu_data_tests ppu-data operator_unit_tests)
+  targets=(ppu_sanitizer_canary core_tests ppu-plan ppu-schema ppu-crd ppu-contract ppu_data_tests ppu-data operator_unit_tests
+    objectstore_unit_tests)
   data=ON
   select=(-L unit)
 else

@@ -36,6 +36,7 @@
 #include "engine/optim/inner_optimizer.h"
 #include "engine/optim/outer_optimizer.h"
 #include "engine/run_dataset.h"
+#include "engine/state/checkpoint_location.h"
 #include "engine/state/host_store.h"
 #include "engine/train/checkpoints.h"
 #include "engine/train/live_recovery.h"
@@ -45,6 +46,7 @@
 #include "engine/train/quorum_sync.h"
 #include "engine/train/summary.h"
 #include "engine/train/theta_guard.h"
+#include "objstore/s3_url.h"
 
 namespace ppu {
 
@@ -465,6 +467,9 @@ void check_runnable(const Config& config, const RunEnv& env) {
            .equal(torch::full({2, 2}, 2.0, torch::kBFloat16)))
     throw ConfigError("config key 'train.dtype' is 'bf16' but this LibTorch cannot multiply bf16 matrices on the CPU");
   const HostStore host_state(config.outer.host_state_dir);  // throws if it names no writable directory
+  // An s3:// checkpoint location: its credentials and bucket are checked here, before any
+  // rendezvous or training (ConfigError naming what to fix).
+  if (S3Url::is_s3(env.checkpoint_dir)) CheckpointLocation::open(env.checkpoint_dir, "checkpoint.dir");
   const auto& d = config.data;
   if (d.source == DataSource::Shards || !d.path.empty()) {
     // The shards' contents are verified when a rank loads them (load_dataset).

@@ -69,49 +69,6 @@ int KubeTestEnv::kubectl(const std::string& args, std::string& out, const std::s
   return rc;
 }
 
-void Process::kill_hard() {
-  if (pid <= 0) return;
-  ::kill(pid, SIGKILL);
-  int st;
-  waitpid(pid, &st, 0);
-  pid = -1;
-}
-
-int Process::terminate(double timeout_s) {
-  if (pid <= 0) return -1;
-  ::kill(pid, SIGTERM);
-  int st = 0;
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (std::chrono::steady_clock::now() < end) {
-    if (waitpid(pid, &st, WNOHANG) == pid) {
-      pid = -1;
-      return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  kill_hard();
-  return -1;
-}
-
-Process spawn(const std::vector<std::string>& argv, const std::string& log_path) {
-  Process p;
-  p.pid = fork();
-  if (p.pid == 0) {
-    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    std::vector<char*> args;
-    args.reserve(argv.size() + 1);
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  return p;
-}
-
 bool eventually(const std::function<bool()>& pred, double timeout_s) {
   return wait_until(pred, timeout_s, std::chrono::milliseconds(50));
 }

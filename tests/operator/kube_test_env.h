@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/child_process.h"
 #include "../common/free_port.h"
 #include "wait_until.h"
 
@@ -29,12 +30,9 @@ class KubeTestEnv {
   std::string dir_, kubeconfig_;
 };
 
-struct Process {
-  pid_t pid = -1;
-  void kill_hard();                      // SIGKILL and reap
-  int terminate(double timeout_s = 30);  // SIGTERM, wait; returns the exit status (-1 if killed)
-};
-Process spawn(const std::vector<std::string>& argv, const std::string& log_path);
+// ppu-operator and other programs the tests run beside themselves (tests/common/child_process.h).
+using Process = ppu::testing::ChildProcess;
+using ppu::testing::spawn;
 
 // Polls `pred` every 50 ms until true or `timeout_s` passes (a safety net, never a timing claim).
 bool eventually(const std::function<bool()>& pred, double timeout_s = 60);

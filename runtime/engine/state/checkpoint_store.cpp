@@ -9,9 +9,10 @@
 
 #include "common/atomic_file.h"
 #include "common/fnv1a.h"
-#include "common/remove_tree.h"
 #include "data/token_shard.h"
 #include "engine/state/checkpoint_format.h"
+#include "engine/state/checkpoint_location.h"
+#include "objstore/s3_url.h"
 
 namespace fs = std::filesystem;
 
@@ -33,29 +34,14 @@ std::string serialize(const CheckpointStore::Writer& writer) {
 
 std::string checksum(const std::string& bytes) { return hex64(fnv1a64(bytes.data(), bytes.size())); }
 
-std::vector<int64_t> rounds_in(const std::string& dir) {
-  std::vector<int64_t> rounds;
-  if (!fs::is_directory(dir)) return rounds;
-  const std::string prefix = file::kRoundPrefix;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const auto name = entry.path().filename().string();
-    if (entry.is_directory() && name.rfind(prefix, 0) == 0 && name.find(".tmp") == std::string::npos) {
-      try {
-        rounds.push_back(std::stoll(name.substr(prefix.size())));
-      } catch (const std::exception&) {
-      }
-    }
-  }
-  std::sort(rounds.rbegin(), rounds.rend());
-  return rounds;
-}
-
-// Reads `name` from checkpoint `dir` and checks it against the manifest; "" when fine.
-std::string verify(const std::string& dir, const nlohmann::json& manifest, const std::string& name,
-                   std::string& bytes) {
+// Reads `name` of round directory `round_dir` and checks it against the manifest; "" when fine.
+std::string verify(CheckpointLocation& at, const std::string& round_dir, const nlohmann::json& manifest,
+                   const std::string& name, std::string& bytes) {
   if (!manifest["files"].contains(name)) return "manifest does not list " + name;
   try {
-    bytes = read_file_bytes(dir + "/" + name);
+    auto read = at.read(round_dir + "/" + name);
+    if (!read) return name + " is missing";
+    bytes = std::move(*read);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -67,15 +53,19 @@ std::string verify(const std::string& dir, const nlohmann::json& manifest, const
   return "";
 }
 
-// Whether the save of the round in `dir` finished: the manifest is written last, as its commit.
-// A round without one is an unfinished save, not a checkpoint: readers skip it, never reject it.
-bool save_finished(const std::string& dir) { return fs::exists(dir + "/" + kManifest); }
+// The manifest of a round, written last as its commit: nullopt when there is none (a save that
+// did not finish: readers skip it, never reject it).
+std::optional<std::string> manifest_of(CheckpointLocation& at, const std::string& round_dir) {
+  return at.read(round_dir + "/" + kManifest);
+}
 
 }  // namespace
 
 VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name, int64_t round) {
-  if (!fs::is_directory(dir)) throw NoValidCheckpoint("checkpoint directory '" + dir + "' does not exist");
-  auto rounds = rounds_in(dir);
+  if (!S3Url::is_s3(dir) && !fs::is_directory(dir))
+    throw NoValidCheckpoint("checkpoint directory '" + dir + "' does not exist");
+  const auto at = CheckpointLocation::open(dir, "--checkpoint");
+  auto rounds = at->rounds();
   if (round >= 0) {
     if (std::find(rounds.begin(), rounds.end(), round) == rounds.end())
       throw NoValidCheckpoint("checkpoint directory '" + dir + "' has no " + file::round_dir(round));
@@ -83,45 +73,52 @@ VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, con
   }
   std::string rejected;
   for (const int64_t r : rounds) {
-    const std::string path = dir + "/" + file::round_dir(r);
-    if (!save_finished(path)) {
-      spdlog::info("ignoring {}: no manifest, a checkpoint whose save did not finish", path);
-      continue;
-    }
+    const std::string round_dir = file::round_dir(r);
+    const std::string path = at->path(round_dir);
     VerifiedCheckpointFile out;
     out.round = r;
     out.path = path;
     std::string problem;
     nlohmann::json manifest;
     try {
-      manifest = nlohmann::json::parse(read_file_bytes(path + "/" + kManifest));
+      const auto text = manifest_of(*at, round_dir);
+      if (!text) {
+        spdlog::info("ignoring {}: no manifest, a checkpoint whose save did not finish", path);
+        continue;
+      }
+      manifest = nlohmann::json::parse(*text);
       out.config_yaml = manifest.at("config").get<std::string>();
       out.world_size = manifest.at("world_size").get<int>();
     } catch (const std::exception& e) {
       problem = std::string("no readable manifest (") + e.what() + ")";
     }
-    if (problem.empty()) problem = verify(path, manifest, name, out.bytes);
+    if (problem.empty()) problem = verify(*at, round_dir, manifest, name, out.bytes);
     if (problem.empty()) {
       require_checkpoint_format(manifest.value("format", 1), "checkpoint " + path);
       return out;
     }
-    rejected += "\n  " + file::round_dir(r) + ": " + problem;
+    rejected += "\n  " + round_dir + ": " + problem;
   }
   throw NoValidCheckpoint(
       "checkpoint directory '" + dir + "' has no valid checkpoint" +
       (rejected.empty() ? std::string(" (no round-* directory whose save finished)") : ":" + rejected));
 }
 
-CheckpointStore::CheckpointStore(std::string dir, int keep, Collectives& collectives)
-    : dir_(std::move(dir)), keep_(keep), collectives_(collectives) {}
+CheckpointStore::CheckpointStore(const std::string& where, int keep, Collectives& collectives)
+    : location_(CheckpointLocation::open(where, "checkpoint.dir")),
+      dir_(location_->text()),
+      keep_(keep),
+      collectives_(collectives) {}
 
-std::string CheckpointStore::round_dir(int64_t round) const { return dir_ + "/" + file::round_dir(round); }
+CheckpointStore::~CheckpointStore() = default;
+
+std::string CheckpointStore::round_dir(int64_t round) const { return location_->path(file::round_dir(round)); }
 
 std::string CheckpointStore::rank_file() const { return file::rank_part(collectives_.job_rank()); }
 
 bool CheckpointStore::save(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins,
                            const Writer& global_part, const std::string& config_yaml) {
-  const std::string dir = round_dir(round);
+  const std::string dir = round_dir(round), name = file::round_dir(round);
   // Per job rank, what this member wrote of it: {written, bytes, checksum, failed}; all-gathered,
   // so the group's rank 0 learns every part from the member that wrote it, and whether any
   // member failed to (fixed width: K x 4).
@@ -129,14 +126,13 @@ bool CheckpointStore::save(int64_t round, const Writer& rank_part, const std::ve
   auto info = torch::zeros({ranks, 4}, torch::kInt64);
   auto write = [&](int job_rank, const Writer& writer) {
     const std::string bytes = serialize(writer);
-    atomic_write_file(dir + "/" + file::rank_part(job_rank), bytes);
+    location_->write(name + "/" + file::rank_part(job_rank), bytes);
     info[job_rank][0] = 1;
     info[job_rank][1] = static_cast<int64_t>(bytes.size());
     info[job_rank][2] = static_cast<int64_t>(fnv1a64(bytes.data(), bytes.size()));
   };
   std::string error;  // this member's failed write
   try {
-    fs::create_directories(dir);
     write(collectives_.job_rank(), rank_part);
     for (const auto& s : stand_ins) write(s.job_rank, s.part);
   } catch (const std::runtime_error& e) {  // filesystem_error too
@@ -151,7 +147,7 @@ bool CheckpointStore::save(int64_t round, const Writer& rank_part, const std::ve
   if (collectives_.rank() == 0) {
     try {
       if (!failed) {
-        publish(round, dir, all, global_part, config_yaml);
+        publish(round, all, global_part, config_yaml);
         written[0] = 1;
       }
     } catch (const std::runtime_error& e) {
@@ -159,7 +155,7 @@ bool CheckpointStore::save(int64_t round, const Writer& rank_part, const std::ve
     }
     if (written[0].item<int64_t>() == 0) {
       try {
-        remove_tree(dir);  // room on a full disk; without a manifest it is never loaded anyway
+        location_->remove_round(round);  // room on a full disk; without a manifest it is never loaded anyway
       } catch (const std::exception&) {
       }
     }
@@ -171,11 +167,12 @@ bool CheckpointStore::save(int64_t round, const Writer& rank_part, const std::ve
 
 // The group's rank 0, once every part is written: the global part, then the manifest that
 // makes the round a checkpoint, then retention.
-void CheckpointStore::publish(int64_t round, const std::string& dir, const std::vector<torch::Tensor>& all,
-                              const Writer& global_part, const std::string& config_yaml) {
+void CheckpointStore::publish(int64_t round, const std::vector<torch::Tensor>& all, const Writer& global_part,
+                              const std::string& config_yaml) {
   const int ranks = collectives_.job_size();
+  const std::string name = file::round_dir(round);
   const std::string global = serialize(global_part);
-  atomic_write_file(dir + "/" + kGlobal, global);
+  location_->write(name + "/" + kGlobal, global);
   nlohmann::json manifest = {
       {"format", kCheckpointFormat}, {"round", round}, {"world_size", ranks}, {"config", config_yaml}};
   manifest["files"][kGlobal] = {{"bytes", global.size()}, {"fnv1a64", checksum(global)}};
@@ -196,15 +193,15 @@ void CheckpointStore::publish(int64_t round, const std::string& dir, const std::
     const int by = collectives_.members().empty() ? writer : collectives_.members()[writer];
     if (by != r) manifest["stand_ins"][std::to_string(r)] = by;
   }
-  atomic_write_file(dir + "/" + kManifest, manifest.dump(2));
-  const auto rounds = rounds_in(dir_);
-  for (size_t i = keep_; i < rounds.size(); ++i) remove_tree(round_dir(rounds[i]));
+  location_->write(name + "/" + kManifest, manifest.dump(2));
+  const auto rounds = location_->rounds();
+  for (size_t i = keep_; i < rounds.size(); ++i) location_->remove_round(rounds[i]);
 }
 
 void CheckpointStore::write_note(const char* name, const std::string& text) const {
   if (collectives_.rank() != 0) return;
   try {
-    atomic_write_file(dir_ + "/" + name, text);
+    location_->write(name, text);
   } catch (const std::exception& e) {
     spdlog::warn("could not write {} in {}: {}", name, dir_, e.what());
   }
@@ -214,7 +211,7 @@ std::optional<std::string> CheckpointStore::rewrite_note(const char* name,
                                                          const std::function<std::string()>& text) const {
   if (collectives_.rank() != 0) return std::nullopt;
   try {
-    atomic_write_file(dir_ + "/" + name, text(), Durability::Readers);
+    location_->write(name, text(), Durability::Readers);
     return std::nullopt;
   } catch (const std::exception& e) {
     return std::string(e.what());
@@ -222,19 +219,17 @@ std::optional<std::string> CheckpointStore::rewrite_note(const char* name,
 }
 
 std::optional<std::string> CheckpointStore::read_note(const char* name) const {
-  const std::string path = dir_ + "/" + name;
-  if (!fs::exists(path)) return std::nullopt;
   try {
-    return read_file_bytes(path);
+    return location_->read(name);
   } catch (const std::exception& e) {
-    spdlog::warn("{} is unreadable: {}", path, e.what());
+    spdlog::warn("{} is unreadable: {}", location_->path(name), e.what());
     return std::nullopt;
   }
 }
 
 std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_unusable) {
   // Rank 0's listing decides the candidates, so every rank walks the same sequence.
-  auto rounds = rounds_in(dir_);
+  auto rounds = location_->rounds();
   auto count = torch::tensor({static_cast<int64_t>(collectives_.rank() == 0 ? rounds.size() : 0)}, torch::kInt64);
   collectives_.allreduce_sum(count);
   auto list = torch::zeros({std::max<int64_t>(1, count.item<int64_t>())}, torch::kInt64);
@@ -243,33 +238,42 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_
   collectives_.allreduce_sum(list);
 
   std::vector<std::pair<std::string, std::string>> rejected;  // (DIR, why), newest first
+  std::vector<int64_t> rejected_rounds;
   for (int64_t i = 0; i < count.item<int64_t>(); ++i) {
     const auto round = list[i].item<int64_t>();
-    const std::string dir = round_dir(round);
-    auto written = torch::tensor({static_cast<int64_t>(save_finished(dir) ? 1 : 0)}, torch::kInt64);
+    const std::string dir = round_dir(round), name = file::round_dir(round);
+    std::optional<std::string> manifest_text;
+    std::string problem;
+    try {
+      manifest_text = manifest_of(*location_, name);
+    } catch (const std::exception& e) {
+      problem = std::string("no readable manifest (") + e.what() + ")";
+    }
+    auto written = torch::tensor({static_cast<int64_t>(manifest_text || !problem.empty() ? 1 : 0)}, torch::kInt64);
     collectives_.allreduce_sum(written);
     if (written.item<int64_t>() != collectives_.world_size()) {
       spdlog::info("ignoring {}: no manifest, a checkpoint whose save did not finish", dir);
       continue;
     }
-    std::string problem, mine, global;
+    std::string mine, global;
     nlohmann::json manifest;
     try {
-      manifest = nlohmann::json::parse(read_file_bytes(dir + "/" + kManifest));
-      if (manifest.at("world_size").get<int>() != collectives_.job_size())
+      if (problem.empty()) manifest = nlohmann::json::parse(*manifest_text);
+      if (problem.empty() && manifest.at("world_size").get<int>() != collectives_.job_size())
         problem = "it was written by " + std::to_string(manifest["world_size"].get<int>()) + " ranks, this run has " +
                   std::to_string(collectives_.job_size());
     } catch (const std::exception& e) {
       problem = std::string("no readable manifest (") + e.what() + ")";
     }
-    if (problem.empty()) problem = verify(dir, manifest, rank_file(), mine);
-    if (problem.empty()) problem = verify(dir, manifest, kGlobal, global);
+    if (problem.empty()) problem = verify(*location_, name, manifest, rank_file(), mine);
+    if (problem.empty()) problem = verify(*location_, name, manifest, kGlobal, global);
     auto ok = torch::tensor({static_cast<int64_t>(problem.empty() ? 1 : 0)}, torch::kInt64);
     collectives_.allreduce_sum(ok);
     if (ok.item<int64_t>() != collectives_.world_size()) {
       if (problem.empty()) problem = "another rank rejected it";
       spdlog::warn("skipping checkpoint {}: {}", dir, problem);
       rejected.emplace_back(dir, problem);
+      rejected_rounds.push_back(round);
       continue;
     }
     // Intact on every rank (the same manifest everywhere, so every rank decides alike): one of
@@ -294,7 +298,7 @@ std::optional<LoadedCheckpoint> CheckpointStore::load_latest(bool start_over_if_
     // Removed, not left beside the new rounds: a stale higher round would otherwise outlive
     // the pruning and be the first candidate of the next resume.
     if (collectives_.rank() == 0)
-      for (const auto& [dir, why] : rejected) remove_tree(dir);
+      for (const int64_t round : rejected_rounds) location_->remove_round(round);
     collectives_.barrier();
     return std::nullopt;
   }

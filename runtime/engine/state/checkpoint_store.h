@@ -1,6 +1,8 @@
-// CheckpointStore: crash-safe checkpoints at outer-round boundaries in a directory shared by
-// all ranks:  DIR/round-000012/{rank-00000.pt, ..., global.pt, manifest.json}.
-//  - every file is written atomically (temp file, fsync, rename, directory fsync);
+// CheckpointStore: crash-safe checkpoints at outer-round boundaries in a directory or an S3
+// prefix shared by all ranks (checkpoint_location.h):
+// DIR/round-000012/{rank-00000.pt, ..., global.pt, manifest.json}.
+//  - every file is written atomically (a directory: temp file, fsync, rename, directory fsync;
+//    S3: one PUT whose body the service checks);
 //  - files are named by job rank; a live group missing ranks (network.recovery live) still
 //    writes one file per job rank: a member stands in for each missing rank and writes its part
 //    (the manifest lists them under "stand_ins": job rank -> the member that wrote it);
@@ -20,6 +22,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -27,6 +30,7 @@
 
 #include "engine/comm/collectives.h"
 #include "engine/state/checkpoint_format.h"
+#include "engine/state/checkpoint_location.h"
 
 namespace ppu {
 
@@ -71,7 +75,12 @@ using checkpoint_file::kReachedNote;
 
 class CheckpointStore {
  public:
-  CheckpointStore(std::string dir, int keep, Collectives& collectives);
+  // `where`: a directory or an s3:// location (engine/state/checkpoint_location.h); opening an
+  // s3:// one checks its credentials and bucket (ConfigError).
+  CheckpointStore(const std::string& where, int keep, Collectives& collectives);
+  ~CheckpointStore();
+  CheckpointStore(const CheckpointStore&) = delete;
+  CheckpointStore& operator=(const CheckpointStore&) = delete;
 
   using Writer = std::function<void(torch::serialize::OutputArchive&)>;
   // The part of a job rank missing from the group, written by the member standing in for it.
@@ -108,12 +117,13 @@ class CheckpointStore {
   std::optional<std::string> read_note(const char* name) const;
 
  private:
-  void publish(int64_t round, const std::string& dir, const std::vector<torch::Tensor>& all, const Writer& global_part,
+  void publish(int64_t round, const std::vector<torch::Tensor>& all, const Writer& global_part,
                const std::string& config_yaml);
   std::string round_dir(int64_t round) const;
   std::string rank_file() const;  // this process's job rank's
 
-  std::string dir_;
+  std::unique_ptr<CheckpointLocation> location_;
+  std::string dir_;  // location_'s text, for messages
   int keep_;
   Collectives& collectives_;
 };

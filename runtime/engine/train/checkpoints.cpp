@@ -93,6 +93,7 @@ void RunCheckpoints::write_stand_in_part(torch::serialize::OutputArchive& a, int
 }
 
 void RunCheckpoints::resume() {
+  const ProgressClock::Bounded reading(collectives_.progress(), config_.checkpoint.write_timeout_s);  // storage I/O
   auto ckpt = store_.load_latest(config_.checkpoint.start_over_if_unusable);
   if (!ckpt) {
     note_stop(0);  // a job that had got somewhere and left no checkpoint starts again from round 0
@@ -152,6 +153,8 @@ void RunCheckpoints::publish_history() const {
 }
 
 void RunCheckpoints::note_reached() {
+  // Storage I/O (an S3 request may take seconds), bounded like a checkpoint write.
+  const ProgressClock::Bounded writing(collectives_.progress(), config_.checkpoint.write_timeout_s);
   if (!history_) {  // a replacement: the job's history so far
     history_ = read_history().value_or(JobHistory{});
     publish_history();
@@ -183,6 +186,7 @@ void RunCheckpoints::note_notice(int64_t resumed_round) {
 void RunCheckpoints::note_stopped_on_notice(const std::vector<int>& ranks) const {
   const nlohmann::json note = {
       {"round", run_.progress.rounds}, {"step", run_.progress.step}, {"ranks", ranks_text(ranks)}};
+  const ProgressClock::Bounded writing(collectives_.progress(), config_.checkpoint.write_timeout_s);
   store_.write_note(kNoticeNote, note.dump(2));
 }
 
