@@ -431,6 +431,29 @@ def communication():
                 [("rank {{rank}}", f"sum by (rank) (rate({R.network_wait_seconds}{{{SEL}}}[{RI}]))")],
                 unit="percentunit",
             ),
+            panel(
+                "Quorum sync: share of time waiting at sync points per rank",
+                [("rank {{rank}}", f"sum by (rank) (rate({R.sync_point_wait_seconds}{{{SEL}}}[{RI}]))")],
+                unit="percentunit",
+                desc="outer.sync_mode=quorum: a fast rank waits for the quorum and the grace window; "
+                "zero under sync_mode all (docs/QUORUM_SYNC.md)",
+            ),
+            panel(
+                "Quorum sync: inner steps skipped per rank",
+                [("rank {{rank}}", f"sum by (rank) ({R.inner_steps_skipped}{{{SEL}}})")],
+                desc="A straggler skips to a sync point that closed without it: the steps it did not train",
+            ),
+            panel(
+                "Quorum sync: short contributions per rank",
+                [("rank {{rank}}", f"sum by (rank) ({R.short_contributions}{{{SEL}}})")],
+                desc="Outer steps this rank's delta entered with a weight below 1 (it trained part of the window)",
+            ),
+            panel(
+                "Quorum sync: grace window",
+                [("rank {{rank}}", f"max by (rank) ({R.quorum_grace_seconds}{{{SEL}}})")],
+                unit="s",
+                desc="Seconds a sync point stays open after a quorum arrived (2 x the median arrival spread, bounded)",
+            ),
         ],
         JOB_VARS,
     )
