@@ -6,8 +6,9 @@ podman, in the background, in a low-weight cgroup: band.sh says why), in a fresh
 /var/tmp/PREFIX-band.XXXXXX; it raises BandError when they cannot start. wait() waits for them
 (band_wait) and says whether all succeeded; bounds() reads their summaries: seed 0's final
 perplexity minus and plus the seeds' range, each rounded to 3 decimals as band.sh printed them.
-stop() ends runs still going, removes their cgroup and the directory; it is safe to call at any
-time, and twice. in_image() runs one command in the image as band.sh's in_image does.
+stop() ends runs still going (their containers removed by name too), removes their cgroup and
+the directory; it is safe to call at any time, and twice. start() first removes band containers
+an earlier run left (a run killed before its cleanup: found running 9 hours on). in_image() runs one command in the image as band.sh's in_image does.
 inside(bounds, x) is band.sh's in_band: x a number within [lo, hi]; anything else is outside.
 """
 
@@ -67,6 +68,20 @@ def inside(bounds: Bounds, perplexity: str | None) -> bool:
     return bounds.lo <= value <= bounds.hi
 
 
+# band.sh names each seed's container ppu-band-<its bash's pid>-<seed>.
+_CONTAINER_PREFIX = "ppu-band-"
+
+
+def remove_containers(prefix: str) -> None:
+    """Removes every podman container whose name starts with prefix, running or not."""
+    listed = subprocess.run(
+        ["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True, check=False
+    )
+    for name in listed.stdout.split():
+        if name.startswith(prefix):
+            subprocess.run(["podman", "rm", "-f", "-t", "0", name], capture_output=True, check=False)
+
+
 def in_image(image: str, directory: Path, *command: str, log: Path) -> int:
     """band.sh's in_image: COMMAND in the image, no network, directory bind-mounted; output to log; its exit status."""
     env = dict(os.environ, IMAGE=image)
@@ -86,6 +101,7 @@ class Band:
 
     def start(self, manifest: str) -> None:
         """Starts seeds 0, 1 and 2 of the manifest's PPUJob training section; returns once they run."""
+        remove_containers(_CONTAINER_PREFIX)  # a run killed before its cleanup leaves its band running
         self.directory = Path(tempfile.mkdtemp(prefix=f"{self.prefix}-band.", dir="/var/tmp"))
         self._runs = subprocess.Popen(
             ["bash", "-c", _RUN, "band", str(BAND_SH), str(self.directory)],
@@ -124,9 +140,12 @@ class Band:
 
     def stop(self) -> None:
         """Ends runs still going (their containers removed), removes the band's cgroup and directory."""
-        if self._runs is not None and self._runs.poll() is None:
-            self._runs.terminate()
-            self._runs.wait()
+        if self._runs is not None:
+            if self._runs.poll() is None:
+                self._runs.terminate()
+                self._runs.wait()
+            # By name as well: band.sh's own trap removes them only when its bash lives to run it.
+            remove_containers(f"{_CONTAINER_PREFIX}{self._runs.pid}-")
         # The cgroup again: in_image() runs after the band ended make it anew.
         subprocess.run(
             ["bash", "-c", _STOP, "band-stop", str(BAND_SH)], check=False, env=dict(os.environ, IMAGE=self.image)
