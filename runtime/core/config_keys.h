@@ -149,7 +149,7 @@ struct KeyMeta {
   KEY(train, profile_steps, int,     2,           at_least(1), "inner steps the profiler traces")
 
 #define PPU_CHECKPOINT_KEYS(KEY) \
-  KEY(checkpoint, dir,                    std::string, "",    kAny,        "checkpoint directory; empty = none. PPU_CHECKPOINT_DIR overrides it (pods: /checkpoints)") \
+  KEY(checkpoint, dir,                    std::string, "",    kAny,        "checkpoint directory, or s3://BUCKET/PREFIX in S3-compatible storage (credentials and endpoint from the AWS_* variables: docs/OBJECT_STORAGE.md); empty = none. PPU_CHECKPOINT_DIR overrides it (pods: /checkpoints)") \
   KEY(checkpoint, every_rounds,           int,         1,     at_least(1), "outer rounds between checkpoints") \
   KEY(checkpoint, keep,                   int,         3,     at_least(1), "checkpoints kept; older ones are deleted") \
   KEY(checkpoint, start_over_if_unusable, bool,        false, kAny,        "every checkpoint in dir unusable: false stops with exit 4 naming each; true trains from step 0 and replaces them") \
