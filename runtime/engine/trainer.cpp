@@ -469,7 +469,7 @@ void check_runnable(const Config& config, const RunEnv& env) {
   const HostStore host_state(config.outer.host_state_dir);  // throws if it names no writable directory
   // An s3:// checkpoint location: its credentials and bucket are checked here, before any
   // rendezvous or training (ConfigError naming what to fix).
-  if (S3Url::is_s3(env.checkpoint_dir)) CheckpointLocation::open(env.checkpoint_dir, "checkpoint.dir");
+  if (S3Url::is_s3(env.checkpoint_dir)) CheckpointLocation::checked(env.checkpoint_dir, "checkpoint.dir");
   const auto& d = config.data;
   if (d.source == DataSource::Shards || !d.path.empty()) {
     // The shards' contents are verified when a rank loads them (load_dataset).

@@ -1,6 +1,5 @@
 #include "kube_test_env.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -8,12 +7,10 @@
 
 #include <array>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
-#include <thread>
 
 namespace ppu::op::testing {
 

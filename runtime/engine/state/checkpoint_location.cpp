@@ -110,11 +110,9 @@ class ObjectLocation : public CheckpointLocation {
       });
   }
 
-  int64_t retries() const override { return retries_; }
-
   // One listing of the prefix: wrong credentials, an unknown bucket or an endpoint that is not
   // S3 stop the job here, before any training.
-  void probe(const std::string& what) {
+  void probe(const std::string& what) override {
     try {
       retrying("list " + url_.text(), [&] { return s3_.list(url_.prefix, 1); });
     } catch (const S3Error& e) {
@@ -135,7 +133,6 @@ class ObjectLocation : public CheckpointLocation {
       } catch (const S3Error& e) {
         const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (!e.retryable() || spent + backoff_s > retry_s_) throw;
-        ++retries_;
         spdlog::warn("checkpoint storage: {} failed (attempt {}: {}); trying again in {:.1f} s", doing, n, e.what(),
                      backoff_s);
         std::this_thread::sleep_for(std::chrono::duration<double>(backoff_s));
@@ -147,7 +144,6 @@ class ObjectLocation : public CheckpointLocation {
   S3Url url_;
   S3Client s3_;
   double retry_s_;
-  int64_t retries_ = 0;
 };
 
 }  // namespace
@@ -167,8 +163,12 @@ std::unique_ptr<CheckpointLocation> CheckpointLocation::open(const std::string& 
   } catch (const std::invalid_argument& e) {
     throw ConfigError(what + " is " + where + ": " + e.what());
   }
-  S3Settings settings = S3Settings::from_environment();
-  auto location = std::make_unique<ObjectLocation>(std::move(url), settings, std::move(credentials), retry_s);
+  return std::make_unique<ObjectLocation>(std::move(url), S3Settings::from_environment(), std::move(credentials),
+                                          retry_s);
+}
+
+std::unique_ptr<CheckpointLocation> CheckpointLocation::checked(const std::string& where, const std::string& what) {
+  auto location = open(where, what);
   location->probe(what);
   return location;
 }

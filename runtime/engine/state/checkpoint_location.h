@@ -10,12 +10,13 @@
 //    are not temporary), newest first; remove_round(r) removes everything of round r;
 //  - for S3, every request that fails in a way that may pass (no answer, 5xx, throttling) is
 //    tried again with exponential back-off (0.2 s doubling to 5 s, for up to `retry_s` in all),
-//    each retry logged and counted (retries()); one that cannot pass (403, a bad signature)
-//    throws at once.
+//    each retry logged; one that cannot pass (403, a bad signature) throws at once.
 // open(where) picks the kind by the `s3://` scheme; for S3 it reads the credentials and the
-// endpoint from the environment (S3Credentials, S3Settings::from_environment) and lists the
-// prefix once, so that missing or wrong credentials and an unknown bucket stop the job before any
-// training, with ConfigError naming the setting to fix.
+// endpoint from the environment (S3Credentials, S3Settings::from_environment), and missing
+// credentials or a malformed location throw ConfigError. checked(where) is open(where) plus,
+// for S3, one listing of the prefix, so that wrong credentials and an unknown bucket stop the job
+// before any training with ConfigError naming the setting to fix: ppu-train checks its location
+// once before the rendezvous (check_runnable), ppu-export when it opens one.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@ class CheckpointLocation {
   // `what`: the setting or flag that named it (checkpoint.dir, --checkpoint), for errors.
   static std::unique_ptr<CheckpointLocation> open(const std::string& where, const std::string& what,
                                                   double retry_s = 60);
+  static std::unique_ptr<CheckpointLocation> checked(const std::string& where, const std::string& what);
 
   virtual std::string text() const = 0;                         // the directory or the s3:// URL
   virtual std::string path(const std::string& name) const = 0;  // one object, as messages show it
@@ -43,7 +45,9 @@ class CheckpointLocation {
   virtual std::optional<std::string> read(const std::string& name) = 0;
   virtual std::vector<int64_t> rounds() = 0;
   virtual void remove_round(int64_t round) = 0;
-  virtual int64_t retries() const { return 0; }
+
+ protected:
+  virtual void probe(const std::string& /*what*/) {}  // S3: one listing (checked())
 };
 
 }  // namespace ppu

@@ -64,7 +64,7 @@ std::optional<std::string> manifest_of(CheckpointLocation& at, const std::string
 VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name, int64_t round) {
   if (!S3Url::is_s3(dir) && !fs::is_directory(dir))
     throw NoValidCheckpoint("checkpoint directory '" + dir + "' does not exist");
-  const auto at = CheckpointLocation::open(dir, "--checkpoint");
+  const auto at = CheckpointLocation::checked(dir, "--checkpoint");
   auto rounds = at->rounds();
   if (round >= 0) {
     if (std::find(rounds.begin(), rounds.end(), round) == rounds.end())

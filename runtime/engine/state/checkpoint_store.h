@@ -75,8 +75,9 @@ using checkpoint_file::kReachedNote;
 
 class CheckpointStore {
  public:
-  // `where`: a directory or an s3:// location (engine/state/checkpoint_location.h); opening an
-  // s3:// one checks its credentials and bucket (ConfigError).
+  // `where`: a directory or an s3:// location (engine/state/checkpoint_location.h), checked
+  // before the run by check_runnable (CheckpointLocation::checked); opening an s3:// one reads
+  // its credentials (ConfigError when they are missing).
   CheckpointStore(const std::string& where, int keep, Collectives& collectives);
   ~CheckpointStore();
   CheckpointStore(const CheckpointStore&) = delete;
