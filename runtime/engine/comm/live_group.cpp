@@ -31,9 +31,9 @@ std::vector<int> parse_list(const std::string& s) {
   return ranks;
 }
 
-bool contains(const std::vector<int>& ranks, int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); }
-
 }  // namespace
+
+bool contains(const std::vector<int>& ranks, int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); }
 
 // A member's account as announcer() writes it.
 struct LiveGroup::Account {

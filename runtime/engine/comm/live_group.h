@@ -95,6 +95,8 @@ class LiveRecoveryGaveUp : public PeerError {
 
 // Job ranks as the store and the logs write them: "0,1,3".
 std::string ranks_text(const std::vector<int>& ranks);
+// Whether job rank r is among `ranks`.
+bool contains(const std::vector<int>& ranks, int r);
 
 class LiveGroup {
  public:

@@ -12,12 +12,6 @@
 
 namespace ppu {
 
-namespace {
-
-bool contains(const std::vector<int>& ranks, int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); }
-
-}  // namespace
-
 NoticeDeparture::NoticeDeparture(const Config& config, int rank, const SlicePlan& plan, Collectives& collectives,
                                  const RunProgress& progress, LiveRecovery* live_recovery, RunCheckpoints* checkpoints)
     : config_(config),
