@@ -64,6 +64,7 @@ struct Options {
   int64_t round = -1;
   uint64_t max_shard_bytes = 5'000'000'000;  // transformers' save_pretrained default, 5 GB
   bool overwrite = false;
+  ppu::S3Service s3;  // an s3:// --checkpoint's service, over the AWS_* variables
 };
 
 // The parameters key(<name>) of an archive serialised in `bytes` (a checkpoint_key function of
@@ -118,7 +119,7 @@ void write_json(const ppu::ExportDir& dir, const std::string& name, const json& 
 
 int run(const Options& o) {
   namespace file = ppu::checkpoint_file;
-  auto global = ppu::read_verified_checkpoint_file(o.checkpoint_dir, file::kGlobal, o.round);
+  auto global = ppu::read_verified_checkpoint_file(o.checkpoint_dir, file::kGlobal, o.round, o.s3);
   ppu::Config config;
   try {
     config = ppu::parse_config(global.config_yaml);
@@ -128,7 +129,7 @@ int run(const Options& o) {
   const auto layout = ppu::parameter_layout(config.model);
   const bool ddp = config.method == ppu::Method::Ddp;
   // DDP keeps no outer state: its replicated parameters are rank 0's.
-  const auto rank0 = ppu::read_verified_checkpoint_file(o.checkpoint_dir, file::rank_part(0), global.round);
+  const auto rank0 = ppu::read_verified_checkpoint_file(o.checkpoint_dir, file::rank_part(0), global.round, o.s3);
   const auto& source = ddp ? rank0 : global;
   const auto params =
       read_parameters(source.bytes, ddp ? ppu::checkpoint_key::model_weight : ppu::checkpoint_key::outer_global, layout,
@@ -249,8 +250,16 @@ int main(int argc, char** argv) {
   CLI::App app{"ppu-export: a run's checkpoint as a Hugging Face model directory (or PPU's own layout)"};
   Options o;
   app.add_option("--checkpoint", o.checkpoint_dir,
-                 "checkpoint directory of a run (checkpoint.dir / PPU_CHECKPOINT_DIR)")
+                 "checkpoint directory of a run, or its s3://BUCKET/PREFIX (checkpoint.dir / PPU_CHECKPOINT_DIR; "
+                 "credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN)")
       ->required();
+  app.add_option("--s3-endpoint", o.s3.endpoint,
+                 "an s3:// --checkpoint's service URL (checkpoint.s3_endpoint); default AWS_ENDPOINT_URL_S3, else "
+                 "AWS_ENDPOINT_URL, else AWS S3");
+  app.add_option("--s3-region", o.s3.region,
+                 "an s3:// --checkpoint's region (checkpoint.s3_region); default AWS_REGION, else us-east-1");
+  app.add_flag("--s3-virtual-hosted{false}", o.s3.path_style,
+               "address an s3:// --checkpoint's objects as BUCKET.HOST/KEY (checkpoint.s3_path_style false)");
   app.add_option("--out", o.out_dir, "model directory to write (created; replaced only as --overwrite says)")
       ->required();
   app.add_option("--round", o.round, "export this round instead of the newest valid one")

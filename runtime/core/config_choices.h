@@ -33,7 +33,8 @@
   CHOICE(Dtype,              "train.dtype",          VALUE(Fp32, "fp32") VALUE(Bf16, "bf16"))                                                  \
   CHOICE(Collective,         "network.collective",   VALUE(Ring, "ring") VALUE(Direct, "direct"))                                              \
   CHOICE(Recovery,           "network.recovery",     VALUE(Gang, "gang") VALUE(Live, "live"))                                                  \
-  CHOICE(ReplacementState,   "network.replacement_inner_state", VALUE(Coowner, "coowner") VALUE(Fresh, "fresh"))
+  CHOICE(ReplacementState,   "network.replacement_inner_state", VALUE(Coowner, "coowner") VALUE(Fresh, "fresh"))               \
+  CHOICE(CheckpointUpload,   "checkpoint.upload",    VALUE(Auto, "auto") VALUE(Inline, "inline") VALUE(Background, "background"))
 // clang-format on
 
 namespace ppu {

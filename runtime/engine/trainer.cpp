@@ -211,6 +211,7 @@ class Run {
       evaluate_if_due();
     }
     // Training time excludes evaluation (done on the global θ, once per run, not per rank).
+    if (checkpoints_) checkpoints_->finish();  // the last rounds' background uploads
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
     const double seconds = wall - eval_seconds_;
     const double eval = evaluate();
@@ -297,15 +298,21 @@ class Run {
 
   // A checkpoint holds every job rank's state; a degraded group writes one too (RunCheckpoints).
   // `now`: whether or not one is due (the job stops on a notice).
+  // Background uploads (checkpoint.upload): a round finished uploading becomes the resume point
+  // at the next boundary; a job stopping on a notice waits for this round's.
   void checkpoint_if_due(bool now = false) {
     if (!checkpoints_) return;
+    checkpoints_->collect_uploads();
     checkpoints_->note_reached();
     if (!now && progress_.rounds % config_.checkpoint.every_rounds != 0) return;
     syncs_->drain();
+    // The last round's and a notice's checkpoint is never skipped for an upload still going.
+    const bool must = now || progress_.step == config_.train.steps;
     until_one_generation_completes([&] {
-      checkpoints_->save();
+      checkpoints_->save(must);
       return true;
     });
+    if (now) checkpoints_->finish();
   }
 
   // Held-out loss of the global θ (the model the method yields at this point: each fragment
@@ -411,6 +418,7 @@ class Run {
                              *collectives_, *model_,         *inner_, *outer_, progress_, recovery_};
     RunSummary result = summarise(run, end, env_.final_params);
     if (quorum_) result.outer_sync = quorum_->summary();
+    if (checkpoints_) result.checkpoint_writes = checkpoints_->summary();
     return result;
   }
 
@@ -469,7 +477,8 @@ void check_runnable(const Config& config, const RunEnv& env) {
   const HostStore host_state(config.outer.host_state_dir);  // throws if it names no writable directory
   // An s3:// checkpoint location: its credentials and bucket are checked here, before any
   // rendezvous or training (ConfigError naming what to fix).
-  if (S3Url::is_s3(env.checkpoint_dir)) CheckpointLocation::checked(env.checkpoint_dir, "checkpoint.dir");
+  if (S3Url::is_s3(env.checkpoint_dir))
+    CheckpointLocation::checked(env.checkpoint_dir, "checkpoint.dir", S3Service::of(config.checkpoint));
   const auto& d = config.data;
   if (d.source == DataSource::Shards || !d.path.empty()) {
     // The shards' contents are verified when a rank loads them (load_dataset).

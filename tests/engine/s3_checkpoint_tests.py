@@ -16,6 +16,15 @@ cases: write-resume  a run writes its checkpoints to S3: the newest `keep` round
                      rerun resumes from the newest round, complete
        credentials   a wrong secret key, then no access key at all: ppu-launch exits 2 before any
                      step, the message naming checkpoint.dir and the variable to fix
+       background    checkpoint.upload auto (background for s3://, one round in flight) against
+                     inline: the same final parameters; every rank's summary says how it wrote
+                     (rounds written and skipped add up to the run's rounds, bytes written), the
+                     last round is committed (never skipped), and the background rounds hold each
+                     member's receipt beside its part
+       slow-store    the store stalled for 8 s mid-run (a relay in front of it stops moving bytes;
+                     checkpoint.write_timeout_s 3): training goes on through it (steps are logged
+                     meanwhile), the rounds caught in it are given up or skipped and counted, the
+                     job exits 0, and a rerun resumes from rank 0's last committed round
 """
 
 import os
@@ -31,6 +40,7 @@ from launch_harness import Launch, events, fail, one_checksum, tiny_job
 from ppu import files
 from ppu.exit_codes import ExitCode
 from seaweed import BUCKET, Seaweed
+from stall_proxy import StallProxy
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
@@ -40,10 +50,16 @@ PREFIX = "run/"
 LOCATION = f"s3://{BUCKET}/{PREFIX}"
 
 
-def launch(name, env, steps, location=LOCATION, keep=2, extra=()):
+def launch(name, env, steps, location=LOCATION, keep=2, extra=(), in_flight=10, every=1):
+    """ppu-launch of the tiny job with a checkpoint every round to `location`. Rounds here are ~0.1 s
+    and SeaweedFS's first writes take seconds (it grows its volumes): with room for 10 rounds in
+    flight no round is skipped (each in memory is ~1 MB), so every round is a checkpoint. Long runs
+    checkpoint every `every` rounds: the test server holds 1 GB, and it reclaims deleted objects'
+    space only when compacted."""
     work = tempfile.mkdtemp(prefix=f"ppu-s3-{name}-")
     cmd = [LAUNCH, *tiny_job(SRC, H, 2.0), "--set", f"train.steps={steps}", "--set", f"checkpoint.dir={location}",
-           "--set", "checkpoint.every_rounds=1", "--set", f"checkpoint.keep={keep}", *extra]  # fmt: skip
+           "--set", f"checkpoint.every_rounds={every}", "--set", f"checkpoint.keep={keep}",
+           "--set", f"checkpoint.max_in_flight={in_flight}", *extra]  # fmt: skip
     return Launch(work, cmd, env=env)
 
 
@@ -177,8 +193,68 @@ def case_credentials(s3):
     print("wrong and missing credentials: exit 2 before any step, naming the variable")
 
 
+def case_background(s3):
+    background = launch("background", s3.env(), 60, keep=6, in_flight=1)
+    finished(background, "background upload")
+    receipts = {r: {n for n in names if n.startswith("receipt-")} for r, names in rounds_in_s3(s3).items()}
+    inline_location = f"s3://{BUCKET}/inline/"
+    inline = launch("inline", s3.env(), 60, location=inline_location, keep=6,
+                    extra=["--set", "checkpoint.upload=inline"])  # fmt: skip
+    finished(inline, "inline upload")
+    if one_checksum(background) != one_checksum(inline):
+        fail(f"background upload ends at {one_checksum(background)}, inline at {one_checksum(inline)}")
+    for run, upload in ((background, "background"), (inline, "inline")):
+        for r in range(4):
+            writes = run.summary(r).checkpoint_writes
+            if writes.upload != upload or writes.rounds + writes.skipped != 6 or writes.bytes <= 0:
+                fail(f"{upload}: rank {r}'s checkpoint_writes is {writes}, want upload {upload} and 6 rounds")
+        if run.summary(0).last_checkpoint_round != 6:
+            fail(f"{upload}: rank 0's last checkpoint is round {run.summary(0).last_checkpoint_round}, want 6")
+    written = [r for r, names in receipts.items() if names]
+    if not written or any(receipts[r] != {f"receipt-{m:05d}.json" for m in (1, 2, 3)} for r in written):
+        fail(f"background rounds' receipts: {receipts}, want ranks 1-3's beside each round")
+    inline_receipts = [k for k in s3.ls("inline/") if "receipt-" in k]
+    if inline_receipts:
+        fail(f"inline rounds have receipts: {inline_receipts}")
+    waits = [background.summary(r).checkpoint_writes.training_wait_seconds for r in range(4)]
+    print(f"background and inline: the same θ ({one_checksum(inline)}), rounds {sorted(written)} with receipts, "
+          f"training thread's checkpoint seconds {[round(w, 3) for w in waits]}")  # fmt: skip
+
+
+def last_step(log):
+    steps = re.findall(r"\[rank 0\] .* step (\d+)/", log)
+    return int(steps[-1]) if steps else -1
+
+
+def case_slow_store(s3):
+    with StallProxy(s3.ports["s3"]) as proxy:
+        env = {**s3.env(), "AWS_ENDPOINT_URL": proxy.endpoint}
+        run = launch("slow", env, 3000, keep=3, extra=["--set", "checkpoint.write_timeout_s=3"], in_flight=1, every=10)
+        run.wait_for(r"\[rank 0\] .* step 300/", timeout=180)
+        proxy.stall()
+        at_stop = last_step(run.text())
+        time.sleep(8)
+        during = last_step(run.text())
+        proxy.flow()
+        finished(run, "the store stalled for 8 s mid-run")
+    if during - at_stop < 4 * H:
+        fail(f"training stalled with the store: rank 0 went from step {at_stop} to {during} in 8 s")
+    summaries = [run.summary(r) for r in range(4)]
+    lost = sum(s.recovery.checkpoints_failed + s.checkpoint_writes.skipped for s in summaries)
+    if lost == 0:
+        fail(f"no round was given up or skipped while the store was stalled\n{events(run.text())}")
+    newest = summaries[0].last_checkpoint_round
+    rerun = launch("after-stall", s3.env(), 3100, keep=3, every=10)
+    finished(rerun, "the rerun")
+    where, step = resumed_round(rerun)
+    if step != newest * H:
+        fail(f"the rerun resumed at step {step} from {where}, want rank 0's last checkpoint, round {newest}")
+    print(f"store stalled for 8 s: rank 0 trained steps {at_stop} to {during} meanwhile, {lost} rank-rounds given up "
+          f"or skipped, exit 0, resumed from round {newest}")  # fmt: skip
+
+
 CASES = {"write-resume": case_write_resume, "corrupt": case_corrupt, "killed": case_killed,
-         "credentials": case_credentials}  # fmt: skip
+         "credentials": case_credentials, "background": case_background, "slow-store": case_slow_store}  # fmt: skip
 
 with Seaweed(BIN, SRC) as server:
     CASES[CASE](server)

@@ -6,15 +6,17 @@ the C++ tests have the same in seaweed_server.h.
         env = s3.env()                            # AWS_* for ppu-launch and its ranks
         s3.ls("run/"), s3.get(key), s3.put(key, b"..."), s3.rm(key)   # through bin/ppu-s3-tool
         s3.kill(); s3.start()                     # the same ports and data
+        s3.pause(); s3.resume()                   # SIGSTOP and SIGCONT: a server that does not answer
 
 The binary comes from scripts/build-seaweedfs.sh (ctest's objectstore.seaweedfs fixture builds
-it). start() fails (RuntimeError with the end of the server's log) when S3 does not answer within
+it). start() writes and removes one object (SeaweedFS grows its volumes on the first write); it fails (RuntimeError with the end of the server's log) when S3 does not answer within
 90 s. Leaving the `with` kills the server and removes its data.
 """
 
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -76,6 +78,10 @@ class Seaweed:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.tool("mb", check=False).returncode == 0:
+                # The first write grows SeaweedFS's volumes, which takes seconds: done here, so
+                # that a test's first checkpoint is not the one that waits for it.
+                self.put("warm-up", os.urandom(1 << 20))
+                self.rm("warm-up")
                 return self
             if self.proc.poll() is not None:
                 break
@@ -86,6 +92,12 @@ class Seaweed:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+    def pause(self):
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.killpg(self.proc.pid, signal.SIGCONT)
 
     def log_tail(self, lines=30):
         with open(os.path.join(self.dir, "weed.log"), errors="replace") as f:

@@ -48,14 +48,28 @@ std::string checkpoint_claim_name(const JobSpec& j) {
   return "";
 }
 
+// ppu-export's arguments: the checkpoints where the ranks wrote them (the volume, or the S3
+// location with the training section's service settings), the model onto the volume.
+json export_args(const JobSpec& j) {
+  const ExportSpec& e = j.model_export.value();
+  json args = json::array({"--checkpoint", checkpoint_location(j)});
+  if (checkpoints_in_object_storage(j)) {
+    const CheckpointConfig& c = j.training->checkpoint;
+    if (!c.s3_endpoint.empty()) args.insert(args.end(), {"--s3-endpoint", c.s3_endpoint});
+    if (!c.s3_region.empty()) args.insert(args.end(), {"--s3-region", c.s3_region});
+    if (!c.s3_path_style) args.push_back("--s3-virtual-hosted");
+  }
+  args.insert(args.end(), {"--out", export_out_dir(e), "--format", e.format, "--dtype", e.dtype});
+  return args;
+}
+
 json build_export_job(const JobSpec& j) {
   const ExportSpec& e = j.model_export.value();
   const JobVolumes v = job_volumes(j);
   json container = {{"name", kExportContainer},
                     {"image", j.image},
                     {"command", json::array({contract::kExportBinary})},
-                    {"args", json::array({"--checkpoint", kCheckpointPath, "--out", export_out_dir(e), "--format",
-                                          e.format, "--dtype", e.dtype})},
+                    {"args", export_args(j)},
                     {"volumeMounts", v.mounts},
                     {"terminationMessagePath", contract::kTerminationLog},
                     {"terminationMessagePolicy", kTerminationMessagePolicy},
@@ -63,6 +77,7 @@ json build_export_job(const JobSpec& j) {
   const json resources =
       e.resources.is_object() ? e.resources : cpu_and_memory(j.spec.value(passthrough::kResources, json()));
   if (resources.is_object()) container["resources"] = resources;
+  if (const json from = checkpoint_secret_env(j); !from.empty()) container["envFrom"] = from;
   if (j.spec.contains(passthrough::kImagePullPolicy))
     container["imagePullPolicy"] = j.spec[passthrough::kImagePullPolicy];
 

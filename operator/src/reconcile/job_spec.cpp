@@ -83,6 +83,14 @@ std::string pod_name(const JobSpec& j, int rank) { return j.name + "-rank-" + st
 std::string run_id(const JobSpec& j) { return j.ns + "-" + j.name + "-" + j.uid.substr(0, 8); }
 std::string rendezvous_name(const JobSpec& j) { return j.name + "-rendezvous"; }
 
+bool checkpoints_in_object_storage(const JobSpec& j) {
+  return j.training && j.training->checkpoint.dir.rfind("s3://", 0) == 0;
+}
+
+std::string checkpoint_location(const JobSpec& j) {
+  return checkpoints_in_object_storage(j) ? j.training->checkpoint.dir : std::string(kCheckpointPath);
+}
+
 std::string master_addr(const JobSpec& j) {
   if (j.recovery == Recovery::Live) return rendezvous_name(j) + "." + j.ns + ".svc";
   return pod_name(j, 0) + "." + service_name(j) + "." + j.ns + ".svc";

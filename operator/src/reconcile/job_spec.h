@@ -82,6 +82,7 @@ struct ExportSpec {
   F(std::string,               image,        "image",       "",                          "required: true, minLength: 1", "Container image that provides `ppu-train`.") \
   F(int,                       master_port,  "masterPort",  contract::kRendezvousPort,   "minimum: 1, maximum: 65535", "MASTER_PORT of the c10d TCPStore on rank 0.") \
   F(int,                       metrics_port, "metricsPort", 9100,                        "minimum: 1, maximum: 65535", "Port of each rank's /metrics (set as PPU_METRICS_PORT and as the container port named metrics).") \
+  F(std::optional<std::string>, checkpoint_secret, "checkpointSecret", std::nullopt,      "minLength: 1, maxLength: 253", "A Secret of the job's namespace whose keys become the environment of the rank pods and of the export Job (envFrom): AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and, if any, AWS_SESSION_TOKEN, for checkpoints in S3-compatible storage (training.checkpoint.dir s3://BUCKET/PREFIX, the service in training.checkpoint.s3_endpoint; docs/OBJECT_STORAGE.md). With an s3:// checkpoint.dir the ranks write there instead of the checkpoint volume, and the export Job reads from there.") \
   F(std::optional<ExportSpec>, model_export, "export",      std::nullopt,                "", "Export the trained model when the job Succeeds: the operator runs `ppu-export` once, as the batch/v1 Job <job>-export from spec.image with the ranks' volumes and security contexts, and it writes the model of the latest checkpoint to `path` on the checkpoint volume. Condition Exported (column EXPORT) and status.export report it. Deleting the PPUJob deletes that Job, never the model.") \
   F(RunPolicy,                 run_policy,   "runPolicy",   RunPolicy{},                 "", "")
 // clang-format on
@@ -133,6 +134,11 @@ std::string rendezvous_name(const JobSpec& j);
 // recovery gang; the rendezvous Service (<job>-rendezvous.<ns>.svc, contract::kRendezvousPort)
 // with recovery live.
 std::string master_addr(const JobSpec& j);
+// training.checkpoint.dir names an S3 location (s3://...): the ranks and the export Job use it
+// instead of the checkpoint volume at /checkpoints.
+bool checkpoints_in_object_storage(const JobSpec& j);
+// Where the ranks' checkpoints are: training.checkpoint.dir when in S3, else /checkpoints.
+std::string checkpoint_location(const JobSpec& j);
 int master_port(const JobSpec& j);
 // Rank encoded in a pod's ppu.dev/rank label; nullopt when absent or malformed.
 std::optional<int> pod_rank(const json& pod);

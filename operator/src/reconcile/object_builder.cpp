@@ -218,6 +218,11 @@ json metrics_probe(int period_s, int failures) {
 }
 }  // namespace
 
+json checkpoint_secret_env(const JobSpec& j) {
+  if (!j.checkpoint_secret) return json::array();
+  return json::array({{{"secretRef", {{"name", *j.checkpoint_secret}}}}});
+}
+
 json build_pod(const JobSpec& j, int rank, int restart, const std::vector<int>& slices) {
   const json& s = j.spec;
   json md = object_metadata(j, pod_name(j, rank));
@@ -230,8 +235,11 @@ json build_pod(const JobSpec& j, int rank, int restart, const std::vector<int>& 
   json envs = json::array(
       {env(contract::env::kRank, std::to_string(rank)), env(contract::env::kWorldSize, std::to_string(j.replicas)),
        env(contract::env::kMasterAddr, master_addr(j)), env(contract::env::kMasterPort, std::to_string(master_port(j))),
-       env(contract::env::kConfig, kConfigPath), env(contract::env::kCheckpointDir, kCheckpointPath),
-       env(contract::env::kRunId, run_id(j)), env(contract::env::kMetricsPort, std::to_string(j.metrics_port))});
+       env(contract::env::kConfig, kConfigPath), env(contract::env::kRunId, run_id(j)),
+       env(contract::env::kMetricsPort, std::to_string(j.metrics_port))});
+  // Checkpoints on the volume, unless the training section names an S3 location (which this
+  // variable would override).
+  if (!checkpoints_in_object_storage(j)) envs.push_back(env(contract::env::kCheckpointDir, kCheckpointPath));
   // The store is the rendezvous pod's (rendezvous.h), so it outlives any rank, rank 0 included.
   if (j.recovery == Recovery::Live) envs.push_back(env(contract::env::kExternalStore, "1"));
   if (s.contains(passthrough::kEnv) && s[passthrough::kEnv].is_array())
@@ -254,6 +262,7 @@ json build_pod(const JobSpec& j, int rank, int restart, const std::vector<int>& 
                     {"terminationMessagePolicy", kTerminationMessagePolicy},
                     {"startupProbe", metrics_probe(5, 120)},
                     {"livenessProbe", metrics_probe(10, 3)}};
+  if (const json from = checkpoint_secret_env(j); !from.empty()) container["envFrom"] = from;
   if (s.contains(passthrough::kArgs)) container["args"] = s[passthrough::kArgs];
   if (s.contains(passthrough::kResources)) container["resources"] = s[passthrough::kResources];
   if (s.contains(passthrough::kImagePullPolicy)) container["imagePullPolicy"] = s[passthrough::kImagePullPolicy];

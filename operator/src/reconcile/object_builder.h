@@ -62,6 +62,8 @@ struct JobVolumes {
 JobVolumes job_volumes(const JobSpec& j);
 // spec.securityContext, else the default container context (replaced whole, never merged).
 json container_security_context(const JobSpec& j);
+// The container's envFrom for spec.checkpointSecret (its keys as variables); empty without one.
+json checkpoint_secret_env(const JobSpec& j);
 // Pod-level settings: spec.podSecurityContext (else the default), no service-account token unless
 // spec.scheduling asks for one, and spec.scheduling's fields passed through.
 json pod_settings(const JobSpec& j);

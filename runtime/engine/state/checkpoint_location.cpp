@@ -67,6 +67,17 @@ class DirectoryLocation : public CheckpointLocation {
     return newest_first(rounds);
   }
 
+  std::vector<std::string> names(const std::string& dir) override {
+    std::vector<std::string> names;
+    std::error_code missing;
+    for (const auto& entry : fs::directory_iterator(path(dir), missing)) {
+      const auto name = entry.path().filename().string();
+      if (entry.is_regular_file() && name.find(".tmp") == std::string::npos) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
   void remove_round(int64_t round) override { remove_tree(path(checkpoint_file::round_dir(round))); }
 
  private:
@@ -100,6 +111,15 @@ class ObjectLocation : public CheckpointLocation {
     return newest_first(rounds);
   }
 
+  std::vector<std::string> names(const std::string& dir) override {
+    const std::string prefix = url_.key(dir + "/");
+    const auto objects = retrying("list " + path(dir + "/"), [&] { return s3_.list(prefix); });
+    std::vector<std::string> names;
+    for (const auto& o : objects)
+      if (const auto name = o.key.substr(prefix.size()); name.find('/') == std::string::npos) names.push_back(name);
+    return names;
+  }
+
   void remove_round(int64_t round) override {
     const std::string prefix = url_.key(checkpoint_file::round_dir(round) + "/");
     const auto objects = retrying("list " + url_.text(), [&] { return s3_.list(prefix); });
@@ -118,7 +138,8 @@ class ObjectLocation : public CheckpointLocation {
     } catch (const S3Error& e) {
       throw ConfigError(what + " is " + url_.text() + " but its bucket cannot be listed: " + e.what() +
                         " (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN; endpoint: "
-                        "AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL; region: AWS_REGION)");
+                        "checkpoint.s3_endpoint, else AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL; region: "
+                        "checkpoint.s3_region, else AWS_REGION)");
     }
   }
 
@@ -148,8 +169,16 @@ class ObjectLocation : public CheckpointLocation {
 
 }  // namespace
 
+S3Settings S3Service::settings() const {
+  S3Settings s = S3Settings::from_environment();
+  if (!endpoint.empty()) s.endpoint = endpoint;
+  if (!region.empty()) s.region = region;
+  s.path_style = path_style;
+  return s;
+}
+
 std::unique_ptr<CheckpointLocation> CheckpointLocation::open(const std::string& where, const std::string& what,
-                                                             double retry_s) {
+                                                             const S3Service& service, double retry_s) {
   if (!S3Url::is_s3(where)) return std::make_unique<DirectoryLocation>(where);
   S3Url url;
   S3Credentials credentials;
@@ -163,12 +192,12 @@ std::unique_ptr<CheckpointLocation> CheckpointLocation::open(const std::string& 
   } catch (const std::invalid_argument& e) {
     throw ConfigError(what + " is " + where + ": " + e.what());
   }
-  return std::make_unique<ObjectLocation>(std::move(url), S3Settings::from_environment(), std::move(credentials),
-                                          retry_s);
+  return std::make_unique<ObjectLocation>(std::move(url), service.settings(), std::move(credentials), retry_s);
 }
 
-std::unique_ptr<CheckpointLocation> CheckpointLocation::checked(const std::string& where, const std::string& what) {
-  auto location = open(where, what);
+std::unique_ptr<CheckpointLocation> CheckpointLocation::checked(const std::string& where, const std::string& what,
+                                                                const S3Service& service) {
+  auto location = open(where, what, service);
   location->probe(what);
   return location;
 }

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "data/token_shard.h"
 #include "engine/state/checkpoint_format.h"
 #include "engine/state/checkpoint_location.h"
+#include "engine/state/round_manifest.h"
 #include "objstore/s3_url.h"
 
 namespace fs = std::filesystem;
@@ -61,10 +63,11 @@ std::optional<std::string> manifest_of(CheckpointLocation& at, const std::string
 
 }  // namespace
 
-VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name, int64_t round) {
+VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name, int64_t round,
+                                                     const S3Service& service) {
   if (!S3Url::is_s3(dir) && !fs::is_directory(dir))
     throw NoValidCheckpoint("checkpoint directory '" + dir + "' does not exist");
-  const auto at = CheckpointLocation::checked(dir, "--checkpoint");
+  const auto at = CheckpointLocation::checked(dir, "--checkpoint", service);
   auto rounds = at->rounds();
   if (round >= 0) {
     if (std::find(rounds.begin(), rounds.end(), round) == rounds.end())
@@ -104,11 +107,32 @@ VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, con
       (rejected.empty() ? std::string(" (no round-* directory whose save finished)") : ":" + rejected));
 }
 
-CheckpointStore::CheckpointStore(const std::string& where, int keep, Collectives& collectives)
-    : location_(CheckpointLocation::open(where, "checkpoint.dir")),
+namespace {
+
+bool in_background(const std::string& where, CheckpointUpload upload) {
+  return upload == CheckpointUpload::Background || (upload == CheckpointUpload::Auto && S3Url::is_s3(where));
+}
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(const std::string& where, const CheckpointConfig& config, Collectives& collectives)
+    : location_(CheckpointLocation::open(where, "checkpoint.dir", S3Service::of(config))),
       dir_(location_->text()),
-      keep_(keep),
-      collectives_(collectives) {}
+      keep_(config.keep),
+      collectives_(collectives) {
+  if (!in_background(where, config.upload)) return;
+  // The thread's own connection (one S3 client serves one thread at a time), whose requests
+  // give up within the round's bound.
+  CheckpointUploader::Settings settings;
+  settings.job_rank = collectives.job_rank();
+  settings.keep = config.keep;
+  settings.max_in_flight = config.max_in_flight;
+  settings.round_timeout_s = config.write_timeout_s;
+  settings.exit_drain_s = std::min(config.write_timeout_s, config.notice_s);
+  uploader_ = std::make_unique<CheckpointUploader>(
+      CheckpointLocation::open(where, "checkpoint.dir", S3Service::of(config), std::min(60.0, config.write_timeout_s)),
+      settings);
+}
 
 CheckpointStore::~CheckpointStore() = default;
 
@@ -124,9 +148,11 @@ bool CheckpointStore::save(int64_t round, const Writer& rank_part, const std::ve
   // member failed to (fixed width: K x 4).
   const int ranks = collectives_.job_size();
   auto info = torch::zeros({ranks, 4}, torch::kInt64);
+  const auto start = std::chrono::steady_clock::now();
   auto write = [&](int job_rank, const Writer& writer) {
     const std::string bytes = serialize(writer);
     location_->write(name + "/" + file::rank_part(job_rank), bytes);
+    written_.bytes += static_cast<double>(bytes.size());
     info[job_rank][0] = 1;
     info[job_rank][1] = static_cast<int64_t>(bytes.size());
     info[job_rank][2] = static_cast<int64_t>(fnv1a64(bytes.data(), bytes.size()));
@@ -147,7 +173,7 @@ bool CheckpointStore::save(int64_t round, const Writer& rank_part, const std::ve
   if (collectives_.rank() == 0) {
     try {
       if (!failed) {
-        publish(round, all, global_part, config_yaml);
+        written_.bytes += publish(round, all, global_part, config_yaml);
         written[0] = 1;
       }
     } catch (const std::runtime_error& e) {
@@ -162,40 +188,58 @@ bool CheckpointStore::save(int64_t round, const Writer& rank_part, const std::ve
   }
   collectives_.broadcast(written, 0);
   if (!error.empty()) spdlog::warn("checkpoint round {}: this rank could not write to {}: {}", round, dir_, error);
+  written_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (error.empty()) ++written_.rounds_written;
   return written[0].item<int64_t>() != 0;
 }
 
 // The group's rank 0, once every part is written: the global part, then the manifest that
 // makes the round a checkpoint, then retention.
-void CheckpointStore::publish(int64_t round, const std::vector<torch::Tensor>& all, const Writer& global_part,
-                              const std::string& config_yaml) {
+double CheckpointStore::publish(int64_t round, const std::vector<torch::Tensor>& all, const Writer& global_part,
+                                const std::string& config_yaml) {
   const int ranks = collectives_.job_size();
   const std::string name = file::round_dir(round);
   const std::string global = serialize(global_part);
   location_->write(name + "/" + kGlobal, global);
-  nlohmann::json manifest = {
-      {"format", kCheckpointFormat}, {"round", round}, {"world_size", ranks}, {"config", config_yaml}};
-  manifest["files"][kGlobal] = {{"bytes", global.size()}, {"fnv1a64", checksum(global)}};
-  for (int r = 0; r < ranks; ++r) {
-    int writer = -1;
-    for (int m = 0; m < static_cast<int>(all.size()); ++m) {
-      if (all[m][r][0].item<int64_t>() == 0) continue;
-      if (writer >= 0)
+  std::map<int, PartRecord> parts;
+  for (int m = 0; m < static_cast<int>(all.size()); ++m) {
+    const int by = collectives_.members().empty() ? m : collectives_.members()[m];
+    for (int r = 0; r < ranks; ++r) {
+      const auto v = all[m][r];
+      if (v[0].item<int64_t>() == 0) continue;
+      const PartRecord part{v[1].item<int64_t>(), static_cast<uint64_t>(v[2].item<int64_t>()), by};
+      if (!parts.emplace(r, part).second)
         throw std::logic_error("checkpoint round " + std::to_string(round) + ": two members wrote " +
                                file::rank_part(r));
-      writer = m;
     }
-    if (writer < 0)
-      throw std::logic_error("checkpoint round " + std::to_string(round) + ": no member wrote " + file::rank_part(r));
-    const auto v = all[writer][r];
-    manifest["files"][file::rank_part(r)] = {{"bytes", v[1].item<int64_t>()},
-                                             {"fnv1a64", hex64(static_cast<uint64_t>(v[2].item<int64_t>()))}};
-    const int by = collectives_.members().empty() ? writer : collectives_.members()[writer];
-    if (by != r) manifest["stand_ins"][std::to_string(r)] = by;
   }
-  location_->write(name + "/" + kManifest, manifest.dump(2));
-  const auto rounds = location_->rounds();
-  for (size_t i = keep_; i < rounds.size(); ++i) location_->remove_round(rounds[i]);
+  const int rank0 = collectives_.members().empty() ? 0 : collectives_.members()[0];
+  const std::string manifest = round_manifest(round, ranks, config_yaml, PartRecord::of(global, rank0), parts);
+  location_->write(name + "/" + kManifest, manifest);
+  prune_rounds(*location_, keep_, round);
+  return static_cast<double>(global.size() + manifest.size());
+}
+
+bool CheckpointStore::save_in_background(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins,
+                                         const Writer& global_part, const std::string& config_yaml, bool wait_for_room,
+                                         double room_bound_s) {
+  if (wait_for_room) uploader_->wait_for_room(room_bound_s);
+  auto busy = torch::tensor({static_cast<int64_t>(uploader_->full() ? 1 : 0)}, torch::kInt64);
+  collectives_.allreduce_sum(busy);
+  if (busy.item<int64_t>() > 0) return false;
+  CheckpointUploader::Round r;
+  r.round = round;
+  r.parts.push_back({collectives_.job_rank(), serialize(rank_part)});
+  for (const auto& s : stand_ins) r.parts.push_back({s.job_rank, serialize(s.part)});
+  if (collectives_.rank() == 0) {
+    std::vector<int> members = collectives_.members();
+    if (members.empty())
+      for (int m = 0; m < collectives_.world_size(); ++m) members.push_back(m);
+    r.commit =
+        CheckpointUploader::Commit{serialize(global_part), std::move(members), collectives_.job_size(), config_yaml};
+  }
+  uploader_->enqueue(std::move(r));
+  return true;
 }
 
 void CheckpointStore::write_note(const char* name, const std::string& text) const {
@@ -210,6 +254,10 @@ void CheckpointStore::write_note(const char* name, const std::string& text) cons
 std::optional<std::string> CheckpointStore::rewrite_note(const char* name,
                                                          const std::function<std::string()>& text) const {
   if (collectives_.rank() != 0) return std::nullopt;
+  if (uploader_) {  // written by the upload thread, never holding the round boundary up
+    uploader_->set_note(name, text());
+    return std::nullopt;
+  }
   try {
     location_->write(name, text(), Durability::Readers);
     return std::nullopt;

@@ -8,7 +8,10 @@
 //    (the manifest lists them under "stand_ins": job rank -> the member that wrote it);
 //  - the group's rank 0 writes global.pt and, once an all-gather has proved every part on disk,
 //    manifest.json with each file's size and FNV-1a 64 checksum: no manifest, no checkpoint;
-//  - the newest `keep` checkpoints are kept;
+//  - the newest `keep` checkpoints are kept (round_manifest.h's prune_rounds);
+//  - with checkpoint.upload background a thread of each rank writes its parts while training
+//    goes on, and the group's rank 0 commits each round from the members' receipts
+//    (checkpoint_uploader.h);
 //  - loading walks checkpoints newest first; a rank accepts one only if the manifest parses,
 //    the world size matches and its own file and global.pt match their checksums; ranks agree
 //    through an all-reduce, so all of them resume from the same one. Each rejected checkpoint
@@ -31,6 +34,7 @@
 #include "engine/comm/collectives.h"
 #include "engine/state/checkpoint_format.h"
 #include "engine/state/checkpoint_location.h"
+#include "engine/state/checkpoint_uploader.h"
 
 namespace ppu {
 
@@ -65,7 +69,7 @@ struct VerifiedCheckpointFile {
   std::string bytes;  // the file's content
 };
 VerifiedCheckpointFile read_verified_checkpoint_file(const std::string& dir, const std::string& name,
-                                                     int64_t round = -1);
+                                                     int64_t round = -1, const S3Service& service = {});
 
 // The notes beside the rounds (core/checkpoint_names.h): what happened to the job, for the run
 // that resumes.
@@ -77,8 +81,9 @@ class CheckpointStore {
  public:
   // `where`: a directory or an s3:// location (engine/state/checkpoint_location.h), checked
   // before the run by check_runnable (CheckpointLocation::checked); opening an s3:// one reads
-  // its credentials (ConfigError when they are missing).
-  CheckpointStore(const std::string& where, int keep, Collectives& collectives);
+  // its credentials (ConfigError when they are missing). `config`: keep, upload, max_in_flight,
+  // write_timeout_s, notice_s and the s3_* keys.
+  CheckpointStore(const std::string& where, const CheckpointConfig& config, Collectives& collectives);
   ~CheckpointStore();
   CheckpointStore(const CheckpointStore&) = delete;
   CheckpointStore& operator=(const CheckpointStore&) = delete;
@@ -100,6 +105,21 @@ class CheckpointStore {
   bool save(int64_t round, const Writer& rank_part, const Writer& global_part, const std::string& config_yaml) {
     return save(round, rank_part, {}, global_part, config_yaml);
   }
+  // checkpoint.upload background (auto: for s3://): the rounds are written by the uploader's
+  // thread (engine/state/checkpoint_uploader.h). Collective, like save(): each member's parts (on
+  // the group's rank 0 global.pt too) are serialised now and handed over; the round is a
+  // checkpoint once the group's rank 0 commits it (uploader()->committed()). When any member still
+  // has checkpoint.max_in_flight rounds being written, no member hands this one over (one
+  // all-reduce decides): false; unless `wait_for_room` (the last round, a notice's): then each
+  // member first waits until it has room (at most `room_bound_s`).
+  bool background() const { return uploader_ != nullptr; }
+  bool save_in_background(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins,
+                          const Writer& global_part, const std::string& config_yaml, bool wait_for_room = false,
+                          double room_bound_s = 0);
+  CheckpointUploader* uploader() { return uploader_.get(); }
+  // What this rank wrote: inline, by save(); background, by the uploader's thread.
+  CheckpointUploader::Stats written() const { return uploader_ ? uploader_->stats() : written_; }
+
   // Collective: the newest checkpoint valid on every rank; nullopt when there is none (or every
   // one is unusable and `start_over_if_unusable`); throws CheckpointError when every one is
   // unusable and the caller did not ask to start over.
@@ -111,15 +131,17 @@ class CheckpointStore {
   // that resumes. write_note: the group's rank 0 writes `text`, atomically; a failure is logged,
   // never thrown. rewrite_note: the same for a note rewritten every round, without the fsyncs
   // (Durability::Readers) and without the log, its text made only on rank 0: the reason it
-  // failed, for the caller to log once; nullopt when written or not rank 0. read_note: its text, or nullopt when there
+  // failed, for the caller to log once; nullopt when written or not rank 0 (background: handed to
+  // the upload thread, which logs its failures itself). read_note: its text, or nullopt when there
   // is none or it cannot be read (logged).
   void write_note(const char* name, const std::string& text) const;
   std::optional<std::string> rewrite_note(const char* name, const std::function<std::string()>& text) const;
   std::optional<std::string> read_note(const char* name) const;
 
  private:
-  void publish(int64_t round, const std::vector<torch::Tensor>& all, const Writer& global_part,
-               const std::string& config_yaml);
+  // The global part and the manifest; the bytes written.
+  double publish(int64_t round, const std::vector<torch::Tensor>& all, const Writer& global_part,
+                 const std::string& config_yaml);
   std::string round_dir(int64_t round) const;
   std::string rank_file() const;  // this process's job rank's
 
@@ -127,6 +149,8 @@ class CheckpointStore {
   std::string dir_;  // location_'s text, for messages
   int keep_;
   Collectives& collectives_;
+  std::unique_ptr<CheckpointUploader> uploader_;  // checkpoint.upload background
+  CheckpointUploader::Stats written_;             // inline
 };
 
 }  // namespace ppu

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "common/fnv1a.h"
@@ -21,17 +22,25 @@ RunCheckpoints::RunCheckpoints(const Config& c, const std::string& dir, Collecti
       schedule_(schedule),
       model_(model),
       run_(run),
-      store_(dir, c.checkpoint.keep, collectives) {}
+      store_(dir, c.checkpoint, collectives) {
+  summary_.upload = store_.background() ? "background" : "inline";
+}
 
 // Every member writes its own part; for each job rank missing from the group, one member
 // stands in (core/coowners.h: the lowest live co-owner of its slice, else the lowest member)
 // and writes that rank's part (write_stand_in_part).
-void RunCheckpoints::save() {
-  // I/O, not a hung thread, for checkpoint.write_timeout_s: a write that outlasts it (a hung NFS
-  // or FUSE mount) stops this rank's heartbeat like a hung thread, the others fence it and
-  // write the round without it, and its supervisor replaces it.
+void RunCheckpoints::save(bool must) {
+  const auto start = std::chrono::steady_clock::now();
+  // I/O, not a hung thread, for checkpoint.write_timeout_s: an inline write that outlasts it (a
+  // hung NFS or FUSE mount) stops this rank's heartbeat like a hung thread, the others fence it
+  // and write the round without it, and its supervisor replaces it.
   const ProgressClock::Bounded writing(collectives_.progress(), config_.checkpoint.write_timeout_s);
-  if (before_write_) before_write_();
+  if (before_write_ && !store_.background()) before_write_();
+  write_round(must);
+  summary_.training_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void RunCheckpoints::write_round(bool must) {
   std::vector<CheckpointStore::StandIn> stand_ins;
   std::vector<int> missing = missing_ranks(collectives_), mine;
   for (int r : missing)
@@ -39,7 +48,11 @@ void RunCheckpoints::save() {
       mine.push_back(r);
       stand_ins.push_back({r, [this, r](torch::serialize::OutputArchive& a) { write_stand_in_part(a, r); }});
     }
-  const bool written = store_.save(
+  const auto write = [&](auto&&... args) {
+    return store_.background() ? store_.save_in_background(args..., must, config_.checkpoint.write_timeout_s)
+                               : store_.save(args...);
+  };
+  const bool written = write(
       run_.progress.rounds,
       [&](torch::serialize::OutputArchive& a) {
         model_.save(a);
@@ -52,6 +65,22 @@ void RunCheckpoints::save() {
         save_progress(a);
       },
       stand_ins, [&](torch::serialize::OutputArchive& a) { run_.outer.save(a); }, to_yaml(config_));
+  if (store_.background()) {
+    if (written) {
+      spdlog::info("checkpoint round {} handed to the background upload to {}{}", run_.progress.rounds, store_.dir(),
+                   mine.empty() ? "" : fmt::format(" (with the part of rank(s) [{}])", ranks_text(mine)));
+    } else {
+      ++summary_.skipped;
+      spdlog::warn(
+          "checkpoint round {} skipped: a rank still has checkpoint.max_in_flight = {} round(s) being written "
+          "to {}; {}",
+          run_.progress.rounds, config_.checkpoint.max_in_flight, store_.dir(),
+          run_.progress.last_checkpoint_round >= 0
+              ? fmt::format("the checkpoint of round {} stays the resume point", run_.progress.last_checkpoint_round)
+              : std::string("no round is committed yet"));
+    }
+    return;
+  }
   if (!written) {  // a full disk, a read-only mount: training goes on, the older checkpoints stay
     ++run_.recovery.checkpoints_failed;
     run_.metrics.add_checkpoint_failure();
@@ -94,6 +123,7 @@ void RunCheckpoints::write_stand_in_part(torch::serialize::OutputArchive& a, int
 
 void RunCheckpoints::resume() {
   const ProgressClock::Bounded reading(collectives_.progress(), config_.checkpoint.write_timeout_s);  // storage I/O
+  const auto start = std::chrono::steady_clock::now();
   auto ckpt = store_.load_latest(config_.checkpoint.start_over_if_unusable);
   if (!ckpt) {
     note_stop(0);  // a job that had got somewhere and left no checkpoint starts again from round 0
@@ -106,8 +136,10 @@ void RunCheckpoints::resume() {
   }
   run_.metrics.set_checkpoint_round(ckpt->round);
   run_.progress.last_checkpoint_round = ckpt->round;
-  spdlog::info("resumed from {} at step {} (round {}; digests: outer {}, inner {})", ckpt->path, run_.progress.step,
-               run_.progress.rounds, hex64(outer_digest()), hex64(run_.inner.state_digest()));
+  spdlog::info("resumed from {} at step {} (round {}; digests: outer {}, inner {}; {:.3f} s to find, read and load it)",
+               ckpt->path, run_.progress.step, run_.progress.rounds, hex64(outer_digest()),
+               hex64(run_.inner.state_digest()),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   note_fallback(ckpt->round);
   note_notice(ckpt->round);
   note_stop(ckpt->round);
@@ -254,6 +286,44 @@ uint64_t RunCheckpoints::outer_digest() const {
     h = fnv1a64(&d, sizeof d, h);
   }
   return h;
+}
+
+// Background: what the upload thread finished since the last look. A committed round is the
+// resume point from now on; a round given up is counted as a failed checkpoint.
+void RunCheckpoints::collect_uploads() {
+  auto* uploader = store_.uploader();
+  if (!uploader) return;
+  for (const int64_t round : uploader->take_failed()) {
+    (void)round;  // the thread logged it
+    ++run_.recovery.checkpoints_failed;
+    run_.metrics.add_checkpoint_failure();
+  }
+  const int64_t committed = uploader->committed();
+  if (committed > run_.progress.last_checkpoint_round) {
+    run_.progress.last_checkpoint_round = committed;
+    run_.metrics.set_checkpoint_round(static_cast<double>(committed));
+  }
+}
+
+void RunCheckpoints::finish() {
+  if (auto* uploader = store_.uploader()) {
+    const auto start = std::chrono::steady_clock::now();
+    const ProgressClock::Waiting waiting(collectives_.progress());
+    if (!uploader->drain(config_.checkpoint.write_timeout_s))
+      spdlog::error("checkpoint upload to {}: rounds still unfinished after checkpoint.write_timeout_s = {} s",
+                    store_.dir(), config_.checkpoint.write_timeout_s);
+    summary_.training_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  collect_uploads();
+}
+
+CheckpointWriteSummary RunCheckpoints::summary() const {
+  CheckpointWriteSummary s = summary_;
+  const auto written = store_.written();
+  s.rounds = written.rounds_written;
+  s.bytes = written.bytes;
+  s.write_seconds = written.seconds;
+  return s;
 }
 
 }  // namespace ppu

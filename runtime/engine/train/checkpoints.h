@@ -1,6 +1,8 @@
 // RunCheckpoints: a run's checkpoints, written at round boundaries and resumed from at start
 // (state/checkpoint_format.h names every key; docs/RECOVERY.md the degraded case). Contracts:
-//  - save() writes round progress.rounds, collectively (every member at the same round): each
+//  - save() writes round progress.rounds, collectively (every member at the same round), inline
+//    or handed to the background upload (checkpoint.upload: engine/state/checkpoint_uploader.h,
+//    which commits it later and says so through collect_uploads): each
 //    member its own part (weights, inner state, error-feedback residuals, the run's position
 //    and totals) and, for each job rank missing from the group, the member standing in for it
 //    (core/coowners.h) that rank's part; θ and the outer momentum once. It then is
@@ -49,8 +51,18 @@ class RunCheckpoints {
   RunCheckpoints(const RunCheckpoints&) = delete;
   RunCheckpoints& operator=(const RunCheckpoints&) = delete;
 
-  void save();
+  // `must`: the last round, or the job stops on a notice: a background save waits for room
+  // rather than skip the round.
+  void save(bool must = false);
   void resume();
+  // checkpoint.upload background (store().background()): collect_uploads() at every round
+  // boundary takes in what the upload thread finished (a committed round becomes
+  // progress.last_checkpoint_round; one given up counts in recovery.checkpoints_failed);
+  // finish() waits for the rounds still being written (checkpoint.write_timeout_s at most) and
+  // collects them: at the end of training and before the job stops on a notice. Inline: no-ops.
+  void collect_uploads();
+  void finish();
+  CheckpointWriteSummary summary() const;  // the summary's checkpoint_writes
   // The job stops on a notice of `ranks` after this round's checkpoint: the group's rank 0 notes
   // it (kNoticeNote) for the run that resumes from it (summary recovery.resumed_after_notice).
   void note_stopped_on_notice(const std::vector<int>& ranks) const;
@@ -63,6 +75,7 @@ class RunCheckpoints {
   const CheckpointStore& store() const { return store_; }
 
  private:
+  void write_round(bool must);
   void write_stand_in_part(torch::serialize::OutputArchive& a, int missing);
   void note_fallback(int64_t resumed_round);
   void note_notice(int64_t resumed_round);
@@ -85,6 +98,7 @@ class RunCheckpoints {
   std::function<void()> before_write_;
   std::optional<JobHistory> history_;  // read at resume, or at the first note_reached of a replacement
   bool reached_note_failing_ = false;  // the last note_reached could not write the note (said once)
+  CheckpointWriteSummary summary_;     // what the store's counters do not hold
 };
 
 }  // namespace ppu

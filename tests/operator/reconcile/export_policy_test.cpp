@@ -387,6 +387,18 @@ TEST(ExportJob, RunsPpuExportOnTheCheckpointVolumeOwnedByTheJob) {
   EXPECT_FALSE(c["volumeMounts"][0].contains("readOnly")) << "the model is written there";
 }
 
+TEST(ExportJob, ReadsS3CheckpointsWithTheTrainingSectionsServiceAndTheSecret) {
+  json job = with_export(make_job("demo", 2));
+  job["spec"]["training"]["checkpoint"] = {
+      {"dir", "s3://ckpt/runs/demo"}, {"s3_endpoint", "http://seaweedfs:8333"}, {"s3_path_style", false}};
+  job["spec"]["checkpointSecret"] = "demo-s3";
+  const json c = build_export_job(parse_job(job))["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["args"],
+            json::array({"--checkpoint", "s3://ckpt/runs/demo", "--s3-endpoint", "http://seaweedfs:8333",
+                         "--s3-virtual-hosted", "--out", "/checkpoints/model", "--format", "hf", "--dtype", "fp32"}));
+  EXPECT_EQ(c["envFrom"][0]["secretRef"]["name"], "demo-s3");
+}
+
 TEST(ExportJob, SharesTheRankPodsSecurityVolumesAndSchedulingButNotTheirDevices) {
   json job = with_export(make_job("demo", 2));
   job["spec"]["podSecurityContext"] = {{"runAsUser", 1000}, {"runAsNonRoot", true}, {"fsGroup", 1000}};

@@ -174,6 +174,22 @@ TEST(ObjectBuilder, GracePeriodFollowsTheNoticeBound) {
   EXPECT_EQ(testing::rank_pod(j, 2, 0)["spec"]["terminationGracePeriodSeconds"], 106);
 }
 
+// Checkpoints in S3 (docs/OBJECT_STORAGE.md): the training section's location is not overridden
+// by the volume's, and spec.checkpointSecret's keys are the container's environment.
+TEST(ObjectBuilder, S3CheckpointsKeepTheirLocationAndTakeTheSecretsKeys) {
+  json job = testing::make_job("demo", 4);
+  EXPECT_EQ(env_of(testing::rank_pod(parse_job(job), 0, 0), "PPU_CHECKPOINT_DIR"), "/checkpoints");
+  EXPECT_FALSE(testing::rank_pod(parse_job(job), 0, 0)["spec"]["containers"][0].contains("envFrom"));
+  job["spec"]["training"]["checkpoint"] = {{"dir", "s3://ckpt/runs/demo"}};
+  job["spec"]["checkpointSecret"] = "demo-s3";
+  const JobSpec j = parse_job(job);
+  EXPECT_TRUE(checkpoints_in_object_storage(j));
+  EXPECT_EQ(checkpoint_location(j), "s3://ckpt/runs/demo");
+  const json pod = testing::rank_pod(j, 1, 0);
+  EXPECT_EQ(env_of(pod, "PPU_CHECKPOINT_DIR"), "<unset>") << "it would override checkpoint.dir";
+  EXPECT_EQ(pod["spec"]["containers"][0]["envFrom"], json::parse(R"([{"secretRef": {"name": "demo-s3"}}])"));
+}
+
 // A frozen rank process stops answering its metrics port: the kubelet ends it, and the operator
 // replaces the failed pod.
 TEST(ObjectBuilder, RankPodsAreProbedOnTheirMetricsPort) {

@@ -57,6 +57,10 @@ PPU_CLUSTER_PORT (16445), PPU_IMAGE (localhost/ppu:dev). The phases, file by fil
      Job writes the model (Exported=True, column EXPORT ModelExported, status.export at the last
      checkpoint round); the PPUJob is deleted (its export Job goes with it) and a pod that mounts
      the claim finds the Hugging Face directory there (model.safetensors, config.json gpt_neox);
+  test_65_s3_checkpoints.py
+  7b. manifests/samples/cpu-tiny-s3.yaml against SeaweedFS running in the cluster (Service
+     object-store): its checkpoints go to S3; every rank pod deleted at once, the new gang resumes
+     from an s3:// round, the job Succeeds and the operator's export Job reads the model from S3;
   test_70_kueue.py
   8. Kueue and the sample queue sized for one 4-rank gang: two queued jobs, one runs, the other
      waits (reason Queued, Kueue's message, no pod); suspending the first hands its quota to the
