@@ -135,7 +135,7 @@ def main():
     work = tempfile.mkdtemp(prefix="ppu-ckpt-bench-")
     results = {}
     try:
-        with Seaweed(a.build, SRC) as s3:
+        with Seaweed(a.build, SRC, volumes=256) as s3:  # 16 GB: the runs write gigabytes
             for config in a.configs.split(","):
                 results[config] = measure(a, s3, work, config)
     finally:

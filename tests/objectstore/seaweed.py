@@ -39,7 +39,10 @@ def _free_port():
 
 
 class Seaweed:
-    def __init__(self, bin_dir, src_dir):
+    def __init__(self, bin_dir, src_dir, volumes=16):
+        """`volumes` of 64 MB hold what it stores (deleted objects' space comes back only when the
+        server compacts): 1 GB by default, more for a bench that writes gigabytes."""
+        self.volumes = volumes
         out = subprocess.run(
             [os.path.join(src_dir, "scripts", "build-seaweedfs.sh"), "--print-dir"],
             capture_output=True, text=True, check=True,
@@ -70,7 +73,7 @@ class Seaweed:
     def start(self):
         args = [self.weed, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={self.dir}/data", "-filer", "-s3",
                 f"-s3.config={self.dir}/s3.json", "-s3.port.iceberg=0", "-s3.port.lance=0",
-                "-master.volumeSizeLimitMB=64", "-volume.max=16"]  # fmt: skip
+                "-master.volumeSizeLimitMB=64", f"-volume.max={self.volumes}"]  # fmt: skip
         for name, port in self.ports.items():
             args += [f"-{name}.port={port}", f"-{name}.port.grpc={port + 10000}"]
         log = open(os.path.join(self.dir, "weed.log"), "a")  # noqa: SIM115  (the server's, closed with it)
