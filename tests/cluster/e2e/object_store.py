@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from . import REPO, kube
 
 NAME = "object-store"
@@ -104,10 +106,12 @@ def _manifest(ns: str, image_: str) -> str:
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {"name": NAME, "namespace": ns},
-            "spec": {"selector": labels, "ports": [{"name": "s3", "port": PORT, "targetPort": PORT}]},
+            # Headless: the local cluster has no kube-proxy (scripts/cluster.sh), and the name
+            # resolves to the pod's address.
+            "spec": {"clusterIP": "None", "selector": labels, "ports": [{"name": "s3", "port": PORT, "targetPort": PORT}]},
         },
     ]
-    return "\n---\n".join(json.dumps(d) for d in docs)
+    return "---\n".join(yaml.safe_dump(d) for d in docs)
 
 
 def deploy(ns: str, image_: str, timeout_s: float = 180) -> None:
@@ -149,7 +153,7 @@ def deploy(ns: str, image_: str, timeout_s: float = 180) -> None:
 
 
 def credentials_secret(ns: str, name: str) -> str:
-    return json.dumps(
+    return yaml.safe_dump(
         {
             "apiVersion": "v1",
             "kind": "Secret",
