@@ -108,7 +108,11 @@ def _manifest(ns: str, image_: str) -> str:
             "metadata": {"name": NAME, "namespace": ns},
             # Headless: the local cluster has no kube-proxy (scripts/cluster.sh), and the name
             # resolves to the pod's address.
-            "spec": {"clusterIP": "None", "selector": labels, "ports": [{"name": "s3", "port": PORT, "targetPort": PORT}]},
+            "spec": {
+                "clusterIP": "None",
+                "selector": labels,
+                "ports": [{"name": "s3", "port": PORT, "targetPort": PORT}],
+            },
         },
     ]
     return "---\n".join(yaml.safe_dump(d) for d in docs)
