@@ -118,38 +118,22 @@ def _manifest(ns: str, image_: str) -> str:
     return "---\n".join(yaml.safe_dump(d) for d in docs)
 
 
+def _weed_shell(ns: str, command: str) -> str:
+    """`weed shell` COMMAND inside the store's pod; its output ("" when the exec fails)."""
+    shell = f"echo '{command}' | weed shell -master=localhost:9333 -filer=localhost:8888"
+    out = kube.kubectl("-n", ns, "exec", f"deployment/{NAME}", "--", "sh", "-c", shell, json=False, check=False)
+    return out or ""
+
+
 def deploy(ns: str, image_: str, timeout_s: float = 180) -> None:
     kube.apply(_manifest(ns, image_))
     kube.kubectl("-n", ns, "rollout", "status", f"deployment/{NAME}", f"--timeout={int(timeout_s)}s", json=False)
     # The S3 gateway answers once the filer is up; the bucket is a filer folder made by weed shell.
     deadline = time.monotonic() + timeout_s
-    create = f"s3.bucket.create -name {BUCKET}"
     while True:
-        made = kube.kubectl(
-            "-n",
-            ns,
-            "exec",
-            f"deployment/{NAME}",
-            "--",
-            "sh",
-            "-c",
-            f"echo '{create}' | weed shell -master=localhost:9333 -filer=localhost:8888",
-            json=False,
-            check=False,
-        )
-        listed = kube.kubectl(
-            "-n",
-            ns,
-            "exec",
-            f"deployment/{NAME}",
-            "--",
-            "sh",
-            "-c",
-            "echo s3.bucket.list | weed shell -master=localhost:9333 -filer=localhost:8888",
-            json=False,
-            check=False,
-        )
-        if BUCKET in (listed or ""):
+        made = _weed_shell(ns, f"s3.bucket.create -name {BUCKET}")
+        listed = _weed_shell(ns, "s3.bucket.list")
+        if BUCKET in listed:
             return
         if time.monotonic() > deadline:
             raise AssertionError(f"object store: bucket {BUCKET} not created within {timeout_s} s: {made} {listed}")
