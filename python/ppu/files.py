@@ -6,6 +6,7 @@ run_summary.h, job_contract.h):
   round_dir(r), rank_part(r), is_rank_part(name), rounds_in(ckpt), listing(ckpt)
       a checkpoint directory: DIR/round-NNNNNN/{rank-NNNNN.pt..., global.pt, manifest.json} and
       the notes beside the rounds
+  receipt(r), is_receipt(name) a member's receipt of a background upload in a round's directory
 """
 
 import os
@@ -42,8 +43,21 @@ def rank_part(rank):
     return _printf(_CKPT["rank_part_format"], rank)
 
 
+def receipt(rank):
+    return _printf(_CKPT["receipt_format"], rank)
+
+
+def _named_by(fmt, name):
+    """Whether `name` is what printf format `fmt` (one integer) makes of some number."""
+    return re.fullmatch(re.sub(r"%0?\d*d", r"\\d+", re.escape(fmt)), name) is not None
+
+
 def is_rank_part(name):
-    return re.fullmatch(re.sub(r"%0?\d*d", r"\\d+", re.escape(_CKPT["rank_part_format"])), name) is not None
+    return _named_by(_CKPT["rank_part_format"], name)
+
+
+def is_receipt(name):
+    return _named_by(_CKPT["receipt_format"], name)
 
 
 def rounds_in(ckpt):

@@ -76,6 +76,7 @@ nlohmann::json files() {
             {"round_prefix", cf::kRoundPrefix},
             {"round_dir_format", cf::kRoundDirFormat},
             {"rank_part_format", cf::kRankPartFormat},
+            {"receipt_format", cf::kReceiptFormat},
             {"fallback_note", cf::kFallbackNote},
             {"notice_note", cf::kNoticeNote},
             {"reached_note", cf::kReachedNote}}},

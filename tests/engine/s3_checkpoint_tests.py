@@ -196,7 +196,7 @@ def case_credentials(s3):
 def case_background(s3):
     background = launch("background", s3.env(), 60, keep=6, in_flight=1)
     finished(background, "background upload")
-    receipts = {r: {n for n in names if n.startswith("receipt-")} for r, names in rounds_in_s3(s3).items()}
+    receipts = {r: {n for n in names if files.is_receipt(n)} for r, names in rounds_in_s3(s3).items()}
     inline_location = f"s3://{BUCKET}/inline/"
     inline = launch("inline", s3.env(), 60, location=inline_location, keep=6,
                     extra=["--set", "checkpoint.upload=inline"])  # fmt: skip
@@ -211,9 +211,9 @@ def case_background(s3):
         if run.summary(0).last_checkpoint_round != 6:
             fail(f"{upload}: rank 0's last checkpoint is round {run.summary(0).last_checkpoint_round}, want 6")
     written = [r for r, names in receipts.items() if names]
-    if not written or any(receipts[r] != {f"receipt-{m:05d}.json" for m in (1, 2, 3)} for r in written):
+    if not written or any(receipts[r] != {files.receipt(m) for m in (1, 2, 3)} for r in written):
         fail(f"background rounds' receipts: {receipts}, want ranks 1-3's beside each round")
-    inline_receipts = [k for k in s3.ls("inline/") if "receipt-" in k]
+    inline_receipts = [k for k in s3.ls("inline/") if files.is_receipt(k.rsplit("/", 1)[-1])]
     if inline_receipts:
         fail(f"inline rounds have receipts: {inline_receipts}")
     waits = [background.summary(r).checkpoint_writes.training_wait_seconds for r in range(4)]

@@ -42,16 +42,18 @@ CheckpointUploader::~CheckpointUploader() {
   thread_.join();
 }
 
+bool CheckpointUploader::full_locked() const {
+  return static_cast<int>(queue_.size()) + (writing_ ? 1 : 0) >= settings_.max_in_flight;
+}
+
 bool CheckpointUploader::full() const {
   const std::lock_guard lock(mutex_);
-  return static_cast<int>(queue_.size()) + (writing_ ? 1 : 0) >= settings_.max_in_flight;
+  return full_locked();
 }
 
 bool CheckpointUploader::wait_for_room(double bound_s) {
   std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, std::chrono::duration<double>(bound_s), [&] {
-    return static_cast<int>(queue_.size()) + (writing_ ? 1 : 0) < settings_.max_in_flight;
-  });
+  return changed_.wait_for(lock, std::chrono::duration<double>(bound_s), [&] { return !full_locked(); });
 }
 
 void CheckpointUploader::enqueue(Round round) {

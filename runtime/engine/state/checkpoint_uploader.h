@@ -108,6 +108,7 @@ class CheckpointUploader {
     bool resolved = false;  // committed, given up or superseded
   };
 
+  bool full_locked() const;  // full(), the lock held
   void run();
   void write(Round& round);
   void try_commit(Pending& pending);

@@ -22,9 +22,7 @@ RunCheckpoints::RunCheckpoints(const Config& c, const std::string& dir, Collecti
       schedule_(schedule),
       model_(model),
       run_(run),
-      store_(dir, c.checkpoint, collectives) {
-  summary_.upload = store_.background() ? "background" : "inline";
-}
+      store_(dir, c.checkpoint, collectives) {}
 
 // Every member writes its own part; for each job rank missing from the group, one member
 // stands in (core/coowners.h: the lowest live co-owner of its slice, else the lowest member)
@@ -319,6 +317,7 @@ void RunCheckpoints::finish() {
 
 CheckpointWriteSummary RunCheckpoints::summary() const {
   CheckpointWriteSummary s = summary_;
+  s.upload = store_.background() ? "background" : "inline";
   const auto written = store_.written();
   s.rounds = written.rounds_written;
   s.bytes = written.bytes;

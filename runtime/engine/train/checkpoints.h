@@ -98,7 +98,7 @@ class RunCheckpoints {
   std::function<void()> before_write_;
   std::optional<JobHistory> history_;  // read at resume, or at the first note_reached of a replacement
   bool reached_note_failing_ = false;  // the last note_reached could not write the note (said once)
-  CheckpointWriteSummary summary_;     // what the store's counters do not hold
+  CheckpointWriteSummary summary_;     // skipped rounds and the training thread's seconds
 };
 
 }  // namespace ppu
