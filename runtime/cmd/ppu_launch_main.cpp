@@ -22,9 +22,10 @@
 // others at once (SIGKILL: a gang that failed has nothing newer than its checkpoints to save).
 // Live recovery: a rank stopped (SIGSTOP, a frozen VM) for longer than --kill-stopped-after
 // (default 3 x network.heartbeat_s, at least 5 s) has been fenced by the group by then; it is
-// SIGKILLed so that its replacement can start. The store is probed every network.heartbeat_s / 3
-// (at least 1 s) with `ppu-rendezvous --probe`: two probes in a row without an answer make it a
-// frozen store, which is SIGKILLed and started again like a store that exited.
+// SIGKILLed so that its replacement can start. The store is asked a request every
+// network.heartbeat_s / 3 (at least 1 s) by one `ppu-rendezvous --probe --every` (StoreWatch):
+// two requests in a row without an answer within max(2 s, network.heartbeat_s) make it a frozen
+// store, which is SIGKILLed and started again like a store that exited.
 // --rank-wrapper 'CMD ARGS' runs each rank as CMD ARGS ppu-train ... ({rank} in the template
 // becomes the rank; split at spaces, no shell): numactl or taskset per rank, a network namespace
 // per rank (`ip netns exec ns-{rank} env MASTER_ADDR=... GLOO_SOCKET_IFNAME=eth0`).
@@ -50,6 +51,7 @@
 #include <thread>
 #include <vector>
 
+#include "cmd/store_watch.h"
 #include "core/config.h"
 #include "core/exit_status.h"
 #include "core/job_contract.h"
@@ -258,76 +260,6 @@ void stop_all(std::vector<Child>& children, double grace_seconds, int signal = S
     }
 }
 
-// `ppu-rendezvous --probe` against the store of this launch, one at a time, in the background:
-// whether the store answers a request (a stopped or wedged store accepts connections but never
-// answers). Two probes in a row without an answer: frozen().
-class StoreProbe {
- public:
-  using Clock = std::chrono::steady_clock;
-  StoreProbe(std::string binary, int port, double every_s, double timeout_s)
-      : binary_(std::move(binary)), port_(port), every_(every_s), timeout_(timeout_s) {}
-  ~StoreProbe() { cancel(); }
-  StoreProbe(const StoreProbe&) = delete;
-  StoreProbe& operator=(const StoreProbe&) = delete;
-
-  // Starts a probe when one is due, collects a finished one. Returns true once the store has
-  // failed two probes in a row (and starts counting afresh).
-  bool frozen() {
-    const auto now = Clock::now();
-    if (pid_ < 0) {
-      if (now >= next_) start();
-      return false;
-    }
-    int status = 0;
-    const pid_t got = waitpid(pid_, &status, WNOHANG);
-    const bool overdue = now - started_ > std::chrono::duration<double>(timeout_ + 10);
-    if (got != pid_ && !overdue) return false;
-    if (got != pid_) {  // the probe itself hangs (it loads LibTorch first): count it as no answer
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-      status = 1 << 8;
-    }
-    pid_ = -1;
-    next_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(every_));
-    failures_ = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : failures_ + 1;
-    if (failures_ < 2) return false;
-    failures_ = 0;
-    return true;
-  }
-  double timeout() const { return timeout_; }
-  // The store was started again: no probe of the old one counts.
-  void cancel() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    pid_ = -1;
-    failures_ = 0;
-    next_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(every_));
-  }
-
- private:
-  void start() {
-    const std::string target = "127.0.0.1:" + std::to_string(port_), timeout = std::to_string(timeout_);
-    started_ = Clock::now();
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int null = open("/dev/null", O_WRONLY);
-      dup2(null, STDOUT_FILENO);
-      dup2(null, STDERR_FILENO);
-      execlp(binary_.c_str(), binary_.c_str(), "--probe", target.c_str(), "--timeout", timeout.c_str(), nullptr);
-      _exit(127);
-    }
-  }
-
-  std::string binary_;
-  int port_;
-  double every_, timeout_;
-  pid_t pid_ = -1;
-  int failures_ = 0;
-  Clock::time_point started_, next_ = Clock::now();
-};
-
 void stop_all(Child& one, double grace_seconds) {
   std::vector<Child> v{one};
   stop_all(v, grace_seconds);
@@ -391,7 +323,7 @@ int main(int argc, char** argv) {
       kill_stopped_after =
           config.network.heartbeat_s > 0 ? std::max(5.0, 3 * config.network.heartbeat_s) : config.network.timeout_s;
     probe_every = std::max(1.0, config.network.heartbeat_s / 3);
-    probe_timeout = std::max(5.0, config.network.heartbeat_s);
+    probe_timeout = std::max(2.0, config.network.heartbeat_s);
     if (rendezvous.empty()) rendezvous = sibling(trainer, ppu::contract::kRendezvousBinary);
     setup = RankSetup{nproc, master_port, config.metrics.port, live, trainer, rank_wrapper};
 
@@ -444,7 +376,7 @@ int main(int argc, char** argv) {
     stop_all(children, grace, SIGKILL);
     if (store) stop_all(*store, grace);
   };
-  std::optional<StoreProbe> probe;
+  std::optional<ppu::StoreWatch> probe;
   if (live) probe.emplace(rendezvous, master_port, probe_every, probe_timeout);
   size_t running = children.size();
   while (running > 0) {
@@ -465,7 +397,7 @@ int main(int argc, char** argv) {
                 << ": restarting it (the ranks rebuild its keys)\n";
       try {
         store = spawn_store(rendezvous, master_port);
-        if (probe) probe->cancel();
+        if (probe) probe->restart();
       } catch (const std::exception& e) {
         store.reset();
         std::cerr << "ppu-launch: " << e.what() << ": stopping all ranks\n";

@@ -8,9 +8,11 @@
 // so ranks that reconnect after a restart know the keys are gone and rebuild them (LiveGroup).
 // A client that stops sending in the middle of a request (cut off, stopped) is dropped after
 // kRequestGap instead of holding every other client's requests (store_clients.h).
-// --probe HOST:PORT asks a running store one request instead (ppu-launch's and the rendezvous
-// pod's liveness check): exit 0 when it answers within --timeout seconds, 1 when it does not
-// (a stopped or wedged store still accepts connections, so only a request tells).
+// --probe HOST:PORT asks a running store one request instead (the rendezvous pod's liveness
+// check): exit 0 when it answers within --timeout seconds, 1 when it does not (a stopped or
+// wedged store still accepts connections, so only a request tells); with --every S it asks every
+// S seconds and prints a line per request (cmd/probe_line.h) until its stdout is closed
+// (ppu-launch's watch on its store).
 // Exit codes: 0 stopped by a signal (or, with --probe, the store answered), 2 bad flag, 1 the port
 // cannot be served (or, with --probe, the store did not answer).
 #include <CLI/CLI.hpp>
@@ -22,9 +24,12 @@
 #include <csignal>
 #include <future>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
+#include "cmd/probe_line.h"
 #include "core/exit_status.h"
 #include "core/job_contract.h"
 #include "engine/comm/store_clients.h"
@@ -35,16 +40,17 @@ namespace {
 // dropped wrongly only reconnects (BoundedStore).
 constexpr std::chrono::milliseconds kRequestGap{1000};
 
-// One request (a check of the incarnation key) to the store at `target` ("host:port"), on a
-// thread of its own: a store that never answers leaves it blocked, and the process exits anyway.
-int probe(const std::string& target, double timeout_s) {
-  const auto colon = target.rfind(':');
-  if (colon == std::string::npos) {
-    std::cerr << "ppu-rendezvous: --probe wants HOST:PORT, got '" << target << "'\n";
-    return ppu::contract::exit_code::kConfigError;
-  }
-  const std::string host = target.substr(0, colon);
-  const int port = std::stoi(target.substr(colon + 1));
+std::string number(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
+// One request (a check of the incarnation key) to the store at host:port, on a thread of its
+// own: a store that never answers leaves that thread blocked for good (the caller exits or moves
+// on). Returns the line to print: "... answered in N ms" (probe_line::kAnswered), or why not.
+std::pair<bool, std::string> ask_once(const std::string& host, int port, double timeout_s) {
+  const std::string target = host + ":" + std::to_string(port);
   auto answered = std::make_shared<std::promise<std::string>>();
   auto answer = answered->get_future();
   std::thread([answered, host, port, timeout_s] {
@@ -62,19 +68,32 @@ int probe(const std::string& target, double timeout_s) {
     }
   }).detach();
   const auto start = std::chrono::steady_clock::now();
-  if (answer.wait_for(std::chrono::duration<double>(timeout_s)) != std::future_status::ready) {
-    std::cout << "ppu-rendezvous --probe: the store at " << target << " did not answer within " << timeout_s << " s"
-              << std::endl;
-    std::_Exit(1);  // the request's thread may be blocked for good
-  }
-  const std::string error = answer.get();
+  const std::string said = "ppu-rendezvous --probe: the store at " + target;
+  if (answer.wait_for(std::chrono::duration<double>(timeout_s)) != std::future_status::ready)
+    return {false, said + " did not answer within " + number(timeout_s) + " s"};
+  if (const std::string error = answer.get(); !error.empty()) return {false, said + " failed: " + error};
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!error.empty()) {
-    std::cout << "ppu-rendezvous --probe: the store at " << target << " failed: " << error << std::endl;
-    std::_Exit(1);
+  return {true, said + " " + ppu::probe_line::kAnswered + " " + number(ms) + " ms"};
+}
+
+// --probe: one request, exit 0 if answered (the rendezvous pod's liveness check); with --every,
+// a request every that many seconds (at once after one that got no answer), a line each, until
+// the reader goes away (ppu-launch's StoreWatch: LibTorch is loaded once, not once per probe).
+int probe(const std::string& target, double timeout_s, double every_s) {
+  const auto colon = target.rfind(':');
+  if (colon == std::string::npos) {
+    std::cerr << "ppu-rendezvous: --probe wants HOST:PORT, got '" << target << "'\n";
+    return ppu::contract::exit_code::kConfigError;
   }
-  std::cout << "ppu-rendezvous --probe: the store at " << target << " answered in " << ms << " ms" << std::endl;
-  std::_Exit(0);
+  const std::string host = target.substr(0, colon);
+  const int port = std::stoi(target.substr(colon + 1));
+  for (;;) {
+    const auto [ok, line] = ask_once(host, port, timeout_s);
+    std::cout << line << std::endl;
+    if (every_s <= 0) std::_Exit(ok ? 0 : 1);  // a blocked request's thread must not hold the exit
+    if (!std::cout) std::_Exit(0);             // the reader is gone (SIGPIPE is ignored)
+    if (ok) std::this_thread::sleep_for(std::chrono::duration<double>(every_s));
+  }
 }
 }  // namespace
 
@@ -83,10 +102,14 @@ int main(int argc, char** argv) {
   int port = ppu::contract::kRendezvousPort;
   std::string probe_target;
   double probe_timeout = 5;
+  double probe_every = 0;
   app.add_option("--port", port, "TCP port to serve the store on")->check(CLI::Range(1, 65535));
   app.add_option("--probe", probe_target,
                  "instead of serving: ask the store at HOST:PORT one request, exit 0 if it answers");
   app.add_option("--timeout", probe_timeout, "--probe: seconds to wait for the answer")->check(CLI::PositiveNumber);
+  app.add_option("--every", probe_every,
+                 "--probe: ask again every this many seconds, a line per request, until stdout is closed")
+      ->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -94,7 +117,8 @@ int main(int argc, char** argv) {
   }
   if (!probe_target.empty()) {
     try {
-      return probe(probe_target, probe_timeout);
+      std::signal(SIGPIPE, SIG_IGN);  // a closed stdout ends a watch through the stream's state
+      return probe(probe_target, probe_timeout, probe_every);
     } catch (const std::exception& e) {  // a port that is not a number
       std::cerr << "ppu-rendezvous: --probe '" << probe_target << "': " << e.what() << "\n";
       return ppu::contract::exit_code::kConfigError;

@@ -26,9 +26,10 @@ cases: notice-job  SIGTERM to ppu-launch mid-round (checkpoint.every_rounds = 10
                    although more than network.max_degraded_rounds = 2 rounds pass degraded (its
                    floor network.max_degraded_s holds); exit 0, one checksum (before: the stopped
                    process was left alone and the survivors restarted the gang after the rounds)
-       frozen-store the rendezvous store SIGSTOPped: ppu-launch's probes find it frozen, it is
-                   SIGKILLed and started again, the ranks rebuild its keys; no gang restart, exit 0,
-                   one checksum (before: ppu-launch only waitpid'ed, and the ranks waited for the
+       frozen-store one watch process asks the store for 3 s (not a process per probe); then the
+                   store is SIGSTOPped: ppu-launch's watch finds it frozen, it is SIGKILLed and
+                   started again, the ranks rebuild its keys; no gang restart, exit 0, one
+                   checksum (before: ppu-launch only waitpid'ed, and the ranks waited for the
                    store until network.timeout_s)
        checkpoint-stall rank 2's checkpoint write stalls for good (PPU_TEST_FAULT stall-checkpoint;
                    checkpoint.write_timeout_s = 2): past the bound it stops beating, the others
@@ -58,6 +59,7 @@ from launch_harness import (
     plain,
     rank_pids,
     store_pid,
+    store_watches,
     tiny_job,
 )
 
@@ -265,6 +267,13 @@ def case_stopped_forever():
 def case_frozen_store():
     run = job(work("frozen-store"), 1500, restarts=0)
     run.wait_for(r"\[rank 0\] .* step 100/")
+    # One watch process asks the store all along (LibTorch loaded once), not one process a probe.
+    watches = set()
+    for _ in range(30):
+        watches.update(store_watches(run.proc.pid))
+        time.sleep(0.1)
+    if len(watches) != 1:
+        fail(f"ppu-launch ran {len(watches)} store watch processes in 3 s, expected one: {sorted(watches)}")
     os.kill(store_pid(run.proc.pid), signal.SIGSTOP)
     frozen = time.monotonic()
     run.wait_for(r"the rendezvous store has not answered two probes in a row", timeout=60)

@@ -53,18 +53,28 @@ def rank_pids(launcher_pid):
     return {int(env[b"RANK"]): pid for pid, env in children_of(launcher_pid, "ppu-train").items()}
 
 
-def serving_stores(launcher_pid):
-    """The pids of the ppu-rendezvous processes of ppu-launch that serve the store (not the
-    `ppu-rendezvous --probe` checks it runs every heartbeat_s / 3 beside it)."""
+def _stores(launcher_pid, probes):
+    """The pids of ppu-launch's ppu-rendezvous processes that are (probes) or are not its watch."""
     pids = []
     for pid in children_of(launcher_pid, "ppu-rendezvous"):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"--probe" not in f.read().split(b"\0"):
+                if (b"--probe" in f.read().split(b"\0")) == probes:
                     pids.append(pid)
         except OSError:
             continue
     return pids
+
+
+def serving_stores(launcher_pid):
+    """The pids of the ppu-rendezvous processes of ppu-launch that serve the store (not the
+    `ppu-rendezvous --probe --every` watch it runs beside it)."""
+    return _stores(launcher_pid, probes=False)
+
+
+def store_watches(launcher_pid):
+    """The pids of ppu-launch's `ppu-rendezvous --probe --every` watch processes."""
+    return _stores(launcher_pid, probes=True)
 
 
 def store_pid(launcher_pid):

@@ -134,6 +134,11 @@ class Band:
             p = [summary.load(files.summary_file(self.directory / f"seed-{s}", 0)).eval_perplexity for s in (0, 1, 2)]
         except (OSError, KeyError, TypeError, ValueError) as e:  # ValueError: not JSON, or a ContractError
             raise BandError(f"the fault-free runs left no summary in {self.directory}: {e}") from e
+        for s in (0, 1, 2):
+            log = self.directory / f"seed-{s}.log"
+            replaced = log.read_text(errors="replace").count("restarting it in place") if log.exists() else 0
+            if replaced:
+                print(f"band: seed {s} restarted {replaced} fenced rank(s) in place (band.sh)", file=sys.stderr)
         spread = max(p) - min(p)
         print("band: seeds 0, 1, 2 end at perplexity " + ", ".join(f"{x:.3f}" for x in p), file=sys.stderr)
         return Bounds(*(float(f"{x:.3f}") for x in (p[0] - spread, p[0] + spread, p[0])))
