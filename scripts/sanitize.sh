@@ -43,7 +43,7 @@ else
   data=OFF
   select=(-L unit -R '^operator\.')
 fi
-# Debug: assertions stay on; the sanitizer flags add -O1 -g.
+# Debug: assertions stay on; the sanitizer flags add -O1 -g1 (line tables: reports name file and line).
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPPU_SANITIZE=$sanitize \
   -DPPU_BUILD_RUNTIME=OFF -DPPU_BUILD_DATA=$data -DPPU_BUILD_OPERATOR=ON -DPPU_BUILD_TESTS=ON "$@" >/dev/null
 cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
