@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <stdexcept>
+#include <iostream>
 #include <utility>
 
 #include "cmd/probe_line.h"
@@ -22,13 +22,25 @@ StoreWatch::StoreWatch(std::string binary, int port, double every_s, double time
 
 StoreWatch::~StoreWatch() { stop(); }
 
+// A watcher that cannot start (no process or descriptor left) is tried again a period later; it
+// says nothing about the store, so it is not counted against it.
 void StoreWatch::start() {
+  const auto cannot = [this](const char* what) {
+    std::cerr << "[launch] cannot start the store's watch (" << what << ": " << std::strerror(errno)
+              << "): trying again in " << every_ << " s\n";
+    pid_ = -1;
+    next_start_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(every_));
+  };
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(fds, O_CLOEXEC) != 0) return cannot("pipe");
   const std::string target = "127.0.0.1:" + std::to_string(port_), timeout = std::to_string(timeout_),
                     every = std::to_string(every_);
   pid_ = fork();
-  if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid_ < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return cannot("fork");
+  }
   if (pid_ == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // no watcher outlives ppu-launch
     dup2(fds[1], STDOUT_FILENO);

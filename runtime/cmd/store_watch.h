@@ -8,8 +8,9 @@
 // (the next request goes out at once after an unanswered one, so a frozen store is found within
 // about S + 2T), or the watcher printed nothing for T + S + 10 s (it hangs itself: counted as
 // unanswered, and another starts a period later, as after one that exited); then the count
-// starts afresh. restart(): the store was
-// started again; nothing the old one answered or not counts. The watcher dies with ppu-launch.
+// starts afresh. restart(): the store was started again; nothing the old one answered or not
+// counts. The watcher dies with ppu-launch; one that cannot start (no process or descriptor
+// left) is tried again a period later and counts as nothing. Nothing here throws.
 #pragma once
 
 #include <sys/types.h>
