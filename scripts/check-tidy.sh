@@ -32,8 +32,8 @@ compiled() { # the tracked sources that compile_commands.json names, of those on
   return 0
 }
 mapfile -t product < <(git ls-files -- 'runtime/core/*.cpp' 'runtime/common/*.cpp' 'runtime/data/*.cpp' \
-  'runtime/cmd/ppu_launch_main.cpp' 'runtime/cmd/store_watch.cpp' 'runtime/cmd/ppu_plan_main.cpp' 'runtime/cmd/ppu_data_main.cpp' \
-  'runtime/cmd/ppu_schema_main.cpp' 'operator/src/*.cpp')
+  'runtime/cmd/ppu_launch_main.cpp' 'runtime/cmd/store_watch.cpp' 'runtime/cmd/ppu_plan_main.cpp' \
+  'runtime/cmd/ppu_data_main.cpp' 'runtime/cmd/ppu_schema_main.cpp' 'operator/src/*.cpp')
 ((${#product[@]})) || {
   echo "check-tidy: FAIL: no sources found"
   exit 1

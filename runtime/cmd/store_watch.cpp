@@ -29,7 +29,7 @@ void StoreWatch::start() {
     std::cerr << "[launch] cannot start the store's watch (" << what << ": " << std::strerror(errno)
               << "): trying again in " << every_ << " s\n";
     pid_ = -1;
-    next_start_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(every_));
+    next_start_ = Clock::now() + period();
   };
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return cannot("pipe");
@@ -94,7 +94,7 @@ bool StoreWatch::frozen() {
   if (n == 0 || now - last_heard_ > std::chrono::duration<double>(timeout_ + every_ + 10)) {
     ++unanswered_;
     stop();
-    next_start_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(every_));
+    next_start_ = now + period();
   }
   if (unanswered_ < 2) return false;
   unanswered_ = 0;

@@ -37,6 +37,9 @@ class StoreWatch {
   void stop();
   // One line from the watcher: an answer resets the count, anything else adds to it.
   void heard(const std::string& line);
+  Clock::duration period() const {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(every_));
+  }
 
   std::string binary_;
   int port_;
