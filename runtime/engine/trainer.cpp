@@ -75,10 +75,9 @@ std::string duration(double seconds) {
 [[noreturn]] void stop_hung_rank(double idle_s, double window_s, bool live, bool writing, double write_bound_s) {
   const std::string what =
       writing ? fmt::format(
-                    "this rank's checkpoint write has gone on past checkpoint.write_timeout_s = {} s, and {:.1f} s "
-                    "more (window {:.1f} s): its storage hangs, and it leaves the group to be replaced; the previous "
-                    "checkpoint stays the resume point",
-                    write_bound_s, idle_s, window_s)
+                    "this rank's checkpoint write has gone on past checkpoint.write_timeout_s = {} s: its storage "
+                    "hangs, and it leaves the group to be replaced; the previous checkpoint stays the resume point",
+                    write_bound_s)
               : fmt::format(
                     "this rank's training thread has made no progress for {:.1f} s (window {:.1f} s, "
                     "network.progress_timeout_s): it is hung, and leaves the group to be replaced",

@@ -3,10 +3,10 @@
 // thread (an inner step, an evaluation batch) or time spent waiting on others (a collective, an
 // agreement through the store) and, up to a bound, in work of its own that may wait on a disk
 // (a checkpoint write: Bounded): a rank blocked on its peers is not the one that hangs, and a
-// write that outlasts its bound is a fault like a hung thread. A training thread stuck anywhere
-// else stops the clock; idle_seconds() then
-// grows, and past window() the heartbeat stops beating for this rank (its peers fence it) and
-// the rank ends itself so that its supervisor replaces it.
+// write that outlasts its bound is a fault like a hung thread, at once (the bound is the
+// write's own window: checkpoint.write_timeout_s). A training thread stuck anywhere else stops
+// the clock; idle_seconds() then grows, and past window() the heartbeat stops beating for this
+// rank (its peers fence it) and the rank ends itself so that its supervisor replaces it.
 // window(): network.progress_timeout_s, or when that is 0 a default the trainer derives from
 // the measured step time with a floor (trainer.cpp); until set, +infinity (not watched).
 // Every member is safe to use from any thread.
@@ -78,8 +78,8 @@ class ProgressClock {
 
   void set_window(double seconds) noexcept { window_ = seconds; }
   double window() const noexcept { return window_; }
-  // Idle for longer than the window: the training thread is hung.
-  bool stalled() const noexcept { return idle_seconds() > window_.load(); }
+  // Idle for longer than the window, or in a Bounded past its bound: the training thread is hung.
+  bool stalled() const noexcept { return past_bound() || idle_seconds() > window_.load(); }
 
  private:
   std::atomic<Clock::rep> last_{0};

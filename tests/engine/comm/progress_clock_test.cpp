@@ -34,6 +34,7 @@ TEST(ProgressClock, ABoundedWriteIsProgressUntilItsBoundOnly) {
     std::this_thread::sleep_for(50ms);
     EXPECT_EQ(clock.idle_seconds(), 0) << "within the bound";
     EXPECT_FALSE(clock.past_bound());
+    EXPECT_FALSE(clock.stalled());
     std::this_thread::sleep_for(150ms);
     EXPECT_TRUE(clock.past_bound());
     EXPECT_GT(clock.idle_seconds(), 0.05) << "idle counts from the bound";
@@ -44,6 +45,17 @@ TEST(ProgressClock, ABoundedWriteIsProgressUntilItsBoundOnly) {
   EXPECT_FALSE(clock.past_bound());
 }
 
+TEST(ProgressClock, AWritePastItsBoundIsHungAtOnceNotAWindowLater) {
+  ProgressClock clock;
+  clock.set_window(60);  // a long progress window: the write's bound alone decides
+  const ProgressClock::Bounded writing(clock, 0.05);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(clock.stalled()) << "within the bound";
+  std::this_thread::sleep_for(80ms);
+  EXPECT_LT(clock.idle_seconds(), clock.window());
+  EXPECT_TRUE(clock.stalled()) << "past checkpoint.write_timeout_s the write is hung, whatever the window";
+}
+
 TEST(ProgressClock, WaitingOnPeersInsideABoundedWriteIsProgress) {
   ProgressClock clock;
   const ProgressClock::Bounded writing(clock, 0.0);
@@ -52,6 +64,7 @@ TEST(ProgressClock, WaitingOnPeersInsideABoundedWriteIsProgress) {
   const ProgressClock::Waiting waiting(clock);  // the write's all-gather: the peers are slow
   EXPECT_EQ(clock.idle_seconds(), 0);
   EXPECT_FALSE(clock.past_bound());
+  EXPECT_FALSE(clock.stalled());
 }
 
 }  // namespace
