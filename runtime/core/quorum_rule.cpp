@@ -18,6 +18,11 @@ double quorum_spread(std::vector<double> waits, int quorum) {
   return std::max(0.0, waits.front() - waits[q - 1]);
 }
 
+double fastest_step_seconds(const std::vector<double>& train_s, int64_t steps) {
+  if (steps <= 0 || train_s.empty()) return 0;
+  return std::max(0.0, *std::min_element(train_s.begin(), train_s.end())) / static_cast<double>(steps);
+}
+
 double GraceWindow::seconds() const {
   if (spreads_.empty()) return max_s_;
   std::vector<double> sorted(spreads_.begin(), spreads_.end());

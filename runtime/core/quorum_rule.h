@@ -9,6 +9,11 @@
 //  - quorum_spread: that spread, from every member's wait at one sync point (seconds from its
 //    arrival to the close, the same close for all): the waits sorted from the longest, first
 //    minus quorum-th.
+//  - fastest_step_seconds: the fastest member's seconds an inner step over the last interval
+//    between sync points, from every member's seconds from leaving the previous meeting to
+//    arriving at this one (they leave a meeting together) and the interval's steps; 0 when
+//    unknown. A sync point cannot close before a quorum trained to it, so a rank need not ask
+//    whether it closed before a fraction of that pace (QuorumSync::skips).
 //  - FragmentWindows: each fragment's window (the inner steps since its last outer step) and
 //    how many of them this rank trained; weight(f) = trained / window, exactly 1 for a rank that
 //    trained every step (the weight of its delta in the fragment's outer step).
@@ -23,6 +28,8 @@ namespace ppu {
 int quorum_size(double fraction, int members);
 
 double quorum_spread(std::vector<double> waits, int quorum);
+
+double fastest_step_seconds(const std::vector<double>& train_s, int64_t steps);
 
 class GraceWindow {
  public:

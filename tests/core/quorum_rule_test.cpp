@@ -25,6 +25,13 @@ TEST(QuorumRule, SpreadIsFromTheFirstArrivalToTheQuorumth) {
   EXPECT_DOUBLE_EQ(quorum_spread({}, 3), 0.0);
 }
 
+TEST(QuorumRule, TheSoonestCloseFollowsTheFastestMembersPace) {
+  EXPECT_DOUBLE_EQ(fastest_step_seconds({3.0, 1.5, 2.0}, 10), 0.15) << "the fastest of the members";
+  EXPECT_DOUBLE_EQ(fastest_step_seconds({3.0}, 10), 0.3);
+  EXPECT_DOUBLE_EQ(fastest_step_seconds({}, 10), 0.0) << "no member known: no pace";
+  EXPECT_DOUBLE_EQ(fastest_step_seconds({1.0}, 0), 0.0) << "no steps: no pace";
+}
+
 TEST(QuorumRule, GraceIsTwiceTheMedianSpreadOfTheLastEightWithinItsBounds) {
   GraceWindow grace(0.1, 5.0);
   EXPECT_DOUBLE_EQ(grace.seconds(), 5.0) << "before any spread: the ceiling";

@@ -86,13 +86,4 @@ bool QuorumGate::slices_covered(int64_t step) {
   return store_.check_all(keys);
 }
 
-bool QuorumGate::closed(int64_t step) {
-  if (store_.lost()) return false;
-  try {
-    return store_.check(quorum(step, "closed"));
-  } catch (const StoreLost&) {
-    return false;
-  }
-}
-
 }  // namespace ppu

@@ -8,16 +8,15 @@
 //    arrived and `grace_s` passed since this rank saw it ("grace"). The first rank to close it
 //    decides which; every rank reads the same answer. Waiting ticks the progress clock (it is
 //    waiting on peers, not hung).
-//  - closed(step): whether that sync point has closed already: a rank still training towards
-//    it is behind, and skips its remaining inner steps (its delta is weighted by the steps it
-//    did train). One store request.
+//  - Whether a sync point has closed before this rank arrived (it is behind, and skips its
+//    remaining inner steps) is QuorumCloseWatch's, off the training thread.
 //  - A member lost while the others wait (the heartbeat aborted the group, Collectives::abort)
 //    ends the wait at once: a quorum of the old group may never arrive (a node of several ranks
 //    lost), and the collective after the gate re-forms the group without the lost ones.
 //  - The store is a helper, never a dependency: when it does not answer (dead, frozen,
-//    restarted), arrive returns at once as closed-by-all and closed() says no, so the sync
-//    point closes as under sync_mode all (the collective waits for every member); the next
-//    arrive tries a new connection.
+//    restarted), arrive returns at once as closed-by-all, so the sync point closes as under
+//    sync_mode all (the collective waits for every member); the next arrive tries a new
+//    connection.
 // Training thread only.
 #pragma once
 
@@ -42,7 +41,6 @@ class QuorumGate {
     bool aborted = false;     // the group lost a member while this rank waited (see above)
   };
   Arrival arrive(int64_t step, double grace_s);
-  bool closed(int64_t step);
   int64_t store_requests() const { return store_.requests(); }
 
  private:

@@ -6,8 +6,17 @@ namespace ppu {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // One member's row in the meeting's all-gather.
-enum Column : int64_t { kWait = 0, kTrained = 1, kEveryone = 2, kWeights = 3 };
+enum Column : int64_t { kWait = 0, kTrained = 1, kEveryone = 2, kTrainSeconds = 3, kWeights = 4 };
+
+// A rank asks whether its sync point closed once the interval lasted this fraction of the
+// fastest member's time for it at its pace in the last interval: a member 25 % faster than it
+// was is still caught in time.
+constexpr double kAskAfter = 0.8;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
 
@@ -19,6 +28,7 @@ QuorumSync::QuorumSync(const Config& config, const StreamingSchedule& schedule, 
       run_(run),
       live_recovery_(live_recovery),
       gate_(config, collectives),
+      close_watch_(config, collectives),
       grace_(config.outer.quorum_grace_min_s, config.outer.quorum_grace_max_s),
       windows_(static_cast<int>(schedule.fragments().size())),
       slices_(config.effective_slices()) {
@@ -52,9 +62,15 @@ void QuorumSync::start(int64_t step, bool replacement) {
 bool QuorumSync::skips(int64_t step) {
   if (step >= heading_for_) {  // passed the last one: head for the next
     heading_for_ = next_sync_point(step);
+    heading_from_ = step;
+    heading_since_ = Clock::now();
     skipping_ = false;
   }
-  if (!skipping_ && collectives_.world_size() > 1) skipping_ = gate_.closed(heading_for_);
+  if (skipping_ || collectives_.world_size() == 1) return skipping_;
+  skipping_ = close_watch_.closed(heading_for_);
+  const double soonest_close_s = kAskAfter * fastest_step_s_ * static_cast<double>(heading_for_ - heading_from_);
+  if (!skipping_ && seconds_since(heading_since_) >= soonest_close_s)
+    close_watch_.ask(heading_for_);  // answered by the next step
   return skipping_;
 }
 
@@ -69,6 +85,7 @@ void QuorumSync::stepped(bool trained) {
 }
 
 void QuorumSync::meet(int64_t step) {
+  const double trained_s = seconds_since(heading_since_);
   const auto fragments = static_cast<int64_t>(schedule_.fragments().size());
   const QuorumGate::Arrival arrival =
       collectives_.world_size() > 1 ? gate_.arrive(step, grace_.seconds()) : QuorumGate::Arrival{};
@@ -76,24 +93,27 @@ void QuorumSync::meet(int64_t step) {
   mine[kWait] = arrival.wait_s;
   mine[kTrained] = static_cast<double>(steps_trained_);
   mine[kEveryone] = arrival.everyone ? 1.0 : 0.0;
+  mine[kTrainSeconds] = trained_s;
   for (int64_t f = 0; f < fragments; ++f) mine[kWeights + f] = windows_.weight(static_cast<int>(f));
   const auto rows = until_one_generation_completes(live_recovery_, [&] { return collectives_.allgather(mine); });
 
   // Every member computes the same from the same rows: the weights, the grace window.
   const int job_size = collectives_.job_size();
   weights_.assign(static_cast<size_t>(fragments * job_size), 1.0);
-  std::vector<double> waits;
+  std::vector<double> waits, train_s;
   bool everyone = true;
   const double tokens_per_step = static_cast<double>(config_.inner.batch_size) * config_.model.seq_len;
   for (size_t i = 0; i < rows.size(); ++i) {
     const int r = collectives_.members().at(i);
     const auto row = rows[i].accessor<double, 1>();
     waits.push_back(row[kWait]);
+    train_s.push_back(row[kTrainSeconds]);
     everyone = everyone && row[kEveryone] != 0;
     tokens_[r] = row[kTrained] * tokens_per_step;
     for (int64_t f = 0; f < fragments; ++f) weights_[static_cast<size_t>(f * job_size + r)] = row[kWeights + f];
   }
   grace_.observe(quorum_spread(waits, quorum_size(config_.outer.quorum_fraction, collectives_.world_size())));
+  fastest_step_s_ = fastest_step_seconds(train_s, step - heading_from_);
 
   ++summary_.sync_points;
   if (!everyone) ++summary_.closed_by_grace;

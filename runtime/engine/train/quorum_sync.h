@@ -6,7 +6,11 @@
 // fragment's window it trained (OuterOptimizer::set_weights). Contracts:
 //  - start(step, replacement) once, where training starts.
 //  - skips(step), before inner step `step`: whether this rank skips it (the sync point it is
-//    training towards has closed). stepped(trained) after every step, skipped or not.
+//    training towards has closed, as far as its QuorumCloseWatch has seen: no store request on
+//    the training thread). It asks the watch only once the interval has lasted 0.8 x the fastest
+//    member's seconds a step in the last one times its steps (fastest_step_seconds): before that
+//    no quorum can have arrived unless a member sped up by more than a quarter. stepped(trained) after every step,
+//    skipped or not.
 //  - meet(step) at a sync point: waits at the gate, then one all-gather of every member's wait,
 //    trained steps and per-fragment weights (through live recovery when there is one); the
 //    group computes the same grace window from it. weigh(f) before fragment f's outer step puts
@@ -18,6 +22,7 @@
 // Training thread only; the parts are given by reference and outlive it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -28,6 +33,7 @@
 #include "core/streaming_schedule.h"
 #include "engine/comm/collectives.h"
 #include "engine/train/live_recovery.h"
+#include "engine/train/quorum_close_watch.h"
 #include "engine/train/quorum_gate.h"
 #include "engine/train/run_parts.h"
 
@@ -59,11 +65,15 @@ class QuorumSync {
   RunParts run_;
   LiveRecovery* live_recovery_;
   QuorumGate gate_;
+  QuorumCloseWatch close_watch_;
   GraceWindow grace_;
   FragmentWindows windows_;
   int slices_;
   int64_t steps_trained_ = 0;
-  int64_t heading_for_ = -1;                   // the sync point this rank trains towards (cached)
+  int64_t heading_for_ = -1;                               // the sync point this rank trains towards (cached)
+  int64_t heading_from_ = 0;                               // the step its interval began at
+  std::chrono::steady_clock::time_point heading_since_{};  // and when
+  double fastest_step_s_ = 0;                  // the fastest member's pace in the last interval (0: unknown)
   bool skipping_ = false;                      // it has closed: skip to it
   std::vector<double> weights_;                // the last meeting's: [fragment][job rank], flattened
   std::map<int, double> tokens_, weight_sum_;  // by job rank: trained tokens, weights over outer steps

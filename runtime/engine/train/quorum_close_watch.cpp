@@ -1,0 +1,74 @@
+#include "engine/train/quorum_close_watch.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "engine/comm/live_store_keys.h"
+
+namespace ppu {
+
+namespace {
+
+constexpr auto kReconnectEvery = std::chrono::milliseconds(500);
+
+std::chrono::milliseconds request_timeout(const Config& config) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::min(1.0, config.network.timeout_s) * 1000));
+}
+
+}  // namespace
+
+QuorumCloseWatch::QuorumCloseWatch(const Config& config, Collectives& collectives)
+    : store_(collectives, request_timeout(config), BoundedStore::Connection::Own), thread_([this] { run(); }) {}
+
+QuorumCloseWatch::~QuorumCloseWatch() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  asked_cv_.notify_all();
+  thread_.join();
+  spdlog::info("quorum sync: {} store request(s) asked whether a sync point had closed", requests_);
+}
+
+void QuorumCloseWatch::ask(int64_t step) {
+  if (closed(step)) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    asked_ = step;
+  }
+  asked_cv_.notify_one();
+}
+
+void QuorumCloseWatch::run() {
+  auto next_connect = std::chrono::steady_clock::now();
+  for (;;) {
+    int64_t step = -1;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      asked_cv_.wait(lock, [this] { return stop_ || asked_ >= 0; });
+      if (stop_) return;
+      step = std::exchange(asked_, -1);
+    }
+    if (closed(step)) continue;
+    try {
+      if (store_.lost()) {
+        if (std::chrono::steady_clock::now() < next_connect) continue;  // asked again at the next step
+        next_connect = std::chrono::steady_clock::now() + kReconnectEvery;
+        store_.reconnect(std::chrono::milliseconds(0));
+      }
+      ++requests_;
+      if (store_.check(live_keys::quorum(step, "closed"))) {
+        int64_t seen = closed_.load();
+        while (seen < step && !closed_.compare_exchange_weak(seen, step)) {
+        }
+      }
+    } catch (const StoreLost&) {
+      // Not closed as far as this rank can tell: it trains on, and the gate closes as under all.
+    }
+  }
+}
+
+}  // namespace ppu
