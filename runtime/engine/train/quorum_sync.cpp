@@ -16,6 +16,9 @@ enum Column : int64_t { kWait = 0, kTrained = 1, kEveryone = 2, kTrainSeconds = 
 // was is still caught in time.
 constexpr double kAskAfter = 0.8;
 
+// A rank whose steps take longer than this waits for the store's answer before a step.
+constexpr double kSlowStepS = 0.05;
+
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
@@ -60,6 +63,8 @@ void QuorumSync::start(int64_t step, bool replacement) {
 }
 
 bool QuorumSync::skips(int64_t step) {
+  const double step_s = seconds_since(last_step_at_);  // the step before this one, and what came with it
+  last_step_at_ = Clock::now();
   if (step >= heading_for_) {  // passed the last one: head for the next
     heading_for_ = next_sync_point(step);
     heading_from_ = step;
@@ -69,8 +74,12 @@ bool QuorumSync::skips(int64_t step) {
   if (skipping_ || collectives_.world_size() == 1) return skipping_;
   skipping_ = close_watch_.closed(heading_for_);
   const double soonest_close_s = kAskAfter * fastest_step_s_ * static_cast<double>(heading_for_ - heading_from_);
-  if (!skipping_ && seconds_since(heading_since_) >= soonest_close_s)
-    close_watch_.ask(heading_for_);  // answered by the next step
+  if (skipping_ || seconds_since(heading_since_) < soonest_close_s) return skipping_;
+  // A fast rank reads the answer at its next step; a slow one waits for it, as one more of its
+  // steps would cost the group more than a round trip to the store.
+  const bool slow = step_s > kSlowStepS;
+  close_watch_.ask(heading_for_, slow);
+  if (slow) skipping_ = close_watch_.closed(heading_for_);
   return skipping_;
 }
 

@@ -9,8 +9,10 @@
 //    training towards has closed, as far as its QuorumCloseWatch has seen: no store request on
 //    the training thread). It asks the watch only once the interval has lasted 0.8 x the fastest
 //    member's seconds a step in the last one times its steps (fastest_step_seconds): before that
-//    no quorum can have arrived unless a member sped up by more than a quarter. stepped(trained) after every step,
-//    skipped or not.
+//    no quorum can have arrived unless a member sped up by more than a quarter. A rank whose
+//    last step took over 50 ms waits for the watch's answer (a round trip is small beside its
+//    step, and a step more of it would hold the group); a faster one reads it a step later. stepped(trained) after
+//    every step, skipped or not.
 //  - meet(step) at a sync point: waits at the gate, then one all-gather of every member's wait,
 //    trained steps and per-fragment weights (through live recovery when there is one); the
 //    group computes the same grace window from it. weigh(f) before fragment f's outer step puts
@@ -73,6 +75,7 @@ class QuorumSync {
   int64_t heading_for_ = -1;                               // the sync point this rank trains towards (cached)
   int64_t heading_from_ = 0;                               // the step its interval began at
   std::chrono::steady_clock::time_point heading_since_{};  // and when
+  std::chrono::steady_clock::time_point last_step_at_{};   // the last skips() call
   double fastest_step_s_ = 0;                  // the fastest member's pace in the last interval (0: unknown)
   bool skipping_ = false;                      // it has closed: skip to it
   std::vector<double> weights_;                // the last meeting's: [fragment][job rank], flattened
