@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/seconds_since.h"
 #include "core/checkpoint_names.h"
 
 namespace ppu {
@@ -14,10 +15,6 @@ namespace file = checkpoint_file;
 
 // How often the thread, while idle, looks for receipts (rank 0) or a manifest (the others).
 constexpr auto kPoll = std::chrono::milliseconds(100);
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 }  // namespace
 

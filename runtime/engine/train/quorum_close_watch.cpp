@@ -2,11 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <chrono>
 #include <utility>
 
 #include "engine/comm/live_store_keys.h"
+#include "engine/train/quorum_gate.h"
 
 namespace ppu {
 
@@ -14,14 +14,10 @@ namespace {
 
 constexpr auto kReconnectEvery = std::chrono::milliseconds(500);
 
-std::chrono::milliseconds request_timeout(const Config& config) {
-  return std::chrono::milliseconds(static_cast<int64_t>(std::min(1.0, config.network.timeout_s) * 1000));
-}
-
 }  // namespace
 
 QuorumCloseWatch::QuorumCloseWatch(const Config& config, Collectives& collectives)
-    : store_(collectives, request_timeout(config), BoundedStore::Connection::Own), thread_([this] { run(); }) {}
+    : store_(collectives, quorum_request_timeout(config), BoundedStore::Connection::Own), thread_([this] { run(); }) {}
 
 QuorumCloseWatch::~QuorumCloseWatch() {
   {

@@ -1,22 +1,21 @@
 // QuorumCloseWatch: whether the sync point a rank trains towards has closed (quorum sync,
 // docs/QUORUM_SYNC.md), asked off the training thread. Contracts:
-//  - ask(step, wait): with wait false (a rank whose steps are short against a store round
-//    trip) it never blocks: it asks a thread of this watch to look up
-//    whether sync point `step` has closed (one store request, on a connection of its own,
-//    bounded like every live-path request; asks made while one is in flight are coalesced
-//    into the next). closed(step) reads the answers so far: true once that sync point, or a
-//    later one, was seen closed. Such a rank learns of a close one inner step later than a
-//    request of its own would tell it, and never waits for the store in a step: a synchronous
-//    round trip before every step cost the tiny job 8-10 % of its wall time on a loaded
-//    2-core machine (docs/QUORUM_SYNC.md, "What is measured"). With wait true (a slow rank,
-//    whose extra step would cost the group more than the round trip) it returns once the
-//    thread answered this ask (within the request timeout).
+//  - ask(step, wait) asks a thread of this watch to look up whether sync point `step` has
+//    closed (one store request, on a connection of its own, bounded like every live-path
+//    request; asks made while one is in flight are coalesced into the next). closed(step)
+//    reads the answers so far: true once that sync point, or a later one, was seen closed.
+//    With wait false (a rank whose steps are short against a store round trip) ask never
+//    blocks: such a rank learns of a close one inner step later than a request of its own
+//    would tell it, and never waits for the store in a step (a synchronous round trip before
+//    every step cost the tiny job 8-11 % of its wall time on a loaded 2-core machine:
+//    docs/QUORUM_SYNC.md, "What is measured"). With wait true (a slow rank, whose extra step
+//    would cost the group more than the round trip) it returns once the thread answered this
+//    ask (the request timeout, at most 1 s; a new connection, at most 2 s more).
 //  - The store is a helper: while it does not answer (dead, frozen, restarted) closed() stays
 //    false (the rank trains on and arrives at the gate, which closes as under sync_mode all),
 //    and the thread opens a new connection, at most once every half second.
-//  - The destructor logs how many requests it made, and stops the thread: it returns once a request in flight is
-//  answered or
-//    abandoned (the request timeout, at most 1 s; a new connection, at most 2 s more).
+//  - The destructor logs how many requests the thread made and stops it, once a request in
+//    flight is answered or abandoned (within the bounds above).
 #pragma once
 
 #include <atomic>

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/seconds_since.h"
 #include "core/quorum_rule.h"
 #include "engine/comm/live_store_keys.h"
 
@@ -20,21 +21,19 @@ using live_keys::quorum;
 constexpr auto kPoll = std::chrono::milliseconds(5);
 constexpr auto kReconnectPatience = std::chrono::milliseconds(500);
 
-std::chrono::milliseconds request_timeout(const Config& config) {
-  return std::chrono::milliseconds(static_cast<int64_t>(std::min(1.0, config.network.timeout_s) * 1000));
-}
-
 // The key an arrived owner of `slice` sets at the sync point after inner step `step`.
 std::string slice_key(int64_t step, int slice) { return quorum(step, "slice/" + std::to_string(slice)); }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 }  // namespace
+
+std::chrono::milliseconds quorum_request_timeout(const Config& config) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::min(1.0, config.network.timeout_s) * 1000));
+}
 
 QuorumGate::QuorumGate(const Config& config, Collectives& collectives)
     : config_(config),
       col_(collectives),
-      store_(collectives, request_timeout(config), BoundedStore::Connection::Own),
+      store_(collectives, quorum_request_timeout(config), BoundedStore::Connection::Own),
       slices_(config.effective_slices()) {}
 
 QuorumGate::Arrival QuorumGate::arrive(int64_t step, double grace_s) {

@@ -30,6 +30,10 @@
 
 namespace ppu {
 
+// How long one of quorum sync's store requests may take: network.timeout_s, at most 1 s (the
+// gate's and QuorumCloseWatch's).
+std::chrono::milliseconds quorum_request_timeout(const Config& config);
+
 class QuorumGate {
  public:
   QuorumGate(const Config& config, Collectives& collectives);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/seconds_since.h"
+
 namespace ppu {
 
 namespace {
@@ -18,8 +20,6 @@ constexpr double kAskAfter = 0.8;
 
 // A rank whose steps take longer than this waits for the store's answer before a step.
 constexpr double kSlowStepS = 0.05;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
 

@@ -6,15 +6,15 @@
 // fragment's window it trained (OuterOptimizer::set_weights). Contracts:
 //  - start(step, replacement) once, where training starts.
 //  - skips(step), before inner step `step`: whether this rank skips it (the sync point it is
-//    training towards has closed, as far as its QuorumCloseWatch has seen: no store request on
-//    the training thread). It asks the watch only once the interval has lasted 0.8 x the fastest
-//    member's seconds a step in the last one times its steps (fastest_step_seconds): before that
-//    no quorum can have arrived unless a member sped up by more than a quarter. A rank whose
-//    last step took over 50 ms waits for the watch's answer (a round trip is small beside its
-//    step, and a step more of it would hold the group); a faster one reads it a step later. stepped(trained) after
-//    every step, skipped or not.
+//    training towards has closed, as far as its QuorumCloseWatch has seen). It asks the watch
+//    only once the interval has lasted 0.8 x the fastest member's seconds a step in the last
+//    one times its steps (fastest_step_seconds): before that no quorum can have arrived unless
+//    a member sped up by more than a quarter. A rank whose last step took over 50 ms waits for
+//    the watch's answer (a round trip is small beside its step, and a step more of it would hold
+//    the group); a faster one reads it a step later, and never waits for the store.
+//    stepped(trained) after every step, skipped or not.
 //  - meet(step) at a sync point: waits at the gate, then one all-gather of every member's wait,
-//    trained steps and per-fragment weights (through live recovery when there is one); the
+//    trained steps, training seconds and per-fragment weights (through live recovery when there is one); the
 //    group computes the same grace window from it. weigh(f) before fragment f's outer step puts
 //    the weights on the outer optimiser and starts f's window again.
 //  - θ stays one value per round: every member takes part in every outer step (a straggler

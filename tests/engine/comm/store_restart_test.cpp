@@ -38,9 +38,7 @@ using Clock = std::chrono::steady_clock;
 
 std::array<std::atomic<bool>, 3> g_silent{};
 
-void put(c10d::Store& store, const std::string& key, const std::string& value) {
-  store.set(key, std::vector<uint8_t>(value.begin(), value.end()));
-}
+using testing::put;
 
 // A store server that writes an incarnation, as ppu-rendezvous does. Its clients' watcher
 // threads outlive its death, as in ppu-train (store_clients.h).
@@ -92,16 +90,10 @@ struct SilentListener {
   int fd;
 };
 
-// A client of the store only: the store says a group of the job exists, so it forms none.
-Collectives store_client(int port, const c10::intrusive_ptr<c10d::TCPStore>& server) {
-  put(*server, live_keys::kFirstGroup, "0,1");
-  return Collectives({1, 2, "127.0.0.1", port, /*external_store=*/true}, 30s);
-}
-
 TEST(BoundedStore, AStoreThatStopsAnsweringIsLostWithinTheRequestTimeout) {
   const int port = testing::free_port();
   auto server = serve(port, "first");
-  Collectives col = store_client(port, server);
+  Collectives col = testing::store_only_client(port, *server);
   ASSERT_TRUE(col.joining());
   BoundedStore store(col, 1s);
   EXPECT_EQ(store.incarnation(), "first");
@@ -124,7 +116,7 @@ TEST(BoundedStore, AStoreThatStopsAnsweringIsLostWithinTheRequestTimeout) {
 TEST(BoundedStore, AReconnectTellsARestartedStoreByItsIncarnation) {
   const int port = testing::free_port();
   auto server = serve(port, "first");
-  Collectives col = store_client(port, server);
+  Collectives col = testing::store_only_client(port, *server);
   BoundedStore store(col, 2s);
   store.set("k", "v");
   server.reset();
@@ -144,7 +136,7 @@ TEST(BoundedStore, AReconnectTellsARestartedStoreByItsIncarnation) {
 TEST(BoundedStore, AnOwnConnectionIsLostUntilReconnectedAndLeavesTheSharedOneAlone) {
   const int port = testing::free_port();
   auto server = serve(port, "first");
-  Collectives col = store_client(port, server);
+  Collectives col = testing::store_only_client(port, *server);
   const auto shared = col.store();
   BoundedStore own(col, 1s, BoundedStore::Connection::Own);
   EXPECT_TRUE(own.lost());
