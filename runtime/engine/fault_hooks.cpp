@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -40,11 +41,12 @@ FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
     std::stringstream parts(item);
     std::string kind, rank, step, ms;
     const bool timed = std::getline(parts, kind, ':') && (kind == "late" || kind == "slow");  // with <ms>
-    const bool known = kind == "hang" || kind == "flip" || kind == "stall-checkpoint" || timed;
+    const bool known = kind == "hang" || kind == "flip" || kind == "stall-checkpoint" || kind == "die-forming" || timed;
     if (!known || !std::getline(parts, rank, ':') || !std::getline(parts, step, timed ? ':' : '\n') ||
         (timed && !std::getline(parts, ms)))
-      throw ConfigError("PPU_TEST_FAULT: '" + item +
-                        "' is not hang|flip|stall-checkpoint:<rank>:<step> or late|slow:<rank>:<step>:<ms>");
+      throw ConfigError(
+          "PPU_TEST_FAULT: '" + item +
+          "' is not hang|flip|stall-checkpoint|die-forming:<rank>:<step> or late|slow:<rank>:<step>:<ms>");
     try {
       const Fault fault{kind, std::stoll(step), timed ? std::stoll(ms) : 0};
       if (std::stoi(rank) == job_rank) faults_.push_back(fault);
@@ -68,7 +70,7 @@ void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_the
       std::this_thread::sleep_for(std::chrono::milliseconds(f.ms));
       continue;
     }
-    if (f.step != step || f.kind == "stall-checkpoint" || f.kind == "slow") continue;
+    if (f.step != step || f.kind == "stall-checkpoint" || f.kind == "die-forming" || f.kind == "slow") continue;
     if (f.kind == "flip") {
       spdlog::warn("PPU_TEST_FAULT: rank {} changes an element of its global θ before step {}", rank_, step);
       flip_theta();
@@ -94,6 +96,15 @@ void FaultHooks::before_checkpoint_write(int64_t step) const {
     if (f.kind != "stall-checkpoint" || step < f.step) continue;
     spdlog::warn("PPU_TEST_FAULT: the checkpoint write of rank {} at step {} stalls", rank_, step);
     stall_forever();
+  }
+}
+
+void FaultHooks::before_forming(int64_t generation) const {
+  for (const auto& f : faults_) {
+    if (f.kind != "die-forming" || generation < f.step) continue;
+    spdlog::warn("PPU_TEST_FAULT: rank {} is killed before it forms generation {}", rank_, generation);
+    spdlog::default_logger()->flush();
+    std::raise(SIGKILL);
   }
 }
 

@@ -12,6 +12,9 @@
 //          straggler: a slower machine, a noisy neighbour; quorum sync's tests)
 //   stall-checkpoint  that rank's first checkpoint write at or after inner step <step> stalls for
 //          good (an NFS or FUSE mount that stops answering): checkpoint.write_timeout_s bounds it
+//   die-forming  that rank's process SIGKILLs itself just before it forms generation <step> (or a
+//          later one) of the live group, after the others listed it: a second loss inside the
+//          survivors' forming, which they must give up on within a heartbeat window
 // Only a process that starts with the job takes a fault: a replacement (a later process of the
 // same rank) does not, so a hang is not repeated after the rank is replaced. Unset: nothing.
 // PPU_TEST_FAULT_TRIGGER = <dir>, for faults placed at run time (bench/chaos): before every inner
@@ -40,6 +43,9 @@ class FaultHooks {
   // Before a checkpoint write at inner step `step`: a stall-checkpoint placed at or before it
   // never returns.
   void before_checkpoint_write(int64_t step) const;
+  // Before this rank forms generation `generation` of the live group: a die-forming placed at
+  // or before it kills the process.
+  void before_forming(int64_t generation) const;
 
  private:
   struct Fault {

@@ -139,6 +139,7 @@ class Run {
     profiler_.emplace(c.train.profile_dir, c.train.profile_first_step, c.train.profile_steps, env.rendezvous.rank,
                       device_);
     faults_.emplace(env.rendezvous.rank, collectives_->joining());
+    collectives_->set_before_reform([this](int64_t generation) { faults_->before_forming(generation); });
     // Progress, not liveness: a hung training thread stops this rank's heartbeat.
     if (c.network.progress_timeout_s > 0) collectives_->progress().set_window(c.network.progress_timeout_s);
     heartbeat_->watch_progress(collectives_->progress(), [this](double idle_s) {

@@ -24,6 +24,20 @@ namespace {
 
 bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
 
+// The group's timeout bounds its connection; every operation passes its own.
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(std::chrono::milliseconds connect_timeout,
+                                                                 const std::string& master_addr) {
+  auto gloo = c10d::ProcessGroupGloo::Options::create(connect_timeout);
+  // Bind Gloo to loopback for local runs; otherwise to the interface of this host's name
+  // (a pod's IP), unless GLOO_SOCKET_IFNAME names one.
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+    gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  else if (is_loopback(master_addr))
+    gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  else gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  return gloo;
+}
+
 }  // namespace
 
 // Holds the NCCL group by its concrete type, like the Gloo one (a Backend in 2.x, a
@@ -130,39 +144,68 @@ bool Collectives::is_replacement() {
 
 void Collectives::form(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {
   const ProgressClock::Waiting waiting(progress_);  // Gloo's constructor waits for every member
-  // The group's timeout bounds its connection; every operation passes timeout_ itself.
-  auto gloo = c10d::ProcessGroupGloo::Options::create(connect_timeout());
-  // Bind Gloo to loopback for local runs; otherwise to the interface of this host's name
-  // (a pod's IP), unless GLOO_SOCKET_IFNAME names one.
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
-    gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-  else if (is_loopback(info_.master_addr))
-    gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  else gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-  group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, gloo);
+  group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size,
+                                                       gloo_options(connect_timeout(), info_.master_addr));
   rank_ = rank;
   world_size_ = size;
 }
+
+namespace {
+
+// A group being formed on a thread of its own, over a store connection of its own: Gloo's wait
+// for a member's address holds the connection it asks through, which must not be the one the
+// rank's other requests share. A group abandoned (a member fell silent meanwhile) that completes
+// later is left to the process's exit, as is the connection: the group's destructor would wait
+// for the members that are gone, the client's for its watcher (store_clients.h).
+struct Forming {
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  c10::intrusive_ptr<c10d::Store> connection;
+  Forming() = default;
+  Forming(const Forming&) = delete;
+  Forming& operator=(const Forming&) = delete;
+  ~Forming() {
+    (void)group.release();
+    if (connection) retire_store_client(connection);
+  }
+};
+
+}  // namespace
 
 void Collectives::reform(const std::vector<int>& members, int64_t generation) {
   const auto me = std::find(members.begin(), members.end(), info_.rank);
   if (me == members.end() || !std::is_sorted(members.begin(), members.end()))
     throw std::logic_error("reform: the members must be ascending and include this rank");
+  if (before_reform_) before_reform_(generation);
   if (group_) retired_.push_back(group_);
   group_.reset();
   sequence_ = 0;
-  const auto prefix = live_keys::of_generation(generation, "pg");
-  try {
-    form(c10::make_intrusive<c10d::PrefixStore>(prefix, store()), static_cast<int>(me - members.begin()),
-         static_cast<int>(members.size()));
-  } catch (const std::exception& e) {
-    throw PeerError("forming generation " + std::to_string(generation) + " failed: " + e.what());
+  {
+    // From here a report that one of the new members is lost abandons the forming itself.
+    std::lock_guard<std::mutex> lock(abort_mutex_);
+    members_ = members;
+    abortable_ = true;
+    aborted_ = false;
+    abort_reason_.clear();
   }
-  std::lock_guard<std::mutex> lock(abort_mutex_);
-  members_ = members;
-  abortable_ = true;
-  aborted_ = false;
-  abort_reason_.clear();
+  const std::string what = "forming generation " + std::to_string(generation);
+  auto forming = std::make_shared<Forming>();
+  const int rank = static_cast<int>(me - members.begin());
+  const int size = static_cast<int>(members.size());
+  try {
+    forming->connection = connect_store();
+    wait_abortably(what.c_str(), [forming, rank, size, options = gloo_options(connect_timeout(), info_.master_addr),
+                                  store = c10::make_intrusive<c10d::PrefixStore>(
+                                      live_keys::of_generation(generation, "pg"), forming->connection)] {
+      forming->group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+    });
+  } catch (const PeerError&) {
+    throw;  // abandoned, or no connection to the store
+  } catch (const std::exception& e) {
+    throw PeerError(what + " failed: " + e.what());
+  }
+  group_ = std::move(forming->group);  // leaves it empty: ~Forming releases nothing
+  rank_ = rank;
+  world_size_ = size;
 }
 
 void Collectives::set_connect_timeout(std::chrono::milliseconds timeout) {
@@ -261,10 +304,14 @@ void Collectives::start(const char* what, const std::function<void()>& post) {
 
 void Collectives::wait_for(const char* what, const c10::intrusive_ptr<c10d::Work>& work) {
   if (!abortable_) return wait(what, [&] { work->wait(timeout_); });
+  // Gloo's send/recv works never report completion to a poll: their wait runs on the thread.
+  wait(what, [&] { wait_abortably(what, [work, timeout = timeout_] { work->wait(timeout); }); });
+}
+
+void Collectives::wait_abortably(const char* what, std::function<void()> blocking) {
   const ProgressClock::Waiting waiting(progress_);
-  // Gloo's waits cannot be interrupted, and its send/recv works never report completion to a
-  // poll: a detached thread waits (until Gloo's own timeout at worst, holding the work and its
-  // tensors), while this one also watches abort().
+  // Gloo's waits cannot be interrupted: a detached thread runs `blocking` (until Gloo's own
+  // timeout at worst, holding what it captured), while this one also watches abort().
   struct Waiting {
     std::mutex mutex;
     std::condition_variable done_cv;
@@ -272,10 +319,10 @@ void Collectives::wait_for(const char* what, const c10::intrusive_ptr<c10d::Work
     std::exception_ptr error;
   };
   auto state = std::make_shared<Waiting>();
-  std::thread([work, state, timeout = timeout_] {
+  std::thread([blocking = std::move(blocking), state] {
     std::exception_ptr error;
     try {
-      work->wait(timeout);
+      blocking();
     } catch (...) {
       error = std::current_exception();
     }
@@ -297,7 +344,7 @@ void Collectives::wait_for(const char* what, const c10::intrusive_ptr<c10d::Work
       throw PeerError(std::string(what) + " abandoned: " + abort_reason_);
     }
   }
-  if (state->error) wait(what, [&] { std::rethrow_exception(state->error); });
+  if (state->error) std::rethrow_exception(state->error);
 }
 
 Collectives::Pending Collectives::allreduce_sum_async(torch::Tensor& tensor) {

@@ -80,6 +80,11 @@ LiveGroup::Probe::Probe(Collectives& collectives)
     : store(collectives, std::chrono::seconds(1), BoundedStore::Connection::Own) {}
 
 std::string LiveGroup::probe_reforming(Clock::duration waited) {
+  // A member the heartbeat found silent before this wait began (its report aborted the previous
+  // one, or came while the group formed) is waited for no longer than one that falls silent now.
+  for (int r : col_.members())
+    if (r != col_.job_rank() && silent_(r))
+      return "rank " + std::to_string(r) + " is silent (no heartbeat for a window)";
   const int64_t next = generation_ + 1;
   const std::string reforming = key(next, "reforming");
   std::string why = "a member began re-forming the group as generation " + std::to_string(next);

@@ -126,8 +126,8 @@ void LiveRecovery::recover(std::string why) {
   // Every rank lost from here until a group forms is a fault, a second loss during the
   // re-formation included: counted against the members as they stood now.
   const std::vector<int> members_before = collectives_.members();
+  const auto start = Clock::now();  // a forming given up on (a second loss) is part of the recovery
   for (;;) {
-    const auto start = Clock::now();
     spdlog::warn("the group lost a member ({}): re-forming without it", why);
     group_.set_patience(reform_patience());
     std::vector<int> lost;
