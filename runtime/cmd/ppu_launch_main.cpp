@@ -24,8 +24,9 @@
 // (default 3 x network.heartbeat_s, at least 5 s) has been fenced by the group by then; it is
 // SIGKILLed so that its replacement can start. The store is asked a request every
 // network.heartbeat_s / 3 (at least 1 s) by one `ppu-rendezvous --probe --every` (StoreWatch):
-// two requests in a row without an answer within max(2 s, network.heartbeat_s) make it a frozen
-// store, which is SIGKILLed and started again like a store that exited.
+// two requests in a row without an answer within max(1 s, network.heartbeat_s) (the ranks' own
+// bound for the store's silence) make it a frozen store, which is SIGKILLed and started again
+// like a store that exited.
 // --rank-wrapper 'CMD ARGS' runs each rank as CMD ARGS ppu-train ... ({rank} in the template
 // becomes the rank; split at spaces, no shell): numactl or taskset per rank, a network namespace
 // per rank (`ip netns exec ns-{rank} env MASTER_ADDR=... GLOO_SOCKET_IFNAME=eth0`).
@@ -323,7 +324,7 @@ int main(int argc, char** argv) {
       kill_stopped_after =
           config.network.heartbeat_s > 0 ? std::max(5.0, 3 * config.network.heartbeat_s) : config.network.timeout_s;
     probe_every = std::max(1.0, config.network.heartbeat_s / 3);
-    probe_timeout = std::max(2.0, config.network.heartbeat_s);
+    probe_timeout = std::max(1.0, config.network.heartbeat_s);
     if (rendezvous.empty()) rendezvous = sibling(trainer, ppu::contract::kRendezvousBinary);
     setup = RankSetup{nproc, master_port, config.metrics.port, live, trainer, rank_wrapper};
 
