@@ -21,6 +21,10 @@ using Clock = std::chrono::steady_clock;
 
 // How long a probe of a reach address waits: a host that answers does within milliseconds.
 constexpr std::chrono::milliseconds kReachTimeout{500};
+// The same when it only names a lost rank's fault (fault_kinds): the survivors wait for it before
+// they train again, and a rank that answers later than this is only named "unreachable" instead of
+// "stopped" (the kernel of a host that is up completes the connect within a round trip).
+constexpr std::chrono::milliseconds kNamingReachTimeout{100};
 
 std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
@@ -282,7 +286,7 @@ std::vector<std::string> LiveGroup::fault_kinds(const std::vector<int>& lost) {
     } catch (const StoreLost&) {  // named "lost"; the next request reconnects
     }
   }
-  const auto reach = probe_reach_all(addresses, kReachTimeout);
+  const auto reach = probe_reach_all(addresses, kNamingReachTimeout);
   for (size_t j = 0; j < probed.size(); ++j) {
     switch (reach[j]) {
       case Reach::Answered: kinds[probed[j]] = "stopped"; break;

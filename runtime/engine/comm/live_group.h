@@ -143,7 +143,8 @@ class LiveGroup {
   // (its process is there but silent: SIGSTOP, a paused VM), "killed" (its process is gone),
   // "unreachable" (its host or the path to it is gone: a cut, a lost node; or it was left out
   // for a partition, named in this generation's reports), "lost" (no account to probe: the
-  // store restarted while it was silent). Probes run in parallel, 0.5 s at most.
+  // store restarted while it was silent). Probes run in parallel, 0.1 s at most (the survivors
+  // wait for them before they train again).
   std::vector<std::string> fault_kinds(const std::vector<int>& lost);
   // A replacement that joined: what its predecessor said of itself no longer stands.
   void clear_self_report();
