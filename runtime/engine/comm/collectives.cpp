@@ -171,7 +171,8 @@ struct Forming {
 
 }  // namespace
 
-void Collectives::reform(const std::vector<int>& members, int64_t generation) {
+void Collectives::reform(const std::vector<int>& members, int64_t generation,
+                         const std::function<std::string()>& give_up) {
   const auto me = std::find(members.begin(), members.end(), info_.rank);
   if (me == members.end() || !std::is_sorted(members.begin(), members.end()))
     throw std::logic_error("reform: the members must be ascending and include this rank");
@@ -193,11 +194,14 @@ void Collectives::reform(const std::vector<int>& members, int64_t generation) {
   const int size = static_cast<int>(members.size());
   try {
     forming->connection = connect_store();
-    wait_abortably(what.c_str(), [forming, rank, size, options = gloo_options(connect_timeout(), info_.master_addr),
-                                  store = c10::make_intrusive<c10d::PrefixStore>(
-                                      live_keys::of_generation(generation, "pg"), forming->connection)] {
-      forming->group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
-    });
+    wait_abortably(
+        what.c_str(),
+        [forming, rank, size, options = gloo_options(connect_timeout(), info_.master_addr),
+         store =
+             c10::make_intrusive<c10d::PrefixStore>(live_keys::of_generation(generation, "pg"), forming->connection)] {
+          forming->group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+        },
+        give_up);
   } catch (const PeerError&) {
     throw;  // abandoned, or no connection to the store
   } catch (const std::exception& e) {
@@ -308,7 +312,8 @@ void Collectives::wait_for(const char* what, const c10::intrusive_ptr<c10d::Work
   wait(what, [&] { wait_abortably(what, [work, timeout = timeout_] { work->wait(timeout); }); });
 }
 
-void Collectives::wait_abortably(const char* what, std::function<void()> blocking) {
+void Collectives::wait_abortably(const char* what, std::function<void()> blocking,
+                                 const std::function<std::string()>& give_up) {
   const ProgressClock::Waiting waiting(progress_);
   // Gloo's waits cannot be interrupted: a detached thread runs `blocking` (until Gloo's own
   // timeout at worst, holding what it captured), while this one also watches abort().
@@ -335,9 +340,10 @@ void Collectives::wait_abortably(const char* what, std::function<void()> blockin
   const auto began = std::chrono::steady_clock::now();
   auto probed = began;
   while (!state->done_cv.wait_for(lock, std::chrono::milliseconds(2), [&] { return state->done; })) {
-    if (abort_probe_ && std::chrono::steady_clock::now() - probed > std::chrono::milliseconds(50)) {
+    if ((abort_probe_ || give_up) && std::chrono::steady_clock::now() - probed > std::chrono::milliseconds(50)) {
       probed = std::chrono::steady_clock::now();
-      if (auto why = abort_probe_(probed - began); !why.empty()) abort(why);
+      if (auto why = abort_probe_ ? abort_probe_(probed - began) : std::string(); !why.empty()) abort(why);
+      if (auto why = give_up ? give_up() : std::string(); !why.empty()) abort(why);
     }
     if (aborted_) {
       std::lock_guard<std::mutex> reason(abort_mutex_);

@@ -94,9 +94,10 @@ class Collectives {
   // `generation`; clears abort(). Blocks until every member has joined or the connect timeout
   // (set_connect_timeout; the collective timeout until set): a member that died after it was
   // listed must not hold the others for network.timeout_s. Abortable like a collective from its
-  // start: abort_for() a new member (the heartbeat finds it silent) or the abort probe
-  // (another member gave up on this generation) ends it at once with PeerError.
-  void reform(const std::vector<int>& members, int64_t generation);
+  // start: abort_for() a new member (the heartbeat finds it silent), the abort probe (another
+  // member gave up on this generation) or `give_up` (asked as often, "" to go on) ends it at once
+  // with PeerError.
+  void reform(const std::vector<int>& members, int64_t generation, const std::function<std::string()>& give_up = {});
   // Test-only (FaultHooks' die-forming): called as reform() begins, with its generation.
   void set_before_reform(std::function<void(int64_t generation)> hook) { before_reform_ = std::move(hook); }
   // Also the store client's timeout: Gloo's rendezvous waits on the store for a member's address,
@@ -154,10 +155,11 @@ class Collectives {
   void start(const char* what, const std::function<void()>& post);
   // Waits for `work`; in a re-formable group abort() ends the wait too. Throws PeerError.
   void wait_for(const char* what, const c10::intrusive_ptr<c10d::Work>& work);
-  // Runs `blocking` on a detached thread and waits for it; abort() (and the abort probe) end
-  // the wait with PeerError("<what> abandoned: ..."), leaving the thread to finish on its own.
-  // Rethrows what `blocking` threw.
-  void wait_abortably(const char* what, std::function<void()> blocking);
+  // Runs `blocking` on a detached thread and waits for it; abort() (and the abort probe, and
+  // `give_up` when given) end the wait with PeerError("<what> abandoned: ..."), leaving the
+  // thread to finish on its own. Rethrows what `blocking` threw.
+  void wait_abortably(const char* what, std::function<void()> blocking,
+                      const std::function<std::string()>& give_up = {});
   void form(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size);
   // With an external store: whether this process replaces a rank of a running live group
   // (the first-group marker exists) rather than starting the job with the others (every rank

@@ -84,11 +84,6 @@ LiveGroup::Probe::Probe(Collectives& collectives)
     : store(collectives, std::chrono::seconds(1), BoundedStore::Connection::Own) {}
 
 std::string LiveGroup::probe_reforming(Clock::duration waited) {
-  // A member the heartbeat found silent before this wait began (its report aborted the previous
-  // one, or came while the group formed) is waited for no longer than one that falls silent now.
-  for (int r : col_.members())
-    if (r != col_.job_rank() && silent_(r))
-      return "rank " + std::to_string(r) + " is silent (no heartbeat for a window)";
   const int64_t next = generation_ + 1;
   const std::string reforming = key(next, "reforming");
   std::string why = "a member began re-forming the group as generation " + std::to_string(next);
@@ -511,7 +506,16 @@ void LiveGroup::form(int64_t next, const std::vector<int>& before) {
   exchange_ = 0;
   last_outcome_ = '-';
   rebuilt_ = false;
-  col_.reform(members, next);
+  // A member the heartbeat found silent before the forming began (its report aborted the last
+  // collective, or came while the members were agreed) is given up on as one that falls silent
+  // now is. Newcomers are not asked: a replacement's predecessor may have been silent until
+  // moments ago, and the heartbeat counts its silence from its welcome (LiveRecovery).
+  col_.reform(members, next, [this, members, before] {
+    for (int r : members)
+      if (r != col_.job_rank() && contains(before, r) && silent_(r))
+        return "rank " + std::to_string(r) + " is silent (no heartbeat for a window)";
+    return std::string();
+  });
   publish();
 }
 

@@ -205,7 +205,7 @@ class LiveGroup {
   std::optional<Account> account_of(int rank);
   void publish();  // this rank's account, for announcer()
   // The abort probe (Collectives::set_abort_probe): why the collective (or the forming) waited
-  // in must end, or "": a member is silent, another began re-forming, or a partition.
+  // in must end, or "": another member began re-forming, or a partition.
   std::string probe_reforming(std::chrono::steady_clock::duration waited);
   // The members this rank cannot reach while they beat, written down; why to abandon, or "".
   std::string check_partition();
