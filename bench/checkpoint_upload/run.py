@@ -22,7 +22,11 @@ Resume: after the last repeat, the dir and s3-background runs are resumed for on
 each rank logs the seconds it took to find, read and load the checkpoint; the slowest rank's.
 tiny: configs/tiny.yaml, 400 steps, H = 10 (40 checkpoints); demo: configs/demo.yaml, 200 steps,
 H = 20 (10 checkpoints). Writes DIR/checkpoint_upload.json; exits 1 when the goal is missed:
-s3-background's overhead above --goal at any config.
+s3-background's training-thread time per round above --goal of the round's steps (median step
+time x H) at any config. That is the stall the upload adds to training (issue 60: "overhead per
+round, <= 2 % of step time"). The wall overhead is printed beside it but is not the goal: here
+the S3 server and the upload threads run on the same cores as the ranks, which already use them
+all, so every cycle they take shows in the wall time; on a cluster the store runs elsewhere.
 """
 
 import argparse
@@ -53,7 +57,8 @@ def parse_args():
     p.add_argument("build")
     p.add_argument("--out", default="out/checkpoint-upload")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--goal", type=float, default=0.02, help="s3-background: most overhead against no checkpoints")
+    p.add_argument("--goal", type=float, default=0.02, help="s3-background: most training-thread time per round, "
+                   "as a share of the round's steps")  # fmt: skip
     p.add_argument("--configs", default="tiny,demo")
     return p.parse_args()
 
@@ -102,12 +107,15 @@ def measure(a, s3, work, config):
     for mode, ss in runs.items():
         med = statistics.median(s.seconds for s in ss)
         w = [s.checkpoint_writes for s in ss]
+        step_s = statistics.median(s.inner_step_seconds_median for s in ss)
+        thread_s = statistics.median(x.training_wait_seconds for x in w) / rounds
         row[mode] = {
             "seconds": [s.seconds for s in ss],
             "median_seconds": med,
             "overhead": med / base - 1,
-            "median_step_s": statistics.median(s.inner_step_seconds_median for s in ss),
-            "thread_seconds_per_round": statistics.median(x.training_wait_seconds for x in w) / rounds,
+            "median_step_s": step_s,
+            "thread_seconds_per_round": thread_s,
+            "thread_share_of_round": thread_s / (step_s * h) if step_s else None,
             "write_seconds_per_round": statistics.median(x.write_seconds for x in w) / rounds,
             "mb_per_round": statistics.median(x.bytes for x in w) / rounds / 1e6,
             "skipped": [x.skipped for x in w],
@@ -152,20 +160,23 @@ def main():
         print("|---|---|---|---|---|---|---|---|")
         for mode in MODES:
             r = row[mode]
-            share = r["thread_seconds_per_round"] / (r["median_step_s"] * h) if r["median_step_s"] else 0
+            share = r["thread_share_of_round"] or 0
             print(f"| {mode} | {r['median_seconds']:.2f} | {100 * r['overhead']:+.1f} % | "
                   f"{r['thread_seconds_per_round']:.4f} | {100 * share:.1f} % | {r['write_seconds_per_round']:.4f} | "
                   f"{r['mb_per_round']:.2f} | {sum(r['skipped'])} |")  # fmt: skip
         print(
             f"resume (slowest rank): directory {row['resume']['dir']:.3f} s, S3 {row['resume']['s3-background']:.3f} s"
         )
-        if row["s3-background"]["overhead"] > a.goal:
-            missed.append(f"{config}: s3-background overhead {100 * row['s3-background']['overhead']:.1f} % > "
-                          f"{100 * a.goal:.0f} %")  # fmt: skip
+        share = row["s3-background"]["thread_share_of_round"]
+        if share is None or share > a.goal:
+            missed.append(f"{config}: s3-background's training thread spends "
+                          f"{'?' if share is None else f'{100 * share:.1f}'} % of a round's steps on it, "
+                          f"> {100 * a.goal:.0f} %")  # fmt: skip
     if missed:
         print("GOAL MISSED: " + "; ".join(missed))
         return 1
-    print(f"goal met: s3-background overhead <= {100 * a.goal:.0f} % at every config")
+    print(f"goal met: s3-background's training thread spends <= {100 * a.goal:.0f} % of a round's steps on it "
+          "at every config")  # fmt: skip
     return 0
 
 

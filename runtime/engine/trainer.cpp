@@ -291,7 +291,7 @@ class Run {
   void after_admissions() {
     const BoundaryVote vote = notices_->vote();
     const Departure departure = notices_->departure_of(vote);
-    checkpoint_if_due(departure == Departure::Job);
+    checkpoint_if_due(vote.upload_room, departure == Departure::Job);
     if (departure != Departure::None) notices_->depart(vote, departure);
     if (live_recovery_) live_recovery_->bound_degraded(vote.degraded_s);
   }
@@ -299,8 +299,9 @@ class Run {
   // A checkpoint holds every job rank's state; a degraded group writes one too (RunCheckpoints).
   // `now`: whether or not one is due (the job stops on a notice).
   // Background uploads (checkpoint.upload): a round finished uploading becomes the resume point
-  // at the next boundary; a job stopping on a notice waits for this round's.
-  void checkpoint_if_due(bool now = false) {
+  // at the next boundary; a job stopping on a notice waits for this round's. `upload_room`: the
+  // boundary vote's answer, whether every member can take another round now.
+  void checkpoint_if_due(bool upload_room, bool now = false) {
     if (!checkpoints_) return;
     checkpoints_->collect_uploads();
     checkpoints_->note_reached();
@@ -309,7 +310,7 @@ class Run {
     // The last round's and a notice's checkpoint is never skipped for an upload still going.
     const bool must = now || progress_.step == config_.train.steps;
     until_one_generation_completes([&] {
-      checkpoints_->save(must);
+      checkpoints_->save(must, upload_room);
       return true;
     });
     if (now) checkpoints_->finish();

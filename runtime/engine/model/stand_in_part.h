@@ -2,7 +2,8 @@
 // (CheckpointStore::StandIn): what Transformer::save would write for a rank of `plan` whose
 // weights were just set to the global θ (θ_k <- θ, as a replacement takes them): every weight
 // as θ in `dtype`, and with bf16 the fp32 master of `plan`'s trainable range of each parameter
-// (zero elements where it is frozen). `theta`: fp32, in layout order.
+// (zero elements where it is frozen). `theta`: fp32, in layout order; `copy` as for
+// Transformer::save (the weights are always copies: θ in `dtype`).
 #pragma once
 
 #include <torch/torch.h>
@@ -11,10 +12,12 @@
 
 #include "core/model_spec.h"
 #include "core/slice_plan.h"
+#include "engine/state/checkpoint_format.h"
 
 namespace ppu {
 
 void write_model_as_theta(torch::serialize::OutputArchive& archive, const std::vector<ParamInfo>& layout,
-                          const std::vector<torch::Tensor>& theta, const SlicePlan& plan, torch::ScalarType dtype);
+                          const std::vector<torch::Tensor>& theta, const SlicePlan& plan, torch::ScalarType dtype,
+                          TensorCopy copy = TensorCopy::Shared);
 
 }  // namespace ppu

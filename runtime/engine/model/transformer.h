@@ -24,6 +24,7 @@
 #include "core/model_spec.h"
 #include "core/slice_plan.h"
 #include "engine/model/partial_linear.h"
+#include "engine/state/checkpoint_format.h"
 
 namespace ppu {
 
@@ -89,7 +90,7 @@ class Transformer {
   torch::Tensor load_fp32(size_t i, const TensorRegion& region) const;
   // Its checkpoint section (engine/state/checkpoint_format.h): every weight and, in bf16, every fp32
   // master. load() throws CheckpointError naming a parameter that is missing or of another shape.
-  void save(torch::serialize::OutputArchive& archive) const;
+  void save(torch::serialize::OutputArchive& archive, TensorCopy copy = TensorCopy::Shared) const;
   void load(torch::serialize::InputArchive& archive);
   const std::vector<ParamInfo>& layout() const { return layout_; }
   const SlicePlan& plan() const { return plan_; }

@@ -193,7 +193,39 @@ int64_t InnerOptimizer::state_bytes() const {
   return bytes;
 }
 
-void InnerOptimizer::save(torch::serialize::OutputArchive& archive) const { optimizer_->save(archive); }
+void InnerOptimizer::save(torch::serialize::OutputArchive& archive, TensorCopy copy) const {
+  if (copy == TensorCopy::Shared) {
+    optimizer_->save(archive);
+    return;
+  }
+  // LibTorch's serialiser writes the state it finds by reference, keyed by the parameters: a
+  // second optimiser over the same groups, holding copies of the state, writes the same archive
+  // with the copies in it (the archive keeps them alive once the optimiser is gone).
+  if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get())) {
+    torch::optim::AdamW snapshot(adamw->param_groups(),
+                                 static_cast<const torch::optim::AdamWOptions&>(adamw->defaults()));
+    for (const auto& [key, state] : adamw->state()) {
+      const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
+      auto c = std::make_unique<torch::optim::AdamWParamState>();
+      c->step(s.step());
+      c->exp_avg(as_saved(s.exp_avg(), copy));
+      c->exp_avg_sq(as_saved(s.exp_avg_sq(), copy));
+      if (s.max_exp_avg_sq().defined()) c->max_exp_avg_sq(as_saved(s.max_exp_avg_sq(), copy));
+      snapshot.state()[key] = std::move(c);
+    }
+    snapshot.save(archive);
+    return;
+  }
+  auto& sgd = dynamic_cast<torch::optim::SGD&>(*optimizer_);
+  torch::optim::SGD snapshot(sgd.param_groups(), static_cast<const torch::optim::SGDOptions&>(sgd.defaults()));
+  for (const auto& [key, state] : sgd.state()) {
+    const auto& s = static_cast<const torch::optim::SGDParamState&>(*state);
+    auto c = std::make_unique<torch::optim::SGDParamState>();
+    c->momentum_buffer(as_saved(s.momentum_buffer(), copy));
+    snapshot.state()[key] = std::move(c);
+  }
+  snapshot.save(archive);
+}
 void InnerOptimizer::load(torch::serialize::InputArchive& archive) { optimizer_->load(archive); }
 
 void InnerOptimizer::save_fresh(torch::serialize::OutputArchive& archive) const {

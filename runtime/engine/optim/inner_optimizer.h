@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "engine/state/checkpoint_format.h"
 
 namespace ppu {
 class Collectives;
@@ -37,7 +38,9 @@ class InnerOptimizer {
   // Bytes of optimiser state tensors that exist right now.
   int64_t state_bytes() const;
 
-  void save(torch::serialize::OutputArchive& archive) const;
+  // Cloned: the state tensors are copied (a snapshot for a background save), through a second
+  // optimiser over the same parameter groups that holds the copies.
+  void save(torch::serialize::OutputArchive& archive, TensorCopy copy = TensorCopy::Shared) const;
   void load(torch::serialize::InputArchive& archive);
   // What save() writes for this optimiser with no state yet (a rank's fresh state): the same
   // parameter groups, so load() takes it on any rank of this plan.

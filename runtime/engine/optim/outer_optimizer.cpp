@@ -254,23 +254,25 @@ int64_t OuterOptimizer::global_bytes() const {
   return b;
 }
 
-void OuterOptimizer::save(torch::serialize::OutputArchive& archive) const {
+void OuterOptimizer::save(torch::serialize::OutputArchive& archive, TensorCopy copy) const {
   for (size_t i = 0; i < global_.size(); ++i) {
     const auto& name = model_.layout()[i].name;
-    archive.write(checkpoint_key::outer_global(name), global_[i]);
+    archive.write(checkpoint_key::outer_global(name), as_saved(global_[i], copy));
     // A fragment not yet synchronised has no momentum: stored as an empty tensor.
-    archive.write(checkpoint_key::outer_momentum(name), momentum_[i].defined() ? momentum_[i] : torch::empty({0}));
+    archive.write(checkpoint_key::outer_momentum(name),
+                  momentum_[i].defined() ? as_saved(momentum_[i], copy) : torch::empty({0}));
   }
 }
 
 // Error-feedback residuals differ per rank, so they go into the rank's part of a checkpoint;
 // without them a resumed run would differ from an uninterrupted one.
-void OuterOptimizer::save_feedback(torch::serialize::OutputArchive& archive) const {
+void OuterOptimizer::save_feedback(torch::serialize::OutputArchive& archive, TensorCopy copy) const {
   for (size_t f = 0; f < feedback_.size(); ++f) {
     const auto& fb = feedback_[f];
     archive.write(checkpoint_key::feedback_contribution(f),
-                  fb.contribution.defined() ? fb.contribution : torch::empty({0}));
-    archive.write(checkpoint_key::feedback_result(f), fb.result.defined() ? fb.result : torch::empty({0}));
+                  fb.contribution.defined() ? as_saved(fb.contribution, copy) : torch::empty({0}));
+    archive.write(checkpoint_key::feedback_result(f),
+                  fb.result.defined() ? as_saved(fb.result, copy) : torch::empty({0}));
   }
 }
 

@@ -102,10 +102,11 @@ class OuterOptimizer {
   int64_t momentum_bytes() const;
   int64_t global_bytes() const;
 
-  void save(torch::serialize::OutputArchive& archive) const;  // global θ and momentum (same on every rank)
+  // Global θ and momentum (same on every rank).
+  void save(torch::serialize::OutputArchive& archive, TensorCopy copy = TensorCopy::Shared) const;
   void load(torch::serialize::InputArchive& archive);
   // This rank's error-feedback residuals (outer.error_feedback): rank-local checkpoint state.
-  void save_feedback(torch::serialize::OutputArchive& archive) const;
+  void save_feedback(torch::serialize::OutputArchive& archive, TensorCopy copy = TensorCopy::Shared) const;
   void load_feedback(torch::serialize::InputArchive& archive);
 
  private:

@@ -70,6 +70,15 @@ inline std::string outer_global(const std::string& param) { return "outer.global
 inline std::string outer_momentum(const std::string& param) { return "outer.momentum." + param; }
 }  // namespace checkpoint_key
 
+// How a section's save() puts its tensors into an archive. Shared: the archive refers to the live
+// tensors, so it must be serialised before training changes them (an inline save). Cloned: it
+// holds copies, a snapshot that may be serialised later on another thread (a background save:
+// the training thread pays for the copy only).
+enum class TensorCopy { Shared, Cloned };
+inline torch::Tensor as_saved(const torch::Tensor& t, TensorCopy copy) {
+  return copy == TensorCopy::Cloned && t.defined() ? t.clone() : t;
+}
+
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, int64_t value);
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, double value);
 // Throw CheckpointError naming `key` when it is missing or not a one-element tensor.

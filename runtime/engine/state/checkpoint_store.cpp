@@ -26,12 +26,24 @@ namespace file = checkpoint_file;
 using file::kGlobal;
 using file::kManifest;
 
-std::string serialize(const CheckpointStore::Writer& writer) {
-  torch::serialize::OutputArchive archive;
-  writer(archive);
+std::string serialize(torch::serialize::OutputArchive& archive) {
   std::ostringstream os;
   archive.save_to(os);
   return os.str();
+}
+
+std::string serialize(const CheckpointStore::Writer& writer) {
+  torch::serialize::OutputArchive archive;
+  writer(archive, TensorCopy::Shared);
+  return serialize(archive);
+}
+
+// The part as it is now, serialised when the upload thread asks for its bytes: the training
+// thread only copies the tensors.
+CheckpointUploader::Bytes snapshot(const CheckpointStore::Writer& writer) {
+  auto archive = std::make_shared<torch::serialize::OutputArchive>();
+  writer(*archive, TensorCopy::Cloned);
+  return CheckpointUploader::Bytes::later([archive] { return serialize(*archive); });
 }
 
 std::string checksum(const std::string& bytes) { return hex64(fnv1a64(bytes.data(), bytes.size())); }
@@ -222,21 +234,24 @@ double CheckpointStore::publish(int64_t round, const std::vector<torch::Tensor>&
 
 bool CheckpointStore::save_in_background(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins,
                                          const Writer& global_part, const std::string& config_yaml, bool wait_for_room,
-                                         double room_bound_s) {
-  if (wait_for_room) uploader_->wait_for_room(room_bound_s);
-  auto busy = torch::tensor({static_cast<int64_t>(uploader_->full() ? 1 : 0)}, torch::kInt64);
-  collectives_.allreduce_sum(busy);
-  if (busy.item<int64_t>() > 0) return false;
+                                         double room_bound_s, std::optional<bool> room) {
+  if (wait_for_room || !room) {
+    if (wait_for_room) uploader_->wait_for_room(room_bound_s);
+    auto busy = torch::tensor({static_cast<int64_t>(uploader_->full() ? 1 : 0)}, torch::kInt64);
+    collectives_.allreduce_sum(busy);
+    room = busy.item<int64_t>() == 0;
+  }
+  if (!*room) return false;
   CheckpointUploader::Round r;
   r.round = round;
-  r.parts.push_back({collectives_.job_rank(), serialize(rank_part)});
-  for (const auto& s : stand_ins) r.parts.push_back({s.job_rank, serialize(s.part)});
+  r.parts.push_back({collectives_.job_rank(), snapshot(rank_part)});
+  for (const auto& s : stand_ins) r.parts.push_back({s.job_rank, snapshot(s.part)});
   if (collectives_.rank() == 0) {
     std::vector<int> members = collectives_.members();
     if (members.empty())
       for (int m = 0; m < collectives_.world_size(); ++m) members.push_back(m);
     r.commit =
-        CheckpointUploader::Commit{serialize(global_part), std::move(members), collectives_.job_size(), config_yaml};
+        CheckpointUploader::Commit{snapshot(global_part), std::move(members), collectives_.job_size(), config_yaml};
   }
   uploader_->enqueue(std::move(r));
   return true;

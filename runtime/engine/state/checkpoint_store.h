@@ -88,7 +88,9 @@ class CheckpointStore {
   CheckpointStore(const CheckpointStore&) = delete;
   CheckpointStore& operator=(const CheckpointStore&) = delete;
 
-  using Writer = std::function<void(torch::serialize::OutputArchive&)>;
+  // Writes a part's sections into an archive, with its tensors as `copy` says: save() passes
+  // Shared (it serialises the archive at once), save_in_background() Cloned.
+  using Writer = std::function<void(torch::serialize::OutputArchive&, TensorCopy copy)>;
   // The part of a job rank missing from the group, written by the member standing in for it.
   struct StandIn {
     int job_rank;
@@ -107,15 +109,19 @@ class CheckpointStore {
   }
   // checkpoint.upload background (auto: for s3://): the rounds are written by the uploader's
   // thread (engine/state/checkpoint_uploader.h). Collective, like save(): each member's parts (on
-  // the group's rank 0 global.pt too) are serialised now and handed over; the round is a
+  // the group's rank 0 global.pt too) are copied now (a snapshot, TensorCopy::Cloned) and handed
+  // over, to be serialised and written by the upload thread; the round is a
   // checkpoint once the group's rank 0 commits it (uploader()->committed()). When any member still
   // has checkpoint.max_in_flight rounds being written, no member hands this one over (one
-  // all-reduce decides): false; unless `wait_for_room` (the last round, a notice's): then each
-  // member first waits until it has room (at most `room_bound_s`).
+  // all-reduce decides, or `room`: the members' answer agreed before, with no round handed over
+  // since): false; unless `wait_for_room` (the last round, a notice's): then each member first
+  // waits until it has room (at most `room_bound_s`) and the all-reduce decides.
   bool background() const { return uploader_ != nullptr; }
   bool save_in_background(int64_t round, const Writer& rank_part, const std::vector<StandIn>& stand_ins,
                           const Writer& global_part, const std::string& config_yaml, bool wait_for_room = false,
-                          double room_bound_s = 0);
+                          double room_bound_s = 0, std::optional<bool> room = std::nullopt);
+  // A const view of the uploader (null inline).
+  const CheckpointUploader* uploader() const { return uploader_.get(); }
   CheckpointUploader* uploader() { return uploader_.get(); }
   // What this rank wrote: inline, by save(); background, by the uploader's thread.
   CheckpointUploader::Stats written() const { return uploader_ ? uploader_->stats() : written_; }

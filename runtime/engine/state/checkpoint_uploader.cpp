@@ -18,6 +18,20 @@ constexpr auto kPoll = std::chrono::milliseconds(100);
 
 }  // namespace
 
+CheckpointUploader::Bytes CheckpointUploader::Bytes::later(std::function<std::string()> make) {
+  Bytes b;
+  b.make_ = std::move(make);
+  return b;
+}
+
+const std::string& CheckpointUploader::Bytes::get() {
+  if (make_) {
+    bytes_ = make_();
+    make_ = nullptr;  // and with it the snapshot it held
+  }
+  return bytes_;
+}
+
 CheckpointUploader::CheckpointUploader(std::unique_ptr<CheckpointLocation> location, Settings settings)
     : at_(std::move(location)), settings_(settings), thread_([this] { run(); }) {}
 
@@ -166,11 +180,11 @@ void CheckpointUploader::write(Round& round) {
     bytes += static_cast<double>(content.size());
   };
   try {
-    for (const Part& part : round.parts) {
-      put(file::rank_part(part.job_rank), part.bytes);
-      receipt.parts[part.job_rank] = PartRecord::of(part.bytes, settings_.job_rank);
+    for (Part& part : round.parts) {
+      put(file::rank_part(part.job_rank), part.bytes.get());
+      receipt.parts[part.job_rank] = PartRecord::of(part.bytes.get(), settings_.job_rank);
     }
-    if (round.commit) put(file::kGlobal, round.commit->global);
+    if (round.commit) put(file::kGlobal, round.commit->global.get());
     else put(file::receipt(settings_.job_rank), receipt.text());
   } catch (const std::exception& e) {
     receipt.failed = e.what();
@@ -194,7 +208,7 @@ void CheckpointUploader::write(Round& round) {
   if (round.commit) {
     Commit& c = *round.commit;
     Pending p{round.round,
-              PartRecord::of(c.global, settings_.job_rank),
+              PartRecord::of(c.global.get(), settings_.job_rank),
               std::move(c.members),
               c.world_size,
               std::move(c.config_yaml),

@@ -1,7 +1,8 @@
 // CheckpointUploader: checkpoint.upload background — a rank's checkpoint rounds written by a
 // thread of its own while the next rounds train (docs/OBJECT_STORAGE.md, "Background upload").
-// The training thread only serialises its parts at the round boundary (a consistent snapshot in
-// memory) and hands them over; nothing the thread does is a collective. Contracts:
+// The training thread only copies its parts' state at the round boundary (a consistent snapshot
+// in memory, serialised by this thread: Bytes::later) and hands them over; nothing the thread
+// does is a collective. Contracts:
 //  - full(): whether checkpoint.max_in_flight rounds of this rank are still being written; the
 //    caller skips a round then (every member agrees first, so that no member waits for a part
 //    that will not come). enqueue(round) hands one over.
@@ -31,6 +32,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,13 +48,25 @@ namespace ppu {
 
 class CheckpointUploader {
  public:
+  // A part's bytes: given, or made once on the upload thread from a snapshot (`later`).
+  class Bytes {
+   public:
+    Bytes(std::string ready) : bytes_(std::move(ready)) {}  // NOLINT(google-explicit-constructor)
+    static Bytes later(std::function<std::string()> make);
+    const std::string& get();  // makes them on the first call
+
+   private:
+    Bytes() = default;
+    std::string bytes_;
+    std::function<std::string()> make_;
+  };
   struct Part {
     int job_rank = 0;
-    std::string bytes;
+    Bytes bytes;
   };
   // What the group's rank 0 adds: the global part and what the manifest needs.
   struct Commit {
-    std::string global;
+    Bytes global;
     std::vector<int> members;  // the job ranks of the group that saved the round
     int world_size = 0;
     std::string config_yaml;

@@ -27,42 +27,46 @@ RunCheckpoints::RunCheckpoints(const Config& c, const std::string& dir, Collecti
 // Every member writes its own part; for each job rank missing from the group, one member
 // stands in (core/coowners.h: the lowest live co-owner of its slice, else the lowest member)
 // and writes that rank's part (write_stand_in_part).
-void RunCheckpoints::save(bool must) {
+bool RunCheckpoints::upload_full() const { return store_.background() && store_.uploader()->full(); }
+
+void RunCheckpoints::save(bool must, std::optional<bool> room) {
   const auto start = std::chrono::steady_clock::now();
   // I/O, not a hung thread, for checkpoint.write_timeout_s: an inline write that outlasts it (a
   // hung NFS or FUSE mount) stops this rank's heartbeat like a hung thread, the others fence it
   // and write the round without it, and its supervisor replaces it.
   const ProgressClock::Bounded writing(collectives_.progress(), config_.checkpoint.write_timeout_s);
   if (before_write_ && !store_.background()) before_write_();
-  write_round(must);
+  write_round(must, room);
   summary_.training_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void RunCheckpoints::write_round(bool must) {
+void RunCheckpoints::write_round(bool must, std::optional<bool> room) {
   std::vector<CheckpointStore::StandIn> stand_ins;
   std::vector<int> missing = missing_ranks(collectives_), mine;
   for (int r : missing)
     if (stand_in(r, collectives_.members(), plan_.slices()) == collectives_.job_rank()) {
       mine.push_back(r);
-      stand_ins.push_back({r, [this, r](torch::serialize::OutputArchive& a) { write_stand_in_part(a, r); }});
+      stand_ins.push_back(
+          {r, [this, r](torch::serialize::OutputArchive& a, TensorCopy copy) { write_stand_in_part(a, r, copy); }});
     }
   const auto write = [&](auto&&... args) {
-    return store_.background() ? store_.save_in_background(args..., must, config_.checkpoint.write_timeout_s)
+    return store_.background() ? store_.save_in_background(args..., must, config_.checkpoint.write_timeout_s, room)
                                : store_.save(args...);
   };
   const bool written = write(
       run_.progress.rounds,
-      [&](torch::serialize::OutputArchive& a) {
-        model_.save(a);
+      [&](torch::serialize::OutputArchive& a, TensorCopy copy) {
+        model_.save(a, copy);
         torch::serialize::OutputArchive inner;
-        run_.inner.save(inner);
+        run_.inner.save(inner, copy);
         a.write(checkpoint_key::kInner, inner);
         torch::serialize::OutputArchive feedback;
-        run_.outer.save_feedback(feedback);
+        run_.outer.save_feedback(feedback, copy);
         a.write(checkpoint_key::kFeedback, feedback);
         save_progress(a);
       },
-      stand_ins, [&](torch::serialize::OutputArchive& a) { run_.outer.save(a); }, to_yaml(config_));
+      stand_ins, [&](torch::serialize::OutputArchive& a, TensorCopy copy) { run_.outer.save(a, copy); },
+      to_yaml(config_));
   if (store_.background()) {
     if (written) {
       spdlog::info("checkpoint round {} handed to the background upload to {}{}", run_.progress.rounds, store_.dir(),
@@ -103,15 +107,15 @@ void RunCheckpoints::write_round(bool must) {
 // it); this member's inner state if it trains the same slice, else none (fresh); the job's step
 // as its data position (a rank's batches are a function of (seed, rank, step)); no
 // error-feedback residuals (live recovery runs without them); this member's counters.
-void RunCheckpoints::write_stand_in_part(torch::serialize::OutputArchive& a, int missing) {
+void RunCheckpoints::write_stand_in_part(torch::serialize::OutputArchive& a, int missing, TensorCopy copy) {
   write_model_as_theta(a, model_.layout(), run_.outer.global(),
-                       SlicePlan::from_config(config_, collectives_.job_size(), missing), model_.dtype());
+                       SlicePlan::from_config(config_, collectives_.job_size(), missing), model_.dtype(), copy);
   torch::serialize::OutputArchive inner;
-  if (same_slice(missing, collectives_.job_rank(), plan_.slices())) run_.inner.save(inner);
+  if (same_slice(missing, collectives_.job_rank(), plan_.slices())) run_.inner.save(inner, copy);
   else run_.inner.save_fresh(inner);
   a.write(checkpoint_key::kInner, inner);
   torch::serialize::OutputArchive feedback;
-  run_.outer.save_feedback(feedback);
+  run_.outer.save_feedback(feedback, copy);
   a.write(checkpoint_key::kFeedback, feedback);
   write_scalar(a, checkpoint_key::kStep, run_.progress.step);
   write_scalar(a, checkpoint_key::kRounds, run_.progress.rounds);

@@ -52,8 +52,11 @@ class RunCheckpoints {
   RunCheckpoints& operator=(const RunCheckpoints&) = delete;
 
   // `must`: the last round, or the job stops on a notice: a background save waits for room
-  // rather than skip the round.
-  void save(bool must = false);
+  // rather than skip the round. `room`: whether every member has room for a background upload,
+  // as the members agreed at this boundary (BoundaryVote; nullopt: they agree now, one
+  // all-reduce). A member's room only grows between that vote and the save.
+  void save(bool must = false, std::optional<bool> room = std::nullopt);
+  bool upload_full() const;  // this rank's background upload has checkpoint.max_in_flight rounds
   void resume();
   // checkpoint.upload background (store().background()): collect_uploads() at every round
   // boundary takes in what the upload thread finished (a committed round becomes
@@ -75,8 +78,8 @@ class RunCheckpoints {
   const CheckpointStore& store() const { return store_; }
 
  private:
-  void write_round(bool must);
-  void write_stand_in_part(torch::serialize::OutputArchive& a, int missing);
+  void write_round(bool must, std::optional<bool> room);
+  void write_stand_in_part(torch::serialize::OutputArchive& a, int missing, TensorCopy copy);
   void note_fallback(int64_t resumed_round);
   void note_notice(int64_t resumed_round);
   void note_stop(int64_t resumed_round);

@@ -25,17 +25,20 @@ NoticeDeparture::NoticeDeparture(const Config& config, int rank, const SlicePlan
 BoundaryVote NoticeDeparture::vote() {
   BoundaryVote vote;
   const double degraded_s = live_recovery_ ? live_recovery_->degraded_seconds() : 0;
+  const bool full = checkpoints_ && checkpoints_->upload_full();
   if (collectives_.job_size() == 1) {
     if (notice_received()) vote.leavers.push_back(0);
+    vote.upload_room = !full;
     return vote;
   }
   const auto said = until_one_generation_completes(live_recovery_, [&] {
-    return collectives_.allgather(
-        torch::tensor({int64_t{notice_received()}, static_cast<int64_t>(degraded_s * 1000)}, torch::kInt64));
+    return collectives_.allgather(torch::tensor(
+        {int64_t{notice_received()}, static_cast<int64_t>(degraded_s * 1000), int64_t{full}}, torch::kInt64));
   });
   for (std::size_t i = 0; i < said.size(); ++i) {
     if (said[i][0].item<int64_t>() != 0) vote.leavers.push_back(collectives_.members()[i]);
     vote.degraded_s = std::max(vote.degraded_s, static_cast<double>(said[i][1].item<int64_t>()) / 1000);
+    if (said[i][2].item<int64_t>() != 0) vote.upload_room = false;
   }
   return vote;
 }

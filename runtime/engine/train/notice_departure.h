@@ -1,6 +1,8 @@
 // NoticeDeparture: what a notice (SIGTERM, SIGINT; common/notice.h) does at a round boundary.
 // vote() is a collective: the members agree, by one all-gather, on who has had a notice since the
-// last boundary and on the longest any of them has seen the job degraded. departure_of(vote) says
+// last boundary, on the longest any of them has seen the job degraded, and on whether every one
+// has room for a background checkpoint upload (so that the boundary's checkpoint needs no
+// collective of its own). departure_of(vote) says
 // who goes: a live job lets its leavers go and trains on, unless that leaves a slice with no
 // owner or the group below network.min_live_fraction; then, and under gang, or when every member
 // had the notice, the whole job goes (after the boundary's checkpoint, which the caller writes
@@ -26,6 +28,8 @@ namespace ppu {
 struct BoundaryVote {
   std::vector<int> leavers;  // job ranks that had a notice
   double degraded_s = 0;     // the longest any member has seen the job degraded
+  // No member's background upload had checkpoint.max_in_flight rounds in flight (inline: true).
+  bool upload_room = true;
 };
 
 enum class Departure { None, Ranks, Job };

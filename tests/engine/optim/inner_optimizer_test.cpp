@@ -119,6 +119,40 @@ TEST(InnerOptimizer, StateRoundTripsThroughACheckpoint) {
   for (size_t i = 0; i < b.trainable.size(); ++i) EXPECT_TRUE(torch::equal(c_params.trainable[i], b.trainable[i])) << i;
 }
 
+// A background checkpoint saves with TensorCopy::Cloned and serialises later, while training
+// goes on: what it holds is the state at the save, whatever steps come before it is serialised.
+TEST(InnerOptimizer, AClonedSaveIsASnapshotThatLaterStepsLeaveAlone) {
+  {  // AdamW (this runtime's SGD has no momentum: no state to copy)
+    InnerConfig c;
+    c.warmup_steps = 0;
+    auto p = make_params(4);
+    InnerOptimizer inner(c, 10, p.trainable);
+    const auto step_to = [&](int from, int to) {
+      for (int step = from; step < to; ++step) {
+        set_grads(p.trainable, step);
+        inner.step(step);
+      }
+    };
+    const auto restored_digest = [&](torch::serialize::OutputArchive& archive) {
+      std::stringstream buffer;
+      archive.save_to(buffer);
+      auto q = make_params(4);
+      InnerOptimizer restored(c, 10, q.trainable);
+      torch::serialize::InputArchive in;
+      in.load_from(buffer);
+      restored.load(in);
+      return restored.state_digest();
+    };
+    step_to(0, 3);
+    const uint64_t at_save = inner.state_digest();
+    torch::serialize::OutputArchive cloned;
+    inner.save(cloned, TensorCopy::Cloned);
+    step_to(3, 5);
+    ASSERT_NE(inner.state_digest(), at_save);  // the later steps changed the state in place
+    EXPECT_EQ(restored_digest(cloned), at_save);
+  }
+}
+
 TEST(InnerOptimizer, WeightDecayExclusionsFollowTheConfig) {
   // With zero gradients AdamW's step is pure decoupled decay: p *= 1 - lr * wd where decay
   // applies, p unchanged elsewhere. Roles: tied embedding, a norm, a matrix.
