@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <exception>
 #include <thread>
+#include <utility>
 
 namespace ppu {
 
@@ -152,6 +153,15 @@ void Collectives::form(const c10::intrusive_ptr<c10d::Store>& store, int rank, i
 
 namespace {
 
+// Drops a group this rank no longer uses on a thread of its own: its destructor waits for work
+// still in flight (a collective blocked on a peer that is gone ends at Gloo's timeout), which no
+// caller may wait for. Kept for the process's life instead, every re-formation left K - 1
+// sockets, Gloo's threads and a store connection open: a long job on spot capacity ran out of
+// descriptors.
+void retire_group(c10::intrusive_ptr<c10d::ProcessGroupGloo> group) {
+  std::thread([g = std::move(group)]() mutable { g.reset(); }).detach();
+}
+
 // A group being formed on a thread of its own, over a store connection of its own: Gloo's wait
 // for a member's address holds the connection it asks through, which must not be the one the
 // rank's other requests share. A group abandoned (a member fell silent meanwhile) that completes
@@ -177,8 +187,7 @@ void Collectives::reform(const std::vector<int>& members, int64_t generation,
   if (me == members.end() || !std::is_sorted(members.begin(), members.end()))
     throw std::logic_error("reform: the members must be ascending and include this rank");
   if (before_reform_) before_reform_(generation);
-  if (group_) retired_.push_back(group_);
-  group_.reset();
+  if (group_) retire_group(std::exchange(group_, {}));
   sequence_ = 0;
   {
     // From here a report that one of the new members is lost abandons the forming itself.
@@ -274,12 +283,11 @@ bool Collectives::has_group() const {
 }
 
 Collectives::~Collectives() {
-  // A retired group may hold work stuck on a peer that is gone for good (a lost node never
-  // answers, not even with a reset): its destructor would wait for that work until Gloo's
-  // timeout, and a finished rank would not exit for minutes. It is left to the process's exit.
-  for (auto& group : retired_) (void)group.release();
-  // So may a re-formable group this rank leaves without re-forming it (fenced while cut off: the
-  // others never complete the collective it posted last).
+  // A re-formable group this rank leaves without re-forming it (fenced while cut off: the others
+  // never complete the collective it posted last) may hold work stuck on a peer that is gone
+  // for good (a lost node never answers, not even with a reset): its destructor would wait for
+  // that work until Gloo's timeout, and a finished rank would not exit for minutes. It is left
+  // to the process's exit, as are the groups retired before still closing (retire_group).
   if (abortable_ && group_) (void)group_.release();
   if (store_) retire_store_client(store_);  // its watcher may be parked (store_clients.h)
 }

@@ -185,7 +185,6 @@ class Collectives {
   std::atomic<bool> aborted_{false};
   mutable std::mutex abort_mutex_;
   std::string abort_reason_;
-  std::vector<c10::intrusive_ptr<c10d::ProcessGroupGloo>> retired_;
   // The Gloo group itself, not its c10d::ProcessGroup base: in LibTorch 2.x Gloo is a
   // c10d::Backend, in 1.13 a ProcessGroup; its collectives have the same signatures in both.
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;

@@ -14,7 +14,6 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
-#include <vector>
 
 namespace ppu {
 
@@ -78,10 +77,7 @@ void bound_reads_of_served_connections(int port, std::chrono::milliseconds bound
 }
 
 void retire_store_client(c10::intrusive_ptr<c10d::Store> client) {
-  static std::mutex mutex;
-  static auto* retired = new std::vector<c10::intrusive_ptr<c10d::Store>>();  // never destroyed
-  std::lock_guard<std::mutex> lock(mutex);
-  retired->push_back(std::move(client));
+  std::thread([c = std::move(client)]() mutable { c.reset(); }).detach();
 }
 
 }  // namespace ppu

@@ -7,8 +7,11 @@
 //    lost connection (ECONNRESET, ECONNABORTED, EPIPE, ENOTCONN): that thread sleeps until the
 //    process exits, which goes on. Every other call of std::terminate goes to the previous
 //    handler unchanged. Once per process, from the main thread.
-//  - retire_store_client(client) keeps a client the caller no longer uses alive until the process
-//    exits, so that its watcher, parked or not, is never joined.
+//  - retire_store_client(client) drops a client the caller no longer uses on a thread of its own:
+//    a healthy client closes at once (its socket, and its watcher, go); one whose watcher is
+//    parked keeps that thread waiting in the join until the process exits, never the caller.
+//    (Kept for the process's life instead, every re-formation left a connection per rank open
+//    on the store: a long job with many losses ran the store out of descriptors.)
 //  - store_clients.cpp also defines recv, which LibTorch's calls bind to: a watcher whose store
 //    closed the connection would otherwise spin a core for ever (LibTorch 1.13 peeks the end of
 //    the stream and polls again at once); it waits 50 ms on that one event instead.
