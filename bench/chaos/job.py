@@ -43,6 +43,11 @@ class Job:
         with self.lock:
             return self.lines[since:]
 
+    def count(self):
+        """How many lines have arrived: snapshot(count()) later gives only the newer ones."""
+        with self.lock:
+            return len(self.lines)
+
     def running(self):
         return self.proc.poll() is None
 

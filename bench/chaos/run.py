@@ -6,10 +6,9 @@ usage: sudo python3 bench/chaos/run.py BUILD_DIR [--out DIR] [--seed S] [--no-st
 
 Every rank runs in a network namespace of its own (tests/engine/rank_netns.py, ppu-launch
 --rank-wrapper), for every run, so that fault-free and faulted runs take the same path. It runs
-the config fault-free with seeds 0, 1 and 2 (the seed band of the final eval loss; their mean
-wall time gives the fault-free rate: the three do the same work, and one run's time varies by
-a few per cent on a shared machine), then with seed 0 under a schedule of about one fault every E
-outer rounds (bench/chaos/schedule.py prints it): SIGKILL, SIGSTOP past the heartbeat window,
+the config fault-free with seeds 0, 1 and 2 (the seed band of the final eval loss, and their
+steps/s), then with seed 0 under a schedule of about one fault every E outer rounds, each at a
+drawn step of its round (bench/chaos/schedule.py prints it): SIGKILL, SIGSTOP past the heartbeat window,
 a hung training thread, the rank's link cut for 2 x heartbeat, the store (ppu-rendezvous)
 killed, a second SIGKILL while the survivors re-form after a first, a preemption notice
 (SIGTERM) to one rank, every rank of one node of 4 SIGKILLed at once, the store SIGSTOPped (a
@@ -17,8 +16,17 @@ frozen store) and a checkpoint write that stalls for good. --no-store leaves bot
 out. The bench waits for each recovery to end before the next fault (so each is timed
 alone) and reports:
   gang restarts         "restarting the gang" in ppu-launch's output (goal 0)
-  goodput               tokens whose updates reached θ / (K x wall time x the fault-free
-                        tokens per rank-second, over the three seeds)   (goal >= --goal, 0.93)
+  goodput               tokens whose updates reached θ / the tokens the job would have trained at
+                        its healthy rate in the same time (goal >= --goal, 0.93): the steps of
+                        K ranks less the rank-steps lost, fragment by fragment (report.py's
+                        rank_steps_lost), over (K x the training's span, first step line to
+                        last, x the steps/s of the stretches no fault window overlaps). The rate
+                        is the chaos run's own, so that the figure measures the faults and not
+                        the machine: a shared VM's speed drifts by 10 % within minutes, more
+                        than the goal's margin. Printed beside it: the same against the
+                        fault-free seeds' steps/s, and how much faster the machine ran in the
+                        chaos run's healthy stretches than in the seeds (the drift; without
+                        drift the two figures agree, which checks the healthy rate).
   recovery per kind     seconds to fenced, to re-formed (the survivors' own figure) and back to
                         full strength (bench/chaos/report.py)
   θ mismatches          the summaries' recovery.theta_mismatches (goal 0)
@@ -35,6 +43,7 @@ import dataclasses
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -107,6 +116,7 @@ class FaultFree:
 
     seed: int
     wall_s: float
+    steps_per_s: float  # report.step_rate: from its first step line to its last
     eval_loss: float  # rank 0's summary's
     tokens: int  # the ranks' summaries' sum
     load: tuple  # os.getloadavg() at its end
@@ -127,7 +137,10 @@ class KindStats:
 @dataclasses.dataclass
 class Result:
     """chaos.json, in its order. faults: report.fault_outcome's records; theta_mismatches: the
-    largest of the summaries' recovery.theta_mismatches (None: no summary); eval_loss: rank 0's."""
+    largest of the summaries' recovery.theta_mismatches (None: no summary); eval_loss: rank 0's;
+    rank_steps_lost: report.rank_steps_lost (missing_rank_rounds: the summaries' whole-round count,
+    a cross-check); goodput: against the healthy rate, goodput_vs_fault_free_seeds: against the
+    seeds' (see the module doc); machine_drift: healthy rate / the seeds' rate - 1."""
 
     command: str
     ranks: int
@@ -140,11 +153,14 @@ class Result:
     restarts_in_place: int
     wall_s: float
     fault_free: list[FaultFree]
+    rank_steps_lost: float
     missing_rank_rounds: int
     tokens_in_theta: float
     goodput: float
-    healthy_steps_per_s: float | None
-    goodput_vs_healthy_stretches: float | None
+    healthy_steps_per_s: float
+    fault_free_steps_per_s: float
+    goodput_vs_fault_free_seeds: float
+    machine_drift: float
     load_average: dict
     theta_mismatches: int | None
     checksums: list[str]
@@ -156,6 +172,14 @@ class Result:
     by_kind: dict[str, KindStats]
     goal: float
     missed: list[str] = dataclasses.field(default_factory=list)
+
+
+def sync_offsets(a):
+    """Each fragment's sync step within a round, from ppu-plan --json for the bench's config."""
+    cmd = [os.path.join(a.build, "bin", "ppu-plan"), "--config", os.path.join(SRC, "configs", "tiny.yaml")]
+    cmd += [*config(a, 0, os.path.join(a.out, "plan")), "--set", f"ranks={a.ranks}", "--json"]
+    plan = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    return [f["sync_offset"] for f in plan["fragments"]]
 
 
 def summaries(work, ranks):
@@ -176,8 +200,9 @@ def fault_free(a, net, seed):
     sums = summaries(work, a.ranks)
     if rc != 0 or len(sums) != a.ranks:
         raise SystemExit(f"fault-free run (seed {seed}) exited {rc}; see {job.log_path}")
-    print(f"fault-free seed {seed}: {wall:.1f} s, eval loss {sums[0].eval_loss:.4f}", flush=True)
-    return FaultFree(seed=seed, wall_s=wall, eval_loss=sums[0].eval_loss, tokens=sum(s.tokens for s in sums), load=load)
+    rate = report.step_rate(report.top_steps(job.snapshot()))
+    print(f"fault-free seed {seed}: {wall:.1f} s, {rate:.1f} steps/s, eval loss {sums[0].eval_loss:.4f}", flush=True)
+    return FaultFree(seed, wall, rate, sums[0].eval_loss, sum(s.tokens for s in sums), load)
 
 
 def chaos(a, net, plan):
@@ -187,18 +212,22 @@ def chaos(a, net, plan):
     job, work = launch(a, net, "chaos", 0, {"PPU_TEST_FAULT_TRIGGER": trigger})
     records = []
     for f in plan:
-        while job.running() and job.latest_step() < f.round * a.sync_every:
+        while job.running() and job.latest_step() < f.step(a.sync_every):
             time.sleep(0.05)
         if not job.running():
             records.append({"round": f.round, "kind": f.kind, "victims": [f.victim], "skipped": "the job had ended"})
             continue
-        step = job.latest_step()
+        step, seen = job.latest_step(), job.count()
         rec = {**faults.inject(f, job, net, trigger, a.heartbeat, schedule.NODE_SIZE), "step": step}
         records.append(rec)
         print(f"injected {f.text()} at step {step}{'; ' + rec['skipped'] if 'skipped' in rec else ''}", flush=True)
+        watch = report.RecoveryWatch(rec, a.ranks)
         deadline = time.monotonic() + 240
         while "skipped" not in rec and job.running() and time.monotonic() < deadline:
-            if report.recovered(job.snapshot(), rec, a.ranks, settle_s=a.heartbeat, absorb_s=max(30, 10 * a.heartbeat)):
+            new = job.snapshot(seen)
+            seen += len(new)
+            watch.feed(new)
+            if watch.done(settle_s=a.heartbeat, absorb_s=max(30, 10 * a.heartbeat)):
                 break
             time.sleep(0.2)
         for name in (f"hang-{f.victim}", f"stall-checkpoint-{f.victim}"):
@@ -214,7 +243,7 @@ def main():
     a = parse_args()
     os.makedirs(a.out, exist_ok=True)
     kinds = [k for k in schedule.KINDS if not (a.no_store and k in ("store", "store-stop"))]
-    plan = schedule.draw(a.seed, a.rounds, a.every, kinds, a.ranks, a.slices)
+    plan = schedule.draw(a.seed, a.rounds, a.every, kinds, a.ranks, a.slices, a.sync_every)
     print(f"K = {a.ranks}, N = {a.slices}, {a.rounds} rounds of H = {a.sync_every}; heartbeat {a.heartbeat} s")
     print(f"fault schedule (seed {a.seed}):")
     for f in plan:
@@ -228,13 +257,16 @@ def main():
     lines = job.snapshot()
     steps = a.rounds * a.sync_every
     per_rank_step = free[0].tokens / (a.ranks * steps)
-    rate = sum(f.tokens for f in free) / (a.ranks * sum(f.wall_s for f in free))
-    tokens, rank_rounds = report.tokens_in_theta(sums, steps, a.sync_every, a.ranks, per_rank_step)
+    lost = report.rank_steps_lost(lines, a.sync_every, sync_offsets(a), steps)
+    effective_steps = steps - lost / a.ranks
     ends = [r.get("at") for r in records[1:]] + [job.ended]
     outcomes = [
         report.fault_outcome(lines, rec, end or job.ended, a.ranks) for rec, end in zip(records, ends, strict=True)
     ]
-    healthy_rate, healthy = report.healthy_goodput(lines, outcomes, tokens / (a.ranks * per_rank_step))
+    samples = report.top_steps(lines)
+    span = samples[-1][0] - samples[0][0]
+    healthy_rate = report.step_rate(samples, report.fault_windows(outcomes))
+    free_rate = sum(f.steps_per_s for f in free) / len(free)
     spread = max(f.eval_loss for f in free) - min(f.eval_loss for f in free)
     band = [free[0].eval_loss - spread, free[0].eval_loss + spread]
     loss = sums[0].eval_loss if sums else None
@@ -250,11 +282,14 @@ def main():
         restarts_in_place=sum("restarting it in place" in line for _t, line in lines),
         wall_s=wall,
         fault_free=free,
-        missing_rank_rounds=rank_rounds,
-        tokens_in_theta=tokens,
-        goodput=tokens / (a.ranks * wall * rate),
+        rank_steps_lost=lost,
+        missing_rank_rounds=report.missing_rank_rounds(sums),
+        tokens_in_theta=effective_steps * a.ranks * per_rank_step,
+        goodput=effective_steps / (span * healthy_rate),
         healthy_steps_per_s=healthy_rate,
-        goodput_vs_healthy_stretches=healthy,
+        fault_free_steps_per_s=free_rate,
+        goodput_vs_fault_free_seeds=effective_steps / (span * free_rate),
+        machine_drift=healthy_rate / free_rate - 1,
         load_average={"fault_free_seed0": free[0].load, "chaos": load},
         theta_mismatches=max((s.recovery.theta_mismatches for s in sums), default=None),
         checksums=sorted({s.param_checksum for s in sums}),
@@ -342,15 +377,16 @@ def print_table(r):
     )
     print(
         f"goodput {r.goodput:.3f} (goal >= {r.goal}): {r.tokens_in_theta:.0f} tokens in θ "
-        f"({r.missing_rank_rounds} rank-rounds missing) in {r.wall_s:.1f} s vs fault-free "
-        f"{sum(f.wall_s for f in r.fault_free) / len(r.fault_free):.1f} s (the seeds' mean)"
+        f"({r.rank_steps_lost:.0f} rank-steps lost; {r.missing_rank_rounds} rank-rounds in the summaries' degraded "
+        f"spans) against the run's healthy rate, {r.healthy_steps_per_s:.1f} steps/s"
     )
-    if r.goodput_vs_healthy_stretches is not None:
-        print(
-            f"goodput against the run's own healthy stretches {r.goodput_vs_healthy_stretches:.3f} "
-            f"({r.healthy_steps_per_s:.1f} steps/s; 1-min load average at the end: fault-free seed 0 "
-            f"{r.load_average['fault_free_seed0'][0]:.1f}, chaos {r.load_average['chaos'][0]:.1f})"
-        )
+    print(
+        f"against the fault-free seeds' rate ({r.fault_free_steps_per_s:.1f} steps/s, measured before the chaos run): "
+        f"{r.goodput_vs_fault_free_seeds:.3f}; the machine ran {100 * r.machine_drift:+.1f} % faster in the chaos "
+        f"run's healthy stretches (1-min load average at the end: fault-free seed 0 "
+        f"{r.load_average['fault_free_seed0'][0]:.1f}, chaos {r.load_average['chaos'][0]:.1f}); wall {r.wall_s:.1f} s "
+        f"vs the seeds' {sum(f.wall_s for f in r.fault_free) / len(r.fault_free):.1f} s"
+    )
     print(f"θ mismatches {r.theta_mismatches} (goal 0); final checksums {r.checksums} over {r.summaries} summaries")
     print(
         f"eval loss {fmt(r.eval_loss)}, fault-free band (seed 0 -/+ the seeds' range) "

@@ -1,11 +1,14 @@
-"""The chaos bench's fault schedule: which fault, on which rank, at which outer round.
+"""The chaos bench's fault schedule: which fault, on which rank, at which inner step.
 
-draw(seed, rounds, every, kinds, ranks, slices) returns a list of Fault, one per `every` rounds
-on average (each at a round drawn uniformly in its window of `every` rounds, never in the first
-window nor in the last two rounds, so that a replacement can still rejoin), its kind drawn
+draw(seed, rounds, every, kinds, ranks, slices, sync_every) returns a list of Fault, one per
+`every` rounds on average (each at a round drawn uniformly in its window of `every` rounds, never
+in the first window nor in the last two rounds, so that a replacement can still rejoin, and at a
+step of that round drawn uniformly from its H = sync_every steps: a fault strikes between any two
+syncs, not at a round's start, where what a lost rank takes with it differs), its kind drawn
 from a shuffled bag of `kinds` (every kind once in each len(kinds) faults, so a short schedule
 still has each), its victim uniformly from the ranks. The same arguments give the same
-schedule. A `partition` cuts `victim` and `second_victim` off from each other alone. A `second` fault kills `victim` and then, the moment the survivors start re-forming,
+schedule; the steps within rounds come from a stream of their own, so the rounds, kinds and
+victims are those the seed gave before steps were drawn. A `partition` cuts `victim` and `second_victim` off from each other alone. A `second` fault kills `victim` and then, the moment the survivors start re-forming,
 `second_victim`: a rank of another slice (rank mod slices differs), so that both slices keep a
 live owner and the coverage rules do not end the job (losing both owners of a slice is the
 documented fallback, tested in live_recovery_tests.py, not a fault this bench asks to survive).
@@ -37,6 +40,10 @@ class Fault:
     kind: str
     victim: int  # -1 for the store
     second_victim: int = -1
+    into_round: int = 0  # inner steps into the round: the fault comes at step round * H + into_round
+
+    def step(self, sync_every):
+        return self.round * sync_every + self.into_round
 
     def text(self):
         who = "the store" if self.victim < 0 else f"rank {self.victim}"
@@ -47,11 +54,12 @@ class Fault:
             who += f", then rank {self.second_victim}"
         if self.kind == "partition":
             who += f" and rank {self.second_victim}"
-        return f"round {self.round:3d}: {self.kind:6s} {who}"
+        return f"round {self.round:3d} +{self.into_round:3d} steps: {self.kind:6s} {who}"
 
 
-def draw(seed, rounds, every, kinds, ranks, slices):
+def draw(seed, rounds, every, kinds, ranks, slices, sync_every):
     rng = random.Random(seed)
+    within = random.Random(f"steps-within-rounds-{seed}")
     faults, bag = [], []
     last = rounds - 2
     for start in range(every, last, every):
@@ -65,5 +73,5 @@ def draw(seed, rounds, every, kinds, ranks, slices):
             second = rng.choice([r for r in range(ranks) if r % slices != victim % slices])
         if kind == "partition":  # the other side: any other rank (the group leaves one of the two out)
             second = rng.choice([r for r in range(ranks) if r != victim])
-        faults.append(Fault(at, kind, victim, second))
+        faults.append(Fault(at, kind, victim, second, within.randrange(sync_every)))
     return faults
