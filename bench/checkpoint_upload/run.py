@@ -15,8 +15,11 @@ speed hits each alike), a checkpoint every outer round:
 and reports, from rank 0's summary:
   seconds         training wall time (the summary's `seconds`, evaluation excluded), median
   overhead        median seconds / the none run's median - 1
-  thread s/round  the training thread's checkpoint time per round (checkpoint_writes.training_wait_seconds)
-                  against the median step time x H
+  thread s/round  the training thread's checkpoint time per round while training goes on
+                  (checkpoint_writes.training_wait_seconds over the rounds before the last) against
+                  the median step time x H; the end's wait (end_wait_seconds: the last round's
+                  checkpoint, which waits for room, and the drain of the uploads in flight) beside
+                  it, once per run
   upload s/round  the upload thread's (or inline save's) seconds and MB per round
 Resume: after the last repeat, the dir and s3-background runs are resumed for one more round;
 each rank logs the seconds it took to find, read and load the checkpoint; the slowest rank's.
@@ -108,7 +111,7 @@ def measure(a, s3, work, config):
         med = statistics.median(s.seconds for s in ss)
         w = [s.checkpoint_writes for s in ss]
         step_s = statistics.median(s.inner_step_seconds_median for s in ss)
-        thread_s = statistics.median(x.training_wait_seconds for x in w) / rounds
+        thread_s = statistics.median(x.training_wait_seconds for x in w) / (rounds - 1)
         row[mode] = {
             "seconds": [s.seconds for s in ss],
             "median_seconds": med,
@@ -116,6 +119,7 @@ def measure(a, s3, work, config):
             "median_step_s": step_s,
             "thread_seconds_per_round": thread_s,
             "thread_share_of_round": thread_s / (step_s * h) if step_s else None,
+            "end_wait_s": statistics.median(x.end_wait_seconds for x in w),
             "write_seconds_per_round": statistics.median(x.write_seconds for x in w) / rounds,
             "mb_per_round": statistics.median(x.bytes for x in w) / rounds / 1e6,
             "skipped": [x.skipped for x in w],
@@ -155,14 +159,16 @@ def main():
         _, steps, h = CONFIGS[config]
         print(f"\n{config} ({steps} steps, a checkpoint every {h} steps; {a.repeats} repeats, medians)")
         print(
-            "| mode | seconds | overhead | thread s/round | of a round's steps | write s/round | MB/round | skipped |"
+            "| mode | seconds | overhead | thread s/round | of a round's steps | end wait s | write s/round "
+            "| MB/round | skipped |"
         )
-        print("|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|")
         for mode in MODES:
             r = row[mode]
             share = r["thread_share_of_round"] or 0
             print(f"| {mode} | {r['median_seconds']:.2f} | {100 * r['overhead']:+.1f} % | "
-                  f"{r['thread_seconds_per_round']:.4f} | {100 * share:.1f} % | {r['write_seconds_per_round']:.4f} | "
+                  f"{r['thread_seconds_per_round']:.4f} | {100 * share:.1f} % | {r['end_wait_s']:.3f} | "
+                  f"{r['write_seconds_per_round']:.4f} | "
                   f"{r['mb_per_round']:.2f} | {sum(r['skipped'])} |")  # fmt: skip
         print(
             f"resume (slowest rank): directory {row['resume']['dir']:.3f} s, S3 {row['resume']['s3-background']:.3f} s"

@@ -367,6 +367,10 @@ def case_second_loss():
     waits = [float(x) for x in re.findall(r"\(([0-9.]+) s to re-form\)", log)]
     if not waits or max(waits) >= 60:
         fail(f"re-forming took {waits} s: a wait of the live path ran to network.timeout_s")
+    # The survivors' line names both losses (the chaos bench counts the work lost from it).
+    named = re.findall(r"\[rank [03]\] .*lost rank\(s\) \[([0-9,]*)\] in round", log)
+    if not named or any(n != "1,2" for n in named):
+        fail(f"the survivors' loss lines name rank(s) {named}, want [1,2] in each\n{events(log)}")
     print(
         f"ranks 1 and 2 lost, the second inside the forming: abandoned as silent; re-formed in {waits} s; "
         f"one checksum {one_checksum(run)}"

@@ -37,7 +37,10 @@ void RunCheckpoints::save(bool must, std::optional<bool> room) {
   const ProgressClock::Bounded writing(collectives_.progress(), config_.checkpoint.write_timeout_s);
   if (before_write_ && !store_.background()) before_write_();
   write_round(must, room);
-  summary_.training_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // A checkpoint that must be written ends this run's training (the last round's, the job's
+  // notice): its wait is the end's, not a round's stall.
+  (must ? summary_.end_wait_seconds : summary_.training_wait_seconds) +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void RunCheckpoints::write_round(bool must, std::optional<bool> room) {
@@ -314,7 +317,7 @@ void RunCheckpoints::finish() {
     if (!uploader->drain(config_.checkpoint.write_timeout_s))
       spdlog::error("checkpoint upload to {}: rounds still unfinished after checkpoint.write_timeout_s = {} s",
                     store_.dir(), config_.checkpoint.write_timeout_s);
-    summary_.training_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    summary_.end_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   collect_uploads();
 }

@@ -130,9 +130,8 @@ void LiveRecovery::recover(std::string why) {
   for (;;) {
     spdlog::warn("the group lost a member ({}): re-forming without it", why);
     group_.set_patience(reform_patience());
-    std::vector<int> lost;
     try {
-      lost = group_.recover();      // OutOfGroup (exit 5) if the others went on without this rank
+      group_.recover();             // OutOfGroup (exit 5) if the others went on without this rank
     } catch (const PeerError& e) {  // another member was lost while the group formed: again
       why = e.what();
       count_store_outages();
@@ -148,13 +147,15 @@ void LiveRecovery::recover(std::string why) {
     run_.recovery.recovery_seconds += seconds;
     run_.metrics.add_recovery(true, seconds);
     after_reform();
-    if (lost.empty())  // every member came (a store restart, a collective that failed without a loss)
+    // Named: every member lost since the failure, one lost while an earlier forming was given
+    // up on included (recover() returns only what the last forming left out).
+    if (lost_since_failure.empty())  // every member came (a store restart, a failed collective without a loss)
       spdlog::warn("re-formed in round {} (step {}) with every member: generation {} has ranks [{}] ({:.1f} s)",
                    run_.progress.rounds + 1, run_.progress.step, group_.generation(),
                    ranks_text(collectives_.members()), seconds);
     else
       spdlog::warn("lost rank(s) [{}] in round {} (step {}): generation {} has ranks [{}] ({:.1f} s to re-form)",
-                   ranks_text(lost), run_.progress.rounds + 1, run_.progress.step, group_.generation(),
+                   ranks_text(lost_since_failure), run_.progress.rounds + 1, run_.progress.step, group_.generation(),
                    ranks_text(collectives_.members()), seconds);
     const auto live = static_cast<double>(collectives_.world_size());
     if (live < config_.network.min_live_fraction * collectives_.job_size())
