@@ -169,10 +169,11 @@ class Run {
 
   RunSummary run() {
     if (collectives_->joining()) {
-      // A replacement: it takes the live group's state at a round boundary, then does what the
-      // members do there after taking it in (the vote, the checkpoint, evaluation).
+      // A replacement: it takes the live group's state where the members admit it (a round
+      // boundary or a fragment's sync point), then does what the members do there after taking
+      // it in (at a boundary the vote and the checkpoint; evaluation).
       if (!live_recovery_->rejoin()) return live_recovery_->finished_without_this_rank();
-      after_admissions();
+      if (progress_.step % config_.outer.sync_every == 0) after_admissions();
       evaluate_if_due();
     } else if (checkpoints_) {
       checkpoints_->resume();
@@ -205,6 +206,7 @@ class Run {
         if (quorum_ && (!due.empty() || last)) quorum_->meet(progress_.step);
         for (int f : due) outer_sync(f);  // lines 11–14
         if (last) finish_training();
+        else if (!due.empty() && progress_.step % config_.outer.sync_every != 0) between_boundaries();
       }
       if (progress_.step % config_.outer.sync_every == 0 || progress_.step == config_.train.steps) end_of_round();
       report(loss, start, first);
@@ -276,6 +278,13 @@ class Run {
       theta_guard_->check(f);
       syncs_->average(f);
     }
+  }
+
+  // A fragment's sync point inside a round: live recovery takes replacements back here too, so
+  // that one does not wait for the boundary (under quorum sync the members may hold different
+  // positions between boundaries: only there).
+  void between_boundaries() {
+    if (live_recovery_ && !quorum_) live_recovery_->admit_joiners();
   }
 
   void end_of_round() {

@@ -13,11 +13,16 @@ cases: kill-each-rank  an uninterrupted live run ends with the gang run's bits; 
                    step, four times in one run: a rank can die while the others are in different
                    collectives of the boundary (one completed an all-gather that another saw
                    fail); each is taken back, and the run ends with one checksum on every rank
+       between-boundaries  rounds of H = 600 steps (3 fragments: sync points at steps 200, 400 and
+                   the boundary 600), 10 ms a step: rank 1 killed at step 20 is taken back at a
+                   fragment's sync point inside the round, not at the boundary (it waited for the
+                   boundary before, and the work from its predecessor's last syncs to there was
+                   lost); one checksum, no gang restart
        frozen      SIGSTOP a rank: the others name it within network.heartbeat_s and re-form
                    without it; after SIGCONT it finds the group gone on (exit 5, "out of the
                    live group"), is restarted, rejoins, and every rank ends with one checksum;
                    a survivor's summary names the fault "stopped"
-       late-replacement  a rank killed after the last boundary that takes replacements back:
+       late-replacement  a rank killed after the last sync point that takes replacements back:
                    the job finishes without it, and the replacement reports the job's result
        hung        rank 2's training thread hangs at step 40 (PPU_TEST_FAULT; its process, heartbeat
                    thread and sockets stay up): past its progress window it stops beating and
@@ -219,6 +224,23 @@ def case_boundaries():
     if len(checksums) != 1:
         fail(f"ranks disagree on the final parameters: {checksums}")
     print(f"4 ranks killed at round boundaries, each taken back; one checksum {checksums.pop()}")
+
+
+def case_between_boundaries():
+    h = 600
+    extra = ["--set", f"outer.sync_every={h}", "--set", f"train.steps={2 * h}"]
+    run = Run(tempfile.mkdtemp(prefix="ppu-live-between-"), extra, env=dict(os.environ, PPU_TEST_STEP_PAUSE_MS="10"))
+    run.wait_for(r"\[rank 0\] .* step 20/")
+    os.kill(rank_pids(run.proc.pid)[1], signal.SIGKILL)
+    run.wait_for(r"rank\(s\) \[1\] rejoined in round", timeout=120)
+    rc = run.finish()
+    no_gang_restart(run, rc, "rank 1 killed at step 20")
+    log = run.text()
+    joined = re.search(r"\[rank 1\] .*rank 1 rejoined in round \d+ \(step (\d+)\)", log)
+    if not joined or int(joined.group(1)) % h == 0:
+        fail(f"rank 1's replacement rejoined at {joined and joined.group(0)}: want a fragment's sync point "
+             f"(step 200 or 400), not a round boundary\n{events(log)}")  # fmt: skip
+    print(f"rank 1 killed at step 20, taken back at step {joined.group(1)}; one checksum {one_checksum(run)}")
 
 
 def case_frozen():
@@ -436,10 +458,12 @@ def case_fallback():
 
 
 def case_late_replacement():
-    # Killed after the last round boundary that takes replacements back (step 190 of 200): the
-    # job finishes without the replacement, which reports the job's result as its own summary.
+    # Killed after the last point that takes replacements back (H = 10 with 3 fragments: the
+    # sync point of step 196; step 200 is the last and takes none): the job finishes without the
+    # replacement, which reports the job's result as its own summary. Rank 0 past step 197 means
+    # rank 3 has done the sync of step 196 too.
     run = Run(tempfile.mkdtemp(prefix="ppu-live-late-"))
-    run.wait_for(rf"\[rank 0\] .* step {STEPS - 5}/")
+    run.wait_for(rf"\[rank 0\] .* step {STEPS - 2}/")
     os.kill(rank_pids(run.proc.pid)[3], signal.SIGKILL)
     rc = run.finish()
     log = run.text()
@@ -716,6 +740,7 @@ def case_coowner_state():
     "partition": case_partition,
     "kill-each-rank": case_kill_each_rank,
     "boundaries": case_boundaries,
+    "between-boundaries": case_between_boundaries,
     "cut-past-timeout": case_cut_past_timeout,
     "frozen": case_frozen,
     "fallback": case_fallback,

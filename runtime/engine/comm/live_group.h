@@ -48,8 +48,9 @@
 //    in most reports first, the higher job rank on a tie). A replacement asks to join only once
 //    it reaches every member of the latest generation, so that a partition that outlives its
 //    predecessor does not fail the group's forming at every round boundary.
-//  - pending_joiners()/admit(): at a round boundary, the replacements every member has seen
-//    (one all-gather of the join count) and the generation that takes them in.
+//  - pending_joiners()/admit(): where the members admit (a round boundary, a fragment's sync
+//    point), the replacements every member has seen (one all-gather of the join count) and the
+//    generation that takes them in.
 //  - join(): a replacement's side: ask, wait for a generation that includes this rank, form it.
 //  - The store itself may die and be restarted by its supervisor (ppu-launch, the operator). No
 //    request waits longer than the request timeout (BoundedStore); a lost connection is opened

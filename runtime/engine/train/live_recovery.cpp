@@ -282,7 +282,7 @@ bool LiveRecovery::rejoin() {
   run_.recovery.recovery_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   run_.metrics.set_checkpoint_round(static_cast<double>(std::max<int64_t>(0, run_.progress.last_checkpoint_round)));
   spdlog::info("rank {} rejoined in round {} (step {}): generation {} has ranks [{}]; state from rank {}", rank_,
-               run_.progress.rounds, run_.progress.step, group_.generation(), ranks_text(collectives_.members()),
+               admission_round(), run_.progress.step, group_.generation(), ranks_text(collectives_.members()),
                group_.source());
   return true;
 }
@@ -325,6 +325,16 @@ void LiveRecovery::round_end() {
   } else {
     run_.progress.uncovered_rounds = 0;
   }
+  admit_joiners();
+}
+
+// The round an admission belongs to: at a boundary the one just finished (progress.rounds counts
+// it already), inside a round the one under way.
+int64_t LiveRecovery::admission_round() const {
+  return run_.progress.step % config_.outer.sync_every == 0 ? run_.progress.rounds : run_.progress.rounds + 1;
+}
+
+void LiveRecovery::admit_joiners() {
   if (run_.progress.step == config_.train.steps) return;
   const auto joiners = until_one_generation_completes([&] { return group_.pending_joiners(); });
   if (joiners.empty()) return;
@@ -348,7 +358,7 @@ void LiveRecovery::round_end() {
   run_.recovery.recovery_seconds += seconds;
   run_.metrics.add_recovery(false, seconds);
   spdlog::info("rank(s) [{}] rejoined in round {} (step {}): generation {} has ranks [{}]", ranks_text(*added),
-               run_.progress.rounds, run_.progress.step, group_.generation(), ranks_text(collectives_.members()));
+               admission_round(), run_.progress.step, group_.generation(), ranks_text(collectives_.members()));
 }
 
 // network.max_degraded_rounds: a job still missing a rank after this boundary's admission, for

@@ -1,5 +1,6 @@
 // LiveRecovery: a run's network.recovery=live path (docs/RECOVERY.md): the survivors of a lost
-// rank go on training and take its replacement back at a round boundary. Contracts:
+// rank go on training and take its replacement back at the next admission (a round boundary, or a
+// fragment's sync point inside a round: admit_joiners). Contracts:
 //  - until_one_generation_completes(work) runs `work` (collectives of the group) until it
 //    completes on every member of one generation; attempt(work) runs it once and agrees with
 //    every member whether it did (LiveGroup::commit). A failed attempt's result is dropped and
@@ -121,8 +122,8 @@ class LiveRecovery {
   // by the live owners of each element.
   SyncResult sync(int fragment, bool plain_average);
 
-  // A replacement process: joins the live group at its next round boundary and takes the state
-  // from a live member. False when the job finished before it could (finished_without_this_rank);
+  // A replacement process: joins the live group where the members next admit (admit_joiners)
+  // and takes the state from a live member. False when the job finished before it could (finished_without_this_rank);
   // OutOfGroup (exit 5) when taking the state failed.
   bool rejoin();
 
@@ -132,8 +133,15 @@ class LiveRecovery {
 
   // At a round boundary (progress.rounds counts it), before its checkpoint: count a degraded
   // round, give up when a slice has gone without a live owner too long, and take replacements
-  // back (not after the last step).
+  // back (admit_joiners).
   void round_end();
+
+  // Take back the replacements that asked to rejoin (not after the last step): a collective of
+  // the members, at a round boundary or right after a fragment's outer sync (sync mode all),
+  // where every member holds the same θ and position. A replacement that waited for the
+  // boundary lost, fragment by fragment, the work from its predecessor's last sync to the
+  // boundary; a fragment's sync point comes every H / F steps.
+  void admit_joiners();
 
   // After the round boundary's checkpoint: give up when the job has been missing a rank for more
   // consecutive rounds than network.max_degraded_rounds and for network.max_degraded_s
@@ -165,6 +173,7 @@ class LiveRecovery {
   void share_state(bool newcomer);
   void share_inner_state(int root);
   void note_degraded_round();
+  int64_t admission_round() const;
   [[noreturn]] void give_up(const std::string& why);
   void fault_recovered(const std::vector<int>& lost);
   void tally_fault(const std::string& kind, double seconds);
