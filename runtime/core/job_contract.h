@@ -16,7 +16,7 @@ inline constexpr int kPeerFailure = 3;     // a peer died or a collective timed 
 inline constexpr int kDataError = 4;       // data (or a required checkpoint) missing or unusable: fails at once
 // network.recovery=live: this rank is out of the live group (silent past the heartbeat window,
 // then resumed; or restarted while the group moved on without it). Restart only this rank: it
-// rejoins at a round boundary. With recovery gang it is handled like 3.
+// rejoins at the next round boundary or fragment sync point. With recovery gang it is handled like 3.
 inline constexpr int kRejoin = 5;
 // 128 + the signal (143 for SIGTERM, 130 for SIGINT): the rank acted on a notice and left at a
 // round boundary (core/exit_status.h, LeftOnNotice); a supervisor replaces it like any rank that

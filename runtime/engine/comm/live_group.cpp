@@ -567,7 +567,7 @@ std::vector<int> LiveGroup::retire(const std::vector<int>& leavers) {
 }
 
 bool LiveGroup::join() {
-  const ProgressClock::Waiting on_group(col_.progress());  // until the next round boundary
+  const ProgressClock::Waiting on_group(col_.progress());  // until the next admission
   for (;;) {
     try {
       return join_in_store();
