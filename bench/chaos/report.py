@@ -45,7 +45,6 @@ EVENT = re.compile(
 )
 # A rank fenced after a fault, or let go on its notice: out of the group either way.
 LOST = re.compile(r"(?:lost rank\(s\)|rank\(s\)) \[([0-9, ]*)\](?: in round| left on notice)")
-REJOINED = re.compile(r"rank\(s\) \[([0-9, ]*)\] rejoined")
 REFORM = re.compile(r"\(([0-9.]+) s to re-form\)")
 
 
@@ -116,12 +115,10 @@ class RecoveryWatch:
             if t < self.rec["at"]:
                 continue
             self.gang |= "restarting the gang" in line
-            if m := REJOINED.search(line):
+            if m := REJOIN_AT.search(line):  # the members' line and the replacement's own
                 self.back |= _ranks(m.group(1))
             if m := LOST.search(line):
                 self.lost |= _ranks(m.group(1))
-            if m := re.search(r"\[rank (\d+)\] .*rank \d+ rejoined in round", line):
-                self.back.add(int(m.group(1)))
             if EVENT.search(line):
                 self.last_event, self.stepped = t, set()
             elif self.last_event is not None and (m := STEP.match(line)):

@@ -173,7 +173,7 @@ class Run {
       // boundary or a fragment's sync point), then does what the members do there after taking
       // it in (at a boundary the vote and the checkpoint; evaluation).
       if (!live_recovery_->rejoin()) return live_recovery_->finished_without_this_rank();
-      if (progress_.step % config_.outer.sync_every == 0) after_admissions();
+      if (at_round_boundary()) after_admissions();
       evaluate_if_due();
     } else if (checkpoints_) {
       checkpoints_->resume();
@@ -206,9 +206,9 @@ class Run {
         if (quorum_ && (!due.empty() || last)) quorum_->meet(progress_.step);
         for (int f : due) outer_sync(f);  // lines 11–14
         if (last) finish_training();
-        else if (!due.empty() && progress_.step % config_.outer.sync_every != 0) between_boundaries();
+        else if (!due.empty() && !at_round_boundary()) between_boundaries();
       }
-      if (progress_.step % config_.outer.sync_every == 0 || progress_.step == config_.train.steps) end_of_round();
+      if (at_round_boundary() || progress_.step == config_.train.steps) end_of_round();
       report(loss, start, first);
       evaluate_if_due();
     }
@@ -279,6 +279,8 @@ class Run {
       syncs_->average(f);
     }
   }
+
+  bool at_round_boundary() const { return progress_.step % config_.outer.sync_every == 0; }
 
   // A fragment's sync point inside a round: live recovery takes replacements back here too, so
   // that one does not wait for the boundary (under quorum sync the members may hold different

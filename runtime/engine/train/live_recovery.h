@@ -123,8 +123,8 @@ class LiveRecovery {
   SyncResult sync(int fragment, bool plain_average);
 
   // A replacement process: joins the live group where the members next admit (admit_joiners)
-  // and takes the state from a live member. False when the job finished before it could (finished_without_this_rank);
-  // OutOfGroup (exit 5) when taking the state failed.
+  // and takes the state from a live member. False when the job finished before it could
+  // (finished_without_this_rank); OutOfGroup (exit 5) when taking the state failed.
   bool rejoin();
 
   // The job's result, as a member summarised it, for a replacement that the job finished
