@@ -18,6 +18,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/thread_priority.h"
+
 namespace ppu {
 
 namespace {
@@ -106,15 +108,11 @@ std::string blas_core_reason(const BlasInfo& blas) {
 }
 
 int yield_cpu_to_control_plane(int steps) {
-  const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+  if (const auto nice = lower_thread_priority(steps)) return *nice;
+  spdlog::warn("could not lower the training thread's priority ({}): on a shared CPU its heartbeat may starve",
+               std::strerror(errno));
   errno = 0;
-  const int now = getpriority(PRIO_PROCESS, tid);
-  if (errno != 0 || setpriority(PRIO_PROCESS, tid, now + steps) != 0) {
-    spdlog::warn("could not lower the training thread's priority ({}): on a shared CPU its heartbeat may starve",
-                 std::strerror(errno));
-    return now;
-  }
-  return now + steps;
+  return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
 }
 
 }  // namespace ppu

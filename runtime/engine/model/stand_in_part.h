@@ -3,7 +3,7 @@
 // weights were just set to the global θ (θ_k <- θ, as a replacement takes them): every weight
 // as θ in `dtype`, and with bf16 the fp32 master of `plan`'s trainable range of each parameter
 // (zero elements where it is frozen). `theta`: fp32, in layout order; `copy` as for
-// Transformer::save (the weights are always copies: θ in `dtype`).
+// Transformer::writer (the weights are always copies: θ in `dtype`).
 #pragma once
 
 #include <torch/torch.h>
@@ -16,8 +16,7 @@
 
 namespace ppu {
 
-void write_model_as_theta(torch::serialize::OutputArchive& archive, const std::vector<ParamInfo>& layout,
-                          const std::vector<torch::Tensor>& theta, const SlicePlan& plan, torch::ScalarType dtype,
-                          TensorCopy copy = TensorCopy::Shared);
+ArchiveWriter model_as_theta(const std::vector<ParamInfo>& layout, const std::vector<torch::Tensor>& theta,
+                             const SlicePlan& plan, torch::ScalarType dtype, TensorCopy copy);
 
 }  // namespace ppu

@@ -325,16 +325,17 @@ void Transformer::store_fp32(size_t i, const TensorRegion& region, const torch::
   region_view(masters_[i], o->in_master).copy_(region_view(v, o->in_region));
 }
 
-void Transformer::save(torch::serialize::OutputArchive& archive, TensorCopy copy) const {
+ArchiveWriter Transformer::writer(TensorCopy copy) const {
+  SavedTensors saved(copy);
   for (size_t i = 0; i < weights_.size(); ++i) {
     // A view (W_q, W_k, W_v share one buffer) is cloned: an archive stores whole storages.
     auto w = weights_[i].detach().to(torch::kCPU);
-    if (w.storage().nbytes() != w.nbytes()) w = w.clone();
-    else w = as_saved(w, copy);
-    archive.write(checkpoint_key::model_weight(layout_[i].name), w);
+    if (w.storage().nbytes() != w.nbytes()) saved.add_own(checkpoint_key::model_weight(layout_[i].name), w.clone());
+    else saved.add(checkpoint_key::model_weight(layout_[i].name), w);
   }
   for (size_t i = 0; i < masters_.size(); ++i)
-    archive.write(checkpoint_key::model_master(layout_[i].name), as_saved(masters_[i].detach().to(torch::kCPU), copy));
+    saved.add(checkpoint_key::model_master(layout_[i].name), masters_[i].detach().to(torch::kCPU));
+  return std::move(saved).writer();
 }
 
 void Transformer::load(torch::serialize::InputArchive& archive) {

@@ -90,7 +90,9 @@ class Transformer {
   torch::Tensor load_fp32(size_t i, const TensorRegion& region) const;
   // Its checkpoint section (engine/state/checkpoint_format.h): every weight and, in bf16, every fp32
   // master. load() throws CheckpointError naming a parameter that is missing or of another shape.
-  void save(torch::serialize::OutputArchive& archive, TensorCopy copy = TensorCopy::Shared) const;
+  // writer(): that section as `copy` says; save(): written now.
+  ArchiveWriter writer(TensorCopy copy) const;
+  void save(torch::serialize::OutputArchive& archive) const { writer(TensorCopy::Shared)(archive); }
   void load(torch::serialize::InputArchive& archive);
   const std::vector<ParamInfo>& layout() const { return layout_; }
   const SlicePlan& plan() const { return plan_; }

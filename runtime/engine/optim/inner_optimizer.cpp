@@ -193,46 +193,65 @@ int64_t InnerOptimizer::state_bytes() const {
   return bytes;
 }
 
-void InnerOptimizer::save(torch::serialize::OutputArchive& archive, TensorCopy copy) const {
-  if (copy == TensorCopy::Shared) {
-    optimizer_->save(archive);
-    return;
-  }
+namespace {
+
+// An optimiser of `adam`'s kind over `groups` with `defaults` (AdamWOptions or SGDOptions).
+std::unique_ptr<torch::optim::Optimizer> same_kind(bool adam,
+                                                   const std::vector<torch::optim::OptimizerParamGroup>& groups,
+                                                   const torch::optim::OptimizerOptions& defaults) {
+  if (adam)
+    return std::make_unique<torch::optim::AdamW>(groups, static_cast<const torch::optim::AdamWOptions&>(defaults));
+  return std::make_unique<torch::optim::SGD>(groups, static_cast<const torch::optim::SGDOptions&>(defaults));
+}
+
+}  // namespace
+
+ArchiveWriter InnerOptimizer::writer(TensorCopy copy) const {
+  if (copy == TensorCopy::Shared) return [this](torch::serialize::OutputArchive& a) { optimizer_->save(a); };
   // LibTorch's serialiser writes the state it finds by reference, keyed by the parameters: a
   // second optimiser over the same groups, holding copies of the state, writes the same archive
-  // with the copies in it (the archive keeps them alive once the optimiser is gone).
-  if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get())) {
-    torch::optim::AdamW snapshot(adamw->param_groups(),
-                                 static_cast<const torch::optim::AdamWOptions&>(adamw->defaults()));
-    for (const auto& [key, state] : adamw->state()) {
+  // with the copies in it. Only the copies are made here; that optimiser is built by the writer.
+  using State = std::decay_t<decltype(optimizer_->state())>;
+  struct Snapshot {
+    bool adam;
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    std::unique_ptr<torch::optim::OptimizerOptions> defaults;
+    State state;
+  };
+  const bool adam = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()) != nullptr;
+  auto snapshot =
+      std::make_shared<Snapshot>(Snapshot{adam, optimizer_->param_groups(), optimizer_->defaults().clone(), State{}});
+  for (const auto& [key, state] : optimizer_->state()) {
+    if (adam) {
       const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
       auto c = std::make_unique<torch::optim::AdamWParamState>();
       c->step(s.step());
       c->exp_avg(as_saved(s.exp_avg(), copy));
       c->exp_avg_sq(as_saved(s.exp_avg_sq(), copy));
       if (s.max_exp_avg_sq().defined()) c->max_exp_avg_sq(as_saved(s.max_exp_avg_sq(), copy));
-      snapshot.state()[key] = std::move(c);
+      snapshot->state[key] = std::move(c);
+    } else {
+      auto c = std::make_unique<torch::optim::SGDParamState>();
+      c->momentum_buffer(as_saved(static_cast<const torch::optim::SGDParamState&>(*state).momentum_buffer(), copy));
+      snapshot->state[key] = std::move(c);
     }
-    snapshot.save(archive);
-    return;
   }
-  auto& sgd = dynamic_cast<torch::optim::SGD&>(*optimizer_);
-  torch::optim::SGD snapshot(sgd.param_groups(), static_cast<const torch::optim::SGDOptions&>(sgd.defaults()));
-  for (const auto& [key, state] : sgd.state()) {
-    const auto& s = static_cast<const torch::optim::SGDParamState&>(*state);
-    auto c = std::make_unique<torch::optim::SGDParamState>();
-    c->momentum_buffer(as_saved(s.momentum_buffer(), copy));
-    snapshot.state()[key] = std::move(c);
-  }
-  snapshot.save(archive);
+  return [snapshot](torch::serialize::OutputArchive& a) {
+    auto optimizer = same_kind(snapshot->adam, snapshot->groups, *snapshot->defaults);
+    for (const auto& [key, state] : snapshot->state) optimizer->state()[key] = state->clone();  // the copies, shared
+    optimizer->save(a);
+  };
 }
 void InnerOptimizer::load(torch::serialize::InputArchive& archive) { optimizer_->load(archive); }
 
-void InnerOptimizer::save_fresh(torch::serialize::OutputArchive& archive) const {
+ArchiveWriter InnerOptimizer::fresh_writer() const {
   // A second optimiser of the same kind over the same groups has no state until it steps.
-  if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()))
-    torch::optim::AdamW(adamw->param_groups(), torch::optim::AdamWOptions(config_.lr)).save(archive);
-  else torch::optim::SGD(optimizer_->param_groups(), torch::optim::SGDOptions(config_.lr)).save(archive);
+  const bool adam = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()) != nullptr;
+  std::shared_ptr<const torch::optim::OptimizerOptions> defaults;
+  if (adam) defaults = std::make_shared<torch::optim::AdamWOptions>(config_.lr);
+  else defaults = std::make_shared<torch::optim::SGDOptions>(config_.lr);
+  auto groups = std::make_shared<const std::vector<torch::optim::OptimizerParamGroup>>(optimizer_->param_groups());
+  return [adam, groups, defaults](torch::serialize::OutputArchive& a) { same_kind(adam, *groups, *defaults)->save(a); };
 }
 
 torch::optim::AdamWParamState* InnerOptimizer::adamw_state(size_t i) const {

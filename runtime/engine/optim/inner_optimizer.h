@@ -38,13 +38,17 @@ class InnerOptimizer {
   // Bytes of optimiser state tensors that exist right now.
   int64_t state_bytes() const;
 
-  // Cloned: the state tensors are copied (a snapshot for a background save), through a second
-  // optimiser over the same parameter groups that holds the copies.
-  void save(torch::serialize::OutputArchive& archive, TensorCopy copy = TensorCopy::Shared) const;
+  // Its checkpoint section (LibTorch's serialisation of the optimiser): writer() as `copy` says
+  // (Cloned: the state tensors are copied now, and the writer builds a second optimiser over the
+  // same parameter groups holding the copies when it runs), save() now.
+  ArchiveWriter writer(TensorCopy copy) const;
+  void save(torch::serialize::OutputArchive& archive) const { writer(TensorCopy::Shared)(archive); }
   void load(torch::serialize::InputArchive& archive);
   // What save() writes for this optimiser with no state yet (a rank's fresh state): the same
-  // parameter groups, so load() takes it on any rank of this plan.
-  void save_fresh(torch::serialize::OutputArchive& archive) const;
+  // parameter groups, so load() takes it on any rank of this plan. The writer may run on any
+  // thread, at any time (it holds the groups; their parameters serve only as keys).
+  ArchiveWriter fresh_writer() const;
+  void save_fresh(torch::serialize::OutputArchive& archive) const { fresh_writer()(archive); }
 
   // Live recovery (network.replacement_inner_state coowner): group rank `root`'s AdamW state (per
   // trainable tensor: step, exp_avg, exp_avg_sq) to every member of `collectives`' group, which

@@ -254,26 +254,26 @@ int64_t OuterOptimizer::global_bytes() const {
   return b;
 }
 
-void OuterOptimizer::save(torch::serialize::OutputArchive& archive, TensorCopy copy) const {
+ArchiveWriter OuterOptimizer::writer(TensorCopy copy) const {
+  SavedTensors saved(copy);
   for (size_t i = 0; i < global_.size(); ++i) {
     const auto& name = model_.layout()[i].name;
-    archive.write(checkpoint_key::outer_global(name), as_saved(global_[i], copy));
+    saved.add(checkpoint_key::outer_global(name), global_[i]);
     // A fragment not yet synchronised has no momentum: stored as an empty tensor.
-    archive.write(checkpoint_key::outer_momentum(name),
-                  momentum_[i].defined() ? as_saved(momentum_[i], copy) : torch::empty({0}));
+    saved.add_or_empty(checkpoint_key::outer_momentum(name), momentum_[i]);
   }
+  return std::move(saved).writer();
 }
 
 // Error-feedback residuals differ per rank, so they go into the rank's part of a checkpoint;
 // without them a resumed run would differ from an uninterrupted one.
-void OuterOptimizer::save_feedback(torch::serialize::OutputArchive& archive, TensorCopy copy) const {
+ArchiveWriter OuterOptimizer::feedback_writer(TensorCopy copy) const {
+  SavedTensors saved(copy);
   for (size_t f = 0; f < feedback_.size(); ++f) {
-    const auto& fb = feedback_[f];
-    archive.write(checkpoint_key::feedback_contribution(f),
-                  fb.contribution.defined() ? as_saved(fb.contribution, copy) : torch::empty({0}));
-    archive.write(checkpoint_key::feedback_result(f),
-                  fb.result.defined() ? as_saved(fb.result, copy) : torch::empty({0}));
+    saved.add_or_empty(checkpoint_key::feedback_contribution(f), feedback_[f].contribution);
+    saved.add_or_empty(checkpoint_key::feedback_result(f), feedback_[f].result);
   }
+  return std::move(saved).writer();
 }
 
 void OuterOptimizer::load(torch::serialize::InputArchive& archive) {

@@ -102,11 +102,12 @@ class OuterOptimizer {
   int64_t momentum_bytes() const;
   int64_t global_bytes() const;
 
-  // Global θ and momentum (same on every rank).
-  void save(torch::serialize::OutputArchive& archive, TensorCopy copy = TensorCopy::Shared) const;
+  // Global θ and momentum (same on every rank): writer() as `copy` says, save() now.
+  ArchiveWriter writer(TensorCopy copy) const;
+  void save(torch::serialize::OutputArchive& archive) const { writer(TensorCopy::Shared)(archive); }
   void load(torch::serialize::InputArchive& archive);
   // This rank's error-feedback residuals (outer.error_feedback): rank-local checkpoint state.
-  void save_feedback(torch::serialize::OutputArchive& archive, TensorCopy copy = TensorCopy::Shared) const;
+  ArchiveWriter feedback_writer(TensorCopy copy) const;
   void load_feedback(torch::serialize::InputArchive& archive);
 
  private:

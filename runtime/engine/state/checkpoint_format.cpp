@@ -20,6 +20,18 @@ void require_checkpoint_format(int format, const std::string& where) {
                               " only: resume it with the ppu-train that wrote it, or move it away to start afresh");
 }
 
+ArchiveWriter SavedTensors::writer() && {
+  return [entries = std::move(entries_)](torch::serialize::OutputArchive& archive) {
+    for (const auto& [key, t] : entries) archive.write(key, t);
+  };
+}
+
+void write_nested(torch::serialize::OutputArchive& archive, const std::string& key, const ArchiveWriter& section) {
+  torch::serialize::OutputArchive nested;
+  section(nested);
+  archive.write(key, nested);
+}
+
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, int64_t value) {
   archive.write(key, torch::tensor({value}, torch::kInt64));
 }

@@ -5,7 +5,7 @@
 //      model.weight.<param>, model.master.<param>  Transformer::save/load (masters: bf16 runs only)
 //      inner                                        InnerOptimizer::save/load (a nested archive)
 //      feedback: feedback.<fragment>.{contribution,result}
-//                                                   OuterOptimizer::save_feedback/load_feedback
+//                                                   OuterOptimizer::feedback_writer/load_feedback
 //      progress.{step,rounds,loader_position}       int64 scalars \ the trainer's Progress
 //      totals.<name>                                float64 scalars /
 //  - global part (global.pt)
@@ -24,8 +24,11 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/checkpoint_names.h"
 #include "core/exit_status.h"
@@ -70,14 +73,40 @@ inline std::string outer_global(const std::string& param) { return "outer.global
 inline std::string outer_momentum(const std::string& param) { return "outer.momentum." + param; }
 }  // namespace checkpoint_key
 
-// How a section's save() puts its tensors into an archive. Shared: the archive refers to the live
-// tensors, so it must be serialised before training changes them (an inline save). Cloned: it
-// holds copies, a snapshot that may be serialised later on another thread (a background save:
-// the training thread pays for the copy only).
+// How a section's writer holds its tensors. Shared: it refers to the live tensors, so it must run
+// before training changes them (an inline save). Cloned: it holds copies made when it was made,
+// and may run later on another thread (a background save: the training thread pays for the
+// copies only; the upload thread builds the archive and serialises it).
 enum class TensorCopy { Shared, Cloned };
 inline torch::Tensor as_saved(const torch::Tensor& t, TensorCopy copy) {
   return copy == TensorCopy::Cloned && t.defined() ? t.clone() : t;
 }
+
+// Writes a section (or a whole part) into an archive.
+using ArchiveWriter = std::function<void(torch::serialize::OutputArchive&)>;
+
+// A section's (key, tensor) pairs, each held as `copy` says, and the writer that writes them in
+// the order added.
+class SavedTensors {
+ public:
+  explicit SavedTensors(TensorCopy copy) : copy_(copy) {}
+  void add(std::string key, const torch::Tensor& t) { entries_.emplace_back(std::move(key), as_saved(t, copy_)); }
+  // A tensor that is already a copy of its own (never copied again).
+  void add_own(std::string key, torch::Tensor t) { entries_.emplace_back(std::move(key), std::move(t)); }
+  // add(), or an empty tensor where `t` is undefined (state not made yet).
+  void add_or_empty(std::string key, const torch::Tensor& t) {
+    if (t.defined()) add(std::move(key), t);
+    else add_own(std::move(key), torch::empty({0}));
+  }
+  ArchiveWriter writer() &&;
+
+ private:
+  TensorCopy copy_;
+  std::vector<std::pair<std::string, torch::Tensor>> entries_;
+};
+
+// `section` written into a nested archive under `key` of the part's archive.
+void write_nested(torch::serialize::OutputArchive& archive, const std::string& key, const ArchiveWriter& section);
 
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, int64_t value);
 void write_scalar(torch::serialize::OutputArchive& archive, const std::string& key, double value);

@@ -32,18 +32,18 @@ std::string serialize(torch::serialize::OutputArchive& archive) {
   return os.str();
 }
 
-std::string serialize(const CheckpointStore::Writer& writer) {
+std::string serialize(const ArchiveWriter& writer) {
   torch::serialize::OutputArchive archive;
-  writer(archive, TensorCopy::Shared);
+  writer(archive);
   return serialize(archive);
 }
 
-// The part as it is now, serialised when the upload thread asks for its bytes: the training
-// thread only copies the tensors.
-CheckpointUploader::Bytes snapshot(const CheckpointStore::Writer& writer) {
-  auto archive = std::make_shared<torch::serialize::OutputArchive>();
-  writer(*archive, TensorCopy::Cloned);
-  return CheckpointUploader::Bytes::later([archive] { return serialize(*archive); });
+std::string serialize(const CheckpointStore::Writer& part) { return serialize(part(TensorCopy::Shared)); }
+
+// The part as it is now, built and serialised when the upload thread asks for its bytes: the
+// training thread only copies the tensors.
+CheckpointUploader::Bytes snapshot(const CheckpointStore::Writer& part) {
+  return CheckpointUploader::Bytes::later([writer = part(TensorCopy::Cloned)] { return serialize(writer); });
 }
 
 std::string checksum(const std::string& bytes) { return hex64(fnv1a64(bytes.data(), bytes.size())); }

@@ -88,9 +88,10 @@ class CheckpointStore {
   CheckpointStore(const CheckpointStore&) = delete;
   CheckpointStore& operator=(const CheckpointStore&) = delete;
 
-  // Writes a part's sections into an archive, with its tensors as `copy` says: save() passes
-  // Shared (it serialises the archive at once), save_in_background() Cloned.
-  using Writer = std::function<void(torch::serialize::OutputArchive&, TensorCopy copy)>;
+  // A part: its writer, holding its tensors as `copy` says. save() asks for Shared and runs it at
+  // once; save_in_background() asks for Cloned on the calling thread and runs it on the upload
+  // thread, which builds the archive and serialises it.
+  using Writer = std::function<ArchiveWriter(TensorCopy copy)>;
   // The part of a job rank missing from the group, written by the member standing in for it.
   struct StandIn {
     int job_rank;
@@ -110,7 +111,7 @@ class CheckpointStore {
   // checkpoint.upload background (auto: for s3://): the rounds are written by the uploader's
   // thread (engine/state/checkpoint_uploader.h). Collective, like save(): each member's parts (on
   // the group's rank 0 global.pt too) are copied now (a snapshot, TensorCopy::Cloned) and handed
-  // over, to be serialised and written by the upload thread; the round is a
+  // over, to be built, serialised and written by the upload thread; the round is a
   // checkpoint once the group's rank 0 commits it (uploader()->committed()). When any member still
   // has checkpoint.max_in_flight rounds being written, no member hands this one over (one
   // all-reduce decides, or `room`: the members' answer agreed before, with no round handed over

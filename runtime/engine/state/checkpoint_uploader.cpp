@@ -3,8 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "common/seconds_since.h"
+#include "common/thread_priority.h"
 #include "core/checkpoint_names.h"
 
 namespace ppu {
@@ -15,6 +18,11 @@ namespace file = checkpoint_file;
 
 // How often the thread, while idle, looks for receipts (rank 0) or a manifest (the others).
 constexpr auto kPoll = std::chrono::milliseconds(100);
+// Nice levels this thread runs below the training thread that made it: where both want a core
+// (more ranks than cores) the training thread gets about 3x its share, so serialising and
+// sending a checkpoint delays the uploads (skipped rounds, max_in_flight), not the steps. Where a
+// core is free it changes nothing.
+constexpr int kUploadNice = 5;
 
 }  // namespace
 
@@ -106,6 +114,11 @@ CheckpointUploader::Stats CheckpointUploader::stats() const {
 }
 
 void CheckpointUploader::run() {
+  if (!lower_thread_priority(kUploadNice))
+    spdlog::warn(
+        "checkpoint upload: could not lower the upload thread's priority ({}); it competes with training "
+        "for the CPU",
+        std::strerror(errno));
   for (;;) {
     std::optional<Round> round;
     {

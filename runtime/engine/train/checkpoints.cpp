@@ -22,11 +22,12 @@ RunCheckpoints::RunCheckpoints(const Config& c, const std::string& dir, Collecti
       schedule_(schedule),
       model_(model),
       run_(run),
-      store_(dir, c.checkpoint, collectives) {}
+      store_(dir, c.checkpoint, collectives),
+      config_yaml_(to_yaml(c)) {}
 
 // Every member writes its own part; for each job rank missing from the group, one member
 // stands in (core/coowners.h: the lowest live co-owner of its slice, else the lowest member)
-// and writes that rank's part (write_stand_in_part).
+// and writes that rank's part (stand_in_part).
 bool RunCheckpoints::upload_full() const { return store_.background() && store_.uploader()->full(); }
 
 void RunCheckpoints::save(bool must, std::optional<bool> room) {
@@ -49,8 +50,7 @@ void RunCheckpoints::write_round(bool must, std::optional<bool> room) {
   for (int r : missing)
     if (stand_in(r, collectives_.members(), plan_.slices()) == collectives_.job_rank()) {
       mine.push_back(r);
-      stand_ins.push_back(
-          {r, [this, r](torch::serialize::OutputArchive& a, TensorCopy copy) { write_stand_in_part(a, r, copy); }});
+      stand_ins.push_back({r, [this, r](TensorCopy copy) { return stand_in_part(r, copy); }});
     }
   const auto write = [&](auto&&... args) {
     return store_.background() ? store_.save_in_background(args..., must, config_.checkpoint.write_timeout_s, room)
@@ -58,18 +58,11 @@ void RunCheckpoints::write_round(bool must, std::optional<bool> room) {
   };
   const bool written = write(
       run_.progress.rounds,
-      [&](torch::serialize::OutputArchive& a, TensorCopy copy) {
-        model_.save(a, copy);
-        torch::serialize::OutputArchive inner;
-        run_.inner.save(inner, copy);
-        a.write(checkpoint_key::kInner, inner);
-        torch::serialize::OutputArchive feedback;
-        run_.outer.save_feedback(feedback, copy);
-        a.write(checkpoint_key::kFeedback, feedback);
-        save_progress(a);
+      [&](TensorCopy copy) {
+        return rank_part(model_.writer(copy), run_.inner.writer(copy), run_.outer.feedback_writer(copy),
+                         progress_writer(static_cast<int64_t>(run_.loader.position())));
       },
-      stand_ins, [&](torch::serialize::OutputArchive& a, TensorCopy copy) { run_.outer.save(a, copy); },
-      to_yaml(config_));
+      stand_ins, [&](TensorCopy copy) { return run_.outer.writer(copy); }, config_yaml_);
   if (store_.background()) {
     if (written) {
       spdlog::info("checkpoint round {} handed to the background upload to {}{}", run_.progress.rounds, store_.dir(),
@@ -110,20 +103,14 @@ void RunCheckpoints::write_round(bool must, std::optional<bool> room) {
 // it); this member's inner state if it trains the same slice, else none (fresh); the job's step
 // as its data position (a rank's batches are a function of (seed, rank, step)); no
 // error-feedback residuals (live recovery runs without them); this member's counters.
-void RunCheckpoints::write_stand_in_part(torch::serialize::OutputArchive& a, int missing, TensorCopy copy) {
-  write_model_as_theta(a, model_.layout(), run_.outer.global(),
-                       SlicePlan::from_config(config_, collectives_.job_size(), missing), model_.dtype(), copy);
-  torch::serialize::OutputArchive inner;
-  if (same_slice(missing, collectives_.job_rank(), plan_.slices())) run_.inner.save(inner, copy);
-  else run_.inner.save_fresh(inner);
-  a.write(checkpoint_key::kInner, inner);
-  torch::serialize::OutputArchive feedback;
-  run_.outer.save_feedback(feedback, copy);
-  a.write(checkpoint_key::kFeedback, feedback);
-  write_scalar(a, checkpoint_key::kStep, run_.progress.step);
-  write_scalar(a, checkpoint_key::kRounds, run_.progress.rounds);
-  write_scalar(a, checkpoint_key::kLoaderPosition, run_.progress.step);  // one batch per inner step
-  for (const auto& [name, value] : totals()) write_scalar(a, checkpoint_key::total(name), *value);
+ArchiveWriter RunCheckpoints::stand_in_part(int missing, TensorCopy copy) {
+  return rank_part(
+      model_as_theta(model_.layout(), run_.outer.global(),
+                     SlicePlan::from_config(config_, collectives_.job_size(), missing), model_.dtype(), copy),
+      same_slice(missing, collectives_.job_rank(), plan_.slices()) ? run_.inner.writer(copy)
+                                                                   : run_.inner.fresh_writer(),
+      run_.outer.feedback_writer(copy),
+      progress_writer(run_.progress.step));  // one batch per inner step
 }
 
 void RunCheckpoints::resume() {
@@ -258,11 +245,27 @@ void RunCheckpoints::load_from(LoadedCheckpoint& ckpt) {
 }
 
 // The trainer's own section: where the run is (step, round, data position) and its totals.
-void RunCheckpoints::save_progress(torch::serialize::OutputArchive& a) {
-  write_scalar(a, checkpoint_key::kStep, run_.progress.step);
-  write_scalar(a, checkpoint_key::kRounds, run_.progress.rounds);
-  write_scalar(a, checkpoint_key::kLoaderPosition, static_cast<int64_t>(run_.loader.position()));
-  for (const auto& [name, value] : totals()) write_scalar(a, checkpoint_key::total(name), *value);
+ArchiveWriter RunCheckpoints::rank_part(ArchiveWriter model, ArchiveWriter inner, ArchiveWriter feedback,
+                                        ArchiveWriter progress) {
+  return [model = std::move(model), inner = std::move(inner), feedback = std::move(feedback),
+          progress = std::move(progress)](torch::serialize::OutputArchive& a) {
+    model(a);
+    write_nested(a, checkpoint_key::kInner, inner);
+    write_nested(a, checkpoint_key::kFeedback, feedback);
+    progress(a);
+  };
+}
+
+ArchiveWriter RunCheckpoints::progress_writer(int64_t loader_position) {
+  std::vector<std::pair<std::string, double>> totals_now;
+  for (const auto& [name, value] : totals()) totals_now.emplace_back(checkpoint_key::total(name), *value);
+  return [step = run_.progress.step, rounds = run_.progress.rounds, loader_position,
+          totals_now = std::move(totals_now)](torch::serialize::OutputArchive& a) {
+    write_scalar(a, checkpoint_key::kStep, step);
+    write_scalar(a, checkpoint_key::kRounds, rounds);
+    write_scalar(a, checkpoint_key::kLoaderPosition, loader_position);
+    for (const auto& [key, value] : totals_now) write_scalar(a, key, value);
+  };
 }
 
 void RunCheckpoints::load_progress(torch::serialize::InputArchive& a) {

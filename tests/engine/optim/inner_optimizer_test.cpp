@@ -119,8 +119,9 @@ TEST(InnerOptimizer, StateRoundTripsThroughACheckpoint) {
   for (size_t i = 0; i < b.trainable.size(); ++i) EXPECT_TRUE(torch::equal(c_params.trainable[i], b.trainable[i])) << i;
 }
 
-// A background checkpoint saves with TensorCopy::Cloned and serialises later, while training
-// goes on: what it holds is the state at the save, whatever steps come before it is serialised.
+// A background checkpoint takes the writer with TensorCopy::Cloned and runs it later, on the
+// upload thread, while training goes on: what it writes is the state when the writer was taken,
+// whatever steps come before it runs.
 TEST(InnerOptimizer, AClonedSaveIsASnapshotThatLaterStepsLeaveAlone) {
   {  // AdamW (this runtime's SGD has no momentum: no state to copy)
     InnerConfig c;
@@ -145,10 +146,11 @@ TEST(InnerOptimizer, AClonedSaveIsASnapshotThatLaterStepsLeaveAlone) {
     };
     step_to(0, 3);
     const uint64_t at_save = inner.state_digest();
-    torch::serialize::OutputArchive cloned;
-    inner.save(cloned, TensorCopy::Cloned);
+    const ArchiveWriter later = inner.writer(TensorCopy::Cloned);
     step_to(3, 5);
     ASSERT_NE(inner.state_digest(), at_save);  // the later steps changed the state in place
+    torch::serialize::OutputArchive cloned;
+    later(cloned);
     EXPECT_EQ(restored_digest(cloned), at_save);
   }
 }
