@@ -7,7 +7,7 @@
 # build registers for the same selection, so a half-configured tree cannot pass as green.
 #
 # The `cluster` label (tests/cluster: builds the container image and a real cluster of one and
-# two nodes, then runs the end-to-end tests on them (tests/cluster/e2e, pytest); 73 min of ctest
+# two nodes, then runs the end-to-end tests on them (tests/cluster/e2e, pytest); 65 min of ctest
 # on 2 cores with the tools built, docs/DEPLOY.md) is left out unless asked for, which is how CI
 # runs this script:
 #   bash scripts/test.sh -L cluster          only the cluster tests (a -L regex naming `cluster`);
