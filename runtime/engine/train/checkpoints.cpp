@@ -244,7 +244,6 @@ void RunCheckpoints::load_from(LoadedCheckpoint& ckpt) {
   run_.outer.load(ckpt.global_part);
 }
 
-// The trainer's own section: where the run is (step, round, data position) and its totals.
 ArchiveWriter RunCheckpoints::rank_part(ArchiveWriter model, ArchiveWriter inner, ArchiveWriter feedback,
                                         ArchiveWriter progress) {
   return [model = std::move(model), inner = std::move(inner), feedback = std::move(feedback),
@@ -256,6 +255,7 @@ ArchiveWriter RunCheckpoints::rank_part(ArchiveWriter model, ArchiveWriter inner
   };
 }
 
+// The trainer's own section: where the run is (step, round, data position) and its totals.
 ArchiveWriter RunCheckpoints::progress_writer(int64_t loader_position) {
   std::vector<std::pair<std::string, double>> totals_now;
   for (const auto& [name, value] : totals()) totals_now.emplace_back(checkpoint_key::total(name), *value);
