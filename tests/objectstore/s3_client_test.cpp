@@ -109,7 +109,7 @@ TEST_F(S3ClientIT, AKilledServerIsRetryableAndServesWhatItStoredOnceBack) {
 TEST_F(S3ClientIT, AFrozenServerIsAbandonedAfterTheStallBound) {
   S3Settings settings = server_.settings();
   settings.stall_s = 2;
-  client().put("k", "v");  // the server's first write allocates its volumes: seconds
+  client().put("k", "v");
   S3Client s3(settings, SeaweedServer::credentials(), SeaweedServer::bucket());
   server_.stop();
   const auto start = std::chrono::steady_clock::now();

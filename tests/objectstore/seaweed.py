@@ -79,17 +79,22 @@ class Seaweed:
         log = open(os.path.join(self.dir, "weed.log"), "a")  # noqa: SIM115  (the server's, closed with it)
         self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 90
+        refused = ""
         while time.monotonic() < deadline:
-            if self.tool("mb", check=False).returncode == 0:
-                # The first write grows SeaweedFS's volumes, which takes seconds: done here, so
-                # that a test's first checkpoint is not the one that waits for it.
-                self.put("warm-up", os.urandom(1 << 20))
+            # Ready once the bucket exists and a write is stored. The first write grows
+            # SeaweedFS's volumes, which takes seconds, and after a restart on the same data the
+            # volume server registers with the master a little after S3 answers: writes are
+            # refused until then. Done here, so that a test's first checkpoint does not meet it.
+            made = self.tool("mb", check=False)
+            written = made.returncode == 0 and self.tool("put", "warm-up", data=os.urandom(1 << 20), check=False)
+            if written and written.returncode == 0:
                 self.rm("warm-up")
                 return self
+            refused = (written or made).stderr.decode(errors="replace")
             if self.proc.poll() is not None:
                 break
             time.sleep(0.25)
-        raise RuntimeError(f"SeaweedFS did not serve S3 within 90 s:\n{self.log_tail()}")
+        raise RuntimeError(f"SeaweedFS did not store a write within 90 s ({refused.strip()}):\n{self.log_tail()}")
 
     def kill(self):
         if self.proc is not None and self.proc.poll() is None:

@@ -100,14 +100,20 @@ void SeaweedServer::start() {
   std::string last;
   while (std::chrono::steady_clock::now() < deadline) {
     try {
-      S3Client(quick, credentials(), bucket()).create_bucket();
+      // Ready once a write is stored: the first grows the volumes (seconds), and after a
+      // restart on the same data the volume server registers with the master a little after S3
+      // answers, refusing writes until then.
+      S3Client client(quick, credentials(), bucket());
+      client.create_bucket();
+      client.put("warm-up", std::string(1 << 20, 'w'));
+      client.remove("warm-up");
       return;
     } catch (const S3Error& e) {
       last = e.what();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  throw std::runtime_error("SeaweedFS did not serve S3 within 90 s (last: " + last + ")\n" + log_tail());
+  throw std::runtime_error("SeaweedFS did not store a write within 90 s (last: " + last + ")\n" + log_tail());
 }
 
 void SeaweedServer::kill() {

@@ -1,5 +1,7 @@
 #include "engine/state/checkpoint_format.h"
 
+#include <cstring>
+
 namespace ppu {
 
 namespace {
@@ -18,6 +20,13 @@ void require_checkpoint_format(int format, const std::string& where) {
   throw CheckpointFormatError(where + " is in checkpoint format " + std::to_string(format) +
                               ", this ppu-train reads format " + std::to_string(kCheckpointFormat) +
                               " only: resume it with the ppu-train that wrote it, or move it away to start afresh");
+}
+
+torch::Tensor snapshot_copy(const torch::Tensor& t) {
+  if (!t.device().is_cpu() || !t.is_contiguous()) return t.detach().clone().requires_grad_(t.requires_grad());
+  auto copy = torch::empty(t.sizes(), t.options().requires_grad(false));
+  if (t.nbytes() > 0) std::memcpy(copy.data_ptr(), t.data_ptr(), t.nbytes());
+  return t.requires_grad() ? copy.requires_grad_() : copy;
 }
 
 ArchiveWriter SavedTensors::writer() && {

@@ -78,8 +78,12 @@ inline std::string outer_momentum(const std::string& param) { return "outer.mome
 // and may run later on another thread (a background save: the training thread pays for the
 // copies only; the upload thread builds the archive and serialises it).
 enum class TensorCopy { Shared, Cloned };
+// A copy of `t` for a background save, the same dtype, shape and requires_grad (what the archive
+// records). A contiguous CPU tensor is copied with memcpy, not clone(): a round's snapshot is
+// hundreds of small tensors, and clone()'s copy kernel costs more to set up than to run.
+torch::Tensor snapshot_copy(const torch::Tensor& t);
 inline torch::Tensor as_saved(const torch::Tensor& t, TensorCopy copy) {
-  return copy == TensorCopy::Cloned && t.defined() ? t.clone() : t;
+  return copy == TensorCopy::Cloned && t.defined() ? snapshot_copy(t) : t;
 }
 
 // Writes a section (or a whole part) into an archive.

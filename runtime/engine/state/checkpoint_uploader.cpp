@@ -114,7 +114,9 @@ CheckpointUploader::Stats CheckpointUploader::stats() const {
 }
 
 void CheckpointUploader::run() {
-  if (!lower_thread_priority(kUploadNice))
+  // Below training, and never preempting it when a round is handed over (the hand-over wakes
+  // this thread in the middle of the training thread's round boundary).
+  if (!lower_thread_priority(kUploadNice) || !run_as_batch_thread())
     spdlog::warn(
         "checkpoint upload: could not lower the upload thread's priority ({}); it competes with training "
         "for the CPU",
