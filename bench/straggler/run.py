@@ -11,7 +11,8 @@ rank's start) under both modes. Every run is measured in this one invocation on 
   wall          ppu-launch's wall time, start to exit
   x uncapped    wall / the uncapped sync_mode all run's wall, same K
   tokens/s      tokens the ranks trained (the summaries' tokens, summed) per second of wall
-  skipped       inner steps the capped rank skipped to reach a closed sync point (quorum)
+  skipped       inner steps the capped rank skipped to reach a closed sync point (quorum), and
+                (ahead) how many of them before the close, predicted to end after it
   max wait      the longest a rank waited at a sync point for it to close (quorum; rank 0)
   eval loss     the final global parameters' (one number per run)
 It prints a table, writes DIR/straggler.json, and exits 1 when the goal is missed: with quorum
@@ -119,7 +120,7 @@ def one_run(args, out, ranks, mode, cap):
     row = {
         "ranks": ranks, "mode": mode, "cap": cap, "wall_s": wall,
         "tokens_per_s": sum(s.tokens for s in sums) / wall, "loss": sums[0].eval_loss,
-        "skipped": last.steps_skipped, "grace_closes": sums[0].outer_sync.closed_by_grace,
+        "skipped": last.steps_skipped, "skipped_ahead": last.steps_skipped_ahead, "grace_closes": sums[0].outer_sync.closed_by_grace,
         "max_wait_s": sums[0].outer_sync.max_wait_seconds, "wait_s": sums[0].outer_sync.wait_seconds,
         "slow_rank_share": next((c.share for c in sums[0].outer_sync.ranks if c.rank == ranks - 1), None),
     }  # fmt: skip
@@ -140,12 +141,13 @@ def main():
     base = {r["ranks"]: r["wall_s"] for r in rows if r["mode"] == "all" and r["cap"] is None}
     for r in rows:
         r["x_uncapped"] = r["wall_s"] / base[r["ranks"]]
-    print("| K | slow rank | mode | wall | x uncapped | tokens/s | skipped | closed by grace | max wait | eval loss |")
+    print("| K | slow rank | mode | wall | x uncapped | tokens/s | skipped (ahead) | closed by grace | max wait "
+          "| eval loss |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         cap = f"{r['cap']:.0%} of a core" if r["cap"] else "uncapped"
         print(f"| {r['ranks']} | {cap} | {r['mode']} | {r['wall_s']:.1f} s | {r['x_uncapped']:.2f} | "
-              f"{r['tokens_per_s']:.0f} | {r['skipped']} | {r['grace_closes']} | {r['max_wait_s']:.2f} s | "
+              f"{r['tokens_per_s']:.0f} | {r['skipped']} ({r['skipped_ahead']}) | {r['grace_closes']} | {r['max_wait_s']:.2f} s | "
               f"{r['loss']:.4f} |")  # fmt: skip
     goal_row = next(r for r in rows if r["ranks"] == 4 and r["mode"] == "quorum" and r["cap"] == min(caps))
     missed = goal_row["x_uncapped"] > args.goal

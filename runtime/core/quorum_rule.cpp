@@ -23,6 +23,30 @@ double fastest_step_seconds(const std::vector<double>& train_s, int64_t steps) {
   return std::max(0.0, *std::min_element(train_s.begin(), train_s.end())) / static_cast<double>(steps);
 }
 
+AheadRule AheadRule::from_meeting(const std::vector<double>& step_s, const std::vector<int>& ranks, int quorum,
+                                  int slices, int job_rank) {
+  AheadRule rule;
+  std::vector<double> known;
+  double own = 0;
+  for (size_t i = 0; i < step_s.size(); ++i) {
+    if (step_s[i] > 0) known.push_back(step_s[i]);
+    if (ranks.at(i) == job_rank) own = step_s[i];
+  }
+  if (quorum <= 0 || known.size() < static_cast<size_t>(quorum)) return rule;  // the quorum's pace is not known
+  std::nth_element(known.begin(), known.begin() + (quorum - 1), known.end());
+  rule.quorum_step_s = known[static_cast<size_t>(quorum - 1)];
+  if (own <= kSlowerThanQuorum * rule.quorum_step_s) return rule;
+  for (size_t i = 0; i < step_s.size(); ++i)
+    if (ranks[i] != job_rank && ranks[i] % slices == job_rank % slices && step_s[i] > 0 &&
+        step_s[i] <= rule.quorum_step_s)
+      rule.allowed = true;
+  return rule;
+}
+
+bool AheadRule::finishes_late(double elapsed_s, double own_step_s, int64_t steps, double grace_s) const {
+  return allowed && elapsed_s + own_step_s > static_cast<double>(steps) * quorum_step_s + grace_s;
+}
+
 double GraceWindow::seconds() const {
   if (spreads_.empty()) return max_s_;
   std::vector<double> sorted(spreads_.begin(), spreads_.end());

@@ -14,6 +14,15 @@
 //    arriving at this one (they leave a meeting together) and the interval's steps; 0 when
 //    unknown. A sync point cannot close before a quorum trained to it, so a rank need not ask
 //    whether it closed before a fraction of that pace (QuorumSync::skips).
+//  - AheadRule: whether a rank may skip an inner step *before* its sync point closed, because
+//    it predicts the step would end after the close (QuorumSync::skips): only a rank slower
+//    than the quorum's pace (kSlowerThanQuorum x the quorum-th fastest member's seconds a
+//    trained step) whose slice has another owner at least as fast (skipping must not leave a
+//    slice without an update: the gate waits for an owner of every slice anyway). The close it
+//    predicts is the interval's steps at the quorum's pace plus the grace window: the members
+//    wait that long for late arrivals anyway, so a step that ends inside it costs them nothing
+//    they did not agree to. Every member's seconds a step come from the meeting (the median of
+//    its last few trained steps; 0: it has not trained yet, unknown).
 //  - FragmentWindows: each fragment's window (the inner steps since its last outer step) and
 //    how many of them this rank trained; weight(f) = trained / window, exactly 1 for a rank that
 //    trained every step (the weight of its delta in the fragment's outer step).
@@ -30,6 +39,19 @@ int quorum_size(double fraction, int members);
 double quorum_spread(std::vector<double> waits, int quorum);
 
 double fastest_step_seconds(const std::vector<double>& train_s, int64_t steps);
+
+struct AheadRule {
+  static constexpr double kSlowerThanQuorum = 1.5;
+  double quorum_step_s = 0;  // the quorum-th fastest member's seconds a trained step (0: unknown)
+  bool allowed = false;      // this rank may skip ahead
+  // From every member's seconds a trained step (`step_s`, by position; 0 unknown) and job rank
+  // (`ranks`, same positions), the quorum's size, the slices and this rank.
+  static AheadRule from_meeting(const std::vector<double>& step_s, const std::vector<int>& ranks, int quorum,
+                                int slices, int job_rank);
+  // Whether a step that takes `own_step_s` and starts `elapsed_s` into an interval of `steps`
+  // steps ends after the predicted close (`grace_s` after the quorum trained them).
+  bool finishes_late(double elapsed_s, double own_step_s, int64_t steps, double grace_s) const;
+};
 
 class GraceWindow {
  public:

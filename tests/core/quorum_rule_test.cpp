@@ -1,5 +1,6 @@
 // Quorum sync's pure rules (core/quorum_rule.h): the quorum's size, the spread of its arrivals,
-// the grace window adapted from them, and each fragment's window and weight.
+// the grace window adapted from them, when a slow rank skips ahead, and each fragment's window
+// and weight.
 #include "core/quorum_rule.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +31,39 @@ TEST(QuorumRule, TheSoonestCloseFollowsTheFastestMembersPace) {
   EXPECT_DOUBLE_EQ(fastest_step_seconds({3.0}, 10), 0.3);
   EXPECT_DOUBLE_EQ(fastest_step_seconds({}, 10), 0.0) << "no member known: no pace";
   EXPECT_DOUBLE_EQ(fastest_step_seconds({1.0}, 0), 0.0) << "no steps: no pace";
+}
+
+// K = 4, N = 2: slice 0 is ranks 0 and 2, slice 1 ranks 1 and 3; a quorum of 3.
+TEST(QuorumRule, OnlyARankSlowerThanTheQuorumWithAFastCoOwnerSkipsAhead) {
+  const std::vector<int> ranks{0, 1, 2, 3};
+  const std::vector<double> one_slow{0.03, 0.032, 0.031, 0.3};  // rank 3 ten times slower
+  const auto slow = AheadRule::from_meeting(one_slow, ranks, 3, 2, 3);
+  EXPECT_DOUBLE_EQ(slow.quorum_step_s, 0.032) << "the third fastest";
+  EXPECT_TRUE(slow.allowed) << "rank 1 trains slice 1 at the quorum's pace";
+  EXPECT_FALSE(AheadRule::from_meeting(one_slow, ranks, 3, 2, 1).allowed) << "a rank at the quorum's pace";
+  EXPECT_FALSE(AheadRule::from_meeting({0.03, 0.3, 0.031, 0.3}, ranks, 2, 2, 3).allowed)
+      << "slice 1's other owner is as slow: the gate waits for one of them, skipping would lose the slice's update";
+  EXPECT_FALSE(AheadRule::from_meeting({0.03, 0.032, 0.031, 0.04}, ranks, 3, 2, 3).allowed)
+      << "25 % slower is jitter, not a straggler";
+}
+
+TEST(QuorumRule, WithoutTheQuorumsPaceNobodySkipsAhead) {
+  const std::vector<int> ranks{0, 1, 2, 3};
+  const auto rule = AheadRule::from_meeting({0.03, 0, 0, 0.3}, ranks, 3, 2, 3);  // two have not trained yet
+  EXPECT_DOUBLE_EQ(rule.quorum_step_s, 0.0);
+  EXPECT_FALSE(rule.allowed);
+  EXPECT_FALSE(rule.finishes_late(100, 100, 5, 0));
+}
+
+TEST(QuorumRule, AStepEndingAfterThePredictedCloseIsLate) {
+  const auto rule = AheadRule::from_meeting({0.03, 0.03, 0.03, 0.3}, {0, 1, 2, 3}, 3, 2, 3);
+  // 5 steps at 0.03 s, then a 0.1 s grace: the close is predicted at 0.25 s.
+  EXPECT_TRUE(rule.finishes_late(0.0, 0.3, 5, 0.1)) << "a 0.3 s step cannot fit";
+  EXPECT_FALSE(rule.finishes_late(0.0, 0.2, 5, 0.1));
+  EXPECT_TRUE(rule.finishes_late(0.1, 0.2, 5, 0.1)) << "one that no longer fits";
+  EXPECT_FALSE(rule.finishes_late(0.0, 0.3, 5, 60)) << "a long grace window leaves room";
+  EXPECT_FALSE(AheadRule::from_meeting({0.03, 0.03, 0.03, 0.3}, {0, 1, 2, 3}, 3, 2, 1).finishes_late(0.5, 0.03, 5, 0))
+      << "a rank at the quorum's pace never skips ahead, however late";
 }
 
 TEST(QuorumRule, GraceIsTwiceTheMedianSpreadOfTheLastEightWithinItsBounds) {

@@ -11,7 +11,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // One member's row in the meeting's all-gather.
-enum Column : int64_t { kWait = 0, kTrained = 1, kEveryone = 2, kTrainSeconds = 3, kWeights = 4 };
+enum Column : int64_t { kWait = 0, kTrained = 1, kEveryone = 2, kTrainSeconds = 3, kStepSeconds = 4, kWeights = 5 };
 
 // A rank asks whether its sync point closed once the interval lasted this fraction of the
 // fastest member's time for it at its pace in the last interval: a member 25 % faster than it
@@ -20,6 +20,13 @@ constexpr double kAskAfter = 0.8;
 
 // A rank whose steps take longer than this waits for the store's answer before a step.
 constexpr double kSlowStepS = 0.05;
+
+// A rank that skipped ahead in this many intervals in a row trains the next as the close allows:
+// its pace is measured again.
+constexpr int kProbeEvery = 16;
+
+// How many of its last trained steps a rank's pace is the median of.
+constexpr size_t kRecentSteps = 5;
 
 }  // namespace
 
@@ -63,18 +70,29 @@ void QuorumSync::start(int64_t step, bool replacement) {
 }
 
 bool QuorumSync::skips(int64_t step) {
+  const bool skip = decide_skip(step);
+  step_started_ = Clock::now();
+  return skip;
+}
+
+bool QuorumSync::decide_skip(int64_t step) {
   const double step_s = seconds_since(last_step_at_);  // the step before this one, and what came with it
   last_step_at_ = Clock::now();
   if (step >= heading_for_) {  // passed the last one: head for the next
+    ahead_streak_ = skipping_ahead_ ? ahead_streak_ + 1 : 0;
     heading_for_ = next_sync_point(step);
     heading_from_ = step;
     heading_since_ = Clock::now();
-    skipping_ = false;
+    skipping_ = skipping_ahead_ = false;
   }
   if (skipping_ || collectives_.world_size() == 1) return skipping_;
+  const double elapsed_s = seconds_since(heading_since_);
+  if (ahead_streak_ < kProbeEvery &&
+      ahead_.finishes_late(elapsed_s, own_step_s(), heading_for_ - heading_from_, grace_.seconds()))
+    return skipping_ = skipping_ahead_ = true;
   skipping_ = close_watch_.closed(heading_for_);
   const double soonest_close_s = kAskAfter * fastest_step_s_ * static_cast<double>(heading_for_ - heading_from_);
-  if (skipping_ || seconds_since(heading_since_) < soonest_close_s) return skipping_;
+  if (skipping_ || elapsed_s < soonest_close_s) return skipping_;
   // A fast rank reads the answer at its next step; a slow one waits for it, as one more of its
   // steps would cost the group more than a round trip to the store.
   const bool slow = step_s > kSlowStepS;
@@ -87,10 +105,22 @@ void QuorumSync::stepped(bool trained) {
   windows_.step(trained);
   if (trained) {
     ++steps_trained_;
+    recent_steps_s_.push_back(seconds_since(step_started_));
+    if (recent_steps_s_.size() > kRecentSteps) recent_steps_s_.pop_front();
     return;
   }
   ++summary_.steps_skipped;
+  if (skipping_ahead_) ++summary_.steps_skipped_ahead;
   run_.metrics.add_skipped_step();
+}
+
+// The median of the last trained steps: one step descheduled by the machine does not make a
+// rank a straggler.
+double QuorumSync::own_step_s() const {
+  if (recent_steps_s_.empty()) return 0;
+  std::vector<double> sorted(recent_steps_s_.begin(), recent_steps_s_.end());
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<int64_t>(sorted.size() / 2), sorted.end());
+  return sorted[sorted.size() / 2];
 }
 
 void QuorumSync::meet(int64_t step) {
@@ -103,13 +133,14 @@ void QuorumSync::meet(int64_t step) {
   mine[kTrained] = static_cast<double>(steps_trained_);
   mine[kEveryone] = arrival.everyone ? 1.0 : 0.0;
   mine[kTrainSeconds] = trained_s;
+  mine[kStepSeconds] = own_step_s();
   for (int64_t f = 0; f < fragments; ++f) mine[kWeights + f] = windows_.weight(static_cast<int>(f));
   const auto rows = until_one_generation_completes(live_recovery_, [&] { return collectives_.allgather(mine); });
 
   // Every member computes the same from the same rows: the weights, the grace window.
   const int job_size = collectives_.job_size();
   weights_.assign(static_cast<size_t>(fragments * job_size), 1.0);
-  std::vector<double> waits, train_s;
+  std::vector<double> waits, train_s, step_s;
   bool everyone = true;
   const double tokens_per_step = static_cast<double>(config_.inner.batch_size) * config_.model.seq_len;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -117,12 +148,15 @@ void QuorumSync::meet(int64_t step) {
     const auto row = rows[i].accessor<double, 1>();
     waits.push_back(row[kWait]);
     train_s.push_back(row[kTrainSeconds]);
+    step_s.push_back(row[kStepSeconds]);
     everyone = everyone && row[kEveryone] != 0;
     tokens_[r] = row[kTrained] * tokens_per_step;
     for (int64_t f = 0; f < fragments; ++f) weights_[static_cast<size_t>(f * job_size + r)] = row[kWeights + f];
   }
-  grace_.observe(quorum_spread(waits, quorum_size(config_.outer.quorum_fraction, collectives_.world_size())));
+  const int quorum = quorum_size(config_.outer.quorum_fraction, collectives_.world_size());
+  grace_.observe(quorum_spread(waits, quorum));
   fastest_step_s_ = fastest_step_seconds(train_s, step - heading_from_);
+  ahead_ = AheadRule::from_meeting(step_s, collectives_.members(), quorum, slices_, collectives_.job_rank());
 
   ++summary_.sync_points;
   if (!everyone) ++summary_.closed_by_grace;

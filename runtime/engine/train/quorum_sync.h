@@ -12,6 +12,11 @@
 //    a member sped up by more than a quarter. A rank whose last step took over 50 ms waits for
 //    the watch's answer (a round trip is small beside its step, and a step more of it would hold
 //    the group); a faster one reads it a step later, and never waits for the store.
+//    Before that, a rank slower than the quorum (core/quorum_rule.h, AheadRule) skips *ahead*:
+//    it does not start a step it predicts would end after the sync point closes (the
+//    interval's steps at the quorum's pace plus the grace window), so the group never waits
+//    for the rest of its step beyond the window; every kProbeEvery-th interval it trains as the close allows, to
+//    measure its pace again (a rank that was slow may not be any more).
 //    stepped(trained) after every step, skipped or not.
 //  - meet(step) at a sync point: waits at the gate, then one all-gather of every member's wait,
 //    trained steps, training seconds and per-fragment weights (through live recovery when there is one); the
@@ -26,6 +31,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -60,6 +66,8 @@ class QuorumSync {
 
  private:
   int64_t next_sync_point(int64_t step) const;  // the first sync point after inner step `step`
+  bool decide_skip(int64_t step);
+  double own_step_s() const;  // this rank's seconds a trained step lately (0: none yet)
 
   const Config& config_;
   const StreamingSchedule& schedule_;
@@ -76,11 +84,16 @@ class QuorumSync {
   int64_t heading_from_ = 0;                               // the step its interval began at
   std::chrono::steady_clock::time_point heading_since_{};  // and when
   std::chrono::steady_clock::time_point last_step_at_{};   // the last skips() call
-  double fastest_step_s_ = 0;                  // the fastest member's pace in the last interval (0: unknown)
-  bool skipping_ = false;                      // it has closed: skip to it
-  std::vector<double> weights_;                // the last meeting's: [fragment][job rank], flattened
-  std::map<int, double> tokens_, weight_sum_;  // by job rank: trained tokens, weights over outer steps
-  std::map<int, double> slice_weight_sum_;     // by slice: its owners' weights over outer steps
+  double fastest_step_s_ = 0;                             // the fastest member's pace in the last interval (0: unknown)
+  bool skipping_ = false;                                 // it has closed (or will before a step could end): skip to it
+  bool skipping_ahead_ = false;                           // ... and this rank decided so before the close
+  int ahead_streak_ = 0;                                  // intervals in a row it skipped ahead in
+  AheadRule ahead_;                                       // from the last meeting
+  std::deque<double> recent_steps_s_;                     // this rank's last trained steps' seconds (own_step_s)
+  std::chrono::steady_clock::time_point step_started_{};  // when skips() let the current step go
+  std::vector<double> weights_;                           // the last meeting's: [fragment][job rank], flattened
+  std::map<int, double> tokens_, weight_sum_;             // by job rank: trained tokens, weights over outer steps
+  std::map<int, double> slice_weight_sum_;                // by slice: its owners' weights over outer steps
   OuterSyncSummary summary_;
 };
 
