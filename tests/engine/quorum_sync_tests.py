@@ -92,8 +92,11 @@ def case_straggler():
         fail(f"rank 0 saw no sync point close without the straggler: {plain(s[0])}")
     # Once the meetings told it the quorum's pace, it skips ahead: its steps (150 ms) cannot end
     # before a close 10 steps at the others' pace plus the grace window away.
-    if s[3].steps_skipped_ahead < (STEPS - 20) // 4 or any(x.steps_skipped_ahead for x in s[:3]):
-        fail(f"steps skipped ahead of the close: {[x.steps_skipped_ahead for x in s]} (want the straggler's alone)")
+    # The others are at the quorum's pace: on a loaded machine one may be judged slow for a few
+    # steps, never for as many as the straggler.
+    ahead = [x.steps_skipped_ahead for x in s]
+    if ahead[3] < (STEPS - 20) // 4 or sum(ahead[:3]) * 4 > ahead[3]:
+        fail(f"steps skipped ahead of the close, by rank: {ahead} (want the straggler's, and few others')")
     if any(x.uncovered for x in s):
         fail(f"a slice went without an update: {[x.uncovered for x in s]}")
     ranks = {c.rank: c for c in s[0].ranks}
