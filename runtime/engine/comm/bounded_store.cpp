@@ -32,7 +32,7 @@ BoundedStore::BoundedStore(Collectives& collectives, std::chrono::milliseconds r
       lost_(connection == Connection::Own) {}
 
 BoundedStore::~BoundedStore() {
-  if (own_) retire_store_client(own_);  // a request abandoned at its timeout may still hold it
+  if (own_) retire_store_client(std::move(own_));  // a request abandoned at its timeout may still hold it
 }
 
 template <class R, class Request>
@@ -120,8 +120,8 @@ std::string BoundedStore::reconnect(std::chrono::milliseconds patience) {
         col_.reconnect_store();
       } else {
         auto fresh = col_.connect_store();
-        if (own_) retire_store_client(own_);
-        own_ = fresh;
+        if (own_) retire_store_client(std::exchange(own_, fresh));
+        else own_ = fresh;
       }
       lost_ = false;
       return incarnation();

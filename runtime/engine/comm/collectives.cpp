@@ -175,7 +175,7 @@ struct Forming {
   Forming& operator=(const Forming&) = delete;
   ~Forming() {
     (void)group.release();
-    if (connection) retire_store_client(connection);
+    if (connection) retire_store_client(std::move(connection));
   }
 };
 
@@ -289,7 +289,7 @@ Collectives::~Collectives() {
   // that work until Gloo's timeout, and a finished rank would not exit for minutes. It is left
   // to the process's exit, as are the groups retired before still closing (retire_group).
   if (abortable_ && group_) (void)group_.release();
-  if (store_) retire_store_client(store_);  // its watcher may be parked (store_clients.h)
+  if (store_) retire_store_client(std::move(store_));  // its watcher may be parked (store_clients.h)
 }
 
 void Collectives::wait(const char* what, const std::function<void()>& op) {

@@ -288,7 +288,7 @@ void Heartbeat::beat(const std::shared_ptr<Shared>& s) {
     } catch (const std::exception&) {  // peers will see it silent, as if lost: the job is ending anyway
     }
   }
-  if (store) retire_store_client(store);
+  if (store) retire_store_client(std::move(store));
   s->beater_done.set_value();
 }
 

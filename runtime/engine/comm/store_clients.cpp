@@ -76,7 +76,7 @@ void bound_reads_of_served_connections(int port, std::chrono::milliseconds bound
   g_served_port = port;
 }
 
-void retire_store_client(c10::intrusive_ptr<c10d::Store> client) {
+void retire_store_client(c10::intrusive_ptr<c10d::Store>&& client) {
   std::thread([c = std::move(client)]() mutable { c.reset(); }).detach();
 }
 

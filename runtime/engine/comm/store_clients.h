@@ -10,6 +10,9 @@
 //  - retire_store_client(client) drops a client the caller no longer uses on a thread of its own:
 //    a healthy client closes at once (its socket, and its watcher, go); one whose watcher is
 //    parked keeps that thread waiting in the join until the process exits, never the caller.
+//    It takes the caller's reference (an rvalue): a copy left with the caller could be the last
+//    one, and the caller's thread would then run the destructor and join the parked watcher
+//    (a test hung so in Collectives' destructor, which passed a copy of its member).
 //    (Kept for the process's life instead, every re-formation left a connection per rank open
 //    on the store: a long job with many losses ran the store out of descriptors.)
 //  - store_clients.cpp also defines recv, which LibTorch's calls bind to: a watcher whose store
@@ -37,7 +40,7 @@ class Store;
 namespace ppu {
 
 void keep_ranks_alive_when_the_store_dies();
-void retire_store_client(c10::intrusive_ptr<c10d::Store> client);
+void retire_store_client(c10::intrusive_ptr<c10d::Store>&& client);
 void bound_reads_of_served_connections(int port, std::chrono::milliseconds bound);
 
 }  // namespace ppu

@@ -1,11 +1,13 @@
 // A store client outlives its store (engine/comm/store_clients.h) at no cost: once the store has
 // closed the connection, the client's LibTorch watcher thread must sleep, not spin a core. And a
 // served store drops a client that stops in the middle of a request instead of holding everyone.
+// A retired client is destroyed on a thread of its own, never the caller's.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
@@ -29,6 +31,27 @@ double process_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// A store that says on which thread it was destroyed (one whose watcher is parked would hang it).
+class DestroyedOn : public c10d::HashStore {
+ public:
+  explicit DestroyedOn(std::promise<std::thread::id>& where) : where_(where) {}
+  ~DestroyedOn() override { where_.set_value(std::this_thread::get_id()); }
+
+ private:
+  std::promise<std::thread::id>& where_;
+};
+
+TEST(StoreClients, ARetiredClientIsDestroyedOffTheCallersThreadWhateverItHeld) {
+  std::promise<std::thread::id> where;
+  auto destroyed = where.get_future();
+  c10::intrusive_ptr<c10d::Store> client = c10::make_intrusive<DestroyedOn>(where);
+  retire_store_client(std::move(client));  // the caller's reference goes with it
+  // NOLINTNEXTLINE(bugprone-use-after-move): that the move emptied it is what is tested
+  EXPECT_FALSE(client) << "the caller kept a reference: its thread could run the destructor";
+  ASSERT_EQ(destroyed.wait_for(10s), std::future_status::ready);
+  EXPECT_NE(destroyed.get(), std::this_thread::get_id());
 }
 
 TEST(StoreClients, AClientOfAStoreThatIsGoneCostsNoCpu) {
