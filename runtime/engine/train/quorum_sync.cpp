@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/seconds_since.h"
+#include "engine/obs/step_phases.h"
 
 namespace ppu {
 
@@ -106,7 +107,7 @@ void QuorumSync::stepped(bool trained) {
   if (trained) {
     ++steps_trained_;
     recent_steps_s_.push_back(seconds_since(step_started_));
-    if (recent_steps_s_.size() > kRecentSteps) recent_steps_s_.pop_front();
+    if (recent_steps_s_.size() > kRecentSteps) recent_steps_s_.erase(recent_steps_s_.begin());
     return;
   }
   ++summary_.steps_skipped;
@@ -116,12 +117,7 @@ void QuorumSync::stepped(bool trained) {
 
 // The median of the last trained steps: one step descheduled by the machine does not make a
 // rank a straggler.
-double QuorumSync::own_step_s() const {
-  if (recent_steps_s_.empty()) return 0;
-  std::vector<double> sorted(recent_steps_s_.begin(), recent_steps_s_.end());
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<int64_t>(sorted.size() / 2), sorted.end());
-  return sorted[sorted.size() / 2];
-}
+double QuorumSync::own_step_s() const { return median_after(recent_steps_s_, 0); }
 
 void QuorumSync::meet(int64_t step) {
   const double trained_s = seconds_since(heading_since_);

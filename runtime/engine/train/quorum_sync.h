@@ -15,8 +15,8 @@
 //    Before that, a rank slower than the quorum (core/quorum_rule.h, AheadRule) skips *ahead*:
 //    it does not start a step it predicts would end after the sync point closes (the
 //    interval's steps at the quorum's pace plus the grace window), so the group never waits
-//    for the rest of its step beyond the window; every kProbeEvery-th interval it trains as the close allows, to
-//    measure its pace again (a rank that was slow may not be any more).
+//    for the rest of its step beyond the window; every kProbeEvery-th interval it trains as
+//    the close allows, to measure its pace again (a rank that was slow may not be any more).
 //    stepped(trained) after every step, skipped or not.
 //  - meet(step) at a sync point: waits at the gate, then one all-gather of every member's wait,
 //    trained steps, training seconds and per-fragment weights (through live recovery when there is one); the
@@ -31,7 +31,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <vector>
 
@@ -89,7 +88,7 @@ class QuorumSync {
   bool skipping_ahead_ = false;                           // ... and this rank decided so before the close
   int ahead_streak_ = 0;                                  // intervals in a row it skipped ahead in
   AheadRule ahead_;                                       // from the last meeting
-  std::deque<double> recent_steps_s_;                     // this rank's last trained steps' seconds (own_step_s)
+  std::vector<double> recent_steps_s_;                    // this rank's last trained steps' seconds (own_step_s)
   std::chrono::steady_clock::time_point step_started_{};  // when skips() let the current step go
   std::vector<double> weights_;                           // the last meeting's: [fragment][job rank], flattened
   std::map<int, double> tokens_, weight_sum_;             // by job rank: trained tokens, weights over outer steps
