@@ -85,12 +85,13 @@ class Seaweed:
             # SeaweedFS's volumes, which takes seconds, and after a restart on the same data the
             # volume server registers with the master a little after S3 answers: writes are
             # refused until then. Done here, so that a test's first checkpoint does not meet it.
-            made = self.tool("mb", check=False)
-            written = made.returncode == 0 and self.tool("put", "warm-up", data=os.urandom(1 << 20), check=False)
-            if written and written.returncode == 0:
-                self.rm("warm-up")
-                return self
-            refused = (written or made).stderr.decode(errors="replace")
+            attempt = self.tool("mb", check=False)
+            if attempt.returncode == 0:
+                attempt = self.tool("put", "warm-up", data=os.urandom(1 << 20), check=False)
+                if attempt.returncode == 0:
+                    self.rm("warm-up")
+                    return self
+            refused = attempt.stderr.decode(errors="replace")
             if self.proc.poll() is not None:
                 break
             time.sleep(0.25)
