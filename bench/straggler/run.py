@@ -33,10 +33,9 @@ sys.path.insert(0, os.path.join(SRC, "tests", "engine"))
 sys.path.insert(0, os.path.join(SRC, "bench", "chaos"))
 sys.path.insert(0, os.path.join(SRC, "python"))
 
+from cpu_cap import CpuCap
 from job import Job
 from ppu import summary
-
-PERIOD_US = 100_000
 
 
 def parse_args():
@@ -50,38 +49,6 @@ def parse_args():
     p.add_argument("--goal", type=float, default=1.4, help="quorum at K = 4, smallest cap: wall / uncapped")
     p.add_argument("--set", dest="sets", action="append", default=[], help="extra config override")
     return p.parse_args()
-
-
-class CpuCap:
-    """A cgroup holding one process at `share` of one core; removed by close()."""
-
-    def __init__(self, name, share):
-        quota = max(1000, int(share * PERIOD_US))
-        v1 = "/sys/fs/cgroup/cpu"
-        if os.path.isdir(v1):
-            self.path = os.path.join(v1, name)
-            os.makedirs(self.path, exist_ok=True)
-            self._write("cpu.cfs_period_us", str(PERIOD_US))
-            self._write("cpu.cfs_quota_us", str(quota))
-        else:
-            self.path = os.path.join("/sys/fs/cgroup", name)
-            os.makedirs(self.path, exist_ok=True)
-            self._write("cpu.max", f"{quota} {PERIOD_US}")
-
-    def _write(self, name, value):
-        with open(os.path.join(self.path, name), "w") as f:
-            f.write(value)
-
-    def hold(self, pid):
-        self._write("cgroup.procs", str(pid))  # every thread of the process, and those it makes later
-
-    def close(self):
-        for _ in range(50):
-            try:
-                os.rmdir(self.path)
-                return
-            except OSError:
-                time.sleep(0.1)  # its processes are still exiting
 
 
 def one_run(args, out, ranks, mode, cap):
@@ -101,13 +68,7 @@ def one_run(args, out, ranks, mode, cap):
     job = Job(cmd, os.path.join(work, "launch.log"))
     try:
         if limit:
-            slow = ranks - 1
-            while slow not in job.children("ppu-train"):
-                if not job.running():
-                    break
-                time.sleep(0.005)
-            if slow in job.children("ppu-train"):
-                limit.hold(job.children("ppu-train")[slow])
+            limit.hold_rank(job, ranks - 1)
         rc = job.finish(timeout=3600)
     finally:
         if limit:
