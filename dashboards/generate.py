@@ -449,6 +449,15 @@ def communication():
                 desc="Outer steps this rank's delta entered with a weight below 1 (it trained part of the window)",
             ),
             panel(
+                "Quorum sync: sync points sat out and late work per rank",
+                [
+                    ("rank {{rank}} sat out", f'sum by (rank) ({R.sync_points}{{{SEL}, closed="sat_out"}})'),
+                    ("rank {{rank}} late work {{outcome}}", f"sum by (rank, outcome) ({R.late_work}{{{SEL}}})"),
+                ],
+                desc="outer.quorum_sit_out: sync points a slow rank stayed away from, and the fragments it "
+                "rejoined with its work merged or dropped (outer.quorum_late_work)",
+            ),
+            panel(
                 "Quorum sync: grace window",
                 [("rank {{rank}}", f"max by (rank) ({R.quorum_grace_seconds}{{{SEL}}})")],
                 unit="s",

@@ -214,8 +214,8 @@ def main():
         build = os.environ.get("PPU_BUILD", os.path.join(ROOT, "build"))
         check_corpus(os.path.abspath(args.corpus))
         os.makedirs(os.path.join(out, "runs"), exist_ok=True)
-        for s in seeds:  # seed by seed: a study stopped part-way has whole pairs
-            for arm in ARMS:
+        for arm in ARMS:  # each arm pairs with all on its own: an arm at a time, fault-free first
+            for s in seeds:
                 run_one(build, os.path.abspath(args.corpus), arm, s, out)
     report(out, seeds)
 

@@ -300,6 +300,13 @@ std::vector<KeySchema> config_schema() {
 PPU_CONFIG_CHOICES
 #undef CHOICE
 
+int Config::effective_sit_out() const {
+  if (outer.quorum_sit_out >= 0) return outer.quorum_sit_out;
+  const bool supported =
+      outer.sync_mode == SyncMode::Quorum && network.recovery == Recovery::Gang && outer.overlap_steps == 0;
+  return supported ? kDefaultSitOut : 0;
+}
+
 int Config::effective_slices() const {
   if (method != Method::Ppu || slicing.mode == SliceMode::None) return 1;
   return slicing.slices;
@@ -420,6 +427,16 @@ void validate_config(const Config& c, int world_size) {
     require(out.quorum_grace_max_s >= out.quorum_grace_min_s,
             "config key 'outer.quorum_grace_max_s' (" + str(out.quorum_grace_max_s) +
                 ") must be at least outer.quorum_grace_min_s (" + str(out.quorum_grace_min_s) + ")");
+  }
+  // A rank sitting out holds no part of the group's collectives: live recovery's agreement on
+  // each collective and the outer syncs in flight across sync points both assume every member.
+  if (out.quorum_sit_out > 0) {
+    require(out.sync_mode == SyncMode::Quorum,
+            "config key 'outer.quorum_sit_out' (" + str(out.quorum_sit_out) + ") needs outer.sync_mode quorum");
+    require(c.network.recovery == Recovery::Gang, "config key 'outer.quorum_sit_out' (" + str(out.quorum_sit_out) +
+                                                      ") needs network.recovery gang (live recovery: not yet)");
+    require(out.overlap_steps == 0, "config key 'outer.quorum_sit_out' (" + str(out.quorum_sit_out) +
+                                        ") needs outer.overlap_steps = 0, got " + str(out.overlap_steps));
   }
 
   // Live recovery re-runs an interrupted outer sync with the survivors' deltas: the deltas must

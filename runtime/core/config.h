@@ -92,6 +92,10 @@ struct Config {
 
   // N actually in effect: 1 when the method or mode does not slice.
   int effective_slices() const;
+  // outer.quorum_sit_out in effect: -1 resolves to kDefaultSitOut where sitting out is supported
+  // (sync_mode quorum, recovery gang, no overlap), else to 0.
+  static constexpr int kDefaultSitOut = 16;
+  int effective_sit_out() const;
   // Fragments synchronise in a staggered way (streaming) rather than all at once.
   bool streaming() const;
 };

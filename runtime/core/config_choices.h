@@ -27,6 +27,7 @@
   CHOICE(WireDtype,          "outer.delta_dtype",    VALUE(Fp32, "fp32") VALUE(Bf16, "bf16") VALUE(Int8, "int8"))                              \
   CHOICE(FinalSync,          "outer.final_sync",     VALUE(Average, "average") VALUE(None, "none"))                                            \
   CHOICE(SyncMode,           "outer.sync_mode",      VALUE(All, "all") VALUE(Quorum, "quorum"))                                                \
+  CHOICE(LateWork,           "outer.quorum_late_work", VALUE(Merge, "merge") VALUE(Drop, "drop"))                                           \
   CHOICE(DataSource,         "data.source",          VALUE(Synthetic, "synthetic") VALUE(Shards, "shards"))                                    \
   CHOICE(DataSampling,       "data.sampling",        VALUE(Iid, "iid") VALUE(Contiguous, "contiguous"))                                        \
   CHOICE(Device,             "train.device",         VALUE(Cpu, "cpu") VALUE(Cuda, "cuda"))                                                    \

@@ -145,6 +145,7 @@ inline constexpr const char* kTerminationLog = "/dev/termination-log";
   M(kSyncPointWaitSeconds,       "ppu_sync_point_wait_seconds_total")       \
   M(kInnerStepsSkipped,          "ppu_inner_steps_skipped_total")           \
   M(kShortContributions,         "ppu_short_contributions_total")           \
+  M(kLateWork,                   "ppu_late_work_total")                     \
   M(kQuorumGraceSeconds,         "ppu_quorum_grace_seconds")
 // clang-format on
 namespace metric {

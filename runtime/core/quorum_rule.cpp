@@ -24,7 +24,7 @@ double fastest_step_seconds(const std::vector<double>& train_s, int64_t steps) {
 }
 
 AheadRule AheadRule::from_meeting(const std::vector<double>& step_s, const std::vector<int>& ranks, int quorum,
-                                  int slices, int job_rank) {
+                                  int slices, int job_rank, double slower) {
   AheadRule rule;
   std::vector<double> known;
   double own = 0;
@@ -35,7 +35,7 @@ AheadRule AheadRule::from_meeting(const std::vector<double>& step_s, const std::
   if (quorum <= 0 || known.size() < static_cast<size_t>(quorum)) return rule;  // the quorum's pace is not known
   std::nth_element(known.begin(), known.begin() + (quorum - 1), known.end());
   rule.quorum_step_s = known[static_cast<size_t>(quorum - 1)];
-  if (own <= kSlowerThanQuorum * rule.quorum_step_s) return rule;
+  if (own <= slower * rule.quorum_step_s) return rule;
   for (size_t i = 0; i < step_s.size(); ++i)
     if (ranks[i] != job_rank && ranks[i] % slices == job_rank % slices && step_s[i] > 0 &&
         step_s[i] <= rule.quorum_step_s)
@@ -45,6 +45,36 @@ AheadRule AheadRule::from_meeting(const std::vector<double>& step_s, const std::
 
 bool AheadRule::finishes_late(double elapsed_s, double own_step_s, int64_t steps, double grace_s) const {
   return allowed && elapsed_s + own_step_s > static_cast<double>(steps) * quorum_step_s + grace_s;
+}
+
+std::vector<int> slow_members(const std::vector<double>& step_s, const std::vector<int>& ranks, int quorum,
+                              int slices) {
+  std::vector<int> slow;
+  for (int r : ranks)
+    if (AheadRule::from_meeting(step_s, ranks, quorum, slices, r, AheadRule::kSitsOutSlowerThanQuorum).allowed)
+      slow.push_back(r);
+  return slow;
+}
+
+std::vector<int> sitting_out(const std::vector<double>& step_s, const std::vector<int>& ranks, int quorum, int slices,
+                             const std::vector<int>& slow_before) {
+  const auto now = slow_members(step_s, ranks, quorum, slices);
+  std::vector<std::pair<double, int>> slow;  // (seconds a step, job rank)
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (slow_before.at(i) >= kSitOutAfter - 1 && std::find(now.begin(), now.end(), ranks[i]) != now.end())
+      slow.emplace_back(step_s[i], ranks[i]);
+  std::sort(slow.begin(), slow.end(), std::greater<>());
+  const auto room = static_cast<size_t>(std::max(0, static_cast<int>(ranks.size()) - quorum));
+  if (slow.size() > room) slow.resize(room);
+  std::vector<int> out;
+  out.reserve(slow.size());
+  for (const auto& s : slow) out.push_back(s.second);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+double late_work_weight(int64_t trained, int64_t missed_outer_steps) {
+  return static_cast<double>(trained) / static_cast<double>(1 + std::max<int64_t>(0, missed_outer_steps));
 }
 
 double GraceWindow::seconds() const {
@@ -61,9 +91,10 @@ void GraceWindow::observe(double spread_s) {
   if (spreads_.size() > kHistory) spreads_.pop_front();
 }
 
-void FragmentWindows::start(int fragment, int64_t elapsed, int64_t trained) {
+void FragmentWindows::start(int fragment, int64_t elapsed, int64_t trained, double late) {
   window_.at(fragment) = elapsed;
   trained_.at(fragment) = trained;
+  late_.at(fragment) = late;
 }
 
 void FragmentWindows::step(bool trained) {
@@ -75,11 +106,13 @@ void FragmentWindows::step(bool trained) {
 void FragmentWindows::synced(int fragment) {
   window_.at(fragment) = 0;
   trained_.at(fragment) = 0;
+  late_.at(fragment) = 0;
 }
 
 double FragmentWindows::weight(int fragment) const {
   const int64_t w = window_.at(fragment);
-  return w == 0 ? 1.0 : static_cast<double>(trained_.at(fragment)) / static_cast<double>(w);
+  const double done = static_cast<double>(trained_.at(fragment)) + late_.at(fragment);
+  return w == 0 ? 1.0 : done / static_cast<double>(w);
 }
 
 }  // namespace ppu

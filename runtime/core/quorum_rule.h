@@ -23,6 +23,15 @@
 //    wait that long for late arrivals anyway, so a step that ends inside it costs them nothing
 //    they did not agree to. Every member's seconds a step come from the meeting (the median of
 //    its last few trained steps; 0: it has not trained yet, unknown).
+//  - slow_members: the members of a meeting AheadRule would let skip ahead at
+//    kSitsOutSlowerThanQuorum (twice the quorum's pace, their slice trained by a member at that
+//    pace). sitting_out: which of them sit out the next sync points (outer.quorum_sit_out):
+//    those also slow at the kSitOutAfter - 1 meetings before (`slow_before`, by position: each
+//    member counts its own and reports it), the slowest first, while at least `quorum` members
+//    stay in — a rank throttled for good, not one descheduled for a moment. The
+//    fast owner of each one's slice is not slow, so every slice keeps an owner.
+//  - late_work_weight: the weight, in steps, of a rank's work on a fragment whose outer steps it
+//    sat out (outer.quorum_late_work merge): its trained steps / (1 + the outer steps it missed).
 //  - FragmentWindows: each fragment's window (the inner steps since its last outer step) and
 //    how many of them this rank trained; weight(f) = trained / window, exactly 1 for a rank that
 //    trained every step (the weight of its delta in the fragment's outer step).
@@ -42,16 +51,28 @@ double fastest_step_seconds(const std::vector<double>& train_s, int64_t steps);
 
 struct AheadRule {
   static constexpr double kSlowerThanQuorum = 1.5;
+  // Sitting out costs a rank more (its work waits and weighs less) than a skipped step: it
+  // takes twice the quorum's pace, not jitter on a crowded machine.
+  static constexpr double kSitsOutSlowerThanQuorum = 2.0;
   double quorum_step_s = 0;  // the quorum-th fastest member's seconds a trained step (0: unknown)
   bool allowed = false;      // this rank may skip ahead
   // From every member's seconds a trained step (`step_s`, by position; 0 unknown) and job rank
   // (`ranks`, same positions), the quorum's size, the slices and this rank.
+  // `slower`: how many times the quorum's pace makes a rank slow.
   static AheadRule from_meeting(const std::vector<double>& step_s, const std::vector<int>& ranks, int quorum,
-                                int slices, int job_rank);
+                                int slices, int job_rank, double slower = kSlowerThanQuorum);
   // Whether a step that takes `own_step_s` and starts `elapsed_s` into an interval of `steps`
   // steps ends after the predicted close (`grace_s` after the quorum trained them).
   bool finishes_late(double elapsed_s, double own_step_s, int64_t steps, double grace_s) const;
 };
+
+// Job ranks, ascending; `step_s` and `ranks` by position as in AheadRule::from_meeting.
+std::vector<int> slow_members(const std::vector<double>& step_s, const std::vector<int>& ranks, int quorum, int slices);
+constexpr int kSitOutAfter = 3;  // meetings in a row a member must be slow at
+std::vector<int> sitting_out(const std::vector<double>& step_s, const std::vector<int>& ranks, int quorum, int slices,
+                             const std::vector<int>& slow_before);
+
+double late_work_weight(int64_t trained, int64_t missed_outer_steps);
 
 class GraceWindow {
  public:
@@ -67,11 +88,13 @@ class GraceWindow {
 
 class FragmentWindows {
  public:
-  explicit FragmentWindows(int fragments) : window_(fragments, 0), trained_(fragments, 0) {}
+  explicit FragmentWindows(int fragments) : window_(fragments, 0), trained_(fragments, 0), late_(fragments, 0) {}
   // Where fragment `fragment`'s window stands when a run starts mid-window: `elapsed` steps
   // since its last outer step, `trained` of them by this rank (a resumed rank: all, its local
-  // parameters hold them; a replacement: none, it took θ).
-  void start(int fragment, int64_t elapsed, int64_t trained);
+  // parameters hold them; a replacement: none, it took θ). `late`: steps' worth of work from
+  // before the window that its delta carries (a rank that sat out the fragment's outer steps
+  // and merged its work: late_work_weight), added to its trained steps in weight().
+  void start(int fragment, int64_t elapsed, int64_t trained, double late = 0);
   void step(bool trained);    // one inner step of every window, trained or skipped
   void synced(int fragment);  // the fragment's outer step: its window starts again
   double weight(int fragment) const;
@@ -79,6 +102,7 @@ class FragmentWindows {
 
  private:
   std::vector<int64_t> window_, trained_;
+  std::vector<double> late_;
 };
 
 }  // namespace ppu

@@ -161,7 +161,8 @@ class Run {
                      checkpoints_ ? &*checkpoints_ : nullptr);
     syncs_.emplace(c, schedule_, parts, live_recovery());
     if (!ddp_ && c.outer.sync_mode == SyncMode::Quorum)
-      quorum_.emplace(c, schedule_, *collectives_, parts, live_recovery());
+      quorum_.emplace(c, schedule_, *collectives_, parts, live_recovery(),
+                      [this](int64_t step) { return whole_group_at(step); });
     recovery_.policy = choice_name(c.network.recovery);
     metrics_->set_live(collectives_->world_size(), 1);
     set_model_kernels(*model_, c, device_);
@@ -204,7 +205,8 @@ class Run {
         const auto due = schedule_.due(progress_.step);
         const bool last = progress_.step == config_.train.steps;
         if (quorum_ && (!due.empty() || last)) quorum_->meet(progress_.step);
-        for (int f : due) outer_sync(f);  // lines 11–14
+        if (!sitting_out())
+          for (int f : due) outer_sync(f);  // lines 11–14
         if (last) finish_training();
         else if (!due.empty() && !at_round_boundary()) between_boundaries();
       }
@@ -282,6 +284,24 @@ class Run {
 
   bool at_round_boundary() const { return progress_.step % config_.outer.sync_every == 0; }
 
+  // Quorum sync's sitting out (outer.quorum_sit_out): this rank sat out the last sync point, so
+  // it takes no part in the group's collectives until its next.
+  bool sitting_out() const { return quorum_ && quorum_->sitting_out(); }
+
+  // Whether the whole group must meet at the sync point after inner step `step` (no rank sits
+  // it out): a checkpoint is written at it, or an evaluation comes before the next one.
+  bool whole_group_at(int64_t step) const {
+    const int64_t every = config_.outer.sync_every;
+    if (checkpoints_ && step % every == 0 && (step / every) % config_.checkpoint.every_rounds == 0) return true;
+    const int64_t eval = config_.train.eval_every;
+    if (eval <= 0) return false;
+    const int64_t next_eval = (step + eval - 1) / eval * eval;  // the first evaluation at or after it
+    if (next_eval >= config_.train.steps) return false;
+    for (int64_t s = step + 1; s <= next_eval; ++s)
+      if (!schedule_.due(s).empty()) return false;  // another sync point comes first
+    return true;
+  }
+
   // A fragment's sync point inside a round: live recovery takes replacements back here too, so
   // that one does not wait for the boundary (under quorum sync the members may hold different
   // positions between boundaries: only there).
@@ -292,7 +312,7 @@ class Run {
   void end_of_round() {
     ++progress_.rounds;
     if (live_recovery_) live_recovery_->round_end();
-    after_admissions();
+    if (!sitting_out()) after_admissions();  // a rank sitting out acts on a notice at its next boundary in
   }
 
   // The rest of a round boundary, which the members and the replacements they have just taken

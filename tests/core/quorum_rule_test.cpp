@@ -105,5 +105,46 @@ TEST(QuorumRule, AReplacementStartsWithTheElapsedWindowUntrained) {
   EXPECT_EQ(windows.weight(0), 1.0);
 }
 
+// K = 8, N = 2 (slice 0: even ranks, slice 1: odd), a quorum of 6; every member slow at the
+// meetings before unless said.
+TEST(QuorumRule, TheSlowestWithAFastCoOwnerSitOutWhileAQuorumStaysIn) {
+  const std::vector<int> ranks{0, 1, 2, 3, 4, 5, 6, 7};
+  const std::vector<int> before(8, kSitOutAfter - 1);
+  EXPECT_EQ(sitting_out({0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.3}, ranks, 6, 2, before), std::vector<int>{7});
+  EXPECT_EQ(sitting_out({0.03, 0.03, 0.03, 0.03, 0.2, 0.03, 0.03, 0.3}, ranks, 6, 2, before), (std::vector<int>{4, 7}))
+      << "two slow ranks";
+  EXPECT_TRUE(sitting_out({0.03, 0.03, 0.25, 0.03, 0.2, 0.03, 0.03, 0.3}, ranks, 6, 2, before).empty())
+      << "three slow ranks and a quorum of 6: the quorum's own pace is slow, nobody is slower than it";
+  EXPECT_EQ(sitting_out({0.03, 0.03, 0.25, 0.03, 0.2, 0.03, 0.03, 0.3}, ranks, 5, 2, before),
+            (std::vector<int>{2, 4, 7}))
+      << "the same with a quorum of 5";
+  EXPECT_TRUE(sitting_out({0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.055}, ranks, 6, 2, before).empty())
+      << "under twice the quorum's pace: it may skip ahead, not sit out";
+  EXPECT_TRUE(AheadRule::from_meeting({0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.055}, ranks, 6, 2, 7).allowed);
+  EXPECT_TRUE(sitting_out({0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.3}, ranks, 8, 2, before).empty())
+      << "a quorum of every member leaves no room";
+  EXPECT_TRUE(sitting_out({0.03, 0.3}, {0, 1}, 1, 2, {2, 2}).empty()) << "rank 1 is the only owner of slice 1";
+  auto once = before;
+  once[7] = kSitOutAfter - 2;
+  EXPECT_TRUE(sitting_out({0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.3}, ranks, 6, 2, once).empty())
+      << "slow at too few meetings in a row: a moment, not a straggler";
+  EXPECT_EQ(slow_members({0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.03, 0.3}, ranks, 6, 2), std::vector<int>{7})
+      << "what it counts towards the next meeting";
+}
+
+TEST(QuorumRule, LateWorkWeighsItsStepsOverOnePlusTheOuterStepsMissed) {
+  EXPECT_DOUBLE_EQ(late_work_weight(12, 0), 12.0);
+  EXPECT_DOUBLE_EQ(late_work_weight(12, 2), 4.0);
+  EXPECT_DOUBLE_EQ(late_work_weight(0, 3), 0.0);
+  FragmentWindows windows(1);
+  windows.start(0, 10, 0, late_work_weight(12, 2));  // rejoined 10 steps after an outer step it missed
+  EXPECT_DOUBLE_EQ(windows.weight(0), 0.4);
+  for (int i = 0; i < 10; ++i) windows.step(true);
+  EXPECT_DOUBLE_EQ(windows.weight(0), 0.7) << "(10 trained + 4 late) / 20";
+  windows.synced(0);
+  windows.step(true);
+  EXPECT_EQ(windows.weight(0), 1.0) << "the late work entered one outer step";
+}
+
 }  // namespace
 }  // namespace ppu

@@ -6,7 +6,8 @@ usage: quorum_sync_tests.py BIN_DIR SOURCE_DIR CASE
 cases: equal      no straggler, a grace window longer than any arrival spread: every sync point
                   closes with every rank, nothing is skipped, and the final parameters are those
                   of sync_mode all, bit for bit
-       straggler  rank 3 slow from step 20: sync points close without it, it skips steps (once
+       straggler  rank 3 slow from step 20, sitting out off (quorum_sit_out 0, as in uncovered):
+                  sync points close without it, it skips steps (once
                   the meetings gave it the quorum's pace, ahead of the close: no other rank does), and
                   its delta weighs what it trained (short contributions, a smaller share of slice
                   1's updates than rank 1, fewer tokens); every rank ends with the same θ, no
@@ -20,6 +21,12 @@ cases: equal      no straggler, a grace window longer than any arrival spread: e
        node-lost  ranks 2 and 3 SIGKILLed at once under live recovery, leaving fewer ranks than
                   the quorum: the gate gives way when the heartbeat fences them, the two re-form,
                   the replacements rejoin; no gang restart, one θ (before the fix: a hang)
+       sit-out    rank 3 slow from step 20 with outer.quorum_sit_out 4, an evaluation every 50
+                  steps and a checkpoint every 4 rounds (sync points the whole group must meet):
+                  rank 3 sits out sync points and rejoins with its work merged, the others hardly
+                  (a quarter of its count at most), the θ check passes at every sync point and every rank ends with the same θ;
+                  with quorum_late_work drop the same, its work dropped, and another θ; the
+                  checkpoints are there
 """
 
 import os
@@ -28,6 +35,7 @@ import sys
 import tempfile
 
 from launch_harness import Launch, events, fail, no_gang_restart, one_checksum, plain, rank_pids, tiny_job
+from ppu import files
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
@@ -35,6 +43,7 @@ H = 10
 STEPS = 200
 SLOW_MS = 150  # a tiny step is ~10-30 ms on 2 cores, ~80 under a loaded suite: the straggler stays slower
 QUORUM = ["--set", "outer.sync_mode=quorum", "--set", "outer.quorum_grace_max_s=0.5"]
+TIME_BUDGET = [*QUORUM, "--set", "outer.quorum_sit_out=0"]  # a slow rank in every sync point
 
 
 def run(name, settings=(), fault=None, recovery="gang", steps=STEPS, pause_ms=0):
@@ -81,7 +90,7 @@ def case_equal():
 
 
 def case_straggler():
-    quorum = run("straggler", QUORUM, slow(3))
+    quorum = run("straggler", TIME_BUDGET, slow(3))
     sums = finished(quorum, "rank 3 slow, quorum")
     one_checksum(quorum)
     s = sync_of(sums)
@@ -116,9 +125,9 @@ def case_straggler():
 
 
 def case_uncovered():
-    alone = run("alone", [*QUORUM, "--set", "outer.quorum_fraction=0.5"], slow(3))
+    alone = run("alone", [*TIME_BUDGET, "--set", "outer.quorum_fraction=0.5"], slow(3))
     skipped_alone = sync_of(finished(alone, "rank 3 slow"))[3].steps_skipped
-    both = run("uncovered", [*QUORUM, "--set", "outer.quorum_fraction=0.5"], slow(1, 3))
+    both = run("uncovered", [*TIME_BUDGET, "--set", "outer.quorum_fraction=0.5"], slow(1, 3))
     s = sync_of(finished(both, "ranks 1 and 3 slow"))
     one_checksum(both)
     if any(x.uncovered for x in s):
@@ -165,7 +174,38 @@ def case_node_lost():
     )
 
 
+def case_sit_out():
+    finals = {}
+    for late in ("merge", "drop"):
+        ckpt = tempfile.mkdtemp(prefix=f"ppu-quorum-sit-out-ckpt-{late}-")
+        settings = [*QUORUM, "--set", "outer.quorum_sit_out=4", "--set", f"outer.quorum_late_work={late}",
+                    "--set", "train.eval_every=50", "--set", f"checkpoint.dir={ckpt}", "--set", "checkpoint.every_rounds=4"]  # fmt: skip
+        launch = run(f"sit-out-{late}", settings, slow(3))
+        sums = finished(launch, f"rank 3 slow, sitting out, late work {late}")
+        finals[late] = one_checksum(launch)
+        s = sync_of(sums)
+        # On a loaded machine another rank may be judged slow for a moment, never for as long.
+        if s[3].sat_out < 4 or sum(x.sat_out for x in s[:3]) * 4 > s[3].sat_out:
+            fail(f"{late}: sync points sat out, by rank: {[x.sat_out for x in s]} (want rank 3's, and few others')")
+        kept, lost = (s[3].late_merged, s[3].late_dropped) if late == "merge" else (s[3].late_dropped, s[3].late_merged)
+        if kept < 1 or lost:
+            fail(f"{late}: rank 3's late work merged {s[3].late_merged}, dropped {s[3].late_dropped}")
+        if any(x.recovery.theta_mismatches for x in sums) or any(x.uncovered for x in s):
+            fail(
+                f"{late}: θ mismatches {[x.recovery.theta_mismatches for x in sums]}, uncovered {[x.uncovered for x in s]}"
+            )
+        rounds = [d for d in os.listdir(ckpt) if d.startswith(files.ROUND_PREFIX)]
+        if len(rounds) < 2:
+            fail(f"{late}: checkpoints {sorted(os.listdir(ckpt))}")
+        print(f"sit-out, late work {late}: rank 3 sat out {s[3].sat_out} sync points and met {s[3].sync_points}; "
+              f"fragments rejoined merged {s[3].late_merged}, dropped {s[3].late_dropped}; rank 0 met "
+              f"{s[0].sync_points}; one θ ({finals[late]})")  # fmt: skip
+    if finals["merge"] == finals["drop"]:
+        fail("merging and dropping the late work ended on the same θ: the late work changed nothing")
+
+
 {
+    "sit-out": case_sit_out,
     "node-lost": case_node_lost,
     "equal": case_equal,
     "straggler": case_straggler,

@@ -187,6 +187,10 @@ void Collectives::reform(const std::vector<int>& members, int64_t generation,
   if (me == members.end() || !std::is_sorted(members.begin(), members.end()))
     throw std::logic_error("reform: the members must be ascending and include this rank");
   if (before_reform_) before_reform_(generation);
+  if (narrowed()) use(std::exchange(whole_, {}));
+  for (auto& [set, narrow] : narrow_groups_) retire_group(std::move(narrow.gloo));
+  narrow_groups_.clear();
+  generation_ = generation;
   if (group_) retire_group(std::exchange(group_, {}));
   sequence_ = 0;
   {
@@ -219,6 +223,69 @@ void Collectives::reform(const std::vector<int>& members, int64_t generation,
   group_ = std::move(forming->group);  // leaves it empty: ~Forming releases nothing
   rank_ = rank;
   world_size_ = size;
+}
+
+Collectives::Group Collectives::take_current() {
+  Group g;
+  g.gloo = std::exchange(group_, {});
+  g.rank = rank_;
+  g.size = world_size_;
+  g.members = members_;
+  g.sequence = sequence_;
+  return g;
+}
+
+void Collectives::use(Group group) {
+  group_ = std::move(group.gloo);
+  rank_ = group.rank;
+  world_size_ = group.size;
+  sequence_ = group.sequence;
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  members_ = std::move(group.members);
+}
+
+void Collectives::narrow(const std::vector<int>& members) {
+  if (members == members_) return;
+  if (abortable_) throw std::logic_error("narrow: not in a re-formable group (live recovery)");
+  const auto& whole = narrowed() ? whole_.members : members_;
+  const auto me = std::find(members.begin(), members.end(), info_.rank);
+  if (me == members.end() || !std::is_sorted(members.begin(), members.end()) ||
+      !std::includes(whole.begin(), whole.end(), members.begin(), members.end()))
+    throw std::logic_error("narrow: the members must be ascending members of the group, this rank among them");
+  // Put the group in use away: the whole group's aside, a narrowed one back among the others.
+  if (narrowed()) {
+    auto current = take_current();
+    auto key = current.members;
+    narrow_groups_[std::move(key)] = std::move(current);
+  } else {
+    whole_ = take_current();
+  }
+  if (members == whole_.members) {
+    use(std::exchange(whole_, {}));
+    return;
+  }
+  auto found = narrow_groups_.find(members);
+  if (found == narrow_groups_.end()) {
+    std::string set;
+    for (int r : members) set += (set.empty() ? "" : ",") + std::to_string(r);
+    Group g;
+    g.rank = static_cast<int>(me - members.begin());
+    g.size = static_cast<int>(members.size());
+    g.members = members;
+    try {
+      const ProgressClock::Waiting waiting(progress_);  // Gloo's constructor waits for every member
+      auto prefixed =
+          c10::make_intrusive<c10d::PrefixStore>("ppu/narrow/g" + std::to_string(generation_) + "/" + set, store());
+      g.gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, g.rank, g.size,
+                                                           gloo_options(connect_timeout(), info_.master_addr));
+    } catch (const std::exception& e) {
+      use(std::exchange(whole_, {}));
+      throw PeerError("forming the group of ranks [" + set + "] failed: " + e.what());
+    }
+    found = narrow_groups_.emplace(members, std::move(g)).first;
+  }
+  use(std::move(found->second));
+  narrow_groups_.erase(found);
 }
 
 void Collectives::set_connect_timeout(std::chrono::milliseconds timeout) {
@@ -368,7 +435,7 @@ Collectives::Pending Collectives::allreduce_sum_async(torch::Tensor& tensor) {
   opts.timeout = timeout_;
   c10::intrusive_ptr<c10d::Work> work;
 #ifdef PPU_WITH_NCCL
-  if (nccl_ && tensor.is_cuda()) {
+  if (nccl_ && tensor.is_cuda() && !narrowed()) {
     std::vector<torch::Tensor> tensors{tensor};
     start("all-reduce", [&] { work = nccl_->group->allreduce(tensors, opts); });
     return [this, work] { wait("all-reduce", [&] { work->wait(timeout_); }); };

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -98,6 +99,16 @@ class Collectives {
   // member gave up on this generation) or `give_up` (asked as often, "" to go on) ends it at once
   // with PeerError.
   void reform(const std::vector<int>& members, int64_t generation, const std::function<std::string()>& give_up = {});
+  // Quorum sync's sitting out (docs/QUORUM_SYNC.md): collectives over some of the whole group's
+  // members. narrow(members) (job ranks, ascending, this rank among them, all of them members of
+  // the whole group) sends every collective from here on through a group of those ranks: formed
+  // over the store the first time the set is asked for (every one of them asks at the same
+  // point, as for any collective) and kept for reuse until the next reform. rank(),
+  // world_size() and members() are the narrowed group's meanwhile; narrow() to every member of
+  // the whole group goes back to it. Gang recovery only: a re-formable group (live recovery)
+  // refuses it (logic_error); CUDA tensors then go through Gloo via the host, not NCCL.
+  void narrow(const std::vector<int>& members);
+  bool narrowed() const { return !whole_.members.empty(); }
   // Test-only (FaultHooks' die-forming): called as reform() begins, with its generation.
   void set_before_reform(std::function<void(int64_t generation)> hook) { before_reform_ = std::move(hook); }
   // Also the store client's timeout: Gloo's rendezvous waits on the store for a member's address,
@@ -190,6 +201,19 @@ class Collectives {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   std::unique_ptr<NcclGroup> nccl_;
   uint32_t sequence_ = 0;
+  // narrow(): a group of some members and its own all-reduce numbering, by its members; and the
+  // whole group's while narrowed (members empty: not narrowed).
+  struct Group {
+    c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+    int rank = 0, size = 1;
+    std::vector<int> members;
+    uint32_t sequence = 0;
+  };
+  std::map<std::vector<int>, Group> narrow_groups_;
+  Group whole_;
+  int64_t generation_ = 0;  // of the whole group (reform)
+  Group take_current();
+  void use(Group group);
   ProgressClock progress_;
 };
 

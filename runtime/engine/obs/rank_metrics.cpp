@@ -63,6 +63,7 @@ struct RankMetrics::Families {
   prometheus::Counter& sync_point_wait;
   prometheus::Counter& skipped_steps;
   prometheus::Counter& short_contributions;
+  prometheus::Family<prometheus::Counter>& late_work;
   prometheus::Gauge& grace;
 };
 
@@ -143,7 +144,8 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       one(gauge(contract::metric::kLastStopRound, "The round the job had reached at its last stop; -1: none"), r),
       one(gauge(contract::metric::kLastStopResumedRound, "The round the run after the job's last stop resumed from"),
           r),
-      counter(contract::metric::kSyncPoints, "Quorum sync: sync points passed, by how they closed (all, grace)")
+      counter(contract::metric::kSyncPoints,
+              "Quorum sync: sync points passed, by how they closed (all, grace) or sat out (sat_out)")
           .Register(r),
       one(counter(contract::metric::kSyncPointWaitSeconds,
                   "Quorum sync: seconds this rank waited at sync points for them to close"),
@@ -154,6 +156,10 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       one(counter(contract::metric::kShortContributions,
                   "Quorum sync: outer steps this rank's delta entered with a weight below 1"),
           r),
+      counter(contract::metric::kLateWork,
+              "Quorum sync: fragments this rank rejoined after sitting out their outer steps, by what became of "
+              "its work on them (merge, drop: outer.quorum_late_work)")
+          .Register(r),
       one(gauge(contract::metric::kQuorumGraceSeconds, "Quorum sync: the grace window after a quorum arrived"), r),
   });
   set_job_stops(-1, -1, -1, -1);  // unknown until the run reads the checkpoint directory's history
@@ -280,6 +286,10 @@ void RankMetrics::add_sync_point(const std::string& closed, double wait_seconds,
   f_->sync_points.Add({{"closed", closed}}).Increment();
   f_->sync_point_wait.Increment(wait_seconds);
   f_->grace.Set(grace_seconds);
+}
+
+void RankMetrics::add_late_work(const std::string& outcome) {
+  if (f_) f_->late_work.Add({{"outcome", outcome}}).Increment();
 }
 
 void RankMetrics::add_skipped_step() {

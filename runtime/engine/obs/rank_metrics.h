@@ -60,13 +60,16 @@ class RankMetrics {
   // A fault of `kind` (killed, stopped, hung, unreachable, lost, preempted, store) and the seconds
   // from its detection until the group had re-formed (0 when none was needed).
   void add_fault(const std::string& kind, double seconds_to_recover);
-  // Quorum sync (outer.sync_mode quorum): a sync point passed, closed by "all" or "grace", after
+  // Quorum sync (outer.sync_mode quorum): a sync point passed, closed by "all" or "grace" (or
+  // "sat_out": this rank sat it out, outer.quorum_sit_out), after
   // `wait_seconds` waiting there; the grace window now.
   void add_sync_point(const std::string& closed, double wait_seconds, double grace_seconds);
   // An inner step skipped to reach a closed sync point.
   void add_skipped_step();
   // An outer step this rank's delta entered with a weight below 1 (it skipped steps).
   void add_short_contribution();
+  // A fragment this rank rejoined after sitting out its outer steps: its work "merged" or "dropped".
+  void add_late_work(const std::string& outcome);
 
  private:
   struct Families;

@@ -248,6 +248,32 @@ void OuterOptimizer::resync_fragment(Collectives& collectives, int fragment, int
   }
 }
 
+void OuterOptimizer::catch_up(int fragment, int root, bool rejoins, bool keep_work) {
+  torch::NoGradGuard no_grad;
+  for (const auto& piece : schedule_.fragments().at(fragment).pieces) {
+    auto theta = region_view(global_[piece.param_index], piece);
+    const auto old = rejoins && keep_work ? theta.clone() : torch::Tensor();
+    auto t = theta.contiguous();
+    collectives_.broadcast(t, root);
+    if (!t.is_same(theta)) theta.copy_(t);
+    // The root has momentum (the fragment had outer steps meanwhile); a rank that sat out its
+    // first one has none yet.
+    auto& momentum = momentum_[piece.param_index];
+    if (!momentum.defined()) momentum = host_.zeros(global_[piece.param_index].sizes());
+    auto m = region_view(momentum, piece);
+    auto mc = m.contiguous();
+    collectives_.broadcast(mc, root);
+    if (!mc.is_same(m)) m.copy_(mc);
+    if (!rejoins) continue;
+    if (keep_work) {
+      const auto local = model_.load_fp32(piece.param_index, piece).to(torch::kCPU);
+      model_.store_fp32(piece.param_index, piece, theta + (local - old));
+    } else {
+      model_.store_fp32(piece.param_index, piece, theta);
+    }
+  }
+}
+
 int64_t OuterOptimizer::global_bytes() const {
   int64_t b = 0;
   for (const auto& g : global_) b += g.nbytes();

@@ -98,6 +98,11 @@ class OuterOptimizer {
   // θ_k, this rank's local progress, is left as it is: its next delta is taken from the
   // repaired θ.
   void resync_fragment(Collectives& collectives, int fragment, int root);
+  // Quorum sync's sitting out: fragment `fragment`'s θ and momentum of group rank `root` on every
+  // rank of the group (a collective). A rank that `rejoins` (it sat out some of the fragment's
+  // outer steps, its θ is older) re-bases its local progress on the new θ, θ_k ← θ + (θ_k −
+  // θ_old), or with `keep_work` false drops it, θ_k ← θ; the others' θ_k stay as they are.
+  void catch_up(int fragment, int root, bool rejoins, bool keep_work);
   const std::vector<torch::Tensor>& global() const { return global_; }
   int64_t momentum_bytes() const;
   int64_t global_bytes() const;

@@ -75,6 +75,22 @@ QuorumGate::Arrival QuorumGate::arrive(int64_t step, double grace_s) {
   return arrival;
 }
 
+void QuorumGate::publish_plan(int64_t step, const std::string& plan) {
+  // "" is a plan (nobody sits out), stored as "-": a key set to nothing reads as unset.
+  store_.set(quorum(step, "plan"), plan.empty() ? "-" : plan);
+}
+
+std::string QuorumGate::plan(int64_t step) {
+  if (store_.lost()) store_.reconnect(kReconnectPatience);
+  const std::string key = quorum(step, "plan");
+  while (!store_.check(key)) {
+    col_.progress().tick();
+    std::this_thread::sleep_for(kPoll);
+  }
+  const std::string plan = store_.get(key);
+  return plan == "-" ? "" : plan;
+}
+
 bool QuorumGate::slices_covered(int64_t step) {
   // An arrived owner of every slice that has a member: each such slice's key is set.
   std::vector<bool> owned(slices_, false);

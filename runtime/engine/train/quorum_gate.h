@@ -45,6 +45,13 @@ class QuorumGate {
     bool aborted = false;     // the group lost a member while this rank waited (see above)
   };
   Arrival arrive(int64_t step, double grace_s);
+  // Quorum sync's sitting out (outer.quorum_sit_out): who sits out which sync points, as the
+  // members of the sync point after inner step `step` planned it (the lowest of them publishes
+  // it), for a rank that sat that sync point out and rejoins at the next: it waits until the
+  // plan is there (ticking the progress clock), or throws StoreLost when the store does not
+  // answer (a rank cannot rejoin without knowing who is in).
+  void publish_plan(int64_t step, const std::string& plan);
+  std::string plan(int64_t step);
   int64_t store_requests() const { return store_.requests(); }
 
  private:

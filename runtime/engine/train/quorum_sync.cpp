@@ -1,6 +1,8 @@
 #include "engine/train/quorum_sync.h"
 
 #include <algorithm>
+#include <sstream>
+#include <stdexcept>
 
 #include "common/seconds_since.h"
 #include "engine/obs/step_phases.h"
@@ -12,7 +14,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // One member's row in the meeting's all-gather.
-enum Column : int64_t { kWait = 0, kTrained = 1, kEveryone = 2, kTrainSeconds = 3, kStepSeconds = 4, kWeights = 5 };
+enum Column : int64_t {
+  kWait = 0,
+  kTrained = 1,
+  kEveryone = 2,
+  kTrainSeconds = 3,
+  kStepSeconds = 4,
+  kSlowBefore = 5,
+  kWeights = 6
+};
 
 // A rank asks whether its sync point closed once the interval lasted this fraction of the
 // fastest member's time for it at its pace in the last interval: a member 25 % faster than it
@@ -32,7 +42,7 @@ constexpr size_t kRecentSteps = 5;
 }  // namespace
 
 QuorumSync::QuorumSync(const Config& config, const StreamingSchedule& schedule, Collectives& collectives, RunParts run,
-                       LiveRecovery* live_recovery)
+                       LiveRecovery* live_recovery, std::function<bool(int64_t)> whole_group_at)
     : config_(config),
       schedule_(schedule),
       collectives_(collectives),
@@ -42,7 +52,9 @@ QuorumSync::QuorumSync(const Config& config, const StreamingSchedule& schedule, 
       close_watch_(config, collectives),
       grace_(config.outer.quorum_grace_min_s, config.outer.quorum_grace_max_s),
       windows_(static_cast<int>(schedule.fragments().size())),
-      slices_(config.effective_slices()) {
+      slices_(config.effective_slices()),
+      whole_group_at_(std::move(whole_group_at)),
+      members_(collectives.members()) {
   summary_.mode = choice_name(SyncMode::Quorum);
   summary_.grace_seconds = grace_.seconds();
   std::vector<SlicePlan> plans;
@@ -52,10 +64,45 @@ QuorumSync::QuorumSync(const Config& config, const StreamingSchedule& schedule, 
   run_.outer.set_job_plans(std::move(plans));
 }
 
+bool QuorumSync::is_sync_point(int64_t step) const {
+  return step == config_.train.steps || !schedule_.due(step).empty();
+}
+
+int64_t QuorumSync::previous_sync_point(int64_t step) const {
+  for (int64_t s = step - 1; s > 0; --s)
+    if (is_sync_point(s)) return s;
+  return 0;
+}
+
 int64_t QuorumSync::next_sync_point(int64_t step) const {
+  int64_t s = step + 1;
+  while (s < config_.train.steps && !is_sync_point(s)) ++s;
+  return std::min(s, config_.train.steps);
+}
+
+int64_t QuorumSync::next_meeting(int64_t step) const {
   for (int64_t s = step + 1; s < config_.train.steps; ++s)
-    if (!schedule_.due(s).empty()) return s;
+    if (is_sync_point(s) && !out_at(collectives_.job_rank(), s)) return s;
   return config_.train.steps;
+}
+
+bool QuorumSync::out_at(int rank, int64_t step) const {
+  const auto it = plan_.find(rank);
+  return it != plan_.end() && it->second.from <= step && step < it->second.until;
+}
+
+std::vector<int> QuorumSync::in_at(int64_t step) const {
+  std::vector<int> in;
+  for (int r : members_)
+    if (!out_at(r, step)) in.push_back(r);
+  return in;
+}
+
+std::map<int, int64_t> QuorumSync::synced_between(int64_t from, int64_t until) const {
+  std::map<int, int64_t> synced;
+  for (int64_t s = from; s < until; ++s)
+    for (int f : schedule_.due(s)) ++synced[f];
+  return synced;
 }
 
 void QuorumSync::start(int64_t step, bool replacement) {
@@ -81,7 +128,7 @@ bool QuorumSync::decide_skip(int64_t step) {
   last_step_at_ = Clock::now();
   if (step >= heading_for_) {  // passed the last one: head for the next
     ahead_streak_ = skipping_ahead_ ? ahead_streak_ + 1 : 0;
-    heading_for_ = next_sync_point(step);
+    heading_for_ = next_meeting(step);
     heading_from_ = step;
     heading_since_ = Clock::now();
     skipping_ = skipping_ahead_ = false;
@@ -120,6 +167,19 @@ void QuorumSync::stepped(bool trained) {
 double QuorumSync::own_step_s() const { return median_after(recent_steps_s_, 0); }
 
 void QuorumSync::meet(int64_t step) {
+  if (config_.effective_sit_out() > 0) {
+    const int me = collectives_.job_rank();
+    const bool rejoins = sitting_out_ && !out_at(me, step);
+    if (rejoins) read_plan(previous_sync_point(step));  // who else is out: planned while this rank was
+    sitting_out_ = out_at(me, step);
+    if (sitting_out_) {
+      ++summary_.sat_out;
+      run_.metrics.add_sync_point("sat_out", 0, grace_.seconds());
+      return;
+    }
+    if (rejoins) rejoin_windows(step);
+    collectives_.narrow(in_at(step));
+  }
   const double trained_s = seconds_since(heading_since_);
   const auto fragments = static_cast<int64_t>(schedule_.fragments().size());
   const QuorumGate::Arrival arrival =
@@ -130,6 +190,7 @@ void QuorumSync::meet(int64_t step) {
   mine[kEveryone] = arrival.everyone ? 1.0 : 0.0;
   mine[kTrainSeconds] = trained_s;
   mine[kStepSeconds] = own_step_s();
+  mine[kSlowBefore] = static_cast<double>(slow_meetings_);
   for (int64_t f = 0; f < fragments; ++f) mine[kWeights + f] = windows_.weight(static_cast<int>(f));
   const auto rows = until_one_generation_completes(live_recovery_, [&] { return collectives_.allgather(mine); });
 
@@ -137,6 +198,7 @@ void QuorumSync::meet(int64_t step) {
   const int job_size = collectives_.job_size();
   weights_.assign(static_cast<size_t>(fragments * job_size), 1.0);
   std::vector<double> waits, train_s, step_s;
+  std::vector<int> slow_before;
   bool everyone = true;
   const double tokens_per_step = static_cast<double>(config_.inner.batch_size) * config_.model.seq_len;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -145,14 +207,22 @@ void QuorumSync::meet(int64_t step) {
     waits.push_back(row[kWait]);
     train_s.push_back(row[kTrainSeconds]);
     step_s.push_back(row[kStepSeconds]);
+    slow_before.push_back(static_cast<int>(row[kSlowBefore]));
     everyone = everyone && row[kEveryone] != 0;
     tokens_[r] = row[kTrained] * tokens_per_step;
     for (int64_t f = 0; f < fragments; ++f) weights_[static_cast<size_t>(f * job_size + r)] = row[kWeights + f];
   }
+  for (int r : members_)  // a member sitting out contributes nothing to these outer steps
+    if (out_at(r, step))
+      for (int64_t f = 0; f < fragments; ++f) weights_[static_cast<size_t>(f * job_size + r)] = 0;
   const int quorum = quorum_size(config_.outer.quorum_fraction, collectives_.world_size());
   grace_.observe(quorum_spread(waits, quorum));
   fastest_step_s_ = fastest_step_seconds(train_s, step - heading_from_);
   ahead_ = AheadRule::from_meeting(step_s, collectives_.members(), quorum, slices_, collectives_.job_rank());
+  if (config_.effective_sit_out() > 0) {
+    catch_up(step);
+    plan_sit_outs(step, step_s, slow_before);
+  }
 
   ++summary_.sync_points;
   if (!everyone) ++summary_.closed_by_grace;
@@ -181,6 +251,86 @@ void QuorumSync::weigh(int fragment) {
   }
   run_.outer.set_weights(std::move(by_rank));
   windows_.synced(fragment);
+}
+
+void QuorumSync::plan_sit_outs(int64_t step, const std::vector<double>& step_s, const std::vector<int>& slow_before) {
+  for (auto it = plan_.begin(); it != plan_.end();) it = it->second.until <= step ? plan_.erase(it) : std::next(it);
+  const auto& in = collectives_.members();
+  const int quorum = quorum_size(config_.outer.quorum_fraction, static_cast<int>(in.size()));
+  const auto slow = slow_members(step_s, in, quorum, slices_);
+  const bool me_slow = std::find(slow.begin(), slow.end(), collectives_.job_rank()) != slow.end();
+  slow_meetings_ = me_slow ? slow_meetings_ + 1 : 0;
+  for (int r : ppu::sitting_out(step_s, in, quorum, slices_, slow_before)) {
+    // Out from the next sync point for up to M of them; back at the first the whole group needs.
+    SitOut out{next_sync_point(step), 0};
+    int64_t s = out.from, sat = 0;
+    while (s < config_.train.steps && sat < config_.effective_sit_out() && !(whole_group_at_ && whole_group_at_(s))) {
+      ++sat;
+      do ++s;
+      while (!is_sync_point(s));
+    }
+    out.until = s;
+    if (out.until > out.from) plan_[r] = out;
+  }
+  if (collectives_.rank() == 0) publish_plan(step);
+}
+
+void QuorumSync::publish_plan(int64_t step) {
+  std::string text;
+  for (const auto& [r, out] : plan_)
+    text += (text.empty() ? "" : ";") + std::to_string(r) + ":" + std::to_string(out.from) + ":" +
+            std::to_string(out.until);
+  gate_.publish_plan(step, text);
+}
+
+void QuorumSync::read_plan(int64_t step) {
+  plan_.clear();
+  std::istringstream in(gate_.plan(step));
+  std::string entry;
+  while (std::getline(in, entry, ';')) {
+    int rank = 0;
+    SitOut out;
+    char colon = 0;
+    std::istringstream e(entry);
+    if (!(e >> rank >> colon >> out.from >> colon >> out.until))
+      throw std::runtime_error("quorum sync: unreadable sit-out plan entry '" + entry + "' at step " +
+                               std::to_string(step));
+    plan_[rank] = out;
+  }
+}
+
+void QuorumSync::rejoin_windows(int64_t step) {
+  const auto it = plan_.find(collectives_.job_rank());
+  if (it == plan_.end()) return;
+  const bool merge = config_.outer.quorum_late_work == LateWork::Merge;
+  for (const auto& [f, missed] : synced_between(it->second.from, step)) {
+    int64_t last = step - 1;  // the fragment's last outer step, which this rank sat out
+    for (;; --last) {
+      const auto due = schedule_.due(last);
+      if (last <= 0 || std::find(due.begin(), due.end(), f) != due.end()) break;
+    }
+    windows_.start(f, step - last, 0, merge ? late_work_weight(windows_.trained(f), missed) : 0.0);
+    ++(merge ? summary_.late_merged : summary_.late_dropped);
+    run_.metrics.add_late_work(choice_name(config_.outer.quorum_late_work));
+  }
+}
+
+void QuorumSync::catch_up(int64_t step) {
+  const int me = collectives_.job_rank();
+  const int64_t previous = previous_sync_point(step);
+  std::map<int, bool> stale;  // fragment -> whether this rank missed its outer steps
+  int root = -1;              // the first member (group rank) that was in at the previous sync point
+  const auto& in = collectives_.members();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const int r = in[i];
+    if (previous == 0 || !out_at(r, previous)) {
+      if (root < 0) root = static_cast<int>(i);
+      continue;
+    }
+    for (const auto& [f, missed] : synced_between(plan_.at(r).from, step)) stale[f] = stale[f] || r == me;
+  }
+  for (const auto& [f, mine] : stale)
+    run_.outer.catch_up(f, root, mine, config_.outer.quorum_late_work == LateWork::Merge);
 }
 
 OuterSyncSummary QuorumSync::summary() const {

@@ -23,14 +23,27 @@
 //    group computes the same grace window from it. weigh(f) before fragment f's outer step puts
 //    the weights on the outer optimiser and starts f's window again.
 //  - θ stays one value per round: every member takes part in every outer step (a straggler
-//    with what it trained), so nothing arrives late and nothing is dropped; a member that never
-//    arrives (dead, stopped, cut off) is fenced by live recovery as under sync_mode all.
+//    with what it trained); a member that never arrives (dead, stopped, cut off) is fenced by
+//    live recovery as under sync_mode all.
+//  - Sitting out (outer.quorum_sit_out = M > 0, gang recovery): at a meeting the members plan
+//    which of them sit out the next sync points (core/quorum_rule.h sitting_out: slower than
+//    the quorum, a fast owner for its slice), each up to M of them and never one that
+//    `whole_group_at` names (a checkpoint, an evaluation, the last step). Every member derives
+//    the same plan from the meeting; the lowest publishes it (QuorumGate::publish_plan). At a
+//    sync point the group in use is its members not sitting out (Collectives::narrow), until
+//    the next one. A rank sitting out (sitting_out()) neither meets nor syncs nor votes: it
+//    trains on, skipping ahead as needed to be at its return point in time, and there, after
+//    reading who else is out, it takes each fragment synchronised meanwhile — θ and momentum —
+//    from a member that stayed in (OuterOptimizer::catch_up), its work on it merged with a
+//    weight of late_work_weight or dropped (outer.quorum_late_work). θ is one value per sync
+//    point among the members in, and every rank's again when it rejoins.
 //  - summary(): the summary's outer_sync block; the metrics are counted as it goes.
 // Training thread only; the parts are given by reference and outlive it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -48,9 +61,11 @@ namespace ppu {
 
 class QuorumSync {
  public:
-  // `live_recovery`: null without live recovery.
+  // `live_recovery`: null without live recovery. `whole_group_at(step)`: whether every member
+  // must be in at the sync point after inner step `step` (collectives of the whole group follow
+  // before the next: a checkpoint, an evaluation; the last step always is).
   QuorumSync(const Config& config, const StreamingSchedule& schedule, Collectives& collectives, RunParts run,
-             LiveRecovery* live_recovery);
+             LiveRecovery* live_recovery, std::function<bool(int64_t)> whole_group_at = {});
   QuorumSync(const QuorumSync&) = delete;
   QuorumSync& operator=(const QuorumSync&) = delete;
 
@@ -60,11 +75,33 @@ class QuorumSync {
   bool skips(int64_t step);
   void stepped(bool trained);
   void meet(int64_t step);
+  // This rank sat out the last sync point (it skips that sync point's outer steps and the round
+  // boundary's collectives, and trains on).
+  bool sitting_out() const { return sitting_out_; }
   void weigh(int fragment);
   OuterSyncSummary summary() const;
 
  private:
-  int64_t next_sync_point(int64_t step) const;  // the first sync point after inner step `step`
+  // Sync points: after an inner step with fragments due, and the last step.
+  bool is_sync_point(int64_t step) const;
+  int64_t previous_sync_point(int64_t step) const;  // the last before `step` (0: none)
+  int64_t next_sync_point(int64_t step) const;      // the first after `step`
+  // The first sync point after inner step `step` at which this rank is in (not sitting out).
+  int64_t next_meeting(int64_t step) const;
+  // Sitting out: whether job rank `rank` is out at sync point `step`; the members in there.
+  bool out_at(int rank, int64_t step) const;
+  std::vector<int> in_at(int64_t step) const;
+  void read_plan(int64_t step);
+  void publish_plan(int64_t step);
+  // At a meeting: the sitting out from the next sync point on, planned from every member's pace.
+  // `slow_before`: by member, the meetings in a row before this one it was found slow at.
+  void plan_sit_outs(int64_t step, const std::vector<double>& step_s, const std::vector<int>& slow_before);
+  // Fragments with an outer step at a sync point in [from, until), ascending, with how many each.
+  std::map<int, int64_t> synced_between(int64_t from, int64_t until) const;
+  // A rank that rejoins at `step`: its windows of the fragments it missed, before the meeting.
+  void rejoin_windows(int64_t step);
+  // After the meeting: θ and momentum of the fragments a rank rejoining here missed.
+  void catch_up(int64_t step);
   bool decide_skip(int64_t step);
   double own_step_s() const;  // this rank's seconds a trained step lately (0: none yet)
 
@@ -93,6 +130,14 @@ class QuorumSync {
   std::vector<double> weights_;                           // the last meeting's: [fragment][job rank], flattened
   std::map<int, double> tokens_, weight_sum_;             // by job rank: trained tokens, weights over outer steps
   std::map<int, double> slice_weight_sum_;                // by slice: its owners' weights over outer steps
+  std::function<bool(int64_t)> whole_group_at_;
+  struct SitOut {
+    int64_t from = 0, until = 0;  // the sync points [from, until) sat out
+  };
+  std::map<int, SitOut> plan_;  // by job rank: who sits out, as far as this rank knows
+  std::vector<int> members_;    // the whole group's
+  bool sitting_out_ = false;
+  int slow_meetings_ = 0;  // meetings in a row this rank was found slow at (slow_members)
   OuterSyncSummary summary_;
 };
 

@@ -127,6 +127,45 @@ TEST(ErrorFeedback, RepeatedInt8SumsAverageToTheExactSum) {
   EXPECT_LT(mean_error[true], 0.25 * mean_error[false]);
 }
 
+// Quorum sync's sitting out: three of four ranks reduce among themselves while the fourth does
+// nothing, then all four again, then the three once more (their group kept, its own numbering).
+TEST(NarrowedGroup, ReducesOverItsMembersAloneAndWidensBackToTheWholeGroup) {
+  const int K = 4;
+  std::vector<std::vector<double>> sums(K);
+  std::vector<std::vector<int>> sizes(K);
+  run_ranks(K, [&](int r, const RunEnv& env) {
+    Collectives col(env.rendezvous, std::chrono::seconds(60));
+    const std::vector<int> three{0, 1, 2}, all{0, 1, 2, 3};
+    auto reduce = [&] {
+      auto t = torch::full({5}, static_cast<float>(r + 1));
+      compressed_allreduce(col, t, WireDtype::Fp32, 64, Collective::Ring, col.next_sequence());
+      sums[r].push_back(t[4].item<double>());
+      sizes[r].push_back(col.world_size());
+    };
+    if (r < 3) {
+      col.narrow(three);
+      EXPECT_TRUE(col.narrowed());
+      EXPECT_EQ(col.members(), three);
+      EXPECT_EQ(col.rank(), r);
+      reduce();
+    }
+    col.narrow(all);
+    EXPECT_FALSE(col.narrowed());
+    reduce();
+    if (r < 3) {
+      col.narrow(three);
+      reduce();
+      col.narrow(all);
+    }
+    EXPECT_THROW(col.narrow({r == 0 ? 1 : 0}), std::logic_error) << "a set without this rank";
+  });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(sums[r], (std::vector<double>{6, 10, 6})) << "rank " << r;
+    EXPECT_EQ(sizes[r], (std::vector<int>{3, 4, 3})) << "rank " << r;
+  }
+  EXPECT_EQ(sums[3], std::vector<double>{10});
+}
+
 TEST(OverlapMerge, LocalBecomesAlphaLocalPlusOneMinusAlphaGlobal) {
   for (double alpha : {0.0, 0.25, 0.5, 1.0}) {
     Config c = parse_config(
