@@ -1,5 +1,6 @@
 #include "engine/obs/rank_metrics.h"
 
+#include "core/config.h"
 #include "core/job_contract.h"
 
 #include <httplib.h>
@@ -163,6 +164,10 @@ RankMetrics::RankMetrics(int port, const std::map<std::string, std::string>& lab
       one(gauge(contract::metric::kQuorumGraceSeconds, "Quorum sync: the grace window after a quorum arrived"), r),
   });
   set_job_stops(-1, -1, -1, -1);  // unknown until the run reads the checkpoint directory's history
+  // Sitting out's series exist from the start at 0, as counters of known labels should: a
+  // dashboard shows "none yet" rather than "no data".
+  f_->sync_points.Add({{"closed", "sat_out"}});
+  for (const auto& outcome : choice_names<LateWork>()) f_->late_work.Add({{"outcome", outcome}});
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
     res.set_content(prometheus::TextSerializer().Serialize(registry->Collect()), "text/plain; version=0.0.4");
