@@ -2,24 +2,26 @@
 """Straggler bench (issue 58): one slow rank against the job's pace, sync_mode all vs quorum.
 
 usage: sudo python3 bench/straggler/run.py BUILD_DIR [--out DIR] [--ranks 4,8] [--caps 0.1,0.5]
-           [--modes all,quorum,sit-out,sit-out-drop] [--sit-out 8] [--steps 800] [--sync-every 20] [--goal 1.4]
-           [--goal-mode sit-out] [--set key=value]...
+           [--modes all,quorum-budget,quorum,quorum-drop] [--sit-out 16] [--steps 800] [--sync-every 20]
+           [--goal 1.4] [--goal-mode quorum] [--set key=value]...
 
 For each K, the tiny config (N = 2, live recovery off, no evaluation until the end) runs under
 ppu-launch uncapped in every mode, then, for each cap c, with rank K-1 in a CPU cgroup capped at
 c of one core (cgroup v1 cpu.cfs_quota_us or v2 cpu.max, from the rank's start) in every mode:
-  all           outer.sync_mode all
-  quorum        outer.sync_mode quorum (a slow rank takes part in every sync point)
-  sit-out       quorum with outer.quorum_sit_out --sit-out (a slow rank sits out up to that many
-                sync points between two it takes part in), its late work merged
-  sit-out-drop  the same with outer.quorum_late_work drop
+  all            outer.sync_mode all
+  quorum-budget  outer.sync_mode quorum, quorum_sit_out 0: a slow rank takes part in every sync
+                 point with what fits its time budget
+  quorum         outer.sync_mode quorum as it comes (gang recovery): a slow rank sits out up to
+                 --sit-out sync points (outer.quorum_sit_out, the default's 16) between two it
+                 takes part in, its late work merged
+  quorum-drop    the same with outer.quorum_late_work drop
 Every run is measured in this one invocation on this machine:
   wall          ppu-launch's wall time, start to exit
   x uncapped    wall / the uncapped sync_mode all run's wall, same K
   tokens/s      tokens the ranks trained (the summaries' tokens, summed) per second of wall
   skipped       inner steps the capped rank skipped to reach a closed sync point (quorum), and
                 (ahead) how many of them before the close, predicted to end after it
-  sat out       sync points the capped rank sat out (sit-out modes)
+  sat out       sync points the capped rank sat out (quorum, quorum-drop)
   max wait      the longest a rank waited at a sync point for it to close (quorum; rank 0)
   eval loss     the final global parameters' (one number per run)
 It prints a table, writes DIR/straggler.json, and exits 1 when the goal is missed: in the goal
@@ -48,9 +50,9 @@ ALL, QUORUM = choices.names("outer.sync_mode")
 MERGE, DROP = choices.names("outer.quorum_late_work")
 MODES = {  # mode -> its keys; {m}: --sit-out
     ALL: [f"outer.sync_mode={ALL}"],
-    QUORUM: [f"outer.sync_mode={QUORUM}"],
-    "sit-out": [f"outer.sync_mode={QUORUM}", "outer.quorum_sit_out={m}", f"outer.quorum_late_work={MERGE}"],
-    "sit-out-drop": [f"outer.sync_mode={QUORUM}", "outer.quorum_sit_out={m}", f"outer.quorum_late_work={DROP}"],
+    f"{QUORUM}-budget": [f"outer.sync_mode={QUORUM}", "outer.quorum_sit_out=0"],
+    QUORUM: [f"outer.sync_mode={QUORUM}", "outer.quorum_sit_out={m}", f"outer.quorum_late_work={MERGE}"],
+    f"{QUORUM}-{DROP}": [f"outer.sync_mode={QUORUM}", "outer.quorum_sit_out={m}", f"outer.quorum_late_work={DROP}"],
 }
 
 
@@ -63,9 +65,9 @@ def parse_args():
     p.add_argument("--steps", type=int, default=800)
     p.add_argument("--sync-every", type=int, default=20)
     p.add_argument("--modes", default=",".join(MODES))
-    p.add_argument("--sit-out", type=int, default=8, help="outer.quorum_sit_out of the sit-out modes")
+    p.add_argument("--sit-out", type=int, default=16, help="outer.quorum_sit_out of the quorum and quorum-drop modes")
     p.add_argument("--goal", type=float, default=1.4, help="the goal mode at K = 4, smallest cap: wall / uncapped")
-    p.add_argument("--goal-mode", default="sit-out")
+    p.add_argument("--goal-mode", default=QUORUM)
     p.add_argument("--set", dest="sets", action="append", default=[], help="extra config override")
     return p.parse_args()
 

@@ -34,6 +34,7 @@ sys.path[:0] = [HERE, os.path.join(ROOT, "python"), os.path.join(ROOT, "bench", 
 from cpu_cap import CpuCap
 from job import Job
 from ppu import choices, files, summary
+from ppu.record import ContractError
 
 ALL, QUORUM = choices.names("outer.sync_mode")
 REFERENCE_DIR = os.path.join(ROOT, "docs", "study", "grid-v2")
@@ -142,6 +143,14 @@ def reference_runs(seeds):
     return runs
 
 
+def sat_out(rank_summary):
+    """Sync points a rank sat out; 0 in a summary written before sitting out existed."""
+    try:
+        return rank_summary.outer_sync.sat_out
+    except ContractError:
+        return 0
+
+
 def report(out, seeds):
     import stats  # beside this file; needs scipy
 
@@ -162,6 +171,7 @@ def report(out, seeds):
                 "wall_seconds": wall,
                 "tokens": sum(x.tokens for x in sums),
                 "slow_rank_steps_skipped": slow.outer_sync.steps_skipped,
+                "slow_rank_sitting_out": sat_out(slow),
                 "slow_rank_share": next(c.share for c in sums[0].outer_sync.ranks if c.rank == SLOW_RANK),
                 "grace_closes": sums[0].outer_sync.closed_by_grace,
             }
@@ -175,10 +185,10 @@ def report(out, seeds):
         json.dump(result, f, indent=1)
     header = (
         "| seed | all: eval loss | quorum: eval loss (same bits) | quorum, rank 7 at 10 %: eval loss | "
-        "its tokens vs all | rank 7's steps skipped | rank 7's share of its slice |"
+        "its tokens vs all | rank 7's steps skipped | sync points it sat out | rank 7's share of its slice |"
     )
     lines = [header,
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     straggler = f"{QUORUM}-straggler"
     for r in rows:
         q, st = r.get(QUORUM), r.get(straggler)
@@ -187,9 +197,9 @@ def report(out, seeds):
             + (f"{q['loss']:.4f} ({'yes' if q['same_bits_as_all'] else 'no'}) | " if q else "— | ")
             + (
                 f"{st['loss']:.4f} | {st['tokens'] / all_tokens:.3f} | {st['slow_rank_steps_skipped']} | "
-                f"{st['slow_rank_share']:.3f} |"
+                f"{st['slow_rank_sitting_out']} | {st['slow_rank_share']:.3f} |"
                 if st
-                else "— | — | — | — |"
+                else "— | — | — | — | — |"
             )
         )
     lines += ["", "| comparison (vs all) | seeds | mean difference | Bonferroni interval | Holm p | TOST p (Holm) | verdict |",
