@@ -6,10 +6,16 @@ the straggler bench (run.py) and of the quorum study (bench/study/quorum_study.p
   cap.hold_rank(job, rank)    moves ppu-launch's rank `rank` (a bench/chaos Job) into it as soon as
                               the rank's process exists, so it runs capped from its start
   cap.close()                 removes the cgroup once its processes have exited
+  run_capped(cmd, log, rank, share, timeout, env)
+                              runs ppu-launch `cmd` (its output to `log`) with its rank `rank` held
+                              at `share` of a core (None: uncapped); returns (exit code, wall
+                              seconds), the cgroup removed
 """
 
 import os
 import time
+
+from job import Job  # bench/chaos, on the path the caller sets
 
 PERIOD_US = 100_000
 
@@ -51,3 +57,17 @@ class CpuCap:
                 return
             except OSError:
                 time.sleep(0.1)  # its processes are still exiting
+
+
+def run_capped(cmd, log_path, rank, share, timeout, env=None):
+    cap = CpuCap(f"ppu-capped-{os.getpid()}", share) if share else None
+    started = time.monotonic()
+    job = Job(cmd, log_path, env=env)
+    try:
+        if cap and not cap.hold_rank(job, rank):
+            return job.finish(timeout=timeout) or 1, time.monotonic() - started  # ended before the rank started
+        rc = job.finish(timeout=timeout)
+    finally:
+        if cap:
+            cap.close()
+    return rc, time.monotonic() - started

@@ -34,7 +34,6 @@ import json
 import os
 import shutil
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -42,8 +41,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "engine"))
 sys.path.insert(0, os.path.join(SRC, "bench", "chaos"))
 sys.path.insert(0, os.path.join(SRC, "python"))
 
-from cpu_cap import CpuCap
-from job import Job
+from cpu_cap import run_capped
 from ppu import choices, summary
 
 ALL, QUORUM = choices.names("outer.sync_mode")
@@ -84,17 +82,7 @@ def one_run(args, out, ranks, mode, cap):
         "--set", "slicing.slices=2", "--set", "train.eval_every=0", "--set", "train.log_every=50",
         *[x for s in MODES[mode] + args.sets for x in ("--set", s.format(m=args.sit_out))],
     ]  # fmt: skip
-    limit = CpuCap(f"ppu-straggler-{os.getpid()}", cap) if cap else None
-    started = time.monotonic()
-    job = Job(cmd, os.path.join(work, "launch.log"))
-    try:
-        if limit:
-            limit.hold_rank(job, ranks - 1)
-        rc = job.finish(timeout=3600)
-    finally:
-        if limit:
-            limit.close()
-    wall = time.monotonic() - started
+    rc, wall = run_capped(cmd, os.path.join(work, "launch.log"), ranks - 1, cap, 3600)
     if rc != 0:
         sys.exit(f"{name}: ppu-launch exited {rc}; see {work}/launch.log")
     sums = summary.load_dir(os.path.join(work, "summaries"), ranks)

@@ -24,15 +24,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, os.path.join(ROOT, "python"), os.path.join(ROOT, "bench", "chaos"), os.path.join(ROOT, "tests", "engine"),
                 os.path.join(ROOT, "bench", "straggler")]  # fmt: skip
 
-from cpu_cap import CpuCap
-from job import Job
+from cpu_cap import run_capped
 from ppu import choices, files, summary
 from ppu.record import ContractError
 
@@ -89,19 +87,8 @@ def run_one(build, corpus, arm, seed, out):
     cmd = [os.path.join(build, "bin", "ppu-launch"), "--nproc", str(K), "--config", os.path.join(HERE, "study.yaml"),
            "--summary-dir", work, *[x for k in keys for x in ("--set", k)]]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_L2_SIZE"} | PIN
-    share = ARMS[arm]
-    cap = CpuCap(f"ppu-quorum-study-{os.getpid()}", share) if share else None
     print(f"{arm} seed {seed}: running", flush=True)
-    started = time.monotonic()
-    job = Job(cmd, os.path.join(work, "run.log"), env=env)
-    try:
-        if cap and not cap.hold_rank(job, SLOW_RANK):
-            sys.exit(f"quorum_study.py: {arm} seed {seed} ended before rank {SLOW_RANK} started; see {work}/run.log")
-        rc = job.finish(timeout=4 * 3600)
-    finally:
-        if cap:
-            cap.close()
-    wall = time.monotonic() - started
+    rc, wall = run_capped(cmd, os.path.join(work, "run.log"), SLOW_RANK, ARMS[arm], 4 * 3600, env)
     if rc != 0:
         sys.exit(f"quorum_study.py: {arm} seed {seed}: ppu-launch exited {rc}; see {work}/run.log")
     check = subprocess.run([sys.executable, os.path.join(HERE, "summaries.py"), "check-kernels",
