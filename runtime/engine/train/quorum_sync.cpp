@@ -264,11 +264,9 @@ void QuorumSync::plan_sit_outs(int64_t step, const std::vector<double>& step_s, 
     // Out from the next sync point for up to M of them; back at the first the whole group needs.
     SitOut out{next_sync_point(step), 0};
     int64_t s = out.from, sat = 0;
-    while (s < config_.train.steps && sat < config_.effective_sit_out() && !(whole_group_at_ && whole_group_at_(s))) {
+    for (; s < config_.train.steps && sat < config_.effective_sit_out() && !(whole_group_at_ && whole_group_at_(s));
+         s = next_sync_point(s))
       ++sat;
-      do ++s;
-      while (!is_sync_point(s));
-    }
     out.until = s;
     if (out.until > out.from) plan_[r] = out;
   }
