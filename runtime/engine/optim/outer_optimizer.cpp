@@ -250,24 +250,23 @@ void OuterOptimizer::resync_fragment(Collectives& collectives, int fragment, int
 
 void OuterOptimizer::catch_up(int fragment, int root, bool rejoins, bool keep_work) {
   torch::NoGradGuard no_grad;
-  for (const auto& piece : schedule_.fragments().at(fragment).pieces) {
-    auto theta = region_view(global_[piece.param_index], piece);
-    const auto old = rejoins && keep_work ? theta.clone() : torch::Tensor();
-    auto t = theta.contiguous();
-    collectives_.broadcast(t, root);
-    if (!t.is_same(theta)) theta.copy_(t);
+  const auto& pieces = schedule_.fragments().at(fragment).pieces;
+  std::vector<torch::Tensor> old;  // a rejoining rank's θ before, to re-base its work on
+  for (const auto& piece : pieces) {
     // The root has momentum (the fragment had outer steps meanwhile); a rank that sat out its
-    // first one has none yet.
+    // first one has none yet, and resync_fragment sends it to every rank that has one.
     auto& momentum = momentum_[piece.param_index];
     if (!momentum.defined()) momentum = host_.zeros(global_[piece.param_index].sizes());
-    auto m = region_view(momentum, piece);
-    auto mc = m.contiguous();
-    collectives_.broadcast(mc, root);
-    if (!mc.is_same(m)) m.copy_(mc);
-    if (!rejoins) continue;
+    if (rejoins && keep_work) old.push_back(region_view(global_[piece.param_index], piece).clone());
+  }
+  resync_fragment(collectives_, fragment, root);
+  if (!rejoins) return;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const auto& piece = pieces[i];
+    const auto theta = region_view(global_[piece.param_index], piece);
     if (keep_work) {
       const auto local = model_.load_fp32(piece.param_index, piece).to(torch::kCPU);
-      model_.store_fp32(piece.param_index, piece, theta + (local - old));
+      model_.store_fp32(piece.param_index, piece, theta + (local - old[i]));
     } else {
       model_.store_fp32(piece.param_index, piece, theta);
     }

@@ -98,6 +98,14 @@ std::vector<int> QuorumSync::in_at(int64_t step) const {
   return in;
 }
 
+int64_t QuorumSync::last_outer_step(int fragment, int64_t step) const {
+  for (int64_t s = step; s > 0; --s) {
+    const auto due = schedule_.due(s);
+    if (std::find(due.begin(), due.end(), fragment) != due.end()) return s;
+  }
+  return 0;
+}
+
 std::map<int, int64_t> QuorumSync::synced_between(int64_t from, int64_t until) const {
   std::map<int, int64_t> synced;
   for (int64_t s = from; s < until; ++s)
@@ -108,11 +116,7 @@ std::map<int, int64_t> QuorumSync::synced_between(int64_t from, int64_t until) c
 void QuorumSync::start(int64_t step, bool replacement) {
   const auto fragments = static_cast<int>(schedule_.fragments().size());
   for (int f = 0; f < fragments; ++f) {
-    int64_t last = 0;  // the fragment's last outer step at or before `step` (0: none yet)
-    for (int64_t s = step; s > 0 && last == 0; --s) {
-      const auto due = schedule_.due(s);
-      if (std::find(due.begin(), due.end(), f) != due.end()) last = s;
-    }
+    const int64_t last = last_outer_step(f, step);
     windows_.start(f, step - last, replacement ? 0 : step - last);
   }
 }
@@ -302,11 +306,7 @@ void QuorumSync::rejoin_windows(int64_t step) {
   if (it == plan_.end()) return;
   const bool merge = config_.outer.quorum_late_work == LateWork::Merge;
   for (const auto& [f, missed] : synced_between(it->second.from, step)) {
-    int64_t last = step - 1;  // the fragment's last outer step, which this rank sat out
-    for (;; --last) {
-      const auto due = schedule_.due(last);
-      if (last <= 0 || std::find(due.begin(), due.end(), f) != due.end()) break;
-    }
+    const int64_t last = last_outer_step(f, step - 1);  // which this rank sat out
     windows_.start(f, step - last, 0, merge ? late_work_weight(windows_.trained(f), missed) : 0.0);
     ++(merge ? summary_.late_merged : summary_.late_dropped);
     run_.metrics.add_late_work(choice_name(config_.outer.quorum_late_work));

@@ -96,6 +96,8 @@ class QuorumSync {
   // At a meeting: the sitting out from the next sync point on, planned from every member's pace.
   // `slow_before`: by member, the meetings in a row before this one it was found slow at.
   void plan_sit_outs(int64_t step, const std::vector<double>& step_s, const std::vector<int>& slow_before);
+  // Fragment `fragment`'s last outer step at or before inner step `step` (0: none yet).
+  int64_t last_outer_step(int fragment, int64_t step) const;
   // Fragments with an outer step at a sync point in [from, until), ascending, with how many each.
   std::map<int, int64_t> synced_between(int64_t from, int64_t until) const;
   // A rank that rejoins at `step`: its windows of the fragments it missed, before the meeting.
