@@ -41,7 +41,6 @@ K = 8
 SLOW_RANK = K - 1
 SLOW_SHARE = 0.1
 ARMS = {QUORUM: None, f"{QUORUM}-straggler": SLOW_SHARE}  # arm -> the slow rank's share of a core
-PIN = {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2", "PPU_ONEDNN": "off"}  # kernel_pin.sh
 
 
 def parse_args():
@@ -51,6 +50,14 @@ def parse_args():
     p.add_argument("--seeds", default="0,1,2,3,4")
     p.add_argument("--report-only", action="store_true")
     return p.parse_args()
+
+
+def pinned_env():
+    """This environment with the study's kernel pin exported by kernel_pin.sh, which alone spells
+    it (and stops on a CPU without AVX2 and FMA)."""
+    script = f'source "{HERE}/kernel_pin.sh" && study_pin_kernels quorum_study.py && env -0'
+    out = subprocess.run(["bash", "-c", script], stdout=subprocess.PIPE, check=True).stdout.decode()
+    return dict(kv.split("=", 1) for kv in out.split("\0") if "=" in kv)
 
 
 def row_sets(name):
@@ -86,7 +93,7 @@ def run_one(build, corpus, arm, seed, out):
             f"inner.lr={inner_lr}", f"outer.sync_mode={QUORUM}"]  # fmt: skip
     cmd = [os.path.join(build, "bin", "ppu-launch"), "--nproc", str(K), "--config", os.path.join(HERE, "study.yaml"),
            "--summary-dir", work, *[x for k in keys for x in ("--set", k)]]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_L2_SIZE"} | PIN
+    env = pinned_env()
     print(f"{arm} seed {seed}: running", flush=True)
     rc, wall = run_capped(cmd, os.path.join(work, "run.log"), SLOW_RANK, ARMS[arm], 4 * 3600, env)
     if rc != 0:
