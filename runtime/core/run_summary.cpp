@@ -24,7 +24,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CheckpointWriteSummary, upload, rounds, skipp
                                    training_wait_seconds, end_wait_seconds)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OuterSyncSummary, mode, sync_points, closed_by_grace, steps_skipped,
                                    steps_skipped_ahead, short_contributions, uncovered, sat_out, late_merged,
-                                   late_dropped, wait_seconds, max_wait_seconds, grace_seconds, ranks)
+                                   late_dropped, fenced_at_gate, wait_seconds, max_wait_seconds, grace_seconds, ranks)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelPathSummary, cpu_model, openblas_core, aten_capability, onednn)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BlasSummary, library, variant, threads, intra_op_threads, libtorch, torch_blas, core,
                                    core_detected, core_source, core_env, cpu_vectors, cpu_avx512)

@@ -41,7 +41,8 @@ FaultHooks::FaultHooks(int job_rank, bool replacement) : rank_(job_rank) {
     std::stringstream parts(item);
     std::string kind, rank, step, ms;
     const bool timed = std::getline(parts, kind, ':') && (kind == "late" || kind == "slow");  // with <ms>
-    const bool known = kind == "hang" || kind == "flip" || kind == "stall-checkpoint" || kind == "die-forming" || timed;
+    const bool known = kind == "hang" || kind == "flip" || kind == "stop" || kind == "stall-checkpoint" ||
+                       kind == "die-forming" || timed;
     if (!known || !std::getline(parts, rank, ':') || !std::getline(parts, step, timed ? ':' : '\n') ||
         (timed && !std::getline(parts, ms)))
       throw ConfigError(
@@ -74,6 +75,12 @@ void FaultHooks::before_step(int64_t step, const std::function<void()>& flip_the
     if (f.kind == "flip") {
       spdlog::warn("PPU_TEST_FAULT: rank {} changes an element of its global θ before step {}", rank_, step);
       flip_theta();
+      continue;
+    }
+    if (f.kind == "stop") {  // a frozen VM: every thread, the heartbeat's included
+      spdlog::warn("PPU_TEST_FAULT: rank {} stops itself (SIGSTOP) before step {}", rank_, step);
+      spdlog::default_logger()->flush();
+      std::raise(SIGSTOP);
       continue;
     }
     if (f.kind == "late") {

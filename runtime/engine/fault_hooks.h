@@ -5,6 +5,8 @@
 //          (the process, its heartbeat thread and its sockets stay up: a hung training thread)
 //   flip   one element of that rank's global θ changes before inner step <step> (a flipped
 //          bit, a bug): the θ check before the next sync must find and repair it
+//   stop   that rank's process stops itself (SIGSTOP) before inner step <step>: a frozen VM at a
+//          chosen point of a round, every thread of it (the heartbeat's too) until a SIGCONT
 //   late   that rank's training thread sleeps <ms> before inner step <step>: before a round's
 //          last step, it holds the others in the outer sync's first collective for that long
 //          (a test places a second fault while they wait)

@@ -163,6 +163,7 @@ class Run {
     if (!ddp_ && c.outer.sync_mode == SyncMode::Quorum)
       quorum_.emplace(c, schedule_, *collectives_, parts, live_recovery(),
                       [this](int64_t step) { return whole_group_at(step); });
+    if (quorum_ && c.effective_sit_out() > 0) notices_->count_away_with([this] { return quorum_->away_with_notice(); });
     recovery_.policy = choice_name(c.network.recovery);
     metrics_->set_live(collectives_->world_size(), 1);
     set_model_kernels(*model_, c, device_);
@@ -323,6 +324,7 @@ class Run {
     const BoundaryVote vote = notices_->vote();
     const Departure departure = notices_->departure_of(vote);
     checkpoint_if_due(vote.upload_room, departure == Departure::Job);
+    if (departure == Departure::Job && quorum_) quorum_->job_stops();  // for the ranks sitting out
     if (departure != Departure::None) notices_->depart(vote, departure);
     if (live_recovery_) live_recovery_->bound_degraded(vote.degraded_s);
   }

@@ -16,11 +16,17 @@ cases: equal      no straggler, a grace window longer than any arrival spread: e
        uncovered  ranks 1 and 3 (every owner of slice 1) slow, quorum_fraction 0.5: ranks 0
                   and 2 are a quorum by number, but the sync point waits for an owner of slice 1,
                   so the two slow ranks skip a small part of what rank 3 alone skips in straggler
-       lost       rank 3 slow and then SIGKILLed under network.recovery live: it is replaced and
+       lost       rank 3 slow and then SIGKILLed under network.recovery live: while slow it misses
+                  closes but answers the gate and is not fenced; killed, it is replaced and
                   rejoins, no gang restart, every rank ends with the same θ
        node-lost  ranks 2 and 3 SIGKILLed at once under live recovery, leaving fewer ranks than
                   the quorum: the gate gives way when the heartbeat fences them, the two re-form,
                   the replacements rejoin; no gang restart, one θ (before the fix: a hang)
+       stopped    rank 3 stops itself (SIGSTOP) mid-interval under live recovery, with a heartbeat
+                  window longer than the test waits: the sync point after it closes without rank
+                  3, the gate finds that its process does not answer and the survivors fence it
+                  there (not the heartbeat); once continued it finds itself out of the group, is
+                  restarted in place and rejoins; no gang restart, one θ, the fault named stopped
        sit-out    rank 3 slow from step 20 with outer.quorum_sit_out 4, an evaluation every 50
                   steps and a checkpoint every 4 rounds (sync points the whole group must meet):
                   rank 3 sits out sync points and rejoins with its work merged, the others hardly
@@ -28,15 +34,40 @@ cases: equal      no straggler, a grace window longer than any arrival spread: e
                   with quorum_late_work drop the same, its work dropped (a run in which it
                   trained no step while away ends where merge would: no θ comparison); the
                   checkpoints are there
+       sit-out-lost  rank 3 SIGKILLed while it sits out (gang recovery) after the first
+                  checkpoint: the gang restarts from the last checkpoint, written while rank 3 was
+                  in or out, and finishes; exit 0, one θ
+       sit-out-notice  SIGTERM to ppu-launch (a notice for the whole job) while rank 3 sits out:
+                  the job saves the round's checkpoint and every rank leaves with 128 + SIGTERM,
+                  rank 3 included, well within checkpoint.notice_s; the rerun resumes from that
+                  round and finishes
+       sit-out-notice-rank  SIGTERM to rank 3 alone while it sits out (its node is preempted): it
+                  says so in the store, the members count it at their next round boundary's vote,
+                  the job stops there with a checkpoint (gang recovery: the others exit 3, and
+                  ppu-launch ends rank 3 if it has not left yet), the gang restarts from that
+                  checkpoint, no round lost, and finishes; exit 0, one θ
 """
 
 import os
+import re
 import signal
 import sys
 import tempfile
+import time
 
-from launch_harness import Launch, events, fail, no_gang_restart, one_checksum, plain, rank_pids, tiny_job
+from launch_harness import (
+    Launch,
+    events,
+    fail,
+    fault_named,
+    no_gang_restart,
+    one_checksum,
+    plain,
+    rank_pids,
+    tiny_job,
+)
 from ppu import files
+from ppu.exit_codes import ExitCode
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
@@ -44,6 +75,7 @@ H = 10
 STEPS = 200
 SLOW_MS = 150  # a tiny step is ~10-30 ms on 2 cores, ~80 under a loaded suite: the straggler stays slower
 QUORUM = ["--set", "outer.sync_mode=quorum", "--set", "outer.quorum_grace_max_s=0.5"]
+NOTICE_S = 25  # checkpoint.notice_s's default
 TIME_BUDGET = [*QUORUM, "--set", "outer.quorum_sit_out=0"]  # a slow rank in every sync point
 
 
@@ -145,6 +177,9 @@ def case_uncovered():
 def case_lost():
     launch = run("lost", QUORUM, slow(3), recovery="live")
     launch.wait_for(r"\[rank 0\] .* step 80/")
+    # Slow, it missed closes since step 20; its process answered the gate's question each time.
+    if "fenced at the gate" in launch.text():
+        fail(f"a straggler that answers was fenced at the gate\n{events(launch.text())}")
     os.kill(rank_pids(launch.proc.pid)[3], signal.SIGKILL)
     launch.wait_for(r"rank\(s\) \[3\] rejoined in round")
     rc = launch.finish()
@@ -177,6 +212,33 @@ def case_node_lost():
     )
 
 
+def case_stopped():
+    heartbeat_s, stop_at = 60, 85
+    settings = [*QUORUM, "--set", f"network.heartbeat_s={heartbeat_s}"]
+    launch = run("stopped", settings, f"stop:3:{stop_at}", recovery="live", steps=300, pause_ms=10)
+    launch.wait_for(r"lost rank\(s\) \[3\] in round", timeout=heartbeat_s // 2)
+    log = launch.text()
+    fenced = re.search(
+        r"rank 3 missed the close of the sync point after step (\d+) and its process does not answer", log
+    )
+    if not fenced or not stop_at < int(fenced.group(1)) <= stop_at + H:
+        fail(f"rank 3, stopped before step {stop_at}, was not fenced at the next sync point's gate\n{events(log)}")
+    if "rank 3 has sent no heartbeat" in log:
+        fail(f"the heartbeat named rank 3 silent before the gate fenced it\n{events(log)}")
+    os.kill(rank_pids(launch.proc.pid)[3], signal.SIGCONT)
+    launch.wait_for(rf"rank 3 exited with code {ExitCode.REJOIN}: restarting it in place")
+    launch.wait_for(r"rank\(s\) \[3\] rejoined in round")
+    rc = launch.finish()
+    no_gang_restart(launch, rc, "rank 3 stopped under quorum sync")
+    checksum = one_checksum(launch)
+    fault_named(launch, 0, "stopped", "rank 3 SIGSTOPped")
+    fenced_by = [launch.summary(r).outer_sync.fenced_at_gate for r in range(3)]
+    if not any(fenced_by):
+        fail(f"no survivor's summary counts a member fenced at the gate: {fenced_by}")
+    print(f"rank 3 stopped before step {stop_at}: fenced at the gate of step {fenced.group(1)} "
+          f"(heartbeat window {heartbeat_s} s), restarted in place, rejoined; one θ ({checksum})")  # fmt: skip
+
+
 def case_sit_out():
     finals = {}
     for late in ("merge", "drop"):
@@ -205,12 +267,85 @@ def case_sit_out():
               f"{s[0].sync_points}; one θ ({finals[late]})")  # fmt: skip
 
 
+def sitting_out_job(name, steps, ckpt):
+    """Rank 3 slow from step 20 with sitting out on and a checkpoint every 4 rounds; returns the
+    launch once rank 3 said it sits out after the first checkpoint (round 4, step 40)."""
+    settings = [*QUORUM, "--set", "outer.quorum_sit_out=16", "--set", f"checkpoint.dir={ckpt}",
+                "--set", "checkpoint.every_rounds=4"]  # fmt: skip
+    launch = run(name, settings, slow(3), steps=steps)
+    launch.wait_for(r"\[rank 0\] .*checkpoint round 4 written")
+    launch.wait_for(
+        r"rank 3 is slower than the quorum: it sits out the sync points after steps (4[3-9]|[5-9]\d|\d{3,}) "
+    )
+    return launch
+
+
+def case_sit_out_lost():
+    ckpt = tempfile.mkdtemp(prefix="ppu-quorum-sit-out-lost-ckpt-")
+    launch = sitting_out_job("sit-out-lost", 400, ckpt)
+    os.kill(rank_pids(launch.proc.pid)[3], signal.SIGKILL)
+    launch.wait_for(r"restarting the gang", timeout=60)
+    rc = launch.finish()
+    log = launch.text()
+    if rc != 0 or f"resumed from {ckpt}/" not in log:
+        fail(f"rank 3 lost while sitting out: ppu-launch exited {rc} (want 0, resumed from {ckpt})\n{events(log)}")
+    checksum = one_checksum(launch)
+    print(f"rank 3 lost while sitting out: the gang restarted from {ckpt} and finished; one θ ({checksum})")
+
+
+def case_sit_out_notice():
+    ckpt = tempfile.mkdtemp(prefix="ppu-quorum-sit-out-notice-ckpt-")
+    launch = sitting_out_job("sit-out-notice", 1000, ckpt)
+    sent = time.monotonic()
+    launch.proc.send_signal(signal.SIGTERM)
+    rc = launch.finish(timeout=60)
+    took = time.monotonic() - sent
+    log = launch.text()
+    left = sorted(re.findall(rf"\[launch\] rank (\d) exited with code {ExitCode.LEFT_ON_SIGTERM}", log))
+    if rc != ExitCode.LEFT_ON_SIGTERM or left != ["0", "1", "2", "3"]:
+        fail(f"a notice while rank 3 sits out: exited {rc}, ranks that left on it {left}\n{events(log)}")
+    if took > NOTICE_S / 2:
+        fail(f"the job took {took:.1f} s to leave on the notice (checkpoint.notice_s = {NOTICE_S})\n{events(log)}")
+    saved = files.rounds_in(ckpt)
+    if not saved:
+        fail(f"no checkpoint after the notice\n{events(log)}")
+    rerun = run("sit-out-notice-resume", ["--set", f"checkpoint.dir={ckpt}", *QUORUM], steps=1000)
+    rc = rerun.finish()
+    if rc != 0 or f"resumed from {ckpt}/{files.round_dir(saved[-1])}" not in rerun.text():
+        fail(f"the rerun did not resume from round {saved[-1]}: exit {rc}\n{events(rerun.text())}")
+    checksum = one_checksum(rerun)
+    print(f"notice while rank 3 sits out: every rank left in {took:.1f} s, round {saved[-1]} saved; "
+          f"the rerun resumed from it and finished ({checksum})")  # fmt: skip
+
+
+def case_sit_out_notice_rank():
+    ckpt = tempfile.mkdtemp(prefix="ppu-quorum-sit-out-notice-rank-ckpt-")
+    launch = sitting_out_job("sit-out-notice-rank", 600, ckpt)
+    os.kill(rank_pids(launch.proc.pid)[3], signal.SIGTERM)
+    launch.wait_for(r"rank 3 had a notice while it sits out")
+    launch.wait_for(r"rank\(s\) \[3\] had a notice by the end of round (\d+)")
+    rc = launch.finish()
+    log = launch.text()
+    stopped_at = int(re.search(r"rank\(s\) \[3\] had a notice by the end of round (\d+)", log).group(1))
+    resumed = f"resumed from {ckpt}/{files.round_dir(stopped_at)}" in log
+    if rc != 0 or not resumed or "no round was lost to it" not in log:
+        fail(f"a notice to rank 3 while it sits out: exit {rc}; the gang resumed from round {stopped_at}'s "
+             f"checkpoint, the job's stop on the notice, losing no round: {resumed}\n{events(log)}")  # fmt: skip
+    checksum = one_checksum(launch)
+    print(f"notice to rank 3 while it sits out: the members stopped the job at round {stopped_at} with its "
+          f"checkpoint, the gang resumed from it (no round lost) and finished ({checksum})")  # fmt: skip
+
+
 {
     "sit-out": case_sit_out,
+    "sit-out-notice-rank": case_sit_out_notice_rank,
+    "sit-out-lost": case_sit_out_lost,
+    "sit-out-notice": case_sit_out_notice,
     "node-lost": case_node_lost,
     "equal": case_equal,
     "straggler": case_straggler,
     "uncovered": case_uncovered,
     "lost": case_lost,
+    "stopped": case_stopped,
 }[CASE]()
 print("PASS", CASE)

@@ -73,7 +73,7 @@ LiveGroup::LiveGroup(Collectives& collectives, IsSilent silent)
   // The first group of the job has formed: from now on a starting process is a replacement.
   if (!col_.joining()) {
     store_.decide(live_keys::kFirstGroup, ranks_text(col_.members()));
-    publish();
+    publish(/*now=*/true);
   }
   // A member that re-forms the group ends the collectives the others are still waiting in
   // (one may be waiting on a survivor that has already given up on it).
@@ -147,14 +147,28 @@ std::map<int, std::string> LiveGroup::member_addresses() {
   return addresses_.of;
 }
 
+bool LiveGroup::gone(int r) {
+  {
+    std::lock_guard<std::mutex> lock(fenced_mutex_);
+    if (contains(fenced_, r)) return true;
+  }
+  return silent_(r);
+}
+
+void LiveGroup::fence(const std::vector<int>& ranks) {
+  std::lock_guard<std::mutex> lock(fenced_mutex_);
+  for (int r : ranks)
+    if (!contains(fenced_, r)) fenced_.push_back(r);
+}
+
 std::string LiveGroup::check_partition() {
   const int me = col_.job_rank();
   std::map<int, std::string> addresses;
   for (const auto& [r, address] : member_addresses())
-    if (!silent_(r)) addresses[r] = address;
+    if (!gone(r)) addresses[r] = address;
   std::vector<int> unreachable;
   for (int r : silent_ones(addresses))
-    if (!silent_(r)) unreachable.push_back(r);  // a member silent by now is the heartbeat's to fence
+    if (!gone(r)) unreachable.push_back(r);  // a member silent by now is the heartbeat's to fence
   if (unreachable.empty()) return {};
   const int64_t next = generation_ + 1;
   store_.set(key(next, "unreachable/" + std::to_string(me)), ranks_text(unreachable));
@@ -210,12 +224,19 @@ std::string LiveGroup::key(int64_t generation, const std::string& name) const {
   return live_keys::of_generation(generation, name);
 }
 
-void LiveGroup::publish() {
+void LiveGroup::publish(bool now) {
   const std::string account = std::to_string(generation_) + " " + std::to_string(exchange_) + " " + last_outcome_ +
                               " " + ranks_text(col_.members()) + " " +
                               (reach_.address().empty() ? "-" : reach_.address());
-  std::lock_guard<std::mutex> lock(announcement_->mutex);
-  announcement_->account = account;
+  {
+    std::lock_guard<std::mutex> lock(announcement_->mutex);
+    announcement_->account = account;
+  }
+  if (!now) return;
+  try {  // a new generation's account at once: its reach address is what quorum sync's gate asks
+    store_.set(live_keys::account(col_.job_rank()), account);
+  } catch (const StoreLost&) {  // the heartbeat's next beat says it
+  }
 }
 
 std::function<int(c10d::Store&)> LiveGroup::announcer() const {
@@ -372,7 +393,7 @@ bool LiveGroup::commit_after_restart(int64_t index, bool done) {
         if (r == col_.job_rank()) continue;
         const auto a = account_of(r);
         if (!a) {
-          every_member_known = every_member_known && silent_(r);
+          every_member_known = every_member_known && gone(r);
           continue;
         }
         if (a->generation > generation_)
@@ -452,7 +473,7 @@ bool LiveGroup::decide_members_of(int64_t next, const std::vector<int>& before, 
     // member's own key is read only to write the decision down.
     std::vector<std::string> expected;
     for (int r : before)
-      if (!silent_(r) && !rejoining.count(r)) expected.push_back(key(next, "arrived/" + std::to_string(r)));
+      if (!gone(r) && !rejoining.count(r)) expected.push_back(key(next, "arrived/" + std::to_string(r)));
     const bool all_expected_arrived = expected.empty() || store_.check_all(expected);
     const bool past_patience = Clock::now() > deadline;
     if (!all_expected_arrived && !past_patience && !rebuilt_) {
@@ -472,7 +493,7 @@ bool LiveGroup::decide_members_of(int64_t next, const std::vector<int>& before, 
           throw OutOfGroup("rank " + std::to_string(r) + " formed generation " + std::to_string(a->generation) +
                            " of the live group without rank " + std::to_string(col_.job_rank()) +
                            " while the store restarted");
-      if (!silent_(r) && !rejoining.count(r)) waiting.push_back(r);
+      if (!gone(r) && !rejoining.count(r)) waiting.push_back(r);
     }
     // Past the patience the members that neither came nor fell silent are left out too: they
     // find the generation formed without them (OutOfGroup) and are replaced.
@@ -503,6 +524,10 @@ void LiveGroup::form(int64_t next, const std::vector<int>& before) {
     if (!contains(before, r)) newcomers_.push_back(r);
   // Past this generation even if forming it fails: a later recovery moves on from it.
   generation_ = next;
+  {
+    std::lock_guard<std::mutex> lock(fenced_mutex_);
+    fenced_.clear();  // out of it, or (a replacement that came back) in it again
+  }
   exchange_ = 0;
   last_outcome_ = '-';
   rebuilt_ = false;
@@ -516,7 +541,7 @@ void LiveGroup::form(int64_t next, const std::vector<int>& before) {
         return "rank " + std::to_string(r) + " is silent (no heartbeat for a window)";
     return std::string();
   });
-  publish();
+  publish(/*now=*/true);
 }
 
 std::vector<int> LiveGroup::pending_joiners() {
@@ -640,7 +665,7 @@ bool LiveGroup::join_in_store() {
         col_.reform(members, generation_);
         exchange_ = 0;
         last_outcome_ = '-';
-        publish();
+        publish(/*now=*/true);
         return true;
       }
     }

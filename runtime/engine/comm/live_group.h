@@ -21,7 +21,8 @@
 //   ppu/heartbeat/board      every rank's beat counter (Heartbeat, beat_board.h): a replacement
 //                            waiting to join watches the others' move, so that it knows when
 //                            none is left
-//   live/at/<r>              member r's own account, rewritten with each of its heartbeats
+//   live/at/<r>              member r's own account, written when it forms a generation and rewritten with each of its
+//   heartbeats
 //                            (announce): "<generation> <collectives decided> <last outcome c|a|->
 //                            <members> <reach address>" — what a restarted store is rebuilt
 //                            from, and where a survivor probes a lost member (reach_probe.h)
@@ -138,6 +139,13 @@ class LiveGroup {
 
   // Forms the survivors' next generation (see above) and returns the job ranks it lost.
   std::vector<int> recover();
+  // Members found gone by other means than the heartbeat (quorum sync's gate: they missed a
+  // sync point's close and their processes do not answer): the next re-formation waits for them
+  // no more than for a silent member. Until a generation forms.
+  void fence(const std::vector<int>& ranks);
+  // The members' reach addresses by job rank (other than this rank), read from their accounts
+  // once per generation. Training thread.
+  std::map<int, std::string> member_addresses();
 
   // The fault that took each of `lost` (job ranks the group just left out), named from what the
   // rank said of itself ("hung") or else from what its reach address answers now: "stopped"
@@ -204,7 +212,9 @@ class LiveGroup {
   // tell whether the store kept its keys; a restarted one resets what lived only in it.
   bool reconnect(const std::string& why);
   std::optional<Account> account_of(int rank);
-  void publish();  // this rank's account, for announcer()
+  // This rank's account, for announcer(); `now`: also in the store at once (a new generation),
+  // not only with the heartbeat's next beat (every window / 5).
+  void publish(bool now = false);
   // The abort probe (Collectives::set_abort_probe): why the collective (or the forming) waited
   // in must end, or "": another member began re-forming, or a partition.
   std::string probe_reforming(std::chrono::steady_clock::duration waited);
@@ -216,8 +226,8 @@ class LiveGroup {
   // Whether this replacement reaches every member of the latest generation, from every job
   // rank's account as just read (this rank's own is not counted).
   bool members_reachable(const std::vector<std::optional<Account>>& accounts);
-  // The members' reach addresses (by job rank), cached for the generation.
-  std::map<int, std::string> member_addresses();
+  // Whether job rank r is silent (heartbeat) or fenced.
+  bool gone(int r);
   // The ranks whose address did not answer, all probed at once (probe_reach_all).
   static std::vector<int> silent_ones(const std::map<int, std::string>& addresses);
 
@@ -261,6 +271,8 @@ class LiveGroup {
   std::optional<int64_t> unanswered_join_from_;  // the join count before an add whose answer was lost
   std::vector<int> newcomers_;
   std::string finished_result_;
+  std::mutex fenced_mutex_;  // gone() runs on waiting threads too (partition checks)
+  std::vector<int> fenced_;  // fence()'s, until a generation forms
 };
 
 }  // namespace ppu

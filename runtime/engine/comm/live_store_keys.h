@@ -33,11 +33,15 @@ inline std::string of_generation(int64_t generation, const std::string& name) {
 }
 
 // Quorum sync's keys of the sync point after inner step `step` (engine/train/quorum_gate.h):
-// "arrived" (a count), "slice/<s>" (set once an owner of slice s arrived), "closed" ("all" or
+// "arrived" (a count), "slice/<s>" (set once an owner of slice s arrived), "at/<r>" (job rank r
+// arrived; live recovery only, for fencing at the gate), "plan" (sitting out), "closed" ("all" or
 // "grace", decided once). Not rebuilt after a store restart: a sync point open then closes as
 // under outer.sync_mode all, when the last member arrives.
 inline std::string quorum(int64_t step, const std::string& name) {
   return "ppu/quorum/" + std::to_string(step) + "/" + name;
 }
+// Quorum sync's keys of the whole run (sitting out, gang recovery: a store per incarnation):
+// "notice/<r>" (job rank r had a notice while it sat out), "stopped" (the job stopped on a notice).
+inline std::string quorum_run(const std::string& name) { return "ppu/quorum/run/" + name; }
 
 }  // namespace ppu::live_keys

@@ -8,8 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <future>
 
 namespace ppu {
@@ -38,6 +40,69 @@ std::string route_source(const std::string& host, int port) {
   return ip;
 }
 
+// A non-blocking socket connecting to `address` ("ip:port"), or -1 when it does not parse.
+int start_connect(const std::string& address, int* connect_errno) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos) return -1;
+  sockaddr_in peer{};
+  peer.sin_family = AF_INET;
+  if (inet_pton(AF_INET, address.substr(0, colon).c_str(), &peer.sin_addr) != 1) return -1;
+  const int port = std::atoi(address.c_str() + colon + 1);
+  if (port <= 0 || port > 65535) return -1;
+  peer.sin_port = htons(static_cast<uint16_t>(port));
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  *connect_errno = connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) == 0 ? 0 : errno;
+  return fd;
+}
+
+// The connect's outcome within `timeout` milliseconds (the socket from start_connect).
+Reach finish_connect(int fd, int connect_errno, int timeout_ms) {
+  if (connect_errno == 0) return Reach::Answered;
+  if (connect_errno == ECONNREFUSED) return Reach::Refused;
+  if (connect_errno != EINPROGRESS) return Reach::Silent;
+  pollfd p{fd, POLLOUT, 0};
+  if (poll(&p, 1, timeout_ms) != 1) return Reach::Silent;
+  int error = 0;
+  socklen_t len = sizeof(error);
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+  if (error == 0) return Reach::Answered;
+  return error == ECONNREFUSED ? Reach::Refused : Reach::Silent;
+}
+
+// probe_reach, then the listener's close: the end of the stream within what is left of `timeout`.
+bool answers_within(const std::string& address, std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  auto left_ms = [&] {
+    return static_cast<int>(
+        std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+  };
+  int connect_errno = 0;
+  const int fd = start_connect(address, &connect_errno);
+  if (fd < 0) return false;
+  bool answers = finish_connect(fd, connect_errno, left_ms()) == Reach::Answered;
+  if (answers) {
+    pollfd p{fd, POLLIN, 0};
+    char byte = 0;
+    answers = poll(&p, 1, left_ms()) == 1 && recv(fd, &byte, 1, 0) == 0;
+  }
+  close(fd);
+  return answers;
+}
+
+// `probe` of every address, each on a thread of its own: all answers within one probe's time.
+template <class Answer, class Probe>
+std::vector<Answer> all_at_once(const std::vector<std::string>& addresses, Probe probe) {
+  std::vector<std::future<Answer>> probes;
+  probes.reserve(addresses.size());
+  for (const auto& address : addresses) probes.push_back(std::async(std::launch::async, probe, std::cref(address)));
+  std::vector<Answer> answers;
+  answers.reserve(addresses.size());
+  for (auto& p : probes) answers.push_back(p.get());
+  return answers;
+}
+
 }  // namespace
 
 const char* reach_name(Reach reach) {
@@ -50,44 +115,21 @@ const char* reach_name(Reach reach) {
 }
 
 Reach probe_reach(const std::string& address, std::chrono::milliseconds timeout) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos) return Reach::Silent;
-  sockaddr_in peer{};
-  peer.sin_family = AF_INET;
-  if (inet_pton(AF_INET, address.substr(0, colon).c_str(), &peer.sin_addr) != 1) return Reach::Silent;
-  const int port = std::atoi(address.c_str() + colon + 1);
-  if (port <= 0 || port > 65535) return Reach::Silent;
-  peer.sin_port = htons(static_cast<uint16_t>(port));
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int connect_errno = 0;
+  const int fd = start_connect(address, &connect_errno);
   if (fd < 0) return Reach::Silent;
-  Reach reach = Reach::Silent;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) == 0) {
-    reach = Reach::Answered;
-  } else if (errno == ECONNREFUSED) {
-    reach = Reach::Refused;
-  } else if (errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
-    if (poll(&p, 1, static_cast<int>(timeout.count())) == 1) {
-      int error = 0;
-      socklen_t len = sizeof(error);
-      getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
-      if (error == 0) reach = Reach::Answered;
-      else if (error == ECONNREFUSED) reach = Reach::Refused;
-    }
-  }
+  const Reach reach = finish_connect(fd, connect_errno, static_cast<int>(timeout.count()));
   close(fd);
   return reach;
 }
 
 std::vector<Reach> probe_reach_all(const std::vector<std::string>& addresses, std::chrono::milliseconds timeout) {
-  std::vector<std::future<Reach>> probes;
-  probes.reserve(addresses.size());
-  for (const auto& address : addresses)
-    probes.push_back(std::async(std::launch::async, [&address, timeout] { return probe_reach(address, timeout); }));
-  std::vector<Reach> reach;
-  reach.reserve(addresses.size());
-  for (auto& p : probes) reach.push_back(p.get());
-  return reach;
+  return all_at_once<Reach>(addresses, [timeout](const std::string& address) { return probe_reach(address, timeout); });
+}
+
+std::vector<bool> processes_answer(const std::vector<std::string>& addresses, std::chrono::milliseconds timeout) {
+  return all_at_once<bool>(addresses,
+                           [timeout](const std::string& address) { return answers_within(address, timeout); });
 }
 
 ReachListener::ReachListener(const std::string& store_host, int store_port) {

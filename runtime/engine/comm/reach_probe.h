@@ -27,6 +27,12 @@ Reach probe_reach(const std::string& address, std::chrono::milliseconds timeout)
 // Every address at once (a thread each): all answers within one `timeout`.
 std::vector<Reach> probe_reach_all(const std::vector<std::string>& addresses, std::chrono::milliseconds timeout);
 
+// Whether the process behind `address` answers within `timeout`: connects and waits for its
+// ReachListener's thread to close the connection. Unlike probe_reach's Answered (which the
+// kernel gives for a stopped process too), true means the process runs: a stopped or frozen one,
+// a killed one and one cut off all give false. Every address at once, within one `timeout`.
+std::vector<bool> processes_answer(const std::vector<std::string>& addresses, std::chrono::milliseconds timeout);
+
 class ReachListener {
  public:
   // Listens on every interface; advertises the local IP of the route to store_host:store_port.

@@ -405,6 +405,18 @@ void LiveRecovery::let_go(const std::vector<int>& leavers) {
                ranks_text(collectives_.members()), seconds);
 }
 
+void LiveRecovery::fence_at_gate(const std::vector<int>& ranks, int64_t step) {
+  group_.fence(ranks);
+  fault_.note("peer_silent");
+  for (int r : ranks) {
+    const std::string why = fmt::format(
+        "rank {} missed the close of the sync point after step {} and its process does not answer: fenced at the gate",
+        r, step);
+    spdlog::warn("{}", why);
+    collectives_.abort_for(r, why);
+  }
+}
+
 void LiveRecovery::finish(const RunSummary& result) {
   if (collectives_.rank() == 0) group_.finish(nlohmann::json(result).dump());
 }

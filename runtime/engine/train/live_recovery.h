@@ -26,6 +26,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -155,6 +156,14 @@ class LiveRecovery {
   // The members that stay, at a round boundary where `leavers` (every member agreed) left on a
   // notice: the next generation without them, at once (fault kind "preempted").
   void let_go(const std::vector<int>& leavers);
+
+  // Quorum sync's gate closed without `ranks` and their processes do not answer (stopped,
+  // killed, cut off): fence them now (the collective after the gate is abandoned and the
+  // survivors re-form without them) rather than wait for the heartbeat to find them silent.
+  // `step`: the sync point's inner step, for the log.
+  void fence_at_gate(const std::vector<int>& ranks, int64_t step);
+  // The members' reach addresses by job rank (QuorumGate::ask_missing_with).
+  std::map<int, std::string> member_addresses() { return group_.member_addresses(); }
 
   // Store requests the live group made so far (summary recovery.store_requests.group).
   int64_t store_requests() const { return group_.store_requests(); }

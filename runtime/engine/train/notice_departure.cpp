@@ -31,15 +31,28 @@ BoundaryVote NoticeDeparture::vote() {
     vote.upload_room = !full;
     return vote;
   }
-  const auto said = until_one_generation_completes(live_recovery_, [&] {
-    return collectives_.allgather(torch::tensor(
-        {int64_t{notice_received()}, static_cast<int64_t>(degraded_s * 1000), int64_t{full}}, torch::kInt64));
-  });
+  // A row: this member's notice, degraded milliseconds, full upload, then by job rank whether it
+  // is away with a notice (as this member read the store; the rows' union is the answer).
+  constexpr int64_t kAway = 3;
+  auto row = torch::zeros({kAway + collectives_.job_size()}, torch::kInt64);
+  row[0] = int64_t{notice_received()};
+  row[1] = static_cast<int64_t>(degraded_s * 1000);
+  row[2] = int64_t{full};
+  if (away_)
+    for (int r : away_()) row[kAway + r] = 1;
+  const auto said = until_one_generation_completes(live_recovery_, [&] { return collectives_.allgather(row); });
+  std::vector<bool> away(static_cast<size_t>(collectives_.job_size()), false);
   for (std::size_t i = 0; i < said.size(); ++i) {
-    if (said[i][0].item<int64_t>() != 0) vote.leavers.push_back(collectives_.members()[i]);
-    vote.degraded_s = std::max(vote.degraded_s, static_cast<double>(said[i][1].item<int64_t>()) / 1000);
-    if (said[i][2].item<int64_t>() != 0) vote.upload_room = false;
+    const auto got = said[i].accessor<int64_t, 1>();
+    if (got[0] != 0) vote.leavers.push_back(collectives_.members()[i]);
+    vote.degraded_s = std::max(vote.degraded_s, static_cast<double>(got[1]) / 1000);
+    if (got[2] != 0) vote.upload_room = false;
+    for (int r = 0; r < collectives_.job_size(); ++r)
+      away[static_cast<size_t>(r)] = away[static_cast<size_t>(r)] || got[kAway + r] != 0;
   }
+  for (int r = 0; r < collectives_.job_size(); ++r)
+    if (away[static_cast<size_t>(r)] && !contains(vote.leavers, r)) vote.leavers.push_back(r);
+  std::sort(vote.leavers.begin(), vote.leavers.end());
   return vote;
 }
 

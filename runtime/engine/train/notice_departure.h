@@ -3,16 +3,17 @@
 // last boundary, on the longest any of them has seen the job degraded, and on whether every one
 // has room for a background checkpoint upload (so that the boundary's checkpoint needs no
 // collective of its own). departure_of(vote) says
-// who goes: a live job lets its leavers go and trains on, unless that leaves a slice with no
-// owner or the group below network.min_live_fraction; then, and under gang, or when every member
-// had the notice, the whole job goes (after the boundary's checkpoint, which the caller writes
-// when the answer is Job). depart() acts on it and does not return for a leaver or when the job
-// goes: a leaver throws LeftOnNotice (exit 128 + signal), the others of a job that goes throw
-// PeerFailure (exit 3: a gang restart from the checkpoint just written); when only some leave,
-// the others let them go and train on. The run's parts are given by reference and outlive it.
-// Training thread only.
+// who goes (with the ranks away_with() names: ranks sitting out quorum sync's sync points that
+// had a notice, and who leave as a member that voted so does): a live job lets its leavers go and trains on, unless
+// that leaves a slice with no owner or the group below network.min_live_fraction; then, and under gang, or when every
+// member had the notice, the whole job goes (after the boundary's checkpoint, which the caller writes when the answer
+// is Job). depart() acts on it and does not return for a leaver or when the job goes: a leaver throws LeftOnNotice
+// (exit 128 + signal), the others of a job that goes throw PeerFailure (exit 3: a gang restart from the checkpoint just
+// written); when only some leave, the others let them go and train on. The run's parts are given by reference and
+// outlive it. Training thread only.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/config.h"
@@ -40,6 +41,10 @@ class NoticeDeparture {
   NoticeDeparture(const Config& config, int rank, const SlicePlan& plan, Collectives& collectives,
                   const RunProgress& progress, LiveRecovery* live_recovery, RunCheckpoints* checkpoints);
 
+  // Ranks outside the group in use that had a notice (QuorumSync::away_with_notice), asked
+  // before each vote.
+  void count_away_with(std::function<std::vector<int>()> away) { away_ = std::move(away); }
+
   BoundaryVote vote();
   Departure departure_of(const BoundaryVote& vote) const;
   void depart(const BoundaryVote& vote, Departure departure);
@@ -52,6 +57,7 @@ class NoticeDeparture {
   const RunProgress& progress_;
   LiveRecovery* live_recovery_;
   RunCheckpoints* checkpoints_;
+  std::function<std::vector<int>()> away_;
 };
 
 }  // namespace ppu

@@ -1,10 +1,15 @@
 #include "engine/train/quorum_sync.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
+#include "common/notice.h"
 #include "common/seconds_since.h"
+#include "core/exit_status.h"
 #include "engine/obs/step_phases.h"
 
 namespace ppu {
@@ -39,6 +44,9 @@ constexpr int kProbeEvery = 16;
 // How many of its last trained steps a rank's pace is the median of.
 constexpr size_t kRecentSteps = 5;
 
+constexpr const char* kStoppedWithoutThisRank =
+    "the others stopped the job on a notice and saved its state, this rank's part from a co-owner";
+
 }  // namespace
 
 QuorumSync::QuorumSync(const Config& config, const StreamingSchedule& schedule, Collectives& collectives, RunParts run,
@@ -57,6 +65,7 @@ QuorumSync::QuorumSync(const Config& config, const StreamingSchedule& schedule, 
       members_(collectives.members()) {
   summary_.mode = choice_name(SyncMode::Quorum);
   summary_.grace_seconds = grace_.seconds();
+  if (live_recovery_) gate_.ask_missing_with([this] { return live_recovery_->member_addresses(); });
   std::vector<SlicePlan> plans;
   plans.reserve(static_cast<size_t>(collectives.job_size()));
   for (int r = 0; r < collectives.job_size(); ++r)
@@ -173,9 +182,14 @@ double QuorumSync::own_step_s() const { return median_after(recent_steps_s_, 0);
 void QuorumSync::meet(int64_t step) {
   if (config_.effective_sit_out() > 0) {
     const int me = collectives_.job_rank();
-    const bool rejoins = sitting_out_ && !out_at(me, step);
+    const bool was_out = sitting_out_;
+    // First, before anything that needs the members: they may have stopped on the notice.
+    if (was_out && notice_received()) away_on_notice(step);
+    const bool rejoins = was_out && !out_at(me, step);
     if (rejoins) read_plan(previous_sync_point(step));  // who else is out: planned while this rank was
     sitting_out_ = out_at(me, step);
+    last_sync_point_ = step;
+    if (sitting_out_ && !was_out && notice_received()) away_on_notice(step);
     if (sitting_out_) {
       ++summary_.sat_out;
       run_.metrics.add_sync_point("sat_out", 0, grace_.seconds());
@@ -188,6 +202,10 @@ void QuorumSync::meet(int64_t step) {
   const auto fragments = static_cast<int64_t>(schedule_.fragments().size());
   const QuorumGate::Arrival arrival =
       collectives_.world_size() > 1 ? gate_.arrive(step, grace_.seconds()) : QuorumGate::Arrival{};
+  if (!arrival.unanswering.empty()) {  // ask_missing_with: live recovery
+    summary_.fenced_at_gate += static_cast<int64_t>(arrival.unanswering.size());
+    live_recovery_->fence_at_gate(arrival.unanswering, step);
+  }
   auto mine = torch::zeros({kWeights + fragments}, torch::kFloat64);
   mine[kWait] = arrival.wait_s;
   mine[kTrained] = static_cast<double>(steps_trained_);
@@ -272,7 +290,11 @@ void QuorumSync::plan_sit_outs(int64_t step, const std::vector<double>& step_s, 
          s = next_sync_point(s))
       ++sat;
     out.until = s;
-    if (out.until > out.from) plan_[r] = out;
+    if (out.until <= out.from) continue;
+    plan_[r] = out;
+    if (r == collectives_.job_rank())
+      spdlog::info("rank {} is slower than the quorum: it sits out the sync points after steps {} to {}", r, out.from,
+                   previous_sync_point(out.until));
   }
   if (collectives_.rank() == 0) publish_plan(step);
 }
@@ -286,8 +308,20 @@ void QuorumSync::publish_plan(int64_t step) {
 }
 
 void QuorumSync::read_plan(int64_t step) {
+  std::optional<std::string> plan;
+  try {
+    plan = gate_.plan(step);
+  } catch (const StoreLost& e) {
+    if (notice_received()) leave_on_notice(step, std::string("the store stopped answering (") + e.what() + ")");
+    throw;
+  }
+  if (!plan) {
+    if (notice_received()) leave_on_notice(step, kStoppedWithoutThisRank);
+    throw PeerFailure("the job stopped on a notice while rank " + std::to_string(collectives_.job_rank()) +
+                      " sat out, before the sync point after step " + std::to_string(step) + ": gang restart");
+  }
   plan_.clear();
-  std::istringstream in(gate_.plan(step));
+  std::istringstream in(*plan);
   std::string entry;
   while (std::getline(in, entry, ';')) {
     int rank = 0;
@@ -305,7 +339,10 @@ void QuorumSync::rejoin_windows(int64_t step) {
   const auto it = plan_.find(collectives_.job_rank());
   if (it == plan_.end()) return;
   const bool merge = config_.outer.quorum_late_work == LateWork::Merge;
-  for (const auto& [f, missed] : synced_between(it->second.from, step)) {
+  const auto missed_fragments = synced_between(it->second.from, step);
+  spdlog::info("rank {} rejoins at the sync point after step {}: its work on {} fragment(s) synchronised meanwhile {}",
+               collectives_.job_rank(), step, missed_fragments.size(), merge ? "merged" : "dropped");
+  for (const auto& [f, missed] : missed_fragments) {
     const int64_t last = last_outer_step(f, step - 1);  // which this rank sat out
     windows_.start(f, step - last, 0, merge ? late_work_weight(windows_.trained(f), missed) : 0.0);
     ++(merge ? summary_.late_merged : summary_.late_dropped);
@@ -329,6 +366,40 @@ void QuorumSync::catch_up(int64_t step) {
   }
   for (const auto& [f, mine] : stale)
     run_.outer.catch_up(f, root, mine, config_.outer.quorum_late_work == LateWork::Merge);
+}
+
+void QuorumSync::away_on_notice(int64_t step) {
+  bool stopped = false;
+  try {
+    if (!notice_said_) {
+      gate_.say_notice();
+      notice_said_ = true;
+      spdlog::warn("rank {} had a notice while it sits out: the others stop the job at their next round boundary",
+                   collectives_.job_rank());
+    }
+    stopped = gate_.job_stopped();
+  } catch (const StoreLost& e) {
+    // Under gang recovery the store is rank 0's: gone once the members left on the notice (or
+    // rank 0 was lost, which restarts the gang anyway). This rank's notice stands either way.
+    leave_on_notice(step, std::string("the store stopped answering (") + e.what() + ")");
+  }
+  if (stopped) leave_on_notice(step, kStoppedWithoutThisRank);
+}
+
+void QuorumSync::leave_on_notice(int64_t step, const std::string& why) {
+  throw LeftOnNotice(notice_signal(), fmt::format("rank {} sat out up to its step {} and had a notice {:.1f} s ago; {}",
+                                                  collectives_.job_rank(), step, seconds_since_notice(), why));
+}
+
+std::vector<int> QuorumSync::away_with_notice() {
+  std::vector<int> away;
+  for (int r : members_)
+    if (out_at(r, last_sync_point_)) away.push_back(r);
+  return away.empty() ? away : gate_.noticed(away);
+}
+
+void QuorumSync::job_stops() {
+  if (collectives_.rank() == 0 && config_.effective_sit_out() > 0) gate_.say_job_stopped();
 }
 
 OuterSyncSummary QuorumSync::summary() const {

@@ -23,8 +23,9 @@
 //    group computes the same grace window from it. weigh(f) before fragment f's outer step puts
 //    the weights on the outer optimiser and starts f's window again.
 //  - θ stays one value per round: every member takes part in every outer step (a straggler
-//    with what it trained); a member that never arrives (dead, stopped, cut off) is fenced by
-//    live recovery as under sync_mode all.
+//    with what it trained); a member that never arrives (dead, stopped, cut off) is fenced at
+//    the gate under live recovery (QuorumGate::ask_missing_with: its process does not answer by
+//    the close), else by the heartbeat as under sync_mode all.
 //  - Sitting out (outer.quorum_sit_out = M > 0, gang recovery): at a meeting the members plan
 //    which of them sit out the next sync points (core/quorum_rule.h sitting_out: slower than
 //    the quorum, a fast owner for its slice), each up to M of them and never one that
@@ -45,6 +46,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "core/config.h"
@@ -78,6 +80,13 @@ class QuorumSync {
   // This rank sat out the last sync point (it skips that sync point's outer steps and the round
   // boundary's collectives, and trains on).
   bool sitting_out() const { return sitting_out_; }
+  // Notices while sitting out (gang recovery; docs/QUORUM_SYNC.md): a rank sitting out that had
+  // a notice says so at each sync point it sits out, and leaves (LeftOnNotice) once the members
+  // stopped the job. The members ask away_with_notice() at their round boundary's vote (the
+  // ranks sitting out now that said so: they leave as members that voted so do) and call
+  // job_stops() when the job stops on a notice, after its checkpoint.
+  std::vector<int> away_with_notice();
+  void job_stops();
   void weigh(int fragment);
   OuterSyncSummary summary() const;
 
@@ -105,6 +114,9 @@ class QuorumSync {
   // After the meeting: θ and momentum of the fragments a rank rejoining here missed.
   void catch_up(int64_t step);
   bool decide_skip(int64_t step);
+  // A rank sitting out at sync point `step` with a notice: says so, and leaves if the job stopped.
+  void away_on_notice(int64_t step);
+  [[noreturn]] void leave_on_notice(int64_t step, const std::string& why);
   double own_step_s() const;  // this rank's seconds a trained step lately (0: none yet)
 
   const Config& config_;
@@ -139,7 +151,9 @@ class QuorumSync {
   std::map<int, SitOut> plan_;  // by job rank: who sits out, as far as this rank knows
   std::vector<int> members_;    // the whole group's
   bool sitting_out_ = false;
-  int slow_meetings_ = 0;  // meetings in a row this rank was found slow at (slow_members)
+  int64_t last_sync_point_ = 0;  // the last sync point this rank met or sat out
+  bool notice_said_ = false;     // away_on_notice said so
+  int slow_meetings_ = 0;        // meetings in a row this rank was found slow at (slow_members)
   OuterSyncSummary summary_;
 };
 
