@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
 """Quorum sync against sync_mode all on the study's config (issue 58's quality measurement).
 
-usage: python3 bench/study/quorum_study.py [--out DIR] [--corpus DIR] [--seeds 0,1,2,3,4] [--report-only]
+usage: python3 bench/study/quorum_study.py [--out DIR] [--corpus DIR] [--seeds 0,1,2,3,4] [--arms A,B]
+                                           [--report-only]
        (as root: the straggler arm holds a rank in a CPU cgroup; PPU_BUILD as run.sh)
 
 The study's ppu-mlp-2 row (study.yaml, K = 8, grid.tsv's keys, the study's inner lr, one kernel
 path) under outer.sync_mode quorum, seed by seed, in two arms:
   quorum            every rank at full speed
   quorum-straggler  rank 7 held at 10 % of one core from its start (bench/straggler/cpu_cap.py)
+                    (it sits out sync points; its late work is merged, the default)
+  quorum-straggler-drop  the same with outer.quorum_late_work drop
 Each is paired seed by seed with the same row under sync_mode all, the study's own runs in
 docs/study/grid-v2/runs (same corpus, checked by MANIFEST; seed s is the same θ and data). A
 straggler does not change all's result: every rank trains every step whatever its speed (the
 straggler bench's capped all rows end on the uncapped row's loss). The statistics are the study's
-(stats.py) under the plan declared before the runs, quorum_analysis.yaml (Holm over the two
-comparisons, TOST at ±0.05 nats). Resumable: a run with OUT/runs/ARM-sSEED/done is kept.
+(stats.py) under the plans declared before the runs: quorum_analysis.yaml (the first two arms
+against all, Holm over the two, TOST at ±0.05 nats) and quorum_drop_analysis.yaml (drop against
+all and against merge). Resumable: a run with OUT/runs/ARM-sSEED/done is kept.
 Writes OUT/quorum.json and OUT/quorum.md (the table and the verdicts) and prints the table.
 The report needs scipy (Debian's /usr/bin/python3; scripts/install-deps.sh --test).
 """
@@ -40,7 +44,17 @@ ROW = "ppu-mlp-2"  # the grid row the arms run, and the reference runs they are 
 K = 8
 SLOW_RANK = K - 1
 SLOW_SHARE = 0.1
-ARMS = {QUORUM: None, f"{QUORUM}-straggler": SLOW_SHARE}  # arm -> the slow rank's share of a core
+MERGE, DROP = choices.names("outer.quorum_late_work")
+STRAGGLER = f"{QUORUM}-straggler"
+STRAGGLER_DROP = f"{STRAGGLER}-{DROP}"
+# arm -> (the slow rank's share of a core, extra config keys)
+ARMS = {QUORUM: (None, []), STRAGGLER: (SLOW_SHARE, []),
+        STRAGGLER_DROP: (SLOW_SHARE, [f"outer.quorum_late_work={DROP}"])}  # fmt: skip
+# Each family's plan, declared before its runs: comparisons (arm, reference arm or ALL).
+FAMILIES = {
+    "quorum_analysis.yaml": [(QUORUM, ALL), (STRAGGLER, ALL)],
+    "quorum_drop_analysis.yaml": [(STRAGGLER_DROP, ALL), (STRAGGLER_DROP, STRAGGLER)],
+}
 
 
 def parse_args():
@@ -48,6 +62,7 @@ def parse_args():
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "study", "quorum"))
     p.add_argument("--corpus", default=os.path.join(ROOT, "out", "study-corpus"))
     p.add_argument("--seeds", default="0,1,2,3,4")
+    p.add_argument("--arms", default=",".join(ARMS), help="the arms to run (the report shows every arm it finds)")
     p.add_argument("--report-only", action="store_true")
     return p.parse_args()
 
@@ -90,12 +105,12 @@ def run_one(build, corpus, arm, seed, out):
     with open(os.path.join(REFERENCE_DIR, "inner_lr")) as f:
         inner_lr = f.read().strip()
     keys = [*row_sets(ROW), f"ranks={K}", f"data.path={os.path.join(corpus, 'data')}", f"train.seed={seed}",
-            f"inner.lr={inner_lr}", f"outer.sync_mode={QUORUM}"]  # fmt: skip
+            f"inner.lr={inner_lr}", f"outer.sync_mode={QUORUM}", *ARMS[arm][1]]  # fmt: skip
     cmd = [os.path.join(build, "bin", "ppu-launch"), "--nproc", str(K), "--config", os.path.join(HERE, "study.yaml"),
            "--summary-dir", work, *[x for k in keys for x in ("--set", k)]]  # fmt: skip
     env = pinned_env()
     print(f"{arm} seed {seed}: running", flush=True)
-    rc, wall = run_capped(cmd, os.path.join(work, "run.log"), SLOW_RANK, ARMS[arm], 4 * 3600, env)
+    rc, wall = run_capped(cmd, os.path.join(work, "run.log"), SLOW_RANK, ARMS[arm][0], 4 * 3600, env)
     if rc != 0:
         sys.exit(f"quorum_study.py: {arm} seed {seed}: ppu-launch exited {rc}; see {work}/run.log")
     check = subprocess.run([sys.executable, os.path.join(HERE, "summaries.py"), "check-kernels",
@@ -148,7 +163,6 @@ def sat_out(rank_summary):
 def report(out, seeds):
     import stats  # beside this file; needs scipy
 
-    analysis = stats.read_analysis(os.path.join(HERE, "quorum_analysis.yaml"))
     ref = reference_runs(seeds)
     arms = {arm: arm_runs(out, arm, seeds) for arm in ARMS}
     rows = []
@@ -171,39 +185,54 @@ def report(out, seeds):
             }
         rows.append(r)
     all_tokens = sum(x.tokens for x in ref[seeds[0]][0])
-    pairs = {arm: ([r[arm]["loss"] for r in rows if arm in r], [r[ALL] for r in rows if arm in r]) for arm in ARMS}
-    verdicts = stats.family(pairs, analysis)
-    result = {"command": " ".join(sys.argv), "analysis": analysis, "reference": f"{REFERENCE_DIR}/runs/{ROW}-sS",
+
+    def loss(row, arm):
+        return row[ALL] if arm == ALL else row[arm]["loss"]
+
+    verdicts = {}  # plan -> comparison -> verdict
+    for plan, comparisons in FAMILIES.items():
+        pairs = {}
+        for arm, against in comparisons:
+            both = [r for r in rows if arm in r and (against == ALL or against in r)]
+            pairs[f"{arm} vs {against}"] = ([loss(r, arm) for r in both], [loss(r, against) for r in both])
+        verdicts[plan] = stats.family(pairs, stats.read_analysis(os.path.join(HERE, plan)))
+    result = {"command": " ".join(sys.argv), "plans": list(FAMILIES), "reference": f"{REFERENCE_DIR}/runs/{ROW}-sS",
               "all_tokens": all_tokens, "rows": rows, "verdicts": verdicts}  # fmt: skip
     with open(os.path.join(out, "quorum.json"), "w") as f:
         json.dump(result, f, indent=1)
     header = (
-        "| seed | all: eval loss | quorum: eval loss (same bits) | quorum, rank 7 at 10 %: eval loss | "
-        "its tokens vs all | rank 7's steps skipped | sync points it sat out | rank 7's share of its slice |"
+        "| seed | all: eval loss | quorum: eval loss (same bits) | rank 7 at 10 %, merge: eval loss | "
+        "its tokens vs all | rank 7's steps skipped | sync points it sat out | rank 7's share of its slice | "
+        "rank 7 at 10 %, drop: eval loss | its tokens vs all | sync points it sat out |"
     )
-    lines = [header,
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    straggler = f"{QUORUM}-straggler"
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        q, st = r.get(QUORUM), r.get(straggler)
+        q, st, dr = r.get(QUORUM), r.get(STRAGGLER), r.get(STRAGGLER_DROP)
         lines.append(
             f"| {r['seed']} | {r[ALL]:.4f} | "
             + (f"{q['loss']:.4f} ({'yes' if q['same_bits_as_all'] else 'no'}) | " if q else "— | ")
             + (
                 f"{st['loss']:.4f} | {st['tokens'] / all_tokens:.3f} | {st['slow_rank_steps_skipped']} | "
-                f"{st['slow_rank_sitting_out']} | {st['slow_rank_share']:.3f} |"
+                f"{st['slow_rank_sitting_out']} | {st['slow_rank_share']:.3f} | "
                 if st
-                else "— | — | — | — | — |"
+                else "— | — | — | — | — | "
+            )
+            + (
+                f"{dr['loss']:.4f} | {dr['tokens'] / all_tokens:.3f} | {dr['slow_rank_sitting_out']} |"
+                if dr
+                else "— | — | — |"
             )
         )
-    lines += ["", "| comparison (vs all) | seeds | mean difference | Bonferroni interval | Holm p | TOST p (Holm) | verdict |",
-              "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for arm, v in verdicts.items():
-        ci = f"[{v['ci'][0]:+.4f}, {v['ci'][1]:+.4f}]" if v.get("ci") else "—"
-        p = f"{v['p_holm']:.3g}" if v.get("p_holm") is not None else "—"
-        t = f"{v['tost_p_holm']:.3g}" if v.get("tost_p_holm") is not None else "—"
-        mean = f"{v['mean']:+.4f}" if v["mean"] is not None else "—"
-        lines.append(f"| {arm} | {v['n']} | {mean} | {ci} | {p} | {t} | {v['verdict']} |")
+    for plan, family in verdicts.items():
+        lines += ["", f"Plan {plan}:", "",
+                  "| comparison | seeds | mean difference | Bonferroni interval | Holm p | TOST p (Holm) | verdict |",
+                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for name, v in family.items():
+            ci = f"[{v['ci'][0]:+.4f}, {v['ci'][1]:+.4f}]" if v.get("ci") else "—"
+            p = f"{v['p_holm']:.3g}" if v.get("p_holm") is not None else "—"
+            t = f"{v['tost_p_holm']:.3g}" if v.get("tost_p_holm") is not None else "—"
+            mean = f"{v['mean']:+.4f}" if v["mean"] is not None else "—"
+            lines.append(f"| {name} | {v['n']} | {mean} | {ci} | {p} | {t} | {v['verdict']} |")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "quorum.md"), "w") as f:
         f.write(text)
@@ -218,7 +247,9 @@ def main():
         build = os.environ.get("PPU_BUILD", os.path.join(ROOT, "build"))
         check_corpus(os.path.abspath(args.corpus))
         os.makedirs(os.path.join(out, "runs"), exist_ok=True)
-        for arm in ARMS:  # each arm pairs with all on its own: an arm at a time, fault-free first
+        for arm in args.arms.split(","):  # an arm at a time (each pairs with all on its own)
+            if arm not in ARMS:
+                sys.exit(f"quorum_study.py: --arms: no arm '{arm}' (known: {', '.join(ARMS)})")
             for s in seeds:
                 run_one(build, os.path.abspath(args.corpus), arm, s, out)
     report(out, seeds)
