@@ -41,17 +41,14 @@ BoundaryVote NoticeDeparture::vote() {
   if (away_)
     for (int r : away_()) row[kAway + r] = 1;
   const auto said = until_one_generation_completes(live_recovery_, [&] { return collectives_.allgather(row); });
-  std::vector<bool> away(static_cast<size_t>(collectives_.job_size()), false);
   for (std::size_t i = 0; i < said.size(); ++i) {
     const auto got = said[i].accessor<int64_t, 1>();
     if (got[0] != 0) vote.leavers.push_back(collectives_.members()[i]);
     vote.degraded_s = std::max(vote.degraded_s, static_cast<double>(got[1]) / 1000);
     if (got[2] != 0) vote.upload_room = false;
-    for (int r = 0; r < collectives_.job_size(); ++r)
-      away[static_cast<size_t>(r)] = away[static_cast<size_t>(r)] || got[kAway + r] != 0;
+    for (int r = 0; r < collectives_.job_size(); ++r)  // several members may report one rank away
+      if (got[kAway + r] != 0 && !contains(vote.leavers, r)) vote.leavers.push_back(r);
   }
-  for (int r = 0; r < collectives_.job_size(); ++r)
-    if (away[static_cast<size_t>(r)] && !contains(vote.leavers, r)) vote.leavers.push_back(r);
   std::sort(vote.leavers.begin(), vote.leavers.end());
   return vote;
 }
