@@ -27,6 +27,11 @@ cases: equal      no straggler, a grace window longer than any arrival spread: e
                   3, the gate finds that its process does not answer and the survivors fence it
                   there (not the heartbeat); once continued it finds itself out of the group, is
                   restarted in place and rejoins; no gang restart, one θ, the fault named stopped
+       cut        rank 3's link cut (every rank in a network namespace of its own, rank_netns.py)
+                  under live recovery with a 60 s heartbeat window: the gate's question gets no
+                  answer and the survivors fence it at the next sync point; once the link is back
+                  it finds itself out of the group, is restarted in place and rejoins; no gang
+                  restart, one θ, no namespace left
        sit-out    rank 3 slow from step 20 with outer.quorum_sit_out 4, an evaluation every 50
                   steps and a checkpoint every 4 rounds (sync points the whole group must meet):
                   rank 3 sits out sync points and rejoins with its work merged, the others hardly
@@ -68,6 +73,7 @@ from launch_harness import (
 )
 from ppu import files
 from ppu.exit_codes import ExitCode
+from rank_netns import RankNetwork
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
@@ -239,6 +245,32 @@ def case_stopped():
           f"(heartbeat window {heartbeat_s} s), restarted in place, rejoined; one θ ({checksum})")  # fmt: skip
 
 
+def case_cut():
+    heartbeat_s = 60
+    with RankNetwork(4) as net:
+        cmd = [*net.hub_exec, LAUNCH, "--rank-wrapper", net.wrapper, *tiny_job(SRC, H, heartbeat_s),
+               "--set", "train.steps=2000", "--set", "network.recovery=live", *QUORUM, "--max-restarts", "2"]  # fmt: skip
+        launch = Launch(tempfile.mkdtemp(prefix="ppu-quorum-cut-"), cmd, env=dict(os.environ, PPU_TEST_STEP_PAUSE_MS="10"))
+        try:
+            launch.wait_for(r"\[rank 0\] .* step 80/")
+            net.cut(3)
+            launch.wait_for(r"lost rank\(s\) \[3\] in round", timeout=heartbeat_s // 2)
+            net.restore(3)
+            launch.wait_for(r"rank\(s\) \[3\] rejoined in round", timeout=120)
+            rc = launch.finish()
+        finally:
+            launch.kill()
+        log = launch.text()
+        if "rank 3 missed the close of the sync point" not in log:
+            fail(f"rank 3, cut off, was not fenced at the gate\n{events(log)}")
+        no_gang_restart(launch, rc, "rank 3 cut off under quorum sync")
+        checksum = one_checksum(launch)
+        fault_named(launch, 0, "unreachable", "rank 3 cut off")
+    if net.leftovers():
+        fail(f"network namespaces left behind: {net.leftovers()}")
+    print(f"rank 3 cut off: fenced at the gate (heartbeat window {heartbeat_s} s), back, rejoined; one θ ({checksum})")
+
+
 def case_sit_out():
     finals = {}
     for late in ("merge", "drop"):
@@ -347,5 +379,6 @@ def case_sit_out_notice_rank():
     "uncovered": case_uncovered,
     "lost": case_lost,
     "stopped": case_stopped,
+    "cut": case_cut,
 }[CASE]()
 print("PASS", CASE)
