@@ -250,7 +250,9 @@ def case_cut():
     with RankNetwork(4) as net:
         cmd = [*net.hub_exec, LAUNCH, "--rank-wrapper", net.wrapper, *tiny_job(SRC, H, heartbeat_s),
                "--set", "train.steps=2000", "--set", "network.recovery=live", *QUORUM, "--max-restarts", "2"]  # fmt: skip
-        launch = Launch(tempfile.mkdtemp(prefix="ppu-quorum-cut-"), cmd, env=dict(os.environ, PPU_TEST_STEP_PAUSE_MS="10"))
+        launch = Launch(
+            tempfile.mkdtemp(prefix="ppu-quorum-cut-"), cmd, env=dict(os.environ, PPU_TEST_STEP_PAUSE_MS="10")
+        )
         try:
             launch.wait_for(r"\[rank 0\] .* step 80/")
             net.cut(3)
