@@ -27,6 +27,9 @@ cases: equal      no straggler, a grace window longer than any arrival spread: e
                   3, the gate finds that its process does not answer and the survivors fence it
                   there (not the heartbeat); once continued it finds itself out of the group, is
                   restarted in place and rejoins; no gang restart, one θ, the fault named stopped
+       capped     rank 3 held at 3 % of a core by a CPU cgroup (bench/straggler/cpu_cap.py; root)
+                  under live recovery: it misses closes, but its process answers the gate's
+                  question in its next quota period and it is never fenced; exit 0, one θ
        cut        rank 3's link cut (every rank in a network namespace of its own, rank_netns.py)
                   under live recovery with a 60 s heartbeat window: the gate's question gets no
                   answer and the survivors fence it at the next sync point; once the link is back
@@ -76,6 +79,9 @@ from ppu.exit_codes import ExitCode
 from rank_netns import RankNetwork
 
 BIN, SRC, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path[:0] = [os.path.join(SRC, "bench", "straggler"), os.path.join(SRC, "bench", "chaos")]
+from cpu_cap import CpuCap  # bench/straggler, on the path just set
+
 LAUNCH = os.path.join(BIN, "bin", "ppu-launch")
 H = 10
 STEPS = 200
@@ -245,6 +251,27 @@ def case_stopped():
           f"(heartbeat window {heartbeat_s} s), restarted in place, rejoined; one θ ({checksum})")  # fmt: skip
 
 
+def case_capped():
+    cap = CpuCap(f"ppu-quorum-capped-{os.getpid()}", 0.03)
+    try:
+        launch = run("capped", QUORUM, recovery="live", steps=300)
+        launch.wait_for(r"\[rank 3\] .* step 10/")
+        cap.hold(rank_pids(launch.proc.pid)[3])
+        rc = launch.finish()
+    finally:
+        cap.close()
+    log = launch.text()
+    no_gang_restart(launch, rc, "rank 3 at 3 % of a core under quorum sync")
+    if "fenced at the gate" in log:
+        fail(f"a rank held at 3 % of a core, whose process answers, was fenced at the gate\n{events(log)}")
+    s = [launch.summary(r).outer_sync for r in range(4)]
+    if s[0].closed_by_grace < 1 or s[3].steps_skipped < 1:
+        fail(f"rank 3 at 3 % of a core missed no close: rank 0 {plain(s[0])}, rank 3 {plain(s[3])}")
+    checksum = one_checksum(launch)
+    print(f"rank 3 at 3 % of a core: {s[0].closed_by_grace} closes without it, {s[3].steps_skipped} steps skipped, "
+          f"never fenced; one θ ({checksum})")  # fmt: skip
+
+
 def case_cut():
     heartbeat_s = 60
     with RankNetwork(4) as net:
@@ -382,5 +409,6 @@ def case_sit_out_notice_rank():
     "lost": case_lost,
     "stopped": case_stopped,
     "cut": case_cut,
+    "capped": case_capped,
 }[CASE]()
 print("PASS", CASE)

@@ -30,6 +30,10 @@ std::string rank_key(int64_t step, int rank) { return quorum(step, "at/" + std::
 // How long a member not arrived has to answer: the grace window, within these bounds (a
 // process that runs answers in a scheduling delay; a throttled one in its next CFS period).
 constexpr double kAnswerMinS = 0.25, kAnswerMaxS = 1.0;
+// A member that did not answer in that window is asked once more, for this long, before it is
+// fenced: a process throttled by a CPU quota (a few ms each 100 ms period) may miss a short
+// window; a stopped one misses any.
+constexpr auto kSecondChance = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -122,6 +126,7 @@ std::optional<QuorumGate::Asked> QuorumGate::ask_missing(int64_t step, double gr
   if (asked.ranks.empty()) return std::nullopt;
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(std::clamp(grace_s, kAnswerMinS, kAnswerMaxS) * 1000));
+  asked.addresses = where;
   asked.answers = std::async(std::launch::async, [where, timeout] { return processes_answer(where, timeout); });
   return asked;
 }
@@ -129,9 +134,18 @@ std::optional<QuorumGate::Asked> QuorumGate::ask_missing(int64_t step, double gr
 std::vector<int> QuorumGate::unanswering(int64_t step, Asked& asked) {
   const std::vector<bool> answers = asked.answers.get();
   std::vector<int> silent;
+  std::vector<std::string> again;
   for (size_t i = 0; i < asked.ranks.size(); ++i)
-    if (!answers[i]) silent.push_back(asked.ranks[i]);
-  return silent.empty() ? silent : not_arrived(step, silent);  // one may have arrived meanwhile
+    if (!answers[i]) {
+      silent.push_back(asked.ranks[i]);
+      again.push_back(asked.addresses[i]);
+    }
+  if (silent.empty()) return silent;
+  const std::vector<bool> second = processes_answer(again, kSecondChance);
+  std::vector<int> gone;
+  for (size_t i = 0; i < silent.size(); ++i)
+    if (!second[i]) gone.push_back(silent[i]);
+  return gone.empty() ? gone : not_arrived(step, gone);  // one may have arrived meanwhile
 }
 
 std::vector<int> QuorumGate::not_arrived(int64_t step, const std::vector<int>& ranks) {

@@ -16,9 +16,9 @@
 //  - Fencing at the gate (ask_missing_with, live recovery): from the moment a quorum arrived the
 //    gate asks the members not arrived yet whether their processes answer (reach_probe.h
 //    processes_answer, within the grace window clamped to [0.25 s, 1 s]); a sync point that closes
-//    without them names those that did not and have still not arrived (Arrival::unanswering):
-//    stopped, killed or cut off. The trainer fences them at once, instead of waiting in the
-//    collective that follows until the heartbeat finds them silent (network.heartbeat_s). A
+//    without them asks those that did not once more (1 s) and names those that still do not and
+//    have still not arrived (Arrival::unanswering): stopped, killed or cut off. The trainer fences them at once,
+//    instead of waiting in the collective that follows until the heartbeat finds them silent (network.heartbeat_s). A
 //    straggler that is merely slow answers (its listener is a thread of its own) and is waited for.
 //  - The store is a helper, never a dependency: when it does not answer (dead, frozen,
 //    restarted), arrive returns at once as closed-by-all, so the sync point closes as under
@@ -86,6 +86,7 @@ class QuorumGate {
   // answered (asked once the quorum arrived).
   struct Asked {
     std::vector<int> ranks;
+    std::vector<std::string> addresses;  // theirs, in that order
     std::future<std::vector<bool>> answers;
   };
   std::optional<Asked> ask_missing(int64_t step, double grace_s);
