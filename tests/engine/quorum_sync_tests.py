@@ -276,12 +276,15 @@ def case_cut():
     heartbeat_s = 60
     with RankNetwork(4) as net:
         cmd = [*net.hub_exec, LAUNCH, "--rank-wrapper", net.wrapper, *tiny_job(SRC, H, heartbeat_s),
-               "--set", "train.steps=2000", "--set", "network.recovery=live", *QUORUM, "--max-restarts", "2"]  # fmt: skip
+               "--set", "train.steps=400", "--set", "network.recovery=live", *QUORUM, "--max-restarts", "2"]  # fmt: skip
         launch = Launch(
-            tempfile.mkdtemp(prefix="ppu-quorum-cut-"), cmd, env=dict(os.environ, PPU_TEST_STEP_PAUSE_MS="10")
+            tempfile.mkdtemp(prefix="ppu-quorum-cut-"), cmd, env=dict(os.environ, PPU_TEST_STEP_PAUSE_MS="100")
         )
         try:
-            launch.wait_for(r"\[rank 0\] .* step 80/")
+            # Mid-interval (sync points after steps 83 and 86, steps of 100 ms or more): cut after
+            # rank 3 arrived at a gate and before its collective, it would count as arrived, and
+            # that window is the heartbeat's (docs/QUORUM_SYNC.md, "Faults").
+            launch.wait_for(r"\[rank 3\] .* step 84/")
             net.cut(3)
             launch.wait_for(r"lost rank\(s\) \[3\] in round", timeout=heartbeat_s // 2)
             net.restore(3)
