@@ -26,6 +26,8 @@ constexpr auto kReconnectPatience = std::chrono::milliseconds(500);
 std::string slice_key(int64_t step, int slice) { return quorum(step, "slice/" + std::to_string(slice)); }
 // The key job rank `rank` sets there when the gate fences at the close (ask_missing_with).
 std::string rank_key(int64_t step, int rank) { return quorum(step, "at/" + std::to_string(rank)); }
+// The key job rank `rank` sets when it had a notice while it sat out (say_notice).
+std::string notice_key(int rank) { return live_keys::quorum_run("notice/" + std::to_string(rank)); }
 
 // How long a member not arrived has to answer: the grace window, within these bounds (a
 // process that runs answers in a scheduling delay; a throttled one in its next CFS period).
@@ -51,7 +53,7 @@ QuorumGate::Arrival QuorumGate::arrive(int64_t step, double grace_s) {
   const auto start = Clock::now();
   Arrival arrival;
   try {
-    if (store_.lost()) store_.reconnect(kReconnectPatience);
+    reconnect_if_lost();
     const int members = col_.world_size();
     const int needed = quorum_size(config_.outer.quorum_fraction, members);
     const std::string arrived_key = quorum(step, "arrived"), closed_key = quorum(step, "closed");
@@ -98,7 +100,7 @@ void QuorumGate::publish_plan(int64_t step, const std::string& plan) {
 }
 
 std::optional<std::string> QuorumGate::plan(int64_t step) {
-  if (store_.lost()) store_.reconnect(kReconnectPatience);
+  reconnect_if_lost();
   const std::string key = quorum(step, "plan");
   while (!store_.check(key)) {
     if (job_stopped()) return std::nullopt;
@@ -156,26 +158,30 @@ std::vector<int> QuorumGate::not_arrived(int64_t step, const std::vector<int>& r
 }
 
 void QuorumGate::say_notice() {
-  if (store_.lost()) store_.reconnect(kReconnectPatience);
-  store_.set(live_keys::quorum_run("notice/" + std::to_string(col_.job_rank())), "1");
+  reconnect_if_lost();
+  store_.set(notice_key(col_.job_rank()), "1");
 }
 
 std::vector<int> QuorumGate::noticed(const std::vector<int>& ranks) {
-  if (store_.lost()) store_.reconnect(kReconnectPatience);
+  reconnect_if_lost();
   std::vector<int> said;
   for (int r : ranks)
-    if (store_.check(live_keys::quorum_run("notice/" + std::to_string(r)))) said.push_back(r);
+    if (store_.check(notice_key(r))) said.push_back(r);
   return said;
 }
 
 void QuorumGate::say_job_stopped() {
-  if (store_.lost()) store_.reconnect(kReconnectPatience);
+  reconnect_if_lost();
   store_.set(live_keys::quorum_run("stopped"), "1");
 }
 
 bool QuorumGate::job_stopped() {
-  if (store_.lost()) store_.reconnect(kReconnectPatience);
+  reconnect_if_lost();
   return store_.check(live_keys::quorum_run("stopped"));
+}
+
+void QuorumGate::reconnect_if_lost() {
+  if (store_.lost()) store_.reconnect(kReconnectPatience);
 }
 
 bool QuorumGate::slices_covered(int64_t step) {

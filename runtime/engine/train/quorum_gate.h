@@ -82,6 +82,8 @@ class QuorumGate {
 
  private:
   bool slices_covered(int64_t step);
+  // A lost connection is opened again (briefly) before a request; StoreLost if it cannot be.
+  void reconnect_if_lost();
   // The members not arrived at the sync point after `step`, and whether each one's process
   // answered (asked once the quorum arrived).
   struct Asked {
