@@ -27,6 +27,10 @@
 // two requests in a row without an answer within max(1 s, network.heartbeat_s) (the ranks' own
 // bound for the store's silence) make it a frozen store, which is SIGKILLed and started again
 // like a store that exited.
+// An elastic job (network.min_ranks > 0, docs/RESIZE.md): --nproc is its slots, --ranks K the
+// ranks it starts with (slots 0 … K−1); SIGUSR1 grows it by one rank, SIGUSR2 shrinks it by one,
+// within [network.min_ranks, --nproc] (cmd/elastic_launch.h). A vacant slot's process (one that
+// retired, exit 0) is neither restarted nor counted lost.
 // --rank-wrapper 'CMD ARGS' runs each rank as CMD ARGS ppu-train ... ({rank} in the template
 // becomes the rank; split at spaces, no shell): numactl or taskset per rank, a network namespace
 // per rank (`ip netns exec ns-{rank} env MASTER_ADDR=... GLOO_SOCKET_IFNAME=eth0`).
@@ -40,6 +44,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -47,13 +52,16 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cmd/elastic_launch.h"
 #include "cmd/store_watch.h"
 #include "core/config.h"
+#include "core/elastic_size.h"
 #include "core/exit_status.h"
 #include "core/job_contract.h"
 #include "core/run_summary.h"
@@ -61,6 +69,7 @@
 namespace {
 
 volatile std::sig_atomic_t g_stop_signal = 0;
+volatile std::sig_atomic_t g_grow_asked = 0, g_shrink_asked = 0;  // SIGUSR1, SIGUSR2 so far
 
 struct Child {
   int rank;
@@ -274,11 +283,16 @@ int main(int argc, char** argv) {
   int nproc = 0;
   int master_port = 0;
   int max_restarts = 0;
+  int ranks = 0;
   std::string config_path, summary, summary_dir, trainer = default_trainer(), rendezvous, rank_wrapper;
   std::vector<std::string> overrides;
   double grace = 10;
   double kill_stopped_after = 0;
   app.add_option("--nproc", nproc, "number of ranks K (default: the config's `ranks`)")->check(CLI::PositiveNumber);
+  app.add_option("--ranks", ranks,
+                 "an elastic job (network.min_ranks): the ranks it starts with, slots 0..ranks-1 of --nproc; "
+                 "SIGUSR1 / SIGUSR2 to ppu-launch grow / shrink it by one (default: --nproc)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--config", config_path, "YAML training config")->check(CLI::ExistingFile);
   app.add_option("--set", overrides, "override a config key: dotted.key=value (repeatable)");
   app.add_option("--master-port", master_port, "rendezvous port (default: a free port)")->check(CLI::Range(1, 65535));
@@ -306,6 +320,15 @@ int main(int argc, char** argv) {
 
   std::vector<Child> children;
   std::optional<Child> store;
+  std::optional<ppu::ElasticLaunch> elastic;
+  std::vector<std::string> rank_args;
+  // A rank's flags: the job's, and its summary file.
+  auto args_of = [&](int r) {
+    std::vector<std::string> args = rank_args;
+    if (!summary_dir.empty()) args.insert(args.end(), {"--summary", summary_dir + "/" + ppu::rank_summary_file(r)});
+    else if (r == 0 && !summary.empty()) args.insert(args.end(), {"--summary", summary});
+    return args;
+  };
   RankSetup setup;
   bool live = false;
   double notice_grace = 0;   // how long ranks get to act on a notice: checkpoint.notice_s + 5
@@ -327,8 +350,9 @@ int main(int argc, char** argv) {
     probe_timeout = std::max(1.0, config.network.heartbeat_s);
     if (rendezvous.empty()) rendezvous = sibling(trainer, ppu::contract::kRendezvousBinary);
     setup = RankSetup{nproc, master_port, config.metrics.port, live, trainer, rank_wrapper};
+    elastic.emplace(rendezvous, master_port, nproc, live ? ppu::required_ranks(config, nproc) : nproc,
+                    ranks == 0 ? nproc : ranks);
 
-    std::vector<std::string> rank_args;
     if (!config_path.empty()) rank_args.insert(rank_args.end(), {"--config", config_path});
     for (const auto& o : overrides) rank_args.insert(rank_args.end(), {"--set", o});
     // What only ppu-train can check (device, dtype, dataset): asked once, before any rank runs.
@@ -351,16 +375,19 @@ int main(int argc, char** argv) {
     sa.sa_handler = [](int sig) { g_stop_signal = sig; };
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    struct sigaction resize {};
+    resize.sa_handler = [](int sig) { ++(sig == SIGUSR1 ? g_grow_asked : g_shrink_asked); };
+    sigaction(SIGUSR1, &resize, nullptr);
+    sigaction(SIGUSR2, &resize, nullptr);
 
     if (live) store = spawn_store(rendezvous, master_port);
-    for (int r = 0; r < nproc; ++r) {
-      std::vector<std::string> args = rank_args;
-      if (!summary_dir.empty()) args.insert(args.end(), {"--summary", summary_dir + "/" + ppu::rank_summary_file(r)});
-      else if (r == 0 && !summary.empty()) args.insert(args.end(), {"--summary", summary});
-      children.push_back(spawn_rank(setup, r, args));
-    }
-    std::cout << "[launch] started " << nproc << " ranks, rendezvous 127.0.0.1:" << master_port
-              << (live ? " (ppu-rendezvous; live recovery)" : "") << std::endl;
+    if (elastic->elastic() && !elastic->tell_store())
+      throw std::runtime_error("the job's store did not take its size (ppu-rendezvous --resize)");
+    for (int r = 0; r < elastic->desired(); ++r) children.push_back(spawn_rank(setup, r, args_of(r)));
+    std::cout << "[launch] started " << elastic->desired() << " ranks"
+              << (elastic->elastic() ? " of " + std::to_string(nproc) + " slots (elastic)" : "")
+              << ", rendezvous 127.0.0.1:" << master_port << (live ? " (ppu-rendezvous; live recovery)" : "")
+              << std::endl;
   } catch (const std::exception& e) {  // core/exit_status.h's table
     const auto status = ppu::exit_status_of(e);
     std::cerr << "ppu-launch: " << status.message << "\n";
@@ -378,6 +405,8 @@ int main(int argc, char** argv) {
     if (store) stop_all(*store, grace);
   };
   std::optional<ppu::StoreWatch> probe;
+  std::sig_atomic_t grows_done = 0, shrinks_done = 0;  // SIGUSR1 and SIGUSR2 acted on
+  std::set<int> restart_on_exit;                       // slots grown back while their process was leaving
   if (live) probe.emplace(rendezvous, master_port, probe_every, probe_timeout);
   size_t running = children.size();
   while (running > 0) {
@@ -399,6 +428,7 @@ int main(int argc, char** argv) {
       try {
         store = spawn_store(rendezvous, master_port);
         if (probe) probe->restart();
+        if (elastic->elastic()) elastic->tell_store();  // the new store has none of the old one's keys
       } catch (const std::exception& e) {
         store.reset();
         std::cerr << "ppu-launch: " << e.what() << ": stopping all ranks\n";
@@ -421,6 +451,23 @@ int main(int argc, char** argv) {
       result = 128 + g_stop_signal;
       break;
     }
+    // Resizes asked since the last turn (SIGUSR1, SIGUSR2): a grown job's new slot starts now, a
+    // shrunk job's highest slot retires at the job's next round boundary and exits 0. A slot grown
+    // back while its process is still on its way out is started again once it has exited.
+    for (; grows_done < g_grow_asked; ++grows_done) {
+      const auto slot = elastic->grow();
+      if (!slot) continue;
+      auto it = std::find_if(children.begin(), children.end(), [&](const Child& c) { return c.rank == *slot; });
+      if (it != children.end() && it->running) {
+        restart_on_exit.insert(*slot);
+        continue;
+      }
+      if (it != children.end()) *it = spawn_rank(setup, *slot, it->args);
+      else children.push_back(spawn_rank(setup, *slot, args_of(*slot)));
+      ++running;
+    }
+    for (; shrinks_done < g_shrink_asked; ++shrinks_done)
+      if (elastic->shrink()) restart_on_exit.erase(elastic->desired());
     const auto now = std::chrono::steady_clock::now();
     for (auto& c : children) {
       if (!c.running) continue;
@@ -451,6 +498,18 @@ int main(int argc, char** argv) {
       forward_output(c, true);
       close(c.out_fd);
       c.out_fd = -1;
+      if (restart_on_exit.erase(c.rank) && !elastic->vacant(c.rank)) {
+        std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code
+                  << " while the job grew back to its slot: starting it again\n";
+        c = spawn_rank(setup, c.rank, c.args);
+        ++running;
+        continue;
+      }
+      if (elastic->vacant(c.rank)) {  // retired (exit 0), or ended otherwise after the job shrank past it
+        std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code
+                  << ": its slot is vacant (the job has " << elastic->desired() << " ranks)\n";
+        continue;
+      }
       const auto action = ppu::contract::on_exit(c.code, live);
       if (action == OnExit::Finished) continue;
       if (action == OnExit::RestartRank) {  // the others go on without it
@@ -479,6 +538,11 @@ int main(int argc, char** argv) {
           close(store->out_fd);
           store = spawn_store(rendezvous, master_port);
         }
+        children.erase(std::remove_if(children.begin(), children.end(),
+                                      [&](const Child& other) { return elastic->vacant(other.rank); }),
+                       children.end());
+        restart_on_exit.clear();
+        if (elastic->elastic()) elastic->tell_store();
         for (auto& other : children) other = spawn_rank(setup, other.rank, other.args);
         running = children.size();
         lost.clear();

@@ -119,7 +119,14 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& e) {  // core/exit_status.h: the error's kind decides the code
     const auto status = ppu::exit_status_of(e);
-    spdlog::error("{}", status.message);
+    if (status.code == 0) {  // retired: the job shrank past this slot; the job's summary is the members'
+      spdlog::info("{}", status.message);
+      std::error_code ignored;  // the empty file the check above left, not a summary
+      if (!summary_path.empty() && std::filesystem::file_size(summary_path, ignored) == 0)
+        std::filesystem::remove(summary_path, ignored);
+    } else {
+      spdlog::error("{}", status.message);
+    }
     ppu::write_termination_message(status.message);
     return status.code;
   }

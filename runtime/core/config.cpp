@@ -450,6 +450,14 @@ void validate_config(const Config& c, int world_size) {
     require(c.network.heartbeat_s > 0,
             "config key 'network.recovery' is 'live': it needs network.heartbeat_s > 0 to tell a lost rank");
   }
+  // An elastic job (docs/RESIZE.md): every slice keeps an owner at its smallest size.
+  if (c.network.min_ranks > 0) {
+    const std::string key = "config key 'network.min_ranks' (" + str(c.network.min_ranks) + ")";
+    require(c.network.recovery == Recovery::Live, key + " needs network.recovery live (a gang job has one size)");
+    require(c.network.min_ranks <= world_size, key + " must be at most WORLD_SIZE (" + str(world_size) + ")");
+    require(c.method != Method::Ppu || c.slicing.mode == SliceMode::None || c.network.min_ranks >= c.slicing.slices,
+            key + " must be at least slicing.slices (" + str(c.slicing.slices) + "): every slice needs an owner");
+  }
 
   require(c.data.source != DataSource::Shards || !c.data.path.empty(),
           "config key 'data.path' is required when data.source=shards");

@@ -94,6 +94,7 @@ RunSummary example_summary() {
   s.recovery.degraded = {DegradedSpan{0, 0, {0}}};
   s.recovery.faults = {{"*", FaultTally{}}};
   s.recovery.interruptions = {Interruption{0, "", {0}, 0, 0, 0}};
+  s.recovery.size_history = {SizeChange{}};
   s.outer_sync.ranks = {ContributionSummary{}};
   s.optimizer_settings = nlohmann::json::object();  // free-form: every inner.* and outer.* key
   return s;

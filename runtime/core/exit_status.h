@@ -7,6 +7,7 @@
 //   UnusableInput    4  data or a checkpoint missing, corrupt or of another kind: no retry can succeed
 //   OutOfGroup       5  network.recovery=live: this rank is out of the live group; restart only it
 //   LeftOnNotice     128 + signal (143 SIGTERM, 130 SIGINT): the rank acted on a notice and left
+//   Retired          0  the job shrank past this rank's slot (docs/RESIZE.md): done, not replaced
 //   anything else    1  a crash or an I/O error: the gang is restarted
 #pragma once
 
@@ -52,6 +53,15 @@ class LeftOnNotice : public std::runtime_error {
 
  private:
   int signal_;
+};
+
+// The job shrank (network.min_ranks, docs/RESIZE.md) and this rank's slot is vacant now: it left
+// the live group at a round boundary, the others going on without waiting for it. Its part is
+// done, so its code is 0: no supervisor replaces it (the slot is filled again only when the job
+// grows). It writes no run summary: the job's result is the members'.
+class Retired : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 struct ExitStatus {

@@ -13,12 +13,13 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CudaMemorySummary, allocated, reserved, peak)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepPhasesSummary, batch, forward, backward, gradient_allreduce, optimizer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OneDnnSummary, enabled, bf16_matmul)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DegradedSpan, first_round, last_round, missing)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SizeChange, round, ranks, desired)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FaultTally, count, recover_seconds)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StoreRequestCount, heartbeat, group)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecoverySummary, policy, live_ranks, min_slice_coverage, rounds_degraded, recoveries,
                                    rejoins, recovery_seconds, rejoined_at_step, theta_mismatches, checkpoints_failed,
                                    degraded, faults, fallback, resumed_after_notice, store_requests, interruptions,
-                                   rounds_lost, stops)
+                                   rounds_lost, stops, size_history)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ContributionSummary, rank, tokens, share)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CheckpointWriteSummary, upload, rounds, skipped, bytes, write_seconds,
                                    training_wait_seconds, end_wait_seconds)

@@ -326,7 +326,10 @@ class Run {
     checkpoint_if_due(vote.upload_room, departure == Departure::Job);
     if (departure == Departure::Job && quorum_) quorum_->job_stops();  // for the ranks sitting out
     if (departure != Departure::None) notices_->depart(vote, departure);
-    if (live_recovery_) live_recovery_->bound_degraded(vote.degraded_s);
+    if (live_recovery_) {
+      live_recovery_->resize(vote.desired);  // an elastic job: its slots above the desired size retire
+      live_recovery_->bound_degraded(vote.degraded_s);
+    }
   }
 
   // A checkpoint holds every job rank's state; a degraded group writes one too (RunCheckpoints).

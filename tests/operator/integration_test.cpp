@@ -422,6 +422,74 @@ TEST_F(OperatorIT, LiveJobHasARendezvousPodAndServiceAndRanksUseThemAsAnExternal
   EXPECT_NE(out.find("RECOVERIES"), std::string::npos) << out;
 }
 
+// spec.elastic (docs/RESIZE.md) through the real API server: `kubectl scale` (the scale
+// subresource) within the range, the CRD's refusals outside it and on a job that is not elastic,
+// the pods' WORLD_SIZE, the store's desired size in the ConfigMap, a grow creating the new slots
+// without a recovery, a shrink leaving a running rank to retire and removing it once it has.
+TEST_F(OperatorIT, ScalingAnElasticJobResizesItWithinItsRange) {
+  start_controller();
+  json manifest = live_manifest(job_manifest("el", 2));
+  manifest["spec"]["elastic"] = {{"minReplicas", 2}, {"maxReplicas", 4}};
+  create_job(manifest);
+  ASSERT_TRUE(wait_pods("el", 3)) << "two ranks and the store";
+  Response r0 = client_->get(ResourceKind::Pod, "default", "el-rank-0");
+  EXPECT_EQ(env_value(r0.body, "WORLD_SIZE"), "4") << "the job's slots";
+  Response store = client_->get(ResourceKind::Pod, "default", "el-rendezvous");
+  EXPECT_NE(store.body["spec"]["containers"][0]["command"].dump().find("--desired-file"), std::string::npos)
+      << store.body["spec"]["containers"][0].dump();
+  auto desired_in_config = [&] {
+    return client_->get(ResourceKind::ConfigMap, "default", "el-config").body["data"].value("desired-ranks", "");
+  };
+  EXPECT_EQ(desired_in_config(), "2");
+  set_all("el", "Running");
+  ASSERT_TRUE(eventually([&] { return phase("el") == "Running"; })) << job("el").dump();
+
+  std::string out;
+  ASSERT_EQ(env_->kubectl("scale ppj el --replicas=4", out), 0) << out;
+  ASSERT_TRUE(wait_pods("el", 5)) << "slots 2 and 3 created";
+  ASSERT_TRUE(eventually([&] { return desired_in_config() == "4"; })) << desired_in_config();
+  ASSERT_TRUE(eventually([&] { return job("el")["status"].value("desiredReplicas", 0) == 4; })) << job("el").dump();
+  const json st = job("el")["status"];
+  EXPECT_EQ(st["lastResize"]["from"], 2) << st.dump();
+  EXPECT_EQ(st["lastResize"]["to"], 4) << st.dump();
+  EXPECT_EQ(st.value("recoveries", 0), 0) << "new slots are no losses: " << st.dump();
+  EXPECT_NE(event_message("Resized").find("resized from 2 to 4 of 4 ranks"), std::string::npos)
+      << event_message("Resized");
+  ASSERT_EQ(env_->kubectl("get ppj el -o jsonpath={.status.activeRanks}", out), 0) << out;
+
+  // Outside the range: refused by the CRD's rules, naming the range.
+  EXPECT_NE(env_->kubectl("scale ppj el --replicas=5", out), 0);
+  EXPECT_NE(out.find("within [spec.elastic.minReplicas, spec.elastic.maxReplicas]"), std::string::npos) << out;
+  EXPECT_NE(env_->kubectl("scale ppj el --replicas=1", out), 0);
+
+  // Shrink to 2: ranks 2 and 3 still run and retire at the job's next round boundary (deleting
+  // them would be a notice); once rank 3 has (exit 0), its pod is deleted; rank 2 stays meanwhile.
+  set_all("el", "Running");
+  ASSERT_EQ(env_->kubectl("scale ppj el --replicas=2", out), 0) << out;
+  ASSERT_TRUE(eventually([&] { return desired_in_config() == "2"; })) << desired_in_config();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(pods("el").size(), 5u) << "a running rank above the size was deleted instead of retiring";
+  set_pod_status("el-rank-3", "Succeeded", 0, "retired: the job shrank to 2 ranks");
+  ASSERT_TRUE(eventually([&] { return pods("el").size() == 4u; })) << "the retired rank's pod stays";
+  EXPECT_TRUE(client_->get(ResourceKind::Pod, "default", "el-rank-2").ok());
+  EXPECT_EQ(phase("el"), "Running");
+
+  // A job that is not elastic cannot be scaled while it runs; elastic needs live recovery and
+  // a range of multiples of the slices.
+  create_job(live_manifest(job_manifest("fx", 2)));
+  EXPECT_NE(env_->kubectl("scale ppj fx --replicas=4", out), 0);
+  EXPECT_NE(out.find("spec.replicas is immutable unless the job is suspended or elastic"), std::string::npos) << out;
+  json gang = job_manifest("eg", 2);
+  gang["spec"]["elastic"] = {{"minReplicas", 2}, {"maxReplicas", 4}};
+  EXPECT_FALSE(client_->create(ResourceKind::PPUJob, "default", gang).ok());
+  json odd = live_manifest(job_manifest("eo", 2));
+  odd["spec"]["elastic"] = {{"minReplicas", 2}, {"maxReplicas", 5}};
+  Response refused = client_->create(ResourceKind::PPUJob, "default", odd);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.describe().find("multiples of spec.training.slicing.slices"), std::string::npos)
+      << refused.describe();
+}
+
 TEST_F(OperatorIT, DeletingOneRankOfALiveJobRecreatesOnlyThatPod) {
   start_controller(1);
   json manifest = live_manifest(job_manifest("lr", 4));

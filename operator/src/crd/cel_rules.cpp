@@ -54,15 +54,32 @@ CelRule immutable(const std::string& field) {
 std::vector<CelRule> spec_rules() {
   const std::string slices = training("slicing.slices");
   return {
-      {"self.replicas % " + slices + " == 0", ".replicas",
+      {"has(self.elastic) || self.replicas % " + slices + " == 0", ".replicas",
        "spec.replicas must be a multiple of spec.training.slicing.slices"},
+      // spec.elastic (docs/RESIZE.md): a live job resized within its range while it runs.
+      {"!has(self.elastic) || (self.elastic.minReplicas <= self.replicas && self.replicas <= "
+       "self.elastic.maxReplicas)",
+       ".replicas", "spec.replicas must be within [spec.elastic.minReplicas, spec.elastic.maxReplicas]"},
+      {"!has(self.elastic) || (self.elastic.minReplicas % " + slices + " == 0 && self.elastic.maxReplicas % " + slices +
+           " == 0)",
+       ".elastic", "spec.elastic.minReplicas and maxReplicas must be multiples of spec.training.slicing.slices"},
+      {"!has(self.elastic) || (has(self.training.network) && has(" + training("network.recovery") + ") && " +
+           training("network.recovery") + " == 'live')",
+       ".elastic", "spec.elastic needs spec.training.network.recovery live (a gang job has one size)"},
+      {"self.replicas == oldSelf.replicas || has(self.elastic) || (has(self.runPolicy.suspend) && "
+       "self.runPolicy.suspend && has(oldSelf.runPolicy.suspend) && oldSelf.runPolicy.suspend)",
+       ".replicas", "spec.replicas is immutable unless the job is suspended or elastic (spec.elastic)"},
+      {"has(self.elastic) == has(oldSelf.elastic) && (!has(self.elastic) || (self.elastic.minReplicas == "
+       "oldSelf.elastic.minReplicas && self.elastic.maxReplicas == oldSelf.elastic.maxReplicas)) || "
+       "(has(self.runPolicy.suspend) && self.runPolicy.suspend && has(oldSelf.runPolicy.suspend) && "
+       "oldSelf.runPolicy.suspend)",
+       ".elastic", "spec.elastic is immutable unless the job is suspended"},
       divides_in_modes(
           &SlicingDivides::mlp_hidden,
           std::to_string(ModelSpec::kMlpExpansion) + " * (" + explicit_or_preset("d_model") + ")",
           "the MLP hidden size " + std::to_string(ModelSpec::kMlpExpansion) + "*spec.training.model.d_model"),
       divides_in_modes(&SlicingDivides::heads, explicit_or_preset("heads"), "spec.training.model.heads"),
       divides_in_modes(&SlicingDivides::layers, explicit_or_preset("layers"), "spec.training.model.layers"),
-      immutable("replicas"),
       immutable("training"),
       immutable("image"),
       {"!has(self.export) || (has(self.checkpoint) && (has(self.checkpoint.claimName) || "

@@ -191,6 +191,9 @@ YAML::Node crd_document() {
   version["served"] = boolean(true);
   version["storage"] = boolean(true);
   version["subresources"]["status"] = YAML::Node(YAML::NodeType::Map);
+  // kubectl scale ppj: spec.replicas, which only an elastic job may change while it runs (CEL).
+  version["subresources"]["scale"]["specReplicasPath"] = str(".spec.replicas");
+  version["subresources"]["scale"]["statusReplicasPath"] = str(".status." + key_of(&PPUJobStatus::active_ranks));
   version["additionalPrinterColumns"] = printer_columns(status);
   version["schema"]["openAPIV3Schema"] = schema;
 

@@ -73,6 +73,8 @@ inline constexpr const char* kLiveGroupDegraded = "LiveGroupDegraded";  // Degra
 inline constexpr const char* kLiveGroupComplete = "LiveGroupComplete";  // Degraded False: all ranks live
 inline constexpr const char* kLiveGroupNotReported = "LiveGroupNotReported";  // Degraded False: no figures yet
 inline constexpr const char* kNotRunning = "NotRunning";                      // Degraded False: phase not Running
+// Event: an elastic job's spec.replicas changed (status.lastResize; docs/RESIZE.md).
+inline constexpr const char* kResized = "Resized";
 // Events: a lost rank's pod stuck terminating on a NotReady, unreachable or deleted node was
 // force-deleted; a rank lost again within the recovery window waits for its back-off.
 inline constexpr const char* kPodForceDeleted = "PodForceDeleted";

@@ -74,6 +74,9 @@ JobSpec parse_job(const json& job) {
   return j;
 }
 
+int slots(const JobSpec& j) { return j.elastic ? j.elastic->max_replicas : j.replicas; }
+int required_replicas(const JobSpec& j) { return j.elastic ? j.elastic->min_replicas : j.replicas; }
+
 std::string service_name(const JobSpec& j) { return j.name; }
 std::string config_map_name(const JobSpec& j) { return j.name + "-config"; }
 std::string network_policy_name(const JobSpec& j) { return j.name; }

@@ -29,6 +29,11 @@ inline constexpr const char* kRankLabel = "ppu.dev/rank";
 // several owners: what spreads a live job's co-owners over nodes (object_builder.h).
 inline constexpr const char* kSliceLabel = "ppu.dev/slice";
 inline constexpr const char* kConfigKey = "config.yaml";
+// An elastic job's desired size (spec.replicas) in its ConfigMap, read by its rendezvous store
+// (`ppu-rendezvous --desired-file`) from the volume at kDesiredRanksPath.
+inline constexpr const char* kDesiredRanksKey = "desired-ranks";
+inline constexpr const char* kConfigDir = "/etc/ppu";
+inline constexpr const char* kDesiredRanksPath = "/etc/ppu/desired-ranks";
 inline constexpr const char* kConfigPath = "/etc/ppu/config.yaml";
 inline constexpr const char* kCheckpointPath = "/checkpoints";
 // spec.data.mountPath's default (the CRD's, rendered from here by ppu-crd).
@@ -66,6 +71,14 @@ inline constexpr const char* kExportLabel = "ppu.dev/export";
   F(std::string, path,                    "path",                  "model", "minLength: 1, maxLength: 253", "the model's directory, relative to the checkpoint volume's root (in pods: /checkpoints/<path>)") \
   F(int64_t,     active_deadline_seconds, "activeDeadlineSeconds", 3600,    "format: int64, minimum: 1", "The export Job fails (ExportFailed) when it has run this long.") \
   F(json,        resources,               "resources",             json(),  "type: object, properties: {limits: {type: object, x-kubernetes-preserve-unknown-fields: true}, requests: {type: object, x-kubernetes-preserve-unknown-fields: true}}", "corev1 ResourceRequirements of the export container; default the ranks' cpu and memory (no GPU).")
+
+// spec.elastic (docs/RESIZE.md): a live job whose size may change while it runs. Its pods' WORLD_SIZE
+// is maxReplicas (its slots); spec.replicas, within [minReplicas, maxReplicas], is how many slots
+// are filled, and `kubectl scale ppj` (the scale subresource) changes it at the job's next round
+// boundary: new slots join as replacements do, the highest retire (exit 0).
+#define PPU_ELASTIC_SPEC_FIELDS(F) \
+  F(int, min_replicas, "minReplicas", 1, "required: true, format: int32, minimum: 1, maximum: 4096", "The fewest ranks the job trains with as a whole (the runtime's network.min_ranks): fewer is a degraded job; ranks missing above it (Pending, being replaced) are not. A multiple of training.slicing.slices.") \
+  F(int, max_replicas, "maxReplicas", 1, "required: true, format: int32, minimum: 1, maximum: 4096", "The job's slots: every pod's WORLD_SIZE, the largest spec.replicas. A multiple of training.slicing.slices.")
 // clang-format on
 
 struct RunPolicy {
@@ -74,11 +87,15 @@ struct RunPolicy {
 struct ExportSpec {
   PPU_EXPORT_SPEC_FIELDS(PPU_DECLARE_FIELD)
 };
+struct ElasticSpec {
+  PPU_ELASTIC_SPEC_FIELDS(PPU_DECLARE_FIELD)
+};
 
 // clang-format off
 // spec's own fields. masterPort: the rendezvous port of the runtime's contract.
 #define PPU_JOB_SPEC_FIELDS(F) \
-  F(int,                       replicas,     "replicas",    1,                           "required: true, format: int32, minimum: 1, maximum: 4096", "K, the number of ranks (one pod each). Must be a multiple of training.slicing.slices.") \
+  F(int,                       replicas,     "replicas",    1,                           "required: true, format: int32, minimum: 1, maximum: 4096", "K, the number of ranks (one pod each). Must be a multiple of training.slicing.slices; with spec.elastic, within [minReplicas, maxReplicas] and mutable while the job runs (kubectl scale ppj).") \
+  F(std::optional<ElasticSpec>, elastic,     "elastic",     std::nullopt,                "", "A live job that may be resized while it runs (docs/RESIZE.md): its pods' WORLD_SIZE is maxReplicas, spec.replicas ranks of it are filled, and a change of spec.replicas within the range takes effect at a round boundary. Needs training.network.recovery live.") \
   F(std::string,               image,        "image",       "",                          "required: true, minLength: 1", "Container image that provides `ppu-train`.") \
   F(int,                       master_port,  "masterPort",  contract::kRendezvousPort,   "minimum: 1, maximum: 65535", "MASTER_PORT of the c10d TCPStore on rank 0.") \
   F(int,                       metrics_port, "metricsPort", 9100,                        "minimum: 1, maximum: 65535", "Port of each rank's /metrics (set as PPU_METRICS_PORT and as the container port named metrics).") \
@@ -114,9 +131,15 @@ struct JobSpec {
 
 PPU_FIELD_LIST(RunPolicy, PPU_RUN_POLICY_FIELDS, true)
 PPU_FIELD_LIST(ExportSpec, PPU_EXPORT_SPEC_FIELDS, true)
+PPU_FIELD_LIST(ElasticSpec, PPU_ELASTIC_SPEC_FIELDS, true)
 PPU_FIELD_LIST(JobSpec, PPU_JOB_SPEC_FIELDS, true)
 
 JobSpec parse_job(const json& job);
+
+// The job's slots, every pod's WORLD_SIZE: spec.elastic.maxReplicas, else spec.replicas.
+int slots(const JobSpec& j);
+// The fewest ranks the job trains with as a whole: spec.elastic.minReplicas, else spec.replicas.
+int required_replicas(const JobSpec& j);
 
 std::string service_name(const JobSpec& j);
 std::string config_map_name(const JobSpec& j);

@@ -74,7 +74,7 @@ std::string workload_name(const JobSpec& j) { return "ppujob-" + j.name; }
 json build_workload(const JobSpec& j, std::optional<int64_t> priority) {
   json pod_sets = json::array();
   pod_sets.push_back(
-      {{"name", kRanksPodSet}, {"count", j.replicas}, {"template", template_of(build_rank_pod_template(j))}});
+      {{"name", kRanksPodSet}, {"count", slots(j)}, {"template", template_of(build_rank_pod_template(j))}});
   if (j.recovery == Recovery::Live)
     pod_sets.push_back(
         {{"name", kRendezvousPodSet}, {"count", 1}, {"template", template_of(build_rendezvous_pod(j, 0))}});

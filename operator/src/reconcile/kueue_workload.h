@@ -18,7 +18,10 @@ namespace ppu::op {
 std::string workload_name(const JobSpec& j);  // ppujob-<job>
 
 // The Workload to create: queueName from the label; with a priority class, its reference and
-// `priority` (its value: Kueue's CEL requires both, and only its job integrations fill it).
+// `priority` (its value: Kueue's CEL requires both, and only its job integrations fill it). Pod
+// set `ranks` counts the job's slots: an elastic job asks for the quota of its maxReplicas, the
+// most it can grow to, so that a resize within its range needs no new admission (Kueue's elastic
+// workload slices are not used yet; docs/RESIZE.md).
 json build_workload(const JobSpec& j, std::optional<int64_t> priority);
 
 // A Workload's state as Kueue set it.

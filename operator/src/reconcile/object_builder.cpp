@@ -125,15 +125,23 @@ json pod_settings(const JobSpec& j) {
 
 std::string render_training_config(const JobSpec& j) {
   json training = j.spec.value("training", json::object());
-  training["ranks"] = j.replicas;
+  training["ranks"] = slots(j);
+  // An elastic job: the runtime resizes within [min_ranks, WORLD_SIZE] (docs/RESIZE.md).
+  if (j.elastic) training["network"]["min_ranks"] = j.elastic->min_replicas;
   YAML::Emitter out;
   out << to_yaml(training);
   return std::string(out.c_str()) + "\n";
 }
 
+json config_map_data(const JobSpec& j) {
+  json data = {{kConfigKey, render_training_config(j)}};
+  if (j.elastic) data[kDesiredRanksKey] = std::to_string(j.replicas);
+  return data;
+}
+
 json build_config_map(const JobSpec& j) {
-  return typed_object(ResourceKind::ConfigMap, {{"metadata", object_metadata(j, config_map_name(j))},
-                                                {"data", {{kConfigKey, render_training_config(j)}}}});
+  return typed_object(ResourceKind::ConfigMap,
+                      {{"metadata", object_metadata(j, config_map_name(j))}, {"data", config_map_data(j)}});
 }
 
 json build_service(const JobSpec& j) {
@@ -233,7 +241,7 @@ json build_pod(const JobSpec& j, int rank, int restart, const std::vector<int>& 
   md["annotations"] = {{"ppu.dev/restart", std::to_string(restart)}};
 
   json envs = json::array(
-      {env(contract::env::kRank, std::to_string(rank)), env(contract::env::kWorldSize, std::to_string(j.replicas)),
+      {env(contract::env::kRank, std::to_string(rank)), env(contract::env::kWorldSize, std::to_string(slots(j))),
        env(contract::env::kMasterAddr, master_addr(j)), env(contract::env::kMasterPort, std::to_string(master_port(j))),
        env(contract::env::kConfig, kConfigPath), env(contract::env::kRunId, run_id(j)),
        env(contract::env::kMetricsPort, std::to_string(j.metrics_port))});
@@ -246,7 +254,7 @@ json build_pod(const JobSpec& j, int rank, int restart, const std::vector<int>& 
     for (const auto& e : s[passthrough::kEnv]) envs.push_back(e);
 
   const JobVolumes shared = job_volumes(j);
-  json mounts = json::array({{{"name", "ppu-config"}, {"mountPath", "/etc/ppu"}, {"readOnly", true}}});
+  json mounts = json::array({{{"name", "ppu-config"}, {"mountPath", kConfigDir}, {"readOnly", true}}});
   json volumes = json::array({{{"name", "ppu-config"}, {"configMap", {{"name", config_map_name(j)}}}}});
   for (const auto& m : shared.mounts) mounts.push_back(m);
   for (const auto& v : shared.volumes) volumes.push_back(v);

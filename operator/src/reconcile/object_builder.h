@@ -15,10 +15,13 @@
 
 namespace ppu::op {
 
-// spec.training as the YAML ppu-train reads, with `ranks` set to spec.replicas.
+// spec.training as the YAML ppu-train reads, with `ranks` set to the job's slots (spec.replicas, or
+// an elastic job's maxReplicas, with network.min_ranks its minReplicas).
 std::string render_training_config(const JobSpec& j);
 // A rank pod's terminationGracePeriodSeconds: checkpoint.notice_s (rounded up) + 5.
 int64_t termination_grace_seconds(const JobSpec& j);
+// The ConfigMap's data: config.yaml, and an elastic job's desired size (kDesiredRanksKey).
+json config_map_data(const JobSpec& j);
 json build_config_map(const JobSpec& j);
 json build_service(const JobSpec& j);
 // The slice each rank trains (index: rank), by the runtime's own SlicePlan from one parse of the

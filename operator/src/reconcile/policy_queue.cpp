@@ -71,7 +71,7 @@ bool admission(Pass& p, const Gang& g) {
          "waiting for Kueue (LocalQueue " + p.spec.queue_name + ")" + (w.why.empty() ? "" : ": " + w.why));
     return true;
   }
-  if (w.ranks >= 0 && w.ranks != p.spec.replicas) {
+  if (w.ranks >= 0 && w.ranks != slots(p.spec)) {
     // Admitted for another size (replicas changed while suspended and queued again): the quota
     // held is not this gang's. A new Workload asks for the right one.
     p.delete_object(ResourceKind::Workload, *p.in.workload);

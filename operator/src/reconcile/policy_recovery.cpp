@@ -196,8 +196,10 @@ bool live_recovery(Pass& p, const Gang& g) {
       const std::string uid = uid_of(pod);
       if (entry_of(recovering, r, &uid)) continue;
       lost.push_back(Loss{r, uid, "failed (" + failure_reason(pod) + ")", std::nullopt});
-    } else if (!entry_of(recovering, r, nullptr) && started) {
-      // Gone unseen: deleted by hand, evicted and removed, or garbage-collected with its node.
+    } else if (!entry_of(recovering, r, nullptr) && started && !p.spec.elastic) {
+      // Gone unseen: deleted by hand, evicted and removed, or garbage-collected with its node. An
+      // elastic job's rank without a pod may be a slot it just grew into: created, not counted
+      // (its failed pods still count).
       lost.push_back(Loss{r, "", "pod disappeared (deleted, evicted or node lost)", std::nullopt});
     }
   }
@@ -237,6 +239,24 @@ void keep_rendezvous(Pass& p, const Gang& g) {
   p.create(ResourceKind::Pod, build_rendezvous_pod(p.spec, p.restarts()));
 }
 
+void resized(Pass& p) {
+  if (!p.spec.elastic) {
+    p.status.desired_replicas.reset();
+    return;
+  }
+  const int64_t to = p.spec.replicas;
+  if (p.status.desired_replicas && *p.status.desired_replicas != to) {
+    const int64_t from = *p.status.desired_replicas;
+    p.status.last_resize = JobResize{format_rfc3339(p.in.now), from, to};
+    p.event(event_type::kNormal, reason::kResized,
+            "resized from " + std::to_string(from) + " to " + std::to_string(to) + " of " +
+                std::to_string(slots(p.spec)) + " ranks: " +
+                (to > from ? "the new ranks join at the job's next round boundary or sync point"
+                           : "the ranks above leave at the job's next round boundary"));
+  }
+  p.status.desired_replicas = to;
+}
+
 void degraded(Pass& p) {
   if (p.spec.recovery != Recovery::Live) return;
   const std::string all = std::to_string(p.spec.replicas);
@@ -256,12 +276,16 @@ void degraded(Pass& p) {
            "no rank has reported its live group yet (ppu_live_ranks, ppu_min_slice_coverage)");
     return;
   }
-  const bool short_of_ranks = live && *live < p.spec.replicas;
+  // An elastic job is short only below minReplicas: above it, ranks missing (Pending, being
+  // replaced) make it smaller, not degraded (docs/RESIZE.md).
+  const bool short_of_ranks = live && *live < required_replicas(p.spec);
   const bool uncovered = coverage && std::strtod(coverage->c_str(), nullptr) < 1.0;
   const std::string figures = (live ? std::to_string(*live) : std::string("?")) + " of " + all +
-                              " ranks in the live group, smallest slice coverage " + coverage.value_or("?") +
+                              " ranks in the live group" +
+                              (p.spec.elastic ? " (at least " + std::to_string(required_replicas(p.spec)) + ")" : "") +
+                              ", smallest slice coverage " + coverage.value_or("?") +
                               (replacing.empty() ? "" : "; rank(s) [" + replacing + "] being replaced");
-  if (short_of_ranks || uncovered || !replacing.empty())
+  if (short_of_ranks || uncovered || (!replacing.empty() && !p.spec.elastic))
     p.cond(condition::kDegraded, true, reason::kLiveGroupDegraded, figures);
   else p.cond(condition::kDegraded, false, reason::kLiveGroupComplete, figures);
 }

@@ -185,6 +185,8 @@ void to_json(json& j, const ExportedModel& x) { j = to_value(x); }
 void from_json(const json& j, ExportedModel& x) { read_fields(j, x, FieldList<ExportedModel>::kName); }
 void to_json(json& j, const JobStop& x) { j = to_value(x); }
 void from_json(const json& j, JobStop& x) { read_fields(j, x, FieldList<JobStop>::kName); }
+void to_json(json& j, const JobResize& x) { j = to_value(x); }
+void from_json(const json& j, JobResize& x) { read_fields(j, x, FieldList<JobResize>::kName); }
 
 void to_json(json& j, const PPUJobStatus& s) {
   j = to_value(s);

@@ -91,6 +91,12 @@ using IntOrString = std::variant<int64_t, std::string>;
   F(int64_t, resumed_round, "resumedRound", {}, "required: true, format: int64", "the round the next run resumed from (its checkpoint; 0: from scratch)") \
   F(int64_t, rounds_lost,   "roundsLost",   {}, "required: true, format: int64", "round - resumedRound: outer rounds trained again")
 
+// status.lastResize: an elastic job's last change of spec.replicas as the operator saw it.
+#define PPU_JOB_RESIZE_FIELDS(F) \
+  F(std::string, time, "time", {}, "required: true, format: date-time", "when the operator saw spec.replicas change") \
+  F(int64_t,     from, "from", {}, "required: true", "the desired ranks before") \
+  F(int64_t,     to,   "to",   {}, "required: true", "the desired ranks after")
+
 // status.export: where the model of spec.export was written.
 #define PPU_EXPORTED_MODEL_FIELDS(F) \
   F(std::optional<std::string>, path,       "path",      {}, "", "the model's directory relative to the checkpoint volume's root") \
@@ -129,6 +135,9 @@ struct ExportedModel {
 struct JobStop {
   PPU_JOB_STOP_FIELDS(PPU_DECLARE_FIELD)
 };
+struct JobResize {
+  PPU_JOB_RESIZE_FIELDS(PPU_DECLARE_FIELD)
+};
 
 // clang-format off
 // The top level of status. phase nullopt: a job no pass has seen yet. recoveries, recoveringRanks,
@@ -149,6 +158,8 @@ struct JobStop {
   F(std::optional<int64_t>,                     recoveries,                  "recoveries",                {}, "", "training.network.recovery live: rank pods lost and recreated alone while the other ranks went on (gang restarts are restartCount)") \
   F(std::optional<std::vector<RecoveringRank>>, recovering_ranks,            "recoveringRanks",           {}, "", "recovery live: ranks whose pod is being replaced, with the uid of the pod counted as lost (empty when it vanished unseen); each lost pod counts once in recoveries") \
   F(std::optional<std::vector<RecoveryRecord>>, recent_recoveries,           "recentRecoveries",          {}, "maxItems: 1024", "recovery live: the rank recoveries counted within spec.runPolicy.recoveryWindowSeconds (all when 0), oldest first, at most 1024; maxRecoveries and the back-off are counted from them") \
+  F(std::optional<int64_t>,                     desired_replicas,            "desiredReplicas",           {}, "", "spec.elastic: spec.replicas as the operator last acted on it (the ranks take it in at their next round boundary)") \
+  F(std::optional<JobResize>,                   last_resize,                 "lastResize",                {}, "", "spec.elastic: the last change of spec.replicas (event Resized for each)") \
   F(std::optional<int64_t>,                     live_ranks,                  "liveRanks",                 {}, "", "recovery live: ranks in the live group, the smallest ppu_live_ranks over the ranks that answered the last scrape") \
   F(std::optional<std::string>,                 min_slice_coverage,          "minSliceCoverage",          {}, "", "recovery live: the smallest ppu_min_slice_coverage (decimal string in [0,1]; 1 = every element of every slice has all its owners live)") \
   F(std::optional<int64_t>,                     last_checkpoint_round,       "lastCheckpointRound",       {}, "format: int64", "") \
@@ -186,6 +197,7 @@ PPU_FIELD_LIST(RecoveryRecord, PPU_RECOVERY_RECORD_FIELDS, false)
 PPU_FIELD_LIST(JobResult, PPU_JOB_RESULT_FIELDS, false)
 PPU_FIELD_LIST(ExportedModel, PPU_EXPORTED_MODEL_FIELDS, false)
 PPU_FIELD_LIST(JobStop, PPU_JOB_STOP_FIELDS, false)
+PPU_FIELD_LIST(JobResize, PPU_JOB_RESIZE_FIELDS, false)
 PPU_FIELD_LIST(PPUJobStatus, PPU_JOB_STATUS_FIELDS, false)
 
 // The job's status ({} when it has none yet).
@@ -203,6 +215,8 @@ void to_json(json& j, const ExportedModel& x);
 void from_json(const json& j, ExportedModel& x);
 void to_json(json& j, const JobStop& x);
 void from_json(const json& j, JobStop& x);
+void to_json(json& j, const JobResize& x);
+void from_json(const json& j, JobResize& x);
 void to_json(json& j, const PPUJobStatus& s);
 void from_json(const json& j, PPUJobStatus& s);  // null reads as the empty status
 

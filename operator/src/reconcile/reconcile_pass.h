@@ -115,6 +115,10 @@ inline bool pod_lost(const json& p) {
 // live also the rendezvous store's pod.
 struct Gang {
   int size = 0;  // K = spec.replicas
+  // An elastic job shrunk below them: ranks of vacant slots whose pods still run. Each retires
+  // at the job's next round boundary (exit 0, its pod Succeeded) and is deleted then; deleting
+  // it now would be a notice to the rank instead (docs/RESIZE.md).
+  std::map<int, const json*> retiring;
   std::map<int, const json*> by_rank;
   // rank -> its pod, terminating (its name is not free yet)
   std::map<int, const json*> terminating_ranks;
@@ -123,7 +127,8 @@ struct Gang {
   bool rendezvous_terminating = false;
 };
 // Also asks to delete every pod that is not one of the K ranks (e.g. left from a larger replicas),
-// and the rendezvous pod of a job whose recovery is gang.
+// except an elastic job's running ranks of vacant slots (Gang::retiring), and the rendezvous pod of
+// a job whose recovery is gang.
 Gang observe_gang(Pass& p);
 
 namespace policy {
@@ -198,6 +203,9 @@ bool live_recovery(Pass& p, const Gang& g);
 void keep_rendezvous(Pass& p, const Gang& g);
 // Condition Degraded from status.liveRanks / minSliceCoverage and the phase (after the policies).
 void degraded(Pass& p);
+// spec.elastic: status.desiredReplicas follows spec.replicas; a change is a resize (event
+// Resized, status.lastResize). Without it, desiredReplicas is unset.
+void resized(Pass& p);
 
 }  // namespace policy
 }  // namespace ppu::op::detail

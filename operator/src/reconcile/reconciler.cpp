@@ -33,6 +33,10 @@ Gang observe_gang(Pass& p) {
       if (r) g.terminating_ranks[*r] = &pod;
       continue;
     }
+    if (r && *r >= g.size && *r < slots(p.spec) && p.spec.elastic && pod_phase(pod) == pod_phase_name::kRunning) {
+      g.retiring[*r] = &pod;  // retires itself at the next round boundary
+      continue;
+    }
     if (!r || *r >= g.size || g.by_rank.count(*r)) {
       p.delete_pod(pod);  // not one of the K ranks (e.g. left over from a larger replicas)
       continue;
@@ -124,11 +128,12 @@ void ensure_owned_objects(Pass& p) {
   if (!p.in.config_map) {
     p.create(ResourceKind::ConfigMap, build_config_map(p.spec));
   } else {
-    // The training config may change while suspended (CEL allows it): keep the ConfigMap in step.
-    std::string want = render_training_config(p.spec);
+    // The training config may change while suspended (CEL allows it), an elastic job's size at any
+    // time (its store reads it from the volume): keep the ConfigMap in step.
+    const json want = config_map_data(p.spec);
     const json& cm = *p.in.config_map;
-    std::string have = cm.contains("data") ? cm["data"].value(kConfigKey, std::string()) : std::string();
-    if (have != want) p.patch(ResourceKind::ConfigMap, config_map_name(p.spec), json{{"data", {{kConfigKey, want}}}});
+    const json have = cm.value("data", json::object());
+    if (have != want) p.patch(ResourceKind::ConfigMap, config_map_name(p.spec), json{{"data", want}});
   }
   if (!p.in.service) p.create(ResourceKind::Service, build_service(p.spec));
   // Before any pod: a rank must never be reachable before its job's policy exists.
@@ -229,6 +234,7 @@ void run(Pass& p) {
     p.cond(condition::kCreated, true, reason::kCreated, "PPUJob accepted by ppu-operator");
   }
   ensure_owned_objects(p);
+  policy::resized(p);
   const Gang g = observe_gang(p);
   if (policy::admission(p, g)) {
     note_refusal(p);

@@ -24,7 +24,9 @@ json build_rendezvous_pod(const JobSpec& j, int restart) {
   json container = {
       {"name", kRendezvousContainer},
       {"image", j.image},
-      {"command", json::array({contract::kRendezvousBinary, "--port", std::to_string(port)})},
+      {"command", j.elastic ? json::array({contract::kRendezvousBinary, "--port", std::to_string(port),
+                                           "--desired-file", kDesiredRanksPath})
+                            : json::array({contract::kRendezvousBinary, "--port", std::to_string(port)})},
       {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", port}}})},
       // A key-value store of a few keys per rank: a tenth of a core and a little memory.
       {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}, {"limits", {{"memory", "256Mi"}}}}},
@@ -47,6 +49,11 @@ json build_rendezvous_pod(const JobSpec& j, int restart) {
   spec["restartPolicy"] = "Always";  // restarted in place, empty: the ranks rebuild its keys
   spec["containers"] = json::array({container});
   spec["volumes"] = json::array({{{"name", "tmp"}, {"emptyDir", json::object()}}});
+  if (j.elastic) {  // the desired size, kept in step by the kubelet (ppu-rendezvous --desired-file)
+    spec["volumes"].push_back({{"name", "ppu-config"}, {"configMap", {{"name", config_map_name(j)}}}});
+    spec["containers"][0]["volumeMounts"].push_back(
+        {{"name", "ppu-config"}, {"mountPath", kConfigDir}, {"readOnly", true}});
+  }
   return typed_object(ResourceKind::Pod, {{"metadata", md}, {"spec", spec}});
 }
 

@@ -19,7 +19,9 @@ inline constexpr const char* kRendezvousContainer = contract::kRendezvousBinary;
 // account and scheduling (object_builder.h), small CPU/memory requests, a /tmp emptyDir,
 // restartPolicy Always: a store restarted in place is empty, and the ranks rebuild its keys
 // (docs/RECOVERY.md); a store pod that is lost anyway is replaced (policy_recovery.cpp).
-// `restart` is the job's restartCount when it is created (the ppu.dev/restart annotation).
+// `restart` is the job's restartCount when it is created (the ppu.dev/restart annotation). An
+// elastic job's store also mounts the job's ConfigMap and keeps the desired size of its
+// kDesiredRanksKey in the store (`ppu-rendezvous --desired-file`, docs/RESIZE.md).
 json build_rendezvous_pod(const JobSpec& j, int restart);
 // The Service <job>-rendezvous: headless (its name resolves to the store pod's IP, as rank 0's does
 // for gang jobs; no kube-proxy needed), port contract::kRendezvousPort, publishing the pod's address

@@ -1,6 +1,7 @@
 #include "engine/comm/collectives.h"
 
 #include "common/env.h"
+#include "core/exit_status.h"
 #include "core/job_contract.h"
 #include "engine/comm/live_store_keys.h"
 #include "engine/comm/store_clients.h"
@@ -93,9 +94,9 @@ Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds t
         joining_ = true;
         return;
       }
-      std::vector<int> all(info.world_size);
-      for (int r = 0; r < info.world_size; ++r) all[r] = r;
-      reform(all, 0);
+      std::vector<int> first(first_size_);
+      for (int r = 0; r < static_cast<int>(first.size()); ++r) first[r] = r;
+      reform(first, 0);
     } else {
       form(store_, info.rank, info.world_size);
       members_.resize(info.world_size);
@@ -121,20 +122,45 @@ Collectives::Collectives(const RendezvousInfo& info, std::chrono::milliseconds t
   }
 }
 
+int Collectives::first_group_size() {
+  if (!store_->check({live_keys::kDesiredRanks})) return info_.world_size;
+  const auto bytes = store_->get(live_keys::kDesiredRanks);
+  const std::string text(bytes.begin(), bytes.end());
+  try {
+    return std::clamp(std::stoi(text), 1, info_.world_size);
+  } catch (const std::exception&) {
+    throw ConfigError("the rendezvous store's desired size (" + std::string(live_keys::kDesiredRanks) + ") is '" +
+                      text + "', not a number of ranks");
+  }
+}
+
 bool Collectives::is_replacement() {
   // The marker exists from the moment generation 0 formed, and generation 0 cannot form without
-  // this process: a marker seen now means another process of this rank was in it.
+  // this process: a marker seen now means another process of this rank was in it. An elastic
+  // job's first group is the slots below its desired size (live_keys::kDesiredRanks); a process
+  // of a slot above it is started only to grow the job, once that group exists.
+  // The size is read again at each look: a supervisor that writes it just after the store started
+  // (the operator's store reads it from a file) is heard; once the first group's slots have all
+  // checked in, one size is decided for every rank (compare-and-set), and a rank above it is a
+  // replacement of a slot the job grew into.
   store_->set(live_keys::kStartedPrefix + std::to_string(info_.rank), std::vector<uint8_t>{1});
-  std::vector<std::string> everyone;
-  everyone.reserve(info_.world_size);
-  for (int r = 0; r < info_.world_size; ++r) everyone.push_back(live_keys::kStartedPrefix + std::to_string(r));
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   for (;;) {
     if (store_->check({live_keys::kFirstGroup})) return true;
-    if (store_->check(everyone)) return false;
+    const int first = first_group_size();
+    std::vector<std::string> everyone;
+    everyone.reserve(first);
+    for (int r = 0; r < first; ++r) everyone.push_back(live_keys::kStartedPrefix + std::to_string(r));
+    if (info_.rank < first && store_->check(everyone)) {
+      const std::string size = std::to_string(first);
+      const auto decided =
+          store_->compareSet(live_keys::kFirstGroupSize, {}, std::vector<uint8_t>(size.begin(), size.end()));
+      first_size_ = std::stoi(std::string(decided.begin(), decided.end()));
+      return info_.rank >= first_size_;
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       std::string missing;
-      for (int r = 0; r < info_.world_size; ++r)
+      for (int r = 0; r < first; ++r)
         if (!store_->check({everyone[r]})) missing += (missing.empty() ? "" : ",") + std::to_string(r);
       throw PeerError("rank(s) [" + missing + "] of the job did not start within the timeout (" +
                       std::to_string(timeout_.count() / 1000) + " s), and no live group of this job exists");

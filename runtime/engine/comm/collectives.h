@@ -178,6 +178,9 @@ class Collectives {
   // live job lacks the marker until a member's heartbeat writes it again (a fifth of a window
   // after it reconnects), so one look would take a replacement for a first rank.
   bool is_replacement();
+  // An elastic job's desired size as the store holds it now, else the job's size.
+  int first_group_size();
+  int first_size_ = 0;  // the first group's size as decided (is_replacement)
   // Whether collectives go through a group (false: a single-rank job); throws PeerError for a
   // rank of a larger job that has none now.
   bool has_group() const;

@@ -147,6 +147,21 @@ std::map<int, std::string> LiveGroup::member_addresses() {
   return addresses_.of;
 }
 
+std::optional<int> LiveGroup::desired_ranks() {
+  try {
+    if (store_.lost() || !store_.check(live_keys::kDesiredRanks)) return std::nullopt;
+    const std::string text = store_.get(live_keys::kDesiredRanks);
+    try {
+      return std::stoi(text);
+    } catch (const std::exception&) {
+      spdlog::warn("the rendezvous store's desired size ({}) is '{}', not a number of ranks: ignored",
+                   live_keys::kDesiredRanks, text);
+    }
+  } catch (const StoreLost&) {  // the next agreement reconnects; this boundary keeps the size
+  }
+  return std::nullopt;
+}
+
 bool LiveGroup::gone(int r) {
   {
     std::lock_guard<std::mutex> lock(fenced_mutex_);

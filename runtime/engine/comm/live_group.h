@@ -16,6 +16,7 @@
 //                            so that a request sent again cannot count a member twice)
 //   live/g<n>/x<s>/outcome   "commit" or "abort", compare-and-set: the collective's fate
 //   live/joins, live/join/<i> replacements asking to come back, in order of arrival
+//   live/desired             an elastic job's desired size (live_store_keys.h, docs/RESIZE.md)
 //   live/done                the job finished (a member's summary): a replacement still waiting
 //                            reports it and exits
 //   ppu/heartbeat/board      every rank's beat counter (Heartbeat, beat_board.h): a replacement
@@ -130,6 +131,9 @@ class LiveGroup {
   // beat. Nothing until the group formed; safe to call after this object is gone. Returns the
   // store requests it made.
   std::function<int(c10d::Store&)> announcer() const;
+  // An elastic job's desired size as the store holds it now (live_keys::kDesiredRanks), or none
+  // (not written, or the store is unreachable). Read at round boundaries.
+  std::optional<int> desired_ranks();
   // Store requests this member's agreements, polls and abort probes made so far.
   int64_t store_requests() const { return store_.requests() + probe_->store.requests(); }
 

@@ -15,8 +15,16 @@ inline std::string beat_board(const std::string& prefix = kHeartbeatPrefix) { re
 // The job's first group, written once it formed and re-marked with each beat: a process that
 // starts and finds it is a replacement (Collectives::is_replacement).
 inline constexpr const char* kFirstGroup = "live/g0/members";
+// The first group's size, decided once (compare-and-set) by the first rank that saw its slots
+// all checked in: an elastic job's desired size then (kDesiredRanks), else the job's.
+inline constexpr const char* kFirstGroupSize = "live/g0/size";
 // Each process that starts with an external store checks in under <prefix><rank>.
 inline constexpr const char* kStartedPrefix = "live/g0/started/";
+// An elastic job's desired size (network.min_ranks, docs/RESIZE.md), a decimal number of ranks:
+// written by its supervisor (ppu-launch; `ppu-rendezvous --resize` by hand or the operator) before
+// the first rank starts, at each resize and after the store restarts. The first group is its
+// slots 0 … size−1; the members read it at each round boundary. Absent: every slot.
+inline constexpr const char* kDesiredRanks = "live/desired";
 // The count of join requests, and each request: join_request(i) holds the asking rank.
 inline constexpr const char* kJoins = "live/joins";
 // The job's final result, written by the first rank to finish.

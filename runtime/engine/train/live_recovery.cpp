@@ -12,6 +12,7 @@
 #include "common/fnv1a.h"
 #include "common/termination_message.h"
 #include "core/coowners.h"
+#include "core/elastic_size.h"
 #include "core/exit_status.h"
 #include "core/job_contract.h"
 
@@ -50,7 +51,7 @@ void on_heartbeat_lost(const Heartbeat::Lost& lost, bool live, PendingFault& fau
   if (!live) stop_for_lost_peer(lost);
   if (lost.rank >= 0 && !collectives.is_member(lost.rank)) {
     // Already out of the group (it left on a notice, or was fenced): its silence is no fault.
-    spdlog::info("rank {}, no member of the group now, has gone silent", lost.rank);
+    spdlog::info("rank {}, no member of the group now (left, fenced, or a vacant slot), is silent", lost.rank);
     return;
   }
   spdlog::warn("{}", Heartbeat::describe(lost));
@@ -100,6 +101,13 @@ LiveRecovery::LiveRecovery(const Config& c, int rank, Collectives& collectives, 
   // A member stuck in a collective for a heartbeat window probes whether a member it waits on
   // is cut off from it alone (a partition: both still reach the store and beat).
   group_.set_partition_check(std::max<std::chrono::milliseconds>(beat, std::chrono::seconds(1)));
+  // An elastic job's first group may be smaller than the job (its desired size): the owner counts
+  // are the members' from the first outer sync on.
+  if (!collectives.joining()) {
+    desired_ = collectives.world_size();
+    after_reform();
+    note_size();
+  }
 }
 
 SyncResult LiveRecovery::sync(int fragment, bool plain_average) {
@@ -158,11 +166,12 @@ void LiveRecovery::recover(std::string why) {
                    ranks_text(lost_since_failure), run_.progress.rounds + 1, run_.progress.step, group_.generation(),
                    ranks_text(collectives_.members()), seconds);
     const auto live = static_cast<double>(collectives_.world_size());
-    if (live < config_.network.min_live_fraction * collectives_.job_size())
+    const int required = required_ranks(config_, collectives_.job_size());  // every slot, or network.min_ranks
+    if (live < config_.network.min_live_fraction * required)
       throw LiveRecoveryGaveUp(
-          "live recovery gives up: " + std::to_string(collectives_.world_size()) + " of " +
-          std::to_string(collectives_.job_size()) + " ranks live, below network.min_live_fraction = " +
-          fmt::format("{}", config_.network.min_live_fraction) + ": gang restart from the last checkpoint");
+          "live recovery gives up: " + std::to_string(collectives_.world_size()) + " of " + std::to_string(required) +
+          " ranks live, below network.min_live_fraction = " + fmt::format("{}", config_.network.min_live_fraction) +
+          ": gang restart from the last checkpoint");
     // A generation that also took replacements in (a concurrent admission decided it)
     // sends them the state first, as round_end's admission does.
     if (group_.newcomers().empty()) return;
@@ -309,7 +318,7 @@ void LiveRecovery::note_degraded_round() {
 }
 
 void LiveRecovery::round_end() {
-  if (collectives_.world_size() < collectives_.job_size()) {
+  if (degraded()) {
     if (!degraded_since_) degraded_since_ = Clock::now();
     ++run_.recovery.rounds_degraded;
     ++run_.progress.degraded_rounds;
@@ -370,7 +379,7 @@ void LiveRecovery::admit_joiners() {
 // members' clocks differ, so the seconds are the longest any member counted (agreed at the
 // boundary), and every member decides alike.
 void LiveRecovery::bound_degraded(double degraded_s) {
-  if (collectives_.world_size() == collectives_.job_size()) {
+  if (!degraded()) {
     run_.progress.degraded_rounds = 0;
     degraded_since_.reset();
     return;
@@ -383,6 +392,56 @@ void LiveRecovery::bound_degraded(double degraded_s) {
           " consecutive rounds (network.max_degraded_rounds = " + std::to_string(config_.network.max_degraded_rounds) +
           ") and " + fmt::format("{:.1f} s (network.max_degraded_s = {})", degraded_s, config_.network.max_degraded_s) +
           ": gang restart from the checkpoint of round " + std::to_string(run_.progress.last_checkpoint_round));
+}
+
+// Fewer members than the job requires (every slot, or an elastic job's network.min_ranks): slots
+// missing above that, lost or not started yet, leave an elastic job smaller, not degraded.
+bool LiveRecovery::degraded() const {
+  return collectives_.world_size() < required_ranks(config_, collectives_.job_size());
+}
+
+void LiveRecovery::resize(std::optional<int> asked) {
+  if (config_.network.min_ranks == 0 || run_.progress.step == config_.train.steps) return;
+  const int slots = collectives_.job_size();
+  if (desired_ == 0) desired_ = collectives_.world_size();  // a replacement, until the store says
+  if (asked) {
+    const int desired = clamp_desired(*asked, required_ranks(config_, slots), slots);
+    if (desired != desired_)
+      spdlog::info("the job's desired size is {} of {} slots from round {} (was {}){}", desired, slots,
+                   run_.progress.rounds, desired_,
+                   desired != *asked ? fmt::format(": {} was asked, outside the range", *asked) : "");
+    desired_ = desired;
+  }
+  const Shrink shrink = shrink_to(collectives_.members(), desired_, plan_.slices());
+  if (!shrink.refused.empty() && shrink.refused != shrink_refused_)
+    spdlog::warn("not shrinking yet: {}", shrink.refused);
+  shrink_refused_ = shrink.refused;
+  if (shrink.leavers.empty()) return note_size();
+  if (contains(shrink.leavers, rank_))
+    throw Retired(
+        fmt::format("the job shrank to {} ranks at the end of round {} (step {}): slot {} is vacant now, and "
+                    "the others go on without it; this process trained {:.0f} tokens",
+                    desired_, run_.progress.rounds, run_.progress.step, rank_, run_.progress.tokens));
+  const auto start = Clock::now();
+  const auto left = attempt([&] { return group_.retire(shrink.leavers); });
+  if (!left) return note_size();  // the attempt failed: the recovery that followed re-formed without them
+  after_reform();
+  spdlog::info(
+      "rank(s) [{}] retired at the end of round {} (step {}): the job shrank to {} ranks; generation {} has "
+      "ranks [{}] ({:.2f} s to re-form)",
+      ranks_text(*left), run_.progress.rounds, run_.progress.step, desired_, group_.generation(),
+      ranks_text(collectives_.members()), std::chrono::duration<double>(Clock::now() - start).count());
+  note_size();
+}
+
+// The summary's size history: an entry whenever the members or the desired size changed since
+// the last one.
+void LiveRecovery::note_size() {
+  if (config_.network.min_ranks == 0) return;
+  auto& history = run_.recovery.size_history;
+  const int ranks = collectives_.world_size();
+  if (!history.empty() && history.back().ranks == ranks && history.back().desired == desired_) return;
+  history.push_back({run_.progress.rounds, ranks, desired_});
 }
 
 double LiveRecovery::degraded_seconds() const {

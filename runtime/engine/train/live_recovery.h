@@ -153,6 +153,20 @@ class LiveRecovery {
   // every rank is a member.
   double degraded_seconds() const;
 
+  // An elastic job's desired size as the store holds it now (network.min_ranks; none otherwise,
+  // or when the store cannot tell): the boundary's vote agrees on one member's reading.
+  std::optional<int> desired_ranks() { return group_.desired_ranks(); }
+  // At a round boundary, after its vote and checkpoint, an elastic job (network.min_ranks) takes
+  // `asked` (the vote's desired size, clamped to [min_ranks, slots]; none: the size it has) as
+  // its size: the members in slots at or above it retire (this rank: Retired, exit 0; the others
+  // re-form without them at once, nobody waits), unless a slice would be left with no member (a
+  // slot below it missing: logged, and asked again at the next boundary). Growing needs nothing
+  // here: the new slots' processes join as replacements do, at the next admission. Each change
+  // of the members or the size is an entry of the summary's recovery.size_history.
+  void resize(std::optional<int> asked);
+  // Fewer members than the job requires: every slot, or an elastic job's network.min_ranks.
+  bool degraded() const;
+
   // The members that stay, at a round boundary where `leavers` (every member agreed) left on a
   // notice: the next generation without them, at once (fault kind "preempted").
   void let_go(const std::vector<int>& leavers);
@@ -182,6 +196,7 @@ class LiveRecovery {
   void share_state(bool newcomer);
   void share_inner_state(int root);
   void note_degraded_round();
+  void note_size();
   int64_t admission_round() const;
   [[noreturn]] void give_up(const std::string& why);
   void fault_recovered(const std::vector<int>& lost);
@@ -200,6 +215,8 @@ class LiveRecovery {
   std::optional<Clock::time_point> degraded_since_;  // the first degraded boundary of this span
   bool store_fault_ = false;                         // a store outage was counted since the last recovery
   LiveInterruptions interruptions_;                  // summary recovery.interruptions: this run's losses
+  int desired_ = 0;             // an elastic job's size as last agreed (0: not known yet, a replacement)
+  std::string shrink_refused_;  // why the last boundary could not shrink ("": it could), logged once
 };
 
 // The trainer's collectives, with or without live recovery: through `live_recovery` (null under

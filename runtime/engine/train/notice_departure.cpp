@@ -7,6 +7,7 @@
 
 #include "common/notice.h"
 #include "core/coowners.h"
+#include "core/elastic_size.h"
 #include "core/exit_status.h"
 #include "engine/comm/live_group.h"
 
@@ -31,13 +32,16 @@ BoundaryVote NoticeDeparture::vote() {
     vote.upload_room = !full;
     return vote;
   }
-  // A row: this member's notice, degraded milliseconds, full upload, then by job rank whether it
-  // is away with a notice (as this member read the store; the rows' union is the answer).
-  constexpr int64_t kAway = 3;
+  // A row: this member's notice, degraded milliseconds, full upload, an elastic job's desired size
+  // as this member read it from the store (-1: none), then by job rank whether it is away with a
+  // notice (as this member read the store; the rows' union is the answer).
+  constexpr int64_t kDesired = 3, kAway = 4;
   auto row = torch::zeros({kAway + collectives_.job_size()}, torch::kInt64);
   row[0] = int64_t{notice_received()};
   row[1] = static_cast<int64_t>(degraded_s * 1000);
   row[2] = int64_t{full};
+  const auto desired = live_recovery_ && config_.network.min_ranks > 0 ? live_recovery_->desired_ranks() : std::nullopt;
+  row[kDesired] = desired.value_or(-1);
   if (away_)
     for (int r : away_()) row[kAway + r] = 1;
   const auto said = until_one_generation_completes(live_recovery_, [&] { return collectives_.allgather(row); });
@@ -46,6 +50,7 @@ BoundaryVote NoticeDeparture::vote() {
     if (got[0] != 0) vote.leavers.push_back(collectives_.members()[i]);
     vote.degraded_s = std::max(vote.degraded_s, static_cast<double>(got[1]) / 1000);
     if (got[2] != 0) vote.upload_room = false;
+    if (got[kDesired] >= 0 && !vote.desired) vote.desired = static_cast<int>(got[kDesired]);  // the lowest member's
     for (int r = 0; r < collectives_.job_size(); ++r)  // several members may report one rank away
       if (got[kAway + r] != 0 && !contains(vote.leavers, r)) vote.leavers.push_back(r);
   }
@@ -62,8 +67,8 @@ Departure NoticeDeparture::departure_of(const BoundaryVote& vote) const {
   std::vector<int> staying;
   for (int r : collectives_.members())
     if (!contains(vote.leavers, r)) staying.push_back(r);
-  const bool enough =
-      static_cast<double>(staying.size()) >= config_.network.min_live_fraction * collectives_.job_size();
+  const bool enough = static_cast<double>(staying.size()) >=
+                      config_.network.min_live_fraction * required_ranks(config_, collectives_.job_size());
   return !staying.empty() && enough && every_slice_owned(staying, plan_.slices()) ? Departure::Ranks : Departure::Job;
 }
 

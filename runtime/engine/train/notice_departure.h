@@ -1,6 +1,7 @@
 // NoticeDeparture: what a notice (SIGTERM, SIGINT; common/notice.h) does at a round boundary.
 // vote() is a collective: the members agree, by one all-gather, on who has had a notice since the
-// last boundary, on the longest any of them has seen the job degraded, and on whether every one
+// last boundary, on the longest any of them has seen the job degraded, on an elastic job's desired
+// size (LiveRecovery::resize acts on it), and on whether every one
 // has room for a background checkpoint upload (so that the boundary's checkpoint needs no
 // collective of its own). departure_of(vote) says
 // who goes (with the ranks away_with() names: ranks sitting out quorum sync's sync points that
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/config.h"
@@ -31,6 +33,9 @@ struct BoundaryVote {
   double degraded_s = 0;     // the longest any member has seen the job degraded
   // No member's background upload had checkpoint.max_in_flight rounds in flight (inline: true).
   bool upload_room = true;
+  // An elastic job's desired size (network.min_ranks) as the lowest member that could read it
+  // from the store read it: one answer for every member.
+  std::optional<int> desired;
 };
 
 enum class Departure { None, Ranks, Job };
