@@ -166,6 +166,17 @@ def overview():
                 kind="stat",
                 desc="network.recovery=live: ranks in the live group (the smallest count any rank reports).",
             ),
+            panel(
+                "Ranks over time",
+                [
+                    ("{{job}} live", f"{O.job_live_ranks}{{{SEL}}}"),
+                    ("{{job}} desired (spec.replicas)", f"{O.job_replicas}{{{SEL}}}"),
+                ],
+                desc="The live group's size against the size asked for. An elastic job (spec.elastic) resized "
+                "with kubectl scale steps its desired size at once; the live group follows at the job's next "
+                "round boundary once the new pods run (growing) or the store has the new size (shrinking). A "
+                "live group below the desired size otherwise is a rank lost or Pending (docs/RESIZE.md).",
+            ),
             bounded(
                 panel(
                     "Min slice coverage",

@@ -119,7 +119,7 @@ def resized_run(args, seed, work):
             steps_at[int(m.group(1))] = t
         if rank >= SMALL:
             if m := re.match(rf"rank {rank} rejoined in round \d+ \(step (\d+)\)", text):
-                joined[rank] = (t, int(m.group(1)))
+                joined.setdefault(rank, (t, int(m.group(1))))  # the first time (a retired slot may come back)
             elif rank in joined and rank not in first_step and re.match(r"step \d+/", text):
                 first_step[rank] = t
             elif m := re.search(r"retired: .* trained (\d+) tokens", text):
@@ -127,7 +127,7 @@ def resized_run(args, seed, work):
                 retired_tokens += float(m.group(1))
     if sorted(joined) != list(range(SMALL, SLOTS)) or sorted(retired) != list(range(SMALL, SLOTS)):
         sys.exit(f"slots {SMALL}-{SLOTS - 1}: taken in {sorted(joined)}, retired {sorted(retired)}: see {log_path}")
-    members = summary.load_dir(os.path.join(work, "summaries"), list(range(SMALL)))
+    members = summary.load_dir(os.path.join(work, "summaries"), SMALL)
     tokens = sum(s.tokens for s in members) + retired_tokens
     h = args.sync_every
     per_rank = []
@@ -155,7 +155,7 @@ def fixed_run(args, seed, work, steps):
     with open(os.path.join(work, "launch.log"), "w") as log:
         if subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False).returncode != 0:
             sys.exit(f"the fixed run failed: see {work}/launch.log")
-    members = summary.load_dir(os.path.join(work, "summaries"), list(range(SMALL)))
+    members = summary.load_dir(os.path.join(work, "summaries"), SMALL)
     return {"wall_s": time.time() - start, "steps": steps, "tokens": sum(s.tokens for s in members),
             "loss": members[0].eval_loss}  # fmt: skip
 
@@ -169,7 +169,7 @@ def main():
         for part in ("resized", "fixed"):
             os.makedirs(os.path.join(work, part), exist_ok=True)
         resized = resized_run(args, seed, os.path.join(work, "resized"))
-        tokens_per_rank_step = summary.load_dir(os.path.join(work, "resized", "summaries"), [0])[0].tokens / args.steps
+        tokens_per_rank_step = summary.load_dir(os.path.join(work, "resized", "summaries"), 1)[0].tokens / args.steps
         steps = round(resized["tokens"] / (SMALL * tokens_per_rank_step))
         fixed = fixed_run(args, seed, os.path.join(work, "fixed"), steps)
         results.append({"seed": seed, "resized": resized, "fixed": fixed})

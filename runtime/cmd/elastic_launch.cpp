@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <iostream>
 #include <utility>
 
@@ -33,9 +34,13 @@ bool ElasticLaunch::tell_store() const {
            "5", nullptr);
     _exit(127);
   }
+  // Until it has ended: a signal (the next SIGUSR1) must not leave it running beside the next
+  // write, which it could then overwrite with an older size.
   int status = 0;
-  waitpid(pid, &status, 0);
-  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  pid_t got;
+  while ((got = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  const bool ok = got == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   if (!ok)
     std::cerr << "[launch] the store did not take the job's size " << ranks << " (told again at the next change)\n";
   return ok;
@@ -51,7 +56,6 @@ std::optional<int> ElasticLaunch::grow() {
   ++desired_;
   std::cerr << "[launch] SIGUSR1: growing the job to " << desired_ << " ranks: starting slot " << desired_ - 1
             << ", taken in at the next round boundary or sync point\n";
-  tell_store();
   return desired_ - 1;
 }
 
@@ -64,7 +68,6 @@ bool ElasticLaunch::shrink() {
   --desired_;
   std::cerr << "[launch] SIGUSR2: shrinking the job to " << desired_ << " ranks: slot " << desired_
             << " retires at the next round boundary\n";
-  tell_store();
   return true;
 }
 

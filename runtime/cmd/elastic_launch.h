@@ -29,9 +29,11 @@ class ElasticLaunch {
   // whether the store took it.
   bool tell_store() const;
   // One rank more: the slot to start, or none (at --nproc already, or not elastic: said why).
+  // The caller tells the store once it has taken every signal of its turn (tell_store): sizes on
+  // the way (several signals in a row) are not told, so no boundary retires a rank for them.
   std::optional<int> grow();
   // One rank fewer (its process retires at the job's next round boundary): whether the size
-  // changed (at network.min_ranks already, or not elastic: said why).
+  // changed (at network.min_ranks already, or not elastic: said why). The caller tells the store.
   bool shrink();
 
  private:

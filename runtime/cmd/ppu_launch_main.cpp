@@ -38,6 +38,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,12 +48,13 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -115,8 +117,21 @@ struct RankSetup {
   int world = 1, port = 0, metrics_port = 0;
   bool external_store = false;
   std::string trainer;
-  std::string wrapper;  // --rank-wrapper's template
+  std::string wrapper;      // --rank-wrapper's template
+  std::string message_dir;  // each rank's termination message goes to <dir>/rank-<r>.message
 };
+
+std::string message_file(const RankSetup& s, int rank) {
+  return s.message_dir + "/rank-" + std::to_string(rank) + ".message";
+}
+
+// Whether rank `rank`'s process left the message of a rank that retired (an elastic job shrank
+// past its slot), rather than a finished rank's result.
+bool retired(const RankSetup& s, int rank) {
+  std::ifstream in(message_file(s, rank));
+  std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return ppu::contract::is_retired_message(message.c_str());
+}
 
 // The words of --rank-wrapper for `rank`: the template split at spaces, {rank} replaced.
 std::vector<std::string> wrapper_words(const std::string& wrapper, int rank) {
@@ -149,8 +164,9 @@ Child fork_child(int rank, const std::vector<std::string>& args, const std::func
 
 Child spawn(int rank, int world, int port, int metrics_port, const std::string& trainer,
             const std::vector<std::string>& args, bool check = false, bool external_store = false,
-            const std::string& wrapper = "") {
+            const std::string& wrapper = "", const std::string& message_path = "") {
   return fork_child(rank, args, [&] {
+    if (!message_path.empty()) setenv(ppu::contract::env::kTerminationLogPath, message_path.c_str(), 1);
     setenv(ppu::contract::env::kRank, std::to_string(rank).c_str(), 1);
     setenv(ppu::contract::env::kWorldSize, std::to_string(world).c_str(), 1);
     setenv(ppu::contract::env::kLocalRank, std::to_string(rank).c_str(), 1);
@@ -173,7 +189,9 @@ Child spawn(int rank, int world, int port, int metrics_port, const std::string& 
 }
 
 Child spawn_rank(const RankSetup& s, int rank, const std::vector<std::string>& args) {
-  return spawn(rank, s.world, s.port, s.metrics_port, s.trainer, args, false, s.external_store, s.wrapper);
+  if (!s.message_dir.empty()) std::remove(message_file(s, rank).c_str());  // the last process's
+  return spawn(rank, s.world, s.port, s.metrics_port, s.trainer, args, false, s.external_store, s.wrapper,
+               s.message_dir.empty() ? "" : message_file(s, rank));
 }
 
 // ppu-rendezvous on `port`, its output prefixed "[store]"; waits until it serves.
@@ -349,9 +367,14 @@ int main(int argc, char** argv) {
     probe_every = std::max(1.0, config.network.heartbeat_s / 3);
     probe_timeout = std::max(1.0, config.network.heartbeat_s);
     if (rendezvous.empty()) rendezvous = sibling(trainer, ppu::contract::kRendezvousBinary);
-    setup = RankSetup{nproc, master_port, config.metrics.port, live, trainer, rank_wrapper};
+    setup = RankSetup{nproc, master_port, config.metrics.port, live, trainer, rank_wrapper, ""};
     elastic.emplace(rendezvous, master_port, nproc, live ? ppu::required_ranks(config, nproc) : nproc,
                     ranks == 0 ? nproc : ranks);
+    if (elastic->elastic()) {  // where the ranks' termination messages say which of them retired
+      std::string dir = (std::filesystem::temp_directory_path() / "ppu-launch-XXXXXX").string();
+      if (mkdtemp(dir.data()) == nullptr) throw std::runtime_error("cannot create a directory under " + dir);
+      setup.message_dir = dir;
+    }
 
     if (!config_path.empty()) rank_args.insert(rank_args.end(), {"--config", config_path});
     for (const auto& o : overrides) rank_args.insert(rank_args.end(), {"--set", o});
@@ -377,6 +400,7 @@ int main(int argc, char** argv) {
     sigaction(SIGTERM, &sa, nullptr);
     struct sigaction resize {};
     resize.sa_handler = [](int sig) { ++(sig == SIGUSR1 ? g_grow_asked : g_shrink_asked); };
+    resize.sa_flags = SA_RESTART;  // a resize signal interrupts no wait of ours
     sigaction(SIGUSR1, &resize, nullptr);
     sigaction(SIGUSR2, &resize, nullptr);
 
@@ -406,7 +430,6 @@ int main(int argc, char** argv) {
   };
   std::optional<ppu::StoreWatch> probe;
   std::sig_atomic_t grows_done = 0, shrinks_done = 0;  // SIGUSR1 and SIGUSR2 acted on
-  std::set<int> restart_on_exit;                       // slots grown back while their process was leaving
   if (live) probe.emplace(rendezvous, master_port, probe_every, probe_timeout);
   size_t running = children.size();
   while (running > 0) {
@@ -451,23 +474,21 @@ int main(int argc, char** argv) {
       result = 128 + g_stop_signal;
       break;
     }
-    // Resizes asked since the last turn (SIGUSR1, SIGUSR2): a grown job's new slot starts now, a
-    // shrunk job's highest slot retires at the job's next round boundary and exits 0. A slot grown
-    // back while its process is still on its way out is started again once it has exited.
+    // Resizes asked since the last turn (SIGUSR1, SIGUSR2): a grown job's new slot starts now (its
+    // process, if it is still on its way out of a retirement, once it has exited: below); a shrunk
+    // job's highest slot retires at the job's next round boundary and exits 0.
+    const int size_before = elastic->desired();
     for (; grows_done < g_grow_asked; ++grows_done) {
       const auto slot = elastic->grow();
       if (!slot) continue;
       auto it = std::find_if(children.begin(), children.end(), [&](const Child& c) { return c.rank == *slot; });
-      if (it != children.end() && it->running) {
-        restart_on_exit.insert(*slot);
-        continue;
-      }
+      if (it != children.end() && it->running) continue;
       if (it != children.end()) *it = spawn_rank(setup, *slot, it->args);
       else children.push_back(spawn_rank(setup, *slot, args_of(*slot)));
       ++running;
     }
-    for (; shrinks_done < g_shrink_asked; ++shrinks_done)
-      if (elastic->shrink()) restart_on_exit.erase(elastic->desired());
+    for (; shrinks_done < g_shrink_asked; ++shrinks_done) elastic->shrink();
+    if (elastic->desired() != size_before) elastic->tell_store();
     const auto now = std::chrono::steady_clock::now();
     for (auto& c : children) {
       if (!c.running) continue;
@@ -498,16 +519,18 @@ int main(int argc, char** argv) {
       forward_output(c, true);
       close(c.out_fd);
       c.out_fd = -1;
-      if (restart_on_exit.erase(c.rank) && !elastic->vacant(c.rank)) {
-        std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code
-                  << " while the job grew back to its slot: starting it again\n";
-        c = spawn_rank(setup, c.rank, c.args);
-        ++running;
-        continue;
-      }
       if (elastic->vacant(c.rank)) {  // retired (exit 0), or ended otherwise after the job shrank past it
         std::cerr << "[launch] rank " << c.rank << " exited with code " << c.code
                   << ": its slot is vacant (the job has " << elastic->desired() << " ranks)\n";
+        continue;
+      }
+      if (c.code == 0 && elastic->elastic() && retired(setup, c.rank)) {
+        // It retired at a boundary that saw a smaller size than the job has now (it grew back).
+        std::cerr << "[launch] rank " << c.rank << " retired, but the job has " << elastic->desired()
+                  << " ranks again: starting it again\n";
+        elastic->tell_store();  // again: a write lost or overtaken would retire it at every boundary
+        c = spawn_rank(setup, c.rank, c.args);
+        ++running;
         continue;
       }
       const auto action = ppu::contract::on_exit(c.code, live);
@@ -541,7 +564,6 @@ int main(int argc, char** argv) {
         children.erase(std::remove_if(children.begin(), children.end(),
                                       [&](const Child& other) { return elastic->vacant(other.rank); }),
                        children.end());
-        restart_on_exit.clear();
         if (elastic->elastic()) elastic->tell_store();
         for (auto& other : children) other = spawn_rank(setup, other.rank, other.args);
         running = children.size();
@@ -563,6 +585,10 @@ int main(int argc, char** argv) {
       close(c.out_fd);
     }
   if (store) stop_all(*store, grace);
+  if (!setup.message_dir.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(setup.message_dir, ignored);
+  }
   if (result == 0 && lost.empty()) {
     std::cout << "[launch] all " << children.size() << " ranks finished" << std::endl;
   } else if (result == 0) {

@@ -12,7 +12,7 @@ ExitStatus exit_status_of(const std::exception& e) {
   if (dynamic_cast<const std::invalid_argument*>(&e)) return {code::kConfigError, "invalid argument: " + what};
   if (dynamic_cast<const PeerFailure*>(&e)) return {code::kPeerFailure, "peer failure: " + what};
   if (dynamic_cast<const OutOfGroup*>(&e)) return {code::kRejoin, "out of the live group: " + what};
-  if (dynamic_cast<const Retired*>(&e)) return {code::kDone, "retired: " + what};
+  if (dynamic_cast<const Retired*>(&e)) return {code::kDone, contract::kRetiredMessagePrefix + what};
   if (const auto* notice = dynamic_cast<const LeftOnNotice*>(&e))
     return {contract::left_on_notice(notice->signal()), "left on notice: " + what};
   if (const auto* input = dynamic_cast<const UnusableInput*>(&e))

@@ -59,7 +59,7 @@ inline constexpr const char* kCheckpointDir = "PPU_CHECKPOINT_DIR";        // ov
 inline constexpr const char* kMetricsPort = "PPU_METRICS_PORT";            // overrides metrics.port
 inline constexpr const char* kLogPrefixed = "PPU_LOG_PREFIXED";            // ppu-launch prefixes lines itself
 inline constexpr const char* kOneDnn = "PPU_ONEDNN";                       // off: no oneDNN (the AVX2-only bf16 path)
-inline constexpr const char* kTerminationLogPath = "PPU_TERMINATION_LOG";  // tests: write the message here
+inline constexpr const char* kTerminationLogPath = "PPU_TERMINATION_LOG";  // write the message here (ppu-launch, tests)
 // "1": the rendezvous store at MASTER_ADDR:MASTER_PORT is served by ppu-rendezvous (ppu-launch's
 // child, or the job's rendezvous pod), not by rank 0, so it outlives any rank. Required by
 // network.recovery=live; without it rank 0 hosts the store.
@@ -83,6 +83,15 @@ inline constexpr const char* kStoreIncarnationKey = "ppu/store/incarnation";
 // (core/run_result.h); the pod template sets it as terminationMessagePath, so the operator can
 // quote a failure in the job's Failed condition and set a finished job's status from the results.
 inline constexpr const char* kTerminationLog = "/dev/termination-log";
+// How the termination message of a rank that retired begins (exit 0 like a finished rank; an
+// elastic job shrank past its slot, docs/RESIZE.md): a supervisor that has grown the job back to
+// that slot meanwhile starts it again; otherwise the slot stays vacant.
+inline constexpr const char* kRetiredMessagePrefix = "retired: ";
+constexpr bool is_retired_message(const char* message) {
+  for (const char *p = kRetiredMessagePrefix, *m = message; *p; ++p, ++m)
+    if (*m != *p) return false;
+  return true;
+}
 
 // Every metric a rank exports, one line each: M(constant, "name"). rank_metrics.cpp registers
 // them (with their help text), the operator scrapes some into job metrics, ppu-contract lists them

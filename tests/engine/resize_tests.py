@@ -18,6 +18,15 @@ cases: grow-shrink  the job starts with 2 of its 4 slots (network.max_degraded_r
                     and the third SIGUSR2 is refused by ppu-launch (network.min_ranks); slot 3
                     trains to the end, no round is degraded (3 members >= 2), ppu-launch exits
                     with the lost rank's code
+       burst        two SIGUSR1 50 ms apart (2 -> 4): ppu-launch tells the store each size and
+                    waits for each write to end, so that an older size cannot land after a newer
+                    one (a signal once cut the wait for the first short, and the store kept 3
+                    while ppu-launch wanted 4: rank 3 retired at every boundary); the job ends
+                    with 4 members and one checksum
+       grown-back   the store says 3 while ppu-launch still wants 4 (a size on the way, as when
+                    signals race a round boundary): rank 3 retires (exit 0, its termination message
+                    says so), ppu-launch starts it again because its slot is wanted, and once the
+                    store says 4 again it stays; the job ends with 4 ranks and one checksum
        desired-file  the operator's way, without a cluster: a ppu-rendezvous started with
                     --desired-file (the store's pod mounts the job's ConfigMap) and ranks started
                     by hand with WORLD_SIZE 4; the file says 2, so ranks 0 and 1 form the first
@@ -95,8 +104,12 @@ def case_grow_shrink():
     after_step(run, 100)
     if sorted(rank_pids(run.proc.pid)) != [0, 1]:
         fail(f"started with ranks {sorted(rank_pids(run.proc.pid))}, want [0, 1]")
+    # Each size is let reach a round boundary (the members' line) before the next signal: a size
+    # that no boundary saw is never acted on, nor recorded.
     grow2 = timed(run, signal.SIGUSR1, r"rank\(s\) \[2\] rejoined")
+    run.wait_for(r"\[rank 0\] .*desired size is 3 of 4 slots")
     grow3 = timed(run, signal.SIGUSR1, r"rank\(s\) \[3\] rejoined")
+    run.wait_for(r"\[rank 0\] .*desired size is 4 of 4 slots")
     shrink = timed(run, signal.SIGUSR2, r"rank\(s\) \[3\] retired at the end of round")
     rc = run.finish()
     no_restart(run, rc)
@@ -178,6 +191,49 @@ def one_checksum_of(run, ranks):
     return checksums.pop()
 
 
+def case_burst():
+    work = tempfile.mkdtemp(prefix="ppu-resize-burst-")
+    run = Run(work, ["--ranks", "2"], restarts=0)
+    after_step(run, 100)
+    run.ask(signal.SIGUSR1)
+    time.sleep(0.05)
+    run.ask(signal.SIGUSR1)
+    run.wait_for(r"\[rank 0\] .*desired size is 4 of 4 slots")
+    rc = run.finish()
+    no_restart(run, rc)
+    one_checksum(run, ranks=4)
+    last = run.summary(0).recovery.size_history[-1]
+    if last.ranks != 4 or last.desired != 4:
+        fail(f"rank 0's size history ends {last.as_dict()}, want 4 ranks of 4 desired")
+    print("PASS burst")
+
+
+def resize_store(run, ranks):
+    port = re.search(r"rendezvous 127\.0\.0\.1:(\d+)", run.text()).group(1)
+    subprocess.run(
+        [os.path.join(BIN, "bin", "ppu-rendezvous"), "--resize", f"127.0.0.1:{port}", "--ranks", str(ranks)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+
+
+def case_grown_back():
+    work = tempfile.mkdtemp(prefix="ppu-resize-back-")
+    run = Run(work)
+    after_step(run, 100)
+    resize_store(run, 3)
+    run.wait_for(r"rank 3 retired, but the job has 4 ranks again: starting it again")
+    resize_store(run, 4)
+    run.wait_for(r"\[rank 0\] .*the job's desired size is 4 of 4 slots")
+    rc = run.finish()
+    no_restart(run, rc)
+    checksum = one_checksum(run, ranks=4)
+    last = run.summary(0).recovery.size_history[-1]
+    if last.ranks != 4 or last.desired != 4:
+        fail(f"rank 0's size history ends {last.as_dict()}, want 4 ranks of 4 desired")
+    print(f"checksum {checksum}")
+    print("PASS grown-back")
+
+
 def case_desired_file():
     work = tempfile.mkdtemp(prefix="ppu-resize-file-")
     desired = os.path.join(work, "desired-ranks")
@@ -226,6 +282,7 @@ def case_desired_file():
         say(3)
         start(2)
         wait_in(0, r"rank\(s\) \[2\] rejoined")
+        wait_in(0, r"desired size is 3 of 4 slots")  # the store looks at its file once a second
         say(2)
         wait_in(0, r"rank\(s\) \[2\] retired at the end of round")
         codes = {r: p.wait(timeout=300) for r, p in ranks.items()}
@@ -269,6 +326,8 @@ CASES = {
     "grow-shrink": case_grow_shrink,
     "grow-past-lost": case_grow_past_lost,
     "shrink-refused": case_shrink_refused,
+    "burst": case_burst,
+    "grown-back": case_grown_back,
     "desired-file": case_desired_file,
     "bad-flags": case_bad_flags,
 }

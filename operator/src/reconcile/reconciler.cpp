@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "kube/rfc3339.h"
+#include "reconcile/job_status.h"
 #include "reconcile/object_builder.h"
 #include "reconcile/reconcile_pass.h"
 #include "reconcile/rendezvous.h"
@@ -35,6 +36,11 @@ Gang observe_gang(Pass& p) {
     }
     if (r && *r >= g.size && *r < slots(p.spec) && p.spec.elastic && pod_phase(pod) == pod_phase_name::kRunning) {
       g.retiring[*r] = &pod;  // retires itself at the next round boundary
+      continue;
+    }
+    if (r && *r < g.size && p.spec.elastic && pod_phase(pod) == pod_phase_name::kSucceeded &&
+        contract::is_retired_message(termination_message(pod).c_str())) {
+      p.delete_pod(pod);  // it retired at a boundary that saw a smaller size: the job grew back to its slot
       continue;
     }
     if (!r || *r >= g.size || g.by_rank.count(*r)) {

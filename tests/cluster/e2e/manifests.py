@@ -225,6 +225,13 @@ def small_job(ns: str, name: str, image: str) -> str:
     return _sub(text, re.escape("checkpoint: {claimName: none}"), "checkpoint: {volumeSource: {emptyDir: {}}}")
 
 
+def elastic_job(ns: str, name: str, steps: int, image: str) -> str:
+    """small_job() made elastic: live recovery, spec.elastic {minReplicas: 2, maxReplicas: 4}, `steps` steps."""
+    text = with_network(small_job(ns, name, image), "live")
+    text = _sub(text, r"steps: 100000,", f"steps: {steps},")
+    return _sub(text, r"^  replicas: 2$", "  replicas: 2\n  elastic: {minReplicas: 2, maxReplicas: 4}")
+
+
 def queued_job(ns: str, name: str, claim: str, steps: int, priority: str, image: str) -> str:
     """job() in Kueue's LocalQueue `ppu` with WorkloadPriorityClass `priority`."""
     labels = f"labels: {{kueue.x-k8s.io/queue-name: ppu, kueue.x-k8s.io/priority-class: {priority}}}"

@@ -89,6 +89,17 @@ class Status:
         return _int(self._read.live_ranks)
 
     @property
+    def desired_replicas(self) -> int | None:
+        """status.desiredReplicas: an elastic job's size the operator last acted on."""
+        return _int(self._read.desired_replicas)
+
+    @property
+    def last_resize_to(self) -> int | None:
+        """status.lastResize.to: an elastic job's size after its last resize."""
+        last = self._read.last_resize
+        return None if last is None else _int(last.to)
+
+    @property
     def stops(self) -> int | None:
         """status.stops: stops of the whole job its ranks recorded (notices, gang restarts, every rank lost)."""
         return _int(self._read.stops)

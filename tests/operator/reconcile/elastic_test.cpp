@@ -2,7 +2,8 @@
 // maxReplicas and spec.replicas of its slots get pods; the training config carries
 // network.min_ranks and the ConfigMap the desired size, which the rendezvous store reads from its
 // volume; a shrink leaves the running ranks above the size to retire (deleting one would be a
-// notice) and removes the others; a grow creates the new slots without counting them as losses;
+// notice) and removes the others; a grow creates the new slots without counting them as losses,
+// and a slot whose rank retired before the job grew back gets a pod again;
 // a resize is an event and status.lastResize; Degraded only below minReplicas; a queued job asks
 // Kueue for maxReplicas pods.
 #include <gtest/gtest.h>
@@ -121,6 +122,22 @@ TEST(Elastic, AShrinkLetsRunningRanksRetireAndRemovesTheRest) {
   const Decision d2 = reconcile(observed_live(later, after));
   EXPECT_EQ(deleted_pods(d2), (std::vector<std::string>{"demo-rank-4"}));
   EXPECT_EQ(status_after(observed_live(later, after), d2)["phase"], phase::kRunning);
+}
+
+TEST(Elastic, ARankThatRetiredBeforeTheJobGrewBackIsCreatedAgain) {
+  // Rank 3 retired at a boundary that saw a size of 3; spec.replicas is 4 again: its Succeeded pod
+  // is removed so that its slot gets a pod again, and that is no loss. A rank that finished (its
+  // result as the message) is left alone.
+  json status = running_status(0);
+  status["desiredReplicas"] = 4;
+  const json job = elastic_job(4, status);
+  std::vector<json> pods = gang(job, 3, "Running");
+  pods.push_back(with_exit(make_pod(job, 3, "Running"), 0, "retired: the job shrank to 3 ranks"));
+  const Decision d = reconcile(observed_live(job, pods));
+  EXPECT_EQ(deleted_pods(d), (std::vector<std::string>{"demo-rank-3"}));
+  EXPECT_EQ(status_after(observed_live(job, pods), d).value("recoveries", 0), 0);
+  pods.back() = with_exit(make_pod(job, 3, "Running"), 0, testing::rank_result());
+  EXPECT_TRUE(deleted_pods(reconcile(observed_live(job, pods))).empty());
 }
 
 TEST(Elastic, DegradedOnlyBelowMinReplicas) {
