@@ -467,6 +467,9 @@ TEST_F(OperatorIT, ScalingAnElasticJobResizesItWithinItsRange) {
   set_all("el", "Running");
   ASSERT_EQ(env_->kubectl("scale ppj el --replicas=2", out), 0) << out;
   ASSERT_TRUE(eventually([&] { return desired_in_config() == "2"; })) << desired_in_config();
+  ASSERT_TRUE(eventually([&] { return job("el")["status"].value("resizes", json::array()).size() == 2u; }))
+      << "the size history: " << job("el")["status"].dump();
+  EXPECT_EQ(job("el")["status"]["resizes"][1]["to"], 2);
   std::this_thread::sleep_for(std::chrono::seconds(1));
   EXPECT_EQ(pods("el").size(), 5u) << "a running rank above the size was deleted instead of retiring";
   set_pod_status("el-rank-3", "Succeeded", 0, "retired: the job shrank to 2 ranks");

@@ -239,6 +239,8 @@ void keep_rendezvous(Pass& p, const Gang& g) {
   p.create(ResourceKind::Pod, build_rendezvous_pod(p.spec, p.restarts()));
 }
 
+constexpr std::size_t kResizeHistoryMax = 32;  // status.resizes' maxItems
+
 void resized(Pass& p) {
   if (!p.spec.elastic) {
     p.status.desired_replicas.reset();
@@ -247,7 +249,12 @@ void resized(Pass& p) {
   const int64_t to = p.spec.replicas;
   if (p.status.desired_replicas && *p.status.desired_replicas != to) {
     const int64_t from = *p.status.desired_replicas;
-    p.status.last_resize = JobResize{format_rfc3339(p.in.now), from, to};
+    const JobResize resize{format_rfc3339(p.in.now), p.status.outer_round, from, to};
+    p.status.last_resize = resize;
+    auto history = p.status.resizes.value_or(std::vector<JobResize>{});
+    history.push_back(resize);
+    if (history.size() > kResizeHistoryMax) history.erase(history.begin(), history.end() - kResizeHistoryMax);
+    p.status.resizes = history;
     p.event(event_type::kNormal, reason::kResized,
             "resized from " + std::to_string(from) + " to " + std::to_string(to) + " of " +
                 std::to_string(slots(p.spec)) + " ranks: " +

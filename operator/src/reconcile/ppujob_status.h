@@ -91,11 +91,13 @@ using IntOrString = std::variant<int64_t, std::string>;
   F(int64_t, resumed_round, "resumedRound", {}, "required: true, format: int64", "the round the next run resumed from (its checkpoint; 0: from scratch)") \
   F(int64_t, rounds_lost,   "roundsLost",   {}, "required: true, format: int64", "round - resumedRound: outer rounds trained again")
 
-// status.lastResize: an elastic job's last change of spec.replicas as the operator saw it.
+// status.lastResize and status.resizes: an elastic job's changes of spec.replicas as the operator
+// saw them.
 #define PPU_JOB_RESIZE_FIELDS(F) \
-  F(std::string, time, "time", {}, "required: true, format: date-time", "when the operator saw spec.replicas change") \
-  F(int64_t,     from, "from", {}, "required: true", "the desired ranks before") \
-  F(int64_t,     to,   "to",   {}, "required: true", "the desired ranks after")
+  F(std::string,            time,  "time",  {}, "required: true, format: date-time", "when the operator saw spec.replicas change") \
+  F(std::optional<int64_t>, round, "round", {}, "format: int64", "status.outerRound then (the ranks take the size in at their next round boundary)") \
+  F(int64_t,                from,  "from",  {}, "required: true", "the desired ranks before") \
+  F(int64_t,                to,    "to",    {}, "required: true", "the desired ranks after")
 
 // status.export: where the model of spec.export was written.
 #define PPU_EXPORTED_MODEL_FIELDS(F) \
@@ -160,6 +162,7 @@ struct JobResize {
   F(std::optional<std::vector<RecoveryRecord>>, recent_recoveries,           "recentRecoveries",          {}, "maxItems: 1024", "recovery live: the rank recoveries counted within spec.runPolicy.recoveryWindowSeconds (all when 0), oldest first, at most 1024; maxRecoveries and the back-off are counted from them") \
   F(std::optional<int64_t>,                     desired_replicas,            "desiredReplicas",           {}, "", "spec.elastic: spec.replicas as the operator last acted on it (the ranks take it in at their next round boundary)") \
   F(std::optional<JobResize>,                   last_resize,                 "lastResize",                {}, "", "spec.elastic: the last change of spec.replicas (event Resized for each)") \
+  F(std::optional<std::vector<JobResize>>,      resizes,                     "resizes",                   {}, "maxItems: 32", "spec.elastic: the job's size history, its last 32 changes of spec.replicas, oldest first (the ranks' own, round by round: their summaries' recovery.size_history)") \
   F(std::optional<int64_t>,                     live_ranks,                  "liveRanks",                 {}, "", "recovery live: ranks in the live group, the smallest ppu_live_ranks over the ranks that answered the last scrape") \
   F(std::optional<std::string>,                 min_slice_coverage,          "minSliceCoverage",          {}, "", "recovery live: the smallest ppu_min_slice_coverage (decimal string in [0,1]; 1 = every element of every slice has all its owners live)") \
   F(std::optional<int64_t>,                     last_checkpoint_round,       "lastCheckpointRound",       {}, "format: int64", "") \

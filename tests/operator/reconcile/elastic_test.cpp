@@ -94,6 +94,8 @@ TEST(Elastic, AGrowCreatesTheNewSlotsWithoutCountingLosses) {
   EXPECT_EQ(st["desiredReplicas"], 6);
   EXPECT_EQ(st["lastResize"]["from"], 4);
   EXPECT_EQ(st["lastResize"]["to"], 6);
+  EXPECT_EQ(st["resizes"].size(), 1u) << st.dump();
+  EXPECT_EQ(st["resizes"][0]["to"], 6);
   EXPECT_EQ(count_events(d, reason::kResized), 1);
   // The ConfigMap follows the size, for the store's volume.
   bool patched = false;
