@@ -30,8 +30,10 @@ cases: grow-shrink  the job starts with 2 of its 4 slots (network.max_degraded_r
        desired-file  the operator's way, without a cluster: a ppu-rendezvous started with
                     --desired-file (the store's pod mounts the job's ConfigMap) and ranks started
                     by hand with WORLD_SIZE 4; the file says 2, so ranks 0 and 1 form the first
-                    group alone; it says 3 and rank 2 is started: taken in; it says 2 again: rank 2
-                    retires (exit 0) and ranks 0 and 1 finish with one checksum
+                    group alone; rank 2 is started first (as the operator creates the pod before the
+                    kubelet updates the file) and must wait three rounds untaken; the file says 3:
+                    taken in; it says 2 again: rank 2 retires (exit 0) and ranks 0 and 1 finish with
+                    one checksum
        bad-flags    --ranks above --nproc, below network.min_ranks, or without an elastic job,
                     and network.min_ranks below slicing.slices: exit 2 naming the flag or key,
                     no rank started
@@ -279,8 +281,17 @@ def case_desired_file():
         start(0)
         start(1)
         wait_in(0, r"step 100/")
-        say(3)
+        # The operator's order: the pod first, the store hears the size later (the kubelet's
+        # update of the file). Rank 2 must wait for it, not be taken in and retired at once.
         start(2)
+        wait_in(2, r"asking the live group to take it back")
+        with open(logs[0]) as f:
+            step = int(re.findall(r"step (\d+)/", f.read())[-1])
+        wait_in(0, rf"step {step + 60}/")  # three round boundaries
+        with open(logs[0]) as f:
+            if "rank(s) [2] rejoined" in f.read():
+                fail("rank 2 was taken in before the store had a size that covers its slot")
+        say(3)
         wait_in(0, r"rank\(s\) \[2\] rejoined")
         wait_in(0, r"desired size is 3 of 4 slots")  # the store looks at its file once a second
         say(2)

@@ -559,13 +559,14 @@ void LiveGroup::form(int64_t next, const std::vector<int>& before) {
   publish(/*now=*/true);
 }
 
-std::vector<int> LiveGroup::pending_joiners() {
+std::vector<int> LiveGroup::pending_joiners(int below) {
   const auto counts = col_.allgather(torch::tensor({store_.add(live_keys::kJoins, 0)}, torch::kInt64));
   int64_t agreed = 0;
   for (const auto& c : counts) agreed = std::max(agreed, c.item<int64_t>());
   std::vector<int> joiners;
   for (int r : join_requests(agreed)) {
     if (contains(col_.members(), r)) break;  // its old process is still a member: after the recovery
+    if (r >= below) break;                   // a slot the job's size does not cover yet: it waits
     if (!contains(joiners, r)) joiners.push_back(r);
   }
   return joiners;

@@ -73,6 +73,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -163,7 +164,9 @@ class LiveGroup {
   void clear_self_report();
 
   // The replacements to take in now, the same on every member (a collective of the group).
-  std::vector<int> pending_joiners();
+  // `below`: only slots below it (an elastic job's size); the requests from the first slot at or
+  // above it on wait, in order, for a later admission.
+  std::vector<int> pending_joiners(int below = std::numeric_limits<int>::max());
   // Forms the next generation with `joiners` added; returns the job ranks actually added (the
   // generation may have been taken by a concurrent recovery, without them): newcomers().
   std::vector<int> admit(const std::vector<int>& joiners);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -220,9 +221,11 @@ void LiveRecovery::after_reform() {
 void LiveRecovery::share_state(bool newcomer) {
   const auto& members = collectives_.members();
   const int root = static_cast<int>(std::find(members.begin(), members.end(), group_.source()) - members.begin());
-  auto where = torch::tensor({run_.progress.step, run_.progress.rounds, run_.progress.uncovered_rounds,
-                              run_.progress.last_checkpoint_round, run_.progress.degraded_rounds},
-                             torch::kInt64);
+  // desired_: every member must take in the same joiners (admit_joiners), newcomers included.
+  auto where = torch::tensor(
+      {run_.progress.step, run_.progress.rounds, run_.progress.uncovered_rounds, run_.progress.last_checkpoint_round,
+       run_.progress.degraded_rounds, static_cast<int64_t>(desired_)},
+      torch::kInt64);
   collectives_.broadcast(where, root);
   run_.outer.share_state(collectives_, root, newcomer);
   share_inner_state(root);
@@ -232,6 +235,7 @@ void LiveRecovery::share_state(bool newcomer) {
   run_.progress.uncovered_rounds = where[2].item<int64_t>();
   run_.progress.last_checkpoint_round = where[3].item<int64_t>();
   run_.progress.degraded_rounds = where[4].item<int64_t>();
+  desired_ = static_cast<int>(where[5].item<int64_t>());
   run_.loader.seek(static_cast<uint64_t>(run_.progress.step));  // one batch per inner step
 }
 
@@ -345,7 +349,10 @@ int64_t LiveRecovery::admission_round() const {
 
 void LiveRecovery::admit_joiners() {
   if (run_.progress.step == config_.train.steps) return;
-  const auto joiners = until_one_generation_completes([&] { return group_.pending_joiners(); });
+  // An elastic job takes in only the slots its size covers (a process started for a slot before
+  // the store had the larger size waits; admitted, it would retire at the next boundary).
+  const int below = config_.network.min_ranks > 0 && desired_ > 0 ? desired_ : std::numeric_limits<int>::max();
+  const auto joiners = until_one_generation_completes([&] { return group_.pending_joiners(below); });
   if (joiners.empty()) return;
   const auto start = Clock::now();
   // A replacement beats only once taken in, and its predecessor may have beaten until moments

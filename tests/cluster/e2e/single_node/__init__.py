@@ -48,6 +48,11 @@ PPU_CLUSTER_PORT (16445), PPU_IMAGE (localhost/ppu:dev). The phases, file by fil
      ways). After each rank fault only that pod is recreated and condition Degraded is seen True,
      then False; the job Succeeds with restartCount 0 and 4 recoveries, every rank with the same
      parameters; its perplexity is judged against the fault-free band last (5c);
+  test_55_resize.py
+  5d. an elastic live job (spec.elastic 2-4) resized while it runs, each its own test and PASS line:
+     `kubectl scale` to 4 creates ranks 2 and 3 and the live group reaches 4, no recovery counted;
+     back to 2 (the store hears it through the ConfigMap's file) ranks 2 and 3 retire at a round
+     boundary, their pods go, the live group is 2 again; no gang restart; the job is deleted;
   test_60_samples_and_export.py
   6. manifests/samples/cpu-tiny.yaml applied as shipped (its image name an alias that
      `cluster.sh load-image --as` gave the image) runs to Succeeded, and its final status (round,

@@ -1,4 +1,4 @@
-"""Phase 5c of the one-node program: an elastic live job resized while it runs (docs/RESIZE.md).
+"""Phase 5d of the one-node program: an elastic live job resized while it runs (docs/RESIZE.md).
 
 Contract: the module's `elastic` fixture starts PPUJob elastic (spec.elastic {minReplicas: 2,
 maxReplicas: 4}, 2 replicas, live recovery, checkpoints on an emptyDir) and waits for it to run.
@@ -24,8 +24,8 @@ ELASTIC_STEPS = 1_000_000
 
 
 @pytest.fixture(scope="module")
-def elastic(run: Run) -> Job:
-    job = Job("elastic", NS).start(manifests.elastic_job(NS, "elastic", ELASTIC_STEPS, run.image))
+def elastic(run: Run, namespace: str) -> Job:
+    job = Job("elastic", namespace).start(manifests.elastic_job(namespace, "elastic", ELASTIC_STEPS, run.image))
     yield job
     kube.kubectl("-n", NS, "delete", "ppj", "elastic", "--wait=false", json=False)
 
@@ -34,7 +34,7 @@ def rank_pods() -> set[int]:
     return {int(p["metadata"]["labels"]["ppu.dev/rank"]) for p in kube.pods(NS, "ppu.dev/job=elastic,ppu.dev/rank")}
 
 
-def test_5c_1_grow(run: Run, elastic: Job) -> None:
+def test_5d_1_grow(run: Run, elastic: Job) -> None:
     wait_for(lambda: elastic.status().live_ranks, 300, "the elastic job's live group of 2", until=lambda n: n == 2)
     kube.kubectl("-n", NS, "scale", "ppj", "elastic", "--replicas", "4", json=False)
     run.progress.say("scaled PPUJob elastic to 4 replicas")
@@ -48,7 +48,7 @@ def test_5c_1_grow(run: Run, elastic: Job) -> None:
     run.progress.passed("elastic: scaled 2 -> 4, ranks 2 and 3 joined the live group, no recovery, no gang restart")
 
 
-def test_5c_2_shrink(run: Run, elastic: Job) -> None:
+def test_5d_2_shrink(run: Run, elastic: Job) -> None:
     kube.kubectl("-n", NS, "scale", "ppj", "elastic", "--replicas", "2", json=False)
     run.progress.say("scaled PPUJob elastic to 2 replicas")
     # The kubelet's update of the ConfigMap's file, then the next round boundary.
