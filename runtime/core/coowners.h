@@ -6,7 +6,8 @@
 //  - stand_in: which member writes a missing rank's part of a checkpoint: that same lowest live
 //    co-owner (it can give the part its inner state), else the lowest member.
 //  - every_slice_owned: whether each slice has a member that trains it (the job can let the
-//    other ranks go, on a notice, without leaving an element with no live owner).
+//    other ranks go, on a notice, without leaving an element with no live owner); unowned_slices:
+//    the slices that have none.
 // Pure, no LibTorch.
 #pragma once
 
@@ -30,10 +31,17 @@ inline int stand_in(int missing, const std::vector<int>& members, int slices) {
   return members.empty() ? -1 : members.front();
 }
 
-inline bool every_slice_owned(const std::vector<int>& members, int slices) {
+// The slices no member trains, ascending.
+inline std::vector<int> unowned_slices(const std::vector<int>& members, int slices) {
+  std::vector<int> unowned;
   for (int slice = 0; slice < std::max(slices, 1); ++slice)
-    if (std::none_of(members.begin(), members.end(), [&](int m) { return same_slice(m, slice, slices); })) return false;
-  return true;
+    if (std::none_of(members.begin(), members.end(), [&](int m) { return same_slice(m, slice, slices); }))
+      unowned.push_back(slice);
+  return unowned;
+}
+
+inline bool every_slice_owned(const std::vector<int>& members, int slices) {
+  return unowned_slices(members, slices).empty();
 }
 
 }  // namespace ppu

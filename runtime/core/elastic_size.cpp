@@ -18,11 +18,9 @@ Shrink shrink_to(const std::vector<int>& members, int desired, int slices) {
   std::vector<int> staying;
   for (int m : members) (m >= desired ? out.leavers : staying).push_back(m);
   if (out.leavers.empty()) return out;
-  if (!every_slice_owned(staying, slices)) {
+  if (const auto unowned = unowned_slices(staying, slices); !unowned.empty()) {
     std::string missing;
-    for (int s = 0; s < std::max(slices, 1); ++s)
-      if (std::none_of(staying.begin(), staying.end(), [&](int m) { return same_slice(m, s, slices); }))
-        missing += (missing.empty() ? "" : ",") + std::to_string(s);
+    for (int s : unowned) missing += (missing.empty() ? "" : ",") + std::to_string(s);
     out.refused = "slice(s) [" + missing +
                   "] would have no member left without rank(s) in slots >= " + std::to_string(desired) +
                   " (a slot below it is missing): the shrink waits until it is filled again";

@@ -351,7 +351,7 @@ void LiveRecovery::admit_joiners() {
   if (run_.progress.step == config_.train.steps) return;
   // An elastic job takes in only the slots its size covers (a process started for a slot before
   // the store had the larger size waits; admitted, it would retire at the next boundary).
-  const int below = config_.network.min_ranks > 0 && desired_ > 0 ? desired_ : std::numeric_limits<int>::max();
+  const int below = config_.network.min_ranks > 0 ? desired_ : std::numeric_limits<int>::max();
   const auto joiners = until_one_generation_completes([&] { return group_.pending_joiners(below); });
   if (joiners.empty()) return;
   const auto start = Clock::now();
@@ -410,7 +410,6 @@ bool LiveRecovery::degraded() const {
 void LiveRecovery::resize(std::optional<int> asked) {
   if (config_.network.min_ranks == 0 || run_.progress.step == config_.train.steps) return;
   const int slots = collectives_.job_size();
-  if (desired_ == 0) desired_ = collectives_.world_size();  // a replacement, until the store says
   if (asked) {
     const int desired = clamp_desired(*asked, required_ranks(config_, slots), slots);
     if (desired != desired_)

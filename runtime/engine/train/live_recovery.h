@@ -215,7 +215,7 @@ class LiveRecovery {
   std::optional<Clock::time_point> degraded_since_;  // the first degraded boundary of this span
   bool store_fault_ = false;                         // a store outage was counted since the last recovery
   LiveInterruptions interruptions_;                  // summary recovery.interruptions: this run's losses
-  int desired_ = 0;             // an elastic job's size as last agreed (0: not known yet, a replacement)
+  int desired_ = 0;             // an elastic job's size as last agreed (a replacement's: with the state, share_state)
   std::string shrink_refused_;  // why the last boundary could not shrink ("": it could), logged once
 };
 
