@@ -448,6 +448,13 @@ TEST_F(OperatorIT, ScalingAnElasticJobResizesItWithinItsRange) {
   ASSERT_EQ(env_->kubectl("scale ppj el --replicas=4", out), 0) << out;
   ASSERT_TRUE(wait_pods("el", 5)) << "slots 2 and 3 created";
   ASSERT_TRUE(eventually([&] { return desired_in_config() == "4"; })) << desired_in_config();
+  // The store's pod is annotated with the size (its kubelet then refreshes the volume at once).
+  auto desired_on_store = [&] {
+    return client_->get(ResourceKind::Pod, "default", "el-rendezvous")
+        .body["metadata"]["annotations"]
+        .value("ppu.dev/desired-ranks", "");
+  };
+  ASSERT_TRUE(eventually([&] { return desired_on_store() == "4"; })) << desired_on_store();
   ASSERT_TRUE(eventually([&] { return job("el")["status"].value("desiredReplicas", 0) == 4; })) << job("el").dump();
   const json st = job("el")["status"];
   EXPECT_EQ(st["lastResize"]["from"], 2) << st.dump();
@@ -467,6 +474,7 @@ TEST_F(OperatorIT, ScalingAnElasticJobResizesItWithinItsRange) {
   set_all("el", "Running");
   ASSERT_EQ(env_->kubectl("scale ppj el --replicas=2", out), 0) << out;
   ASSERT_TRUE(eventually([&] { return desired_in_config() == "2"; })) << desired_in_config();
+  ASSERT_TRUE(eventually([&] { return desired_on_store() == "2"; })) << desired_on_store();
   ASSERT_TRUE(eventually([&] { return job("el")["status"].value("resizes", json::array()).size() == 2u; }))
       << "the size history: " << job("el")["status"].dump();
   EXPECT_EQ(job("el")["status"]["resizes"][1]["to"], 2);

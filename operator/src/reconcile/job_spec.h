@@ -32,6 +32,10 @@ inline constexpr const char* kConfigKey = "config.yaml";
 // An elastic job's desired size (spec.replicas) in its ConfigMap, read by its rendezvous store
 // (`ppu-rendezvous --desired-file`) from the volume at kDesiredRanksPath.
 inline constexpr const char* kDesiredRanksKey = "desired-ranks";
+// The same size on the store's pod, set once its ConfigMap has it: a change to the pod has the
+// kubelet refresh the pod's ConfigMap volume at once instead of at its next periodic sync (about
+// a minute).
+inline constexpr const char* kDesiredRanksAnnotation = "ppu.dev/desired-ranks";
 inline constexpr const char* kConfigDir = "/etc/ppu";
 inline constexpr const char* kDesiredRanksPath = "/etc/ppu/desired-ranks";
 inline constexpr const char* kConfigPath = "/etc/ppu/config.yaml";

@@ -239,6 +239,18 @@ void keep_rendezvous(Pass& p, const Gang& g) {
   p.create(ResourceKind::Pod, build_rendezvous_pod(p.spec, p.restarts()));
 }
 
+void keep_store_size(Pass& p, const Gang& g) {
+  if (!p.spec.elastic || !g.rendezvous || !p.in.config_map) return;
+  const std::string want = std::to_string(p.spec.replicas);
+  // The pod waits for the ConfigMap: a kubelet that remounted before its copy of the ConfigMap
+  // changed would keep the old size until its next periodic sync.
+  if (p.in.config_map->value("data", json::object()).value(kDesiredRanksKey, std::string()) != want) return;
+  const json& md = (*g.rendezvous)["metadata"];
+  if (md.value("annotations", json::object()).value(kDesiredRanksAnnotation, std::string()) == want) return;
+  p.patch(ResourceKind::Pod, md.value("name", std::string()),
+          json{{"metadata", {{"annotations", {{kDesiredRanksAnnotation, want}}}}}});
+}
+
 constexpr std::size_t kResizeHistoryMax = 32;  // status.resizes' maxItems
 
 void resized(Pass& p) {

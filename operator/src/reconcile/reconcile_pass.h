@@ -201,6 +201,10 @@ void release_workload(Pass& p);
 bool live_recovery(Pass& p, const Gang& g);
 // Creates the store's pod when there is none (before any rank, so a refusal stops the ranks too).
 void keep_rendezvous(Pass& p, const Gang& g);
+// An elastic job's store pod carries the desired size (kDesiredRanksAnnotation) once the observed
+// ConfigMap has it: patching the pod is what makes its kubelet refresh the volume the store reads
+// the size from now rather than within a minute. Level-triggered: one patch per change.
+void keep_store_size(Pass& p, const Gang& g);
 // Condition Degraded from status.liveRanks / minSliceCoverage and the phase (after the policies).
 void degraded(Pass& p);
 // spec.elastic: status.desiredReplicas follows spec.replicas; a change is a resize (event

@@ -242,6 +242,7 @@ void run(Pass& p) {
   ensure_owned_objects(p);
   policy::resized(p);
   const Gang g = observe_gang(p);
+  policy::keep_store_size(p, g);
   if (policy::admission(p, g)) {
     note_refusal(p);
     return;

@@ -19,6 +19,7 @@ json build_rendezvous_pod(const JobSpec& j, int restart) {
   json md = object_metadata(j, rendezvous_name(j));
   md["labels"][kRoleLabel] = kRendezvousRole;
   md["annotations"] = {{"ppu.dev/restart", std::to_string(restart)}};
+  if (j.elastic) md["annotations"][kDesiredRanksAnnotation] = std::to_string(j.replicas);
 
   const int port = contract::kRendezvousPort;
   json container = {

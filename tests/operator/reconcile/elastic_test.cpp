@@ -104,6 +104,36 @@ TEST(Elastic, AGrowCreatesTheNewSlotsWithoutCountingLosses) {
   EXPECT_TRUE(patched);
 }
 
+// The pod's annotation after the ConfigMap's data: {name, annotation} of each patch of a pod.
+std::vector<std::pair<std::string, std::string>> store_annotations(const Decision& d) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& p : actions_of<PatchObject>(d, ResourceKind::Pod))
+    out.emplace_back(p.name, p.patch["metadata"]["annotations"].value(kDesiredRanksAnnotation, "<none>"));
+  return out;
+}
+
+TEST(Elastic, TheStorePodIsAnnotatedWithTheSizeOnceTheConfigMapHasIt) {
+  // Created with the size it starts at.
+  EXPECT_EQ(build_rendezvous_pod(parse_job(elastic_job(4)), 0)["metadata"]["annotations"][kDesiredRanksAnnotation],
+            "4");
+  EXPECT_FALSE(build_rendezvous_pod(parse_job(make_job("demo", 4)), 0)["metadata"]["annotations"].contains(
+      kDesiredRanksAnnotation));
+  // spec.replicas 6 while the observed ConfigMap still says 4: the ConfigMap first, the pod not yet.
+  json status = running_status(0);
+  status["desiredReplicas"] = 6;
+  const json job = elastic_job(6, status);
+  Observed in = observed_live(job, gang(job, 6, "Running"));
+  in.rendezvous_pod = observed_live(elastic_job(4), {}).rendezvous_pod;  // annotated 4
+  in.config_map = build_config_map(parse_job(elastic_job(4)));
+  EXPECT_TRUE(store_annotations(reconcile(in)).empty());
+  // The ConfigMap has 6: the pod is patched to 6, once; then nothing more.
+  in.config_map = build_config_map(parse_job(job));
+  const Decision d = reconcile(in);
+  EXPECT_EQ(store_annotations(d), (std::vector<std::pair<std::string, std::string>>{{"demo-rendezvous", "6"}}));
+  in.rendezvous_pod = observed_live(job, {}).rendezvous_pod;
+  EXPECT_TRUE(store_annotations(reconcile(in)).empty());
+}
+
 TEST(Elastic, AShrinkLetsRunningRanksRetireAndRemovesTheRest) {
   // Running at 6, spec.replicas now 4: rank 4 still runs (it retires at the next boundary), rank 5
   // is Pending (never started): only rank 5's pod is deleted.
