@@ -6,7 +6,7 @@
 # PPU_WERROR makes that an error), and those given another fmt than LibTorch's (PPU_FMT_OVERRIDE:
 # a precompiled LibTorch would bring its fmt in first). clang-tidy never sees the precompiled
 # header (scripts/check-tidy.sh strips it: clang cannot read GCC's).
-option(PPU_PCH "Precompile LibTorch's headers for the targets with many LibTorch sources" ON)
+# PPU_PCH: cmake/common_pch.cmake.
 
 function(ppu_precompile_torch target)
   if(NOT PPU_PCH)
