@@ -29,7 +29,10 @@ inline constexpr const char* kReady = "Ready";                        // Pod, No
 inline constexpr const char* kDisruptionTarget = "DisruptionTarget";  // Pod: evicted, preempted, drained
 inline constexpr const char* kJobComplete = "Complete";               // batch/v1 Job
 inline constexpr const char* kJobFailed = "Failed";                   // batch/v1 Job
+inline constexpr const char* kPodScheduled = "PodScheduled";           // Pod: bound to a node
 }  // namespace kube_condition
+// PodScheduled False's reason when the scheduler found no node that fits the pod.
+inline constexpr const char* kUnschedulableReason = "Unschedulable";
 
 // core/v1 Service spec.clusterIP of a headless Service (DNS names resolve to the pods' own IPs).
 inline constexpr const char* kHeadlessClusterIP = "None";

@@ -40,6 +40,11 @@ inline constexpr const char* kDegraded = "Degraded";
 // Jobs labelled kueue.x-k8s.io/queue-name: True once Kueue admitted the job's Workload (its
 // reason says why not: Queued, Evicted, KueueNotEnabled, PriorityClassNotFound).
 inline constexpr const char* kAdmitted = "Admitted";
+// True while the scheduler has no node for one of the job's pods (a rank or the store; their
+// PodScheduled False, reason Unschedulable): the message names them, since when, and the
+// scheduler's reason. False (reason Scheduled) once every pod has a node; absent until a pod
+// had none.
+inline constexpr const char* kPodsUnschedulable = "PodsUnschedulable";
 }  // namespace condition
 
 // Reasons: of events, of conditions and of status.reason (the same word where they coincide).
@@ -62,6 +67,9 @@ inline constexpr const char* kBackoffLimitExceeded = "BackoffLimitExceeded";
 inline constexpr const char* kConfigurationError = "ConfigurationError";            // a rank exited 2
 inline constexpr const char* kCheckpointOrDataMissing = "CheckpointOrDataMissing";  // a rank exited 4
 inline constexpr const char* kPodCreationFailed = "PodCreationFailed";              // event of a refusal
+// PodsUnschedulable True (and its Warning event) / False.
+inline constexpr const char* kUnschedulable = "Unschedulable";
+inline constexpr const char* kScheduled = "Scheduled";
 // recovery live.
 // Event: the job's ranks resumed after a stop of the whole job and said what it cost (status.lastStop).
 inline constexpr const char* kRoundsLost = "RoundsLost";

@@ -2,6 +2,7 @@
 
 #include "core/job_contract.h"
 #include "kube/kube_words.h"
+#include "kube/rfc3339.h"
 
 namespace ppu::op {
 
@@ -53,6 +54,18 @@ std::string termination_message(const json& pod) {
     if (cs.contains("state") && cs["state"].contains("terminated"))
       return cs["state"]["terminated"].value("message", std::string());
   return "";
+}
+
+std::optional<Unscheduled> why_unschedulable(const json& pod) {
+  if (pod_phase(pod) != pod_phase_name::kPending) return std::nullopt;
+  const json st = pod.value("status", json::object());
+  for (const auto& c : st.value("conditions", json::array())) {
+    if (c.value("type", "") != kube_condition::kPodScheduled) continue;
+    if (c.value("status", "") != condition_status::kFalse || c.value("reason", "") != kUnschedulableReason)
+      return std::nullopt;
+    return Unscheduled{c.value("message", std::string()), parse_rfc3339(c.value("lastTransitionTime", ""))};
+  }
+  return std::nullopt;
 }
 
 std::string failure_reason(const json& pod) {

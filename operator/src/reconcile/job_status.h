@@ -3,6 +3,7 @@
 // or data: docs/METRICS.md). The PPUJob's own status is ppujob_status.h.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,15 @@ std::optional<int> exit_code(const json& pod);
 
 // A container of the pod terminated with exit code 2 or 4.
 std::optional<FatalExit> fatal_exit(const json& pod);
+// The scheduler found no node for the pod: its PodScheduled condition is False with reason
+// Unschedulable. `message` is the scheduler's ("0/3 nodes are available: 3 Insufficient cpu. ..."),
+// `since` the condition's lastTransitionTime in Unix seconds when it is readable.
+struct Unscheduled {
+  std::string message;
+  std::optional<int64_t> since;
+};
+std::optional<Unscheduled> why_unschedulable(const json& pod);
+
 // Why a pod counts as failed ("Evicted", "NodeLost", "Error: exit code 1", ...), for events.
 std::string failure_reason(const json& pod);
 

@@ -205,6 +205,9 @@ void keep_rendezvous(Pass& p, const Gang& g);
 // ConfigMap has it: patching the pod is what makes its kubelet refresh the volume the store reads
 // the size from now rather than within a minute. Level-triggered: one patch per change.
 void keep_store_size(Pass& p, const Gang& g);
+// Condition PodsUnschedulable from the pods the scheduler has no node for (policy_scheduling.cpp),
+// with a Warning event when it turns True; the pods this pass deletes are left out.
+void unschedulable(Pass& p);
 // Condition Degraded from status.liveRanks / minSliceCoverage and the phase (after the policies).
 void degraded(Pass& p);
 // spec.elastic: status.desiredReplicas follows spec.replicas; a change is a resize (event

@@ -262,6 +262,7 @@ Decision Pass::result() {
   count_ranks(*this);
   copy_progress(*this);
   policy::degraded(*this);
+  policy::unschedulable(*this);
   Decision d;
   if (json(status) != observed_status) d.actions.emplace_back(UpdateStatus{spec.name, status});
   for (auto& a : actions) d.actions.push_back(std::move(a));

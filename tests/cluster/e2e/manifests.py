@@ -232,6 +232,12 @@ def elastic_job(ns: str, name: str, steps: int, image: str) -> str:
     return _sub(text, r"^  replicas: 2$", "  replicas: 2\n  elastic: {minReplicas: 2, maxReplicas: 4}")
 
 
+def unschedulable_job(ns: str, name: str, image: str) -> str:
+    """small_job() whose ranks ask for 64 CPUs each: no node of the test clusters fits them."""
+    text = _sub(small_job(ns, name, image), r"^    requests: \{cpu: 100m,", '    requests: {cpu: "64",')
+    return _sub(text, r"^    limits: \{cpu: \"1\",", '    limits: {cpu: "64",')
+
+
 def queued_job(ns: str, name: str, claim: str, steps: int, priority: str, image: str) -> str:
     """job() in Kueue's LocalQueue `ppu` with WorkloadPriorityClass `priority`."""
     labels = f"labels: {{kueue.x-k8s.io/queue-name: ppu, kueue.x-k8s.io/priority-class: {priority}}}"

@@ -11,6 +11,9 @@ PPU_CLUSTER_PORT (16445), PPU_IMAGE (localhost/ppu:dev). The phases, file by fil
   test_10_install.py
   1. helm install charts/ppu-operator: the operator runs in-cluster under its ServiceAccount (no
      kubeconfig: the in-cluster config path) and becomes Ready;
+  test_15_unschedulable.py
+  1b. a PPUJob whose ranks fit no node stays Pending and says why: condition PodsUnschedulable
+     True names its rank pods with the scheduler's reason (Insufficient cpu), event Unschedulable;
   test_20_training_and_security.py
   2. a CPU PPUJob (4 ranks, tiny model, checkpoints on a PersistentVolume) in a namespace that
      enforces the `restricted` Pod Security Standard: ranks rendezvous through the headless
@@ -51,7 +54,8 @@ PPU_CLUSTER_PORT (16445), PPU_IMAGE (localhost/ppu:dev). The phases, file by fil
   test_55_resize.py
   5d. an elastic live job (spec.elastic 2-4) resized while it runs, each its own test and PASS line:
      `kubectl scale` to 4 creates ranks 2 and 3 and the live group reaches 4, no recovery counted;
-     back to 2 (the store hears it through the ConfigMap's file) ranks 2 and 3 retire at a round
+     back to 2 (the store hears it through the ConfigMap's file, refreshed at once since the
+     operator annotates the store's pod with the size) ranks 2 and 3 retire at a round
      boundary, their pods go, the live group is 2 again; no gang restart; the job is deleted;
   test_60_samples_and_export.py
   6. manifests/samples/cpu-tiny.yaml applied as shipped (its image name an alias that
