@@ -29,7 +29,7 @@ inline constexpr const char* kReady = "Ready";                        // Pod, No
 inline constexpr const char* kDisruptionTarget = "DisruptionTarget";  // Pod: evicted, preempted, drained
 inline constexpr const char* kJobComplete = "Complete";               // batch/v1 Job
 inline constexpr const char* kJobFailed = "Failed";                   // batch/v1 Job
-inline constexpr const char* kPodScheduled = "PodScheduled";           // Pod: bound to a node
+inline constexpr const char* kPodScheduled = "PodScheduled";          // Pod: bound to a node
 }  // namespace kube_condition
 // PodScheduled False's reason when the scheduler found no node that fits the pod.
 inline constexpr const char* kUnschedulableReason = "Unschedulable";

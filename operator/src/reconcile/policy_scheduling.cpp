@@ -46,8 +46,8 @@ std::string describe(const std::vector<Waiting>& waiting) {
   for (std::size_t i = 0; i < waiting.size() && i < kNamesListed; ++i) names += (i ? ", " : "") + waiting[i].pod;
   if (waiting.size() > kNamesListed) names += " and " + std::to_string(waiting.size() - kNamesListed) + " more";
   const Waiting& first = waiting.front();
-  std::string msg = std::to_string(waiting.size()) + (waiting.size() == 1 ? " pod has" : " pods have") +
-                    " no node (" + names + ")";
+  std::string msg =
+      std::to_string(waiting.size()) + (waiting.size() == 1 ? " pod has" : " pods have") + " no node (" + names + ")";
   // A time, not a duration: the message (and with it the status) must not change from pass to pass.
   if (first.why.since) msg += ", the first since " + format_rfc3339(*first.why.since);
   msg += ": " + (first.why.message.empty() ? std::string("the scheduler gave no reason") : first.why.message);
