@@ -31,6 +31,7 @@
 #include <functional>
 #include <future>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -38,6 +39,7 @@
 #include <utility>
 
 #include "cmd/probe_line.h"
+#include "core/elastic_size.h"
 #include "core/exit_status.h"
 #include "core/job_contract.h"
 #include "engine/comm/live_store_keys.h"
@@ -112,12 +114,11 @@ int resize(const std::string& target, int ranks, double timeout_s) {
 }
 
 // The number in `path` (an elastic job's desired size, the operator's ConfigMap key), or none
-// while the file is absent, empty or not a number.
+// while the file is absent, empty or not a number of ranks (ppu::parse_desired).
 std::optional<int> read_size(const std::string& path) {
   std::ifstream in(path);
-  int ranks = 0;
-  if (in >> ranks && ranks > 0) return ranks;
-  return std::nullopt;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return ppu::parse_desired(text);
 }
 
 // --desired-file: the size in the file into the store now and whenever it changes (a second's

@@ -1,6 +1,7 @@
 #include "core/elastic_size.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "core/config.h"
 #include "core/coowners.h"
@@ -27,6 +28,17 @@ Shrink shrink_to(const std::vector<int>& members, int desired, int slices) {
     out.leavers.clear();
   }
   return out;
+}
+
+std::optional<int> parse_desired(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  const auto first = text.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return std::nullopt;
+  text = text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+  int ranks = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), ranks);
+  if (error != std::errc() || end != text.data() + text.size() || ranks < 1) return std::nullopt;
+  return ranks;
 }
 
 }  // namespace ppu

@@ -7,11 +7,14 @@
 //    desired size yet (a Pending pod, a replacement starting);
 //  - clamp_desired: a requested size within [required_ranks, slots];
 //  - shrink_to: which members leave when the job shrinks to `desired` (the slots ≥ desired), or
-//    why that must wait (a slice would have no member left: slots missing below `desired`).
+//    why that must wait (a slice would have no member left: slots missing below `desired`);
+//  - parse_desired: the size as the store's key, the launcher and the operator's file spell it.
 // Pure, no LibTorch.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ppu {
@@ -27,5 +30,11 @@ struct Shrink {
   std::string refused;       // why they stay for now, or "" (nothing to do, or they go)
 };
 Shrink shrink_to(const std::vector<int>& members, int desired, int slices);
+
+// A desired size as text: a whole decimal number of ranks, at least 1, with nothing around it
+// but whitespace (a ConfigMap's file may end in a newline); none for anything else ("", "4x",
+// "0", "-2", "2.5", a number past int). One rule for the store's key (the ranks), ppu-launch's
+// writes and ppu-rendezvous --desired-file, so that no reader takes a size another refuses.
+std::optional<int> parse_desired(std::string_view text);
 
 }  // namespace ppu

@@ -19,6 +19,14 @@ TEST(ElasticSize, DesiredSizeIsClampedToTheRange) {
   EXPECT_EQ(clamp_desired(9, 2, 8), 8);
 }
 
+TEST(ElasticSize, DesiredSizeTextIsAWholePositiveNumber) {
+  EXPECT_EQ(parse_desired("4"), 4);
+  EXPECT_EQ(parse_desired("12\n"), 12);  // a ConfigMap file's newline
+  EXPECT_EQ(parse_desired("  3 "), 3);
+  for (const char* bad : {"", " ", "\n", "0", "-2", "+2", "2.5", "4x", "x4", "4 4", "99999999999"})
+    EXPECT_FALSE(parse_desired(bad)) << "'" << bad << "'";
+}
+
 // N = 2: slots 0 and 2 own slice 0, 1 and 3 slice 1.
 TEST(ElasticSize, ShrinkLetsTheSlotsAboveTheSizeGo) {
   const auto s = shrink_to({0, 1, 2, 3, 4, 5}, 4, 2);

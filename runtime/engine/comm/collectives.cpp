@@ -1,6 +1,7 @@
 #include "engine/comm/collectives.h"
 
 #include "common/env.h"
+#include "core/elastic_size.h"
 #include "core/exit_status.h"
 #include "core/job_contract.h"
 #include "engine/comm/live_store_keys.h"
@@ -17,6 +18,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -126,12 +128,11 @@ int Collectives::first_group_size() {
   if (!store_->check({live_keys::kDesiredRanks})) return info_.world_size;
   const auto bytes = store_->get(live_keys::kDesiredRanks);
   const std::string text(bytes.begin(), bytes.end());
-  try {
-    return std::clamp(std::stoi(text), 1, info_.world_size);
-  } catch (const std::exception&) {
+  const std::optional<int> desired = parse_desired(text);
+  if (!desired)
     throw ConfigError("the rendezvous store's desired size (" + std::string(live_keys::kDesiredRanks) + ") is '" +
                       text + "', not a number of ranks");
-  }
+  return std::min(*desired, info_.world_size);
 }
 
 bool Collectives::is_replacement() {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/exit_status.h"
+#include "core/elastic_size.h"
 #include "engine/comm/beat_board.h"
 #include "engine/comm/live_store_keys.h"
 
@@ -151,12 +152,9 @@ std::optional<int> LiveGroup::desired_ranks() {
   try {
     if (store_.lost() || !store_.check(live_keys::kDesiredRanks)) return std::nullopt;
     const std::string text = store_.get(live_keys::kDesiredRanks);
-    try {
-      return std::stoi(text);
-    } catch (const std::exception&) {
-      spdlog::warn("the rendezvous store's desired size ({}) is '{}', not a number of ranks: ignored",
-                   live_keys::kDesiredRanks, text);
-    }
+    if (const std::optional<int> desired = parse_desired(text)) return desired;
+    spdlog::warn("the rendezvous store's desired size ({}) is '{}', not a number of ranks: ignored",
+                 live_keys::kDesiredRanks, text);
   } catch (const StoreLost&) {  // the next agreement reconnects; this boundary keeps the size
   }
   return std::nullopt;
