@@ -9,8 +9,8 @@
 #include <sstream>
 #include <thread>
 
-#include "core/exit_status.h"
 #include "core/elastic_size.h"
+#include "core/exit_status.h"
 #include "engine/comm/beat_board.h"
 #include "engine/comm/live_store_keys.h"
 
