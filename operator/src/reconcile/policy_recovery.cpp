@@ -247,7 +247,7 @@ void keep_store_size(Pass& p, const Gang& g) {
   if (p.in.config_map->value("data", json::object()).value(kDesiredRanksKey, std::string()) != want) return;
   const json& md = (*g.rendezvous)["metadata"];
   if (md.value("annotations", json::object()).value(kDesiredRanksAnnotation, std::string()) == want) return;
-  p.patch(ResourceKind::Pod, md.value("name", std::string()),
+  p.patch(ResourceKind::Pod, name_of(*g.rendezvous),
           json{{"metadata", {{"annotations", {{kDesiredRanksAnnotation, want}}}}}});
 }
 

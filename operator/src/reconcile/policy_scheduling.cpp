@@ -25,14 +25,13 @@ struct Waiting {
 };
 
 std::vector<Waiting> waiting_pods(const Pass& p) {
-  std::vector<const json*> pods;
-  for (const auto& pod : p.in.pods) pods.push_back(&pod);
-  if (p.in.rendezvous_pod) pods.push_back(&*p.in.rendezvous_pod);
   std::vector<Waiting> out;
-  for (const json* pod : pods) {
-    if (pod_terminating(*pod) || p.deleted.count(name_of(*pod))) continue;
-    if (auto why = why_unschedulable(*pod)) out.push_back({name_of(*pod), std::move(*why)});
-  }
+  auto look_at = [&](const json& pod) {
+    if (pod_terminating(pod) || p.deleted.count(name_of(pod))) return;
+    if (auto why = why_unschedulable(pod)) out.push_back({name_of(pod), std::move(*why)});
+  };
+  for (const auto& pod : p.in.pods) look_at(pod);
+  if (p.in.rendezvous_pod) look_at(*p.in.rendezvous_pod);
   // The longest waiting first (its message leads), then by name.
   std::sort(out.begin(), out.end(), [&](const Waiting& a, const Waiting& b) {
     const int64_t ta = a.why.since.value_or(p.in.now), tb = b.why.since.value_or(p.in.now);
