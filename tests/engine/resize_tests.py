@@ -34,6 +34,14 @@ cases: grow-shrink  the job starts with 2 of its 4 slots (network.max_degraded_r
                     kubelet updates the file) and must wait three rounds untaken; the file says 3:
                     taken in; it says 2 again: rank 2 retires (exit 0) and ranks 0 and 1 finish with
                     one checksum
+       quorum       grow-shrink under outer.sync_mode quorum, with rank 3 slow (150 ms a step) from
+                    step 200: the job starts with 2 of 4 slots (the quorum is counted over the
+                    members, so the two vacant slots hold no sync point open), grows to 4 (rank 3
+                    joins and sync points close without it), shrinks to 3
+                    (rank 3, the slow one, retires); exit 0, no gang restart, no degraded round,
+                    one checksum over ranks 0-2, rank 0's size history 2 -> 3 -> 4 -> 3, and rank
+                    3's share of slice 1's updates under half of rank 1's (waited for, as under
+                    sync_mode all, it would train every step from its join: about 0.4 against 0.6)
        bad-flags    --ranks above --nproc, below network.min_ranks, or without an elastic job,
                     and network.min_ranks below slicing.slices: exit 2 naming the flag or key,
                     no rank started
@@ -48,7 +56,7 @@ import sys
 import tempfile
 import time
 
-from launch_harness import Launch, events, fail, fault_named, one_checksum, rank_pids, tiny_job
+from launch_harness import Launch, events, fail, fault_named, one_checksum, plain, rank_pids, tiny_job
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 from ppu import files, summary
@@ -66,8 +74,8 @@ PAUSED = {**os.environ, "PPU_TEST_STEP_PAUSE_MS": "20"}
 
 
 class Run(Launch):
-    def __init__(self, work, extra=(), restarts=0):
-        super().__init__(work, [LAUNCH, *ELASTIC, *extra, "--max-restarts", str(restarts)], env=PAUSED)
+    def __init__(self, work, extra=(), restarts=0, env=PAUSED):
+        super().__init__(work, [LAUNCH, *ELASTIC, *extra, "--max-restarts", str(restarts)], env=env)
 
     def ask(self, sig):
         os.kill(self.proc.pid, sig)
@@ -333,6 +341,37 @@ def case_bad_flags():
     print("PASS bad-flags")
 
 
+def case_quorum():
+    work = tempfile.mkdtemp(prefix="ppu-resize-quorum-")
+    quorum = ["--set", "outer.sync_mode=quorum", "--set", "outer.quorum_grace_max_s=0.5"]
+    env = {**PAUSED, "PPU_TEST_FAULT": "slow:3:200:150"}
+    run = Run(work, [*quorum, "--ranks", "2"], env=env)
+    after_step(run, 100)
+    run.ask(signal.SIGUSR1)
+    run.wait_for(r"\[rank 0\] .*desired size is 3 of 4 slots")
+    run.ask(signal.SIGUSR1)
+    run.wait_for(r"\[rank 0\] .*rank\(s\) \[3\] rejoined")
+    run.wait_for(r"\[rank 0\] .*desired size is 4 of 4 slots")
+    joined = int(re.findall(r"\[rank 0\] .* step (\d+)/", run.text())[-1])
+    after_step(run, joined + 100)  # five sync points with the slow rank 3 a member
+    run.ask(signal.SIGUSR2)
+    run.wait_for(r"rank\(s\) \[3\] retired at the end of round")
+    rc = run.finish()
+    no_restart(run, rc)
+    checksum = one_checksum(run, ranks=3)
+    s = run.summary(0)
+    if desired_sizes(s) != [2, 3, 4, 3] or s.recovery.size_history[-1].ranks != 3:
+        fail(f"rank 0's size history: {[c.as_dict() for c in s.recovery.size_history]}")
+    if s.recovery.rounds_degraded != 0:
+        fail(f"rank 0 counted {s.recovery.rounds_degraded} degraded rounds with every missing slot vacant")
+    sync = s.outer_sync
+    share = {r.rank: r.share for r in sync.ranks}
+    if sync.mode != "quorum" or share.get(3, 1) >= share.get(1, 0) / 2:
+        fail(f"rank 0's outer sync: {plain(sync)}: the slow rank 3 weighed as much as if it had been waited for")
+    print(f"checksum {checksum}; slice 1's updates: rank 1 {share[1]:.2f}, the slow rank 3 {share[3]:.2f}")
+    print("PASS quorum")
+
+
 CASES = {
     "grow-shrink": case_grow_shrink,
     "grow-past-lost": case_grow_past_lost,
@@ -341,5 +380,6 @@ CASES = {
     "grown-back": case_grown_back,
     "desired-file": case_desired_file,
     "bad-flags": case_bad_flags,
+    "quorum": case_quorum,
 }
 CASES[CASE]()

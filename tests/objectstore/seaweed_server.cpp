@@ -93,6 +93,10 @@ void SeaweedServer::start() {
                     "-master.volumeSizeLimitMB=64",
                     "-volume.max=16"},
                    dir_ + "/weed.log");
+  wait_until_serving();
+}
+
+void SeaweedServer::wait_until_serving() {
   S3Settings quick = settings();
   quick.connect_timeout_s = 1;
   quick.stall_s = 5;
@@ -114,6 +118,11 @@ void SeaweedServer::start() {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   throw std::runtime_error("SeaweedFS did not store a write within 90 s (last: " + last + ")\n" + log_tail());
+}
+
+void SeaweedServer::resume() {
+  process_.resume();
+  wait_until_serving();
 }
 
 void SeaweedServer::kill() {

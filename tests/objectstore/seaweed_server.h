@@ -4,8 +4,9 @@
 // scripts/build-seaweedfs.sh (ctest's objectstore.seaweedfs fixture builds it). start() returns
 // once the S3 gateway answers a signed request (create_bucket of bucket()); kill() SIGKILLs the
 // whole server (the S3 gateway with it), restart() starts it again on the same ports and data,
-// stop()/resume() freeze and thaw it. settings() and credentials() are what a client of it
-// uses. A failure to start throws std::runtime_error with the end of the server's log.
+// stop()/resume() freeze and thaw it (resume() returns, like start(), once a write is stored: a
+// volume server frozen past the master's pulse registers again a little after the thaw). settings() and credentials()
+// are what a client of it uses. A failure to start throws std::runtime_error with the end of the server's log.
 #pragma once
 
 #include <string>
@@ -26,7 +27,7 @@ class SeaweedServer {
   void kill();
   void restart();
   void stop() const { process_.stop(); }
-  void resume() const { process_.resume(); }
+  void resume();
 
   S3Settings settings() const;
   static S3Credentials credentials();
@@ -35,6 +36,8 @@ class SeaweedServer {
   std::string log_tail() const;
 
  private:
+  void wait_until_serving();
+
   std::string weed_, dir_;
   int master_ = 0, volume_ = 0, filer_ = 0, s3_ = 0;
   ChildProcess process_;
