@@ -102,6 +102,18 @@ def desired_sizes(s):
     return sizes
 
 
+def shrunk_to_three(run):
+    """A job grown 2 -> 3 -> 4 and shrunk to 3 ended as one: one checksum over ranks 0-2, rank 0's
+    size history says so, no degraded round. Returns the checksum and rank 0's summary."""
+    checksum = one_checksum(run, ranks=3)
+    s = run.summary(0)
+    if desired_sizes(s) != [2, 3, 4, 3] or s.recovery.size_history[-1].ranks != 3:
+        fail(f"rank 0's size history: {[c.as_dict() for c in s.recovery.size_history]}")
+    if s.recovery.rounds_degraded != 0:
+        fail(f"rank 0 counted {s.recovery.rounds_degraded} degraded rounds with every missing slot vacant")
+    return checksum, s
+
+
 def no_restart(run, rc, want_rc=0):
     log = run.text()
     if rc != want_rc or "restarting the gang" in log or f"exited with code {ExitCode.PEER_FAILURE}" in log:
@@ -130,12 +142,7 @@ def case_grow_shrink():
         fail(f"ppu-launch did not let rank 3's slot stay vacant:\n{events(log)}")
     if os.path.exists(files.summary_file(run.summaries, 3)):
         fail("the retired rank 3 left a summary file")
-    checksum = one_checksum(run, ranks=3)
-    s = run.summary(0)
-    if desired_sizes(s) != [2, 3, 4, 3] or s.recovery.size_history[-1].ranks != 3:
-        fail(f"rank 0's size history: {[c.as_dict() for c in s.recovery.size_history]}")
-    if s.recovery.rounds_degraded != 0:
-        fail(f"rank 0 counted {s.recovery.rounds_degraded} degraded rounds with every missing slot vacant")
+    checksum, _ = shrunk_to_three(run)
     print(
         f"grow to 3: {grow2:.1f} s from SIGUSR1 to taken in; to 4: {grow3:.1f} s; shrink to 3: {shrink:.1f} s "
         f"to retired; checksum {checksum}"
@@ -358,12 +365,7 @@ def case_quorum():
     run.wait_for(r"rank\(s\) \[3\] retired at the end of round")
     rc = run.finish()
     no_restart(run, rc)
-    checksum = one_checksum(run, ranks=3)
-    s = run.summary(0)
-    if desired_sizes(s) != [2, 3, 4, 3] or s.recovery.size_history[-1].ranks != 3:
-        fail(f"rank 0's size history: {[c.as_dict() for c in s.recovery.size_history]}")
-    if s.recovery.rounds_degraded != 0:
-        fail(f"rank 0 counted {s.recovery.rounds_degraded} degraded rounds with every missing slot vacant")
+    checksum, s = shrunk_to_three(run)
     sync = s.outer_sync
     share = {r.rank: r.share for r in sync.ranks}
     if sync.mode != "quorum" or share.get(3, 1) >= share.get(1, 0) / 2:
