@@ -34,8 +34,8 @@ if ((unit_lane)); then
   bash scripts/install-deps.sh --test --no-go
 else
   bash scripts/install-deps.sh --test
-  # SeaweedFS, kube-apiserver, kubectl and helm (about 20 minutes of Go builds on a fresh 2-core
-  # machine) build in the background at idle CPU priority (SCHED_IDLE): they take the cores only
+  # SeaweedFS, kube-apiserver, kubectl and helm (9 minutes of Go builds alone on 2 cores, more
+  # with their modules' download) build in the background at idle CPU priority (SCHED_IDLE): they take the cores only
   # when the project's build and the tests leave them idle (link steps, tests waiting on their
   # processes). A fixture that needs a tool not built yet waits on its lock (docs/TESTING.md).
   mkdir -p build
