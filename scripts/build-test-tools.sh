@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Go-built tools of the default suite's fixtures, each once into its cache, in the
-# order a ctest run reaches them: SeaweedFS (objectstore.seaweedfs, wanted by the first process
-# tests), kube-apiserver and kubectl (operator.kube_tools), helm (the packaging tests).
+# Builds the Go-built tools of the default suite's fixtures, each once into its cache:
+# SeaweedFS (objectstore.seaweedfs), kube-apiserver and kubectl (operator.kube_tools), helm
+# (packaging.helm). The fixtures run after the tool-free process tests (tests/CMakeLists.txt).
 # scripts/test.sh runs it in the background at idle CPU priority while it builds the project and
 # runs the suite; each build script holds its own lock, so a fixture that needs a tool still being
 # built here waits for it (and its idle slot lets this build run) instead of building it twice.

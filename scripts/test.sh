@@ -35,9 +35,10 @@ if ((unit_lane)); then
 else
   bash scripts/install-deps.sh --test
   # SeaweedFS, kube-apiserver, kubectl and helm (9 minutes of Go builds alone on 2 cores, more
-  # with their modules' download) build in the background at idle CPU priority (SCHED_IDLE): they take the cores only
-  # when the project's build and the tests leave them idle (link steps, tests waiting on their
-  # processes). A fixture that needs a tool not built yet waits on its lock (docs/TESTING.md).
+  # with their modules' download) build in the background at idle CPU priority (SCHED_IDLE):
+  # they take the cores only when the project's build and the tests leave them idle (link steps,
+  # tests waiting on their processes). A fixture that needs a tool not built yet waits on its
+  # lock (docs/TESTING.md).
   mkdir -p build
   idle=(nice -n 19)
   if chrt --idle 0 true 2>/dev/null; then idle=(chrt --idle 0); fi

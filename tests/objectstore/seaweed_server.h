@@ -5,8 +5,9 @@
 // once the S3 gateway answers a signed request (create_bucket of bucket()); kill() SIGKILLs the
 // whole server (the S3 gateway with it), restart() starts it again on the same ports and data,
 // stop()/resume() freeze and thaw it (resume() returns, like start(), once a write is stored: a
-// volume server frozen past the master's pulse registers again a little after the thaw). settings() and credentials()
-// are what a client of it uses. A failure to start throws std::runtime_error with the end of the server's log.
+// volume server frozen past the master's pulse registers again a little after the thaw).
+// settings() and credentials() are what a client of it uses. A failure to start throws
+// std::runtime_error with the end of the server's log.
 #pragma once
 
 #include <string>
